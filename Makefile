@@ -1,0 +1,215 @@
+# wattbus: one Makefile, no recursion. `make`, `make check`, `make run`,
+# `make install` (PREFIX, DESTDIR), `make bench`, `make fuzz`, `make clean`;
+# V=1 shows the commands, SANITIZE=1 builds with ASan+UBSan into build-san/.
+
+.DELETE_ON_ERROR:
+.SUFFIXES:
+.SECONDEXPANSION:
+
+VERSION := 0.1.0
+SANITIZE ?=
+BUILD ?= build$(if $(SANITIZE),-san)
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+LIBEXECDIR ?= $(PREFIX)/lib/wattbus
+DATADIR ?= $(PREFIX)/share/wattbus
+MANDIR ?= $(PREFIX)/share/man
+SYSCONFDIR ?= $(if $(filter /usr,$(PREFIX)),/etc,$(PREFIX)/etc)
+UNITDIR ?= $(if $(filter /usr,$(PREFIX)),/usr/lib/systemd/system,$(PREFIX)/lib/systemd/system)
+
+CC ?= cc
+CLANG ?= clang
+BPFTOOL ?= bpftool
+PYTHON ?= python3
+PKG_CONFIG ?= pkg-config
+
+ifeq ($(V),1)
+Q :=
+say :=
+else
+Q := @
+say = @printf '  %-8s %s\n' $(1) $(2);
+endif
+
+PKGS := libczmq libzmq msgpack jansson inih libsystemd
+PKGS_exportd := libmicrohttpd zlib
+PKGS_usaged := libbpf libelf zlib
+ALL_PKGS := $(PKGS) libmicrohttpd zlib libbpf libelf
+
+# Install missing build dependencies (Debian packages) before anything asks pkg-config.
+ifeq ($(filter clean format uninstall,$(MAKECMDGOALS)),)
+ifneq ($(shell $(PKG_CONFIG) --exists $(ALL_PKGS) 2>/dev/null && command -v $(CLANG) $(BPFTOOL) $(PYTHON) >/dev/null && echo ok),ok)
+$(info wattbus: build dependencies missing, running scripts/deps.sh build)
+ifneq ($(shell scripts/deps.sh build >&2; echo $$?),0)
+$(error scripts/deps.sh build failed; see above)
+endif
+endif
+endif
+pkg_cflags = $(if $(strip $(1)),$(shell $(PKG_CONFIG) --cflags $(1)))
+pkg_libs = $(if $(strip $(1)),$(shell $(PKG_CONFIG) --libs $(1)))
+
+CFLAGS ?= -O2 -g
+WARNINGS := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wno-unused-parameter -Wformat=2 -Wno-format-nonliteral
+SAN_FLAGS := $(if $(SANITIZE),-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
+ALL_CFLAGS := -std=gnu11 $(WARNINGS) $(CFLAGS) $(SAN_FLAGS) -MMD -MP -D_GNU_SOURCE \
+	-DWB_VERSION='"$(VERSION)"' -Ilib -I$(BUILD)/gen -I$(BUILD)/bpf $(call pkg_cflags,$(ALL_PKGS))
+ALL_LDFLAGS := $(LDFLAGS) $(SAN_FLAGS)
+LIBS := $(call pkg_libs,$(PKGS)) -lm
+
+STAGES := powerd usaged alignd estimd exportd
+
+# ---- shared library ----
+GEN_H := $(BUILD)/gen/wb_msgs.h
+GEN_C := $(BUILD)/gen/wb_msgs.c
+LIB_SRCS := $(wildcard lib/*.c)
+LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/gen/wb_msgs.o
+LIBWB := $(BUILD)/libwattbus.a
+
+all: $(LIBWB)
+
+$(GEN_H) $(GEN_C) &: $(wildcard schemas/*.json) tools/schemagen.py
+	$(call say,GEN,$(GEN_H))
+	$(Q)mkdir -p $(BUILD)/gen
+	$(Q)$(PYTHON) tools/schemagen.py schemas $(GEN_H) $(GEN_C)
+
+$(LIBWB): $(LIB_OBJS)
+	$(call say,AR,$@)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/%.o: %.c $(GEN_H) | $$(@D)/.dir
+	$(call say,CC,$<)
+	$(Q)$(CC) $(ALL_CFLAGS) -c -o $@ $<
+
+$(BUILD)/gen/wb_msgs.o: $(GEN_C) $(GEN_H)
+	$(call say,CC,$<)
+	$(Q)$(CC) $(ALL_CFLAGS) -c -o $@ $<
+
+%/.dir:
+	$(Q)mkdir -p $(@D) && touch $@
+.PRECIOUS: %/.dir
+
+# ---- BPF (usaged) ----
+BPF_SRCS := $(wildcard bpf/*.bpf.c)
+BPF_SKELS := $(BPF_SRCS:bpf/%.bpf.c=$(BUILD)/bpf/%.skel.h)
+# vmlinux.h: the checked-in bpf/vmlinux.h when present (builds anywhere), else from this kernel's BTF.
+VMLINUX_H := $(if $(wildcard bpf/vmlinux.h),bpf/vmlinux.h,$(BUILD)/bpf/vmlinux.h)
+BPF_ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
+
+$(BUILD)/bpf/vmlinux.h: | $(BUILD)/bpf/.dir
+	$(call say,BTF,$@)
+	$(Q)$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@
+
+$(BUILD)/bpf/%.bpf.o: bpf/%.bpf.c $(VMLINUX_H) $(wildcard bpf/*.h) | $(BUILD)/bpf/.dir
+	$(call say,BPF,$<)
+	$(Q)$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(BPF_ARCH) -I$(dir $(VMLINUX_H)) -Ibpf -c $< -o $@
+	$(Q)llvm-strip -g $@ 2>/dev/null || true
+
+$(BUILD)/bpf/%.skel.h: $(BUILD)/bpf/%.bpf.o
+	$(call say,SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< > $@
+
+# ---- daemons: <stage>/main.c plus the stage's modules ----
+define stage_rules
+$(1)_SRCS := $(wildcard $(1)/*.c)
+$(1)_OBJS := $$(patsubst %.c,$(BUILD)/%.o,$$(filter-out $(1)/main.c,$$($(1)_SRCS)))
+$(1)_LIBS := $$(call pkg_libs,$$(PKGS_$(1)))
+$$($(1)_OBJS) $(BUILD)/$(1)/main.o: $(if $(filter usaged,$(1)),$(BPF_SKELS))
+ifneq ($(wildcard $(1)/main.c),)
+BINS += $(BUILD)/wattbus-$(1)
+$(BUILD)/wattbus-$(1): $(BUILD)/$(1)/main.o $$($(1)_OBJS) $(LIBWB)
+	$$(call say,LD,$$@)
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $$@ $$^ $$($(1)_LIBS) $(LIBS)
+endif
+endef
+$(foreach s,$(STAGES),$(eval $(call stage_rules,$(s))))
+
+# ---- the wattbus CLI ----
+CLI_SRCS := $(wildcard cli/*.c)
+CLI_OBJS := $(CLI_SRCS:%.c=$(BUILD)/%.o)
+BINS += $(BUILD)/wattbus
+$(BUILD)/wattbus: $(CLI_OBJS) $(LIBWB)
+	$(call say,LD,$@)
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
+
+all: $(BINS)
+
+# ---- tests ----
+# tests/unit/test_<stage>_*.c link the stage's modules; the others only libwattbus.
+UNIT_SRCS := $(wildcard tests/unit/test_*.c)
+UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
+test_stage = $(filter $(STAGES),$(firstword $(subst _, ,$(1))))
+test_objs = $(foreach s,$(call test_stage,$(1)),$($(s)_OBJS))
+test_libs = $(foreach s,$(call test_stage,$(1)),$($(s)_LIBS))
+
+$(BUILD)/tests/test_%: tests/unit/test_%.c tests/unit/unit.h $$(call test_objs,$$*) $(LIBWB) | $(BUILD)/tests/.dir
+	$(call say,TEST,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) -Itests/unit $(ALL_LDFLAGS) -o $@ $< $(call test_objs,$*) $(LIBWB) \
+		$(call test_libs,$*) $(LIBS)
+
+check: deps-test all $(UNIT_BINS)
+	$(Q)WB_BUILD=$(abspath $(BUILD)) tests/run.sh $(abspath $(UNIT_BINS))
+
+# ---- fuzzing (clang libFuzzer + ASan/UBSan; not part of check) ----
+FUZZ_TIME ?= 300
+FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_BINS := $(FUZZ_SRCS:tests/fuzz/%.c=$(BUILD)/fuzz/%)
+FUZZ_FLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -DWB_VERSION='"$(VERSION)"' \
+	-Ilib -I$(BUILD)/gen $(call pkg_cflags,$(ALL_PKGS))
+fuzz_stage = $(filter $(STAGES),$(word 2,$(subst _, ,$(1))))
+$(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(LIB_SRCS) $(GEN_C) $(GEN_H) $$(filter-out %/main.c,$$(wildcard $$(call fuzz_stage,$$*)/*.c)) | $(BUILD)/fuzz/.dir
+	$(call say,FUZZ,$@)
+	$(Q)$(CLANG) $(FUZZ_FLAGS) -o $@ $< $(LIB_SRCS) $(GEN_C) \
+		$(filter-out %/main.c,$(wildcard $(call fuzz_stage,$*)/*.c)) \
+		$(call pkg_libs,$(ALL_PKGS)) $(LIBS)
+
+fuzz-build: $(FUZZ_BINS)
+fuzz: fuzz-build
+	$(Q)for f in $(FUZZ_BINS); do \
+		n=$$(basename $$f); mkdir -p fuzz-corpus/$$n; \
+		echo "fuzz: $$n for $(FUZZ_TIME) s"; \
+		$$f -max_total_time=$(FUZZ_TIME) -print_final_stats=1 fuzz-corpus/$$n tests/fuzz/seeds/$$n || exit 1; \
+	done
+
+# ---- benchmarks ----
+bench: deps-test all
+	$(Q)WB_BUILD=$(abspath $(BUILD)) bench/run.sh
+
+# ---- running it ----
+run: all
+	$(Q)WB_BUILD=$(abspath $(BUILD)) scripts/run.sh
+
+deps-test:
+	$(Q)scripts/deps.sh test
+
+# ---- install ----
+install: all
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBEXECDIR) $(DESTDIR)$(DATADIR)/schemas \
+		$(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSCONFDIR)/wattbus
+	install -m 0755 $(BUILD)/wattbus $(DESTDIR)$(BINDIR)/wattbus
+	for b in $(filter-out $(BUILD)/wattbus,$(BINS)); do install -m 0755 $$b $(DESTDIR)$(LIBEXECDIR)/; done
+	install -m 0644 schemas/*.json schemas/README.md $(DESTDIR)$(DATADIR)/schemas/
+	$(if $(wildcard man/*.1),install -m 0644 man/*.1 $(DESTDIR)$(MANDIR)/man1/)
+	$(if $(wildcard man/*.8),install -m 0644 man/*.8 $(DESTDIR)$(MANDIR)/man8/)
+	$(if $(wildcard systemd/*.service systemd/*.target),for u in systemd/*.service systemd/*.target; do \
+		sed -e 's|@LIBEXECDIR@|$(LIBEXECDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' $$u \
+		> $(DESTDIR)$(UNITDIR)/$$(basename $$u); chmod 0644 $(DESTDIR)$(UNITDIR)/$$(basename $$u); done)
+	$(if $(wildcard data/*),install -d $(DESTDIR)$(DATADIR)/models && install -m 0644 data/models/* $(DESTDIR)$(DATADIR)/models/)
+	test -e $(DESTDIR)$(SYSCONFDIR)/wattbus/wattbus.conf || \
+		install -m 0644 docs/wattbus.conf $(DESTDIR)$(SYSCONFDIR)/wattbus/wattbus.conf
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/wattbus
+	rm -rf $(DESTDIR)$(LIBEXECDIR) $(DESTDIR)$(DATADIR)
+	rm -f $(DESTDIR)$(MANDIR)/man1/wattbus*.1 $(DESTDIR)$(MANDIR)/man8/wattbus*.8
+	rm -f $(DESTDIR)$(UNITDIR)/wattbus*.service $(DESTDIR)$(UNITDIR)/wattbus.target
+	@echo "kept $(DESTDIR)$(SYSCONFDIR)/wattbus/wattbus.conf (remove it by hand if you want)"
+
+format:
+	clang-format -i $(wildcard lib/*.[ch] cli/*.[ch] $(STAGES:%=%/*.[ch]) bpf/*.bpf.c tests/unit/*.[ch])
+
+clean:
+	rm -rf build build-san
+
+.PHONY: all check fuzz fuzz-build bench run deps-test install uninstall format clean
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -1,0 +1,99 @@
+/*
+ * The wattbus bus: ZeroMQ PUB/SUB with two frames per message, topic "KIND/HOST"
+ * and one msgpack map. Publishers stamp v, kind, src, epoch and seq; subscribers
+ * decode strictly, count rejections by reason, and detect lost messages (seq
+ * gaps) and producer restarts (new epochs).
+ *
+ * Endpoints are ZeroMQ strings. A leading '@' binds and '>' connects; without
+ * one, publishers bind and subscribers connect.
+ */
+#ifndef WB_BUS_H
+#define WB_BUS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <czmq.h>
+
+#include "codec.h"
+
+#define WB_TOPIC_MAX 96
+#define WB_COUNTERS_MAX 48
+
+/* What a stage counts; published in its stat messages. */
+struct wb_stats {
+	uint64_t frames_in, frames_out, lost, rejected, restarts, stale;
+	uint64_t rejected_by[WB_R_COUNT];
+	size_t ncounters;
+	struct {
+		char name[64];
+		uint64_t value;
+	} counters[WB_COUNTERS_MAX];
+};
+
+/* A named stage-specific counter, created at 0 on first use; NULL when the table is full. */
+uint64_t *wb_stats_counter(struct wb_stats *stats, const char *name);
+void wb_stats_reject(struct wb_stats *stats, enum wb_reason reason);
+
+/* Options for sockets: ZeroMQ high-water mark and CURVE keys (NULL: plain). */
+struct wb_sockopts {
+	int hwm;		 /* messages; 0 for the default (10000) */
+	const char *curve_cert;	 /* our certificate file (czmq zcert format), secret part included */
+	const char *curve_peer;	 /* SUB: the publisher's public certificate file */
+	const char *curve_allow; /* PUB: directory of client public certificates allowed in */
+};
+
+struct wb_pub;
+
+/* Bind (or connect) a PUB socket. src names the producer in every message. NULL on failure (logged). */
+struct wb_pub *wb_pub_new(const char *endpoint, const char *src, const char *host, const struct wb_sockopts *opts);
+void wb_pub_destroy(struct wb_pub **self_p);
+/*
+ * Stamp msg (v, kind, src, epoch, next seq for its kind; host when empty),
+ * encode and send it. Returns 0, or -1 when it could not be encoded (logged).
+ */
+int wb_pub_send(struct wb_pub *self, struct wb_msg *msg);
+/* Send a ready frame pair as is (replay, pub --raw). */
+int wb_pub_send_raw(struct wb_pub *self, const char *topic, const void *buf, size_t len);
+uint64_t wb_pub_epoch(const struct wb_pub *self);
+uint64_t wb_pub_sent(const struct wb_pub *self);
+zsock_t *wb_pub_sock(struct wb_pub *self);
+/* Wait up to timeout_ms until a subscriber has joined (uses XPUB). Returns 1 joined, 0 timed out. */
+int wb_pub_wait_subscriber(struct wb_pub *self, int timeout_ms);
+
+/* What a subscriber learned about a received message. */
+struct wb_rx {
+	char topic[WB_TOPIC_MAX];
+	uint64_t recv_ns;  /* wall clock at receipt */
+	uint64_t lost;	   /* messages of this producer missed before this one */
+	bool first;	   /* first message seen from this producer */
+	bool new_epoch;	   /* the producer restarted */
+	bool stale;	   /* seq not after the last one seen (duplicate or reordered) */
+};
+
+struct wb_sub;
+
+struct wb_sub *wb_sub_new(const struct wb_sockopts *opts);
+void wb_sub_destroy(struct wb_sub **self_p);
+int wb_sub_connect(struct wb_sub *self, const char *endpoint);
+int wb_sub_subscribe(struct wb_sub *self, const char *prefix);
+zsock_t *wb_sub_sock(struct wb_sub *self);
+/*
+ * Receive one message (blocks unless the socket is readable). Returns 1 with
+ * *out decoded (caller clears it) and *rx filled, 0 when the frame was rejected
+ * (*err says why; counted in stats, logged rate-limited), -1 when interrupted.
+ */
+int wb_sub_recv(struct wb_sub *self, struct wb_msg *out, struct wb_rx *rx, struct wb_err *err,
+		struct wb_stats *stats);
+/* Receive the raw frames: *topic and *body are malloc'd, owned by the caller. Returns 0 or -1. */
+int wb_sub_recv_raw(struct wb_sub *self, char **topic, char **body, size_t *len, int *nframes);
+/* Check a decoded frame pair against its topic: decode, topic == KIND/HOST. Returns 0 or -1 (err). */
+int wb_frame_check(const char *topic, const void *body, size_t len, struct wb_msg *out, struct wb_err *err);
+
+/* Sequence tracking per producer (kind, host, src); bounded, least recent dropped first. */
+struct wb_seqtrack;
+struct wb_seqtrack *wb_seqtrack_new(size_t max_producers);
+void wb_seqtrack_destroy(struct wb_seqtrack **self_p);
+void wb_seqtrack_see(struct wb_seqtrack *self, const struct wb_envelope *env, const char *kind, struct wb_rx *rx);
+
+#endif

@@ -1,0 +1,69 @@
+/*
+ * Frame codec: message structs <-> msgpack maps, strict on input.
+ * Pure code: bytes in, struct out, or an error naming the key and the fault.
+ */
+#ifndef WB_CODEC_H
+#define WB_CODEC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "wb_msgs.h"
+
+/* Why a frame was rejected; counted per reason in stat messages. */
+enum wb_reason {
+	WB_R_MALFORMED, /* not msgpack, truncated, nested too deep, sizes beyond the frame */
+	WB_R_TRAILING,	/* bytes after the map */
+	WB_R_NOT_MAP,
+	WB_R_KIND,	/* kind missing or unknown */
+	WB_R_VERSION,	/* v missing or not the version this build knows */
+	WB_R_MISSING,	/* a required key is absent */
+	WB_R_TYPE,	/* a value of the wrong type */
+	WB_R_BOUND,	/* a number, string or array outside its schema bounds */
+	WB_R_DUPLICATE, /* the same key twice in one map */
+	WB_R_TOPIC,	/* topic is not KIND/HOST of the map, or the frame count is wrong */
+	WB_R_TOO_BIG,	/* frame larger than WB_FRAME_MAX */
+	WB_R_COUNT
+};
+
+#define WB_FRAME_MAX (64u << 20)
+#define WB_ERR_MAX 256
+
+struct wb_err {
+	enum wb_reason reason;
+	char msg[WB_ERR_MAX]; /* e.g. "procs[3].cpu_ns: expected an unsigned integer, got a string" */
+};
+
+const char *wb_reason_name(enum wb_reason reason);
+
+/* Kind by name ("power"), or WB_KIND_NONE. */
+enum wb_kind wb_kind_from_name(const char *name, size_t len);
+
+/*
+ * Decode one msgpack map of any kind into *out (zeroed first). Returns 0, or -1
+ * with *err filled; on error nothing needs freeing. On success the caller owns
+ * the arrays and releases them with wb_msg_clear().
+ */
+int wb_decode(const void *buf, size_t len, struct wb_msg *out, struct wb_err *err);
+
+/* Release the arrays of a decoded or built message and zero it. NULL-safe. */
+void wb_msg_clear(struct wb_msg *msg);
+
+/*
+ * Encode msg as a msgpack map. *out is malloc'd and owned by the caller.
+ * Fails (-1, err filled) when an array holds more items than its schema bound.
+ */
+int wb_encode(const struct wb_msg *msg, char **out, size_t *out_len, struct wb_err *err);
+
+/* Allocate n zeroed elements for an array field; returns NULL on overflow or ENOMEM. */
+void *wb_array_new(size_t n, size_t elem_size);
+
+/*
+ * Check that buf holds exactly one msgpack object whose container sizes fit in
+ * buf and whose nesting is at most max_depth. msgpack-c allocates an array's
+ * elements from its header count before reading them, so a 5-byte frame could
+ * ask for gigabytes; this walk refuses such frames first.
+ */
+int wb_msgpack_check(const void *buf, size_t len, int max_depth, struct wb_err *err);
+
+#endif

@@ -1,0 +1,53 @@
+/*
+ * Field tables that describe each message struct, generated from schemas/ by
+ * tools/schemagen.py and walked by the generic codec in codec.c.
+ */
+#ifndef WB_CODEC_TYPES_H
+#define WB_CODEC_TYPES_H
+
+#include <stdint.h>
+
+enum wb_ftype {
+	WB_T_U64,
+	WB_T_I64,
+	WB_T_F64,
+	WB_T_BOOL,
+	WB_T_STR,
+	WB_T_OBJ,
+	WB_T_FLAT, /* a struct whose keys sit in the enclosing map (the envelope) */
+	WB_T_ARR,
+};
+
+struct wb_type;
+
+struct wb_field {
+	const char *key;
+	uint8_t type;
+	uint8_t required;
+	uint32_t off;	   /* value; for WB_T_ARR the element pointer */
+	uint32_t off_n;	   /* WB_T_ARR: the size_t element count */
+	uint32_t size;	   /* STR: capacity with NUL; OBJ: struct size; ARR: element size */
+	uint32_t min_len;  /* STR: characters; ARR: items */
+	uint32_t max_len;
+	uint64_t umin, umax;
+	int64_t imin, imax;
+	double fmin, fmax;
+	const struct wb_type *obj;   /* OBJ, FLAT */
+	const struct wb_field *elem; /* ARR: how one element reads */
+};
+
+struct wb_type {
+	const char *name;
+	uint32_t size;
+	uint32_t nfields;
+	const struct wb_field *fields;
+};
+
+struct wb_kind_info {
+	const char *name;
+	int kind;
+	uint32_t version;
+	const struct wb_type *type;
+};
+
+#endif

@@ -1,0 +1,69 @@
+/*
+ * One INI file (/etc/wattbus/wattbus.conf) with a [global] section and one per
+ * stage, parsed by inih. Each stage describes its keys in a table; the same
+ * table drives defaults, validation with file:line, and --key command-line flags.
+ */
+#ifndef WB_CONFIG_H
+#define WB_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum wb_conf_type {
+	WB_CONF_STR,	  /* char * */
+	WB_CONF_LIST,	  /* struct wb_strlist: comma-separated, or the flag given several times */
+	WB_CONF_INT,	  /* int64_t, bounds min..max */
+	WB_CONF_DURATION, /* uint64_t ns, bounds min..max in ns */
+	WB_CONF_BOOL,	  /* bool: true/false/yes/no/on/off/1/0 */
+	WB_CONF_DOUBLE,	  /* double, bounds min..max */
+	WB_CONF_ENUM,	  /* char *, one of choices "a|b|c" */
+};
+
+struct wb_strlist {
+	size_t n;
+	char **v;
+};
+
+struct wb_conf_key {
+	const char *name; /* key in the section; --name on the command line */
+	enum wb_conf_type type;
+	size_t off;	     /* offset into the section's struct */
+	const char *def;     /* default as text; %r expands to the runtime dir, %h to the host name */
+	double min, max;     /* INT, DURATION (ns), DOUBLE; min == max means unbounded */
+	const char *choices; /* ENUM */
+	const char *help;
+};
+
+struct wb_conf_section {
+	const char *name; /* "global", "powerd", ... */
+	const struct wb_conf_key *keys;
+	size_t nkeys;
+	void *dst;
+};
+
+#define WB_CONF_ERR_MAX 512
+
+/* Every section name a config file may hold; others are errors. */
+extern const char *const wb_conf_known_sections[];
+
+/* Set every key of every section to its default. Returns 0 or -1 (err filled). */
+int wb_conf_defaults(const struct wb_conf_section *secs, size_t nsecs, char *err, size_t errlen);
+/*
+ * Read path into secs. Sections of other stages are skipped; unknown sections,
+ * unknown keys, bad values and syntax errors fail with "path:line: reason".
+ */
+int wb_conf_load(const char *path, const struct wb_conf_section *secs, size_t nsecs, char *err, size_t errlen);
+/* Set one key from text (a flag); origin names it in errors ("--interval"). */
+int wb_conf_set(const struct wb_conf_section *sec, const char *key, const char *value, const char *origin,
+		char *err, size_t errlen);
+/* Find the section and key a flag name refers to. */
+const struct wb_conf_key *wb_conf_find(const struct wb_conf_section *sec, const char *key);
+/* Expand %r and %h in every string and list value. */
+int wb_conf_expand(const struct wb_conf_section *secs, size_t nsecs, const char *runtime_dir, const char *host);
+/* Free the strings and lists of every section. */
+void wb_conf_free(const struct wb_conf_section *secs, size_t nsecs);
+/* Print the keys as "--name VALUE  help (default: ...)" lines. */
+void wb_conf_usage(const struct wb_conf_section *sec, void *stream);
+
+#endif

@@ -1,0 +1,95 @@
+/*
+ * What every wattbus daemon shares: config and flags, logging, signals through a
+ * signalfd (SIGTERM/SIGINT stop, SIGHUP reloads), one zloop, the PUB socket, the
+ * periodic stat message, sd_notify readiness and watchdog.
+ *
+ * A stage's main.c:
+ *	d = wb_daemon_new(&stage, argc, argv);   // exits 2 on a bad config, 0 after -n
+ *	conf = wb_daemon_conf(d);
+ *	... open sources, wb_daemon_subscribe(), wb_daemon_timer() ...
+ *	rc = wb_daemon_run(d);                  // until SIGTERM/SIGINT
+ *	wb_daemon_destroy(&d);
+ *	return rc;
+ */
+#ifndef WB_DAEMON_H
+#define WB_DAEMON_H
+
+#include <czmq.h>
+
+#include "bus.h"
+#include "config.h"
+
+#define WB_EXIT_OK 0
+#define WB_EXIT_FAILURE 1
+#define WB_EXIT_USAGE 2
+
+/* Keys of [global], shared by all stages. */
+struct wb_global {
+	char *host;
+	char *runtime_dir;
+	char *log_level;
+	uint64_t stat_interval_ns;
+	int64_t hwm;
+	char *curve_cert;  /* our certificate (secret); empty: no CURVE */
+	char *curve_peer;  /* publisher certificate to trust when subscribing */
+	char *curve_allow; /* directory of client certificates our PUB admits */
+	char *socket_group; /* group that owns ipc sockets (mode 0660) */
+};
+
+struct wb_stage {
+	const char *name;    /* "powerd" */
+	const char *summary; /* one line for --help */
+	const struct wb_conf_key *keys;
+	size_t nkeys;
+	size_t conf_size; /* sizeof the stage's conf struct; its keys must include "pub" (WB_CONF_STR) */
+	/* Cross-key checks after loading; fill err and return -1 to reject. Optional. */
+	int (*check)(const void *conf, char *err, size_t errlen);
+};
+
+struct wb_daemon;
+
+struct wb_daemon *wb_daemon_new(const struct wb_stage *stage, int argc, char **argv);
+void wb_daemon_destroy(struct wb_daemon **self_p);
+
+void *wb_daemon_conf(struct wb_daemon *d);
+const struct wb_global *wb_daemon_global(struct wb_daemon *d);
+const char *wb_daemon_config_path(struct wb_daemon *d);
+struct wb_stats *wb_daemon_stats(struct wb_daemon *d);
+zloop_t *wb_daemon_loop(struct wb_daemon *d);
+/* Mode shown in stat messages and the startup line ("rapl", "bpf", "model"). */
+void wb_daemon_set_mode(struct wb_daemon *d, const char *mode);
+
+/* Stamp, encode and publish on the stage's PUB socket (bound at startup from conf "pub"). */
+int wb_daemon_send(struct wb_daemon *d, struct wb_msg *msg);
+struct wb_pub *wb_daemon_pub(struct wb_daemon *d);
+
+typedef void(wb_msg_fn)(struct wb_daemon *d, const struct wb_msg *msg, const struct wb_rx *rx, void *arg);
+/*
+ * Connect a SUB socket to every endpoint, subscribe to the prefixes (NULL-
+ * terminated), and call fn for every valid message (rejections are counted and
+ * logged by the daemon). Returns 0 or -1.
+ */
+int wb_daemon_subscribe(struct wb_daemon *d, const struct wb_strlist *endpoints, const char *const *prefixes,
+			wb_msg_fn *fn, void *arg);
+
+/* zloop timer; returns the timer id or -1. */
+int wb_daemon_timer(struct wb_daemon *d, uint64_t interval_ns, zloop_timer_fn *fn, void *arg);
+
+/*
+ * Called on SIGHUP with a freshly loaded conf of the same type, already
+ * validated. Apply what can change at run time and return 0 (the new conf is
+ * kept), or -1 to keep the old one.
+ */
+typedef int(wb_reload_fn)(struct wb_daemon *d, void *new_conf, void *arg);
+void wb_daemon_on_reload(struct wb_daemon *d, wb_reload_fn *fn, void *arg);
+
+/* Run until SIGTERM/SIGINT. Returns the exit code. */
+int wb_daemon_run(struct wb_daemon *d);
+/* Make wb_daemon_run return code at the next turn (fatal runtime errors). */
+void wb_daemon_stop(struct wb_daemon *d, int code);
+
+/* This process's CPU time (user + system) and resident set. */
+uint64_t wb_self_cpu_ns(void);
+uint64_t wb_self_rss_bytes(void);
+
+#endif

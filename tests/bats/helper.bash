@@ -1,0 +1,43 @@
+# Shared setup for the bats suites: paths, bats-support/bats-assert, and
+# daemons started in the test's temp dir that teardown always kills.
+load '/usr/lib/bats/bats-support/load'
+load '/usr/lib/bats/bats-assert/load'
+
+WB_BUILD=${WB_BUILD:-$BATS_TEST_DIRNAME/../../build}
+WB_ROOT=${WB_ROOT:-$(cd "$BATS_TEST_DIRNAME/../.." && pwd)}
+WATTBUS=$WB_BUILD/wattbus
+
+# Start a command in the background, remembering its pid for teardown.
+# Usage: wb_spawn NAME cmd args...   (stdout+stderr go to $BATS_TEST_TMPDIR/NAME.log)
+wb_spawn() {
+	local name=$1
+	shift
+	"$@" >"$BATS_TEST_TMPDIR/$name.log" 2>&1 &
+	echo $! >>"$BATS_TEST_TMPDIR/pids"
+	eval "PID_${name//[^a-zA-Z0-9_]/_}=$!"
+}
+
+# Kill everything wb_spawn started (call from teardown).
+wb_kill_all() {
+	[ -f "$BATS_TEST_TMPDIR/pids" ] || return 0
+	while read -r p; do kill "$p" 2>/dev/null || true; done <"$BATS_TEST_TMPDIR/pids"
+	sleep 0.1
+	while read -r p; do kill -9 "$p" 2>/dev/null || true; done <"$BATS_TEST_TMPDIR/pids"
+	rm -f "$BATS_TEST_TMPDIR/pids"
+}
+
+# Wait until a command succeeds, for at most $1 seconds.
+wb_wait_for() {
+	local secs=$1
+	shift
+	local end=$((SECONDS + secs))
+	until "$@"; do
+		[ $SECONDS -lt $end ] || return 1
+		sleep 0.05
+	done
+}
+
+# An ipc endpoint in the test's temp dir.
+wb_ep() {
+	echo "ipc://$BATS_TEST_TMPDIR/$1.sock"
+}
