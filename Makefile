@@ -52,7 +52,7 @@ CFLAGS ?= -O2 -g
 WARNINGS := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wno-unused-parameter -Wformat=2 -Wno-format-nonliteral
 SAN_FLAGS := $(if $(SANITIZE),-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
 ALL_CFLAGS := -std=gnu11 $(WARNINGS) $(CFLAGS) $(SAN_FLAGS) -MMD -MP -D_GNU_SOURCE \
-	-DWB_VERSION='"$(VERSION)"' -Ilib -I$(BUILD)/gen -I$(BUILD)/bpf $(call pkg_cflags,$(ALL_PKGS))
+	-DWB_VERSION='"$(VERSION)"' -DWB_DATADIR='"$(DATADIR)"' -DWB_SYSCONFDIR='"$(SYSCONFDIR)"' -Ilib -I$(BUILD)/gen -I$(BUILD)/bpf $(call pkg_cflags,$(ALL_PKGS))
 ALL_LDFLAGS := $(LDFLAGS) $(SAN_FLAGS)
 LIBS := $(call pkg_libs,$(PKGS)) -lm
 
@@ -193,7 +193,7 @@ install: all
 	$(if $(wildcard systemd/*.service systemd/*.target),for u in systemd/*.service systemd/*.target; do \
 		sed -e 's|@LIBEXECDIR@|$(LIBEXECDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' $$u \
 		> $(DESTDIR)$(UNITDIR)/$$(basename $$u); chmod 0644 $(DESTDIR)$(UNITDIR)/$$(basename $$u); done)
-	$(if $(wildcard data/*),install -d $(DESTDIR)$(DATADIR)/models && install -m 0644 data/models/* $(DESTDIR)$(DATADIR)/models/)
+	$(if $(wildcard data/models/*),install -d $(DESTDIR)$(DATADIR)/models && install -m 0644 data/models/* $(DESTDIR)$(DATADIR)/models/)
 	test -e $(DESTDIR)$(SYSCONFDIR)/wattbus/wattbus.conf || \
 		install -m 0644 docs/wattbus.conf $(DESTDIR)$(SYSCONFDIR)/wattbus/wattbus.conf
 
