@@ -50,7 +50,8 @@ pkg_libs = $(if $(strip $(1)),$(shell $(PKG_CONFIG) --libs $(1)))
 
 CFLAGS ?= -O2 -g
 WARNINGS := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wno-unused-parameter -Wformat=2 -Wno-format-nonliteral
-SAN_FLAGS := $(if $(SANITIZE),-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
+comma := ,
+SAN_FLAGS := $(if $(SANITIZE),-fsanitize=address$(comma)undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
 ALL_CFLAGS := -std=gnu11 $(WARNINGS) $(CFLAGS) $(SAN_FLAGS) -MMD -MP -D_GNU_SOURCE \
 	-DWB_VERSION='"$(VERSION)"' -DWB_DATADIR='"$(DATADIR)"' -DWB_SYSCONFDIR='"$(SYSCONFDIR)"' -Ilib -I$(BUILD)/gen -I$(BUILD)/bpf $(call pkg_cflags,$(ALL_PKGS))
 ALL_LDFLAGS := $(LDFLAGS) $(SAN_FLAGS)

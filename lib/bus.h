@@ -41,6 +41,7 @@ struct wb_sockopts {
 	const char *curve_cert;	 /* our certificate file (czmq zcert format), secret part included */
 	const char *curve_peer;	 /* SUB: the publisher's public certificate file */
 	const char *curve_allow; /* PUB: directory of client public certificates allowed in */
+	const char *ipc_group;	 /* PUB on ipc://: socket file mode 0660 with this group (NULL: 0660, own group) */
 };
 
 struct wb_pub;
@@ -85,6 +86,9 @@ zsock_t *wb_sub_sock(struct wb_sub *self);
  */
 int wb_sub_recv(struct wb_sub *self, struct wb_msg *out, struct wb_rx *rx, struct wb_err *err,
 		struct wb_stats *stats);
+/* As wb_sub_recv, but returns -1 with errno EAGAIN at once when nothing is queued. */
+int wb_sub_try_recv(struct wb_sub *self, struct wb_msg *out, struct wb_rx *rx, struct wb_err *err,
+		    struct wb_stats *stats);
 /* Receive the raw frames: *topic and *body are malloc'd, owned by the caller. Returns 0 or -1. */
 int wb_sub_recv_raw(struct wb_sub *self, char **topic, char **body, size_t *len, int *nframes);
 /* Check a decoded frame pair against its topic: decode, topic == KIND/HOST. Returns 0 or -1 (err). */

@@ -72,8 +72,21 @@ typedef void(wb_msg_fn)(struct wb_daemon *d, const struct wb_msg *msg, const str
 int wb_daemon_subscribe(struct wb_daemon *d, const struct wb_strlist *endpoints, const char *const *prefixes,
 			wb_msg_fn *fn, void *arg);
 
-/* zloop timer; returns the timer id or -1. */
+/* zloop timer (monotonic, not aligned); returns the timer id or -1. */
 int wb_daemon_timer(struct wb_daemon *d, uint64_t interval_ns, zloop_timer_fn *fn, void *arg);
+
+/*
+ * A timer on the wall-clock grid: fn runs when CLOCK_REALTIME reaches each
+ * multiple of interval_ns (t mod interval == 0), with that grid instant as t_ns,
+ * so that hosts sample at the same instants. late_ns is how far after t_ns it
+ * ran. Missed ticks (a busy or suspended process) are skipped, not replayed.
+ */
+typedef void(wb_grid_fn)(struct wb_daemon *d, uint64_t t_ns, uint64_t late_ns, void *arg);
+int wb_daemon_grid_timer(struct wb_daemon *d, uint64_t interval_ns, wb_grid_fn *fn, void *arg);
+
+/* Watch a file descriptor for input; fn returns 0, or -1 to stop watching it. */
+typedef int(wb_fd_fn)(struct wb_daemon *d, int fd, void *arg);
+int wb_daemon_watch_fd(struct wb_daemon *d, int fd, wb_fd_fn *fn, void *arg);
 
 /*
  * Called on SIGHUP with a freshly loaded conf of the same type, already

@@ -1,0 +1,564 @@
+/*
+ * PUB/SUB sockets of the bus: stamping and sending on one side; receiving,
+ * checking, and counting losses, restarts and rejections on the other.
+ */
+#include <errno.h>
+#include <grp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "bus.h"
+#include "clock.h"
+#include "log.h"
+
+/* ---- stats ---- */
+
+uint64_t *wb_stats_counter(struct wb_stats *stats, const char *name)
+{
+	for (size_t i = 0; i < stats->ncounters; i++)
+		if (strcmp(stats->counters[i].name, name) == 0)
+			return &stats->counters[i].value;
+	if (stats->ncounters >= WB_COUNTERS_MAX)
+		return NULL;
+	size_t i = stats->ncounters++;
+	snprintf(stats->counters[i].name, sizeof(stats->counters[i].name), "%s", name);
+	stats->counters[i].value = 0;
+	return &stats->counters[i].value;
+}
+
+void wb_stats_reject(struct wb_stats *stats, enum wb_reason reason)
+{
+	if (!stats)
+		return;
+	stats->rejected++;
+	if ((unsigned)reason < WB_R_COUNT)
+		stats->rejected_by[reason]++;
+}
+
+/* ---- endpoints and socket options ---- */
+
+/* Split "@tcp://..." / ">tcp://..." into the action and the bare endpoint. */
+static const char *endpoint_bare(const char *endpoint, bool dflt_bind, bool *bind)
+{
+	*bind = dflt_bind;
+	if (endpoint[0] == '@' || endpoint[0] == '>') {
+		*bind = endpoint[0] == '@';
+		return endpoint + 1;
+	}
+	return endpoint;
+}
+
+/* Make the directory of an ipc:// socket, so a fresh runtime dir works. */
+static void ipc_mkdir(const char *ep)
+{
+	if (strncmp(ep, "ipc://", 6) != 0)
+		return;
+	char dir[512];
+	snprintf(dir, sizeof(dir), "%s", ep + 6);
+	char *slash = strrchr(dir, '/');
+	if (!slash || slash == dir)
+		return;
+	*slash = '\0';
+	for (char *p = dir + 1; *p; p++)
+		if (*p == '/') {
+			*p = '\0';
+			mkdir(dir, 0755);
+			*p = '/';
+		}
+	mkdir(dir, 0755);
+}
+
+static void ipc_protect(const char *ep, const char *group)
+{
+	if (strncmp(ep, "ipc://", 6) != 0)
+		return;
+	const char *path = ep + 6;
+	if (chmod(path, 0660) < 0)
+		log_warn("ipc socket %s: chmod 0660", path);
+	if (group && group[0]) {
+		struct group *g = getgrnam(group);
+		if (!g)
+			log_warnx("ipc socket %s: group '%s' does not exist", path, group);
+		else if (chown(path, (uid_t)-1, g->gr_gid) < 0)
+			log_warn("ipc socket %s: chown to group %s", path, group);
+	}
+}
+
+static int apply_curve(zsock_t *sock, const struct wb_sockopts *o, bool server, zactor_t **auth)
+{
+	if (!o || !o->curve_cert || !o->curve_cert[0])
+		return 0;
+	zcert_t *cert = zcert_load(o->curve_cert);
+	if (!cert) {
+		log_errx("CURVE certificate %s: cannot load (make one with `wattbus keygen`)", o->curve_cert);
+		return -1;
+	}
+	zcert_apply(cert, sock);
+	zcert_destroy(&cert);
+	if (server) {
+		*auth = zactor_new(zauth, NULL);
+		if (!*auth) {
+			log_errx("CURVE: cannot start the authentication actor");
+			return -1;
+		}
+		const char *allow = o->curve_allow && o->curve_allow[0] ? o->curve_allow : CURVE_ALLOW_ANY;
+		zstr_sendx(*auth, "CURVE", allow, NULL);
+		zsock_wait(*auth);
+		zsock_set_zap_domain(sock, "wattbus");
+		zsock_set_curve_server(sock, 1);
+	} else {
+		if (!o->curve_peer || !o->curve_peer[0]) {
+			log_errx("CURVE: curve_cert is set but curve_peer (the publisher's public certificate) is not");
+			return -1;
+		}
+		zcert_t *peer = zcert_load(o->curve_peer);
+		if (!peer) {
+			log_errx("CURVE peer certificate %s: cannot load", o->curve_peer);
+			return -1;
+		}
+		zsock_set_curve_serverkey(sock, zcert_public_txt(peer));
+		zcert_destroy(&peer);
+	}
+	return 0;
+}
+
+/* ---- publisher ---- */
+
+struct wb_pub {
+	zsock_t *sock;
+	zactor_t *auth;
+	char src[32];
+	char host[64];
+	uint64_t epoch;
+	uint64_t sent;
+	zhashx_t *seqs; /* topic -> uint64_t next seq */
+	bool subscribed;
+};
+
+struct wb_pub *wb_pub_new(const char *endpoint, const char *src, const char *host, const struct wb_sockopts *opts)
+{
+	struct wb_pub *self = calloc(1, sizeof(*self));
+	if (!self)
+		return NULL;
+	snprintf(self->src, sizeof(self->src), "%s", src);
+	snprintf(self->host, sizeof(self->host), "%s", host ? host : "");
+	self->epoch = wb_now_ns();
+	self->seqs = zhashx_new();
+	zhashx_set_destructor(self->seqs, (zhashx_destructor_fn *)zstr_free);
+	self->sock = zsock_new(ZMQ_XPUB);
+	if (!self->seqs || !self->sock)
+		goto fail;
+	zsock_set_sndhwm(self->sock, opts && opts->hwm > 0 ? opts->hwm : 10000);
+	zsock_set_linger(self->sock, 200);
+	if (apply_curve(self->sock, opts, true, &self->auth) < 0)
+		goto fail;
+	bool bind;
+	const char *ep = endpoint_bare(endpoint, true, &bind);
+	if (bind) {
+		ipc_mkdir(ep);
+		if (zsock_bind(self->sock, "%s", ep) < 0) {
+			log_errx("cannot bind %s: %s", ep, zmq_strerror(zmq_errno()));
+			goto fail;
+		}
+		ipc_protect(ep, opts ? opts->ipc_group : NULL);
+	} else if (zsock_connect(self->sock, "%s", ep) < 0) {
+		log_errx("cannot connect to %s: %s", ep, zmq_strerror(zmq_errno()));
+		goto fail;
+	}
+	return self;
+fail:
+	wb_pub_destroy(&self);
+	return NULL;
+}
+
+void wb_pub_destroy(struct wb_pub **self_p)
+{
+	if (!self_p || !*self_p)
+		return;
+	struct wb_pub *self = *self_p;
+	zsock_destroy(&self->sock);
+	zactor_destroy(&self->auth);
+	zhashx_destroy(&self->seqs);
+	free(self);
+	*self_p = NULL;
+}
+
+int wb_pub_send_raw(struct wb_pub *self, const char *topic, const void *buf, size_t len)
+{
+	void *s = zsock_resolve(self->sock);
+	if (zmq_send(s, topic, strlen(topic), ZMQ_SNDMORE) < 0 || zmq_send(s, buf, len, 0) < 0) {
+		if (zmq_errno() != EINTR)
+			log_warnx("send %s: %s", topic, zmq_strerror(zmq_errno()));
+		return -1;
+	}
+	self->sent++;
+	return 0;
+}
+
+int wb_pub_send(struct wb_pub *self, struct wb_msg *msg)
+{
+	if (msg->kind < 0 || msg->kind >= WB_NKINDS) {
+		log_errx("send: message of unknown kind %d", (int)msg->kind);
+		return -1;
+	}
+	struct wb_envelope *env = &msg->env;
+	env->v = wb_kinds[msg->kind].version;
+	snprintf(env->kind, sizeof(env->kind), "%s", wb_kinds[msg->kind].name);
+	if (!env->host[0])
+		snprintf(env->host, sizeof(env->host), "%s", self->host);
+	if (!env->src[0])
+		snprintf(env->src, sizeof(env->src), "%s", self->src);
+	env->epoch = self->epoch;
+
+	char topic[WB_TOPIC_MAX];
+	snprintf(topic, sizeof(topic), "%s/%s", env->kind, env->host);
+	uint64_t *next = zhashx_lookup(self->seqs, topic);
+	if (!next) {
+		next = calloc(1, sizeof(*next));
+		if (!next || zhashx_insert(self->seqs, topic, next) < 0) {
+			free(next);
+			return -1;
+		}
+	}
+	env->seq = (*next)++;
+
+	char *buf;
+	size_t len;
+	struct wb_err err;
+	if (wb_encode(msg, &buf, &len, &err) < 0) {
+		log_errx("cannot encode %s message: %s", topic, err.msg);
+		return -1;
+	}
+	int rc = wb_pub_send_raw(self, topic, buf, len);
+	free(buf);
+	return rc;
+}
+
+uint64_t wb_pub_epoch(const struct wb_pub *self)
+{
+	return self->epoch;
+}
+
+uint64_t wb_pub_sent(const struct wb_pub *self)
+{
+	return self->sent;
+}
+
+zsock_t *wb_pub_sock(struct wb_pub *self)
+{
+	return self->sock;
+}
+
+int wb_pub_wait_subscriber(struct wb_pub *self, int timeout_ms)
+{
+	if (self->subscribed)
+		return 1;
+	uint64_t end = wb_mono_ns() + (uint64_t)timeout_ms * WB_NS_PER_MS;
+	for (;;) {
+		uint64_t now = wb_mono_ns();
+		if (now >= end)
+			return 0;
+		zmq_pollitem_t it = {zsock_resolve(self->sock), 0, ZMQ_POLLIN, 0};
+		if (zmq_poll(&it, 1, (long)((end - now) / WB_NS_PER_MS) + 1) < 0)
+			return 0;
+		if (!(it.revents & ZMQ_POLLIN))
+			continue;
+		zframe_t *f = zframe_recv(self->sock);
+		bool sub = f && zframe_size(f) > 0 && zframe_data(f)[0] == 1;
+		zframe_destroy(&f);
+		if (sub) {
+			self->subscribed = true;
+			return 1;
+		}
+	}
+}
+
+/* ---- sequence tracking ---- */
+
+struct producer {
+	uint64_t epoch;
+	uint64_t seq;
+	uint64_t seen_mono;
+};
+
+struct wb_seqtrack {
+	zhashx_t *map; /* "kind/host/src" -> struct producer */
+	size_t max;
+};
+
+struct wb_seqtrack *wb_seqtrack_new(size_t max_producers)
+{
+	struct wb_seqtrack *self = calloc(1, sizeof(*self));
+	if (!self)
+		return NULL;
+	self->map = zhashx_new();
+	if (!self->map) {
+		free(self);
+		return NULL;
+	}
+	zhashx_set_destructor(self->map, (zhashx_destructor_fn *)zstr_free);
+	self->max = max_producers ? max_producers : 4096;
+	return self;
+}
+
+void wb_seqtrack_destroy(struct wb_seqtrack **self_p)
+{
+	if (!self_p || !*self_p)
+		return;
+	zhashx_destroy(&(*self_p)->map);
+	free(*self_p);
+	*self_p = NULL;
+}
+
+static void seqtrack_evict_oldest(struct wb_seqtrack *self)
+{
+	const char *oldest = NULL;
+	uint64_t when = UINT64_MAX;
+	for (struct producer *p = zhashx_first(self->map); p; p = zhashx_next(self->map))
+		if (p->seen_mono < when) {
+			when = p->seen_mono;
+			oldest = zhashx_cursor(self->map);
+		}
+	if (oldest) {
+		char key[WB_TOPIC_MAX + 40];
+		snprintf(key, sizeof(key), "%s", oldest);
+		zhashx_delete(self->map, key);
+	}
+}
+
+void wb_seqtrack_see(struct wb_seqtrack *self, const struct wb_envelope *env, const char *kind, struct wb_rx *rx)
+{
+	char key[WB_TOPIC_MAX + 40];
+	snprintf(key, sizeof(key), "%s/%s/%s", kind, env->host, env->src);
+	rx->lost = 0;
+	rx->first = rx->new_epoch = rx->stale = false;
+	struct producer *p = zhashx_lookup(self->map, key);
+	if (!p) {
+		if (zhashx_size(self->map) >= self->max)
+			seqtrack_evict_oldest(self);
+		p = calloc(1, sizeof(*p));
+		if (!p || zhashx_insert(self->map, key, p) < 0) {
+			free(p);
+			return;
+		}
+		rx->first = true;
+	} else if (p->epoch != env->epoch) {
+		rx->new_epoch = true;
+	} else if (env->seq <= p->seq) {
+		rx->stale = true;
+		p->seen_mono = wb_mono_ns();
+		return;
+	} else {
+		rx->lost = env->seq - p->seq - 1;
+	}
+	p->epoch = env->epoch;
+	p->seq = env->seq;
+	p->seen_mono = wb_mono_ns();
+}
+
+/* ---- subscriber ---- */
+
+struct wb_sub {
+	zsock_t *sock;
+	struct wb_seqtrack *seq;
+	struct wb_ratelimit rl;
+	struct wb_sockopts opts;
+};
+
+struct wb_sub *wb_sub_new(const struct wb_sockopts *opts)
+{
+	struct wb_sub *self = calloc(1, sizeof(*self));
+	if (!self)
+		return NULL;
+	self->rl = (struct wb_ratelimit)WB_RATELIMIT_INIT;
+	self->sock = zsock_new(ZMQ_SUB);
+	self->seq = wb_seqtrack_new(0);
+	if (!self->sock || !self->seq)
+		goto fail;
+	zsock_set_rcvhwm(self->sock, opts && opts->hwm > 0 ? opts->hwm : 10000);
+	zsock_set_linger(self->sock, 0);
+	if (opts)
+		self->opts = *opts;
+	zactor_t *none = NULL;
+	if (apply_curve(self->sock, opts, false, &none) < 0)
+		goto fail;
+	return self;
+fail:
+	wb_sub_destroy(&self);
+	return NULL;
+}
+
+void wb_sub_destroy(struct wb_sub **self_p)
+{
+	if (!self_p || !*self_p)
+		return;
+	zsock_destroy(&(*self_p)->sock);
+	wb_seqtrack_destroy(&(*self_p)->seq);
+	free(*self_p);
+	*self_p = NULL;
+}
+
+int wb_sub_connect(struct wb_sub *self, const char *endpoint)
+{
+	bool bind;
+	const char *ep = endpoint_bare(endpoint, false, &bind);
+	int rc = bind ? zsock_bind(self->sock, "%s", ep) : zsock_connect(self->sock, "%s", ep);
+	if (rc < 0) {
+		log_errx("cannot %s %s: %s", bind ? "bind" : "connect to", ep, zmq_strerror(zmq_errno()));
+		return -1;
+	}
+	return 0;
+}
+
+int wb_sub_subscribe(struct wb_sub *self, const char *prefix)
+{
+	zsock_set_subscribe(self->sock, prefix);
+	return 0;
+}
+
+zsock_t *wb_sub_sock(struct wb_sub *self)
+{
+	return self->sock;
+}
+
+int wb_frame_check(const char *topic, const void *body, size_t len, struct wb_msg *out, struct wb_err *err)
+{
+	if (wb_decode(body, len, out, err) < 0)
+		return -1;
+	char want[WB_TOPIC_MAX];
+	snprintf(want, sizeof(want), "%s/%s", out->env.kind, out->env.host);
+	if (strcmp(topic, want) != 0) {
+		err->reason = WB_R_TOPIC;
+		snprintf(err->msg, sizeof(err->msg), "topic '%.60s' does not match the message's kind/host '%s'",
+			 topic, want);
+		wb_msg_clear(out);
+		return -1;
+	}
+	return 0;
+}
+
+/* Receive all frames of one message; topic and body are the first two, extra frames are counted and dropped. */
+static int recv_frames(struct wb_sub *self, int flags, zmq_msg_t *topic, zmq_msg_t *body, int *nframes)
+{
+	void *s = zsock_resolve(self->sock);
+	zmq_msg_init(topic);
+	zmq_msg_init(body);
+	*nframes = 0;
+	if (zmq_msg_recv(topic, s, flags) < 0)
+		return -1;
+	*nframes = 1;
+	if (!zmq_msg_more(topic))
+		return 0;
+	if (zmq_msg_recv(body, s, 0) < 0)
+		return -1;
+	*nframes = 2;
+	int more = zmq_msg_more(body);
+	while (more) {
+		zmq_msg_t extra;
+		zmq_msg_init(&extra);
+		if (zmq_msg_recv(&extra, s, 0) < 0) {
+			zmq_msg_close(&extra);
+			return -1;
+		}
+		more = zmq_msg_more(&extra);
+		zmq_msg_close(&extra);
+		(*nframes)++;
+	}
+	return 0;
+}
+
+static int sub_recv(struct wb_sub *self, int flags, struct wb_msg *out, struct wb_rx *rx, struct wb_err *err,
+		    struct wb_stats *stats)
+{
+	zmq_msg_t topic, body;
+	int nframes;
+	memset(rx, 0, sizeof(*rx));
+	out->kind = WB_KIND_NONE;
+	if (recv_frames(self, flags, &topic, &body, &nframes) < 0) {
+		int e = zmq_errno();
+		zmq_msg_close(&topic);
+		zmq_msg_close(&body);
+		errno = e;
+		return -1;
+	}
+	rx->recv_ns = wb_now_ns();
+	size_t tlen = zmq_msg_size(&topic);
+	snprintf(rx->topic, sizeof(rx->topic), "%.*s", (int)(tlen < WB_TOPIC_MAX ? tlen : WB_TOPIC_MAX - 1),
+		 (const char *)zmq_msg_data(&topic));
+	if (stats)
+		stats->frames_in++;
+	int rc;
+	if (nframes != 2) {
+		err->reason = WB_R_TOPIC;
+		snprintf(err->msg, sizeof(err->msg), "expected 2 frames (topic, map), got %d", nframes);
+		rc = -1;
+	} else if (tlen >= WB_TOPIC_MAX || memchr(zmq_msg_data(&topic), '\0', tlen)) {
+		err->reason = WB_R_TOPIC;
+		snprintf(err->msg, sizeof(err->msg), "topic of %zu bytes is not a KIND/HOST string", tlen);
+		rc = -1;
+	} else {
+		rc = wb_frame_check(rx->topic, zmq_msg_data(&body), zmq_msg_size(&body), out, err);
+	}
+	zmq_msg_close(&topic);
+	zmq_msg_close(&body);
+	if (rc < 0) {
+		wb_stats_reject(stats, err->reason);
+		log_rl(&self->rl, WB_LOG_WARN, "rejected frame on topic '%s' (%s): %s", rx->topic,
+		       wb_reason_name(err->reason), err->msg);
+		return 0;
+	}
+	wb_seqtrack_see(self->seq, &out->env, out->env.kind, rx);
+	if (stats) {
+		stats->lost += rx->lost;
+		stats->restarts += rx->new_epoch;
+		stats->stale += rx->stale;
+	}
+	if (rx->lost)
+		log_rl(&self->rl, WB_LOG_INFO, "%s from %s: %llu messages lost before seq %llu", rx->topic,
+		       out->env.src, (unsigned long long)rx->lost, (unsigned long long)out->env.seq);
+	if (rx->new_epoch)
+		log_info("%s from %s: producer restarted (new epoch %llu)", rx->topic, out->env.src,
+			 (unsigned long long)out->env.epoch);
+	return 1;
+}
+
+int wb_sub_recv(struct wb_sub *self, struct wb_msg *out, struct wb_rx *rx, struct wb_err *err,
+		struct wb_stats *stats)
+{
+	return sub_recv(self, 0, out, rx, err, stats);
+}
+
+int wb_sub_try_recv(struct wb_sub *self, struct wb_msg *out, struct wb_rx *rx, struct wb_err *err,
+		    struct wb_stats *stats)
+{
+	return sub_recv(self, ZMQ_DONTWAIT, out, rx, err, stats);
+}
+
+int wb_sub_recv_raw(struct wb_sub *self, char **topic, char **body, size_t *len, int *nframes)
+{
+	zmq_msg_t t, b;
+	*topic = *body = NULL;
+	*len = 0;
+	if (recv_frames(self, 0, &t, &b, nframes) < 0) {
+		zmq_msg_close(&t);
+		zmq_msg_close(&b);
+		return -1;
+	}
+	*topic = strndup(zmq_msg_data(&t), zmq_msg_size(&t));
+	*len = zmq_msg_size(&b);
+	*body = malloc(*len ? *len : 1);
+	if (*body)
+		memcpy(*body, zmq_msg_data(&b), *len);
+	zmq_msg_close(&t);
+	zmq_msg_close(&b);
+	if (!*topic || !*body) {
+		free(*topic);
+		free(*body);
+		*topic = *body = NULL;
+		return -1;
+	}
+	return 0;
+}

@@ -1,0 +1,350 @@
+/*
+ * The INI config file, read with inih. Every section is described by a key
+ * table, so the file, the defaults and the command-line flags all go through
+ * the same typed setter and report errors the same way.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <ini.h>
+
+#include "clock.h"
+#include "config.h"
+
+const char *const wb_conf_known_sections[] = {"global", "powerd", "usaged", "alignd", "estimd", "exportd", NULL};
+
+static void strlist_clear(struct wb_strlist *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		free(l->v[i]);
+	free(l->v);
+	l->v = NULL;
+	l->n = 0;
+}
+
+static int strlist_push(struct wb_strlist *l, const char *s, size_t len)
+{
+	char **v = realloc(l->v, (l->n + 1) * sizeof(*v));
+	if (!v)
+		return -1;
+	l->v = v;
+	v[l->n] = strndup(s, len);
+	if (!v[l->n])
+		return -1;
+	l->n++;
+	return 0;
+}
+
+/* Split "a, b,c" into items, trimming blanks; empty items are dropped. */
+static int strlist_parse(struct wb_strlist *l, const char *text)
+{
+	strlist_clear(l);
+	const char *p = text;
+	while (*p) {
+		while (*p == ' ' || *p == '\t' || *p == ',')
+			p++;
+		const char *start = p;
+		while (*p && *p != ',')
+			p++;
+		const char *end = p;
+		while (end > start && (end[-1] == ' ' || end[-1] == '\t'))
+			end--;
+		if (end > start && strlist_push(l, start, (size_t)(end - start)) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+static bool in_choices(const char *choices, const char *value)
+{
+	size_t len = strlen(value);
+	const char *p = choices;
+	while (p && *p) {
+		const char *bar = strchr(p, '|');
+		size_t n = bar ? (size_t)(bar - p) : strlen(p);
+		if (n == len && strncmp(p, value, n) == 0)
+			return true;
+		p = bar ? bar + 1 : NULL;
+	}
+	return false;
+}
+
+static bool bounded(const struct wb_conf_key *k)
+{
+	return k->min != k->max;
+}
+
+static int set_value(const struct wb_conf_key *k, void *dst, const char *value, char *err, size_t errlen)
+{
+	char *slot = (char *)dst + k->off;
+	char *end;
+	switch (k->type) {
+	case WB_CONF_STR:
+	case WB_CONF_ENUM: {
+		if (k->type == WB_CONF_ENUM && !in_choices(k->choices, value)) {
+			snprintf(err, errlen, "'%s' is not one of %s", value, k->choices);
+			return -1;
+		}
+		char *copy = strdup(value);
+		if (!copy) {
+			snprintf(err, errlen, "out of memory");
+			return -1;
+		}
+		free(*(char **)slot);
+		*(char **)slot = copy;
+		return 0;
+	}
+	case WB_CONF_LIST:
+		if (strlist_parse((struct wb_strlist *)slot, value) < 0) {
+			snprintf(err, errlen, "out of memory");
+			return -1;
+		}
+		return 0;
+	case WB_CONF_INT: {
+		errno = 0;
+		long long v = strtoll(value, &end, 0);
+		if (end == value || *end || errno) {
+			snprintf(err, errlen, "'%s' is not an integer", value);
+			return -1;
+		}
+		if (bounded(k) && (v < k->min || v > k->max)) {
+			snprintf(err, errlen, "%lld is outside [%.0f, %.0f]", v, k->min, k->max);
+			return -1;
+		}
+		*(int64_t *)slot = v;
+		return 0;
+	}
+	case WB_CONF_DURATION: {
+		uint64_t ns;
+		if (wb_parse_duration(value, &ns) < 0) {
+			snprintf(err, errlen, "'%s' is not a duration (e.g. 1s, 250ms, 2m)", value);
+			return -1;
+		}
+		if (bounded(k) && ((double)ns < k->min || (double)ns > k->max)) {
+			char lo[32], hi[32];
+			wb_format_duration((uint64_t)k->min, lo, sizeof(lo));
+			wb_format_duration((uint64_t)k->max, hi, sizeof(hi));
+			snprintf(err, errlen, "%s is outside [%s, %s]", value, lo, hi);
+			return -1;
+		}
+		*(uint64_t *)slot = ns;
+		return 0;
+	}
+	case WB_CONF_BOOL: {
+		static const char *const yes[] = {"true", "yes", "on", "1"};
+		static const char *const no[] = {"false", "no", "off", "0"};
+		for (size_t i = 0; i < 4; i++) {
+			if (strcasecmp(value, yes[i]) == 0) {
+				*(bool *)slot = true;
+				return 0;
+			}
+			if (strcasecmp(value, no[i]) == 0) {
+				*(bool *)slot = false;
+				return 0;
+			}
+		}
+		snprintf(err, errlen, "'%s' is not a boolean (true/false, yes/no, on/off, 1/0)", value);
+		return -1;
+	}
+	case WB_CONF_DOUBLE: {
+		errno = 0;
+		double v = strtod(value, &end);
+		if (end == value || *end || errno || !isfinite(v)) {
+			snprintf(err, errlen, "'%s' is not a number", value);
+			return -1;
+		}
+		if (bounded(k) && (v < k->min || v > k->max)) {
+			snprintf(err, errlen, "%g is outside [%g, %g]", v, k->min, k->max);
+			return -1;
+		}
+		*(double *)slot = v;
+		return 0;
+	}
+	}
+	snprintf(err, errlen, "key type %d unknown", (int)k->type);
+	return -1;
+}
+
+const struct wb_conf_key *wb_conf_find(const struct wb_conf_section *sec, const char *key)
+{
+	for (size_t i = 0; i < sec->nkeys; i++)
+		if (strcmp(sec->keys[i].name, key) == 0)
+			return &sec->keys[i];
+	return NULL;
+}
+
+int wb_conf_set(const struct wb_conf_section *sec, const char *key, const char *value, const char *origin,
+		char *err, size_t errlen)
+{
+	const struct wb_conf_key *k = wb_conf_find(sec, key);
+	if (!k) {
+		snprintf(err, errlen, "%s: unknown key '%s' in [%s]", origin, key, sec->name);
+		return -1;
+	}
+	char why[256];
+	if (set_value(k, sec->dst, value, why, sizeof(why)) < 0) {
+		snprintf(err, errlen, "%s: [%s] %s: %s", origin, sec->name, key, why);
+		return -1;
+	}
+	return 0;
+}
+
+int wb_conf_defaults(const struct wb_conf_section *secs, size_t nsecs, char *err, size_t errlen)
+{
+	for (size_t s = 0; s < nsecs; s++)
+		for (size_t i = 0; i < secs[s].nkeys; i++) {
+			const struct wb_conf_key *k = &secs[s].keys[i];
+			if (k->def && wb_conf_set(&secs[s], k->name, k->def, "default", err, errlen) < 0)
+				return -1;
+		}
+	return 0;
+}
+
+struct load_ctx {
+	const struct wb_conf_section *secs;
+	size_t nsecs;
+	char why[WB_CONF_ERR_MAX];
+};
+
+static int on_ini(void *user, const char *section, const char *name, const char *value)
+{
+	struct load_ctx *ctx = user;
+	if (ctx->why[0])
+		return 0; /* keep the first error */
+	if (!section[0]) {
+		snprintf(ctx->why, sizeof(ctx->why), "key '%s' outside a section", name);
+		return 0;
+	}
+	for (size_t s = 0; s < ctx->nsecs; s++) {
+		if (strcmp(ctx->secs[s].name, section) != 0)
+			continue;
+		const struct wb_conf_key *k = wb_conf_find(&ctx->secs[s], name);
+		if (!k) {
+			snprintf(ctx->why, sizeof(ctx->why), "unknown key '%s' in [%s]", name, section);
+			return 0;
+		}
+		char why[256];
+		if (set_value(k, ctx->secs[s].dst, value, why, sizeof(why)) < 0) {
+			snprintf(ctx->why, sizeof(ctx->why), "[%s] %s: %s", section, name, why);
+			return 0;
+		}
+		return 1;
+	}
+	for (const char *const *known = wb_conf_known_sections; *known; known++)
+		if (strcmp(*known, section) == 0)
+			return 1; /* another stage's section */
+	snprintf(ctx->why, sizeof(ctx->why), "unknown section [%s]", section);
+	return 0;
+}
+
+int wb_conf_load(const char *path, const struct wb_conf_section *secs, size_t nsecs, char *err, size_t errlen)
+{
+	struct load_ctx ctx = {.secs = secs, .nsecs = nsecs};
+	FILE *f = fopen(path, "r");
+	if (!f) {
+		snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+		return -1;
+	}
+	int line = ini_parse_file(f, on_ini, &ctx);
+	fclose(f);
+	if (line == 0)
+		return 0;
+	if (line < 0) {
+		snprintf(err, errlen, "%s: cannot parse (out of memory)", path);
+		return -1;
+	}
+	snprintf(err, errlen, "%s:%d: %s", path, line,
+		 ctx.why[0] ? ctx.why : "syntax error (expected [section], key = value, or a ; comment)");
+	return -1;
+}
+
+/* Replace %r and %h in s; returns a new string or NULL. */
+static char *expand(const char *s, const char *runtime_dir, const char *host)
+{
+	size_t cap = strlen(s) + 1;
+	for (const char *p = s; (p = strchr(p, '%')); p++)
+		cap += strlen(runtime_dir) + strlen(host);
+	char *out = malloc(cap);
+	if (!out)
+		return NULL;
+	char *o = out;
+	for (const char *p = s; *p; p++) {
+		if (p[0] == '%' && p[1] == 'r') {
+			o = stpcpy(o, runtime_dir);
+			p++;
+		} else if (p[0] == '%' && p[1] == 'h') {
+			o = stpcpy(o, host);
+			p++;
+		} else if (p[0] == '%' && p[1] == '%') {
+			*o++ = '%';
+			p++;
+		} else {
+			*o++ = *p;
+		}
+	}
+	*o = '\0';
+	return out;
+}
+
+static int expand_slot(char **slot, const char *runtime_dir, const char *host)
+{
+	if (!*slot || !strchr(*slot, '%'))
+		return 0;
+	char *e = expand(*slot, runtime_dir, host);
+	if (!e)
+		return -1;
+	free(*slot);
+	*slot = e;
+	return 0;
+}
+
+int wb_conf_expand(const struct wb_conf_section *secs, size_t nsecs, const char *runtime_dir, const char *host)
+{
+	for (size_t s = 0; s < nsecs; s++)
+		for (size_t i = 0; i < secs[s].nkeys; i++) {
+			const struct wb_conf_key *k = &secs[s].keys[i];
+			char *slot = (char *)secs[s].dst + k->off;
+			if (k->type == WB_CONF_STR && expand_slot((char **)slot, runtime_dir, host) < 0)
+				return -1;
+			if (k->type == WB_CONF_LIST) {
+				struct wb_strlist *l = (struct wb_strlist *)slot;
+				for (size_t j = 0; j < l->n; j++)
+					if (expand_slot(&l->v[j], runtime_dir, host) < 0)
+						return -1;
+			}
+		}
+	return 0;
+}
+
+void wb_conf_free(const struct wb_conf_section *secs, size_t nsecs)
+{
+	for (size_t s = 0; s < nsecs; s++)
+		for (size_t i = 0; i < secs[s].nkeys; i++) {
+			const struct wb_conf_key *k = &secs[s].keys[i];
+			char *slot = (char *)secs[s].dst + k->off;
+			if (k->type == WB_CONF_STR || k->type == WB_CONF_ENUM) {
+				free(*(char **)slot);
+				*(char **)slot = NULL;
+			} else if (k->type == WB_CONF_LIST) {
+				strlist_clear((struct wb_strlist *)slot);
+			}
+		}
+}
+
+void wb_conf_usage(const struct wb_conf_section *sec, void *stream)
+{
+	FILE *out = stream;
+	for (size_t i = 0; i < sec->nkeys; i++) {
+		const struct wb_conf_key *k = &sec->keys[i];
+		fprintf(out, "  --%-22s %s", k->name, k->help ? k->help : "");
+		if (k->type == WB_CONF_ENUM)
+			fprintf(out, " (%s)", k->choices);
+		if (k->def && k->def[0])
+			fprintf(out, " [%s]", k->def);
+		fputc('\n', out);
+	}
+}
