@@ -1,0 +1,698 @@
+/*
+ * Daemon scaffolding shared by the five stages: config file and flags, signals
+ * read from a signalfd in the one zloop, the PUB socket and its stat messages,
+ * and sd_notify readiness and watchdog.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include <systemd/sd-daemon.h>
+
+#include "clock.h"
+#include "daemon.h"
+#include "log.h"
+
+#define DEFAULT_CONFIG WB_SYSCONFDIR "/wattbus/wattbus.conf"
+
+static const struct wb_conf_key global_keys[] = {
+	{"host", WB_CONF_STR, offsetof(struct wb_global, host), "", 0, 0, NULL,
+	 "host name in topics and messages (default: this machine's hostname)"},
+	{"runtime_dir", WB_CONF_STR, offsetof(struct wb_global, runtime_dir), "", 0, 0, NULL,
+	 "directory of the ipc sockets (default: /run/wattbus as root, else $XDG_RUNTIME_DIR/wattbus)"},
+	{"log_level", WB_CONF_ENUM, offsetof(struct wb_global, log_level), "info", 0, 0, "error|warning|info|debug",
+	 "least severe level logged"},
+	{"stat_interval", WB_CONF_DURATION, offsetof(struct wb_global, stat_interval_ns), "5s", 1e8, 3600e9, NULL,
+	 "how often the stage publishes its stat message"},
+	{"hwm", WB_CONF_INT, offsetof(struct wb_global, hwm), "10000", 1, 10000000, NULL,
+	 "ZeroMQ high-water mark (messages queued per peer before drops)"},
+	{"curve_cert", WB_CONF_STR, offsetof(struct wb_global, curve_cert), "", 0, 0, NULL,
+	 "CURVE certificate (with secret key) of this stage; empty: no encryption"},
+	{"curve_peer", WB_CONF_STR, offsetof(struct wb_global, curve_peer), "", 0, 0, NULL,
+	 "public certificate of the publishers this stage subscribes to"},
+	{"curve_allow", WB_CONF_STR, offsetof(struct wb_global, curve_allow), "", 0, 0, NULL,
+	 "directory of public certificates allowed to subscribe (empty: any client with a valid key)"},
+	{"socket_group", WB_CONF_STR, offsetof(struct wb_global, socket_group), "", 0, 0, NULL,
+	 "group owning the ipc sockets (mode 0660)"},
+};
+#define NGLOBAL (sizeof(global_keys) / sizeof(global_keys[0]))
+
+/* A --key value from the command line, re-applied over the file on reload. */
+struct flag {
+	int sec; /* 0 global, 1 stage */
+	const char *key;
+	char *value;
+};
+
+struct subscription {
+	struct wb_daemon *d;
+	struct wb_sub *sub;
+	wb_msg_fn *fn;
+	void *arg;
+};
+
+struct fdwatch {
+	struct wb_daemon *d;
+	int fd;
+	wb_fd_fn *fn;
+	void *arg;
+	wb_grid_fn *grid_fn;
+	uint64_t interval_ns;
+};
+
+struct wb_daemon {
+	const struct wb_stage *stage;
+	struct wb_global global;
+	void *conf;
+	char *config_path; /* NULL: defaults only */
+	bool config_explicit;
+	struct flag *flags;
+	size_t nflags;
+	bool verbose;
+
+	zloop_t *loop;
+	int sigfd;
+	int stopfd[2];
+	struct wb_pub *pub;
+	struct wb_sockopts sockopts;
+	zlistx_t *subs;	   /* struct subscription */
+	zlistx_t *watches; /* struct fdwatch */
+	struct wb_stats stats;
+	char mode[32];
+	uint64_t start_ns, start_mono;
+	int exit_code;
+	wb_reload_fn *reload_fn;
+	void *reload_arg;
+};
+
+static void sections(struct wb_daemon *d, struct wb_global *g, void *conf, struct wb_conf_section secs[2])
+{
+	secs[0] = (struct wb_conf_section){"global", global_keys, NGLOBAL, g};
+	secs[1] = (struct wb_conf_section){d->stage->name, d->stage->keys, d->stage->nkeys, conf};
+}
+
+static void usage(struct wb_daemon *d, FILE *out)
+{
+	struct wb_conf_section secs[2];
+	sections(d, &d->global, d->conf, secs);
+	fprintf(out,
+		"usage: wattbus-%s [-c FILE] [-n] [-v] [--KEY VALUE ...]\n%s\n\n"
+		"  -c, --config FILE        config file (default %s when it exists, or $WATTBUS_CONF)\n"
+		"  -n, --check              check the config and exit (0 valid, 2 invalid)\n"
+		"  -v, --verbose            log at debug level\n"
+		"  -h, --help               this text\n"
+		"  -V, --version            print the version\n\n"
+		"[%s] keys, also flags:\n",
+		d->stage->name, d->stage->summary, DEFAULT_CONFIG, d->stage->name);
+	wb_conf_usage(&secs[1], out);
+	fprintf(out, "\n[global] keys, also flags:\n");
+	wb_conf_usage(&secs[0], out);
+	fprintf(out, "\nSee wattbus-%s(8).\n", d->stage->name);
+}
+
+static int default_runtime_dir(char *buf, size_t size)
+{
+	if (geteuid() == 0)
+		return snprintf(buf, size, "/run/wattbus");
+	const char *xdg = getenv("XDG_RUNTIME_DIR");
+	if (xdg && xdg[0])
+		return snprintf(buf, size, "%s/wattbus", xdg);
+	return snprintf(buf, size, "/tmp/wattbus-%u", (unsigned)geteuid());
+}
+
+/* defaults -> file -> flags -> %r/%h -> stage check, into g and conf. */
+static int load_config(struct wb_daemon *d, struct wb_global *g, void *conf, char *err, size_t errlen)
+{
+	struct wb_conf_section secs[2];
+	sections(d, g, conf, secs);
+	if (wb_conf_defaults(secs, 2, err, errlen) < 0)
+		return -1;
+	if (d->config_path && wb_conf_load(d->config_path, secs, 2, err, errlen) < 0)
+		return -1;
+	for (size_t i = 0; i < d->nflags; i++) {
+		char origin[80];
+		snprintf(origin, sizeof(origin), "--%s", d->flags[i].key);
+		if (wb_conf_set(&secs[d->flags[i].sec], d->flags[i].key, d->flags[i].value, origin, err, errlen) < 0)
+			return -1;
+	}
+	if (!g->host[0]) {
+		char h[HOST_NAME_MAX + 1] = "localhost";
+		gethostname(h, sizeof(h));
+		h[sizeof(h) - 1] = '\0';
+		free(g->host);
+		g->host = strdup(h);
+	}
+	if (strlen(g->host) > 63) {
+		snprintf(err, errlen, "[global] host: '%s' is longer than 63 characters", g->host);
+		return -1;
+	}
+	if (!g->runtime_dir[0]) {
+		char r[PATH_MAX];
+		default_runtime_dir(r, sizeof(r));
+		free(g->runtime_dir);
+		g->runtime_dir = strdup(r);
+	}
+	if (!g->host || !g->runtime_dir || wb_conf_expand(secs, 2, g->runtime_dir, g->host) < 0) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	if (!wb_conf_find(&secs[1], "pub")) {
+		snprintf(err, errlen, "stage %s has no 'pub' key (programming error)", d->stage->name);
+		return -1;
+	}
+	if (d->stage->check && d->stage->check(conf, err, errlen) < 0)
+		return -1;
+	return 0;
+}
+
+static void free_config(struct wb_daemon *d, struct wb_global *g, void *conf)
+{
+	struct wb_conf_section secs[2];
+	sections(d, g, conf, secs);
+	wb_conf_free(secs, 2);
+}
+
+static int add_flag(struct wb_daemon *d, int sec, const struct wb_conf_key *k, const char *value)
+{
+	/* A list flag given again appends: --sub a --sub b. */
+	for (size_t i = 0; i < d->nflags; i++)
+		if (k->type == WB_CONF_LIST && d->flags[i].sec == sec && strcmp(d->flags[i].key, k->name) == 0) {
+			char *joined;
+			if (asprintf(&joined, "%s,%s", d->flags[i].value, value) < 0)
+				return -1;
+			free(d->flags[i].value);
+			d->flags[i].value = joined;
+			return 0;
+		}
+	struct flag *f = realloc(d->flags, (d->nflags + 1) * sizeof(*f));
+	if (!f)
+		return -1;
+	d->flags = f;
+	f[d->nflags] = (struct flag){sec, k->name, strdup(value)};
+	if (!f[d->nflags].value)
+		return -1;
+	d->nflags++;
+	return 0;
+}
+
+static void parse_args(struct wb_daemon *d, int argc, char **argv, bool *check_only)
+{
+	size_t nkeys = NGLOBAL + d->stage->nkeys;
+	struct option *opts = calloc(nkeys + 6, sizeof(*opts));
+	if (!opts)
+		fatalx(WB_EXIT_FAILURE, "out of memory");
+	size_t n = 0;
+	opts[n++] = (struct option){"config", required_argument, NULL, 'c'};
+	opts[n++] = (struct option){"check", no_argument, NULL, 'n'};
+	opts[n++] = (struct option){"verbose", no_argument, NULL, 'v'};
+	opts[n++] = (struct option){"help", no_argument, NULL, 'h'};
+	opts[n++] = (struct option){"version", no_argument, NULL, 'V'};
+	for (size_t i = 0; i < d->stage->nkeys; i++)
+		opts[n++] = (struct option){d->stage->keys[i].name, required_argument, NULL, 1000 + (int)i};
+	for (size_t i = 0; i < NGLOBAL; i++)
+		opts[n++] = (struct option){global_keys[i].name, required_argument, NULL, 2000 + (int)i};
+
+	int c;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":c:nvhV", opts, NULL)) != -1) {
+		switch (c) {
+		case 'c':
+			free(d->config_path);
+			d->config_path = strdup(optarg);
+			d->config_explicit = true;
+			break;
+		case 'n': *check_only = true; break;
+		case 'v': d->verbose = true; break;
+		case 'h': usage(d, stdout); exit(WB_EXIT_OK);
+		case 'V': printf("wattbus-%s %s\n", d->stage->name, WB_VERSION); exit(WB_EXIT_OK);
+		case ':':
+			fprintf(stderr, "wattbus-%s: %s needs a value\n", d->stage->name, argv[optind - 1]);
+			exit(WB_EXIT_USAGE);
+		case '?':
+			fprintf(stderr, "wattbus-%s: unknown option '%s' (see --help)\n", d->stage->name,
+				argv[optind - 1]);
+			exit(WB_EXIT_USAGE);
+		default:
+			if (c >= 2000)
+				add_flag(d, 0, &global_keys[c - 2000], optarg);
+			else
+				add_flag(d, 1, &d->stage->keys[c - 1000], optarg);
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "wattbus-%s: unexpected argument '%s' (see --help)\n", d->stage->name, argv[optind]);
+		exit(WB_EXIT_USAGE);
+	}
+	free(opts);
+	if (!d->config_path) {
+		const char *env = getenv("WATTBUS_CONF");
+		if (env && env[0]) {
+			d->config_path = strdup(env);
+			d->config_explicit = true;
+		} else if (access(DEFAULT_CONFIG, F_OK) == 0) {
+			d->config_path = strdup(DEFAULT_CONFIG);
+		}
+	}
+}
+
+struct wb_daemon *wb_daemon_new(const struct wb_stage *stage, int argc, char **argv)
+{
+	struct wb_daemon *d = calloc(1, sizeof(*d));
+	if (!d || !(d->conf = calloc(1, stage->conf_size)))
+		fatalx(WB_EXIT_FAILURE, "out of memory");
+	d->stage = stage;
+	d->sigfd = d->stopfd[0] = d->stopfd[1] = -1;
+	d->start_ns = wb_now_ns();
+	d->start_mono = wb_mono_ns();
+	snprintf(d->mode, sizeof(d->mode), "starting");
+	char prog[64];
+	snprintf(prog, sizeof(prog), "wattbus-%s", stage->name);
+	log_init(strdup(prog), WB_LOG_INFO);
+
+	bool check_only = false;
+	parse_args(d, argc, argv, &check_only);
+	char err[WB_CONF_ERR_MAX];
+	if (load_config(d, &d->global, d->conf, err, sizeof(err)) < 0) {
+		fprintf(stderr, "wattbus-%s: %s\n", stage->name, err);
+		exit(WB_EXIT_USAGE);
+	}
+	if (check_only) {
+		printf("%s: ok\n", d->config_path ? d->config_path : "(built-in defaults)");
+		exit(WB_EXIT_OK);
+	}
+	log_set_level(d->verbose ? WB_LOG_DEBUG : log_level_parse(d->global.log_level));
+
+	/* Block the signals before ZeroMQ starts its threads, so only the signalfd sees them. */
+	sigset_t mask;
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGHUP);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	d->sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (d->sigfd < 0 || pipe2(d->stopfd, O_CLOEXEC | O_NONBLOCK) < 0)
+		fatalx(WB_EXIT_FAILURE, "signalfd/pipe: %s", strerror(errno));
+	zsys_handler_set(NULL);
+	zsys_set_logstream(stderr);
+
+	if (mkdir(d->global.runtime_dir, 0755) < 0 && errno != EEXIST)
+		log_warn("runtime dir %s", d->global.runtime_dir);
+	d->sockopts = (struct wb_sockopts){
+		.hwm = (int)d->global.hwm,
+		.curve_cert = d->global.curve_cert,
+		.curve_peer = d->global.curve_peer,
+		.curve_allow = d->global.curve_allow,
+		.ipc_group = d->global.socket_group,
+	};
+	struct wb_conf_section secs[2];
+	sections(d, &d->global, d->conf, secs);
+	const struct wb_conf_key *pubk = wb_conf_find(&secs[1], "pub");
+	const char *pub_ep = *(char **)((char *)d->conf + pubk->off);
+	d->pub = wb_pub_new(pub_ep, stage->name, d->global.host, &d->sockopts);
+	if (!d->pub)
+		fatalx(WB_EXIT_FAILURE, "cannot publish on %s (is another wattbus-%s running?)", pub_ep, stage->name);
+	d->loop = zloop_new();
+	d->subs = zlistx_new();
+	d->watches = zlistx_new();
+	if (!d->loop || !d->subs || !d->watches)
+		fatalx(WB_EXIT_FAILURE, "out of memory");
+	zloop_set_nonstop(d->loop, true);
+	log_info("version %s, host %s, publishing on %s, config %s", WB_VERSION, d->global.host, pub_ep,
+		 d->config_path ? d->config_path : "(built-in defaults)");
+	return d;
+}
+
+void wb_daemon_destroy(struct wb_daemon **self_p)
+{
+	if (!self_p || !*self_p)
+		return;
+	struct wb_daemon *d = *self_p;
+	if (d->subs)
+		for (struct subscription *s = zlistx_first(d->subs); s; s = zlistx_next(d->subs)) {
+			wb_sub_destroy(&s->sub);
+			free(s);
+		}
+	if (d->watches)
+		for (struct fdwatch *w = zlistx_first(d->watches); w; w = zlistx_next(d->watches)) {
+			if (w->grid_fn)
+				close(w->fd);
+			free(w);
+		}
+	zlistx_destroy(&d->subs);
+	zlistx_destroy(&d->watches);
+	zloop_destroy(&d->loop);
+	wb_pub_destroy(&d->pub);
+	free_config(d, &d->global, d->conf);
+	free(d->conf);
+	for (size_t i = 0; i < d->nflags; i++)
+		free(d->flags[i].value);
+	free(d->flags);
+	free(d->config_path);
+	if (d->sigfd >= 0)
+		close(d->sigfd);
+	if (d->stopfd[0] >= 0) {
+		close(d->stopfd[0]);
+		close(d->stopfd[1]);
+	}
+	free(d);
+	*self_p = NULL;
+}
+
+void *wb_daemon_conf(struct wb_daemon *d)
+{
+	return d->conf;
+}
+
+const struct wb_global *wb_daemon_global(struct wb_daemon *d)
+{
+	return &d->global;
+}
+
+const char *wb_daemon_config_path(struct wb_daemon *d)
+{
+	return d->config_path;
+}
+
+struct wb_stats *wb_daemon_stats(struct wb_daemon *d)
+{
+	return &d->stats;
+}
+
+zloop_t *wb_daemon_loop(struct wb_daemon *d)
+{
+	return d->loop;
+}
+
+struct wb_pub *wb_daemon_pub(struct wb_daemon *d)
+{
+	return d->pub;
+}
+
+void wb_daemon_set_mode(struct wb_daemon *d, const char *mode)
+{
+	snprintf(d->mode, sizeof(d->mode), "%s", mode);
+	sd_notifyf(0, "STATUS=mode %s", d->mode);
+}
+
+int wb_daemon_send(struct wb_daemon *d, struct wb_msg *msg)
+{
+	if (wb_pub_send(d->pub, msg) < 0)
+		return -1;
+	d->stats.frames_out++;
+	return 0;
+}
+
+/* ---- subscriptions ---- */
+
+static int on_sub_readable(zloop_t *loop, zsock_t *sock, void *arg)
+{
+	struct subscription *s = arg;
+	/* Drain what is queued, but yield to timers and signals now and then. */
+	for (int i = 0; i < 256; i++) {
+		struct wb_msg msg;
+		struct wb_rx rx;
+		struct wb_err err;
+		int rc = wb_sub_try_recv(s->sub, &msg, &rx, &err, &s->d->stats);
+		if (rc < 0)
+			break;
+		if (rc == 1) {
+			if (!rx.stale)
+				s->fn(s->d, &msg, &rx, s->arg);
+			wb_msg_clear(&msg);
+		}
+	}
+	return 0;
+}
+
+int wb_daemon_subscribe(struct wb_daemon *d, const struct wb_strlist *endpoints, const char *const *prefixes,
+			wb_msg_fn *fn, void *arg)
+{
+	struct subscription *s = calloc(1, sizeof(*s));
+	if (!s)
+		return -1;
+	s->d = d;
+	s->fn = fn;
+	s->arg = arg;
+	s->sub = wb_sub_new(&d->sockopts);
+	if (!s->sub) {
+		free(s);
+		return -1;
+	}
+	for (size_t i = 0; i < endpoints->n; i++)
+		if (wb_sub_connect(s->sub, endpoints->v[i]) < 0)
+			goto fail;
+	for (size_t i = 0; prefixes && prefixes[i]; i++)
+		wb_sub_subscribe(s->sub, prefixes[i]);
+	if (zloop_reader(d->loop, wb_sub_sock(s->sub), on_sub_readable, s) < 0)
+		goto fail;
+	zloop_reader_set_tolerant(d->loop, wb_sub_sock(s->sub));
+	zlistx_add_end(d->subs, s);
+	for (size_t i = 0; i < endpoints->n; i++)
+		log_info("subscribed to %s", endpoints->v[i]);
+	return 0;
+fail:
+	wb_sub_destroy(&s->sub);
+	free(s);
+	return -1;
+}
+
+/* ---- timers and fds ---- */
+
+int wb_daemon_timer(struct wb_daemon *d, uint64_t interval_ns, zloop_timer_fn *fn, void *arg)
+{
+	size_t ms = (size_t)((interval_ns + WB_NS_PER_MS - 1) / WB_NS_PER_MS);
+	return zloop_timer(d->loop, ms ? ms : 1, 0, fn, arg);
+}
+
+static int on_fd(zloop_t *loop, zmq_pollitem_t *item, void *arg)
+{
+	struct fdwatch *w = arg;
+	if (w->grid_fn) {
+		uint64_t expirations;
+		if (read(w->fd, &expirations, sizeof(expirations)) != sizeof(expirations))
+			return 0; /* spurious wake-up or clock change: the next read tells */
+		uint64_t now = wb_now_ns();
+		uint64_t t = now - now % w->interval_ns;
+		w->grid_fn(w->d, t, now - t, w->arg);
+		return 0;
+	}
+	if (w->fn(w->d, w->fd, w->arg) < 0) {
+		zmq_pollitem_t it = {NULL, w->fd, ZMQ_POLLIN, 0};
+		zloop_poller_end(loop, &it);
+	}
+	return 0;
+}
+
+static int watch(struct wb_daemon *d, struct fdwatch *w)
+{
+	zmq_pollitem_t it = {NULL, w->fd, ZMQ_POLLIN, 0};
+	if (zloop_poller(d->loop, &it, on_fd, w) < 0) {
+		free(w);
+		return -1;
+	}
+	zloop_poller_set_tolerant(d->loop, &it);
+	zlistx_add_end(d->watches, w);
+	return 0;
+}
+
+int wb_daemon_watch_fd(struct wb_daemon *d, int fd, wb_fd_fn *fn, void *arg)
+{
+	struct fdwatch *w = calloc(1, sizeof(*w));
+	if (!w)
+		return -1;
+	*w = (struct fdwatch){.d = d, .fd = fd, .fn = fn, .arg = arg};
+	return watch(d, w);
+}
+
+int wb_daemon_grid_timer(struct wb_daemon *d, uint64_t interval_ns, wb_grid_fn *fn, void *arg)
+{
+	if (interval_ns == 0)
+		return -1;
+	int fd = timerfd_create(CLOCK_REALTIME, TFD_CLOEXEC | TFD_NONBLOCK);
+	if (fd < 0) {
+		log_warn("timerfd_create");
+		return -1;
+	}
+	uint64_t first = wb_grid_next(wb_now_ns(), interval_ns);
+	struct itimerspec its = {
+		.it_value = {(time_t)(first / WB_NS_PER_SEC), (long)(first % WB_NS_PER_SEC)},
+		.it_interval = {(time_t)(interval_ns / WB_NS_PER_SEC), (long)(interval_ns % WB_NS_PER_SEC)},
+	};
+	if (timerfd_settime(fd, TFD_TIMER_ABSTIME, &its, NULL) < 0) {
+		log_warn("timerfd_settime");
+		close(fd);
+		return -1;
+	}
+	struct fdwatch *w = calloc(1, sizeof(*w));
+	if (!w) {
+		close(fd);
+		return -1;
+	}
+	*w = (struct fdwatch){.d = d, .fd = fd, .grid_fn = fn, .arg = arg, .interval_ns = interval_ns};
+	return watch(d, w);
+}
+
+void wb_daemon_on_reload(struct wb_daemon *d, wb_reload_fn *fn, void *arg)
+{
+	d->reload_fn = fn;
+	d->reload_arg = arg;
+}
+
+void wb_daemon_stop(struct wb_daemon *d, int code)
+{
+	d->exit_code = code;
+	if (write(d->stopfd[1], "x", 1) < 0)
+		log_warn("stop pipe");
+}
+
+/* ---- stat ---- */
+
+uint64_t wb_self_cpu_ns(void)
+{
+	struct rusage ru;
+	if (getrusage(RUSAGE_SELF, &ru) < 0)
+		return 0;
+	return (uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * WB_NS_PER_SEC +
+	       (uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000u;
+}
+
+uint64_t wb_self_rss_bytes(void)
+{
+	FILE *f = fopen("/proc/self/statm", "r");
+	unsigned long size, resident = 0;
+	if (!f)
+		return 0;
+	if (fscanf(f, "%lu %lu", &size, &resident) != 2)
+		resident = 0;
+	fclose(f);
+	return (uint64_t)resident * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
+static void publish_stat(struct wb_daemon *d)
+{
+	struct wb_counter rej[WB_R_COUNT];
+	struct wb_counter ctr[WB_COUNTERS_MAX];
+	struct wb_msg m = {.kind = WB_STAT};
+	struct wb_stat *s = &m.stat;
+	s->t = wb_now_ns();
+	snprintf(s->stage, sizeof(s->stage), "%s", d->stage->name);
+	snprintf(s->version, sizeof(s->version), "%s", WB_VERSION);
+	snprintf(s->mode, sizeof(s->mode), "%s", d->mode);
+	s->uptime_ns = wb_mono_ns() - d->start_mono;
+	s->cpu_ns = wb_self_cpu_ns();
+	s->rss_bytes = wb_self_rss_bytes();
+	s->frames_in = d->stats.frames_in;
+	s->frames_out = d->stats.frames_out + 1; /* this message */
+	s->lost = d->stats.lost;
+	s->rejected = d->stats.rejected;
+	s->restarts = d->stats.restarts;
+	for (int r = 0; r < WB_R_COUNT; r++)
+		if (d->stats.rejected_by[r]) {
+			snprintf(rej[s->n_rejected_by].name, sizeof(rej[0].name), "%s", wb_reason_name(r));
+			rej[s->n_rejected_by++].value = d->stats.rejected_by[r];
+		}
+	s->rejected_by = rej;
+	for (size_t i = 0; i < d->stats.ncounters; i++) {
+		snprintf(ctr[i].name, sizeof(ctr[i].name), "%s", d->stats.counters[i].name);
+		ctr[i].value = d->stats.counters[i].value;
+	}
+	s->n_counters = d->stats.ncounters;
+	s->counters = ctr;
+	wb_daemon_send(d, &m); /* arrays are on the stack: no wb_msg_clear */
+}
+
+static int on_stat_timer(zloop_t *loop, int timer_id, void *arg)
+{
+	publish_stat(arg);
+	return 0;
+}
+
+static int on_watchdog(zloop_t *loop, int timer_id, void *arg)
+{
+	sd_notify(0, "WATCHDOG=1");
+	return 0;
+}
+
+static void reload(struct wb_daemon *d)
+{
+	sd_notify(0, "RELOADING=1");
+	struct wb_global g = {0};
+	void *conf = calloc(1, d->stage->conf_size);
+	char err[WB_CONF_ERR_MAX];
+	if (!conf) {
+		log_errx("reload: out of memory");
+	} else if (load_config(d, &g, conf, err, sizeof(err)) < 0) {
+		log_errx("reload failed, keeping the running config: %s", err);
+	} else {
+		log_set_level(d->verbose ? WB_LOG_DEBUG : log_level_parse(g.log_level));
+		free(d->global.log_level);
+		d->global.log_level = g.log_level;
+		g.log_level = NULL;
+		if (d->reload_fn && d->reload_fn(d, conf, d->reload_arg) == 0) {
+			free_config(d, &(struct wb_global){0}, d->conf);
+			free(d->conf);
+			d->conf = conf;
+			conf = NULL;
+			log_info("reloaded %s", d->config_path ? d->config_path : "(built-in defaults)");
+		} else {
+			log_info("reloaded the log level; other changes need a restart");
+		}
+	}
+	if (conf) {
+		free_config(d, &(struct wb_global){0}, conf);
+		free(conf);
+	}
+	struct wb_conf_section secs[2];
+	sections(d, &g, NULL, secs);
+	wb_conf_free(secs, 1);
+	sd_notify(0, "READY=1");
+}
+
+static int on_signal(zloop_t *loop, zmq_pollitem_t *item, void *arg)
+{
+	struct wb_daemon *d = arg;
+	struct signalfd_siginfo si;
+	while (read(d->sigfd, &si, sizeof(si)) == sizeof(si)) {
+		if (si.ssi_signo == SIGHUP) {
+			reload(d);
+			continue;
+		}
+		log_info("stopping on %s", strsignal((int)si.ssi_signo));
+		return -1;
+	}
+	return 0;
+}
+
+static int on_stop(zloop_t *loop, zmq_pollitem_t *item, void *arg)
+{
+	return -1;
+}
+
+int wb_daemon_run(struct wb_daemon *d)
+{
+	zmq_pollitem_t sig = {NULL, d->sigfd, ZMQ_POLLIN, 0};
+	zmq_pollitem_t stop = {NULL, d->stopfd[0], ZMQ_POLLIN, 0};
+	zloop_poller(d->loop, &sig, on_signal, d);
+	zloop_poller(d->loop, &stop, on_stop, d);
+	wb_daemon_timer(d, d->global.stat_interval_ns, on_stat_timer, d);
+	uint64_t wd_usec = 0;
+	if (sd_watchdog_enabled(0, &wd_usec) > 0 && wd_usec > 0)
+		wb_daemon_timer(d, wd_usec * 1000 / 2, on_watchdog, d);
+	publish_stat(d);
+	sd_notifyf(0, "READY=1\nSTATUS=mode %s", d->mode);
+	log_info("running (mode %s)", d->mode);
+	zloop_start(d->loop);
+	sd_notify(0, "STOPPING=1");
+	publish_stat(d);
+	return d->exit_code;
+}
