@@ -152,7 +152,7 @@ struct wb_pub *wb_pub_new(const char *endpoint, const char *src, const char *hos
 	if (!self->seqs || !self->sock)
 		goto fail;
 	zsock_set_sndhwm(self->sock, opts && opts->hwm > 0 ? opts->hwm : 10000);
-	zsock_set_linger(self->sock, 200);
+	zsock_set_linger(self->sock, 1000);
 	if (apply_curve(self->sock, opts, true, &self->auth) < 0)
 		goto fail;
 	bool bind;

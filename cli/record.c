@@ -1,0 +1,292 @@
+/*
+ * wattbus record and replay. A recording is a msgpack stream (docs/RECORDING.md):
+ * a header map {"format": "wattbus-record", "version": 1, "endpoint", "start_ns"}
+ * then one array [recv_ns, topic, body] per message, body being the map's bytes
+ * as received (bin), so a replay sends exactly what was on the bus.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <msgpack.h>
+
+#include "bus.h"
+#include "cli.h"
+#include "clock.h"
+#include "log.h"
+
+#define RECORD_FORMAT "wattbus-record"
+#define RECORD_VERSION 1
+
+static void pack_cstr(msgpack_packer *pk, const char *s)
+{
+	size_t n = strlen(s);
+	msgpack_pack_str(pk, n);
+	msgpack_pack_str_body(pk, s, n);
+}
+
+static int file_write(void *data, const char *buf, size_t len)
+{
+	return fwrite(buf, 1, len, data) == len ? 0 : -1;
+}
+
+static void record_usage(FILE *out)
+{
+	fprintf(out, "usage: wattbus record [--count N] [--duration D] ENDPOINT FILE [PREFIX...]\n"
+		     "  -n, --count N      stop after N messages\n"
+		     "  -d, --duration D   stop after D (e.g. 60s); otherwise at SIGINT/SIGTERM\n");
+}
+
+int cmd_record(int argc, char **argv)
+{
+	static const struct option opts[] = {{"count", required_argument, NULL, 'n'},
+					     {"duration", required_argument, NULL, 'd'},
+					     {"help", no_argument, NULL, 'h'},
+					     {NULL, 0, NULL, 0}};
+	long long count = -1;
+	uint64_t duration_ns = 0;
+	int c;
+	while ((c = getopt_long(argc, argv, "n:d:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'n': count = atoll(optarg); break;
+		case 'd': duration_ns = cli_duration_ns("record", "--duration", optarg); break;
+		case 'h': record_usage(stdout); return 0;
+		default: record_usage(stderr); return 2;
+		}
+	}
+	if (argc - optind < 2) {
+		record_usage(stderr);
+		return 2;
+	}
+	const char *endpoint = argv[optind], *path = argv[optind + 1];
+	FILE *f = fopen(path, "wb");
+	if (!f) {
+		log_errx("%s: cannot create: %s", path, strerror(errno));
+		return 1;
+	}
+	struct wb_sub *sub = wb_sub_new(NULL);
+	if (!sub || wb_sub_connect(sub, endpoint) < 0) {
+		fclose(f);
+		return 1;
+	}
+	if (argc - optind == 2)
+		wb_sub_subscribe(sub, "");
+	for (int i = optind + 2; i < argc; i++)
+		wb_sub_subscribe(sub, argv[i]);
+
+	msgpack_packer pk;
+	msgpack_packer_init(&pk, f, file_write);
+	msgpack_pack_map(&pk, 4);
+	pack_cstr(&pk, "format");
+	pack_cstr(&pk, RECORD_FORMAT);
+	pack_cstr(&pk, "version");
+	msgpack_pack_uint32(&pk, RECORD_VERSION);
+	pack_cstr(&pk, "endpoint");
+	pack_cstr(&pk, endpoint);
+	pack_cstr(&pk, "start_ns");
+	msgpack_pack_uint64(&pk, wb_now_ns());
+	fflush(f);
+
+	uint64_t end = duration_ns ? wb_mono_ns() + duration_ns : 0;
+	long long n = 0;
+	int rc = 0;
+	while (!cli_interrupted() && (count < 0 || n < count) && (!end || wb_mono_ns() < end)) {
+		zmq_pollitem_t it = {zsock_resolve(wb_sub_sock(sub)), 0, ZMQ_POLLIN, 0};
+		if (zmq_poll(&it, 1, 100) <= 0 || !(it.revents & ZMQ_POLLIN))
+			continue;
+		char *topic, *body;
+		size_t len;
+		int nframes;
+		if (wb_sub_recv_raw(sub, &topic, &body, &len, &nframes) < 0)
+			continue;
+		msgpack_pack_array(&pk, 3);
+		msgpack_pack_uint64(&pk, wb_now_ns());
+		pack_cstr(&pk, topic);
+		msgpack_pack_bin(&pk, len);
+		msgpack_pack_bin_body(&pk, body, len);
+		free(topic);
+		free(body);
+		/* Flush per message: a recording cut by a crash keeps all but the last. */
+		if (fflush(f) != 0) {
+			log_errx("%s: write failed: %s", path, strerror(errno));
+			rc = 1;
+			break;
+		}
+		n++;
+	}
+	if (fclose(f) != 0 && rc == 0) {
+		log_errx("%s: write failed: %s", path, strerror(errno));
+		rc = 1;
+	}
+	wb_sub_destroy(&sub);
+	fprintf(stderr, "wattbus record: %lld messages written to %s\n", n, path);
+	return rc;
+}
+
+/* ---- replay ---- */
+
+struct reader {
+	FILE *f;
+	const char *path;
+	msgpack_unpacker up;
+	msgpack_unpacked res;
+	long index;
+};
+
+/* Next object of the stream: 1 got one, 0 end of file, -1 error (logged). */
+static int reader_next(struct reader *r)
+{
+	for (;;) {
+		msgpack_unpack_return ret = msgpack_unpacker_next(&r->up, &r->res);
+		if (ret == MSGPACK_UNPACK_SUCCESS) {
+			r->index++;
+			return 1;
+		}
+		if (ret != MSGPACK_UNPACK_CONTINUE) {
+			log_errx("%s: record %ld: not msgpack", r->path, r->index);
+			return -1;
+		}
+		if (!msgpack_unpacker_reserve_buffer(&r->up, 65536)) {
+			log_errx("%s: out of memory", r->path);
+			return -1;
+		}
+		size_t n = fread(msgpack_unpacker_buffer(&r->up), 1, msgpack_unpacker_buffer_capacity(&r->up), r->f);
+		if (n == 0) {
+			if (msgpack_unpacker_message_size(&r->up) > msgpack_unpacker_parsed_size(&r->up))
+				log_warnx("%s: record %ld is cut short (the recording was interrupted); stopping there",
+					  r->path, r->index);
+			return 0;
+		}
+		msgpack_unpacker_buffer_consumed(&r->up, n);
+	}
+}
+
+static bool str_is(const msgpack_object *o, const char *s)
+{
+	return o->type == MSGPACK_OBJECT_STR && o->via.str.size == strlen(s) &&
+	       memcmp(o->via.str.ptr, s, o->via.str.size) == 0;
+}
+
+static int check_header(struct reader *r)
+{
+	const msgpack_object *h = &r->res.data;
+	bool format = false, version = false;
+	if (h->type == MSGPACK_OBJECT_MAP)
+		for (uint32_t i = 0; i < h->via.map.size; i++) {
+			const msgpack_object_kv *kv = &h->via.map.ptr[i];
+			if (str_is(&kv->key, "format"))
+				format = str_is(&kv->val, RECORD_FORMAT);
+			if (str_is(&kv->key, "version"))
+				version = kv->val.type == MSGPACK_OBJECT_POSITIVE_INTEGER &&
+					  kv->val.via.u64 == RECORD_VERSION;
+		}
+	if (!format || !version) {
+		log_errx("%s: not a wattbus recording (version %d)", r->path, RECORD_VERSION);
+		return -1;
+	}
+	return 0;
+}
+
+static void replay_usage(FILE *out)
+{
+	fprintf(out, "usage: wattbus replay [--speed N | --fast] [--wait DURATION] FILE ENDPOINT\n"
+		     "  -s, --speed N      N times faster than recorded (default 1)\n"
+		     "  -f, --fast         as fast as possible\n"
+		     "  -w, --wait D       wait up to D for a subscriber before the first message (default 5s)\n");
+}
+
+int cmd_replay(int argc, char **argv)
+{
+	static const struct option opts[] = {{"speed", required_argument, NULL, 's'},
+					     {"fast", no_argument, NULL, 'f'},
+					     {"wait", required_argument, NULL, 'w'},
+					     {"help", no_argument, NULL, 'h'},
+					     {NULL, 0, NULL, 0}};
+	double speed = 1.0;
+	bool fast = false;
+	uint64_t wait_ns = 5 * WB_NS_PER_SEC;
+	int c;
+	while ((c = getopt_long(argc, argv, "s:fw:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 's':
+			speed = atof(optarg);
+			if (!(speed > 0)) {
+				fprintf(stderr, "wattbus replay: --speed must be a positive number\n");
+				return 2;
+			}
+			break;
+		case 'f': fast = true; break;
+		case 'w': wait_ns = cli_duration_ns("replay", "--wait", optarg); break;
+		case 'h': replay_usage(stdout); return 0;
+		default: replay_usage(stderr); return 2;
+		}
+	}
+	if (argc - optind != 2) {
+		replay_usage(stderr);
+		return 2;
+	}
+	struct reader r = {.path = argv[optind]};
+	r.f = fopen(r.path, "rb");
+	if (!r.f) {
+		log_errx("%s: cannot open: %s", r.path, strerror(errno));
+		return 1;
+	}
+	msgpack_unpacker_init(&r.up, 65536);
+	msgpack_unpacked_init(&r.res);
+	struct wb_pub *pub = NULL;
+	int rc = 1;
+	if (reader_next(&r) != 1 || check_header(&r) < 0)
+		goto out;
+	pub = wb_pub_new(argv[optind + 1], "replay", "", NULL);
+	if (!pub)
+		goto out;
+	if (!wb_pub_wait_subscriber(pub, (int)(wait_ns / WB_NS_PER_MS)))
+		log_warnx("no subscriber after %llu ms; replaying anyway",
+			  (unsigned long long)(wait_ns / WB_NS_PER_MS));
+
+	uint64_t first_ns = 0, start_mono = 0;
+	long sent = 0;
+	int got;
+	while ((got = reader_next(&r)) == 1 && !cli_interrupted()) {
+		const msgpack_object *o = &r.res.data;
+		if (o->type != MSGPACK_OBJECT_ARRAY || o->via.array.size != 3 ||
+		    o->via.array.ptr[0].type != MSGPACK_OBJECT_POSITIVE_INTEGER ||
+		    o->via.array.ptr[1].type != MSGPACK_OBJECT_STR || o->via.array.ptr[2].type != MSGPACK_OBJECT_BIN) {
+			log_errx("%s: record %ld is not [recv_ns, topic, body]; skipped", r.path, r.index);
+			continue;
+		}
+		uint64_t t = o->via.array.ptr[0].via.u64;
+		if (sent == 0) {
+			first_ns = t;
+			start_mono = wb_mono_ns();
+		}
+		if (!fast && t > first_ns) {
+			uint64_t due = start_mono + (uint64_t)((double)(t - first_ns) / speed);
+			uint64_t now = wb_mono_ns();
+			if (due > now) {
+				struct timespec ts = {(time_t)((due - now) / WB_NS_PER_SEC),
+						      (long)((due - now) % WB_NS_PER_SEC)};
+				nanosleep(&ts, NULL);
+			}
+		}
+		char topic[WB_TOPIC_MAX];
+		const msgpack_object_str *ts = &o->via.array.ptr[1].via.str;
+		snprintf(topic, sizeof(topic), "%.*s", (int)(ts->size < WB_TOPIC_MAX ? ts->size : WB_TOPIC_MAX - 1),
+			 ts->ptr);
+		if (wb_pub_send_raw(pub, topic, o->via.array.ptr[2].via.bin.ptr, o->via.array.ptr[2].via.bin.size) == 0)
+			sent++;
+	}
+	if (got < 0)
+		goto out;
+	fprintf(stderr, "wattbus replay: %ld messages sent\n", sent);
+	rc = 0;
+out:
+	wb_pub_destroy(&pub);
+	msgpack_unpacked_destroy(&r.res);
+	msgpack_unpacker_destroy(&r.up);
+	fclose(r.f);
+	return rc;
+}
