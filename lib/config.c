@@ -207,16 +207,57 @@ int wb_conf_defaults(const struct wb_conf_section *secs, size_t nsecs, char *err
 struct load_ctx {
 	const struct wb_conf_section *secs;
 	size_t nsecs;
+	FILE *f;
+	int line;     /* lines read so far: the line inih is on */
+	int err_line; /* where why happened */
 	char why[WB_CONF_ERR_MAX];
 };
+
+static void ctx_fail(struct load_ctx *ctx, int line, const char *fmt, const char *a, const char *b)
+{
+	if (ctx->why[0])
+		return; /* keep the first error */
+	snprintf(ctx->why, sizeof(ctx->why), fmt, a, b);
+	ctx->err_line = line;
+}
+
+static bool section_known(const char *name)
+{
+	for (const char *const *known = wb_conf_known_sections; *known; known++)
+		if (strcmp(*known, name) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * inih's line reader, counting lines so errors found in the handler carry their
+ * own line, and checking section names where they stand (inih calls the handler
+ * only for keys, so an unknown section would otherwise show at its first key).
+ */
+static char *read_line(char *buf, int size, void *stream)
+{
+	struct load_ctx *ctx = stream;
+	char *line = fgets(buf, size, ctx->f);
+	if (!line)
+		return NULL;
+	ctx->line++;
+	const char *p = line + strspn(line, " \t");
+	const char *close = strchr(p, ']');
+	if (*p == '[' && close) {
+		char name[64];
+		snprintf(name, sizeof(name), "%.*s", (int)(close - p - 1), p + 1);
+		if (!section_known(name))
+			ctx_fail(ctx, ctx->line, "unknown section [%s]%s", name, "");
+	}
+	return line;
+}
 
 static int on_ini(void *user, const char *section, const char *name, const char *value)
 {
 	struct load_ctx *ctx = user;
-	if (ctx->why[0])
-		return 0; /* keep the first error */
+	char why[256];
 	if (!section[0]) {
-		snprintf(ctx->why, sizeof(ctx->why), "key '%s' outside a section", name);
+		ctx_fail(ctx, ctx->line, "key '%s' outside a section%s", name, "");
 		return 0;
 	}
 	for (size_t s = 0; s < ctx->nsecs; s++) {
@@ -224,41 +265,43 @@ static int on_ini(void *user, const char *section, const char *name, const char 
 			continue;
 		const struct wb_conf_key *k = wb_conf_find(&ctx->secs[s], name);
 		if (!k) {
-			snprintf(ctx->why, sizeof(ctx->why), "unknown key '%s' in [%s]", name, section);
+			ctx_fail(ctx, ctx->line, "unknown key '%s' in [%s]", name, section);
 			return 0;
 		}
-		char why[256];
+		char what[200];
 		if (set_value(k, ctx->secs[s].dst, value, why, sizeof(why)) < 0) {
-			snprintf(ctx->why, sizeof(ctx->why), "[%s] %s: %s", section, name, why);
+			snprintf(what, sizeof(what), "[%s] %s: ", section, name);
+			ctx_fail(ctx, ctx->line, "%s%s", what, why);
 			return 0;
 		}
 		return 1;
 	}
-	for (const char *const *known = wb_conf_known_sections; *known; known++)
-		if (strcmp(*known, section) == 0)
-			return 1; /* another stage's section */
-	snprintf(ctx->why, sizeof(ctx->why), "unknown section [%s]", section);
-	return 0;
+	/* Another stage's section is skipped; an unknown one was reported by read_line. */
+	return section_known(section) ? 1 : 0;
 }
 
 int wb_conf_load(const char *path, const struct wb_conf_section *secs, size_t nsecs, char *err, size_t errlen)
 {
 	struct load_ctx ctx = {.secs = secs, .nsecs = nsecs};
-	FILE *f = fopen(path, "r");
-	if (!f) {
+	ctx.f = fopen(path, "r");
+	if (!ctx.f) {
 		snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
 		return -1;
 	}
-	int line = ini_parse_file(f, on_ini, &ctx);
-	fclose(f);
-	if (line == 0)
-		return 0;
+	int line = ini_parse_stream(read_line, &ctx, on_ini, &ctx);
+	fclose(ctx.f);
 	if (line < 0) {
 		snprintf(err, errlen, "%s: cannot parse (out of memory)", path);
 		return -1;
 	}
-	snprintf(err, errlen, "%s:%d: %s", path, line,
-		 ctx.why[0] ? ctx.why : "syntax error (expected [section], key = value, or a ; comment)");
+	if (line == 0 && !ctx.why[0])
+		return 0;
+	/* inih reports the first line it disliked; ours may come from a later line. */
+	if (line > 0 && (!ctx.why[0] || line < ctx.err_line))
+		snprintf(err, errlen, "%s:%d: syntax error (expected [section], key = value, or a ; comment)", path,
+			 line);
+	else
+		snprintf(err, errlen, "%s:%d: %s", path, ctx.err_line, ctx.why);
 	return -1;
 }
 

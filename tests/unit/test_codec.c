@@ -1,0 +1,398 @@
+/* Codec: round trip of every kind, every truncation, and a table of mutations. */
+#include <math.h>
+
+#include <msgpack.h>
+
+#include "bus.h"
+#include "codec.h"
+#include "json.h"
+#include "unit.h"
+
+/* A message of each kind with every key set, as JSON (readable, and mutable with jansson). */
+static const char *const valid[WB_NKINDS] = {
+	[WB_POWER] = "{\"v\":1,\"kind\":\"power\",\"host\":\"node-1\",\"src\":\"powerd\",\"epoch\":17,\"seq\":4,"
+		     "\"t\":1700000000000000000,\"interval_ns\":1000000000,\"zones\":["
+		     "{\"name\":\"package-0\",\"zone\":\"package\",\"index\":2,\"path\":\"/sys/class/powercap/intel-rapl:0\","
+		     "\"source\":\"rapl\",\"energy_uj\":262143328850,\"max_energy_range_uj\":262143328850},"
+		     "{\"name\":\"dram-1\",\"zone\":\"dram\",\"index\":1,\"path\":\"/sys/x\",\"source\":\"rapl\",\"energy_uj\":5,"
+		     "\"max_energy_range_uj\":65712999613}]}",
+	[WB_USAGE] = "{\"v\":1,\"kind\":\"usage\",\"host\":\"node-1\",\"src\":\"usaged/bpf\",\"epoch\":3,\"seq\":9,"
+		     "\"t\":1700000003000000000,\"interval_ns\":3000000000,\"ncpu\":2,\"full\":true,"
+		     "\"counters\":[\"cycles\",\"instructions\"],"
+		     "\"cpu\":{\"user_ns\":1,\"nice_ns\":2,\"system_ns\":3,\"idle_ns\":4,\"iowait_ns\":5,\"irq_ns\":6,"
+		     "\"softirq_ns\":7,\"steal_ns\":8},"
+		     "\"procs\":[{\"pid\":42,\"comm\":\"stress-ng\",\"start_ns\":99,\"cgroup_id\":1234,\"cpu_ns\":5000,"
+		     "\"cycles\":10,\"instructions\":20,\"cache_misses\":30,\"exited\":true}],"
+		     "\"cgroups\":[{\"id\":1234,\"path\":\"/system.slice/docker-abc.scope\",\"runtime\":\"docker\","
+		     "\"container_id\":\"abc\",\"pod_uid\":\"p\",\"vm\":\"vm1\",\"service\":\"docker.service\"}]}",
+	[WB_ALIGNED] = "{\"v\":1,\"kind\":\"aligned\",\"host\":\"node-1\",\"src\":\"alignd\",\"epoch\":3,\"seq\":1,"
+		       "\"t0\":1,\"t1\":2,\"power_host\":\"node-1\",\"ncpu\":4,\"counters\":[\"cycles\"],"
+		       "\"quality\":{\"coverage\":0.75,\"interpolated\":true,\"extrapolated\":true,\"gap\":true,"
+		       "\"lag_ns\":5,\"usage_lost\":1},"
+		       "\"cpu\":{\"user_ns\":1,\"nice_ns\":2,\"system_ns\":3,\"idle_ns\":4,\"iowait_ns\":5,\"irq_ns\":6,"
+		       "\"softirq_ns\":7,\"steal_ns\":8},"
+		       "\"zones\":[{\"name\":\"package-0\",\"zone\":\"package\",\"index\":1,\"path\":\"/p\",\"energy_uj\":77}],"
+		       "\"procs\":[{\"pid\":1,\"comm\":\"a\",\"start_ns\":2,\"cgroup_id\":3,\"cpu_ns\":4,\"cycles\":5,"
+		       "\"instructions\":6,\"cache_misses\":7,\"exited\":true}],"
+		       "\"cgroups\":[{\"id\":3,\"path\":\"/x\"}]}",
+	[WB_ESTIMATE] = "{\"v\":1,\"kind\":\"estimate\",\"host\":\"node-1\",\"src\":\"estimd\",\"epoch\":3,\"seq\":1,"
+			"\"t0\":1,\"t1\":2,\"mode\":\"model\",\"model\":\"ec2\",\"ncpu\":2,\"cpu_usage_ratio\":0.25,"
+			"\"quality\":{\"coverage\":1.0},"
+			"\"zones\":[{\"name\":\"package\",\"zone\":\"package\",\"index\":2,\"path\":\"/p\",\"energy_uj\":100,"
+			"\"active_uj\":60,\"idle_uj\":40,\"unattributed_uj\":10}],"
+			"\"procs\":[{\"pid\":1,\"comm\":\"a\",\"start_ns\":5,\"cgroup_id\":3,\"container_id\":\"c\",\"vm\":\"v\","
+			"\"cpu_ns\":4,\"exited\":true,\"energy_uj\":[50]}],"
+			"\"containers\":[{\"id\":\"c\",\"name\":\"web\",\"runtime\":\"docker\",\"pod_uid\":\"u\",\"cpu_ns\":4,"
+			"\"energy_uj\":[50]}],\"pods\":[{\"id\":\"u\",\"cpu_ns\":4,\"energy_uj\":[50]}],"
+			"\"vms\":[{\"id\":\"v\",\"cpu_ns\":4,\"energy_uj\":[50]}],"
+			"\"services\":[{\"id\":\"docker.service\",\"cpu_ns\":4,\"energy_uj\":[50]}]}",
+	[WB_MODEL] = "{\"v\":1,\"kind\":\"model\",\"host\":\"node-1\",\"src\":\"estimd\",\"epoch\":3,\"seq\":1,\"t\":9,"
+		     "\"name\":\"trained\",\"type\":\"AbsPower\",\"ncpu\":8,\"train_slots\":100,\"test_slots\":20,"
+		     "\"features\":[\"bpf_cpu_time_ms\"],\"zones\":[{\"zone\":\"package\",\"bias_w\":72.5,"
+		     "\"weights\":[183.25],\"scales\":[71901.5],\"means\":[0.5],\"mae_w\":1.5,\"mape\":2.5}]}",
+	[WB_STAT] = "{\"v\":1,\"kind\":\"stat\",\"host\":\"node-1\",\"src\":\"powerd\",\"epoch\":3,\"seq\":1,\"t\":9,"
+		    "\"stage\":\"powerd\",\"version\":\"0.1.0\",\"mode\":\"rapl\",\"uptime_ns\":5,\"cpu_ns\":6,"
+		    "\"rss_bytes\":7,\"frames_in\":8,\"frames_out\":9,\"lost\":10,\"rejected\":11,\"restarts\":12,"
+		    "\"rejected_by\":[{\"name\":\"type\",\"value\":11}],\"counters\":[{\"name\":\"zone_errors\",\"value\":3}]}",
+};
+
+static int to_msgpack(const char *json_text, char **buf, size_t *len)
+{
+	json_error_t jerr;
+	json_t *j = json_loads(json_text, 0, &jerr);
+	if (!j) {
+		printf("# bad test JSON: %s\n", jerr.text);
+		return -1;
+	}
+	struct wb_err err;
+	int rc = wb_json_to_msgpack(j, buf, len, &err);
+	json_decref(j);
+	return rc;
+}
+
+static void test_round_trip(void)
+{
+	for (int k = 0; k < WB_NKINDS; k++) {
+		char *buf, *again;
+		size_t len, len2;
+		struct wb_msg msg;
+		struct wb_err err;
+		CHECK(to_msgpack(valid[k], &buf, &len) == 0);
+		int rc = wb_decode(buf, len, &msg, &err);
+		if (rc < 0)
+			printf("# %s: %s\n", wb_kinds[k].name, err.msg);
+		CHECK(rc == 0);
+		CHECK(msg.kind == (enum wb_kind)k);
+		/* Re-encode, decode again, re-encode: the bytes must be stable. */
+		CHECK(wb_encode(&msg, &again, &len2, &err) == 0);
+		struct wb_msg msg2;
+		CHECK(wb_decode(again, len2, &msg2, &err) == 0);
+		char *third;
+		size_t len3;
+		CHECK(wb_encode(&msg2, &third, &len3, &err) == 0);
+		CHECK(len2 == len3 && memcmp(again, third, len2) == 0);
+		/* Nothing was dropped: the JSON views of the original and the re-encoded frame are equal. */
+		json_t *a = wb_msgpack_to_json(buf, len, &err), *b = wb_msgpack_to_json(again, len2, &err);
+		CHECK(a && b && json_equal(a, b));
+		json_decref(a);
+		json_decref(b);
+		free(third);
+		free(again);
+		free(buf);
+		wb_msg_clear(&msg);
+		wb_msg_clear(&msg2);
+	}
+}
+
+static void test_fields_decoded(void)
+{
+	char *buf;
+	size_t len;
+	struct wb_msg m;
+	struct wb_err err;
+	CHECK(to_msgpack(valid[WB_USAGE], &buf, &len) == 0);
+	CHECK(wb_decode(buf, len, &m, &err) == 0);
+	CHECK_STR(m.env.host, "node-1");
+	CHECK_STR(m.usage.env.src, "usaged/bpf");
+	CHECK_U64(m.usage.env.epoch, 3);
+	CHECK_U64(m.usage.n_procs, 1);
+	CHECK_U64(m.usage.procs[0].pid, 42);
+	CHECK_STR(m.usage.procs[0].comm, "stress-ng");
+	CHECK(m.usage.procs[0].exited);
+	CHECK_U64(m.usage.cpu.steal_ns, 8);
+	CHECK_U64(m.usage.n_counters, 2);
+	CHECK_STR(m.usage.counters[1], "instructions");
+	CHECK_STR(m.usage.cgroups[0].container_id, "abc");
+	wb_msg_clear(&m);
+	free(buf);
+	CHECK(to_msgpack(valid[WB_MODEL], &buf, &len) == 0);
+	CHECK(wb_decode(buf, len, &m, &err) == 0);
+	CHECK_NEAR(m.model.zones[0].bias_w, 72.5, 0);
+	CHECK_NEAR(m.model.zones[0].scales[0], 71901.5, 0);
+	CHECK_U64(m.model.zones[0].n_weights, 1);
+	wb_msg_clear(&m);
+	free(buf);
+}
+
+static void test_every_truncation(void)
+{
+	for (int k = 0; k < WB_NKINDS; k++) {
+		char *buf;
+		size_t len;
+		CHECK(to_msgpack(valid[k], &buf, &len) == 0);
+		int bad = 0;
+		for (size_t cut = 0; cut < len; cut++) {
+			struct wb_msg m;
+			struct wb_err err;
+			if (wb_decode(buf, cut, &m, &err) == 0) {
+				printf("# %s cut at %zu of %zu decoded\n", wb_kinds[k].name, cut, len);
+				wb_msg_clear(&m);
+				bad++;
+			} else if (err.reason != WB_R_MALFORMED) {
+				printf("# %s cut at %zu: reason %s\n", wb_kinds[k].name, cut, wb_reason_name(err.reason));
+				bad++;
+			}
+		}
+		CHECK(bad == 0);
+		free(buf);
+	}
+}
+
+/* Mutations expressed on the JSON of a valid message. */
+struct mutation {
+	enum wb_kind base;
+	const char *what;
+	const char *path; /* "zones.0.energy_uj": object keys and array indexes */
+	const char *value; /* JSON text to put there; NULL deletes */
+	int ok;
+	enum wb_reason reason;
+	const char *in_msg;
+};
+
+static const struct mutation mutations[] = {
+	{WB_POWER, "string where an integer goes", "zones.0.energy_uj", "\"12\"", 0, WB_R_TYPE, "zones[0].energy_uj"},
+	{WB_POWER, "missing required key", "interval_ns", NULL, 0, WB_R_MISSING, "interval_ns"},
+	{WB_POWER, "missing key in an element", "zones.1.name", NULL, 0, WB_R_MISSING, "zones[1]"},
+	{WB_POWER, "unknown version", "v", "2", 0, WB_R_VERSION, "version 2"},
+	{WB_POWER, "version as string", "v", "\"1\"", 0, WB_R_VERSION, "v:"},
+	{WB_POWER, "unknown kind", "kind", "\"powr\"", 0, WB_R_KIND, "powr"},
+	{WB_POWER, "missing kind", "kind", NULL, 0, WB_R_KIND, "kind"},
+	{WB_POWER, "host too long", "host", "\"0123456789012345678901234567890123456789012345678901234567890123\"", 0,
+	 WB_R_BOUND, "host"},
+	{WB_POWER, "empty host", "host", "\"\"", 0, WB_R_BOUND, "host"},
+	{WB_POWER, "negative energy", "zones.0.energy_uj", "-5", 0, WB_R_BOUND, "zones[0].energy_uj"},
+	{WB_POWER, "interval below bound", "interval_ns", "10", 0, WB_R_BOUND, "interval_ns"},
+	{WB_POWER, "zones not an array", "zones", "{}", 0, WB_R_TYPE, "zones"},
+	{WB_POWER, "unknown key ignored", "colour", "\"blue\"", 1, 0, NULL},
+	{WB_POWER, "nil optional key", "zones.0.path", "null", 1, 0, NULL},
+	{WB_POWER, "nil required key", "t", "null", 0, WB_R_TYPE, "t"},
+	{WB_USAGE, "float where integer goes", "procs.0.cpu_ns", "1.5", 0, WB_R_TYPE, "procs[0].cpu_ns"},
+	{WB_USAGE, "bool as int", "full", "1", 0, WB_R_TYPE, "full"},
+	{WB_USAGE, "comm too long", "procs.0.comm", "\"0123456789abcdefg\"", 0, WB_R_BOUND, "procs[0].comm"},
+	{WB_USAGE, "pid beyond pid_max", "procs.0.pid", "4194305", 0, WB_R_BOUND, "procs[0].pid"},
+	{WB_USAGE, "cpu not a map", "cpu", "[1]", 0, WB_R_TYPE, "cpu"},
+	{WB_USAGE, "missing cpu key", "cpu.steal_ns", NULL, 0, WB_R_MISSING, "cpu: missing required key 'steal_ns'"},
+	{WB_USAGE, "counter name not a string", "counters.0", "7", 0, WB_R_TYPE, "counters[0]"},
+	{WB_ESTIMATE, "ratio above 1", "cpu_usage_ratio", "1.5", 0, WB_R_BOUND, "cpu_usage_ratio"},
+	{WB_ESTIMATE, "integer in a float key", "cpu_usage_ratio", "1", 1, 0, NULL},
+	{WB_ESTIMATE, "energy array item wrong type", "procs.0.energy_uj.0", "\"x\"", 0, WB_R_TYPE,
+	 "procs[0].energy_uj[0]"},
+	{WB_MODEL, "zero scale", "zones.0.scales.0", "0.0", 0, WB_R_BOUND, "zones[0].scales[0]"},
+	{WB_MODEL, "no zones", "zones", "[]", 0, WB_R_BOUND, "zones"},
+	{WB_STAT, "top-level seq too big", "seq", "9223372036854775807", 1, 0, NULL},
+};
+
+/* Walk "a.0.b" in j and set or delete the last step. */
+static int apply_path(json_t *j, const char *path, const char *value)
+{
+	char buf[128];
+	snprintf(buf, sizeof(buf), "%s", path);
+	char *save, *tok = strtok_r(buf, ".", &save);
+	while (tok) {
+		char *next = strtok_r(NULL, ".", &save);
+		bool idx = tok[0] >= '0' && tok[0] <= '9';
+		if (!next) {
+			json_t *v = value ? json_loads(value, JSON_DECODE_ANY, NULL) : NULL;
+			if (value && !v)
+				return -1;
+			if (idx)
+				return value ? json_array_set_new(j, (size_t)atoi(tok), v) : json_array_remove(j, (size_t)atoi(tok));
+			return value ? json_object_set_new(j, tok, v) : json_object_del(j, tok);
+		}
+		j = idx ? json_array_get(j, (size_t)atoi(tok)) : json_object_get(j, tok);
+		if (!j)
+			return -1;
+		tok = next;
+	}
+	return -1;
+}
+
+static void test_mutations(void)
+{
+	for (size_t i = 0; i < sizeof(mutations) / sizeof(mutations[0]); i++) {
+		const struct mutation *mu = &mutations[i];
+		json_t *j = json_loads(valid[mu->base], 0, NULL);
+		CHECK(apply_path(j, mu->path, mu->value) == 0);
+		char *buf;
+		size_t len;
+		struct wb_err err = {0};
+		CHECK(wb_json_to_msgpack(j, &buf, &len, &err) == 0);
+		struct wb_msg m;
+		int rc = wb_decode(buf, len, &m, &err);
+		if ((rc == 0) != mu->ok) {
+			printf("# mutation '%s': decode %s (%s)\n", mu->what, rc == 0 ? "accepted" : "rejected", err.msg);
+			unit_failed_checks++;
+		} else if (!mu->ok && (err.reason != mu->reason || !strstr(err.msg, mu->in_msg))) {
+			printf("# mutation '%s': reason %s, message \"%s\"; expected %s with \"%s\"\n", mu->what,
+			       wb_reason_name(err.reason), err.msg, wb_reason_name(mu->reason), mu->in_msg);
+			unit_failed_checks++;
+		}
+		if (rc == 0)
+			wb_msg_clear(&m);
+		free(buf);
+		json_decref(j);
+	}
+}
+
+static int raw_decode(msgpack_sbuffer *sb, struct wb_err *err)
+{
+	struct wb_msg m;
+	int rc = wb_decode(sb->data, sb->size, &m, err);
+	if (rc == 0)
+		wb_msg_clear(&m);
+	return rc;
+}
+
+static void pack_s(msgpack_packer *pk, const char *s)
+{
+	msgpack_pack_str(pk, strlen(s));
+	msgpack_pack_str_body(pk, s, strlen(s));
+}
+
+/* Faults JSON cannot express: bytes, NaN, duplicate keys, huge headers. */
+static void test_binary_faults(void)
+{
+	struct wb_err err;
+	char *buf;
+	size_t len;
+	CHECK(to_msgpack(valid[WB_STAT], &buf, &len) == 0);
+	char *longer = malloc(len + 1);
+	memcpy(longer, buf, len);
+	longer[len] = (char)0xc0;
+	struct wb_msg m;
+	CHECK(wb_decode(longer, len + 1, &m, &err) < 0 && err.reason == WB_R_TRAILING);
+	free(longer);
+	free(buf);
+
+	static const unsigned char huge_array[] = {0xdd, 0xff, 0xff, 0xff, 0xff};
+	CHECK(wb_decode(huge_array, sizeof(huge_array), &m, &err) < 0 && err.reason == WB_R_MALFORMED);
+	static const unsigned char huge_str[] = {0x81, 0xa1, 'v', 0xdb, 0x7f, 0xff, 0xff, 0xff};
+	CHECK(wb_decode(huge_str, sizeof(huge_str), &m, &err) < 0 && err.reason == WB_R_MALFORMED);
+	static const unsigned char bad_byte[] = {0x81, 0xa1, 'v', 0xc1};
+	CHECK(wb_decode(bad_byte, sizeof(bad_byte), &m, &err) < 0 && err.reason == WB_R_MALFORMED);
+	unsigned char deep[64];
+	memset(deep, 0x91, sizeof(deep));
+	deep[63] = 0x01;
+	CHECK(wb_decode(deep, sizeof(deep), &m, &err) < 0 && err.reason == WB_R_MALFORMED &&
+	      strstr(err.msg, "nested"));
+	static const unsigned char array_top[] = {0x91, 0x01};
+	CHECK(wb_decode(array_top, sizeof(array_top), &m, &err) < 0 && err.reason == WB_R_NOT_MAP);
+
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+	/* A duplicate key. */
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	msgpack_pack_map(&pk, 3);
+	pack_s(&pk, "kind");
+	pack_s(&pk, "stat");
+	pack_s(&pk, "v");
+	msgpack_pack_uint8(&pk, 1);
+	pack_s(&pk, "v");
+	msgpack_pack_uint8(&pk, 1);
+	CHECK(raw_decode(&sb, &err) < 0 && err.reason == WB_R_DUPLICATE && strstr(err.msg, "v:"));
+	msgpack_sbuffer_destroy(&sb);
+
+	/* NaN in a float key, invalid UTF-8 and a NUL in strings. */
+	const struct {
+		const char *key;
+		enum wb_reason reason;
+	} cases[] = {{"nan", WB_R_BOUND}, {"utf8", WB_R_TYPE}, {"nul", WB_R_TYPE}, {"intkey", WB_R_TYPE}};
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		msgpack_sbuffer_init(&sb);
+		msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+		msgpack_pack_map(&pk, 7);
+		pack_s(&pk, "v");
+		msgpack_pack_uint8(&pk, 1);
+		pack_s(&pk, "kind");
+		pack_s(&pk, "estimate");
+		if (c == 1) {
+			pack_s(&pk, "host");
+			msgpack_pack_str(&pk, 2);
+			msgpack_pack_str_body(&pk, "\xc3\x28", 2);
+		} else if (c == 2) {
+			pack_s(&pk, "host");
+			msgpack_pack_str(&pk, 3);
+			msgpack_pack_str_body(&pk, "a\0b", 3);
+		} else if (c == 3) {
+			msgpack_pack_uint8(&pk, 7);
+			msgpack_pack_uint8(&pk, 7);
+		} else {
+			pack_s(&pk, "host");
+			pack_s(&pk, "h");
+		}
+		pack_s(&pk, "src");
+		pack_s(&pk, "s");
+		pack_s(&pk, "epoch");
+		msgpack_pack_uint8(&pk, 1);
+		pack_s(&pk, "seq");
+		msgpack_pack_uint8(&pk, 1);
+		pack_s(&pk, "cpu_usage_ratio");
+		msgpack_pack_double(&pk, NAN);
+		int rc = raw_decode(&sb, &err);
+		if (rc == 0 || err.reason != cases[c].reason) {
+			printf("# binary case %s: rc %d reason %s (%s)\n", cases[c].key, rc, wb_reason_name(err.reason),
+			       err.msg);
+			unit_failed_checks++;
+		}
+		msgpack_sbuffer_destroy(&sb);
+	}
+}
+
+static void test_topic_check(void)
+{
+	char *buf;
+	size_t len;
+	struct wb_msg m;
+	struct wb_err err;
+	CHECK(to_msgpack(valid[WB_POWER], &buf, &len) == 0);
+	CHECK(wb_frame_check("power/node-1", buf, len, &m, &err) == 0);
+	wb_msg_clear(&m);
+	CHECK(wb_frame_check("power/node-2", buf, len, &m, &err) < 0 && err.reason == WB_R_TOPIC);
+	CHECK(wb_frame_check("usage/node-1", buf, len, &m, &err) < 0 && err.reason == WB_R_TOPIC);
+	free(buf);
+}
+
+static void test_encode_bounds(void)
+{
+	struct wb_msg m = {.kind = WB_POWER};
+	m.power.n_zones = 300;
+	m.power.zones = wb_array_new(300, sizeof(struct wb_power_zone));
+	char *out;
+	size_t len;
+	struct wb_err err;
+	CHECK(wb_encode(&m, &out, &len, &err) < 0 && err.reason == WB_R_BOUND && strstr(err.msg, "zones"));
+	wb_msg_clear(&m);
+	CHECK(m.power.zones == NULL && m.kind == WB_KIND_NONE);
+}
+
+static const struct unit_case cases[] = {
+	{"round trip of every kind", test_round_trip},
+	{"decoded fields", test_fields_decoded},
+	{"every truncation is rejected as malformed", test_every_truncation},
+	{"mutations give the right reason and key", test_mutations},
+	{"binary faults (trailing, huge headers, NaN, UTF-8, duplicates)", test_binary_faults},
+	{"topic must be KIND/HOST", test_topic_check},
+	{"encoder refuses arrays beyond their bound", test_encode_bounds},
+};
+UNIT_MAIN(cases)

@@ -1,0 +1,159 @@
+/* Config: typed keys, file:line errors, other stages' sections, flags, expansion. */
+#include <unistd.h>
+
+#include "clock.h"
+#include "config.h"
+#include "unit.h"
+
+struct conf {
+	char *pub;
+	struct wb_strlist sub;
+	int64_t level;
+	uint64_t interval_ns;
+	bool train;
+	double ratio;
+	char *method;
+};
+
+static const struct wb_conf_key keys[] = {
+	{"pub", WB_CONF_STR, offsetof(struct conf, pub), "ipc://%r/alignd.sock", 0, 0, NULL, "endpoint"},
+	{"sub", WB_CONF_LIST, offsetof(struct conf, sub), "ipc://%r/a.sock, ipc://%r/b.sock", 0, 0, NULL, "up"},
+	{"level", WB_CONF_INT, offsetof(struct conf, level), "3", 1, 10, NULL, "a level"},
+	{"interval", WB_CONF_DURATION, offsetof(struct conf, interval_ns), "1s", 10e6, 3600e9, NULL, "interval"},
+	{"train", WB_CONF_BOOL, offsetof(struct conf, train), "no", 0, 0, NULL, "train"},
+	{"ratio", WB_CONF_DOUBLE, offsetof(struct conf, ratio), "0.5", 0, 1, NULL, "ratio"},
+	{"method", WB_CONF_ENUM, offsetof(struct conf, method), "ratio", 0, 0, "ratio|fixed|regression", "m"},
+};
+
+static struct conf c;
+static struct wb_conf_section sec = {"alignd", keys, sizeof(keys) / sizeof(keys[0]), &c};
+
+static char *write_file(const char *text)
+{
+	static char path[64];
+	snprintf(path, sizeof(path), "/tmp/wb-test-conf-XXXXXX");
+	int fd = mkstemp(path);
+	if (fd < 0 || write(fd, text, strlen(text)) != (ssize_t)strlen(text))
+		return NULL;
+	close(fd);
+	return path;
+}
+
+static void test_defaults_and_expand(void)
+{
+	char err[WB_CONF_ERR_MAX];
+	memset(&c, 0, sizeof(c));
+	CHECK(wb_conf_defaults(&sec, 1, err, sizeof(err)) == 0);
+	CHECK(wb_conf_expand(&sec, 1, "/run/wattbus", "n1") == 0);
+	CHECK_STR(c.pub, "ipc:///run/wattbus/alignd.sock");
+	CHECK_U64(c.sub.n, 2);
+	CHECK_STR(c.sub.v[1], "ipc:///run/wattbus/b.sock");
+	CHECK_U64(c.interval_ns, 1000000000);
+	CHECK_U64(c.level, 3);
+	CHECK(!c.train);
+	CHECK_STR(c.method, "ratio");
+	wb_conf_free(&sec, 1);
+	CHECK(c.pub == NULL && c.sub.n == 0);
+}
+
+static void test_file_values(void)
+{
+	char err[WB_CONF_ERR_MAX];
+	memset(&c, 0, sizeof(c));
+	CHECK(wb_conf_defaults(&sec, 1, err, sizeof(err)) == 0);
+	char *path = write_file("; comment\n[global]\n[alignd]\ninterval = 250ms\ntrain = yes\nsub = tcp://a:1\n"
+				"[exportd]\nlisten = :9102\n");
+	int rc = wb_conf_load(path, &sec, 1, err, sizeof(err));
+	if (rc < 0)
+		printf("# %s\n", err);
+	CHECK(rc == 0);
+	CHECK_U64(c.interval_ns, 250000000);
+	CHECK(c.train);
+	CHECK_U64(c.sub.n, 1);
+	CHECK_STR(c.sub.v[0], "tcp://a:1");
+	unlink(path);
+	wb_conf_free(&sec, 1);
+}
+
+static const struct {
+	const char *text;
+	const char *expect; /* ":LINE: reason" part */
+} bad_files[] = {
+	{"[alignd]\n\ncolour = blue\n", ":3: unknown key 'colour' in [alignd]"},
+	{"[alignd]\ninterval = soon\n", ":2: [alignd] interval: 'soon' is not a duration"},
+	{"[alignd]\ninterval = 1ms\n", ":2: [alignd] interval: 1ms is outside [10ms, 1h]"},
+	{"[alignd]\nlevel = 11\n", ":2: [alignd] level: 11 is outside [1, 10]"},
+	{"[alignd]\nlevel = 3x\n", ":2: [alignd] level: '3x' is not an integer"},
+	{"[alignd]\ntrain = perhaps\n", ":2: [alignd] train: 'perhaps' is not a boolean"},
+	{"[alignd]\nratio = nan\n", ":2: [alignd] ratio: 'nan' is not a number"},
+	{"[alignd]\nmethod = magic\n", ":2: [alignd] method: 'magic' is not one of ratio|fixed|regression"},
+	{"[alignd]\nthis line has no equals sign\n", ":2: syntax error"},
+	{"[alignd\nlevel = 2\n", ":1: syntax error"},
+	{"[aligned]\nlevel = 2\n", ":1: unknown section [aligned]"},
+	{"[alignd]\nlevel = 2\n[nothing]\n", ":3: unknown section [nothing]"},
+	{"level = 2\n", ":1: key 'level' outside a section"},
+};
+
+static void test_bad_files(void)
+{
+	for (size_t i = 0; i < sizeof(bad_files) / sizeof(bad_files[0]); i++) {
+		char err[WB_CONF_ERR_MAX];
+		memset(&c, 0, sizeof(c));
+		wb_conf_defaults(&sec, 1, err, sizeof(err));
+		char *path = write_file(bad_files[i].text);
+		int rc = wb_conf_load(path, &sec, 1, err, sizeof(err));
+		char want[256];
+		snprintf(want, sizeof(want), "%s%s", path, bad_files[i].expect);
+		if (rc == 0 || strncmp(err, want, strlen(want)) != 0) {
+			printf("# case %zu: got \"%s\", expected prefix \"%s\"\n", i, rc ? err : "(accepted)", want);
+			unit_failed_checks++;
+		}
+		unlink(path);
+		wb_conf_free(&sec, 1);
+	}
+}
+
+static void test_missing_file_and_flags(void)
+{
+	char err[WB_CONF_ERR_MAX];
+	memset(&c, 0, sizeof(c));
+	wb_conf_defaults(&sec, 1, err, sizeof(err));
+	CHECK(wb_conf_load("/nonexistent/wattbus.conf", &sec, 1, err, sizeof(err)) < 0);
+	CHECK(strstr(err, "/nonexistent/wattbus.conf: cannot open") != NULL);
+	CHECK(wb_conf_set(&sec, "interval", "10ms", "--interval", err, sizeof(err)) == 0);
+	CHECK_U64(c.interval_ns, 10000000);
+	CHECK(wb_conf_set(&sec, "nope", "1", "--nope", err, sizeof(err)) < 0);
+	CHECK_STR(err, "--nope: unknown key 'nope' in [alignd]");
+	CHECK(wb_conf_set(&sec, "level", "0", "--level", err, sizeof(err)) < 0);
+	CHECK(strstr(err, "--level: [alignd] level: 0 is outside") != NULL);
+	wb_conf_free(&sec, 1);
+}
+
+static void test_durations(void)
+{
+	uint64_t ns;
+	CHECK(wb_parse_duration("1.5s", &ns) == 0 && ns == 1500000000);
+	CHECK(wb_parse_duration("100us", &ns) == 0 && ns == 100000);
+	CHECK(wb_parse_duration("2m", &ns) == 0 && ns == 120000000000ull);
+	CHECK(wb_parse_duration("3", &ns) == 0 && ns == 3000000000ull);
+	CHECK(wb_parse_duration("-1s", &ns) < 0);
+	CHECK(wb_parse_duration("1 s", &ns) < 0);
+	CHECK(wb_parse_duration("s", &ns) < 0);
+	char buf[32];
+	wb_format_duration(250000000, buf, sizeof(buf));
+	CHECK_STR(buf, "250ms");
+	wb_format_duration(3600000000000ull, buf, sizeof(buf));
+	CHECK_STR(buf, "1h");
+	CHECK_U64(wb_grid_next(1700000000123456789ull, 1000000000), 1700000001000000000ull);
+	CHECK_U64(wb_grid_next(1700000001000000000ull, 1000000000), 1700000002000000000ull);
+	CHECK_U64(wb_grid_next(15, 10), 20);
+}
+
+static const struct unit_case cases[] = {
+	{"defaults and %r expansion", test_defaults_and_expand},
+	{"file values; other stages' sections skipped", test_file_values},
+	{"bad files fail with file:line and the reason", test_bad_files},
+	{"missing file, flags and their errors", test_missing_file_and_flags},
+	{"durations and the wall-clock grid", test_durations},
+};
+UNIT_MAIN(cases)

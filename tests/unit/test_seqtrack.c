@@ -1,0 +1,79 @@
+/* Sequence tracking: gaps, restarts, duplicates, and the bound on producers. */
+#include "bus.h"
+#include "unit.h"
+
+static struct wb_rx see(struct wb_seqtrack *t, const char *host, const char *src, uint64_t epoch, uint64_t seq)
+{
+	struct wb_envelope env = {.epoch = epoch, .seq = seq};
+	snprintf(env.host, sizeof(env.host), "%s", host);
+	snprintf(env.src, sizeof(env.src), "%s", src);
+	struct wb_rx rx;
+	wb_seqtrack_see(t, &env, "power", &rx);
+	return rx;
+}
+
+static void test_gaps_and_epochs(void)
+{
+	struct wb_seqtrack *t = wb_seqtrack_new(16);
+	struct wb_rx rx = see(t, "h", "powerd", 100, 5);
+	CHECK(rx.first && rx.lost == 0);
+	rx = see(t, "h", "powerd", 100, 6);
+	CHECK(!rx.first && rx.lost == 0 && !rx.new_epoch);
+	rx = see(t, "h", "powerd", 100, 10);
+	CHECK_U64(rx.lost, 3);
+	rx = see(t, "h", "powerd", 100, 10);
+	CHECK(rx.stale && rx.lost == 0);
+	rx = see(t, "h", "powerd", 100, 8);
+	CHECK(rx.stale);
+	rx = see(t, "h", "powerd", 200, 0);
+	CHECK(rx.new_epoch && rx.lost == 0 && !rx.stale);
+	rx = see(t, "h", "powerd", 200, 1);
+	CHECK(!rx.new_epoch && rx.lost == 0);
+	/* Another producer of the same host is tracked apart. */
+	rx = see(t, "h", "script", 100, 7);
+	CHECK(rx.first);
+	wb_seqtrack_destroy(&t);
+	CHECK(t == NULL);
+	wb_seqtrack_destroy(&t);
+}
+
+static void test_bounded(void)
+{
+	struct wb_seqtrack *t = wb_seqtrack_new(4);
+	char host[16];
+	for (int i = 0; i < 10; i++) {
+		snprintf(host, sizeof(host), "h%d", i);
+		see(t, host, "powerd", 1, 0);
+	}
+	/* h9 is still known; h0 was dropped as the least recent and counts as new again. */
+	CHECK(!see(t, "h9", "powerd", 1, 1).first);
+	CHECK(see(t, "h0", "powerd", 1, 1).first);
+	wb_seqtrack_destroy(&t);
+}
+
+static void test_stats_counters(void)
+{
+	struct wb_stats s = {0};
+	uint64_t *a = wb_stats_counter(&s, "zone_errors");
+	*a += 2;
+	CHECK(wb_stats_counter(&s, "zone_errors") == a);
+	CHECK_U64(*wb_stats_counter(&s, "zone_errors"), 2);
+	for (int i = 0; i < WB_COUNTERS_MAX + 5; i++) {
+		char n[16];
+		snprintf(n, sizeof(n), "c%d", i);
+		wb_stats_counter(&s, n);
+	}
+	CHECK_U64(s.ncounters, WB_COUNTERS_MAX);
+	CHECK(wb_stats_counter(&s, "one-too-many") == NULL);
+	wb_stats_reject(&s, WB_R_TYPE);
+	wb_stats_reject(&s, WB_R_TYPE);
+	CHECK_U64(s.rejected, 2);
+	CHECK_U64(s.rejected_by[WB_R_TYPE], 2);
+}
+
+static const struct unit_case cases[] = {
+	{"gaps, restarts and stale messages", test_gaps_and_epochs},
+	{"producer table is bounded", test_bounded},
+	{"stage counters", test_stats_counters},
+};
+UNIT_MAIN(cases)
