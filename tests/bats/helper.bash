@@ -41,3 +41,8 @@ wb_wait_for() {
 wb_ep() {
 	echo "ipc://$BATS_TEST_TMPDIR/$1.sock"
 }
+
+# Debian's python3 has python3-zmq and python3-msgpack; a python3 earlier on
+# PATH (pyenv, a virtualenv) may not.
+python3() { /usr/bin/python3 "$@"; }
+export -f python3

@@ -8,53 +8,37 @@
 #include "json.h"
 #include "unit.h"
 
-/* A message of each kind with every key set, as JSON (readable, and mutable with jansson). */
-static const char *const valid[WB_NKINDS] = {
-	[WB_POWER] = "{\"v\":1,\"kind\":\"power\",\"host\":\"node-1\",\"src\":\"powerd\",\"epoch\":17,\"seq\":4,"
-		     "\"t\":1700000000000000000,\"interval_ns\":1000000000,\"zones\":["
-		     "{\"name\":\"package-0\",\"zone\":\"package\",\"index\":2,\"path\":\"/sys/class/powercap/intel-rapl:0\","
-		     "\"source\":\"rapl\",\"energy_uj\":262143328850,\"max_energy_range_uj\":262143328850},"
-		     "{\"name\":\"dram-1\",\"zone\":\"dram\",\"index\":1,\"path\":\"/sys/x\",\"source\":\"rapl\",\"energy_uj\":5,"
-		     "\"max_energy_range_uj\":65712999613}]}",
-	[WB_USAGE] = "{\"v\":1,\"kind\":\"usage\",\"host\":\"node-1\",\"src\":\"usaged/bpf\",\"epoch\":3,\"seq\":9,"
-		     "\"t\":1700000003000000000,\"interval_ns\":3000000000,\"ncpu\":2,\"full\":true,"
-		     "\"counters\":[\"cycles\",\"instructions\"],"
-		     "\"cpu\":{\"user_ns\":1,\"nice_ns\":2,\"system_ns\":3,\"idle_ns\":4,\"iowait_ns\":5,\"irq_ns\":6,"
-		     "\"softirq_ns\":7,\"steal_ns\":8},"
-		     "\"procs\":[{\"pid\":42,\"comm\":\"stress-ng\",\"start_ns\":99,\"cgroup_id\":1234,\"cpu_ns\":5000,"
-		     "\"cycles\":10,\"instructions\":20,\"cache_misses\":30,\"exited\":true}],"
-		     "\"cgroups\":[{\"id\":1234,\"path\":\"/system.slice/docker-abc.scope\",\"runtime\":\"docker\","
-		     "\"container_id\":\"abc\",\"pod_uid\":\"p\",\"vm\":\"vm1\",\"service\":\"docker.service\"}]}",
-	[WB_ALIGNED] = "{\"v\":1,\"kind\":\"aligned\",\"host\":\"node-1\",\"src\":\"alignd\",\"epoch\":3,\"seq\":1,"
-		       "\"t0\":1,\"t1\":2,\"power_host\":\"node-1\",\"ncpu\":4,\"counters\":[\"cycles\"],"
-		       "\"quality\":{\"coverage\":0.75,\"interpolated\":true,\"extrapolated\":true,\"gap\":true,"
-		       "\"lag_ns\":5,\"usage_lost\":1},"
-		       "\"cpu\":{\"user_ns\":1,\"nice_ns\":2,\"system_ns\":3,\"idle_ns\":4,\"iowait_ns\":5,\"irq_ns\":6,"
-		       "\"softirq_ns\":7,\"steal_ns\":8},"
-		       "\"zones\":[{\"name\":\"package-0\",\"zone\":\"package\",\"index\":1,\"path\":\"/p\",\"energy_uj\":77}],"
-		       "\"procs\":[{\"pid\":1,\"comm\":\"a\",\"start_ns\":2,\"cgroup_id\":3,\"cpu_ns\":4,\"cycles\":5,"
-		       "\"instructions\":6,\"cache_misses\":7,\"exited\":true}],"
-		       "\"cgroups\":[{\"id\":3,\"path\":\"/x\"}]}",
-	[WB_ESTIMATE] = "{\"v\":1,\"kind\":\"estimate\",\"host\":\"node-1\",\"src\":\"estimd\",\"epoch\":3,\"seq\":1,"
-			"\"t0\":1,\"t1\":2,\"mode\":\"model\",\"model\":\"ec2\",\"ncpu\":2,\"cpu_usage_ratio\":0.25,"
-			"\"quality\":{\"coverage\":1.0},"
-			"\"zones\":[{\"name\":\"package\",\"zone\":\"package\",\"index\":2,\"path\":\"/p\",\"energy_uj\":100,"
-			"\"active_uj\":60,\"idle_uj\":40,\"unattributed_uj\":10}],"
-			"\"procs\":[{\"pid\":1,\"comm\":\"a\",\"start_ns\":5,\"cgroup_id\":3,\"container_id\":\"c\",\"vm\":\"v\","
-			"\"cpu_ns\":4,\"exited\":true,\"energy_uj\":[50]}],"
-			"\"containers\":[{\"id\":\"c\",\"name\":\"web\",\"runtime\":\"docker\",\"pod_uid\":\"u\",\"cpu_ns\":4,"
-			"\"energy_uj\":[50]}],\"pods\":[{\"id\":\"u\",\"cpu_ns\":4,\"energy_uj\":[50]}],"
-			"\"vms\":[{\"id\":\"v\",\"cpu_ns\":4,\"energy_uj\":[50]}],"
-			"\"services\":[{\"id\":\"docker.service\",\"cpu_ns\":4,\"energy_uj\":[50]}]}",
-	[WB_MODEL] = "{\"v\":1,\"kind\":\"model\",\"host\":\"node-1\",\"src\":\"estimd\",\"epoch\":3,\"seq\":1,\"t\":9,"
-		     "\"name\":\"trained\",\"type\":\"AbsPower\",\"ncpu\":8,\"train_slots\":100,\"test_slots\":20,"
-		     "\"features\":[\"bpf_cpu_time_ms\"],\"zones\":[{\"zone\":\"package\",\"bias_w\":72.5,"
-		     "\"weights\":[183.25],\"scales\":[71901.5],\"means\":[0.5],\"mae_w\":1.5,\"mape\":2.5}]}",
-	[WB_STAT] = "{\"v\":1,\"kind\":\"stat\",\"host\":\"node-1\",\"src\":\"powerd\",\"epoch\":3,\"seq\":1,\"t\":9,"
-		    "\"stage\":\"powerd\",\"version\":\"0.1.0\",\"mode\":\"rapl\",\"uptime_ns\":5,\"cpu_ns\":6,"
-		    "\"rss_bytes\":7,\"frames_in\":8,\"frames_out\":9,\"lost\":10,\"rejected\":11,\"restarts\":12,"
-		    "\"rejected_by\":[{\"name\":\"type\",\"value\":11}],\"counters\":[{\"name\":\"zone_errors\",\"value\":3}]}",
-};
+/*
+ * A message of each kind with every key set to a non-zero value, from
+ * tests/data/messages.jsonl (the bats suites use the same file).
+ */
+static char *valid[WB_NKINDS];
+
+static void load_valid(void)
+{
+	const char *root = getenv("WB_ROOT");
+	char path[512];
+	snprintf(path, sizeof(path), "%s/tests/data/messages.jsonl", root ? root : ".");
+	FILE *f = fopen(path, "r");
+	char line[8192];
+	while (f && fgets(line, sizeof(line), f)) {
+		json_t *j = json_loads(line, 0, NULL);
+		json_t *m = json_object_get(j, "msg");
+		const char *kind = json_string_value(json_object_get(m, "kind"));
+		enum wb_kind k = kind ? wb_kind_from_name(kind, strlen(kind)) : WB_KIND_NONE;
+		if (k != WB_KIND_NONE)
+			valid[k] = json_dumps(m, JSON_COMPACT);
+		json_decref(j);
+	}
+	if (f)
+		fclose(f);
+	for (int k = 0; k < WB_NKINDS; k++)
+		if (!valid[k]) {
+			printf("Bail out! %s has no %s message\n", path, wb_kinds[k].name);
+			exit(1);
+		}
+}
+
 
 static int to_msgpack(const char *json_text, char **buf, size_t *len)
 {
@@ -395,4 +379,8 @@ static const struct unit_case cases[] = {
 	{"topic must be KIND/HOST", test_topic_check},
 	{"encoder refuses arrays beyond their bound", test_encode_bounds},
 };
-UNIT_MAIN(cases)
+int main(void)
+{
+	load_valid();
+	return unit_run(cases, sizeof(cases) / sizeof(cases[0]), __FILE__);
+}

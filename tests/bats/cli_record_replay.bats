@@ -1,0 +1,96 @@
+#!/usr/bin/env bats
+# record then replay gives the same messages in the same order with their spacing.
+
+load helper
+
+teardown() { wb_kill_all; }
+
+# Receive times of a recording as ms offsets from its first message, plus topic and seq.
+recording_view() {
+	python3 - "$1" <<-'PY'
+		import msgpack, sys
+		with open(sys.argv[1], "rb") as f:
+		    items = list(msgpack.Unpacker(f, raw=False))
+		head, recs = items[0], items[1:]
+		assert head["format"] == "wattbus-record" and head["version"] == 1, head
+		t0 = recs[0][0]
+		for t, topic, body in recs:
+		    m = msgpack.unpackb(body, raw=False)
+		    print(f"{(t - t0) / 1e6:.3f} {topic} {m['seq']} {m['t']}")
+	PY
+}
+
+@test "record then replay: same messages, same order, original spacing within 10 ms" {
+	src=$(wb_ep src)
+	out=$(wb_ep out)
+	rec=$BATS_TEST_TMPDIR/bus.rec
+	wb_spawn record "$WATTBUS" record --count 6 --duration 30s "$src" "$rec"
+	sleep 0.3
+	# Irregular spacing: 0, 300, 350, 750, 760, 1260 ms.
+	for i in 0 1 2 3 4 5; do
+		echo "{\"kind\":\"power\",\"host\":\"h$((i % 2))\",\"t\":$((i + 1))000000000,\"interval_ns\":1000000000,\"zones\":[]}"
+	done >"$BATS_TEST_TMPDIR/lines"
+	(
+		i=0
+		for gap in 0 0.3 0.05 0.4 0.01 0.5; do
+			sleep $gap
+			sed -n "$((++i))p" "$BATS_TEST_TMPDIR/lines"
+		done
+	) | "$WATTBUS" pub --wait 10s "$src"
+	wb_wait_for 10 bash -c "! kill -0 $PID_record 2>/dev/null"
+	recorded=$(recording_view "$rec")
+	[ "$(wc -l <<<"$recorded")" -eq 6 ]
+
+	rec2=$BATS_TEST_TMPDIR/replayed.rec
+	wb_spawn record2 "$WATTBUS" record --count 6 --duration 30s "$out" "$rec2"
+	run "$WATTBUS" replay --wait 10s "$rec" "$out"
+	assert_success
+	assert_output --partial "6 messages sent"
+	wb_wait_for 10 bash -c "! kill -0 $PID_record2 2>/dev/null"
+	replayed=$(recording_view "$rec2")
+	# Same topics, seqs and times in the same order.
+	diff <(cut -d' ' -f2- <<<"$recorded") <(cut -d' ' -f2- <<<"$replayed")
+	# Spacing within 10 ms of the original.
+	paste -d' ' <(cut -d' ' -f1 <<<"$recorded") <(cut -d' ' -f1 <<<"$replayed") |
+		awk '{ d = $1 - $2; if (d < 0) d = -d; if (d > 10) { print "offset " NR ": " $1 " vs " $2; bad = 1 } } END { exit bad }'
+}
+
+@test "replay --fast sends everything at once and --speed scales the spacing" {
+	src=$(wb_ep src)
+	rec=$BATS_TEST_TMPDIR/bus.rec
+	python3 - "$rec" <<-'PY'
+		import msgpack, sys
+		with open(sys.argv[1], "wb") as f:
+		    f.write(msgpack.packb({"format": "wattbus-record", "version": 1, "endpoint": "x", "start_ns": 0}))
+		    for i in range(3):
+		        m = {"v": 1, "kind": "stat", "host": "h", "src": "s", "epoch": 1, "seq": i, "t": i,
+		             "stage": "powerd", "version": "x", "frames_in": 0, "frames_out": 0, "lost": 0, "rejected": 0}
+		        f.write(msgpack.packb([i * 1_000_000_000, "stat/h", msgpack.packb(m)], use_bin_type=True))
+	PY
+	wb_spawn tap "$WATTBUS" tap --count 3 --timeout 20s "$src"
+	start=$(date +%s%N)
+	run "$WATTBUS" replay --speed 4 --wait 10s "$rec" "$src"
+	assert_success
+	elapsed_ms=$((($(date +%s%N) - start) / 1000000))
+	# 2 s of recording at 4x takes about 500 ms (plus the wait for the subscriber).
+	[ "$elapsed_ms" -ge 480 ]
+	wb_wait_for 10 test "$(wc -l <"$BATS_TEST_TMPDIR/tap.log")" -ge 3
+	run jq -r .msg.seq "$BATS_TEST_TMPDIR/tap.log"
+	assert_output $'0\n1\n2'
+
+	wb_spawn tap2 "$WATTBUS" tap --count 3 --timeout 20s "$src"
+	start=$(date +%s%N)
+	run "$WATTBUS" replay --fast --wait 10s "$rec" "$src"
+	assert_success
+	elapsed_ms=$((($(date +%s%N) - start) / 1000000))
+	# The recording spans 2 s; --fast does not wait for it.
+	[ "$elapsed_ms" -lt 1500 ]
+	wb_wait_for 10 test "$(wc -l <"$BATS_TEST_TMPDIR/tap2.log")" -ge 3
+}
+
+@test "replay refuses a file that is not a recording" {
+	echo "hello" >"$BATS_TEST_TMPDIR/not.rec"
+	run "$WATTBUS" replay --wait 100ms "$BATS_TEST_TMPDIR/not.rec" "$(wb_ep x)"
+	assert_failure 1
+	assert_output --partial "not.rec"
+}
