@@ -1,0 +1,719 @@
+/*
+ * The alignment engine: power hosts (one energy curve per zone), usage hosts
+ * (usage deltas, per-zone carries, slots waiting for power), the pairing
+ * between them, and the rules for when a slot may be emitted.
+ *
+ * A usage message closes the slot [previous usage t, its t]. The slot waits
+ * until its power host has a sample at or after t1 (then E(t1) is interpolated)
+ * or until max_lag has passed since the usage message arrived (then E(t1) is
+ * extrapolated from the last rate and the slot says so). Energy per zone is
+ * floor(E(t1)) minus what the host's earlier slots were given (carry.c), so the
+ * next slot corrects an extrapolation and any run sums exactly.
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <czmq.h>
+
+#include "alignd.h"
+#include "clock.h"
+#include "log.h"
+
+#define SWEEP_NS WB_NS_PER_SEC /* how often silent hosts and old samples are dropped */
+
+struct pending {
+	struct wb_msg msg; /* WB_ALIGNED, usage part filled */
+	uint64_t recv_ns;  /* arrival of the usage message that closed it */
+};
+
+struct uhost {
+	char name[64];
+	char power_name[64];
+	bool live;   /* tables present; false once silent for host_timeout */
+	bool have_t; /* last_t, epoch and the node totals are known */
+	uint64_t last_recv_ns;
+	uint64_t epoch;
+	uint64_t last_t;   /* t0 of the next slot */
+	uint64_t lost_acc; /* usage messages lost since the last slot */
+	struct usage_state us;
+	struct carry *carries;
+	size_t ncarries, capcarries;
+	struct pending *q; /* ring of slots waiting for power */
+	size_t qhead, qlen, qcap;
+	size_t widx; /* index in align.waiting while qlen > 0 */
+};
+
+struct phost {
+	char name[64];
+	bool have_t;
+	uint64_t last_recv_ns, last_t, interval_ns;
+	uint64_t epoch;
+	uint64_t keep_from_ns; /* scratch for pruning */
+	struct curve **curves;
+	size_t ncurves;
+};
+
+struct align {
+	struct align_conf conf;
+	align_emit_fn *emit;
+	void *arg;
+	zhashx_t *uhosts; /* name -> struct uhost */
+	zhashx_t *phosts; /* name -> struct phost */
+	struct uhost **waiting;
+	size_t nwaiting, capwaiting;
+	uint64_t next_curve_id;
+	uint64_t last_sweep_ns;
+	struct align_counters cnt;
+	struct wb_ratelimit rl_skew, rl_power, rl_usage, rl_host;
+};
+
+/* ---- configuration ---- */
+
+int align_conf_map(struct align_conf *conf, char *const *items, size_t n, char *err, size_t errlen)
+{
+	struct align_map *map = n ? calloc(n, sizeof(*map)) : NULL;
+	if (n && !map) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const char *eq = strchr(items[i], '=');
+		size_t ul = eq ? (size_t)(eq - items[i]) : 0;
+		size_t pl = eq ? strlen(eq + 1) : 0;
+		if (!eq || ul == 0 || pl == 0 || ul > 63 || pl > 63 || strchr(eq + 1, '=')) {
+			snprintf(err, errlen,
+				 "host_map: '%s' is not usagehost=powerhost (host names of 1 to 63 "
+				 "characters)",
+				 items[i]);
+			free(map);
+			return -1;
+		}
+		memcpy(map[i].usage_host, items[i], ul);
+		memcpy(map[i].power_host, eq + 1, pl);
+		for (size_t j = 0; j < i; j++)
+			if (strcmp(map[j].usage_host, map[i].usage_host) == 0) {
+				snprintf(err, errlen, "host_map: usage host '%s' is mapped twice",
+					 map[i].usage_host);
+				free(map);
+				return -1;
+			}
+	}
+	free(conf->map);
+	conf->map = map;
+	conf->nmap = n;
+	return 0;
+}
+
+void align_conf_free(struct align_conf *conf)
+{
+	free(conf->map);
+	conf->map = NULL;
+	conf->nmap = 0;
+}
+
+static int conf_copy(struct align_conf *dst, const struct align_conf *src)
+{
+	struct align_map *map = NULL;
+	if (src->nmap) {
+		map = calloc(src->nmap, sizeof(*map));
+		if (!map)
+			return -1;
+		memcpy(map, src->map, src->nmap * sizeof(*map));
+	}
+	free(dst->map);
+	*dst = *src;
+	dst->map = map;
+	return 0;
+}
+
+static void power_name_of(const struct align *a, const char *usage_host, char out[64])
+{
+	for (size_t i = 0; i < a->conf.nmap; i++)
+		if (strcmp(a->conf.map[i].usage_host, usage_host) == 0) {
+			snprintf(out, 64, "%s", a->conf.map[i].power_host);
+			return;
+		}
+	snprintf(out, 64, "%s", usage_host);
+}
+
+/* ---- hosts ---- */
+
+static void waiting_add(struct align *a, struct uhost *uh)
+{
+	if (a->nwaiting == a->capwaiting) {
+		size_t cap = a->capwaiting ? a->capwaiting * 2 : 16;
+		struct uhost **w = realloc(a->waiting, cap * sizeof(*w));
+		if (!w)
+			return; /* the slot still resolves at the host's next message or tick sweep
+				 */
+		a->waiting = w;
+		a->capwaiting = cap;
+	}
+	uh->widx = a->nwaiting;
+	a->waiting[a->nwaiting++] = uh;
+}
+
+static void waiting_remove(struct align *a, struct uhost *uh)
+{
+	size_t i = uh->widx;
+	if (i >= a->nwaiting || a->waiting[i] != uh)
+		return;
+	a->waiting[i] = a->waiting[--a->nwaiting];
+	a->waiting[i]->widx = i;
+}
+
+static void uhost_destroy(void **item)
+{
+	struct uhost *uh = *item;
+	if (!uh)
+		return;
+	for (size_t i = 0; i < uh->qlen; i++)
+		wb_msg_clear(&uh->q[(uh->qhead + i) % uh->qcap].msg);
+	free(uh->q);
+	usage_free(&uh->us);
+	free(uh->carries);
+	free(uh);
+	*item = NULL;
+}
+
+static void phost_destroy(void **item)
+{
+	struct phost *ph = *item;
+	if (!ph)
+		return;
+	for (size_t i = 0; i < ph->ncurves; i++)
+		curve_destroy(&ph->curves[i]);
+	free(ph->curves);
+	free(ph);
+	*item = NULL;
+}
+
+struct align *align_new(const struct align_conf *conf, align_emit_fn *emit, void *arg)
+{
+	struct align *a = calloc(1, sizeof(*a));
+	if (!a)
+		return NULL;
+	a->emit = emit;
+	a->arg = arg;
+	a->uhosts = zhashx_new();
+	a->phosts = zhashx_new();
+	if (!a->uhosts || !a->phosts || conf_copy(&a->conf, conf) < 0) {
+		align_destroy(&a);
+		return NULL;
+	}
+	zhashx_set_destructor(a->uhosts, uhost_destroy);
+	zhashx_set_destructor(a->phosts, phost_destroy);
+	a->rl_skew = a->rl_power = a->rl_usage = a->rl_host =
+	    (struct wb_ratelimit)WB_RATELIMIT_INIT;
+	return a;
+}
+
+void align_destroy(struct align **self_p)
+{
+	if (!self_p || !*self_p)
+		return;
+	struct align *a = *self_p;
+	zhashx_destroy(&a->uhosts);
+	zhashx_destroy(&a->phosts);
+	free(a->waiting);
+	align_conf_free(&a->conf);
+	free(a);
+	*self_p = NULL;
+}
+
+int align_reconf(struct align *a, const struct align_conf *conf)
+{
+	if (conf_copy(&a->conf, conf) < 0)
+		return -1;
+	/* A remapped host starts new carries by itself: its carries name the old curves. */
+	for (struct uhost *uh = zhashx_first(a->uhosts); uh; uh = zhashx_next(a->uhosts)) {
+		uh->us.procs.max = conf->max_procs;
+		uh->us.cgroups.max = conf->max_cgroups;
+		power_name_of(a, uh->name, uh->power_name);
+	}
+	for (struct phost *ph = zhashx_first(a->phosts); ph; ph = zhashx_next(a->phosts))
+		for (size_t i = 0; i < ph->ncurves; i++)
+			ph->curves[i]->max_samples = conf->max_samples < 4 ? 4 : conf->max_samples;
+	return 0;
+}
+
+const struct align_counters *align_counters(const struct align *a)
+{
+	return &a->cnt;
+}
+
+size_t align_nhosts(const struct align *a, size_t *npower)
+{
+	if (npower)
+		*npower = zhashx_size(a->phosts);
+	return zhashx_size(a->uhosts);
+}
+
+static void check_skew(struct align *a, const char *kind, const char *host, uint64_t t_ns,
+		       uint64_t recv_ns)
+{
+	if (!a->conf.max_skew_ns)
+		return;
+	uint64_t d = recv_ns > t_ns ? recv_ns - t_ns : t_ns - recv_ns;
+	if (d <= a->conf.max_skew_ns)
+		return;
+	a->cnt.clock_skew++;
+	log_rl(&a->rl_skew, WB_LOG_WARN,
+	       "%s/%s: message time is %s%.3f s from its arrival, beyond max_skew %.3f s: check "
+	       "the clocks (NTP)",
+	       kind, host, recv_ns > t_ns ? "-" : "+", (double)d / 1e9,
+	       (double)a->conf.max_skew_ns / 1e9);
+}
+
+/* Make room for a new host record by forgetting the longest-silent one that holds no tables. */
+static bool evict_one(struct align *a)
+{
+	struct uhost *victim = NULL;
+	for (struct uhost *uh = zhashx_first(a->uhosts); uh; uh = zhashx_next(a->uhosts))
+		if (!uh->live && (!victim || uh->last_recv_ns < victim->last_recv_ns))
+			victim = uh;
+	if (!victim)
+		return false;
+	zhashx_delete(a->uhosts, victim->name);
+	return true;
+}
+
+static struct uhost *uhost_get(struct align *a, const char *name)
+{
+	struct uhost *uh = zhashx_lookup(a->uhosts, name);
+	if (uh)
+		return uh;
+	if (zhashx_size(a->uhosts) >= a->conf.max_hosts && !evict_one(a)) {
+		a->cnt.hosts_refused++;
+		log_rl(&a->rl_host, WB_LOG_WARN,
+		       "usage/%s: refused, already tracking max_hosts %zu usage hosts", name,
+		       a->conf.max_hosts);
+		return NULL;
+	}
+	uh = calloc(1, sizeof(*uh));
+	if (!uh)
+		return NULL;
+	snprintf(uh->name, sizeof(uh->name), "%s", name);
+	power_name_of(a, name, uh->power_name);
+	usage_init(&uh->us, a->conf.max_procs, a->conf.max_cgroups);
+	uh->live = true;
+	zhashx_insert(a->uhosts, uh->name, uh);
+	log_info("usage/%s: new usage host, power from %s", name, uh->power_name);
+	return uh;
+}
+
+static struct phost *phost_get(struct align *a, const char *name)
+{
+	struct phost *ph = zhashx_lookup(a->phosts, name);
+	if (ph)
+		return ph;
+	if (zhashx_size(a->phosts) >= a->conf.max_hosts) {
+		a->cnt.hosts_refused++;
+		log_rl(&a->rl_host, WB_LOG_WARN,
+		       "power/%s: refused, already tracking max_hosts %zu power hosts", name,
+		       a->conf.max_hosts);
+		return NULL;
+	}
+	ph = calloc(1, sizeof(*ph));
+	if (!ph)
+		return NULL;
+	snprintf(ph->name, sizeof(ph->name), "%s", name);
+	zhashx_insert(a->phosts, ph->name, ph);
+	log_info("power/%s: new power host", name);
+	return ph;
+}
+
+static struct curve *curve_of(struct align *a, struct phost *ph, const struct wb_power_zone *z)
+{
+	for (size_t i = 0; i < ph->ncurves; i++)
+		if (strcmp(ph->curves[i]->name, z->name) == 0)
+			return ph->curves[i];
+	struct curve **cv = realloc(ph->curves, (ph->ncurves + 1) * sizeof(*cv));
+	if (!cv)
+		return NULL;
+	ph->curves = cv;
+	struct curve *c = curve_new(++a->next_curve_id, a->conf.max_samples);
+	if (!c)
+		return NULL;
+	snprintf(c->name, sizeof(c->name), "%s", z->name);
+	cv[ph->ncurves++] = c;
+	return c;
+}
+
+/* ---- resolution ---- */
+
+static struct carry *carry_of(struct uhost *uh, const char *zone_name)
+{
+	for (size_t i = 0; i < uh->ncarries; i++)
+		if (strcmp(uh->carries[i].name, zone_name) == 0)
+			return &uh->carries[i];
+	if (uh->ncarries == uh->capcarries) {
+		size_t cap = uh->capcarries ? uh->capcarries * 2 : 8;
+		struct carry *c = realloc(uh->carries, cap * sizeof(*c));
+		if (!c)
+			return NULL;
+		uh->carries = c;
+		uh->capcarries = cap;
+	}
+	struct carry *c = &uh->carries[uh->ncarries++];
+	memset(c, 0, sizeof(*c));
+	snprintf(c->name, sizeof(c->name), "%s", zone_name);
+	return c;
+}
+
+/* Fill the zones and quality of slot from the power host's curves. */
+static void fill_energy(struct align *a, struct uhost *uh, struct phost *ph,
+			struct wb_aligned *slot)
+{
+	uint64_t t0 = slot->t0, t1 = slot->t1;
+	struct wb_slot_zone *zones = ph ? wb_array_new(ph->ncurves, sizeof(*zones)) : NULL;
+	size_t nz = 0;
+	double coverage = 1.0;
+	bool interpolated = true, extrapolated = false, gap = false;
+
+	for (size_t i = 0; i < uh->ncarries; i++)
+		uh->carries[i].seen = false;
+	for (size_t i = 0; zones && i < ph->ncurves; i++) {
+		struct curve *c = ph->curves[i];
+		struct carry *cy = carry_of(uh, c->name);
+		if (!cy)
+			continue;
+		cy->seen = true;
+		uint64_t e0, e1;
+		if (cy->curve_id != c->id) {
+			/* No baseline yet (first slot, new zone, power host back): E(t0) from the
+			 * curve. */
+			enum curve_pos p0 = curve_at(c, t0, &e0);
+			if (p0 == CURVE_NONE)
+				continue;
+			carry_set(cy, c->id, e0, p0 == CURVE_AFTER);
+			if (p0 != CURVE_INSIDE)
+				interpolated = false;
+		}
+		enum curve_pos p1 = curve_at(c, t1, &e1);
+		if (p1 == CURVE_NONE || p1 == CURVE_BEFORE)
+			continue; /* the zone's first sample is after this slot: not measured here
+				   */
+		if (cy->ahead || p1 == CURVE_AFTER)
+			interpolated = false;
+		extrapolated |= p1 == CURVE_AFTER;
+		struct wb_slot_zone *z = &zones[nz++];
+		z->energy_uj = carry_take(cy, e1, p1 == CURVE_AFTER);
+		snprintf(z->name, sizeof(z->name), "%s", c->name);
+		memcpy(z->zone, c->zone, sizeof(z->zone));
+		memcpy(z->path, c->path, sizeof(z->path));
+		z->index = c->index;
+		double cov = (double)curve_covered_ns(c, t0, t1) / (double)(t1 - t0);
+		if (cov < coverage)
+			coverage = cov;
+		gap |= curve_gap_in(c, t0, t1);
+	}
+	/* Zones the power host no longer has: forget their carries. */
+	size_t k = 0;
+	for (size_t i = 0; i < uh->ncarries; i++)
+		if (uh->carries[i].seen || !ph)
+			uh->carries[k++] = uh->carries[i];
+	uh->ncarries = k;
+
+	if (nz == 0) {
+		free(zones);
+		slot->zones = NULL;
+		slot->n_zones = 0;
+		slot->power_host[0] = '\0';
+		slot->quality.coverage = 0;
+		a->cnt.slots_no_power++;
+		return;
+	}
+	slot->zones = zones;
+	slot->n_zones = nz;
+	snprintf(slot->power_host, sizeof(slot->power_host), "%s", ph->name);
+	slot->quality.coverage = coverage;
+	slot->quality.interpolated = interpolated;
+	slot->quality.extrapolated = extrapolated;
+	slot->quality.gap = gap;
+	a->cnt.slots_extrapolated += extrapolated;
+	a->cnt.slots_gap += gap;
+}
+
+/* Emit the oldest waiting slot of uh if its wait is over (or force). Returns whether it did. */
+static bool resolve_head(struct align *a, struct uhost *uh, uint64_t now_ns, bool force)
+{
+	struct pending *pd = &uh->q[uh->qhead];
+	struct wb_aligned *slot = &pd->msg.aligned;
+	struct phost *ph = zhashx_lookup(a->phosts, uh->power_name);
+	if (ph && ph->have_t && !force && ph->last_t < slot->t1) {
+		uint64_t lag = a->conf.max_lag_ns ? a->conf.max_lag_ns : 2 * ph->interval_ns;
+		if (now_ns < pd->recv_ns + lag)
+			return false;
+	}
+	if (force)
+		a->cnt.slots_forced++;
+	fill_energy(a, uh, ph && ph->have_t ? ph : NULL, slot);
+	slot->quality.lag_ns = now_ns > pd->recv_ns ? now_ns - pd->recv_ns : 0;
+	a->cnt.slots++;
+	a->emit(&pd->msg, a->arg);
+	wb_msg_clear(&pd->msg);
+	uh->qhead = (uh->qhead + 1) % uh->qcap;
+	uh->qlen--;
+	return true;
+}
+
+static void resolve(struct align *a, struct uhost *uh, uint64_t now_ns, bool force)
+{
+	while (uh->qlen && resolve_head(a, uh, now_ns, force))
+		;
+	if (!uh->qlen)
+		waiting_remove(a, uh);
+}
+
+static int enqueue(struct align *a, struct uhost *uh, struct pending *pd, uint64_t now_ns)
+{
+	if (uh->qlen && uh->qlen >= a->conf.max_pending)
+		resolve_head(a, uh, now_ns,
+			     true); /* power is far behind: do not hold unbounded slots */
+	if (uh->qlen == uh->qcap) {
+		size_t cap = uh->qcap ? uh->qcap * 2 : 4;
+		struct pending *q = malloc(cap * sizeof(*q));
+		if (!q)
+			return -1;
+		for (size_t i = 0; i < uh->qlen; i++)
+			q[i] = uh->q[(uh->qhead + i) % uh->qcap];
+		free(uh->q);
+		uh->q = q;
+		uh->qcap = cap;
+		uh->qhead = 0;
+	}
+	if (uh->qlen == 0)
+		waiting_add(a, uh);
+	uh->q[(uh->qhead + uh->qlen) % uh->qcap] = *pd;
+	uh->qlen++;
+	return 0;
+}
+
+/* ---- input ---- */
+
+void align_power(struct align *a, const struct wb_power *p, uint64_t recv_ns)
+{
+	check_skew(a, "power", p->env.host, p->t, recv_ns);
+	struct phost *ph = phost_get(a, p->env.host);
+	if (!ph)
+		return;
+	ph->last_recv_ns = recv_ns;
+	if (ph->have_t && p->t <= ph->last_t) {
+		a->cnt.power_stale++;
+		log_rl(&a->rl_power, WB_LOG_WARN,
+		       "power/%s: sample at t=%" PRIu64 " is not after the last one (%" PRIu64
+		       "): ignored",
+		       p->env.host, p->t, ph->last_t);
+		return;
+	}
+	if (ph->have_t && p->env.epoch != ph->epoch)
+		log_info("power/%s: new power epoch %" PRIu64 " (was %" PRIu64 ")", p->env.host,
+			 p->env.epoch, ph->epoch);
+	for (size_t i = 0; i < p->n_zones; i++) {
+		const struct wb_power_zone *z = &p->zones[i];
+		struct curve *c = curve_of(a, ph, z);
+		if (!c)
+			continue;
+		uint64_t before = c->raw_last_uj, delta;
+		enum curve_event ev =
+		    curve_add(c, p->t, p->env.epoch, z->energy_uj, z->max_energy_range_uj,
+			      a->conf.bridge_max_w, &delta);
+		switch (ev) {
+		case CURVE_BRIDGED:
+			a->cnt.power_bridged++;
+			log_info(
+			    "power/%s zone %s: powerd restarted and the counter continues (%" PRIu64
+			    " -> %" PRIu64 " uJ): bridged, +%" PRIu64 " uJ",
+			    p->env.host, z->name, before, z->energy_uj, delta);
+			break;
+		case CURVE_DISCONTINUITY:
+			a->cnt.power_discontinuities++;
+			log_rl(&a->rl_power, WB_LOG_WARN,
+			       "power/%s zone %s: counter went from %" PRIu64 " to %" PRIu64
+			       " uJ without continuing: discontinuity, energy across it unknown "
+			       "(slots flagged gap)",
+			       p->env.host, z->name, before, z->energy_uj);
+			break;
+		case CURVE_NOMEM:
+			log_rl(&a->rl_power, WB_LOG_WARN, "power/%s: out of memory", p->env.host);
+			break;
+		case CURVE_STALE:
+			a->cnt.power_stale++;
+			break;
+		case CURVE_APPENDED:
+			break;
+		}
+		c->last_recv_ns = recv_ns;
+		memcpy(c->zone, z->zone, sizeof(c->zone));
+		memcpy(c->path, z->path, sizeof(c->path));
+		c->index = z->index;
+	}
+	ph->last_t = p->t;
+	ph->have_t = true;
+	ph->epoch = p->env.epoch;
+	ph->interval_ns = p->interval_ns;
+	a->cnt.power_samples++;
+	/* Slots waiting for this host may be ready now. */
+	for (size_t i = 0; i < a->nwaiting;) {
+		struct uhost *uh = a->waiting[i];
+		size_t before_n = a->nwaiting;
+		if (strcmp(uh->power_name, ph->name) == 0)
+			resolve(a, uh, recv_ns, false);
+		if (a->nwaiting == before_n)
+			i++; /* else uh left and another took index i */
+	}
+}
+
+void align_usage(struct align *a, const struct wb_usage *u, uint64_t lost, uint64_t recv_ns)
+{
+	check_skew(a, "usage", u->env.host, u->t, recv_ns);
+	struct uhost *uh = uhost_get(a, u->env.host);
+	if (!uh)
+		return;
+	uh->last_recv_ns = recv_ns;
+	if (!uh->live) {
+		log_info("usage/%s: back after silence; the next slot spans it", uh->name);
+		uh->live = true;
+	}
+	if (uh->have_t && u->env.epoch != uh->epoch) {
+		a->cnt.usage_epochs++;
+		log_info("usage/%s: new usage epoch %" PRIu64 " (was %" PRIu64
+			 "): process table restarts",
+			 uh->name, u->env.epoch, uh->epoch);
+		usage_forget_procs(&uh->us);
+		if (u->t <= uh->last_t) {
+			/* The clock went back across the restart: start over from this sample. */
+			resolve(a, uh, recv_ns, true);
+			uh->have_t = false;
+		}
+	} else if (uh->have_t && u->t <= uh->last_t) {
+		a->cnt.usage_stale++;
+		log_rl(&a->rl_usage, WB_LOG_WARN,
+		       "usage/%s: sample at t=%" PRIu64 " is not after the last one (%" PRIu64
+		       "): ignored",
+		       uh->name, u->t, uh->last_t);
+		return;
+	}
+	uh->epoch = u->env.epoch;
+	if (!uh->have_t) {
+		usage_baseline(&uh->us, u, &a->cnt.usage);
+		uh->last_t = u->t;
+		uh->have_t = true;
+		uh->lost_acc = 0;
+		a->cnt.usage_baselines++;
+		return;
+	}
+	uh->lost_acc += lost;
+
+	struct pending pd = {.msg.kind = WB_ALIGNED, .recv_ns = recv_ns};
+	struct wb_aligned *slot = &pd.msg.aligned;
+	snprintf(slot->env.host, sizeof(slot->env.host), "%s", uh->name);
+	slot->t0 = uh->last_t;
+	slot->t1 = u->t;
+	slot->ncpu = u->ncpu;
+	if (u->n_counters &&
+	    (slot->counters = wb_array_new(u->n_counters, sizeof(*slot->counters))))
+		slot->n_counters = u->n_counters;
+	for (size_t i = 0; i < slot->n_counters; i++)
+		memcpy(slot->counters[i], u->counters[i], sizeof(slot->counters[i]));
+	if (usage_slot(&uh->us, u, uh->last_t, uh->lost_acc, slot, &a->cnt.usage) < 0) {
+		log_rl(&a->rl_usage, WB_LOG_WARN,
+		       "usage/%s: out of memory; the next slot covers this one", uh->name);
+		wb_msg_clear(&pd.msg);
+		return;
+	}
+	slot->quality.usage_lost = uh->lost_acc;
+	uh->lost_acc = 0;
+	uh->last_t = u->t;
+	if (enqueue(a, uh, &pd, recv_ns) < 0) {
+		log_rl(&a->rl_usage, WB_LOG_WARN,
+		       "usage/%s: out of memory: slot [%" PRIu64 ", %" PRIu64 "] lost", uh->name,
+		       slot->t0, slot->t1);
+		wb_msg_clear(&pd.msg);
+		return;
+	}
+	resolve(a, uh, recv_ns, false);
+}
+
+/* ---- time ---- */
+
+/* Every second: drop silent hosts and zones, prune samples no slot can need. */
+static void sweep(struct align *a, uint64_t now_ns)
+{
+	uint64_t to = a->conf.host_timeout_ns;
+	for (struct uhost *uh = zhashx_first(a->uhosts); uh; uh = zhashx_next(a->uhosts)) {
+		if (!uh->live || now_ns < uh->last_recv_ns + to)
+			continue;
+		resolve(a, uh, now_ns, true);
+		usage_free(&uh->us);
+		uh->live = false;
+		a->cnt.hosts_dropped++;
+		log_info("usage/%s: silent for %.0f s: process and cgroup tables dropped", uh->name,
+			 (double)to / 1e9);
+	}
+	zlistx_t *gone = zlistx_new();
+	for (struct phost *ph = zhashx_first(a->phosts); ph; ph = zhashx_next(a->phosts)) {
+		if (now_ns >= ph->last_recv_ns + to) {
+			if (gone)
+				zlistx_add_end(gone, ph->name);
+			continue;
+		}
+		size_t k = 0;
+		for (size_t i = 0; i < ph->ncurves; i++) {
+			if (now_ns >= ph->curves[i]->last_recv_ns + to) {
+				log_info("power/%s zone %s: absent for %.0f s: dropped", ph->name,
+					 ph->curves[i]->name, (double)to / 1e9);
+				curve_destroy(&ph->curves[i]);
+			} else {
+				ph->curves[k++] = ph->curves[i];
+			}
+		}
+		ph->ncurves = k;
+		/* Keep a few intervals of history for a usage host that is about to start. */
+		uint64_t hist = 4 * ph->interval_ns;
+		ph->keep_from_ns = ph->last_t > hist ? ph->last_t - hist : 0;
+	}
+	for (char *name = gone ? zlistx_first(gone) : NULL; name; name = zlistx_next(gone)) {
+		log_info("power/%s: silent for %.0f s: dropped", name, (double)to / 1e9);
+		zhashx_delete(a->phosts, name);
+		a->cnt.hosts_dropped++;
+	}
+	zlistx_destroy(&gone);
+	/* Samples before the earliest boundary a live usage host can still ask for are not needed.
+	 */
+	for (struct uhost *uh = zhashx_first(a->uhosts); uh; uh = zhashx_next(a->uhosts)) {
+		if (!uh->live || !uh->have_t)
+			continue;
+		struct phost *ph = zhashx_lookup(a->phosts, uh->power_name);
+		if (!ph)
+			continue;
+		uint64_t need = uh->qlen ? uh->q[uh->qhead].msg.aligned.t0 : uh->last_t;
+		if (need < ph->keep_from_ns)
+			ph->keep_from_ns = need;
+	}
+	for (struct phost *ph = zhashx_first(a->phosts); ph; ph = zhashx_next(a->phosts))
+		for (size_t i = 0; i < ph->ncurves; i++)
+			curve_prune(ph->curves[i], ph->keep_from_ns);
+}
+
+void align_tick(struct align *a, uint64_t now_ns)
+{
+	for (size_t i = 0; i < a->nwaiting;) {
+		size_t before_n = a->nwaiting;
+		resolve(a, a->waiting[i], now_ns, false);
+		if (a->nwaiting == before_n)
+			i++;
+	}
+	if (now_ns >= a->last_sweep_ns + SWEEP_NS) {
+		a->last_sweep_ns = now_ns;
+		sweep(a, now_ns);
+	}
+}
+
+void align_flush(struct align *a, uint64_t now_ns)
+{
+	while (a->nwaiting)
+		resolve(a, a->waiting[0], now_ns, true);
+}

@@ -1,0 +1,231 @@
+/*
+ * alignd's private header: prototypes grouped by file. alignd turns power
+ * samples and usage samples into aligned slots; everything here is pure code
+ * (no sockets, no clocks read), driven by main.c and the unit tests.
+ */
+#ifndef ALIGND_H
+#define ALIGND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "codec.h"
+
+/* ---- curve.c: one zone's cumulative energy over time ---- */
+
+struct curve_sample {
+	uint64_t t_ns;
+	uint64_t e_uj; /* bridged cumulative energy: continuous across powerd epochs */
+};
+
+/* A span with no measurement (a counter discontinuity); E is flat across it. */
+struct curve_gap {
+	uint64_t from_ns, to_ns;
+};
+
+#define CURVE_GAPS 8
+
+struct curve {
+	uint64_t id; /* unique for this curve's life; carries that name another id are stale */
+	char name[64];
+	char zone[16];
+	char path[256];
+	uint64_t index;
+	struct curve_sample *s; /* oldest first */
+	size_t n, cap, max_samples;
+	uint64_t first_t_ns;		   /* first sample ever, for coverage after pruning */
+	struct curve_gap gaps[CURVE_GAPS]; /* most recent discontinuities, a ring */
+	size_t ngaps;			   /* total recorded; the ring holds the last CURVE_GAPS */
+	uint64_t raw_last_uj;		   /* energy_uj of the last sample as received */
+	uint64_t epoch;			   /* producer epoch of raw_last_uj */
+	uint64_t range_uj;		   /* max_energy_range_uj last announced */
+	uint64_t last_recv_ns;		   /* when this zone was last in a sample */
+};
+
+enum curve_event {
+	CURVE_APPENDED,	     /* the sample continues the curve */
+	CURVE_BRIDGED,	     /* a new epoch whose counter continues: no energy lost */
+	CURVE_DISCONTINUITY, /* counter reset or went back: flat gap recorded */
+	CURVE_STALE,	     /* not after the last sample: ignored */
+	CURVE_NOMEM,
+};
+
+enum curve_pos {
+	CURVE_NONE,   /* no samples */
+	CURVE_BEFORE, /* t before the first sample: value of the first sample */
+	CURVE_INSIDE, /* interpolated (or exactly on a sample) */
+	CURVE_AFTER,  /* after the last sample: extrapolated from the last rate */
+};
+
+/* A new curve (id given by the caller, unique), NULL on ENOMEM. Owned by the caller: curve_destroy.
+ */
+struct curve *curve_new(uint64_t id, size_t max_samples);
+void curve_destroy(struct curve **self_p);
+/*
+ * Add a sample. bridge_max_w > 0 refuses to bridge a new epoch whose counter
+ * continues but implies more than that average power over the outage.
+ * *delta_uj (optional) gets the energy the sample adds.
+ */
+enum curve_event curve_add(struct curve *c, uint64_t t_ns, uint64_t epoch, uint64_t energy_uj,
+			   uint64_t range_uj, double bridge_max_w, uint64_t *delta_uj);
+/* E(t), floored to whole microjoules; exact rational interpolation. */
+enum curve_pos curve_at(const struct curve *c, uint64_t t_ns, uint64_t *e_uj);
+/* Nanoseconds of [t0, t1] with samples on both sides and no discontinuity. */
+uint64_t curve_covered_ns(const struct curve *c, uint64_t t0_ns, uint64_t t1_ns);
+/* Whether a recorded discontinuity overlaps (t0, t1]. */
+bool curve_gap_in(const struct curve *c, uint64_t t0_ns, uint64_t t1_ns);
+/* Drop samples no boundary at or after keep_from_ns needs (keeps the last one at or before it). */
+void curve_prune(struct curve *c, uint64_t keep_from_ns);
+uint64_t curve_last_t(const struct curve *c);
+
+/* ---- carry.c: integer slot energies whose sum is exact ---- */
+
+/*
+ * What one usage host has been given of one zone's curve. E(t) is computed
+ * exactly and floored; a slot gets floor(E(t1)) minus what was emitted so far,
+ * so the fractional remainder of each boundary stays in the next slot and the
+ * slot energies telescope to E(last) - E(first). An extrapolated boundary that
+ * overshot is held back from the following slots until the curve catches up.
+ */
+struct carry {
+	char name[64];	     /* zone name */
+	uint64_t curve_id;   /* 0: no baseline yet */
+	uint64_t emitted_uj; /* curve value up to which energy has been handed out */
+	bool ahead;	     /* emitted_uj came from an extrapolation not yet confirmed */
+	bool seen;	     /* touched in the current resolution (prunes vanished zones) */
+};
+
+void carry_set(struct carry *c, uint64_t curve_id, uint64_t base_uj, bool extrapolated);
+/* Energy of a slot whose end has curve value target_uj; never negative. */
+uint64_t carry_take(struct carry *c, uint64_t target_uj, bool extrapolated);
+
+/* ---- proctab.c: last cumulative values per (pid, start_ns) ---- */
+
+struct proc_entry {
+	uint64_t pid, start_ns;
+	uint64_t cpu_ns, cycles, instructions, cache_misses;
+	uint32_t gen; /* message generation that last listed it */
+	bool used;
+};
+
+struct proctab {
+	struct proc_entry *slots;
+	size_t cap, n, max;
+	uint32_t gen;
+};
+
+int proctab_init(struct proctab *pt, size_t max);
+void proctab_free(struct proctab *pt);
+void proctab_clear(struct proctab *pt);
+struct proc_entry *proctab_find(struct proctab *pt, uint64_t pid, uint64_t start_ns);
+/* Insert a zeroed entry; NULL when the table holds max entries or on ENOMEM. */
+struct proc_entry *proctab_insert(struct proctab *pt, uint64_t pid, uint64_t start_ns);
+void proctab_remove(struct proctab *pt, struct proc_entry *e);
+/* Remove every entry whose gen differs from gen; returns how many. */
+size_t proctab_sweep(struct proctab *pt, uint32_t gen);
+
+/* ---- cgtab.c: cgroup identity per id ---- */
+
+struct cg_entry {
+	struct wb_cgroup cg;
+	uint64_t stamp; /* last slot that attached it */
+	uint32_t gen;
+	bool used;
+};
+
+struct cgtab {
+	struct cg_entry *slots;
+	size_t cap, n, max;
+	uint32_t gen;
+};
+
+int cgtab_init(struct cgtab *t, size_t max);
+void cgtab_free(struct cgtab *t);
+struct cg_entry *cgtab_find(struct cgtab *t, uint64_t id);
+/* Insert or update; NULL when full or on ENOMEM. */
+struct cg_entry *cgtab_put(struct cgtab *t, const struct wb_cgroup *cg);
+size_t cgtab_sweep(struct cgtab *t, uint32_t gen);
+
+/* ---- usage.c: usage deltas of one host ---- */
+
+struct usage_counts {
+	uint64_t procs_new;	  /* first seen, started in the slot: counted in full */
+	uint64_t procs_baselined; /* first seen, could have run before t0: counted from here */
+	uint64_t procs_backwards; /* a cumulative value went down: delta 0 */
+	uint64_t procs_dropped;	  /* table full */
+	uint64_t cpu_resets;	  /* /proc/stat totals went down (reboot) */
+};
+
+struct usage_state {
+	struct proctab procs;
+	struct cgtab cgroups;
+	bool complete; /* every live process of the host is in procs */
+	struct wb_cpu_times cpu;
+	uint64_t slot_stamp;
+};
+
+int usage_init(struct usage_state *us, size_t max_procs, size_t max_cgroups);
+void usage_free(struct usage_state *us);
+/* Forget the process table (new usaged epoch, host dropped); cgroup ids stay valid. */
+void usage_forget_procs(struct usage_state *us);
+/* First message of a host: remember its values, no slot. */
+void usage_baseline(struct usage_state *us, const struct wb_usage *u, struct usage_counts *cnt);
+/*
+ * Fill out's cpu, procs and cgroups with the deltas of u against what was
+ * seen before (slot [t0_ns, u->t]). lost: usage messages missed before u.
+ * Returns 0, or -1 on ENOMEM (out untouched).
+ */
+int usage_slot(struct usage_state *us, const struct wb_usage *u, uint64_t t0_ns, uint64_t lost,
+	       struct wb_aligned *out, struct usage_counts *cnt);
+
+/* ---- align.c: hosts, pairing, waiting, resolution ---- */
+
+struct align_conf {
+	uint64_t max_lag_ns;	  /* 0: two power intervals of the power host */
+	uint64_t host_timeout_ns; /* a host silent this long is dropped */
+	uint64_t max_skew_ns;	  /* |arrival - t| beyond this is logged and counted; 0: off */
+	double bridge_max_w;	  /* see curve_add; 0: no limit */
+	size_t max_hosts, max_procs, max_cgroups, max_pending, max_samples;
+	/* usage host -> power host ("node1=bmc1"); parsed by align_conf_map */
+	size_t nmap;
+	struct align_map {
+		char usage_host[64];
+		char power_host[64];
+	} * map;
+};
+
+struct align_counters {
+	uint64_t slots, slots_no_power, slots_extrapolated, slots_gap, slots_forced;
+	uint64_t power_bridged, power_discontinuities, power_stale, power_samples;
+	uint64_t usage_stale, usage_epochs, usage_baselines;
+	uint64_t clock_skew, hosts_dropped, hosts_refused;
+	struct usage_counts usage;
+};
+
+struct align;
+
+/* Called for every aligned slot; msg is owned by align and cleared after the call. */
+typedef void(align_emit_fn)(struct wb_msg *msg, void *arg);
+
+/* Parse "usagehost=powerhost" items into conf->map (replacing it). Returns 0 or -1 (err filled). */
+int align_conf_map(struct align_conf *conf, char *const *items, size_t n, char *err, size_t errlen);
+void align_conf_free(struct align_conf *conf);
+
+/* The engine; NULL on ENOMEM. conf is copied (map included). */
+struct align *align_new(const struct align_conf *conf, align_emit_fn *emit, void *arg);
+void align_destroy(struct align **self_p);
+/* Apply a new conf (SIGHUP): limits, lag, timeouts, host map. Returns 0 or -1. */
+int align_reconf(struct align *a, const struct align_conf *conf);
+/* Feed a power sample received at recv_ns (alignd's wall clock). */
+void align_power(struct align *a, const struct wb_power *p, uint64_t recv_ns);
+/* Feed a usage sample; lost: messages of its producer missed before it. */
+void align_usage(struct align *a, const struct wb_usage *u, uint64_t lost, uint64_t recv_ns);
+/* Resolve slots whose wait is over and drop silent hosts. */
+void align_tick(struct align *a, uint64_t now_ns);
+/* Resolve every waiting slot now (extrapolating), e.g. before exit. */
+void align_flush(struct align *a, uint64_t now_ns);
+const struct align_counters *align_counters(const struct align *a);
+size_t align_nhosts(const struct align *a, size_t *npower);
+
+#endif

@@ -1,0 +1,240 @@
+/*
+ * wattbus-alignd: subscribes to power and usage from any number of hosts and
+ * publishes one aligned message per usage slot, with the energy per zone in
+ * that slot and the usage deltas of the slot. See wattbus-alignd(8).
+ */
+#include <inttypes.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alignd.h"
+#include "clock.h"
+#include "daemon.h"
+#include "log.h"
+
+struct alignd_conf {
+	char *pub;
+	struct wb_strlist sub;
+	struct wb_strlist host_map;
+	uint64_t max_lag_ns;
+	uint64_t host_timeout_ns;
+	uint64_t max_skew_ns;
+	uint64_t tick_ns;
+	double bridge_max_w;
+	int64_t max_hosts, max_procs, max_cgroups, max_pending, max_samples;
+};
+
+#define K(name, type, field, def, min, max, help)                                                  \
+	{                                                                                          \
+		name, type, offsetof(struct alignd_conf, field), def, min, max, NULL, help         \
+	}
+static const struct wb_conf_key alignd_keys[] = {
+    K("pub", WB_CONF_STR, pub, "ipc://%r/alignd.sock", 0, 0,
+      "endpoint the aligned slots are published on"),
+    K("sub", WB_CONF_LIST, sub, "ipc://%r/powerd.sock,ipc://%r/usaged.sock", 0, 0,
+      "endpoints to read power/ and usage/ messages from (any number, any hosts)"),
+    K("host_map", WB_CONF_LIST, host_map, "", 0, 0,
+      "usagehost=powerhost items: take a host's energy from a meter published under another host "
+      "name"),
+    K("max_lag", WB_CONF_DURATION, max_lag_ns, "0", 0, 3600e9,
+      "longest wait for a power sample at or after a slot's end before extrapolating (0: two power "
+      "intervals)"),
+    K("host_timeout", WB_CONF_DURATION, host_timeout_ns, "60s", 1e8, 30 * 86400e9,
+      "a host silent this long is dropped (usage: its process and cgroup tables; power: its "
+      "curves)"),
+    K("max_skew", WB_CONF_DURATION, max_skew_ns, "2s", 0, 86400e9,
+      "log and count messages whose time differs from their arrival by more (0: off)"),
+    K("tick", WB_CONF_DURATION, tick_ns, "20ms", 1e6, 1e9,
+      "how often waiting slots and timeouts are checked"),
+    K("bridge_max_w", WB_CONF_DOUBLE, bridge_max_w, "0", 0, 1e9,
+      "refuse to bridge a powerd restart implying more average power than this over the outage (0: "
+      "no limit)"),
+    K("max_hosts", WB_CONF_INT, max_hosts, "4096", 1, 1e6,
+      "usage hosts and power hosts tracked, each"),
+    K("max_procs", WB_CONF_INT, max_procs, "262144", 1, 16777216,
+      "processes remembered per usage host"),
+    K("max_cgroups", WB_CONF_INT, max_cgroups, "16384", 1, 1048576,
+      "cgroups remembered per usage host"),
+    K("max_pending", WB_CONF_INT, max_pending, "64", 1, 65536,
+      "slots per usage host waiting for power before the oldest is extrapolated"),
+    K("max_samples", WB_CONF_INT, max_samples, "16384", 4, 16777216, "power samples kept per zone"),
+};
+#undef K
+
+static int conf_to_align(const struct alignd_conf *c, struct align_conf *ac, char *err,
+			 size_t errlen)
+{
+	*ac = (struct align_conf){
+	    .max_lag_ns = c->max_lag_ns,
+	    .host_timeout_ns = c->host_timeout_ns,
+	    .max_skew_ns = c->max_skew_ns,
+	    .bridge_max_w = c->bridge_max_w,
+	    .max_hosts = (size_t)c->max_hosts,
+	    .max_procs = (size_t)c->max_procs,
+	    .max_cgroups = (size_t)c->max_cgroups,
+	    .max_pending = (size_t)c->max_pending,
+	    .max_samples = (size_t)c->max_samples,
+	};
+	return align_conf_map(ac, c->host_map.v, c->host_map.n, err, errlen);
+}
+
+static int check_conf(const void *conf, char *err, size_t errlen)
+{
+	struct align_conf ac = {0};
+	int rc = conf_to_align(conf, &ac, err, errlen);
+	align_conf_free(&ac);
+	return rc;
+}
+
+static const struct wb_stage alignd_stage = {
+    .name = "alignd",
+    .summary = "Put power and usage samples into the same time slots, exactly.",
+    .keys = alignd_keys,
+    .nkeys = sizeof(alignd_keys) / sizeof(alignd_keys[0]),
+    .conf_size = sizeof(struct alignd_conf),
+    .check = check_conf,
+};
+
+struct alignd {
+	struct wb_daemon *d;
+	struct align *align;
+	int tick_id;
+	/* Engine counters mirrored into the stat message. */
+	struct {
+		const char *name;
+		size_t off;
+		uint64_t *stat;
+	} mirror[24];
+	size_t nmirror;
+};
+
+static void emit(struct wb_msg *msg, void *arg)
+{
+	struct alignd *ad = arg;
+	if (wb_daemon_send(ad->d, msg) < 0)
+		log_warnx("aligned/%s [%" PRIu64 ", %" PRIu64 "]: could not be sent",
+			  msg->aligned.env.host, msg->aligned.t0, msg->aligned.t1);
+}
+
+static void on_msg(struct wb_daemon *d, const struct wb_msg *msg, const struct wb_rx *rx, void *arg)
+{
+	struct alignd *ad = arg;
+	if (msg->kind == WB_POWER)
+		align_power(ad->align, &msg->power, rx->recv_ns);
+	else if (msg->kind == WB_USAGE)
+		align_usage(ad->align, &msg->usage, rx->lost, rx->recv_ns);
+}
+
+static void mirror_add(struct alignd *ad, const char *name, size_t off)
+{
+	ad->mirror[ad->nmirror].name = name;
+	ad->mirror[ad->nmirror].off = off;
+	ad->mirror[ad->nmirror].stat = wb_stats_counter(wb_daemon_stats(ad->d), name);
+	ad->nmirror++;
+}
+
+static void mirror_counters(struct alignd *ad)
+{
+	const char *base = (const char *)align_counters(ad->align);
+	for (size_t i = 0; i < ad->nmirror; i++)
+		if (ad->mirror[i].stat)
+			*ad->mirror[i].stat = *(const uint64_t *)(base + ad->mirror[i].off);
+	size_t npower, nusage = align_nhosts(ad->align, &npower);
+	wb_daemon_set_mode(ad->d, npower ? "measured" : nusage ? "usage-only" : "waiting");
+}
+
+static int on_tick(zloop_t *loop, int timer_id, void *arg)
+{
+	struct alignd *ad = arg;
+	align_tick(ad->align, wb_now_ns());
+	mirror_counters(ad);
+	return 0;
+}
+
+static int on_reload(struct wb_daemon *d, void *new_conf, void *arg)
+{
+	struct alignd *ad = arg;
+	struct alignd_conf *old = wb_daemon_conf(d), *c = new_conf;
+	char err[WB_CONF_ERR_MAX];
+	struct align_conf ac = {0};
+	if (conf_to_align(c, &ac, err, sizeof(err)) < 0) {
+		log_errx("reload: %s", err);
+		return -1;
+	}
+	int rc = align_reconf(ad->align, &ac);
+	align_conf_free(&ac);
+	if (rc < 0)
+		return -1;
+	if (strcmp(old->pub, c->pub) != 0 || old->sub.n != c->sub.n || old->tick_ns != c->tick_ns)
+		log_warnx("reload: pub, sub and tick keep their old values until a restart");
+	for (size_t i = 0; i < old->sub.n && i < c->sub.n; i++)
+		if (strcmp(old->sub.v[i], c->sub.v[i]) != 0)
+			log_warnx("reload: sub keeps its old value until a restart");
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct alignd ad = {0};
+	ad.d = wb_daemon_new(&alignd_stage, argc, argv);
+	struct alignd_conf *conf = wb_daemon_conf(ad.d);
+	char err[WB_CONF_ERR_MAX];
+	struct align_conf ac = {0};
+	if (conf_to_align(conf, &ac, err, sizeof(err)) < 0) {
+		log_errx("%s", err);
+		wb_daemon_destroy(&ad.d);
+		return WB_EXIT_USAGE;
+	}
+	ad.align = align_new(&ac, emit, &ad);
+	align_conf_free(&ac);
+	if (!ad.align) {
+		log_errx("out of memory");
+		wb_daemon_destroy(&ad.d);
+		return WB_EXIT_FAILURE;
+	}
+	/* Stat counters, named after the engine's fields. */
+#define M(field, name) mirror_add(&ad, name, offsetof(struct align_counters, field))
+	M(slots, "slots");
+	M(slots_no_power, "slots_no_power");
+	M(slots_extrapolated, "slots_extrapolated");
+	M(slots_gap, "slots_gap");
+	M(slots_forced, "slots_forced");
+	M(power_samples, "power_samples");
+	M(power_bridged, "power_bridged");
+	M(power_discontinuities, "power_discontinuities");
+	M(power_stale, "power_stale");
+	M(usage_stale, "usage_stale");
+	M(usage_epochs, "usage_epochs");
+	M(usage_baselines, "usage_baselines");
+	M(clock_skew, "clock_skew");
+	M(hosts_dropped, "hosts_dropped");
+	M(hosts_refused, "hosts_refused");
+	M(usage.procs_new, "procs_new");
+	M(usage.procs_baselined, "procs_baselined");
+	M(usage.procs_backwards, "procs_backwards");
+	M(usage.procs_dropped, "procs_dropped");
+	M(usage.cpu_resets, "cpu_resets");
+#undef M
+
+	static const char *const prefixes[] = {"power/", "usage/", NULL};
+	if (wb_daemon_subscribe(ad.d, &conf->sub, prefixes, on_msg, &ad) < 0) {
+		log_errx("cannot subscribe to the sub endpoints");
+		align_destroy(&ad.align);
+		wb_daemon_destroy(&ad.d);
+		return WB_EXIT_FAILURE;
+	}
+	ad.tick_id = wb_daemon_timer(ad.d, conf->tick_ns, on_tick, &ad);
+	wb_daemon_on_reload(ad.d, on_reload, &ad);
+	mirror_counters(&ad);
+
+	int rc = wb_daemon_run(ad.d);
+
+	/* Slots still waiting for power go out extrapolated rather than not at all. */
+	align_flush(ad.align, wb_now_ns());
+	mirror_counters(&ad);
+	align_destroy(&ad.align);
+	wb_daemon_destroy(&ad.d);
+	return rc;
+}

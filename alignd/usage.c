@@ -1,0 +1,189 @@
+/*
+ * Usage deltas of one host: usage messages carry cumulative values and may be
+ * lost, so every delta is taken against the last value seen for the same
+ * (pid, start_ns), and node CPU time against the last /proc/stat totals.
+ *
+ * A process not in the table is either new or was never reported to us. It is
+ * counted in full when it provably started inside the slot: its start is after
+ * t0 (boot_ns known), or the table was complete at t0 (a full message seen and
+ * no message lost since, so every process alive at t0 was in it). Otherwise it
+ * counts from this report on: CPU time from before t0 is never credited to the
+ * slot, and the node totals still hold it (estimd reports it unattributed).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "alignd.h"
+
+int usage_init(struct usage_state *us, size_t max_procs, size_t max_cgroups)
+{
+	memset(us, 0, sizeof(*us));
+	proctab_init(&us->procs, max_procs);
+	cgtab_init(&us->cgroups, max_cgroups);
+	return 0;
+}
+
+void usage_free(struct usage_state *us)
+{
+	proctab_free(&us->procs);
+	cgtab_free(&us->cgroups);
+	us->complete = false;
+}
+
+void usage_forget_procs(struct usage_state *us)
+{
+	proctab_clear(&us->procs);
+	us->complete = false;
+}
+
+static void remember_cgroups(struct usage_state *us, const struct wb_usage *u)
+{
+	if (u->full)
+		us->cgroups.gen++;
+	for (size_t i = 0; i < u->n_cgroups; i++)
+		cgtab_put(&us->cgroups, &u->cgroups[i]); /* full table: the slot goes without it */
+	if (u->full)
+		cgtab_sweep(&us->cgroups, us->cgroups.gen);
+}
+
+static uint64_t delta(uint64_t now, uint64_t *last, bool *backwards)
+{
+	uint64_t d = 0;
+	if (now >= *last)
+		d = now - *last;
+	else
+		*backwards = true;
+	*last = now;
+	return d;
+}
+
+/*
+ * Walk u's processes against the table; with out, append the ones that ran
+ * (or exited) with their deltas. Returns how many were appended.
+ */
+static size_t walk_procs(struct usage_state *us, const struct wb_usage *u, uint64_t t0_ns,
+			 bool complete_at_t0, struct wb_slot_proc *out, struct usage_counts *cnt)
+{
+	struct proctab *pt = &us->procs;
+	size_t nout = 0;
+	bool dropped = false;
+	pt->gen++;
+	for (size_t i = 0; i < u->n_procs; i++) {
+		const struct wb_proc *p = &u->procs[i];
+		struct wb_slot_proc d = {.pid = p->pid,
+					 .start_ns = p->start_ns,
+					 .cgroup_id = p->cgroup_id,
+					 .exited = p->exited};
+		memcpy(d.comm, p->comm, sizeof(d.comm));
+		struct proc_entry *e = proctab_find(pt, p->pid, p->start_ns);
+		if (e) {
+			bool back = false;
+			d.cpu_ns = delta(p->cpu_ns, &e->cpu_ns, &back);
+			d.cycles = delta(p->cycles, &e->cycles, &back);
+			d.instructions = delta(p->instructions, &e->instructions, &back);
+			d.cache_misses = delta(p->cache_misses, &e->cache_misses, &back);
+			cnt->procs_backwards += back;
+		} else {
+			bool fresh = u->boot_ns ? u->boot_ns + p->start_ns > t0_ns : complete_at_t0;
+			if (out && fresh) {
+				d.cpu_ns = p->cpu_ns;
+				d.cycles = p->cycles;
+				d.instructions = p->instructions;
+				d.cache_misses = p->cache_misses;
+				cnt->procs_new++;
+			} else if (out) {
+				cnt->procs_baselined++;
+			}
+			e = proctab_insert(pt, p->pid, p->start_ns);
+			if (e) {
+				e->cpu_ns = p->cpu_ns;
+				e->cycles = p->cycles;
+				e->instructions = p->instructions;
+				e->cache_misses = p->cache_misses;
+			} else if (!p->exited) {
+				cnt->procs_dropped++;
+				dropped = true;
+			}
+		}
+		if (e) {
+			e->gen = pt->gen;
+			if (p->exited)
+				proctab_remove(pt, e);
+		}
+		if (out && (d.cpu_ns || d.cycles || d.instructions || d.cache_misses || d.exited))
+			out[nout++] = d;
+	}
+	if (u->full) {
+		/* Everything alive is listed: what is not has exited unseen. */
+		proctab_sweep(pt, pt->gen);
+		us->complete = true;
+	}
+	if (dropped)
+		us->complete = false;
+	return nout;
+}
+
+void usage_baseline(struct usage_state *us, const struct wb_usage *u, struct usage_counts *cnt)
+{
+	us->cpu = u->cpu;
+	us->complete = false;
+	remember_cgroups(us, u);
+	walk_procs(us, u, u->t, false, NULL, cnt);
+}
+
+static void cpu_delta(struct usage_state *us, const struct wb_cpu_times *now,
+		      struct wb_cpu_times *out, struct usage_counts *cnt)
+{
+	const uint64_t *n = (const uint64_t *)now;
+	uint64_t *l = (uint64_t *)&us->cpu, *o = (uint64_t *)out;
+	size_t nf = sizeof(*now) / sizeof(uint64_t);
+	bool reset = false;
+	for (size_t i = 0; i < nf; i++)
+		reset |= n[i] < l[i];
+	/* Totals are since boot: lower means the host rebooted and counts from zero. */
+	for (size_t i = 0; i < nf; i++)
+		o[i] = reset ? n[i] : n[i] - l[i];
+	cnt->cpu_resets += reset;
+	us->cpu = *now;
+}
+
+int usage_slot(struct usage_state *us, const struct wb_usage *u, uint64_t t0_ns, uint64_t lost,
+	       struct wb_aligned *out, struct usage_counts *cnt)
+{
+	struct wb_slot_proc *procs = wb_array_new(u->n_procs, sizeof(*procs));
+	if (!procs)
+		return -1;
+	bool complete_at_t0 = us->complete;
+	/*
+	 * Messages lost inside this slot may have been the only ones to list a
+	 * short-lived process; until the next full message the table may miss it.
+	 */
+	if (lost)
+		us->complete = false;
+	cpu_delta(us, &u->cpu, &out->cpu, cnt);
+	remember_cgroups(us, u);
+	size_t n = walk_procs(us, u, t0_ns, complete_at_t0, procs, cnt);
+	out->procs = procs;
+	out->n_procs = n;
+
+	/* The cgroups the slot's processes ran in, each once. */
+	size_t ncg = 0;
+	struct wb_cgroup *cgs = NULL;
+	if (n && us->cgroups.n) {
+		size_t max = n < us->cgroups.n ? n : us->cgroups.n;
+		cgs = wb_array_new(max, sizeof(*cgs));
+		uint64_t stamp = ++us->slot_stamp;
+		for (size_t i = 0; cgs && i < n; i++) {
+			if (!procs[i].cgroup_id)
+				continue;
+			struct cg_entry *e = cgtab_find(&us->cgroups, procs[i].cgroup_id);
+			if (!e || e->stamp == stamp)
+				continue;
+			e->stamp = stamp;
+			cgs[ncg++] = e->cg;
+		}
+	}
+	out->cgroups = cgs;
+	out->n_cgroups = ncg;
+	return 0;
+}
