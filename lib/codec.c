@@ -359,13 +359,19 @@ static int decode_value(const msgpack_object *o, const struct wb_field *f, char 
 	return fail(err, WB_R_TYPE, at, "field type %d unknown to the codec", f->type);
 }
 
+/* Keys on the wire may hold NUL bytes: compare lengths first, then bytes. */
+static bool key_is(const char *field_key, const char *key, uint32_t len)
+{
+	return strlen(field_key) == len && memcmp(field_key, key, len) == 0;
+}
+
 /* Find key in t (or its flat envelope); returns the field and where its struct sits. */
 static const struct wb_field *find_field(const struct wb_type *t, char *dst, const char *key, uint32_t len,
 					 uint32_t hint, char **base, int *slot)
 {
 	if (hint < t->nfields) {
 		const struct wb_field *f = &t->fields[hint];
-		if (f->type != WB_T_FLAT && strncmp(f->key, key, len) == 0 && f->key[len] == '\0') {
+		if (f->type != WB_T_FLAT && key_is(f->key, key, len)) {
 			*base = dst;
 			*slot = (int)hint;
 			return f;
@@ -376,12 +382,12 @@ static const struct wb_field *find_field(const struct wb_type *t, char *dst, con
 		if (f->type == WB_T_FLAT) {
 			const struct wb_type *ft = f->obj;
 			for (uint32_t j = 0; j < ft->nfields; j++)
-				if (strncmp(ft->fields[j].key, key, len) == 0 && ft->fields[j].key[len] == '\0') {
+				if (key_is(ft->fields[j].key, key, len)) {
 					*base = dst + f->off;
 					*slot = 64 + (int)j;
 					return &ft->fields[j];
 				}
-		} else if (strncmp(f->key, key, len) == 0 && f->key[len] == '\0') {
+		} else if (key_is(f->key, key, len)) {
 			*base = dst;
 			*slot = (int)i;
 			return f;

@@ -297,6 +297,28 @@ static void test_binary_faults(void)
 	CHECK(raw_decode(&sb, &err) < 0 && err.reason == WB_R_DUPLICATE && strstr(err.msg, "v:"));
 	msgpack_sbuffer_destroy(&sb);
 
+	/* A key holding a NUL is a different, unknown key: "t\0x" must not be taken for "t". */
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	msgpack_pack_map(&pk, 7);
+	pack_s(&pk, "v");
+	msgpack_pack_uint8(&pk, 1);
+	pack_s(&pk, "kind");
+	pack_s(&pk, "stat");
+	msgpack_pack_str(&pk, 3);
+	msgpack_pack_str_body(&pk, "t\0x", 3);
+	msgpack_pack_uint8(&pk, 1);
+	pack_s(&pk, "host");
+	pack_s(&pk, "h");
+	pack_s(&pk, "src");
+	pack_s(&pk, "s");
+	pack_s(&pk, "epoch");
+	msgpack_pack_uint8(&pk, 1);
+	pack_s(&pk, "seq");
+	msgpack_pack_uint8(&pk, 1);
+	CHECK(raw_decode(&sb, &err) < 0 && err.reason == WB_R_MISSING && strstr(err.msg, "'t'"));
+	msgpack_sbuffer_destroy(&sb);
+
 	/* NaN in a float key, invalid UTF-8 and a NUL in strings. */
 	const struct {
 		const char *key;

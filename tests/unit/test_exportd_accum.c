@@ -1,0 +1,512 @@
+/*
+ * exportd's accumulators: slot energies add up per host, zone and workload;
+ * replays and restarts never count twice; bad estimates change nothing;
+ * retention and the series cap hold.
+ */
+#include "unit.h"
+
+#include "codec.h"
+#include "../../exportd/exportd.h"
+
+#define S 1000000000ull
+
+static struct accum_limits lim_default(void)
+{
+	return (struct accum_limits){.levels = EX_LEVELS_ALL,
+				     .max_series = 1000000,
+				     .max_terminated = 500,
+				     .terminated_ttl_ns = 600 * S,
+				     .stale_after_ns = 300 * S,
+				     .max_hosts = 8};
+}
+
+/* An estimate with nz zones named z0.. (zone "package" unless kinds given), np processes. */
+static void est_init(struct wb_msg *m, const char *host, uint64_t t0, uint64_t t1, size_t nz, size_t np)
+{
+	*m = (struct wb_msg){.kind = WB_ESTIMATE};
+	struct wb_estimate *e = &m->estimate;
+	snprintf(e->env.host, sizeof e->env.host, "%s", host);
+	snprintf(e->env.kind, sizeof e->env.kind, "estimate");
+	snprintf(e->env.src, sizeof e->env.src, "estimd");
+	snprintf(e->mode, sizeof e->mode, "measured");
+	e->t0 = t0;
+	e->t1 = t1;
+	e->ncpu = 4;
+	e->cpu_usage_ratio = 0.25;
+	e->n_zones = nz;
+	e->zones = wb_array_new(nz, sizeof *e->zones);
+	for (size_t z = 0; z < nz; z++) {
+		snprintf(e->zones[z].name, sizeof e->zones[z].name, "zone-%zu", z);
+		snprintf(e->zones[z].zone, sizeof e->zones[z].zone, "z%zu", z);
+		snprintf(e->zones[z].path, sizeof e->zones[z].path, "/sys/class/powercap/intel-rapl:%zu", z);
+	}
+	e->n_procs = np;
+	e->procs = wb_array_new(np, sizeof *e->procs);
+	for (size_t i = 0; i < np; i++) {
+		e->procs[i].pid = 100 + i;
+		e->procs[i].start_ns = 5000 + i;
+		snprintf(e->procs[i].comm, sizeof e->procs[i].comm, "proc%zu", i);
+		e->procs[i].n_energy_uj = nz;
+		e->procs[i].energy_uj = wb_array_new(nz, sizeof(uint64_t));
+	}
+}
+
+/* Zone z: energy total/active; idle is the rest. */
+static void est_zone(struct wb_msg *m, size_t z, uint64_t total, uint64_t active)
+{
+	m->estimate.zones[z].energy_uj = total;
+	m->estimate.zones[z].active_uj = active;
+	m->estimate.zones[z].idle_uj = total - active;
+}
+
+static struct ex_work *find_proc(struct accum *a, const char *host, uint64_t pid, uint64_t start_ns)
+{
+	struct ex_host *h = accum_host(a, host);
+	if (!h)
+		return NULL;
+	struct ex_wmap *m = &h->works[EX_PROCESS];
+	for (size_t i = 0; i < m->cap; i++)
+		if (m->slots[i] && m->slots[i]->pid == pid && m->slots[i]->start_ns == start_ns)
+			return m->slots[i];
+	return NULL;
+}
+
+static void test_slots_add_up(void)
+{
+	struct accum_limits lim = lim_default();
+	struct accum *a = accum_new(&lim);
+	struct wb_msg m;
+	est_init(&m, "h1", 10 * S, 11 * S, 1, 2);
+	est_zone(&m, 0, 30000000, 20000000); /* 30 J in 1 s, 20 J active */
+	m.estimate.procs[0].energy_uj[0] = 15000000;
+	m.estimate.procs[1].energy_uj[0] = 4000000;
+	m.estimate.procs[0].cpu_ns = 700000000;
+	m.estimate.zones[0].unattributed_uj = 1000000;
+	CHECK(accum_add(a, &m.estimate, NULL) == 0);
+	wb_msg_clear(&m);
+
+	est_init(&m, "h1", 11 * S, 13 * S, 1, 1);
+	est_zone(&m, 0, 40000000, 10000000); /* 40 J in 2 s */
+	m.estimate.procs[0].energy_uj[0] = 10000000;
+	m.estimate.procs[0].cpu_ns = 300000000;
+	CHECK(accum_add(a, &m.estimate, NULL) == 0);
+	wb_msg_clear(&m);
+
+	struct ex_host *h = accum_host(a, "h1");
+	CHECK(h != NULL);
+	CHECK_U64(h->nzones, 1);
+	CHECK_U64(h->zones[0].total_uj, 70000000);
+	CHECK_U64(h->zones[0].active_uj, 30000000);
+	CHECK_U64(h->zones[0].idle_uj, 40000000);
+	CHECK_U64(h->zones[0].slot_total_uj, 40000000);
+	CHECK_U64(h->slot_ns, 2 * S);
+	struct ex_work *p0 = find_proc(a, "h1", 100, 5000), *p1 = find_proc(a, "h1", 101, 5001);
+	CHECK(p0 && p1);
+	if (p0 && p1) {
+		CHECK_U64(p0->uj[0], 25000000);
+		CHECK_U64(p0->uj[p0->nz + 0], 10000000); /* its energy in the last slot */
+		CHECK_U64(p0->cpu_ns, 1000000000);
+		CHECK_U64(p1->uj[0], 4000000);
+		CHECK(p1->last_t1 != h->last_t1); /* did not run in the last slot: 0 W */
+	}
+	CHECK_U64(a->version, 2);
+	accum_destroy(&a);
+	CHECK(a == NULL);
+}
+
+static void test_replay_and_restart(void)
+{
+	struct accum_limits lim = lim_default();
+	struct accum *a = accum_new(&lim);
+	struct wb_msg m;
+	enum accum_reason why;
+	for (uint64_t t = 0; t < 5; t++) {
+		est_init(&m, "h1", (100 + t) * S, (101 + t) * S, 1, 0);
+		m.estimate.env.epoch = 1;
+		est_zone(&m, 0, 1000000, 0);
+		CHECK(accum_add(a, &m.estimate, NULL) == 0);
+		wb_msg_clear(&m);
+	}
+	/* estimd restarts (new epoch) and replays the last two slots, then goes on */
+	for (uint64_t t = 3; t < 8; t++) {
+		est_init(&m, "h1", (100 + t) * S, (101 + t) * S, 1, 0);
+		m.estimate.env.epoch = 2;
+		m.estimate.env.seq = t - 3;
+		est_zone(&m, 0, 1000000, 0);
+		int rc = accum_add(a, &m.estimate, &why);
+		if (t < 5) {
+			CHECK(rc == -1);
+			CHECK(why == ACC_R_STALE);
+		} else {
+			CHECK(rc == 0);
+		}
+		wb_msg_clear(&m);
+	}
+	struct ex_host *h = accum_host(a, "h1");
+	CHECK_U64(h->zones[0].total_uj, 8000000);
+	CHECK_U64(a->rejected[ACC_R_STALE], 2);
+	accum_destroy(&a);
+}
+
+static void test_overlap_is_clipped(void)
+{
+	struct accum_limits lim = lim_default();
+	struct accum *a = accum_new(&lim);
+	struct wb_msg m;
+	est_init(&m, "h1", 10 * S, 12 * S, 1, 0);
+	est_zone(&m, 0, 2000000, 1000000);
+	CHECK(accum_add(a, &m.estimate, NULL) == 0);
+	wb_msg_clear(&m);
+	/* [11, 15] overlaps [10, 12] by 1 s of its 4: count 3/4 */
+	est_init(&m, "h1", 11 * S, 15 * S, 1, 0);
+	est_zone(&m, 0, 4000000, 2000000);
+	CHECK(accum_add(a, &m.estimate, NULL) == 0);
+	wb_msg_clear(&m);
+	struct ex_host *h = accum_host(a, "h1");
+	CHECK_U64(h->zones[0].total_uj, 5000000);
+	CHECK_U64(h->zones[0].active_uj, 2500000);
+	CHECK_U64(h->zones[0].idle_uj, 2500000);
+	CHECK_U64(h->slot_ns, 3 * S);
+	CHECK_U64(a->clipped, 1);
+	accum_destroy(&a);
+}
+
+/* Each bad estimate is refused for its reason and changes no accumulator. */
+static void test_bad_estimates_change_nothing(void)
+{
+	struct accum_limits lim = lim_default();
+	struct accum *a = accum_new(&lim);
+	struct wb_msg m;
+	est_init(&m, "h1", 10 * S, 11 * S, 2, 1);
+	est_zone(&m, 0, 1000, 500);
+	est_zone(&m, 1, 1000, 500);
+	CHECK(accum_add(a, &m.estimate, NULL) == 0);
+	wb_msg_clear(&m);
+
+	enum accum_reason why;
+	for (int bad = 0; bad < 7; bad++) {
+		est_init(&m, "h1", 20 * S, 21 * S, 2, 1);
+		est_zone(&m, 0, 1000, 500);
+		est_zone(&m, 1, 1000, 500);
+		m.estimate.procs[0].energy_uj[0] = 100;
+		enum accum_reason want = ACC_R_COUNT;
+		switch (bad) {
+		case 0:
+			m.estimate.t1 = m.estimate.t0;
+			want = ACC_R_SLOT;
+			break;
+		case 1:
+			m.estimate.procs[0].n_energy_uj = 1;
+			want = ACC_R_ARRAY;
+			break;
+		case 2:
+			m.estimate.zones[1].idle_uj += 1;
+			want = ACC_R_ZONE_SUM;
+			break;
+		case 3:
+			m.estimate.procs[0].energy_uj[1] = 501;
+			want = ACC_R_OVER;
+			break;
+		case 4:
+			m.estimate.zones[1] = m.estimate.zones[0];
+			want = ACC_R_DUP_ZONE;
+			break;
+		case 5: {
+			/* a container whose array is short */
+			m.estimate.n_containers = 1;
+			m.estimate.containers = wb_array_new(1, sizeof *m.estimate.containers);
+			snprintf(m.estimate.containers[0].id, sizeof m.estimate.containers[0].id, "c1");
+			want = ACC_R_ARRAY;
+			break;
+		}
+		case 6:
+			m.estimate.zones[0].unattributed_uj = 401; /* 100 to the process + 401 > 500 */
+			want = ACC_R_OVER;
+			break;
+		}
+		CHECK(accum_add(a, &m.estimate, &why) == -1);
+		CHECK_STR(accum_reason_name(why), accum_reason_name(want));
+		wb_msg_clear(&m);
+	}
+	struct ex_host *h = accum_host(a, "h1");
+	CHECK_U64(h->zones[0].total_uj, 1000);
+	CHECK_U64(h->zones[1].total_uj, 1000);
+	CHECK_U64(h->last_t1, 11 * S);
+	CHECK_U64(a->version, 1);
+	CHECK_U64(find_proc(a, "h1", 100, 5000)->uj[0], 0);
+	accum_destroy(&a);
+}
+
+static void test_sockets_aggregate(void)
+{
+	struct accum_limits lim = lim_default();
+	struct accum *a = accum_new(&lim);
+	struct wb_msg m;
+	est_init(&m, "h1", 10 * S, 11 * S, 3, 1);
+	snprintf(m.estimate.zones[0].zone, 16, "package");
+	snprintf(m.estimate.zones[1].zone, 16, "package");
+	snprintf(m.estimate.zones[2].zone, 16, "dram");
+	est_zone(&m, 0, 1000, 600);
+	est_zone(&m, 1, 3000, 400);
+	est_zone(&m, 2, 500, 100);
+	m.estimate.procs[0].energy_uj[0] = 600;
+	m.estimate.procs[0].energy_uj[1] = 400;
+	m.estimate.procs[0].energy_uj[2] = 50;
+	CHECK(accum_add(a, &m.estimate, NULL) == 0);
+	wb_msg_clear(&m);
+	struct ex_host *h = accum_host(a, "h1");
+	CHECK_U64(h->nzones, 2);
+	CHECK_STR(h->zones[0].zone, "package");
+	CHECK_STR(h->zones[0].path, "aggregated-package");
+	CHECK_U64(h->zones[0].total_uj, 4000);
+	CHECK_U64(h->zones[0].active_uj, 1000);
+	CHECK_STR(h->zones[1].path, "/sys/class/powercap/intel-rapl:2");
+	struct ex_work *p = find_proc(a, "h1", 100, 5000);
+	CHECK_U64(p->uj[0], 1000);
+	CHECK_U64(p->uj[1], 50);
+	accum_destroy(&a);
+}
+
+static void test_terminated_retention(void)
+{
+	struct accum_limits lim = lim_default();
+	lim.max_terminated = 2;
+	lim.terminated_ttl_ns = 60 * S;
+	lim.stale_after_ns = 30 * S;
+	struct accum *a = accum_new(&lim);
+	struct wb_msg m;
+	/* slot 1: four processes run, three exit */
+	est_init(&m, "h1", 10 * S, 11 * S, 1, 4);
+	est_zone(&m, 0, 1000, 400);
+	for (int i = 0; i < 4; i++)
+		m.estimate.procs[i].energy_uj[0] = 100;
+	m.estimate.procs[0].exited = true;
+	m.estimate.procs[1].exited = true;
+	m.estimate.procs[2].exited = true;
+	CHECK(accum_add(a, &m.estimate, NULL) == 0);
+	wb_msg_clear(&m);
+	struct ex_host *h = accum_host(a, "h1");
+	/* only the two newest terminated stay; the oldest (first in the list) went */
+	CHECK_U64(h->nterm[EX_PROCESS], 2);
+	CHECK_U64(a->evicted[EX_PROCESS], 1);
+	CHECK(find_proc(a, "h1", 100, 5000) == NULL);
+	CHECK(find_proc(a, "h1", 101, 5001) && find_proc(a, "h1", 101, 5001)->terminated);
+	CHECK(find_proc(a, "h1", 103, 5003) && !find_proc(a, "h1", 103, 5003)->terminated);
+
+	/* 40 s later process 103 has not run: stale, so terminated; 61 s after slot 1 the first two go */
+	est_init(&m, "h1", 50 * S, 51 * S, 1, 0);
+	est_zone(&m, 0, 1000, 0);
+	CHECK(accum_add(a, &m.estimate, NULL) == 0);
+	wb_msg_clear(&m);
+	CHECK(find_proc(a, "h1", 103, 5003) && find_proc(a, "h1", 103, 5003)->terminated);
+	est_init(&m, "h1", 71 * S, 72 * S, 1, 0);
+	est_zone(&m, 0, 1000, 0);
+	CHECK(accum_add(a, &m.estimate, NULL) == 0);
+	wb_msg_clear(&m);
+	CHECK(find_proc(a, "h1", 101, 5001) == NULL);
+	CHECK(find_proc(a, "h1", 102, 5002) == NULL);
+	CHECK(find_proc(a, "h1", 103, 5003) != NULL);
+	CHECK_U64(h->nterm[EX_PROCESS], 1);
+	CHECK_U64(a->series[EX_PROCESS], 3); /* 103: joules, watts, seconds */
+	/* it runs again: back to running, its total kept */
+	est_init(&m, "h1", 72 * S, 73 * S, 1, 4);
+	est_zone(&m, 0, 1000, 400);
+	m.estimate.procs[3].energy_uj[0] = 5;
+	CHECK(accum_add(a, &m.estimate, NULL) == 0);
+	wb_msg_clear(&m);
+	struct ex_work *p = find_proc(a, "h1", 103, 5003);
+	CHECK(p && !p->terminated);
+	CHECK_U64(p ? p->uj[0] : 0, 105);
+	accum_destroy(&a);
+}
+
+static void test_series_cap(void)
+{
+	struct accum_limits lim = lim_default();
+	lim.max_series = 10; /* 1 zone: 3 series per process */
+	struct accum *a = accum_new(&lim);
+	struct wb_msg m;
+	est_init(&m, "h1", 10 * S, 11 * S, 1, 4);
+	est_zone(&m, 0, 1000, 400);
+	CHECK(accum_add(a, &m.estimate, NULL) == 0);
+	wb_msg_clear(&m);
+	CHECK_U64(accum_series(a), 9);
+	CHECK_U64(a->dropped[EX_PROCESS], 3);
+	CHECK(find_proc(a, "h1", 103, 5003) == NULL);
+	/* next slot: 100 exits, 103 runs again and takes the room of the terminated 100 */
+	est_init(&m, "h1", 11 * S, 12 * S, 1, 2);
+	est_zone(&m, 0, 1000, 400);
+	m.estimate.procs[0].exited = true;
+	m.estimate.procs[1].pid = 103;
+	m.estimate.procs[1].start_ns = 5003;
+	m.estimate.procs[1].energy_uj[0] = 9;
+	CHECK(accum_add(a, &m.estimate, NULL) == 0);
+	wb_msg_clear(&m);
+	CHECK(find_proc(a, "h1", 100, 5000) == NULL);
+	CHECK(find_proc(a, "h1", 103, 5003) != NULL);
+	CHECK_U64(a->evicted[EX_PROCESS], 1);
+	CHECK_U64(a->dropped[EX_PROCESS], 3);
+	CHECK_U64(accum_series(a), 9);
+	accum_destroy(&a);
+}
+
+static void test_levels_and_pid_reuse(void)
+{
+	struct accum_limits lim = lim_default();
+	lim.levels = 1u << EX_NODE | 1u << EX_CONTAINER;
+	struct accum *a = accum_new(&lim);
+	struct wb_msg m;
+	est_init(&m, "h1", 10 * S, 11 * S, 1, 2);
+	est_zone(&m, 0, 1000, 400);
+	m.estimate.n_containers = 1;
+	m.estimate.containers = wb_array_new(1, sizeof *m.estimate.containers);
+	snprintf(m.estimate.containers[0].id, 128, "abc");
+	snprintf(m.estimate.containers[0].runtime, 16, "cri-o");
+	m.estimate.containers[0].n_energy_uj = 1;
+	m.estimate.containers[0].energy_uj = wb_array_new(1, sizeof(uint64_t));
+	m.estimate.containers[0].energy_uj[0] = 300;
+	m.estimate.containers[0].cpu_ns = 2 * S;
+	CHECK(accum_add(a, &m.estimate, NULL) == 0);
+	wb_msg_clear(&m);
+	CHECK_U64(a->series[EX_PROCESS], 0);
+	CHECK_U64(a->series[EX_CONTAINER], 3);
+	struct ex_host *h = accum_host(a, "h1");
+	CHECK_U64(h->works[EX_CONTAINER].n, 1);
+
+	/* processes on: a pid reused by a new process is a new workload */
+	lim.levels = EX_LEVELS_ALL;
+	accum_set_limits(a, &lim);
+	est_init(&m, "h1", 11 * S, 12 * S, 1, 2);
+	est_zone(&m, 0, 1000, 400);
+	m.estimate.procs[1].pid = 100;
+	m.estimate.procs[0].energy_uj[0] = 10;
+	m.estimate.procs[1].energy_uj[0] = 20;
+	CHECK(accum_add(a, &m.estimate, NULL) == 0);
+	wb_msg_clear(&m);
+	CHECK_U64(h->works[EX_PROCESS].n, 2);
+	CHECK_U64(find_proc(a, "h1", 100, 5000)->uj[0], 10);
+	CHECK_U64(find_proc(a, "h1", 100, 5001)->uj[0], 20);
+
+	/* containers off: dropped at once */
+	lim.levels = 1u << EX_NODE | 1u << EX_PROCESS;
+	accum_set_limits(a, &lim);
+	CHECK_U64(a->series[EX_CONTAINER], 0);
+	CHECK_U64(h->works[EX_CONTAINER].n, 0);
+	accum_destroy(&a);
+}
+
+static void test_labels(void)
+{
+	struct accum_limits lim = lim_default();
+	struct accum *a = accum_new(&lim);
+	struct wb_msg m;
+	est_init(&m, "h\"1", 10 * S, 11 * S, 1, 3);
+	est_zone(&m, 0, 1000, 400);
+	snprintf(m.estimate.procs[0].comm, 16, "a\"b\\c\nd\xff");
+	snprintf(m.estimate.procs[1].container_id, 128, "c0ffee");
+	snprintf(m.estimate.procs[2].vm, 128, "vm-1");
+	m.estimate.n_pods = 1;
+	m.estimate.pods = wb_array_new(1, sizeof *m.estimate.pods);
+	snprintf(m.estimate.pods[0].id, 128, "uid-1");
+	m.estimate.pods[0].n_energy_uj = 1;
+	m.estimate.pods[0].energy_uj = wb_array_new(1, sizeof(uint64_t));
+	CHECK(accum_add(a, &m.estimate, NULL) == 0);
+	wb_msg_clear(&m);
+	struct ex_host *h = accum_host(a, "h\"1");
+	CHECK_STR(h->node_label, "node_name=\"h\\\"1\"");
+	CHECK_STR(find_proc(a, "h\"1", 100, 5000)->labels,
+		  "pid=\"100\",comm=\"a\\\"b\\\\c\\nd\xef\xbf\xbd\",exe=\"\",type=\"regular\",container_id=\"\",vm_id=\"\"");
+	CHECK_STR(find_proc(a, "h\"1", 101, 5001)->labels,
+		  "pid=\"101\",comm=\"proc1\",exe=\"\",type=\"container\",container_id=\"c0ffee\",vm_id=\"\"");
+	CHECK_STR(find_proc(a, "h\"1", 102, 5002)->labels,
+		  "pid=\"102\",comm=\"proc2\",exe=\"\",type=\"vm\",container_id=\"\",vm_id=\"vm-1\"");
+	struct ex_wmap *pm = &h->works[EX_POD];
+	for (size_t i = 0; i < pm->cap; i++)
+		if (pm->slots[i])
+			CHECK_STR(pm->slots[i]->labels, "pod_id=\"uid-1\",pod_name=\"uid-1\",pod_namespace=\"\"");
+
+	/* the process execs: same pid and start, new comm, new labels, same totals */
+	est_init(&m, "h\"1", 11 * S, 12 * S, 1, 1);
+	est_zone(&m, 0, 1000, 400);
+	snprintf(m.estimate.procs[0].comm, 16, "newname");
+	m.estimate.procs[0].energy_uj[0] = 7;
+	CHECK(accum_add(a, &m.estimate, NULL) == 0);
+	wb_msg_clear(&m);
+	struct ex_work *p = find_proc(a, "h\"1", 100, 5000);
+	CHECK(strstr(p->labels, "comm=\"newname\"") != NULL);
+	CHECK_U64(p->uj[0], 7);
+
+	/* node_name from the config replaces the host on reload */
+	lim.node_name = "node-a";
+	accum_set_limits(a, &lim);
+	CHECK_STR(h->node_label, "node_name=\"node-a\"");
+	accum_destroy(&a);
+}
+
+/* Many workloads come and go: the map keeps finding the ones that stay. */
+static void test_map_churn(void)
+{
+	struct accum_limits lim = lim_default();
+	lim.max_terminated = 0;
+	struct accum *a = accum_new(&lim);
+	struct wb_msg m;
+	uint64_t t = 10;
+	for (int round = 0; round < 20; round++, t++) {
+		est_init(&m, "h1", t * S, (t + 1) * S, 1, 500);
+		est_zone(&m, 0, 1000000, 500000);
+		for (size_t i = 0; i < 500; i++) {
+			/* pids 0..249 live on; the rest are new each round and exit at once */
+			m.estimate.procs[i].pid = i < 250 ? i : 1000 + (uint64_t)round * 1000 + i;
+			m.estimate.procs[i].start_ns = m.estimate.procs[i].pid;
+			m.estimate.procs[i].exited = i >= 250;
+			m.estimate.procs[i].energy_uj[0] = 1;
+		}
+		CHECK(accum_add(a, &m.estimate, NULL) == 0);
+		wb_msg_clear(&m);
+	}
+	struct ex_host *h = accum_host(a, "h1");
+	CHECK_U64(h->works[EX_PROCESS].n, 250);
+	CHECK_U64(a->evicted[EX_PROCESS], 20 * 250);
+	size_t found = 0;
+	for (uint64_t pid = 0; pid < 250; pid++) {
+		struct ex_work *p = find_proc(a, "h1", pid, pid);
+		found += p && p->uj[0] == 20;
+	}
+	CHECK_U64(found, 250);
+	accum_destroy(&a);
+}
+
+static void test_hosts_cap(void)
+{
+	struct accum_limits lim = lim_default();
+	lim.max_hosts = 2;
+	struct accum *a = accum_new(&lim);
+	struct wb_msg m;
+	enum accum_reason why;
+	const char *hosts[] = {"a", "b", "c"};
+	for (int i = 0; i < 3; i++) {
+		est_init(&m, hosts[i], 10 * S, 11 * S, 1, 0);
+		est_zone(&m, 0, 1000, 400);
+		CHECK(accum_add(a, &m.estimate, &why) == (i < 2 ? 0 : -1));
+		wb_msg_clear(&m);
+	}
+	CHECK(why == ACC_R_HOSTS);
+	CHECK_U64(a->nhosts, 2);
+	accum_destroy(&a);
+}
+
+static const struct unit_case cases[] = {
+	{"slot energies add up per zone and process", test_slots_add_up},
+	{"replayed slots after a restart count once", test_replay_and_restart},
+	{"an overlapping slot counts only its new part", test_overlap_is_clipped},
+	{"bad estimates are refused by reason and change nothing", test_bad_estimates_change_nothing},
+	{"zones of one kind on several sockets aggregate", test_sockets_aggregate},
+	{"terminated workloads: max_terminated, ttl, stale_after, revival", test_terminated_retention},
+	{"the series cap drops and evicts", test_series_cap},
+	{"levels and pid reuse", test_levels_and_pid_reuse},
+	{"labels are escaped and follow exec and node_name", test_labels},
+	{"the workload map survives churn", test_map_churn},
+	{"max_hosts", test_hosts_cap},
+};
+
+UNIT_MAIN(cases)
