@@ -5,7 +5,7 @@
 #include <math.h>
 
 #include "codec.h"
-#include "estimd.h"
+#include "../../estimd/estimd.h"
 #include "unit.h"
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;

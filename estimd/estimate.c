@@ -1,0 +1,585 @@
+/*
+ * One aligned slot -> one estimate: node energy per zone (measured, or from the
+ * power model), its idle/active split, the active energy attributed exactly to
+ * processes, and containers, pods, VMs and services as sums of their processes.
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "estimd.h"
+
+#define HOSTS_MAX 64
+#define ZONE_STATE_MAX 256
+/* procs x zones of one estimate; beyond it a slot is refused rather than allocating gigabytes. */
+#define ENERGY_CELLS_MAX (1u << 24)
+
+enum { G_CONTAINER, G_POD, G_VM, G_SERVICE, G_KINDS };
+
+struct zone_state {
+	char name[64];
+	struct idle_reg reg;
+};
+
+struct host_state {
+	char host[64];
+	uint64_t used; /* estimator tick of the last slot: least recent goes first */
+	struct zone_state *zones;
+	size_t nzones;
+	struct trainer trainer;
+	bool trainer_ok;
+};
+
+struct group_set {
+	struct wb_est_group *g;
+	size_t n, cap;
+	uint64_t *energy; /* n x nzones */
+	size_t energy_cap;
+	int32_t *slot; /* open addressing: group index or -1 */
+	size_t slot_cap, slots; /* allocated, in use (a power of two) */
+};
+
+struct estimator {
+	struct est_conf conf;
+	struct model *model;
+	struct host_state hosts[HOSTS_MAX];
+	size_t nhosts;
+	uint64_t tick;
+
+	struct wb_est_zone *zones;
+	size_t zones_cap;
+	struct wb_est_proc *procs;
+	size_t procs_cap;
+	uint64_t *energy; /* nprocs x nzones */
+	size_t energy_cap;
+	uint64_t *w, *w2, *part;
+	size_t w_cap, w2_cap, part_cap;
+	int32_t *cg_slot; /* cgroup id -> index into the slot's cgroups */
+	size_t cg_slot_cap;
+	int32_t *cg_group; /* per cgroup of the slot, per group kind: group index or -1 */
+	size_t cg_group_cap;
+	struct group_set groups[G_KINDS];
+	struct attrib_scratch scratch;
+};
+
+static int grow(void **p, size_t *cap, size_t need, size_t elem)
+{
+	if (need <= *cap)
+		return 0;
+	size_t n = *cap ? *cap : 16;
+	while (n < need)
+		n *= 2;
+	void *q = realloc(*p, n * elem);
+	if (!q)
+		return -1;
+	*p = q;
+	*cap = n;
+	return 0;
+}
+
+static void host_free(struct host_state *h)
+{
+	for (size_t i = 0; i < h->nzones; i++)
+		idle_reg_free(&h->zones[i].reg);
+	free(h->zones);
+	if (h->trainer_ok)
+		trainer_free(&h->trainer);
+	memset(h, 0, sizeof(*h));
+}
+
+struct estimator *estimator_new(const struct est_conf *conf)
+{
+	struct estimator *e = calloc(1, sizeof(*e));
+	if (!e)
+		return NULL;
+	e->conf = *conf;
+	return e;
+}
+
+void estimator_destroy(struct estimator **self_p)
+{
+	if (!self_p || !*self_p)
+		return;
+	struct estimator *e = *self_p;
+	for (size_t i = 0; i < e->nhosts; i++)
+		host_free(&e->hosts[i]);
+	free(e->model);
+	free(e->zones);
+	free(e->procs);
+	free(e->energy);
+	free(e->w);
+	free(e->w2);
+	free(e->part);
+	free(e->cg_slot);
+	free(e->cg_group);
+	for (int k = 0; k < G_KINDS; k++) {
+		free(e->groups[k].g);
+		free(e->groups[k].energy);
+		free(e->groups[k].slot);
+	}
+	attrib_scratch_free(&e->scratch);
+	free(e);
+	*self_p = NULL;
+}
+
+int estimator_set_conf(struct estimator *e, const struct est_conf *conf)
+{
+	bool train_changed = memcmp(&conf->train_conf, &e->conf.train_conf, sizeof(conf->train_conf)) != 0 ||
+			     conf->train != e->conf.train;
+	e->conf = *conf;
+	if (train_changed)
+		for (size_t i = 0; i < e->nhosts; i++)
+			if (e->hosts[i].trainer_ok) {
+				trainer_free(&e->hosts[i].trainer);
+				e->hosts[i].trainer_ok = false;
+			}
+	return 0;
+}
+
+void estimator_set_model(struct estimator *e, struct model *m)
+{
+	free(e->model);
+	e->model = m;
+}
+
+const struct model *estimator_model(const struct estimator *e)
+{
+	return e->model;
+}
+
+double estimator_core_ratio(const struct estimator *e, uint64_t ncpu)
+{
+	uint64_t cores = e->conf.model_cores ? e->conf.model_cores : e->model ? e->model->cores : 0;
+	if (!cores || !ncpu)
+		return 1.0;
+	double r = (double)ncpu / (double)cores;
+	return r < 1.0 ? r : 1.0;
+}
+
+static struct host_state *host_get(struct estimator *e, const char *host)
+{
+	e->tick++;
+	for (size_t i = 0; i < e->nhosts; i++)
+		if (strcmp(e->hosts[i].host, host) == 0) {
+			e->hosts[i].used = e->tick;
+			return &e->hosts[i];
+		}
+	struct host_state *h;
+	if (e->nhosts < HOSTS_MAX) {
+		h = &e->hosts[e->nhosts++];
+	} else {
+		h = &e->hosts[0];
+		for (size_t i = 1; i < e->nhosts; i++)
+			if (e->hosts[i].used < h->used)
+				h = &e->hosts[i];
+		host_free(h);
+	}
+	snprintf(h->host, sizeof(h->host), "%s", host);
+	h->used = e->tick;
+	return h;
+}
+
+static struct idle_reg *zone_reg(struct host_state *h, const char *name)
+{
+	for (size_t i = 0; i < h->nzones; i++)
+		if (strcmp(h->zones[i].name, name) == 0)
+			return &h->zones[i].reg;
+	if (h->nzones >= ZONE_STATE_MAX)
+		return NULL;
+	struct zone_state *z = realloc(h->zones, (h->nzones + 1) * sizeof(*z));
+	if (!z)
+		return NULL;
+	h->zones = z;
+	memset(&z[h->nzones], 0, sizeof(z[0]));
+	snprintf(z[h->nzones].name, sizeof(z[0].name), "%s", name);
+	return &z[h->nzones++].reg;
+}
+
+static inline uint64_t hash_u64(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ull;
+	x ^= x >> 33;
+	return x;
+}
+
+static inline uint64_t hash_str(const char *s)
+{
+	uint64_t h = 1469598103934665603ull;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ull;
+	return h;
+}
+
+static size_t pow2_at_least(size_t n)
+{
+	size_t c = 16;
+	while (c < n)
+		c *= 2;
+	return c;
+}
+
+/* Index the slot's cgroups by id (the last entry of an id wins). */
+static int cgroups_index(struct estimator *e, const struct wb_aligned *a)
+{
+	size_t cap = pow2_at_least(2 * a->n_cgroups + 1);
+	if (grow((void **)&e->cg_slot, &e->cg_slot_cap, cap, sizeof(int32_t)) < 0)
+		return -1;
+	memset(e->cg_slot, 0xff, cap * sizeof(int32_t));
+	for (size_t i = 0; i < a->n_cgroups; i++) {
+		size_t s = hash_u64(a->cgroups[i].id) & (cap - 1);
+		while (e->cg_slot[s] >= 0 && a->cgroups[e->cg_slot[s]].id != a->cgroups[i].id)
+			s = (s + 1) & (cap - 1);
+		e->cg_slot[s] = (int32_t)i;
+	}
+	return (int)cap;
+}
+
+static const struct wb_cgroup *cgroup_find(const struct estimator *e, const struct wb_aligned *a, size_t cap,
+					   uint64_t id, int32_t *index)
+{
+	if (!a->n_cgroups)
+		return NULL;
+	size_t s = hash_u64(id) & (cap - 1);
+	while (e->cg_slot[s] >= 0) {
+		const struct wb_cgroup *c = &a->cgroups[e->cg_slot[s]];
+		if (c->id == id) {
+			*index = e->cg_slot[s];
+			return c;
+		}
+		s = (s + 1) & (cap - 1);
+	}
+	return NULL;
+}
+
+/* The group named id in set gs, added when new. Returns its index or -1 (ENOMEM). */
+static int32_t group_get(struct group_set *gs, const char *id, const struct wb_cgroup *cg, int kind)
+{
+	size_t cap = gs->slots;
+	size_t s = hash_str(id) & (cap - 1);
+	while (gs->slot[s] >= 0) {
+		if (strcmp(gs->g[gs->slot[s]].id, id) == 0)
+			return gs->slot[s];
+		s = (s + 1) & (cap - 1);
+	}
+	if (grow((void **)&gs->g, &gs->cap, gs->n + 1, sizeof(*gs->g)) < 0)
+		return -1;
+	struct wb_est_group *g = &gs->g[gs->n];
+	memset(g, 0, sizeof(*g));
+	snprintf(g->id, sizeof(g->id), "%s", id);
+	if (kind == G_CONTAINER) {
+		snprintf(g->runtime, sizeof(g->runtime), "%s", cg->runtime);
+		snprintf(g->pod_uid, sizeof(g->pod_uid), "%s", cg->pod_uid);
+	} else if (kind == G_POD || kind == G_VM) {
+		snprintf(g->runtime, sizeof(g->runtime), "%s", cg->runtime);
+	}
+	gs->slot[s] = (int32_t)gs->n;
+	return (int32_t)gs->n++;
+}
+
+static const char *group_key(const struct wb_cgroup *c, int kind)
+{
+	switch (kind) {
+	case G_CONTAINER: return c->container_id;
+	case G_POD: return c->pod_uid;
+	case G_VM: return c->vm;
+	case G_SERVICE: return c->service;
+	}
+	return "";
+}
+
+/* Containers, pods, VMs and services of the slot: each the sum of its processes. */
+static int groups_build(struct estimator *e, const struct wb_aligned *a, size_t cg_cap, size_t nz)
+{
+	if (grow((void **)&e->cg_group, &e->cg_group_cap, a->n_cgroups * G_KINDS + 1, sizeof(int32_t)) < 0)
+		return -1;
+	for (int k = 0; k < G_KINDS; k++) {
+		struct group_set *gs = &e->groups[k];
+		gs->n = 0;
+		size_t cap = pow2_at_least(2 * a->n_cgroups + 1);
+		if (grow((void **)&gs->slot, &gs->slot_cap, cap, sizeof(int32_t)) < 0)
+			return -1;
+		gs->slots = cap;
+		memset(gs->slot, 0xff, cap * sizeof(int32_t));
+		for (size_t i = 0; i < a->n_cgroups; i++) {
+			const char *key = group_key(&a->cgroups[i], k);
+			e->cg_group[i * G_KINDS + k] = key[0] ? group_get(gs, key, &a->cgroups[i], k) : -1;
+			if (key[0] && e->cg_group[i * G_KINDS + k] < 0)
+				return -1;
+		}
+		if (grow((void **)&gs->energy, &gs->energy_cap, gs->n * nz + 1, sizeof(uint64_t)) < 0)
+			return -1;
+		memset(gs->energy, 0, (gs->n * nz + 1) * sizeof(uint64_t));
+	}
+	for (size_t i = 0; i < a->n_procs; i++) {
+		int32_t ci;
+		if (!cgroup_find(e, a, cg_cap, a->procs[i].cgroup_id, &ci))
+			continue;
+		for (int k = 0; k < G_KINDS; k++) {
+			int32_t gi = e->cg_group[(size_t)ci * G_KINDS + k];
+			if (gi < 0)
+				continue;
+			struct group_set *gs = &e->groups[k];
+			gs->g[gi].cpu_ns += a->procs[i].cpu_ns;
+			uint64_t *dst = &gs->energy[(size_t)gi * nz];
+			const uint64_t *src = &e->energy[i * nz];
+			for (size_t z = 0; z < nz; z++)
+				dst[z] += src[z];
+		}
+	}
+	/* Pointers only now: the pools may have moved while growing. */
+	for (int k = 0; k < G_KINDS; k++) {
+		struct group_set *gs = &e->groups[k];
+		for (size_t g = 0; g < gs->n; g++) {
+			gs->g[g].energy_uj = &gs->energy[g * nz];
+			gs->g[g].n_energy_uj = nz;
+		}
+	}
+	return 0;
+}
+
+static uint64_t uj_of(double watts, double slot_s)
+{
+	double uj = watts * slot_s * 1e6;
+	if (!(uj > 0))
+		return 0;
+	if (uj > 4e18)
+		return (uint64_t)4e18;
+	return (uint64_t)llround(uj);
+}
+
+/* Zones from the power model: node power at this slot's features, idle scaled by the core ratio. */
+static void model_zones(struct estimator *e, const struct wb_aligned *a, double slot_s, struct est_result *res,
+			size_t *nz)
+{
+	const struct model *m = e->model;
+	double x[FEAT_COUNT], zero[FEAT_COUNT] = {0};
+	feat_from_slot(a, x);
+	double ratio = estimator_core_ratio(e, a->ncpu);
+	*nz = 0;
+	for (size_t i = 0; i < m->nzones; i++) {
+		const struct model_zone *mz = &m->zones[i];
+		if (!model_zone_active(m, mz))
+			continue;
+		double p = model_zone_power_w(m, mz, x);
+		double p0 = model_zone_power_w(m, mz, zero);
+		double idle_w = 0, active_w = 0;
+		if (!isfinite(p) || !isfinite(p0)) {
+			res->model_nan++;
+		} else if (m->output == MODEL_ABS) {
+			/* Kepler scales the idle (zero-usage) power by the core ratio; usage adds the rest. */
+			idle_w = (p0 > 0 ? p0 : 0) * ratio;
+			active_w = p > p0 ? p - p0 : 0;
+		} else {
+			active_w = p > 0 ? p : 0;
+			for (size_t f = 0; f < e->conf.idle.nfixed; f++)
+				if (strcmp(e->conf.idle.fixed[f].key, mz->zone) == 0)
+					idle_w = e->conf.idle.fixed[f].watts;
+		}
+		struct wb_est_zone *z = &e->zones[(*nz)++];
+		memset(z, 0, sizeof(*z));
+		snprintf(z->name, sizeof(z->name), "%s", mz->zone);
+		snprintf(z->zone, sizeof(z->zone), "%s", mz->zone);
+		z->idle_uj = uj_of(idle_w, slot_s);
+		z->active_uj = uj_of(active_w, slot_s);
+		z->energy_uj = z->idle_uj + z->active_uj;
+	}
+}
+
+static void measured_zones(struct estimator *e, struct host_state *h, const struct wb_aligned *a, double slot_s,
+			   uint64_t busy, uint64_t total, struct est_result *res)
+{
+	for (size_t i = 0; i < a->n_zones; i++) {
+		const struct wb_slot_zone *sz = &a->zones[i];
+		struct wb_est_zone *z = &e->zones[i];
+		memset(z, 0, sizeof(*z));
+		snprintf(z->name, sizeof(z->name), "%s", sz->name);
+		snprintf(z->zone, sizeof(z->zone), "%s", sz->zone);
+		snprintf(z->path, sizeof(z->path), "%s", sz->path);
+		z->index = sz->index;
+		z->energy_uj = sz->energy_uj;
+		struct idle_reg *reg = e->conf.idle.method == IDLE_REGRESSION ? zone_reg(h, sz->name) : NULL;
+		enum idle_method used = idle_split(&e->conf.idle, reg, sz->name, sz->zone, sz->energy_uj, slot_s, busy,
+						   total, &z->active_uj, &z->idle_uj);
+		if (used != e->conf.idle.method)
+			res->idle_fallbacks++;
+	}
+}
+
+/* Active energy of every zone to the processes; the rest to unattributed. */
+static int attribute(struct estimator *e, const struct wb_aligned *a, size_t nz, uint64_t busy)
+{
+	size_t n = a->n_procs;
+	if (grow((void **)&e->w, &e->w_cap, n + 1, sizeof(uint64_t)) < 0 ||
+	    grow((void **)&e->w2, &e->w2_cap, n + 1, sizeof(uint64_t)) < 0 ||
+	    grow((void **)&e->part, &e->part_cap, n + 1, sizeof(uint64_t)) < 0)
+		return -1;
+	unsigned __int128 cpu_sum = 0, instr_sum = 0;
+	for (size_t i = 0; i < n; i++) {
+		/* pid 0 is the idle task: its "CPU time" is idle time. */
+		bool skip = a->procs[i].pid == 0;
+		e->w[i] = skip ? 0 : a->procs[i].cpu_ns;
+		e->w2[i] = skip ? 0 : a->procs[i].instructions;
+		cpu_sum += e->w[i];
+		instr_sum += e->w2[i];
+	}
+	/*
+	 * Shares are of the node's busy CPU time (the rest of it ran in kernel
+	 * threads, interrupts and processes too short-lived to be listed), or of
+	 * the listed processes' time (base procs, as Kepler does).
+	 */
+	uint64_t cpu_denom = 0;
+	if (e->conf.base == EST_BASE_NODE)
+		cpu_denom = cpu_sum > busy ? (cpu_sum > UINT64_MAX ? UINT64_MAX : (uint64_t)cpu_sum) : busy;
+	bool by_instr = e->conf.by == EST_BY_INSTRUCTIONS && instr_sum > 0;
+	for (size_t z = 0; z < nz; z++) {
+		struct wb_est_zone *ez = &e->zones[z];
+		uint64_t rest;
+		if (!by_instr) {
+			if (attrib_split(ez->active_uj, e->w, n, cpu_denom, e->part, &rest, &e->scratch) < 0)
+				return -1;
+		} else {
+			/* The listed processes' share by CPU time, split among them by instructions. */
+			uint64_t d = cpu_denom ? cpu_denom : (uint64_t)(cpu_sum ? cpu_sum : 1);
+			uint64_t attributable =
+				cpu_sum ? (uint64_t)((unsigned __int128)ez->active_uj * (cpu_sum > d ? d : cpu_sum) / d) : 0;
+			if (attrib_split(attributable, e->w2, n, 0, e->part, &rest, &e->scratch) < 0)
+				return -1;
+			rest += ez->active_uj - attributable;
+		}
+		ez->unattributed_uj = rest;
+		for (size_t i = 0; i < n; i++)
+			e->energy[i * nz + z] = e->part[i];
+	}
+	return 0;
+}
+
+static void fill_procs(struct estimator *e, const struct wb_aligned *a, size_t cg_cap, size_t nz)
+{
+	for (size_t i = 0; i < a->n_procs; i++) {
+		const struct wb_slot_proc *sp = &a->procs[i];
+		struct wb_est_proc *p = &e->procs[i];
+		p->pid = sp->pid;
+		memcpy(p->comm, sp->comm, sizeof(p->comm));
+		p->start_ns = sp->start_ns;
+		p->cgroup_id = sp->cgroup_id;
+		p->cpu_ns = sp->cpu_ns;
+		p->exited = sp->exited;
+		p->container_id[0] = p->vm[0] = '\0';
+		int32_t ci;
+		const struct wb_cgroup *cg = cgroup_find(e, a, cg_cap, sp->cgroup_id, &ci);
+		if (cg) {
+			snprintf(p->container_id, sizeof(p->container_id), "%s", cg->container_id);
+			snprintf(p->vm, sizeof(p->vm), "%s", cg->vm);
+		}
+		p->energy_uj = &e->energy[i * nz];
+		p->n_energy_uj = nz;
+	}
+}
+
+static void train(struct estimator *e, struct host_state *h, const struct wb_aligned *a, struct est_result *res)
+{
+	if (!h->trainer_ok) {
+		if (trainer_init(&h->trainer, &e->conf.train_conf) < 0)
+			return;
+		h->trainer_ok = true;
+	}
+	if (trainer_add(&h->trainer, a) != 1)
+		return;
+	struct model *m = malloc(sizeof(*m));
+	if (!m)
+		return;
+	char name[128];
+	/* Names change with every fit, so a receiver can tell models apart; no '_' (Kepler splits on it). */
+	snprintf(name, sizeof(name), "wattbus-%.63s-%" PRIu64, a->env.host, (uint64_t)(a->t1 / WB_NS_PER_SEC));
+	for (char *c = name; *c; c++)
+		if (*c == '_')
+			*c = '-';
+	if (trainer_fit(&h->trainer, name, a->ncpu, m, res->train_err, sizeof(res->train_err)) < 0) {
+		free(m);
+		return;
+	}
+	res->trained = m;
+}
+
+int estimator_slot(struct estimator *e, const struct wb_aligned *a, struct wb_estimate *out, struct est_result *res,
+		   char *err, size_t errlen)
+{
+	memset(res, 0, sizeof(*res));
+	memset(out, 0, sizeof(*out));
+	double slot_s = feat_slot_s(a);
+	if (slot_s <= 0) {
+		snprintf(err, errlen, "slot [%" PRIu64 ", %" PRIu64 "] of %s has no length", a->t0, a->t1, a->env.host);
+		return -1;
+	}
+	bool measured = e->conf.mode == EST_MEASURED || (e->conf.mode == EST_AUTO && a->n_zones > 0);
+	if (measured && a->n_zones == 0) {
+		snprintf(err, errlen, "slot from %s has no power zones and mode is measured", a->env.host);
+		return -1;
+	}
+	size_t nz_max = measured ? a->n_zones : MODEL_ZONES_MAX;
+	if (a->n_procs * nz_max > ENERGY_CELLS_MAX) {
+		snprintf(err, errlen, "slot from %s: %zu processes x %zu zones is more than %u values", a->env.host,
+			 a->n_procs, nz_max, ENERGY_CELLS_MAX);
+		return -1;
+	}
+	if (grow((void **)&e->zones, &e->zones_cap, nz_max + 1, sizeof(*e->zones)) < 0 ||
+	    grow((void **)&e->procs, &e->procs_cap, a->n_procs + 1, sizeof(*e->procs)) < 0)
+		goto nomem;
+
+	struct host_state *h = host_get(e, a->env.host);
+	uint64_t busy, total;
+	feat_cpu_busy(&a->cpu, &busy, &total);
+	size_t nz = 0;
+	res->measured = measured;
+	if (measured) {
+		measured_zones(e, h, a, slot_s, busy, total, res);
+		nz = a->n_zones;
+	} else if (e->model) {
+		model_zones(e, a, slot_s, res, &nz);
+	} else {
+		res->no_model = true;
+	}
+	if (grow((void **)&e->energy, &e->energy_cap, a->n_procs * nz + 1, sizeof(uint64_t)) < 0)
+		goto nomem;
+	if (attribute(e, a, nz, busy) < 0)
+		goto nomem;
+	int cg_cap = cgroups_index(e, a);
+	if (cg_cap < 0)
+		goto nomem;
+	fill_procs(e, a, (size_t)cg_cap, nz);
+	if (groups_build(e, a, (size_t)cg_cap, nz) < 0)
+		goto nomem;
+
+	out->env = a->env;
+	out->t0 = a->t0;
+	out->t1 = a->t1;
+	snprintf(out->mode, sizeof(out->mode), "%s", measured ? "measured" : "model");
+	if (!measured && e->model)
+		snprintf(out->model, sizeof(out->model), "%s", e->model->name);
+	out->ncpu = a->ncpu;
+	out->cpu_usage_ratio = total ? (double)(busy < total ? busy : total) / (double)total : 0.0;
+	out->quality = a->quality;
+	out->zones = e->zones;
+	out->n_zones = nz;
+	out->procs = e->procs;
+	out->n_procs = a->n_procs;
+	struct wb_est_group **dst[G_KINDS] = {&out->containers, &out->pods, &out->vms, &out->services};
+	size_t *dst_n[G_KINDS] = {&out->n_containers, &out->n_pods, &out->n_vms, &out->n_services};
+	for (int k = 0; k < G_KINDS; k++) {
+		*dst[k] = e->groups[k].g;
+		*dst_n[k] = e->groups[k].n;
+	}
+	if (measured && e->conf.train)
+		train(e, h, a, res);
+	return 0;
+nomem:
+	memset(out, 0, sizeof(*out));
+	snprintf(err, errlen, "slot from %s: out of memory", a->env.host);
+	return -1;
+}

@@ -1,0 +1,269 @@
+/*
+ * estimd's private header: the pure modules that turn aligned slots into
+ * estimates (idle/active split, attribution, power models, online training),
+ * grouped by file. None of them needs a socket or root; main.c wires them to the bus.
+ */
+#ifndef ESTIMD_H
+#define ESTIMD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "wb_msgs.h"
+
+/* ---- features.c: Kepler's model features, computed from one slot, per second ---- */
+
+enum feat_id {
+	FEAT_CPU_TIME_MS,	/* bpf_cpu_time_ms: process on-CPU time, ms per second */
+	FEAT_CPU_CYCLES,	/* cpu_cycles per second */
+	FEAT_CPU_INSTRUCTIONS, /* cpu_instructions per second */
+	FEAT_CACHE_MISS,	/* cache_miss per second */
+	FEAT_COUNT,
+	FEAT_UNMEASURED = -1, /* a Kepler feature wattbus does not measure (bpf_page_cache_hit, irq): 0 */
+};
+
+const char *feat_name(enum feat_id id);
+/* Kepler's feature name -> id, or FEAT_UNMEASURED. */
+int feat_from_name(const char *name);
+/* Slot length in seconds (0 when t1 <= t0). */
+double feat_slot_s(const struct wb_aligned *a);
+/*
+ * Feature values of the slot, per second of slot: x[FEAT_*]. Process CPU time
+ * sums the listed processes (pid 0, the idle task, excluded), as Kepler's eBPF
+ * source does. Returns 0, or -1 when the slot has no length.
+ */
+int feat_from_slot(const struct wb_aligned *a, double x[FEAT_COUNT]);
+/* Node CPU time of the slot from /proc/stat deltas: busy (iowait counts as idle) and total. */
+void feat_cpu_busy(const struct wb_cpu_times *c, uint64_t *busy_ns, uint64_t *total_ns);
+
+/* ---- model.c: Kepler model-db weights (linear and curve-fit), wattbus model messages ---- */
+
+enum model_form { MODEL_LINEAR, MODEL_LOGARITHMIC, MODEL_LOGISTIC, MODEL_EXPONENTIAL };
+enum model_output { MODEL_ABS, MODEL_DYN };
+
+#define MODEL_FEATS_MAX 32
+#define MODEL_ZONES_MAX 8
+#define MODEL_ERR_MAX 512
+
+struct model_feat {
+	char name[64];
+	int id; /* enum feat_id, or FEAT_UNMEASURED */
+	double weight, scale, mean;
+};
+
+struct model_zone {
+	char zone[16]; /* package, core, uncore, dram, platform */
+	double bias_w;
+	size_t nfeat;
+	struct model_feat feat[MODEL_FEATS_MAX]; /* in file order; curve fits use feat[0] */
+	double curve[4];			 /* CurveFit_Weights */
+	size_t ncurve;
+	double mae_w, mape; /* held-out error when known (trained by wattbus), else 0 */
+};
+
+struct model {
+	char name[128];
+	char origin[256]; /* file path, or "bus:HOST" */
+	enum model_form form;
+	enum model_output output;
+	uint64_t cores;	     /* logical CPUs of the machine it was trained on (machine_spec.cores); 0 unknown */
+	uint64_t train_slots, test_slots;
+	size_t ncategorical; /* Categorical_Variables entries, which wattbus cannot evaluate (ignored) */
+	size_t nzones;
+	struct model_zone zones[MODEL_ZONES_MAX];
+};
+
+/* How to read a weights file whose JSON does not say it (Kepler takes these from its config). */
+struct model_hint {
+	const char *trainer; /* NULL/"auto", or a model-db trainer name (LogarithmicRegressionTrainer...) */
+	const char *output;  /* NULL/"auto", "AbsPower" or "DynPower" */
+	uint64_t cores;	     /* >0: overrides machine_spec.cores */
+};
+
+const char *model_form_name(enum model_form form);
+const char *model_output_name(enum model_output output);
+/*
+ * Parse Kepler model-db weights JSON. origin (the file name) names the input in
+ * errors and, as model-db names its files after the trainer and the output
+ * type, tells the form when the JSON does not. Returns 0, or -1 with err
+ * "ORIGIN: KEY: reason" (KEY as a dotted JSON path). *out is overwritten.
+ */
+int model_parse(const char *text, size_t len, const char *origin, const struct model_hint *hint,
+		struct model *out, char *err, size_t errlen);
+/* Read and parse a file (at most 4 MiB). Same contract as model_parse. */
+int model_load_file(const char *path, const struct model_hint *hint, struct model *out, char *err, size_t errlen);
+/* The model's index of zone (package...), or -1. */
+int model_find_zone(const struct model *m, const char *zone);
+/* A zone that is all zeros (model-db publishes such for zones it did not train) models nothing. */
+bool model_zone_active(const struct model *m, const struct model_zone *z);
+/* Power of one zone in watts at features x (per second). NaN when the form is undefined there. */
+double model_zone_power_w(const struct model *m, const struct model_zone *z, const double x[FEAT_COUNT]);
+/* Kepler weights JSON of a linear model (means folded into the bias). malloc'd, or NULL (err). */
+char *model_to_kepler_json(const struct model *m, char *err, size_t errlen);
+/* Write model_to_kepler_json to path atomically (temp file + rename). Returns 0 or -1 (err). */
+int model_save_file(const struct model *m, const char *path, char *err, size_t errlen);
+/*
+ * A linear model as a model message (arrays owned by msg, freed by wb_msg_clear).
+ * Returns 0, or -1 when the model has a curve-fit form or too many features.
+ */
+int model_to_msg(const struct model *m, struct wb_model *msg, char *err, size_t errlen);
+/* A received model message, checked, as a model. Returns 0 or -1 (err names the key). */
+int model_from_msg(const struct wb_model *msg, struct model *out, char *err, size_t errlen);
+/* One line on a model for the log: name, origin, form, zones and their error. */
+void model_describe(const struct model *m, char *buf, size_t size);
+
+/* ---- attrib.c: exact integer attribution ---- */
+
+struct attrib_scratch {
+	struct attrib_rem *rem;
+	size_t cap;
+};
+
+void attrib_scratch_free(struct attrib_scratch *s);
+/*
+ * Split amount_uj over n parts in proportion to w[i] / denom, and the share
+ * (denom - sum w) / denom into *rest_uj. denom 0 (or below sum w) means sum w.
+ * Floors first, then the leftover microjoules one each to the largest
+ * remainders (ties: lower index, the rest last), so that
+ * sum out[i] + *rest_uj == amount_uj exactly. Returns 0, or -1 on ENOMEM.
+ */
+int attrib_split(uint64_t amount_uj, const uint64_t *w, size_t n, uint64_t denom, uint64_t *out,
+		 uint64_t *rest_uj, struct attrib_scratch *s);
+
+/* ---- idle.c: idle/active split per zone and slot ---- */
+
+enum idle_method {
+	IDLE_RATIO,	 /* Kepler >= 0.10: active = E * busy / total */
+	IDLE_FIXED,	 /* idle = configured watts * slot length */
+	IDLE_REGRESSION, /* idle = intercept of zone power against CPU usage over recent slots */
+};
+
+#define IDLE_FIXED_MAX 32
+
+struct idle_fixed {
+	char key[64]; /* zone name (package-0) or zone kind (package) */
+	double watts;
+};
+
+struct idle_conf {
+	enum idle_method method;
+	struct idle_fixed fixed[IDLE_FIXED_MAX];
+	size_t nfixed;
+	size_t window;	   /* regression: slots kept */
+	size_t min_slots;  /* regression: slots needed before the intercept is used */
+	double min_spread; /* regression: standard deviation of usage needed to refit */
+};
+
+/* Regression state of one zone. */
+struct idle_reg {
+	double *u, *p; /* ring of (usage ratio, zone watts) */
+	size_t n, head, cap;
+	double idle_w; /* last intercept fitted with enough spread */
+	bool valid;
+};
+
+/* "package=20,dram-0=4.5" entries -> conf->fixed. Returns 0 or -1 (err names the entry). */
+int idle_parse_fixed(const char *const *entries, size_t n, struct idle_conf *conf, char *err, size_t errlen);
+const char *idle_method_name(enum idle_method method);
+void idle_reg_free(struct idle_reg *r);
+/*
+ * Split energy_uj of one zone into active and idle for a slot of slot_s
+ * seconds with busy/total CPU time. reg is the zone's regression state (may be
+ * NULL for other methods). Returns the method actually used: the ratio method
+ * stands in when a fixed value is missing for the zone or the regression has
+ * not learned an idle power yet.
+ */
+enum idle_method idle_split(const struct idle_conf *conf, struct idle_reg *reg, const char *name, const char *zone,
+			    uint64_t energy_uj, double slot_s, uint64_t busy_ns, uint64_t total_ns,
+			    uint64_t *active_uj, uint64_t *idle_uj);
+
+/* ---- train.c: online least squares per zone, Kepler weights out ---- */
+
+#define TRAIN_ZONES 5 /* package, core, uncore, dram, platform */
+
+struct train_conf {
+	size_t window;	      /* slots kept (train and test together) */
+	size_t min_slots;     /* training slots needed before a fit */
+	size_t every;	      /* fit every this many slots */
+	size_t holdout_every; /* every k-th slot is held out for testing */
+};
+
+struct train_sample {
+	double x[FEAT_COUNT];
+	double y_w[TRAIN_ZONES]; /* zone power, watts; < 0: zone absent */
+	bool test;
+};
+
+struct trainer {
+	struct train_conf conf;
+	struct train_sample *ring;
+	size_t n, head;
+	uint64_t seen, since_fit, fits;
+	bool zone_seen[TRAIN_ZONES];
+};
+
+const char *train_zone_name(int i);
+/* Kepler zone of a RAPL/meter zone kind (psys -> platform), or -1. */
+int train_zone_index(const char *kind);
+int trainer_init(struct trainer *t, const struct train_conf *conf);
+void trainer_free(struct trainer *t);
+/* Add one measured slot. Returns 1 when a fit is due, 0 otherwise, -1 when the slot is unusable. */
+int trainer_add(struct trainer *t, const struct wb_aligned *a);
+/* Add one sample directly (tests, and trainer_add). Same return. */
+int trainer_add_sample(struct trainer *t, const double x[FEAT_COUNT], const double y_w[TRAIN_ZONES]);
+/*
+ * Fit every zone seen from the training samples of the window (standardised
+ * features, least squares), measure MAE and MAPE on the held-out samples, and
+ * write a linear AbsPower model named name into *out. Returns 0, or -1 when
+ * there are too few samples (err says why).
+ */
+int trainer_fit(struct trainer *t, const char *name, uint64_t cores, struct model *out, char *err, size_t errlen);
+
+/* ---- estimate.c: one aligned slot -> one estimate ---- */
+
+enum est_mode { EST_AUTO, EST_MEASURED, EST_MODEL };
+enum est_by { EST_BY_CPU, EST_BY_INSTRUCTIONS };
+enum est_base { EST_BASE_NODE, EST_BASE_PROCS };
+
+struct est_conf {
+	enum est_mode mode;
+	enum est_by by;
+	enum est_base base;
+	struct idle_conf idle;
+	bool train;
+	struct train_conf train_conf;
+	uint64_t model_cores; /* >0: the model's machine cores, overriding the file */
+};
+
+/* What happened in one slot, for counters and logs. */
+struct est_result {
+	bool measured;		/* measured mode (else model mode) */
+	bool no_model;		/* model mode without a model: zones left empty */
+	unsigned idle_fallbacks; /* zones where the ratio method stood in */
+	unsigned model_nan;	/* zones whose model gave no finite power (0 W used) */
+	struct model *trained;	/* a new model from training; the caller owns it */
+	char train_err[MODEL_ERR_MAX]; /* why a due fit failed, else "" */
+};
+
+struct estimator;
+
+struct estimator *estimator_new(const struct est_conf *conf);
+void estimator_destroy(struct estimator **self_p);
+/* Replace the configuration (reload); per-host learning state is kept where it still applies. */
+int estimator_set_conf(struct estimator *e, const struct est_conf *conf);
+/* Use model m from now on (ownership taken; NULL: no model). The previous one is freed. */
+void estimator_set_model(struct estimator *e, struct model *m);
+const struct model *estimator_model(const struct estimator *e);
+/* Core ratio applied to the model's idle power for a host of ncpu logical CPUs (Kepler: min(ncpu/cores, 1)). */
+double estimator_core_ratio(const struct estimator *e, uint64_t ncpu);
+/*
+ * Estimate one slot. On success *out holds the estimate; its arrays belong to
+ * the estimator and stay valid until the next call (do not wb_msg_clear it).
+ * Returns 0, or -1 with err when the slot cannot be used (rejected, counted by
+ * the caller).
+ */
+int estimator_slot(struct estimator *e, const struct wb_aligned *a, struct wb_estimate *out, struct est_result *res,
+		   char *err, size_t errlen);
+
+#endif
