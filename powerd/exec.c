@@ -1,0 +1,596 @@
+/*
+ * Readings printed by an external command, the way to support a meter no
+ * built-in source knows. Sample mode runs the command at every sample; stream
+ * mode keeps it running and takes lines as they come. The line format is in
+ * docs/powerd.md ("exec line format") and exec_parse_line() below.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "powerd.h"
+
+#define EXEC_OUT_MAX 65536		    /* output of one sample-mode run */
+#define EXEC_LINE_MAX 512
+#define EXEC_RESTART_NS (1000000000ull) /* stream mode: wait this long before restarting the command */
+
+extern char **environ;
+
+struct exec_zone {
+	char name[64]; /* as the command prints it */
+	size_t zi;     /* index in the set */
+	enum pd_exec_unit unit;
+};
+
+struct pd_exec {
+	char *cmd;
+	bool stream;
+	uint64_t timeout_ns;
+	struct exec_zone *zones;
+	size_t nzones;
+	/* stream mode */
+	pid_t pid;
+	int fd;
+	char buf[EXEC_LINE_MAX];
+	size_t len;
+	bool overlong;
+	uint64_t restart_at_ns;
+	struct wb_ratelimit rl;
+};
+
+static const char *const exec_kinds[] = {"package", "core", "uncore", "dram", "psys", "platform", "gpu", "other"};
+
+static bool kind_valid(const char *k, size_t len)
+{
+	for (size_t i = 0; i < sizeof(exec_kinds) / sizeof(exec_kinds[0]); i++)
+		if (strlen(exec_kinds[i]) == len && !strncmp(exec_kinds[i], k, len))
+			return true;
+	return false;
+}
+
+/* Kind from the zone name's first word ("package-0" -> package), else other. */
+static const char *kind_from_name(const char *name)
+{
+	for (size_t i = 0; i < sizeof(exec_kinds) / sizeof(exec_kinds[0]); i++) {
+		size_t len = strlen(exec_kinds[i]);
+		if (!strncmp(name, exec_kinds[i], len) && (name[len] == '\0' || name[len] == '-' || name[len] == '_'))
+			return exec_kinds[i];
+	}
+	return "other";
+}
+
+/* Next blank-separated token of *s; returns its length (0 at the end). */
+static size_t token(const char **s, const char **tok)
+{
+	while (**s == ' ' || **s == '\t')
+		(*s)++;
+	*tok = *s;
+	while (**s && **s != ' ' && **s != '\t')
+		(*s)++;
+	return (size_t)(*s - *tok);
+}
+
+static int parse_uint(const char *s, size_t len, uint64_t max, uint64_t *out)
+{
+	if (len == 0 || len > 20)
+		return -1;
+	uint64_t v = 0;
+	for (size_t i = 0; i < len; i++) {
+		unsigned d = (unsigned)(unsigned char)s[i] - '0';
+		if (d > 9 || v > (max - d) / 10)
+			return -1;
+		v = v * 10 + d;
+	}
+	*out = v;
+	return 0;
+}
+
+/* Watts with up to 6 decimals -> microwatts, exactly. */
+static int parse_watts(const char *s, size_t len, uint64_t *uw)
+{
+	const char *dot = memchr(s, '.', len);
+	size_t ilen = dot ? (size_t)(dot - s) : len;
+	size_t flen = dot ? len - ilen - 1 : 0;
+	uint64_t w, frac = 0;
+	if (parse_uint(s, ilen, 1000000000ull, &w) < 0 || (dot && (flen == 0 || flen > 6)))
+		return -1;
+	if (flen && parse_uint(dot + 1, flen, 999999, &frac) < 0)
+		return -1;
+	for (size_t i = flen; i < 6; i++)
+		frac *= 10;
+	*uw = w * 1000000ull + frac;
+	return 0;
+}
+
+int exec_parse_line(const char *line, struct pd_exec_line *out, char *err, size_t errlen)
+{
+	const char *s = line, *tok;
+	size_t len = token(&s, &tok);
+	if (len == 0 || tok[0] == '#' || (len == 1 && tok[0] == '\r'))
+		return 0;
+	memset(out, 0, sizeof(*out));
+	if (len >= sizeof(out->zone)) {
+		snprintf(err, errlen, "zone name longer than %zu characters", sizeof(out->zone) - 1);
+		return -1;
+	}
+	for (size_t i = 0; i < len; i++) {
+		char ch = tok[i];
+		if (!isalnum((unsigned char)ch) && ch != '-' && ch != '_' && ch != '.' && ch != ':') {
+			snprintf(err, errlen, "zone name \"%.*s\": only letters, digits and -_.: allowed", (int)len,
+				 tok);
+			return -1;
+		}
+	}
+	memcpy(out->zone, tok, len);
+	const char *vtok, *utok;
+	size_t vlen = token(&s, &vtok);
+	size_t ulen = token(&s, &utok);
+	if (ulen && utok[ulen - 1] == '\r')
+		ulen--;
+	if (vlen == 0 || ulen == 0) {
+		snprintf(err, errlen, "zone %s: expected \"ZONE VALUE uj|w\"", out->zone);
+		return -1;
+	}
+	if (ulen == 2 && !strncasecmp(utok, "uj", 2)) {
+		out->unit = PD_UNIT_UJ;
+		if (parse_uint(vtok, vlen, INT64_MAX, &out->value) < 0) {
+			snprintf(err, errlen, "zone %s: \"%.*s\" is not a whole number of microjoules", out->zone,
+				 (int)vlen, vtok);
+			return -1;
+		}
+	} else if (ulen == 1 && (utok[0] == 'w' || utok[0] == 'W')) {
+		out->unit = PD_UNIT_W;
+		if (parse_watts(vtok, vlen, &out->value) < 0) {
+			snprintf(err, errlen, "zone %s: \"%.*s\" is not a number of watts (up to 6 decimals)",
+				 out->zone, (int)vlen, vtok);
+			return -1;
+		}
+	} else {
+		snprintf(err, errlen, "zone %s: unit \"%.*s\" is neither uj nor w", out->zone, (int)ulen, utok);
+		return -1;
+	}
+	snprintf(out->kind, sizeof(out->kind), "%s", kind_from_name(out->zone));
+	const char *otok;
+	size_t olen;
+	while ((olen = token(&s, &otok))) {
+		if (otok[olen - 1] == '\r' && !--olen)
+			break;
+		if (olen > 5 && !strncmp(otok, "kind=", 5) && kind_valid(otok + 5, olen - 5)) {
+			snprintf(out->kind, sizeof(out->kind), "%.*s", (int)(olen - 5), otok + 5);
+		} else if (olen > 6 && !strncmp(otok, "range=", 6) && out->unit == PD_UNIT_UJ &&
+			   parse_uint(otok + 6, olen - 6, INT64_MAX - 1, &out->range_uj) == 0 && out->range_uj) {
+			/* taken */
+		} else {
+			snprintf(err, errlen, "zone %s: bad option \"%.*s\" (kind=KIND, or range=UJ with uj)",
+				 out->zone, (int)olen, otok);
+			return -1;
+		}
+	}
+	return 1;
+}
+
+static unsigned index_from_name(const char *name)
+{
+	const char *dash = strrchr(name, '-');
+	if (!dash || !dash[1])
+		return 0;
+	uint64_t v;
+	return parse_uint(dash + 1, strlen(dash + 1), 65535, &v) == 0 ? (unsigned)v : 0;
+}
+
+static struct exec_zone *exec_zone_find(struct pd_exec *ex, const char *name)
+{
+	for (size_t i = 0; i < ex->nzones; i++)
+		if (!strcmp(ex->zones[i].name, name))
+			return &ex->zones[i];
+	return NULL;
+}
+
+static struct exec_zone *exec_zone_add(struct pd_set *set, struct pd_exec *ex, const struct pd_exec_line *l)
+{
+	if (ex->nzones >= PD_ZONES_MAX)
+		return NULL;
+	struct pd_zone z;
+	pd_zone_init(&z, PD_SRC_EXEC, l->kind, index_from_name(l->zone));
+	snprintf(z.name, sizeof(z.name), "%s", l->zone);
+	snprintf(z.path, sizeof(z.path), "%.255s", ex->cmd);
+	uint64_t max_uw = (uint64_t)(set->opts->max_power_w * 1e6);
+	if (l->unit == PD_UNIT_W) {
+		uint64_t gap = 10 * set->opts->interval_ns;
+		z.is_power = true;
+		integ_init(&z.integ, max_uw, gap > 10000000000ull ? gap : 10000000000ull);
+	} else {
+		counter_init(&z.ctr, l->range_uj ? l->range_uj + 1 : 0, 1, 1, max_uw);
+	}
+	int zi = pd_set_add(set, &z);
+	if (zi < 0)
+		return NULL;
+	if (!ex->zones) {
+		ex->zones = calloc(PD_ZONES_MAX, sizeof(*ex->zones));
+		if (!ex->zones)
+			return NULL;
+	}
+	struct exec_zone *ez = &ex->zones[ex->nzones++];
+	snprintf(ez->name, sizeof(ez->name), "%s", l->zone);
+	ez->zi = (size_t)zi;
+	ez->unit = l->unit;
+	log_info("exec: zone %s (%s, %s)", set->zones[zi].name, l->kind,
+		 l->unit == PD_UNIT_W ? "watts, integrated" : "microjoule counter");
+	return ez;
+}
+
+/* Parse and account one line read at (t_ns, mono_ns). */
+static void exec_line(struct pd_set *set, struct pd_exec *ex, const char *line, uint64_t t_ns, uint64_t mono_ns)
+{
+	struct pd_exec_line l;
+	char err[256];
+	int rc = exec_parse_line(line, &l, err, sizeof(err));
+	if (rc == 0)
+		return;
+	if (rc < 0) {
+		set->counts.parse_errors++;
+		log_rl(&ex->rl, WB_LOG_WARN, "exec: %s: %s; line ignored", ex->cmd, err);
+		return;
+	}
+	struct exec_zone *ez = exec_zone_find(ex, l.zone);
+	if (!ez && !(ez = exec_zone_add(set, ex, &l)))
+		return;
+	if (ez->unit != l.unit) {
+		set->counts.parse_errors++;
+		log_rl(&ex->rl, WB_LOG_WARN, "exec: %s: zone %s changed its unit; line ignored", ex->cmd,
+		       l.zone);
+		return;
+	}
+	struct pd_zone *z = &set->zones[ez->zi];
+	if (pd_verdict_added(pd_zone_account(set, z, l.value, t_ns, mono_ns)))
+		z->updated = true;
+}
+
+static pid_t exec_spawn(struct pd_exec *ex, uint64_t t_ns, uint64_t interval_ns, int *rfd)
+{
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) < 0) {
+		log_warn("exec: pipe");
+		return -1;
+	}
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t attr;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+	posix_spawn_file_actions_adddup2(&fa, p[1], STDOUT_FILENO);
+	posix_spawnattr_init(&attr);
+	/* its own process group, so that a timeout also stops what the shell started */
+	posix_spawnattr_setpgroup(&attr, 0);
+	sigset_t none;
+	sigemptyset(&none);
+	posix_spawnattr_setsigmask(&attr, &none);
+	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK);
+
+	size_t nenv = 0;
+	while (environ[nenv])
+		nenv++;
+	char **env = calloc(nenv + 3, sizeof(*env));
+	char t_var[64], i_var[64];
+	snprintf(t_var, sizeof(t_var), "WATTBUS_SAMPLE_T_NS=%llu", (unsigned long long)t_ns);
+	snprintf(i_var, sizeof(i_var), "WATTBUS_INTERVAL_NS=%llu", (unsigned long long)interval_ns);
+	pid_t pid = -1;
+	if (env) {
+		size_t j = 0;
+		for (size_t i = 0; i < nenv; i++)
+			if (strncmp(environ[i], "WATTBUS_SAMPLE_T_NS=", 20) && strncmp(environ[i], "WATTBUS_INTERVAL_NS=", 20))
+				env[j++] = environ[i];
+		if (t_ns)
+			env[j++] = t_var;
+		env[j++] = i_var;
+		char *argv[] = {"sh", "-c", ex->cmd, NULL};
+		int rc = posix_spawn(&pid, "/bin/sh", &fa, &attr, argv, env);
+		if (rc) {
+			errno = rc;
+			log_warn("exec: cannot start /bin/sh -c '%s'", ex->cmd);
+			pid = -1;
+		}
+		free(env);
+	}
+	posix_spawn_file_actions_destroy(&fa);
+	posix_spawnattr_destroy(&attr);
+	close(p[1]);
+	if (pid < 0) {
+		close(p[0]);
+		return -1;
+	}
+	*rfd = p[0];
+	return pid;
+}
+
+/* Stop the command's process group: SIGTERM, then SIGKILL if it lingers. Returns its wait status. */
+static int exec_reap(pid_t pid)
+{
+	int status = 0;
+	kill(-pid, SIGTERM);
+	for (int i = 0; i < 100; i++) {
+		if (waitpid(pid, &status, WNOHANG) != 0)
+			return status;
+		usleep(5000);
+	}
+	kill(-pid, SIGKILL);
+	waitpid(pid, &status, 0);
+	return status;
+}
+
+static void describe_status(int status, char *buf, size_t size)
+{
+	if (WIFEXITED(status))
+		snprintf(buf, size, "exited with status %d", WEXITSTATUS(status));
+	else if (WIFSIGNALED(status))
+		snprintf(buf, size, "killed by signal %d", WTERMSIG(status));
+	else
+		snprintf(buf, size, "ended (status 0x%x)", status);
+}
+
+/*
+ * Run the command once, collecting its output until it exits or the timeout.
+ * Returns 0 with *out (malloc'd, NUL-terminated) or -1 with why filled.
+ */
+static int exec_run(struct pd_exec *ex, uint64_t t_ns, uint64_t interval_ns, char **out, char *why, size_t whylen)
+{
+	int fd;
+	pid_t pid = exec_spawn(ex, t_ns, interval_ns, &fd);
+	if (pid < 0) {
+		snprintf(why, whylen, "cannot start the command");
+		return -1;
+	}
+	char *buf = malloc(EXEC_OUT_MAX + 1);
+	size_t len = 0;
+	uint64_t deadline = wb_mono_ns() + ex->timeout_ns;
+	bool eof = false, timed_out = false;
+	int status = 0;
+	while (!eof) {
+		uint64_t now = wb_mono_ns();
+		if (now >= deadline) {
+			timed_out = true;
+			break;
+		}
+		struct pollfd pfd = {.fd = fd, .events = POLLIN};
+		int ms = (int)((deadline - now + 999999) / 1000000);
+		int rc = poll(&pfd, 1, ms);
+		if (rc < 0 && errno != EINTR)
+			break;
+		if (rc <= 0)
+			continue;
+		char tmp[4096];
+		ssize_t n = read(fd, tmp, sizeof(tmp));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			eof = true;
+			break;
+		}
+		size_t take = buf && len + (size_t)n <= EXEC_OUT_MAX ? (size_t)n : 0;
+		if (take) {
+			memcpy(buf + len, tmp, take);
+			len += take;
+		}
+	}
+	close(fd);
+	/* After end of output, give it until the deadline to exit. */
+	pid_t w = 0;
+	while (!timed_out && (w = waitpid(pid, &status, WNOHANG)) == 0) {
+		if (wb_mono_ns() >= deadline) {
+			timed_out = true;
+			break;
+		}
+		usleep(200);
+	}
+	if (timed_out) {
+		kill(-pid, SIGKILL);
+		waitpid(pid, &status, 0);
+		snprintf(why, whylen, "no result within exec_timeout %.0f ms", (double)ex->timeout_ns / 1e6);
+		free(buf);
+		return -1;
+	}
+	if (w < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0 || !buf) {
+		char st[64];
+		describe_status(status, st, sizeof(st));
+		snprintf(why, whylen, "%s", buf ? st : "out of memory");
+		free(buf);
+		return -1;
+	}
+	buf[len] = '\0';
+	*out = buf;
+	return 0;
+}
+
+/* Account every line of a sample-mode run. */
+static void exec_lines(struct pd_set *set, struct pd_exec *ex, char *text, uint64_t t_ns, uint64_t mono_ns)
+{
+	char *save = NULL;
+	for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+		exec_line(set, ex, line, t_ns, mono_ns);
+}
+
+static int exec_stream_start(struct pd_exec *ex, uint64_t interval_ns)
+{
+	int fd;
+	pid_t pid = exec_spawn(ex, 0, interval_ns, &fd);
+	if (pid < 0)
+		return -1;
+	int fl = fcntl(fd, F_GETFL);
+	fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+	ex->pid = pid;
+	ex->fd = fd;
+	ex->len = 0;
+	ex->overlong = false;
+	return 0;
+}
+
+int exec_discover(struct pd_set *set, const struct pd_opts *opts, char *why, size_t whylen)
+{
+	if (!opts->exec_cmd || !opts->exec_cmd[0]) {
+		snprintf(why, whylen, "no command configured (exec = COMMAND)");
+		return 0;
+	}
+	struct pd_exec *ex = calloc(1, sizeof(*ex));
+	if (!ex || !(ex->cmd = strdup(opts->exec_cmd))) {
+		free(ex);
+		snprintf(why, whylen, "out of memory");
+		return 0;
+	}
+	ex->stream = opts->exec_stream;
+	ex->fd = -1;
+	ex->rl = (struct wb_ratelimit)WB_RATELIMIT_INIT;
+	ex->timeout_ns = opts->exec_timeout_ns;
+	if (!ex->stream && ex->timeout_ns > opts->interval_ns)
+		ex->timeout_ns = opts->interval_ns; /* a run must end before the next sample */
+	set->exec = ex;
+	char err[256];
+	if (!ex->stream) {
+		/* Learn the zones from one run; its readings become the baselines. */
+		char *out = NULL;
+		if (exec_run(ex, wb_now_ns(), opts->interval_ns, &out, err, sizeof(err)) < 0) {
+			snprintf(why, whylen, "'%s': %s", ex->cmd, err);
+			exec_destroy(&set->exec);
+			return 0;
+		}
+		exec_lines(set, ex, out, wb_now_ns(), wb_mono_ns());
+		free(out);
+		for (size_t i = 0; i < ex->nzones; i++)
+			set->zones[ex->zones[i].zi].updated = false; /* baselines, published from the first sample */
+		if (ex->nzones == 0) {
+			snprintf(why, whylen, "'%s' printed no valid reading (format: ZONE VALUE uj|w)", ex->cmd);
+			exec_destroy(&set->exec);
+			return 0;
+		}
+		return (int)ex->nzones;
+	}
+	if (exec_stream_start(ex, opts->interval_ns) < 0) {
+		snprintf(why, whylen, "'%s': cannot start the command", ex->cmd);
+		exec_destroy(&set->exec);
+		return 0;
+	}
+	/* Wait up to exec_timeout for the first readings; later zones are added as they appear. */
+	uint64_t deadline = wb_mono_ns() + opts->exec_timeout_ns;
+	while (ex->nzones == 0 && ex->fd >= 0 && wb_mono_ns() < deadline) {
+		struct pollfd pfd = {.fd = ex->fd, .events = POLLIN};
+		poll(&pfd, 1, (int)((deadline - wb_mono_ns()) / 1000000) + 1);
+		if (exec_stream_read(set) < 0)
+			break;
+	}
+	if (ex->fd < 0 && ex->nzones == 0) {
+		snprintf(why, whylen, "'%s' ended before printing a reading", ex->cmd);
+		exec_destroy(&set->exec);
+		return 0;
+	}
+	if (ex->nzones == 0)
+		log_warnx("exec: '%s' printed no reading within %.0f ms; zones will appear with its first "
+			  "lines",
+			  ex->cmd, (double)opts->exec_timeout_ns / 1e6);
+	for (size_t i = 0; i < ex->nzones; i++)
+		set->zones[ex->zones[i].zi].updated = false;
+	set->used |= 1u << PD_SRC_EXEC;
+	return ex->nzones ? (int)ex->nzones : 1;
+}
+
+void exec_sample(struct pd_set *set, uint64_t t_ns)
+{
+	struct pd_exec *ex = set->exec;
+	if (!ex || ex->stream)
+		return;
+	char *out = NULL, err[256];
+	if (exec_run(ex, t_ns, set->opts->interval_ns, &out, err, sizeof(err)) < 0) {
+		set->counts.exec_failures++;
+		log_rl(&ex->rl, WB_LOG_WARN, "exec: '%s': %s; its zones skip this sample", ex->cmd, err);
+		return;
+	}
+	exec_lines(set, ex, out, t_ns, wb_mono_ns());
+	free(out);
+}
+
+int exec_stream_fd(struct pd_set *set)
+{
+	return set->exec && set->exec->stream ? set->exec->fd : -1;
+}
+
+int exec_stream_read(struct pd_set *set)
+{
+	struct pd_exec *ex = set->exec;
+	if (!ex || ex->fd < 0)
+		return -1;
+	for (;;) {
+		ssize_t n = read(ex->fd, ex->buf + ex->len, sizeof(ex->buf) - 1 - ex->len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			return 0;
+		if (n <= 0) {
+			char st[64];
+			close(ex->fd);
+			ex->fd = -1;
+			describe_status(exec_reap(ex->pid), st, sizeof(st));
+			set->counts.exec_failures++;
+			log_rl(&ex->rl, WB_LOG_WARN, "exec: '%s' %s; restarting it in 1 s", ex->cmd, st);
+			ex->pid = 0;
+			ex->restart_at_ns = wb_mono_ns() + EXEC_RESTART_NS;
+			return -1;
+		}
+		uint64_t t_ns = wb_now_ns(), mono_ns = wb_mono_ns();
+		ex->len += (size_t)n;
+		ex->buf[ex->len] = '\0';
+		char *start = ex->buf, *nl;
+		while ((nl = memchr(start, '\n', ex->len - (size_t)(start - ex->buf)))) {
+			*nl = '\0';
+			if (!ex->overlong)
+				exec_line(set, ex, start, t_ns, mono_ns);
+			ex->overlong = false;
+			start = nl + 1;
+		}
+		size_t rest = ex->len - (size_t)(start - ex->buf);
+		memmove(ex->buf, start, rest);
+		ex->len = rest;
+		if (ex->len == sizeof(ex->buf) - 1) {
+			if (!ex->overlong) {
+				set->counts.parse_errors++;
+				log_rl(&ex->rl, WB_LOG_WARN, "exec: '%s': line longer than %d bytes; ignored",
+				       ex->cmd, EXEC_LINE_MAX - 1);
+			}
+			ex->overlong = true;
+			ex->len = 0;
+		}
+	}
+}
+
+int exec_stream_tend(struct pd_set *set)
+{
+	struct pd_exec *ex = set->exec;
+	if (!ex || !ex->stream || ex->fd >= 0 || wb_mono_ns() < ex->restart_at_ns)
+		return 0;
+	if (exec_stream_start(ex, set->opts->interval_ns) < 0) {
+		ex->restart_at_ns = wb_mono_ns() + EXEC_RESTART_NS;
+		return 0;
+	}
+	log_info("exec: restarted '%s'", ex->cmd);
+	return 1;
+}
+
+void exec_destroy(struct pd_exec **self_p)
+{
+	if (!self_p || !*self_p)
+		return;
+	struct pd_exec *ex = *self_p;
+	if (ex->fd >= 0)
+		close(ex->fd);
+	if (ex->pid > 0)
+		exec_reap(ex->pid);
+	free(ex->zones);
+	free(ex->cmd);
+	free(ex);
+	*self_p = NULL;
+}

@@ -1,0 +1,270 @@
+/*
+ * wattbus-powerd's private header: zones, the wrap-correcting counter and the
+ * power integrator, the four sources (rapl, msr, hwmon, exec), source
+ * detection and the wall-clock sampling grid. Prototypes are grouped by file.
+ */
+#ifndef PD_POWERD_H
+#define PD_POWERD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "log.h"
+#include "wb_msgs.h"
+
+#define PD_ZONES_MAX 256 /* schemas/power.json: zones maxItems */
+#define PD_PATH_MAX 4096
+#define PD_WHY_MAX 2048
+
+enum pd_src { PD_SRC_RAPL, PD_SRC_MSR, PD_SRC_HWMON, PD_SRC_EXEC, PD_SRC_COUNT };
+
+/* What every source needs to know; filled from [powerd] by main.c. */
+struct pd_opts {
+	const char *sysfs_root;	  /* "/sys" */
+	const char *msr_root;	  /* "/dev/cpu": <msr_root>/<cpu>/msr, register number = file offset */
+	const char *cpuinfo_path; /* "/proc/cpuinfo": CPU model for the msr unit quirks */
+	uint64_t msr_dram_unit_nj; /* 0: as the kernel does (model quirks); else the DRAM energy unit in nJ */
+	double max_power_w;	  /* highest plausible power of any zone */
+	uint64_t interval_ns;
+	const char *exec_cmd; /* NULL or "": none */
+	bool exec_stream;
+	uint64_t exec_timeout_ns;
+};
+
+/* ---- counter.c: wrap-corrected counters and integrated power (pure) ---- */
+
+enum pd_verdict {
+	PD_FIRST,     /* baseline taken: nothing added */
+	PD_OK,	      /* the increment was added */
+	PD_WRAP,      /* the increment across one hardware wrap was added */
+	PD_REBASED,   /* the counter restarted: new baseline confirmed, the gap's energy is unknown */
+	PD_BACKWARDS, /* rejected: went backwards without a plausible wrap */
+	PD_JUMP,      /* rejected: rose faster than the highest plausible power */
+	PD_RANGE,     /* rejected: beyond the counter's range, or power beyond the plausible */
+	PD_STALE,     /* ignored: not later than the previous reading */
+};
+
+const char *pd_verdict_name(enum pd_verdict v);
+static inline bool pd_verdict_added(enum pd_verdict v)
+{
+	return v == PD_FIRST || v == PD_OK || v == PD_WRAP || v == PD_REBASED;
+}
+
+/*
+ * A hardware energy counter: raw values 0..modulus-1 (modulus 0: never wraps),
+ * uJ = raw * uj_mul / uj_div. total_ticks is the wrap-corrected sum, starting
+ * from the first raw reading so that a restarted powerd continues the count.
+ */
+struct pd_counter {
+	uint64_t modulus;
+	uint64_t uj_mul, uj_div;
+	uint64_t max_uw; /* highest plausible power */
+	bool have;
+	uint64_t last_raw, last_mono_ns;
+	bool have_cand; /* an implausible reading waiting for confirmation */
+	uint64_t cand_raw, cand_mono_ns;
+	uint64_t total_ticks;
+};
+
+void counter_init(struct pd_counter *c, uint64_t modulus, uint64_t uj_mul, uint64_t uj_div, uint64_t max_uw);
+enum pd_verdict counter_update(struct pd_counter *c, uint64_t raw, uint64_t mono_ns);
+uint64_t counter_uj(const struct pd_counter *c);
+/* The counter's range in uJ (max_energy_range_uj), 0 when it does not wrap. */
+uint64_t counter_range_uj(const struct pd_counter *c);
+
+/*
+ * Power readings (uW) integrated by trapezoids into microjoules, with the
+ * sub-microjoule remainder kept so that rounding never loses energy. The
+ * step is the wall-clock step between readings (sample times on the grid)
+ * unless the wall clock was stepped, then the monotonic one.
+ */
+struct pd_integrator {
+	uint64_t max_uw, max_gap_ns;
+	bool have;
+	uint64_t last_uw, last_t_ns, last_mono_ns;
+	unsigned __int128 rem; /* energy below 1 uJ, in units of 0.5 uW*ns */
+	uint64_t total_uj;
+};
+
+void integ_init(struct pd_integrator *in, uint64_t max_uw, uint64_t max_gap_ns);
+enum pd_verdict integ_add(struct pd_integrator *in, uint64_t uw, uint64_t t_ns, uint64_t mono_ns);
+
+/* ---- zone.c: zones, reading files, one sample of all zones ---- */
+
+enum pd_read_err { PD_READ_OK = 0, PD_READ_IO = -1, PD_READ_PARSE = -2 };
+
+struct pd_zone {
+	char name[64], kind[16], path[256];
+	enum pd_src src;
+	unsigned index;
+	bool is_power; /* integrated power (hwmon power*, exec W) rather than a counter */
+	struct pd_counter ctr;
+	struct pd_integrator integ;
+	char file[PD_PATH_MAX]; /* rapl, hwmon: the sysfs file read every sample */
+	int fd;			/* msr: the device, kept open */
+	uint32_t reg;		/* msr: the energy-status register */
+	uint64_t avg_interval_ms; /* hwmon power*_average: the meter's averaging window */
+	bool updated;		/* exec: a valid reading since the last sample */
+	bool published;		/* published at least once */
+	uint64_t energy_uj;	/* cumulative, what goes on the wire */
+	struct wb_ratelimit rl;
+};
+
+/* Counters published in stat messages (see docs/powerd.md). */
+struct pd_counts {
+	uint64_t samples, samples_missed, zone_samples_skipped;
+	uint64_t read_errors, parse_errors, backwards, implausible, rebased, wraps;
+	uint64_t exec_failures;
+	uint64_t lateness_max_ns, lateness_sum_ns;
+};
+
+struct pd_exec;
+
+struct pd_set {
+	struct pd_zone *zones;
+	size_t n, cap;
+	const struct pd_opts *opts;
+	struct pd_counts counts;
+	struct pd_exec *exec;
+	unsigned used; /* bit per enum pd_src that contributed zones */
+};
+
+struct pd_set *pd_set_new(const struct pd_opts *opts);
+void pd_set_destroy(struct pd_set **self_p);
+/* Add a copy of z (name made unique); returns its index or -1 when full. */
+int pd_set_add(struct pd_set *set, const struct pd_zone *z);
+struct pd_zone *pd_set_find(struct pd_set *set, const char *name);
+/* A zero zone with its rate limit and fd set up. */
+void pd_zone_init(struct pd_zone *z, enum pd_src src, const char *kind, unsigned index);
+const char *pd_src_name(enum pd_src src);
+
+/*
+ * Read all zones for the sample at grid time t_ns and fill out->zones with the
+ * ones that gave a valid reading (out->zones allocated with wb_array_new; the
+ * caller clears the message). Returns the number of zones in out.
+ */
+size_t pd_set_sample(struct pd_set *set, uint64_t t_ns, uint64_t mono_ns, struct wb_power *out);
+/* Account one reading of zone z (counter raw ticks or power uW); counts and logs the verdict. */
+enum pd_verdict pd_zone_account(struct pd_set *set, struct pd_zone *z, uint64_t value, uint64_t t_ns,
+				uint64_t mono_ns);
+/* Seconds until the counter of z can wrap at max_power_w (0: it does not wrap). */
+double pd_zone_min_safe_s(const struct pd_zone *z, double max_power_w);
+
+/* Read a sysfs-style file holding one unsigned decimal integer. err says why on failure; on PD_READ_IO errno is the cause. */
+enum pd_read_err pd_read_u64(const char *path, uint64_t *value, char *err, size_t errlen);
+/* snprintf that may truncate (paths, names): returns 0, or -1 when the text did not fit. */
+int pd_fmt(char *buf, size_t size, const char *fmt, ...) WB_PRINTF(3, 4);
+/* Read a short text file, trailing newline removed. Returns 0 or -1 (errno set). */
+int pd_read_text(const char *path, char *buf, size_t size);
+/* The permission-denied explanation for energy_uj (CVE-2020-8694). */
+const char *pd_rapl_permission_hint(void);
+
+/* ---- rapl.c: powercap sysfs ---- */
+
+/* Add the powercap zones under <sysfs_root>/class/powercap. Returns the number added; why says why 0. */
+int rapl_discover(struct pd_set *set, const struct pd_opts *opts, char *why, size_t whylen);
+/* Socket index of a powercap zone name ("package-1", "package-0-die-1"), or -1. */
+int rapl_package_index(const char *name, int *die);
+enum pd_read_err rapl_read(struct pd_zone *z, uint64_t *raw, char *err, size_t errlen);
+
+/* ---- msr.c: RAPL registers through /dev/cpu/N/msr ---- */
+
+enum pd_cpu_vendor { PD_CPU_UNKNOWN, PD_CPU_INTEL, PD_CPU_AMD };
+
+struct pd_cpu_id {
+	enum pd_cpu_vendor vendor;
+	unsigned family, model;
+};
+
+/* Read vendor, family and model of the first CPU from a /proc/cpuinfo-style file. */
+int msr_cpu_id(const char *path, struct pd_cpu_id *id);
+/* An energy unit as a fraction: uJ = ticks * mul / div. */
+struct pd_unit {
+	uint64_t mul, div;
+};
+
+/*
+ * Energy units of the package/core/uncore, DRAM and psys registers on this
+ * CPU, given the energy-status unit (ESU) of the power-unit register: 1/2^ESU J,
+ * except where the kernel's powercap driver knows better (server DRAM 15.3 uJ,
+ * Sapphire Rapids and later psys 1 J).
+ */
+void msr_units(const struct pd_cpu_id *id, unsigned esu, struct pd_unit *pkg, struct pd_unit *dram,
+	       struct pd_unit *psys);
+int msr_discover(struct pd_set *set, const struct pd_opts *opts, char *why, size_t whylen);
+enum pd_read_err msr_read(struct pd_zone *z, uint64_t *raw, char *err, size_t errlen);
+void msr_close(struct pd_zone *z);
+
+/* ---- hwmon.c: hwmon power and energy, ACPI power meters ---- */
+
+/* Zone kind from an hwmon label and device name ("package", "gpu", "platform", ...). */
+const char *hwmon_kind(const char *label, const char *devname);
+int hwmon_discover(struct pd_set *set, const struct pd_opts *opts, char *why, size_t whylen);
+enum pd_read_err hwmon_read(struct pd_zone *z, uint64_t *value, char *err, size_t errlen);
+
+/* ---- exec.c: readings printed by a command ---- */
+
+enum pd_exec_unit { PD_UNIT_UJ, PD_UNIT_W };
+
+struct pd_exec_line {
+	char zone[64];
+	char kind[16];
+	enum pd_exec_unit unit;
+	uint64_t value;	   /* uJ, or uW for watts */
+	uint64_t range_uj; /* uj with range=N: the counter wraps after N */
+};
+
+/* Parse one line. Returns 1 (a reading), 0 (blank or comment) or -1 (err says why). */
+int exec_parse_line(const char *line, struct pd_exec_line *out, char *err, size_t errlen);
+/* Sample mode: run the command once and add its zones. Stream mode: start it. */
+int exec_discover(struct pd_set *set, const struct pd_opts *opts, char *why, size_t whylen);
+/* Sample mode: run the command for the sample at t_ns and account its readings. */
+void exec_sample(struct pd_set *set, uint64_t t_ns);
+/* Stream mode: the pipe to poll (-1 when the command is not running). */
+int exec_stream_fd(struct pd_set *set);
+/* Stream mode: read what is available and account complete lines. Returns 0, or -1 when the command ended. */
+int exec_stream_read(struct pd_set *set);
+/* Stream mode: restart the command if it ended at least a second ago. Returns 1 if restarted. */
+int exec_stream_tend(struct pd_set *set);
+void exec_destroy(struct pd_exec **self_p);
+
+/* ---- detect.c: which sources to use ---- */
+
+/* Parse the `source` list into a bit set; "auto" gives 0. Returns 0 or -1 (err). */
+int detect_parse_sources(char *const *names, size_t n, unsigned *mask, char *err, size_t errlen);
+/*
+ * Open the sources: each one named in mask, or with mask 0 the first usable of
+ * rapl, msr, hwmon. Logs what it tried and why each failed. Returns the number
+ * of zones (0: no usable meter).
+ */
+size_t detect_open(struct pd_set *set, unsigned mask);
+/* "rapl", "rapl+hwmon", or "none". */
+void detect_mode(const struct pd_set *set, char *buf, size_t size);
+/* Log each zone with its range and minimum safe interval; warn when the interval is not safe. */
+void detect_log_zones(const struct pd_set *set);
+
+/* ---- grid.c: the wall-clock sampling grid ---- */
+
+struct pd_grid {
+	uint64_t interval_ns;
+	uint64_t next_ns; /* the grid time the timer is armed for */
+	int fd;		  /* timerfd on CLOCK_REALTIME */
+};
+
+struct pd_tick {
+	uint64_t t_ns;	     /* the grid time this sample stands for */
+	uint64_t lateness_ns; /* how long after t_ns it woke */
+	uint64_t missed;     /* grid times skipped because it woke too late */
+};
+
+/* Pure: given the time the timer was armed for and the time it woke, which grid time to sample. */
+void grid_tick_at(uint64_t armed_ns, uint64_t now_ns, uint64_t interval_ns, struct pd_tick *tick);
+int grid_open(struct pd_grid *g, uint64_t interval_ns);
+/* Consume the timer's expiry and arm the next one. Returns 1 with tick filled, 0 when spurious (clock set). */
+int grid_fire(struct pd_grid *g, struct pd_tick *tick);
+int grid_rearm(struct pd_grid *g, uint64_t interval_ns);
+void grid_close(struct pd_grid *g);
+
+#endif

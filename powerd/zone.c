@@ -1,0 +1,339 @@
+/*
+ * The set of zones powerd publishes and one sample of them: read each zone,
+ * account the reading, count and log (rate-limited, with the path) whatever
+ * is wrong, and leave that zone out of the sample while the others go on.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "codec.h"
+#include "powerd.h"
+
+const char *pd_src_name(enum pd_src src)
+{
+	static const char *const names[PD_SRC_COUNT] = {"rapl", "msr", "hwmon", "exec"};
+	return src < PD_SRC_COUNT ? names[src] : "?";
+}
+
+const char *pd_rapl_permission_hint(void)
+{
+	return "energy_uj is readable by root only since Linux 5.10 (CVE-2020-8694, the PLATYPUS power "
+	       "side channel); run powerd as root, or grant its user read access, e.g. a udev rule "
+	       "SUBSYSTEM==\"powercap\", ACTION==\"add\", RUN+=\"/bin/chgrp wattbus /sys%p/energy_uj\", "
+	       "RUN+=\"/bin/chmod g+r /sys%p/energy_uj\" (or once, until reboot: chgrp wattbus "
+	       "/sys/class/powercap/*/energy_uj && chmod g+r /sys/class/powercap/*/energy_uj)";
+}
+
+struct pd_set *pd_set_new(const struct pd_opts *opts)
+{
+	struct pd_set *set = calloc(1, sizeof(*set));
+	if (!set) {
+		log_errx("out of memory");
+		return NULL;
+	}
+	set->opts = opts;
+	return set;
+}
+
+void pd_set_destroy(struct pd_set **self_p)
+{
+	if (!self_p || !*self_p)
+		return;
+	struct pd_set *set = *self_p;
+	for (size_t i = 0; i < set->n; i++)
+		if (set->zones[i].src == PD_SRC_MSR)
+			msr_close(&set->zones[i]);
+	exec_destroy(&set->exec);
+	free(set->zones);
+	free(set);
+	*self_p = NULL;
+}
+
+void pd_zone_init(struct pd_zone *z, enum pd_src src, const char *kind, unsigned index)
+{
+	memset(z, 0, sizeof(*z));
+	z->src = src;
+	z->index = index;
+	z->fd = -1;
+	snprintf(z->kind, sizeof(z->kind), "%s", kind);
+}
+
+struct pd_zone *pd_set_find(struct pd_set *set, const char *name)
+{
+	for (size_t i = 0; i < set->n; i++)
+		if (strcmp(set->zones[i].name, name) == 0)
+			return &set->zones[i];
+	return NULL;
+}
+
+int pd_set_add(struct pd_set *set, const struct pd_zone *z)
+{
+	if (set->n >= PD_ZONES_MAX) {
+		log_warnx("%s: more than %d zones, ignoring %s", z->path, PD_ZONES_MAX, z->name);
+		return -1;
+	}
+	if (set->n == set->cap) {
+		size_t cap = set->cap ? set->cap * 2 : 16;
+		struct pd_zone *zones = realloc(set->zones, cap * sizeof(*zones));
+		if (!zones) {
+			log_errx("out of memory adding zone %s", z->name);
+			return -1;
+		}
+		set->zones = zones;
+		set->cap = cap;
+	}
+	struct pd_zone *nz = &set->zones[set->n];
+	*nz = *z;
+	nz->rl = (struct wb_ratelimit)WB_RATELIMIT_INIT;
+	/* Names are unique per host: a clash (two sources, same kind) gets the source appended, then a number. */
+	if (pd_set_find(set, nz->name)) {
+		char base[64];
+		snprintf(base, sizeof(base), "%s", nz->name);
+		snprintf(nz->name, sizeof(nz->name), "%.40s-%s", base, pd_src_name(nz->src));
+		for (unsigned k = 2; pd_set_find(set, nz->name); k++)
+			snprintf(nz->name, sizeof(nz->name), "%.40s-%s-%u", base, pd_src_name(nz->src), k);
+		log_info("zone %s from %s is also %s elsewhere; published as %s", base, nz->path, base,
+			 nz->name);
+	}
+	set->used |= 1u << nz->src;
+	return (int)set->n++;
+}
+
+int pd_fmt(char *buf, size_t size, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(buf, size, fmt, ap);
+	va_end(ap);
+	return n < 0 || (size_t)n >= size ? -1 : 0;
+}
+
+int pd_read_text(const char *path, char *buf, size_t size)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t n = read(fd, buf, size - 1);
+	int saved = errno;
+	close(fd);
+	if (n < 0) {
+		errno = saved;
+		return -1;
+	}
+	buf[n] = '\0';
+	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' ' || buf[n - 1] == '\t'))
+		buf[--n] = '\0';
+	return 0;
+}
+
+/* Printable excerpt of bad content for a log line. */
+static void excerpt(const char *s, size_t len, char *out, size_t size)
+{
+	size_t j = 0;
+	for (size_t i = 0; i < len && j + 5 < size; i++) {
+		unsigned char ch = (unsigned char)s[i];
+		if (ch >= 0x20 && ch < 0x7f && ch != '"' && ch != '\\')
+			out[j++] = (char)ch;
+		else
+			j += (size_t)snprintf(out + j, size - j, "\\x%02x", ch);
+	}
+	if (j >= size)
+		j = size - 1;
+	out[j] = '\0';
+}
+
+enum pd_read_err pd_read_u64(const char *path, uint64_t *value, char *err, size_t errlen)
+{
+	char buf[64];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		int saved = errno;
+		snprintf(err, errlen, "%s: %s", path, strerror(saved));
+		errno = saved;
+		return PD_READ_IO;
+	}
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	int saved = errno;
+	close(fd);
+	if (n < 0) {
+		snprintf(err, errlen, "%s: %s", path, strerror(saved));
+		errno = saved;
+		return PD_READ_IO;
+	}
+	size_t len = (size_t)n;
+	while (len > 0 && buf[len - 1] == '\n')
+		len--;
+	char ex[48];
+	if (len == 0) {
+		snprintf(err, errlen, "%s: empty, expected an unsigned integer", path);
+		return PD_READ_PARSE;
+	}
+	uint64_t v = 0;
+	for (size_t i = 0; i < len; i++) {
+		unsigned d = (unsigned)(unsigned char)buf[i] - '0';
+		if (d > 9 || (size_t)n == sizeof(buf) - 1) {
+			excerpt(buf, len, ex, sizeof(ex));
+			snprintf(err, errlen, "%s: \"%s\" is not an unsigned integer", path, ex);
+			return PD_READ_PARSE;
+		}
+		if (v > (UINT64_MAX - d) / 10) {
+			excerpt(buf, len, ex, sizeof(ex));
+			snprintf(err, errlen, "%s: \"%s\" is out of range", path, ex);
+			return PD_READ_PARSE;
+		}
+		v = v * 10 + d;
+	}
+	*value = v;
+	return PD_READ_OK;
+}
+
+double pd_zone_min_safe_s(const struct pd_zone *z, double max_power_w)
+{
+	if (z->is_power || max_power_w <= 0)
+		return 0;
+	uint64_t range = counter_range_uj(&z->ctr);
+	return range ? (double)range / 1e6 / max_power_w : 0;
+}
+
+static uint64_t zone_total_uj(const struct pd_zone *z)
+{
+	return z->is_power ? z->integ.total_uj : counter_uj(&z->ctr);
+}
+
+enum pd_verdict pd_zone_account(struct pd_set *set, struct pd_zone *z, uint64_t value, uint64_t t_ns,
+				uint64_t mono_ns)
+{
+	struct pd_counts *c = &set->counts;
+	uint64_t last_raw = z->ctr.last_raw, last_ns = z->ctr.last_mono_ns;
+	enum pd_verdict v = z->is_power ? integ_add(&z->integ, value, t_ns, mono_ns)
+					: counter_update(&z->ctr, value, mono_ns);
+	const char *what = z->path;
+	switch (v) {
+	case PD_FIRST:
+	case PD_OK:
+		break;
+	case PD_WRAP:
+		c->wraps++;
+		log_debug("%s: %s wrapped (%llu -> %llu, range %llu)", z->name, what,
+			  (unsigned long long)last_raw, (unsigned long long)value,
+			  (unsigned long long)z->ctr.modulus);
+		break;
+	case PD_REBASED:
+		c->rebased++;
+		log_rl(&z->rl, WB_LOG_WARN,
+		       "%s: %s: %s; counting goes on from here, the energy in the gap is unknown", z->name,
+		       what,
+		       z->is_power ? "no reading for too long to interpolate"
+				   : "the counter restarted (two readings agree on the new value)");
+		break;
+	case PD_BACKWARDS:
+		c->backwards++;
+		log_rl(&z->rl, WB_LOG_WARN,
+		       "%s: %s: counter went back from %llu to %llu, not a plausible wrap (range %llu, "
+		       "%.3f s); sample skipped",
+		       z->name, what, (unsigned long long)last_raw, (unsigned long long)value,
+		       (unsigned long long)(z->ctr.modulus ? z->ctr.modulus - 1 : 0),
+		       (double)(mono_ns - last_ns) / 1e9);
+		break;
+	case PD_JUMP:
+		c->implausible++;
+		log_rl(&z->rl, WB_LOG_WARN,
+		       "%s: %s: counter jumped from %llu to %llu in %.3f s, more than max_power_w %.0f W; "
+		       "sample skipped",
+		       z->name, what, (unsigned long long)last_raw, (unsigned long long)value,
+		       (double)(mono_ns - last_ns) / 1e9, set->opts->max_power_w);
+		break;
+	case PD_RANGE:
+		c->implausible++;
+		if (z->is_power)
+			log_rl(&z->rl, WB_LOG_WARN,
+			       "%s: %s: %llu uW is beyond max_power_w %.0f W; sample skipped", z->name,
+			       what, (unsigned long long)value, set->opts->max_power_w);
+		else
+			log_rl(&z->rl, WB_LOG_WARN,
+			       "%s: %s: %llu is beyond the counter's range %llu; sample skipped", z->name,
+			       what, (unsigned long long)value, (unsigned long long)(z->ctr.modulus - 1));
+		break;
+	case PD_STALE:
+		break;
+	}
+	if (pd_verdict_added(v))
+		z->energy_uj = zone_total_uj(z);
+	return v;
+}
+
+static enum pd_read_err zone_read(struct pd_zone *z, uint64_t *value, char *err, size_t errlen)
+{
+	switch (z->src) {
+	case PD_SRC_RAPL: return rapl_read(z, value, err, errlen);
+	case PD_SRC_MSR: return msr_read(z, value, err, errlen);
+	case PD_SRC_HWMON: return hwmon_read(z, value, err, errlen);
+	default: snprintf(err, errlen, "%s: not a polled zone", z->path); return PD_READ_IO;
+	}
+}
+
+size_t pd_set_sample(struct pd_set *set, uint64_t t_ns, uint64_t mono_ns, struct wb_power *out)
+{
+	struct pd_counts *c = &set->counts;
+	c->samples++;
+	out->t = t_ns;
+	out->interval_ns = set->opts->interval_ns;
+	out->zones = NULL;
+	out->n_zones = 0;
+	if (set->n == 0)
+		return 0;
+	if (set->exec)
+		exec_sample(set, t_ns);
+	out->zones = wb_array_new(set->n, sizeof(*out->zones));
+	if (!out->zones) {
+		log_errx("out of memory for a sample of %zu zones", set->n);
+		c->zone_samples_skipped += set->n;
+		return 0;
+	}
+	for (size_t i = 0; i < set->n; i++) {
+		struct pd_zone *z = &set->zones[i];
+		bool ok;
+		if (z->src == PD_SRC_EXEC) {
+			/* exec zones were accounted when their lines arrived; publish the ones that had news */
+			ok = z->updated;
+			z->updated = false;
+		} else {
+			char err[PD_PATH_MAX + 128];
+			uint64_t value;
+			enum pd_read_err rc = zone_read(z, &value, err, sizeof(err));
+			if (rc == PD_READ_IO) {
+				bool perm = errno == EACCES || errno == EPERM;
+				c->read_errors++;
+				log_rl(&z->rl, WB_LOG_WARN, "%s: %s; sample skipped%s%s", z->name, err,
+				       perm && z->src == PD_SRC_RAPL ? ": " : "",
+				       perm && z->src == PD_SRC_RAPL ? pd_rapl_permission_hint() : "");
+				ok = false;
+			} else if (rc == PD_READ_PARSE) {
+				c->parse_errors++;
+				log_rl(&z->rl, WB_LOG_WARN, "%s: %s; sample skipped", z->name, err);
+				ok = false;
+			} else {
+				ok = pd_verdict_added(pd_zone_account(set, z, value, t_ns, mono_ns));
+			}
+		}
+		if (!ok) {
+			c->zone_samples_skipped++;
+			continue;
+		}
+		struct wb_power_zone *pz = &out->zones[out->n_zones++];
+		snprintf(pz->name, sizeof(pz->name), "%s", z->name);
+		snprintf(pz->zone, sizeof(pz->zone), "%s", z->kind);
+		snprintf(pz->path, sizeof(pz->path), "%s", z->path);
+		snprintf(pz->source, sizeof(pz->source), "%s", pd_src_name(z->src));
+		pz->index = z->index;
+		pz->energy_uj = z->energy_uj;
+		pz->max_energy_range_uj = z->is_power ? 0 : counter_range_uj(&z->ctr);
+		z->published = true;
+	}
+	return out->n_zones;
+}

@@ -1,0 +1,153 @@
+/*
+ * Fake sysfs and msr trees for powerd's unit tests: a temporary directory
+ * with files written the way the kernel lays them out.
+ */
+#ifndef TEST_POWERD_FAKE_H
+#define TEST_POWERD_FAKE_H
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../../powerd/powerd.h"
+
+static char fake_root[256];
+
+static void fake_mkdirs(const char *path)
+{
+	char tmp[PD_PATH_MAX];
+	snprintf(tmp, sizeof(tmp), "%s", path);
+	for (char *p = tmp + 1; *p; p++)
+		if (*p == '/') {
+			*p = '\0';
+			mkdir(tmp, 0755);
+			*p = '/';
+		}
+	mkdir(tmp, 0755);
+}
+
+/* Write text to fake_root/rel (directories created); the file is replaced atomically. */
+static void fake_write(const char *rel, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void fake_write(const char *rel, const char *fmt, ...)
+{
+	char path[PD_PATH_MAX], tmp[PD_PATH_MAX + 8];
+	snprintf(path, sizeof(path), "%s/%s", fake_root, rel);
+	char dir[PD_PATH_MAX];
+	snprintf(dir, sizeof(dir), "%s", path);
+	*strrchr(dir, '/') = '\0';
+	fake_mkdirs(dir);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	FILE *f = fopen(tmp, "w");
+	if (!f) {
+		fprintf(stderr, "fake_write %s: %s\n", tmp, strerror(errno));
+		exit(99);
+	}
+	va_list ap;
+	va_start(ap, fmt);
+	vfprintf(f, fmt, ap);
+	va_end(ap);
+	fclose(f);
+	rename(tmp, path);
+}
+
+static void fake_remove(const char *rel)
+{
+	char path[PD_PATH_MAX];
+	snprintf(path, sizeof(path), "%s/%s", fake_root, rel);
+	unlink(path);
+}
+
+static int fake_rm_cb(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	return remove(path);
+}
+
+/* A fresh empty root; the previous one is removed. */
+static const char *fake_new(void)
+{
+	if (fake_root[0])
+		nftw(fake_root, fake_rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+	snprintf(fake_root, sizeof(fake_root), "/tmp/wb-powerd-unit-XXXXXX");
+	if (!mkdtemp(fake_root)) {
+		perror("mkdtemp");
+		exit(99);
+	}
+	return fake_root;
+}
+
+static void fake_cleanup(void)
+{
+	if (fake_root[0])
+		nftw(fake_root, fake_rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+	fake_root[0] = '\0';
+}
+
+/* A powercap zone: name, energy_uj and max_energy_range_uj. */
+static void fake_rapl_zone(const char *dir, const char *name, uint64_t energy_uj, uint64_t range_uj)
+{
+	char rel[256];
+	snprintf(rel, sizeof(rel), "sys/class/powercap/%s/name", dir);
+	fake_write(rel, "%s\n", name);
+	snprintf(rel, sizeof(rel), "sys/class/powercap/%s/energy_uj", dir);
+	fake_write(rel, "%llu\n", (unsigned long long)energy_uj);
+	snprintf(rel, sizeof(rel), "sys/class/powercap/%s/max_energy_range_uj", dir);
+	fake_write(rel, "%llu\n", (unsigned long long)range_uj);
+}
+
+static void fake_rapl_energy(const char *dir, uint64_t energy_uj)
+{
+	char rel[256];
+	snprintf(rel, sizeof(rel), "sys/class/powercap/%s/energy_uj", dir);
+	fake_write(rel, "%llu\n", (unsigned long long)energy_uj);
+}
+
+/* Write a 64-bit register at its offset in fake_root/rel (a file laid out like /dev/cpu/N/msr). */
+static void fake_msr(const char *rel, uint32_t reg, uint64_t value)
+{
+	char path[PD_PATH_MAX];
+	snprintf(path, sizeof(path), "%s/%s", fake_root, rel);
+	char dir[PD_PATH_MAX];
+	snprintf(dir, sizeof(dir), "%s", path);
+	*strrchr(dir, '/') = '\0';
+	fake_mkdirs(dir);
+	int fd = open(path, O_WRONLY | O_CREAT, 0644);
+	if (fd < 0 || pwrite(fd, &value, sizeof(value), (off_t)reg) != (ssize_t)sizeof(value)) {
+		fprintf(stderr, "fake_msr %s: %s\n", path, strerror(errno));
+		exit(99);
+	}
+	close(fd);
+}
+
+/* Options for a fake root, as main.c would fill them. */
+static struct pd_opts fake_opts(void)
+{
+	static char sysfs[300], msr[300], cpuinfo[300];
+	snprintf(sysfs, sizeof(sysfs), "%s/sys", fake_root);
+	snprintf(msr, sizeof(msr), "%s/dev/cpu", fake_root);
+	snprintf(cpuinfo, sizeof(cpuinfo), "%s/cpuinfo", fake_root);
+	return (struct pd_opts){
+		.sysfs_root = sysfs,
+		.msr_root = msr,
+		.cpuinfo_path = cpuinfo,
+		.max_power_w = 5000,
+		.interval_ns = 100000000ull,
+		.exec_timeout_ns = 1000000000ull,
+	};
+}
+
+/* The zone named name in a sample, or NULL. */
+static const struct wb_power_zone *sample_zone(const struct wb_power *p, const char *name)
+{
+	for (size_t i = 0; i < p->n_zones; i++)
+		if (!strcmp(p->zones[i].name, name))
+			return &p->zones[i];
+	return NULL;
+}
+
+#endif
