@@ -7,7 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "bus.h"
@@ -69,6 +71,27 @@ static void ipc_mkdir(const char *ep)
 			*p = '/';
 		}
 	mkdir(dir, 0755);
+}
+
+/*
+ * ZeroMQ unlinks an existing ipc socket file before binding, which would let a
+ * second instance silently take the endpoint from a running one. Refuse when
+ * something still accepts connections there.
+ */
+static bool ipc_in_use(const char *ep)
+{
+	if (strncmp(ep, "ipc://", 6) != 0)
+		return false;
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	if (strlen(ep + 6) >= sizeof(sa.sun_path))
+		return false;
+	strcpy(sa.sun_path, ep + 6);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return false;
+	bool used = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+	close(fd);
+	return used;
 }
 
 static void ipc_protect(const char *ep, const char *group)
@@ -159,6 +182,10 @@ struct wb_pub *wb_pub_new(const char *endpoint, const char *src, const char *hos
 	const char *ep = endpoint_bare(endpoint, true, &bind);
 	if (bind) {
 		ipc_mkdir(ep);
+		if (ipc_in_use(ep)) {
+			log_errx("cannot bind %s: another process is listening there", ep);
+			goto fail;
+		}
 		if (zsock_bind(self->sock, "%s", ep) < 0) {
 			log_errx("cannot bind %s: %s", ep, zmq_strerror(zmq_errno()));
 			goto fail;

@@ -1,0 +1,102 @@
+#!/usr/bin/env bats
+# What every daemon shares (lib/daemon.c), shown on alignd: config errors with
+# file:line, flags, stat messages, SIGHUP reload, clean stop, endpoint conflicts.
+
+load helper
+
+setup() {
+	D=$WB_BUILD/wattbus-alignd
+	RT=$BATS_TEST_TMPDIR/run
+}
+teardown() { wb_kill_all; }
+
+@test "-n accepts the built-in defaults and a valid file" {
+	run "$D" -n
+	assert_success
+	assert_output "(built-in defaults): ok"
+	printf '[global]\nlog_level = debug\n[alignd]\nmax_lag = 3s\n[exportd]\nlisten = 127.0.0.1:9\n' >"$BATS_TEST_TMPDIR/ok.conf"
+	run "$D" -n -c "$BATS_TEST_TMPDIR/ok.conf"
+	assert_success
+	assert_output "$BATS_TEST_TMPDIR/ok.conf: ok"
+}
+
+@test "-n rejects an unknown key, a bad value and a syntax error with file:line, exit 2" {
+	f=$BATS_TEST_TMPDIR/bad.conf
+	printf '[alignd]\n; fine so far\ncolour = blue\n' >"$f"
+	run "$D" -n -c "$f"
+	assert_failure 2
+	assert_output "wattbus-alignd: $f:3: unknown key 'colour' in [alignd]"
+	printf '[global]\nstat_interval = often\n' >"$f"
+	run "$D" -n -c "$f"
+	assert_failure 2
+	assert_output --partial "$f:2: [global] stat_interval: 'often' is not a duration"
+	printf '[alignd]\nmax_lag 3s\n' >"$f"
+	run "$D" -n -c "$f"
+	assert_failure 2
+	assert_output --partial "$f:2: syntax error"
+	printf '[alignd]\n[powerd_typo]\n' >"$f"
+	run "$D" -n -c "$f"
+	assert_failure 2
+	assert_output --partial "$f:2: unknown section [powerd_typo]"
+	run "$D" -n -c "$BATS_TEST_TMPDIR/missing.conf"
+	assert_failure 2
+	assert_output --partial "missing.conf: cannot open"
+}
+
+@test "flags override the file, and bad flags are usage errors" {
+	printf '[alignd]\nmax_lag = often\n' >"$BATS_TEST_TMPDIR/f.conf"
+	run "$D" -n -c "$BATS_TEST_TMPDIR/f.conf" --max_lag 2s
+	assert_failure 2 # the file is still read and wrong
+	printf '[alignd]\nmax_lag = 9s\n' >"$BATS_TEST_TMPDIR/f.conf"
+	run "$D" -n -c "$BATS_TEST_TMPDIR/f.conf" --max_lag soon
+	assert_failure 2
+	assert_output --partial "--max_lag: [alignd] max_lag: 'soon' is not a duration"
+	run "$D" --no-such-flag
+	assert_failure 2
+	assert_output --partial "unknown option '--no-such-flag'"
+	run "$D" --max_lag
+	assert_failure 2
+	assert_output --partial "needs a value"
+	WATTBUS_CONF=$BATS_TEST_TMPDIR/f.conf run "$D" -n
+	assert_success
+	assert_output "$BATS_TEST_TMPDIR/f.conf: ok"
+}
+
+@test "stat messages, SIGHUP reload (kept on a bad file), clean stop on SIGTERM" {
+	conf=$BATS_TEST_TMPDIR/d.conf
+	printf '[global]\nlog_level = info\n' >"$conf"
+	wb_spawn alignd "$D" -c "$conf" --runtime_dir "$RT" --host testhost --stat_interval 200ms --sub "$(wb_ep nothing)"
+	wb_wait_for 10 test -S "$RT/alignd.sock"
+	run "$WATTBUS" tap --check --count 2 --timeout 10s "ipc://$RT/alignd.sock" stat/
+	assert_success
+	run jq -r '[.topic, .msg.stage, .msg.src, .msg.version, (.msg.frames_out > 0), (.msg.rss_bytes > 0)] | @tsv' <<<"${lines[1]}"
+	assert_output $'stat/testhost\talignd\talignd\t0.1.0\ttrue\ttrue'
+
+	printf '[alignd]\nnonsense = 1\n' >"$conf"
+	kill -HUP "$PID_alignd"
+	wb_wait_for 5 grep -q "reload failed, keeping the running config: $conf:2: unknown key 'nonsense'" "$BATS_TEST_TMPDIR/alignd.log"
+	kill -0 "$PID_alignd"
+	printf '[global]\nlog_level = debug\n' >"$conf"
+	kill -HUP "$PID_alignd"
+	wb_wait_for 5 grep -q "reloaded" "$BATS_TEST_TMPDIR/alignd.log"
+	run "$WATTBUS" tap --count 1 --timeout 10s "ipc://$RT/alignd.sock" stat/
+	assert_success
+
+	kill -TERM "$PID_alignd"
+	rc=0
+	wait "$PID_alignd" || rc=$?
+	[ "$rc" -eq 0 ]
+	grep -q "stopping on Terminated" "$BATS_TEST_TMPDIR/alignd.log"
+}
+
+@test "a second instance does not steal a running stage's endpoint" {
+	wb_spawn first "$D" --runtime_dir "$RT" --sub "$(wb_ep nothing)"
+	wb_wait_for 10 test -S "$RT/alignd.sock"
+	sleep 0.2
+	run timeout 10 "$D" --runtime_dir "$RT" --sub "$(wb_ep nothing)"
+	assert_failure 1
+	assert_output --partial "another process is listening there"
+	kill -0 "$PID_first"
+	run "$WATTBUS" tap --count 1 --timeout 10s "ipc://$RT/alignd.sock" stat/
+	assert_success
+}
