@@ -21,7 +21,8 @@ static struct accum_limits lim_default(void)
 }
 
 /* An estimate with nz zones named z0.. (zone "package" unless kinds given), np processes. */
-static void est_init(struct wb_msg *m, const char *host, uint64_t t0, uint64_t t1, size_t nz, size_t np)
+static void est_init(struct wb_msg *m, const char *host, uint64_t t0, uint64_t t1, size_t nz,
+		     size_t np)
 {
 	*m = (struct wb_msg){.kind = WB_ESTIMATE};
 	struct wb_estimate *e = &m->estimate;
@@ -38,7 +39,8 @@ static void est_init(struct wb_msg *m, const char *host, uint64_t t0, uint64_t t
 	for (size_t z = 0; z < nz; z++) {
 		snprintf(e->zones[z].name, sizeof e->zones[z].name, "zone-%zu", z);
 		snprintf(e->zones[z].zone, sizeof e->zones[z].zone, "z%zu", z);
-		snprintf(e->zones[z].path, sizeof e->zones[z].path, "/sys/class/powercap/intel-rapl:%zu", z);
+		snprintf(e->zones[z].path, sizeof e->zones[z].path,
+			 "/sys/class/powercap/intel-rapl:%zu", z);
 	}
 	e->n_procs = np;
 	e->procs = wb_array_new(np, sizeof *e->procs);
@@ -215,12 +217,14 @@ static void test_bad_estimates_change_nothing(void)
 			/* a container whose array is short */
 			m.estimate.n_containers = 1;
 			m.estimate.containers = wb_array_new(1, sizeof *m.estimate.containers);
-			snprintf(m.estimate.containers[0].id, sizeof m.estimate.containers[0].id, "c1");
+			snprintf(m.estimate.containers[0].id, sizeof m.estimate.containers[0].id,
+				 "c1");
 			want = ACC_R_ARRAY;
 			break;
 		}
 		case 6:
-			m.estimate.zones[0].unattributed_uj = 401; /* 100 to the process + 401 > 500 */
+			m.estimate.zones[0].unattributed_uj =
+			    401; /* 100 to the process + 401 > 500 */
 			want = ACC_R_OVER;
 			break;
 		}
@@ -293,7 +297,8 @@ static void test_terminated_retention(void)
 	CHECK(find_proc(a, "h1", 101, 5001) && find_proc(a, "h1", 101, 5001)->terminated);
 	CHECK(find_proc(a, "h1", 103, 5003) && !find_proc(a, "h1", 103, 5003)->terminated);
 
-	/* 40 s later process 103 has not run: stale, so terminated; 61 s after slot 1 the first two go */
+	/* 40 s later process 103 has not run: stale, so terminated; 61 s after slot 1 the first two
+	 * go */
 	est_init(&m, "h1", 50 * S, 51 * S, 1, 0);
 	est_zone(&m, 0, 1000, 0);
 	CHECK(accum_add(a, &m.estimate, NULL) == 0);
@@ -415,15 +420,19 @@ static void test_labels(void)
 	struct ex_host *h = accum_host(a, "h\"1");
 	CHECK_STR(h->node_label, "node_name=\"h\\\"1\"");
 	CHECK_STR(find_proc(a, "h\"1", 100, 5000)->labels,
-		  "pid=\"100\",comm=\"a\\\"b\\\\c\\nd\xef\xbf\xbd\",exe=\"\",type=\"regular\",container_id=\"\",vm_id=\"\"");
+		  "pid=\"100\",comm=\"a\\\"b\\\\c\\nd\xef\xbf\xbd\",exe=\"\",type=\"regular\","
+		  "container_id=\"\",vm_id=\"\"");
 	CHECK_STR(find_proc(a, "h\"1", 101, 5001)->labels,
-		  "pid=\"101\",comm=\"proc1\",exe=\"\",type=\"container\",container_id=\"c0ffee\",vm_id=\"\"");
-	CHECK_STR(find_proc(a, "h\"1", 102, 5002)->labels,
-		  "pid=\"102\",comm=\"proc2\",exe=\"\",type=\"vm\",container_id=\"\",vm_id=\"vm-1\"");
+		  "pid=\"101\",comm=\"proc1\",exe=\"\",type=\"container\",container_id=\"c0ffee\","
+		  "vm_id=\"\"");
+	CHECK_STR(
+	    find_proc(a, "h\"1", 102, 5002)->labels,
+	    "pid=\"102\",comm=\"proc2\",exe=\"\",type=\"vm\",container_id=\"\",vm_id=\"vm-1\"");
 	struct ex_wmap *pm = &h->works[EX_POD];
 	for (size_t i = 0; i < pm->cap; i++)
 		if (pm->slots[i])
-			CHECK_STR(pm->slots[i]->labels, "pod_id=\"uid-1\",pod_name=\"uid-1\",pod_namespace=\"\"");
+			CHECK_STR(pm->slots[i]->labels,
+				  "pod_id=\"uid-1\",pod_name=\"uid-1\",pod_namespace=\"\"");
 
 	/* the process execs: same pid and start, new comm, new labels, same totals */
 	est_init(&m, "h\"1", 11 * S, 12 * S, 1, 1);
@@ -496,17 +505,17 @@ static void test_hosts_cap(void)
 }
 
 static const struct unit_case cases[] = {
-	{"slot energies add up per zone and process", test_slots_add_up},
-	{"replayed slots after a restart count once", test_replay_and_restart},
-	{"an overlapping slot counts only its new part", test_overlap_is_clipped},
-	{"bad estimates are refused by reason and change nothing", test_bad_estimates_change_nothing},
-	{"zones of one kind on several sockets aggregate", test_sockets_aggregate},
-	{"terminated workloads: max_terminated, ttl, stale_after, revival", test_terminated_retention},
-	{"the series cap drops and evicts", test_series_cap},
-	{"levels and pid reuse", test_levels_and_pid_reuse},
-	{"labels are escaped and follow exec and node_name", test_labels},
-	{"the workload map survives churn", test_map_churn},
-	{"max_hosts", test_hosts_cap},
+    {"slot energies add up per zone and process", test_slots_add_up},
+    {"replayed slots after a restart count once", test_replay_and_restart},
+    {"an overlapping slot counts only its new part", test_overlap_is_clipped},
+    {"bad estimates are refused by reason and change nothing", test_bad_estimates_change_nothing},
+    {"zones of one kind on several sockets aggregate", test_sockets_aggregate},
+    {"terminated workloads: max_terminated, ttl, stale_after, revival", test_terminated_retention},
+    {"the series cap drops and evicts", test_series_cap},
+    {"levels and pid reuse", test_levels_and_pid_reuse},
+    {"labels are escaped and follow exec and node_name", test_labels},
+    {"the workload map survives churn", test_map_churn},
+    {"max_hosts", test_hosts_cap},
 };
 
 UNIT_MAIN(cases)

@@ -1,0 +1,803 @@
+/*
+ * exportd's own accumulators. Estimates carry the energy of one slot; summing
+ * them here (never trusting an upstream total) is what keeps every counter on
+ * /metrics monotonic across estimd, alignd and powerd restarts. Slots are applied
+ * once per host in time order, so a replayed or duplicated slot is not counted twice.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exportd.h"
+#include "log.h"
+
+static const char *const reason_names[ACC_R_COUNT] = {
+    [ACC_R_SLOT] = "slot",
+    [ACC_R_ARRAY] = "array_length",
+    [ACC_R_ZONE_SUM] = "zone_sum",
+    [ACC_R_OVER] = "over_attributed",
+    [ACC_R_DUP_ZONE] = "duplicate_zone",
+    [ACC_R_ZONES] = "too_many_zones",
+    [ACC_R_HOSTS] = "too_many_hosts",
+    [ACC_R_STALE] = "stale",
+    [ACC_R_NOMEM] = "nomem",
+};
+
+const char *accum_reason_name(enum accum_reason r)
+{
+	return r < ACC_R_COUNT ? reason_names[r] : "unknown";
+}
+
+/* ---- hashing ---- */
+static uint64_t mix64(uint64_t x)
+{
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ull;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebull;
+	x ^= x >> 31;
+	return x;
+}
+
+static uint64_t hash_str(uint64_t h, const char *s, size_t maxlen)
+{
+	/* FNV-1a */
+	if (!h)
+		h = 0xcbf29ce484222325ull;
+	for (size_t i = 0; i < maxlen && s[i]; i++) {
+		h ^= (unsigned char)s[i];
+		h *= 0x100000001b3ull;
+	}
+	h ^= 0xff; /* separates "ab","c" from "a","bc" */
+	h *= 0x100000001b3ull;
+	return h;
+}
+
+static uint64_t hash_proc(uint64_t pid, uint64_t start_ns)
+{
+	return mix64(pid * 0x9e3779b97f4a7c15ull ^ start_ns);
+}
+
+/* ---- an open-addressing map of workloads (linear probing, backward-shift delete) ---- */
+static bool work_matches(const struct ex_work *w, uint64_t hash, uint64_t pid, uint64_t start_ns,
+			 const char *id)
+{
+	if (w->hash != hash)
+		return false;
+	if (w->level == EX_PROCESS)
+		return w->pid == pid && w->start_ns == start_ns;
+	return strcmp(w->id, id) == 0;
+}
+
+static struct ex_work *wmap_get(const struct ex_wmap *m, uint64_t hash, uint64_t pid,
+				uint64_t start_ns, const char *id)
+{
+	if (!m->cap)
+		return NULL;
+	size_t mask = m->cap - 1;
+	for (size_t i = hash & mask;; i = (i + 1) & mask) {
+		struct ex_work *w = m->slots[i];
+		if (!w)
+			return NULL;
+		if (work_matches(w, hash, pid, start_ns, id))
+			return w;
+	}
+}
+
+static int wmap_grow(struct ex_wmap *m)
+{
+	size_t cap = m->cap ? m->cap * 2 : 64;
+	struct ex_work **slots = calloc(cap, sizeof *slots);
+	if (!slots)
+		return -1;
+	for (size_t i = 0; i < m->cap; i++) {
+		struct ex_work *w = m->slots[i];
+		if (!w)
+			continue;
+		size_t j = w->hash & (cap - 1);
+		while (slots[j])
+			j = (j + 1) & (cap - 1);
+		slots[j] = w;
+	}
+	free(m->slots);
+	m->slots = slots;
+	m->cap = cap;
+	return 0;
+}
+
+static int wmap_put(struct ex_wmap *m, struct ex_work *w)
+{
+	/* keep the load under 3/4 so that probes stay short */
+	if ((m->n + 1) * 4 > m->cap * 3 && wmap_grow(m) < 0)
+		return -1;
+	size_t mask = m->cap - 1, i = w->hash & mask;
+	while (m->slots[i])
+		i = (i + 1) & mask;
+	m->slots[i] = w;
+	m->n++;
+	return 0;
+}
+
+static void wmap_del(struct ex_wmap *m, struct ex_work *w)
+{
+	size_t mask = m->cap - 1, i = w->hash & mask;
+	while (m->slots[i] != w) {
+		if (!m->slots[i])
+			return;
+		i = (i + 1) & mask;
+	}
+	m->slots[i] = NULL;
+	m->n--;
+	/* shift back the entries of the run that follows so that lookups never stop early */
+	for (size_t j = (i + 1) & mask; m->slots[j]; j = (j + 1) & mask) {
+		size_t home = m->slots[j]->hash & mask;
+		/* can the entry at j move to the hole at i? only if its home is not in (i, j] */
+		bool between = i <= j ? (home > i && home <= j) : (home > i || home <= j);
+		if (!between) {
+			m->slots[i] = m->slots[j];
+			m->slots[j] = NULL;
+			i = j;
+		}
+	}
+}
+
+/* ---- workloads ---- */
+static void work_free(struct ex_work *w)
+{
+	if (!w)
+		return;
+	free(w->id);
+	free(w->labels);
+	free(w->uj);
+	free(w);
+}
+
+static unsigned work_series(enum ex_level level, size_t nz)
+{
+	/* joules and watts per zone, plus cpu_seconds for processes and containers */
+	return (unsigned)(2 * nz + (level == EX_PROCESS || level == EX_CONTAINER));
+}
+
+static int work_resize(struct ex_work *w, size_t nz)
+{
+	if (nz <= w->nz)
+		return 0;
+	uint64_t *uj = calloc(2 * nz, sizeof *uj);
+	if (!uj)
+		return -1;
+	if (w->uj) {
+		memcpy(uj, w->uj, w->nz * sizeof *uj);
+		memcpy(uj + nz, w->uj + w->nz, w->nz * sizeof *uj);
+	}
+	free(w->uj);
+	w->uj = uj;
+	w->nz = (uint8_t)nz;
+	return 0;
+}
+
+static void term_unlink(struct ex_host *h, struct ex_work *w)
+{
+	if (w->tprev)
+		w->tprev->tnext = w->tnext;
+	else
+		h->term_head[w->level] = w->tnext;
+	if (w->tnext)
+		w->tnext->tprev = w->tprev;
+	else
+		h->term_tail[w->level] = w->tprev;
+	w->tprev = w->tnext = NULL;
+	h->nterm[w->level]--;
+}
+
+static void work_terminate(struct ex_host *h, struct ex_work *w, uint64_t t1)
+{
+	if (w->terminated)
+		return;
+	w->terminated = true;
+	w->terminated_t1 = t1;
+	w->tprev = h->term_tail[w->level];
+	w->tnext = NULL;
+	if (w->tprev)
+		w->tprev->tnext = w;
+	else
+		h->term_head[w->level] = w;
+	h->term_tail[w->level] = w;
+	h->nterm[w->level]++;
+}
+
+static void work_revive(struct ex_host *h, struct ex_work *w)
+{
+	if (!w->terminated)
+		return;
+	term_unlink(h, w);
+	w->terminated = false;
+}
+
+static void work_remove(struct accum *self, struct ex_host *h, struct ex_work *w)
+{
+	if (w->terminated)
+		term_unlink(h, w);
+	wmap_del(&h->works[w->level], w);
+	self->series[w->level] -= w->nseries;
+	work_free(w);
+}
+
+/* Evict the oldest terminated workload of host h, its own level first. */
+static bool evict_one(struct accum *self, struct ex_host *h, enum ex_level prefer)
+{
+	struct ex_work *w = h->term_head[prefer];
+	for (int l = 0; !w && l < EX_NLEVELS; l++)
+		w = h->term_head[l];
+	if (!w)
+		return false;
+	self->evicted[w->level]++;
+	work_remove(self, h, w);
+	return true;
+}
+
+/*
+ * Find or create the workload. NULL when the level is not tracked or the series
+ * cap refused it (counted).
+ */
+static struct ex_work *work_get(struct accum *self, struct ex_host *h, enum ex_level level,
+				uint64_t pid, uint64_t start_ns, const char *id)
+{
+	if (!(self->lim.levels & (1u << level)))
+		return NULL;
+	uint64_t hash =
+	    level == EX_PROCESS ? hash_proc(pid, start_ns) : mix64(hash_str(0, id, 128));
+	struct ex_work *w = wmap_get(&h->works[level], hash, pid, start_ns, id);
+	if (w)
+		return w;
+	unsigned ns = work_series(level, h->nzones);
+	while (accum_series(self) + ns > self->lim.max_series) {
+		if (!evict_one(self, h, level)) {
+			self->dropped[level] += ns;
+			return NULL;
+		}
+	}
+	w = calloc(1, sizeof *w);
+	if (w) {
+		w->level = (uint8_t)level;
+		w->hash = hash;
+		w->pid = pid;
+		w->start_ns = start_ns;
+		w->nseries = ns;
+	}
+	if (!w || work_resize(w, h->nzones) < 0 || (level != EX_PROCESS && !(w->id = strdup(id))) ||
+	    wmap_put(&h->works[level], w) < 0) {
+		log_warnx("exportd: out of memory tracking a %s of host %s", ex_level_names[level],
+			  h->name);
+		work_free(w);
+		self->dropped[level] += ns;
+		return NULL;
+	}
+	self->series[level] += ns;
+	return w;
+}
+
+/* Set the workload's fixed labels when what they show changed (exec, rename). */
+static void work_labels(struct ex_work *w, uint64_t ident, struct rbuf *tmp,
+			void (*render)(struct rbuf *, const void *), const void *src)
+{
+	if (w->labels && w->ident == ident)
+		return;
+	rbuf_reset(tmp);
+	render(tmp, src);
+	rbuf_putc(tmp, '\0');
+	if (tmp->oom)
+		return;
+	char *l = malloc(tmp->len);
+	if (!l)
+		return;
+	memcpy(l, tmp->p, tmp->len);
+	free(w->labels);
+	w->labels = l;
+	w->ident = ident;
+}
+
+static const char *proc_type(const struct wb_est_proc *p)
+{
+	if (p->vm[0])
+		return "vm";
+	if (p->container_id[0])
+		return "container";
+	return "regular";
+}
+
+static void render_proc_labels(struct rbuf *b, const void *src)
+{
+	const struct wb_est_proc *p = src;
+	char pid[24];
+	snprintf(pid, sizeof pid, "%llu", (unsigned long long)p->pid);
+	rbuf_label(b, true, "pid", pid, sizeof pid);
+	rbuf_label(b, false, "comm", p->comm, sizeof p->comm);
+	/* usaged does not read /proc/PID/exe: the label exists, empty, as in Kepler's schema */
+	rbuf_label(b, false, "exe", "", 1);
+	rbuf_label(b, false, "type", proc_type(p), 16);
+	rbuf_label(b, false, "container_id", p->container_id, sizeof p->container_id);
+	rbuf_label(b, false, "vm_id", p->vm, sizeof p->vm);
+}
+
+/* Kepler's runtime names: docker, containerd, crio, podman, kubernetes, unknown. */
+static const char *container_runtime(const char *rt)
+{
+	if (!rt[0])
+		return "unknown";
+	if (!strcmp(rt, "cri-o"))
+		return "crio";
+	return rt;
+}
+
+/* Kepler's hypervisor names; libvirt's machine.slice scopes on Linux are KVM. */
+static const char *vm_hypervisor(const char *rt)
+{
+	if (!rt[0])
+		return "unknown";
+	if (!strcmp(rt, "libvirt") || !strcmp(rt, "qemu"))
+		return "kvm";
+	return rt;
+}
+
+static void render_container_labels(struct rbuf *b, const void *src)
+{
+	const struct wb_est_group *g = src;
+	rbuf_label(b, true, "container_id", g->id, sizeof g->id);
+	rbuf_label(b, false, "container_name", g->name, sizeof g->name);
+	rbuf_label(b, false, "runtime", container_runtime(g->runtime), sizeof g->runtime);
+	rbuf_label(b, false, "pod_id", g->pod_uid, sizeof g->pod_uid);
+}
+
+static void render_pod_labels(struct rbuf *b, const void *src)
+{
+	const struct wb_est_group *g = src;
+	rbuf_label(b, true, "pod_id", g->id, sizeof g->id);
+	/* Without a kubelet the name is unknown: the uid keeps pods apart in "by (pod_name)" */
+	rbuf_label(b, false, "pod_name", g->name[0] ? g->name : g->id, sizeof g->name);
+	rbuf_label(b, false, "pod_namespace", "", 1);
+}
+
+static void render_vm_labels(struct rbuf *b, const void *src)
+{
+	const struct wb_est_group *g = src;
+	rbuf_label(b, true, "vm_id", g->id, sizeof g->id);
+	rbuf_label(b, false, "vm_name", g->name[0] ? g->name : g->id, sizeof g->name);
+	rbuf_label(b, false, "hypervisor", vm_hypervisor(g->runtime), sizeof g->runtime);
+}
+
+/* ---- hosts and zones ---- */
+static void host_free(struct ex_host *h)
+{
+	if (!h)
+		return;
+	for (int l = 0; l < EX_NLEVELS; l++) {
+		struct ex_wmap *m = &h->works[l];
+		for (size_t i = 0; i < m->cap; i++)
+			work_free(m->slots[i]);
+		free(m->slots);
+	}
+	for (size_t z = 0; z < h->nzones; z++) {
+		free(h->zones[z].labels);
+		free(h->zones[z].zlabel);
+	}
+	free(h->node_label);
+	free(h);
+}
+
+struct ex_host *accum_host(struct accum *self, const char *name)
+{
+	for (size_t i = 0; i < self->nhosts; i++)
+		if (!strcmp(self->hosts[i]->name, name))
+			return self->hosts[i];
+	return NULL;
+}
+
+static int host_label(struct ex_host *h, const char *node_name)
+{
+	struct rbuf b = {0};
+	rbuf_label(&b, true, "node_name", node_name && node_name[0] ? node_name : h->name, 256);
+	rbuf_putc(&b, '\0');
+	if (b.oom) {
+		rbuf_free(&b);
+		return -1;
+	}
+	size_t len;
+	free(h->node_label);
+	h->node_label = rbuf_steal(&b, &len);
+	return 0;
+}
+
+static struct ex_host *host_get(struct accum *self, const char *name, enum accum_reason *reason)
+{
+	struct ex_host *h = accum_host(self, name);
+	if (h)
+		return h;
+	if (self->nhosts >= self->lim.max_hosts) {
+		*reason = ACC_R_HOSTS;
+		return NULL;
+	}
+	struct ex_host **hosts = realloc(self->hosts, (self->nhosts + 1) * sizeof *hosts);
+	if (hosts)
+		self->hosts = hosts;
+	h = calloc(1, sizeof *h);
+	if (h)
+		snprintf(h->name, sizeof h->name, "%s", name);
+	if (!h || !hosts || host_label(h, self->lim.node_name) < 0) {
+		free(h);
+		*reason = ACC_R_NOMEM;
+		return NULL;
+	}
+	self->hosts[self->nhosts++] = h;
+	return h;
+}
+
+static int zone_get(struct ex_host *h, const char *zone, const char *path)
+{
+	for (size_t z = 0; z < h->nzones; z++)
+		if (!strcmp(h->zones[z].zone, zone) && !strcmp(h->zones[z].path, path))
+			return (int)z;
+	if (h->nzones >= EX_MAX_ZONES)
+		return -1;
+	struct ex_zone *ez = &h->zones[h->nzones];
+	*ez = (struct ex_zone){0};
+	snprintf(ez->zone, sizeof ez->zone, "%s", zone);
+	snprintf(ez->path, sizeof ez->path, "%s", path);
+	struct rbuf b = {0};
+	rbuf_label(&b, true, "zone", zone, sizeof ez->zone);
+	rbuf_putc(&b, '\0');
+	size_t len;
+	if (b.oom)
+		return -1;
+	ez->zlabel = rbuf_steal(&b, &len);
+	rbuf_label(&b, true, "zone", zone, sizeof ez->zone);
+	rbuf_label(&b, false, "path", path, sizeof ez->path);
+	rbuf_putc(&b, '\0');
+	if (b.oom) {
+		free(ez->zlabel);
+		return -1;
+	}
+	ez->labels = rbuf_steal(&b, &len);
+	return (int)h->nzones++;
+}
+
+/* ---- checks ---- */
+static bool add_ok(uint64_t *sum, uint64_t v)
+{
+	return !__builtin_add_overflow(*sum, v, sum);
+}
+
+/* The workloads of one kind must not get more than the zone's active energy. */
+static bool group_within(const struct wb_est_group *g, size_t n, const struct wb_estimate *e,
+			 enum accum_reason *reason)
+{
+	for (size_t z = 0; z < e->n_zones; z++) {
+		uint64_t sum = 0;
+		for (size_t i = 0; i < n; i++)
+			if (!add_ok(&sum, g[i].energy_uj[z]) || sum > e->zones[z].active_uj) {
+				*reason = ACC_R_OVER;
+				return false;
+			}
+	}
+	return true;
+}
+
+static bool group_arrays(const struct wb_est_group *g, size_t n, size_t nz,
+			 enum accum_reason *reason)
+{
+	for (size_t i = 0; i < n; i++)
+		if (g[i].n_energy_uj != nz) {
+			*reason = ACC_R_ARRAY;
+			return false;
+		}
+	return true;
+}
+
+static bool estimate_check(const struct wb_estimate *e, enum accum_reason *reason)
+{
+	if (e->t1 <= e->t0) {
+		*reason = ACC_R_SLOT;
+		return false;
+	}
+	for (size_t z = 0; z < e->n_zones; z++) {
+		const struct wb_est_zone *ez = &e->zones[z];
+		uint64_t sum = ez->active_uj;
+		if (!add_ok(&sum, ez->idle_uj) || sum != ez->energy_uj) {
+			*reason = ACC_R_ZONE_SUM;
+			return false;
+		}
+		for (size_t y = 0; y < z; y++)
+			if (!strcmp(e->zones[y].name, ez->name) &&
+			    !strcmp(e->zones[y].path, ez->path) &&
+			    !strcmp(e->zones[y].zone, ez->zone)) {
+				*reason = ACC_R_DUP_ZONE;
+				return false;
+			}
+	}
+	for (size_t i = 0; i < e->n_procs; i++)
+		if (e->procs[i].n_energy_uj != e->n_zones) {
+			*reason = ACC_R_ARRAY;
+			return false;
+		}
+	if (!group_arrays(e->containers, e->n_containers, e->n_zones, reason) ||
+	    !group_arrays(e->pods, e->n_pods, e->n_zones, reason) ||
+	    !group_arrays(e->vms, e->n_vms, e->n_zones, reason))
+		return false;
+	for (size_t z = 0; z < e->n_zones; z++) {
+		uint64_t sum = e->zones[z].unattributed_uj;
+		for (size_t i = 0; i < e->n_procs; i++)
+			if (!add_ok(&sum, e->procs[i].energy_uj[z]) ||
+			    sum > e->zones[z].active_uj) {
+				*reason = ACC_R_OVER;
+				return false;
+			}
+	}
+	return group_within(e->containers, e->n_containers, e, reason) &&
+	       group_within(e->pods, e->n_pods, e, reason) &&
+	       group_within(e->vms, e->n_vms, e, reason);
+}
+
+/* ---- applying a slot ---- */
+struct slot_ctx {
+	struct accum *self;
+	struct ex_host *h;
+	uint64_t t1;
+	uint64_t num, den; /* energies scale by num/den when the slot overlapped the last one */
+	int zmap[256];	   /* estimate zone -> exported zone */
+	size_t nz;
+	struct rbuf tmp;
+};
+
+static uint64_t scale(const struct slot_ctx *c, uint64_t v)
+{
+	if (c->num == c->den)
+		return v;
+	return (uint64_t)((unsigned __int128)v * c->num / c->den);
+}
+
+static void work_add(struct slot_ctx *c, struct ex_work *w, uint64_t cpu_ns,
+		     const uint64_t *energy_uj)
+{
+	struct ex_host *h = c->h;
+	if (w->nz < h->nzones) {
+		unsigned old = w->nseries, ns = work_series(w->level, h->nzones);
+		if (work_resize(w, h->nzones) == 0) {
+			w->nseries = ns;
+			c->self->series[w->level] += ns - old;
+		}
+	}
+	uint64_t *acc = w->uj, *slot = w->uj + w->nz;
+	if (w->last_t1 != c->t1) {
+		memset(slot, 0, w->nz * sizeof *slot);
+		w->last_t1 = c->t1;
+	}
+	w->cpu_ns += scale(c, cpu_ns);
+	for (size_t z = 0; z < c->nz; z++) {
+		int ez = c->zmap[z];
+		if (ez >= w->nz)
+			continue;
+		uint64_t v = scale(c, energy_uj[z]);
+		acc[ez] += v;
+		slot[ez] += v;
+	}
+	if (w->terminated)
+		work_revive(h, w);
+}
+
+static void apply_groups(struct slot_ctx *c, enum ex_level level, const struct wb_est_group *g,
+			 size_t n, void (*render)(struct rbuf *, const void *))
+{
+	for (size_t i = 0; i < n; i++) {
+		struct ex_work *w = work_get(c->self, c->h, level, 0, 0, g[i].id);
+		if (!w)
+			continue;
+		uint64_t ident = hash_str(hash_str(hash_str(0, g[i].name, sizeof g[i].name),
+						   g[i].runtime, sizeof g[i].runtime),
+					  g[i].pod_uid, sizeof g[i].pod_uid);
+		work_labels(w, ident, &c->tmp, render, &g[i]);
+		work_add(c, w, g[i].cpu_ns, g[i].energy_uj);
+	}
+}
+
+/* Mark workloads that have not run for stale_after as terminated; enforce retention. */
+static void host_expire(struct accum *self, struct ex_host *h)
+{
+	uint64_t now = h->last_t1;
+	/* a full scan per second of data time is plenty for a bound given in minutes */
+	bool scan = self->lim.stale_after_ns && now - h->last_scan_t1 >= 1000000000ull;
+	if (scan)
+		h->last_scan_t1 = now;
+	for (int l = EX_PROCESS; l < EX_NLEVELS; l++) {
+		struct ex_wmap *m = &h->works[l];
+		if (scan) {
+			for (size_t i = 0; i < m->cap; i++) {
+				struct ex_work *w = m->slots[i];
+				if (w && !w->terminated &&
+				    now - w->last_t1 > self->lim.stale_after_ns)
+					work_terminate(h, w, now);
+			}
+		}
+		while (h->term_head[l] &&
+		       (h->nterm[l] > self->lim.max_terminated ||
+			(self->lim.terminated_ttl_ns &&
+			 now - h->term_head[l]->terminated_t1 >= self->lim.terminated_ttl_ns))) {
+			self->evicted[l]++;
+			work_remove(self, h, h->term_head[l]);
+		}
+	}
+}
+
+static void drop_level(struct accum *self, enum ex_level level)
+{
+	for (size_t i = 0; i < self->nhosts; i++) {
+		struct ex_host *h = self->hosts[i];
+		struct ex_wmap *m = &h->works[level];
+		for (size_t s = 0; s < m->cap; s++)
+			work_free(m->slots[s]);
+		free(m->slots);
+		*m = (struct ex_wmap){0};
+		h->term_head[level] = h->term_tail[level] = NULL;
+		h->nterm[level] = 0;
+	}
+	self->series[level] = 0;
+}
+
+int accum_add(struct accum *self, const struct wb_estimate *e, enum accum_reason *reason)
+{
+	enum accum_reason r = ACC_R_COUNT;
+	struct ex_host *h = NULL;
+	if (!estimate_check(e, &r) || !(h = host_get(self, e->env.host, &r)))
+		goto reject;
+	if (h->last_t1 && e->t1 <= h->last_t1) {
+		r = ACC_R_STALE;
+		goto reject;
+	}
+
+	struct slot_ctx c = {.self = self, .h = h, .t1 = e->t1, .nz = e->n_zones};
+	uint64_t t0 = e->t0;
+	c.num = c.den = e->t1 - e->t0;
+	if (h->last_t1 && t0 < h->last_t1) {
+		/* overlaps the slot before: count only the part after it */
+		c.num = e->t1 - h->last_t1;
+		t0 = h->last_t1;
+		self->clipped++;
+	}
+
+	/* Zones of one kind on several sockets become one "aggregated-<zone>" zone. */
+	for (size_t z = 0; z < e->n_zones; z++) {
+		const struct wb_est_zone *ez = &e->zones[z];
+		size_t same = 0;
+		for (size_t y = 0; y < e->n_zones; y++)
+			same += !strcmp(e->zones[y].zone, ez->zone);
+		char path[sizeof h->zones[0].path];
+		if (same > 1)
+			snprintf(path, sizeof path, "aggregated-%s", ez->zone);
+		else
+			snprintf(path, sizeof path, "%s", ez->path);
+		c.zmap[z] = zone_get(h, ez->zone, path);
+		if (c.zmap[z] < 0) {
+			r = ACC_R_ZONES;
+			goto reject;
+		}
+	}
+
+	for (size_t z = 0; z < h->nzones; z++) {
+		struct ex_zone *xz = &h->zones[z];
+		if (xz->slot_t1 != e->t1) {
+			xz->slot_total_uj = xz->slot_active_uj = xz->slot_idle_uj = 0;
+			xz->slot_t1 = e->t1;
+		}
+	}
+	uint64_t under = 0;
+	for (size_t z = 0; z < e->n_zones; z++) {
+		const struct wb_est_zone *ez = &e->zones[z];
+		struct ex_zone *xz = &h->zones[c.zmap[z]];
+		uint64_t tot = scale(&c, ez->energy_uj), act = scale(&c, ez->active_uj);
+		/* idle as the difference keeps total == active + idle exactly after scaling */
+		uint64_t idle = tot - act;
+		xz->total_uj += tot;
+		xz->active_uj += act;
+		xz->idle_uj += idle;
+		xz->slot_total_uj += tot;
+		xz->slot_active_uj += act;
+		xz->slot_idle_uj += idle;
+		uint64_t attributed = ez->unattributed_uj;
+		for (size_t i = 0; i < e->n_procs; i++)
+			attributed += e->procs[i].energy_uj[z];
+		under |= attributed != ez->active_uj;
+	}
+	self->underattributed += under != 0;
+
+	if (self->lim.levels & (1u << EX_PROCESS)) {
+		for (size_t i = 0; i < e->n_procs; i++) {
+			const struct wb_est_proc *p = &e->procs[i];
+			struct ex_work *w =
+			    work_get(self, h, EX_PROCESS, p->pid, p->start_ns, NULL);
+			if (!w)
+				continue;
+			uint64_t ident = hash_str(hash_str(hash_str(0, p->comm, sizeof p->comm),
+							   p->container_id, sizeof p->container_id),
+						  p->vm, sizeof p->vm);
+			work_labels(w, ident, &c.tmp, render_proc_labels, p);
+			work_add(&c, w, p->cpu_ns, p->energy_uj);
+			if (p->exited)
+				work_terminate(h, w, e->t1);
+		}
+	}
+	apply_groups(&c, EX_CONTAINER, e->containers, e->n_containers, render_container_labels);
+	apply_groups(&c, EX_POD, e->pods, e->n_pods, render_pod_labels);
+	apply_groups(&c, EX_VM, e->vms, e->n_vms, render_vm_labels);
+	rbuf_free(&c.tmp);
+
+	h->last_t0 = t0;
+	h->last_t1 = e->t1;
+	h->slot_ns = e->t1 - t0;
+	h->cpu_usage_ratio = e->cpu_usage_ratio;
+	snprintf(h->mode, sizeof h->mode, "%s", e->mode);
+	h->estimates++;
+	host_expire(self, h);
+	self->version++;
+	return 0;
+
+reject:
+	self->rejected[r]++;
+	if (reason)
+		*reason = r;
+	return -1;
+}
+
+size_t accum_series(const struct accum *self)
+{
+	size_t n = 0;
+	for (int l = 0; l < EX_NLEVELS; l++)
+		n += self->series[l];
+	return n;
+}
+
+static int limits_copy(struct accum *self, const struct accum_limits *lim)
+{
+	char *node = strdup(lim->node_name ? lim->node_name : "");
+	if (!node)
+		return -1;
+	free(self->node_name);
+	self->node_name = node;
+	self->lim = *lim;
+	self->lim.node_name = node;
+	return 0;
+}
+
+void accum_set_limits(struct accum *self, const struct accum_limits *lim)
+{
+	unsigned dropped = self->lim.levels & ~lim->levels;
+	bool renamed = strcmp(self->node_name, lim->node_name ? lim->node_name : "") != 0;
+	if (limits_copy(self, lim) < 0)
+		return;
+	for (int l = EX_PROCESS; l < EX_NLEVELS; l++)
+		if (dropped & (1u << l))
+			drop_level(self, (enum ex_level)l);
+	for (size_t i = 0; renamed && i < self->nhosts; i++)
+		host_label(self->hosts[i], self->node_name);
+}
+
+struct accum *accum_new(const struct accum_limits *lim)
+{
+	struct accum *self = calloc(1, sizeof *self);
+	if (!self || limits_copy(self, lim) < 0) {
+		free(self);
+		return NULL;
+	}
+	return self;
+}
+
+void accum_destroy(struct accum **self_p)
+{
+	if (!self_p || !*self_p)
+		return;
+	struct accum *self = *self_p;
+	for (size_t i = 0; i < self->nhosts; i++)
+		host_free(self->hosts[i]);
+	free(self->hosts);
+	free(self->node_name);
+	free(self);
+	*self_p = NULL;
+}

@@ -1,0 +1,264 @@
+/*
+ * exportd's private header: the configuration and the modules' prototypes,
+ * grouped by file. The modules are pure (no sockets, no clock reads) so that
+ * tests/unit/test_exportd_*.c drive them directly; main.c and http.c do the I/O.
+ */
+#ifndef WB_EXPORTD_H
+#define WB_EXPORTD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "wb_msgs.h"
+
+/* Workload levels, as Kepler's metricsLevel names them. */
+enum ex_level { EX_NODE, EX_PROCESS, EX_CONTAINER, EX_POD, EX_VM, EX_NLEVELS };
+#define EX_LEVELS_ALL ((1u << EX_NLEVELS) - 1)
+
+/* ---- rbuf.c: a growable output buffer and Prometheus text helpers ---- */
+struct rbuf {
+	char *p;
+	size_t len, cap;
+	bool oom; /* an allocation failed; the content is incomplete */
+};
+
+void rbuf_reset(struct rbuf *b);
+void rbuf_free(struct rbuf *b);
+/* Take the bytes out (malloc'd, owned by the caller); the buffer is left empty. */
+char *rbuf_steal(struct rbuf *b, size_t *len);
+void rbuf_put(struct rbuf *b, const char *s, size_t n);
+void rbuf_puts(struct rbuf *b, const char *s);
+void rbuf_putc(struct rbuf *b, char c);
+void rbuf_printf(struct rbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void rbuf_u64(struct rbuf *b, uint64_t v);
+/* v / 10^decimals with exactly that many decimals: 1234567 with 6 -> "1.234567". */
+void rbuf_fixed(struct rbuf *b, uint64_t v, unsigned decimals);
+/* A double as Prometheus reads it (%.17g, NaN, +Inf). */
+void rbuf_double(struct rbuf *b, double v);
+/* A label value: \ " and newline escaped, invalid UTF-8 replaced by U+FFFD. */
+void rbuf_label_value(struct rbuf *b, const char *s, size_t maxlen);
+/* name="value" (with a leading comma when first is false). */
+void rbuf_label(struct rbuf *b, bool first, const char *name, const char *value, size_t maxlen);
+/* Compress in[0..len) as one gzip member at level 1..9 into out. Returns 0 or -1. */
+int rbuf_gzip(const char *in, size_t len, int level, struct rbuf *out);
+
+/* ---- accum.c: exportd's own energy accumulators, fed by estimate messages ---- */
+struct accum_limits {
+	unsigned levels;	    /* bit per enum ex_level: which workloads to track */
+	size_t max_series;	    /* workload series over all hosts */
+	size_t max_terminated;	    /* terminated workloads kept per host and level */
+	uint64_t terminated_ttl_ns; /* how long a terminated workload stays exported */
+	uint64_t stale_after_ns;    /* a workload absent this long counts as terminated */
+	size_t max_hosts;
+	const char *node_name; /* node_name label; NULL or "": the message's host */
+};
+
+/* Why an estimate was not (or not wholly) applied; exported by reason. */
+enum accum_reason {
+	ACC_R_SLOT,	/* t1 <= t0 */
+	ACC_R_ARRAY,	/* a workload's energy_uj has not one entry per zone */
+	ACC_R_ZONE_SUM, /* active_uj + idle_uj != energy_uj */
+	ACC_R_OVER,	/* workloads got more than the zone's active energy */
+	ACC_R_DUP_ZONE, /* the same zone (name and path) twice */
+	ACC_R_ZONES,	/* more distinct zones than exportd keeps per host */
+	ACC_R_HOSTS,	/* more hosts than max_hosts */
+	ACC_R_STALE,	/* t1 not after the last slot applied for the host (replay, duplicate) */
+	ACC_R_NOMEM,
+	ACC_R_COUNT
+};
+const char *accum_reason_name(enum accum_reason r);
+
+/* One exported zone: (zone, path) labels; RAPL domains of the same kind on several
+ * sockets are summed into one zone whose path is "aggregated-<zone>", as Kepler does. */
+struct ex_zone {
+	char zone[16];
+	char path[272];
+	char *labels; /* zone="..",path=".." */
+	char *zlabel; /* zone=".." */
+	uint64_t total_uj, active_uj, idle_uj;
+	uint64_t slot_total_uj, slot_active_uj, slot_idle_uj;
+	uint64_t slot_t1; /* t1 of the slot the slot_* values belong to */
+};
+
+#define EX_MAX_ZONES 32
+
+/* A process, container, pod or VM and its accumulators. */
+struct ex_work {
+	uint8_t level;
+	bool terminated;
+	uint8_t nz;	  /* zones in uj */
+	uint32_t nseries; /* series it accounts for in the cap */
+	uint64_t hash;
+	/* identity: processes by (pid, start_ns), groups by id */
+	uint64_t pid, start_ns;
+	char *id;
+	uint64_t ident; /* hash of what the labels were rendered from, to notice exec or rename */
+	char *labels;	/* the fixed labels: everything but node_name, state and zone */
+	uint64_t cpu_ns;
+	uint64_t *uj;	  /* nz accumulated totals, then nz energies of the last slot it ran in */
+	uint64_t last_t1; /* last slot it appeared in */
+	uint64_t terminated_t1;	       /* host time when it was marked terminated */
+	struct ex_work *tprev, *tnext; /* the host's terminated list of its level, oldest first */
+};
+
+struct ex_wmap {
+	struct ex_work **slots;
+	size_t cap, n;
+};
+
+struct ex_host {
+	char name[64];
+	char *node_label; /* node_name=".." */
+	uint64_t last_t0, last_t1, slot_ns;
+	uint64_t last_scan_t1; /* when workloads were last checked for staleness */
+	uint64_t estimates;
+	double cpu_usage_ratio;
+	char mode[16];
+	uint64_t last_recv_ns; /* wall clock when the last estimate was applied (main sets it) */
+	size_t nzones;
+	struct ex_zone zones[EX_MAX_ZONES];
+	struct ex_wmap works[EX_NLEVELS];
+	struct ex_work *term_head[EX_NLEVELS], *term_tail[EX_NLEVELS];
+	size_t nterm[EX_NLEVELS];
+};
+
+struct accum {
+	struct accum_limits lim;
+	size_t nhosts;
+	struct ex_host **hosts;
+	size_t series[EX_NLEVELS];
+	uint64_t rejected[ACC_R_COUNT];
+	uint64_t dropped[EX_NLEVELS]; /* series refused by the cap */
+	uint64_t evicted[EX_NLEVELS]; /* terminated workloads removed (ttl, max_terminated, cap) */
+	uint64_t clipped;	      /* slots that partly overlapped the previous one */
+	uint64_t underattributed;     /* slots whose workloads got less than the active energy */
+	uint64_t version;	      /* +1 per applied estimate */
+	char *node_name;	      /* our copy of lim.node_name */
+};
+
+/* NULL on ENOMEM. lim->node_name is copied. */
+struct accum *accum_new(const struct accum_limits *lim);
+void accum_destroy(struct accum **self_p);
+/* Change the limits (reload); workloads of levels no longer tracked are dropped. */
+void accum_set_limits(struct accum *self, const struct accum_limits *lim);
+/*
+ * Check an estimate and add it to the accumulators. Returns 0 when applied,
+ * -1 when rejected (*reason set, counted in self->rejected, nothing applied).
+ */
+int accum_add(struct accum *self, const struct wb_estimate *est, enum accum_reason *reason);
+struct ex_host *accum_host(struct accum *self, const char *name);
+size_t accum_series(const struct accum *self);
+
+/* ---- stages.c: pipeline health from stat messages ---- */
+/* A cumulative counter that survives the producer's restarts. */
+struct mono {
+	uint64_t base, last;
+};
+void mono_update(struct mono *m, uint64_t value, bool new_epoch);
+uint64_t mono_value(const struct mono *m);
+
+struct stage_named {
+	char name[64];
+	struct mono m;
+};
+
+#define STAGE_NAMED_MAX 64
+
+struct stage_rec {
+	char host[64], stage[16], src[32];
+	char *labels; /* host="..",stage="..",src=".." */
+	char version[32], mode[32];
+	uint64_t epoch;
+	uint64_t last_recv_ns;
+	uint64_t uptime_ns, rss_bytes;
+	uint64_t starts; /* epochs seen */
+	struct mono frames_in, frames_out, lost, rejected, restarts, cpu_ns;
+	size_t nreasons, ncounters;
+	struct stage_named reasons[STAGE_NAMED_MAX], counters[STAGE_NAMED_MAX];
+};
+
+enum stages_reason { ST_R_DUP_NAME, ST_R_SUM, ST_R_PRODUCERS, ST_R_NOMEM, ST_R_COUNT };
+const char *stages_reason_name(enum stages_reason r);
+
+struct stages {
+	size_t n, max;
+	struct stage_rec **recs;
+	uint64_t rejected[ST_R_COUNT];
+};
+
+struct stages *stages_new(size_t max_producers);
+void stages_destroy(struct stages **self_p);
+/* Record a stat message received at recv_ns. Returns 0, or -1 (rejected, *reason set). */
+int stages_add(struct stages *self, const struct wb_stat *st, uint64_t recv_ns,
+	       enum stages_reason *reason);
+
+/* ---- cpuinfo.c: kepler_node_cpu_info from /proc/cpuinfo ---- */
+struct cpuinfo_entry {
+	char processor[16], vendor_id[64], model_name[128], physical_id[16], core_id[16];
+};
+/* Parse cpuinfo text. *out is malloc'd (caller frees). Returns the number of CPUs, or -1. */
+int cpuinfo_parse(const char *text, struct cpuinfo_entry **out);
+/* Read and parse path. Returns the number of CPUs (0 when unreadable: logged), or -1. */
+int cpuinfo_read(const char *path, struct cpuinfo_entry **out);
+
+/* ---- render.c: the /metrics text ---- */
+struct render_filter {
+	unsigned levels;
+	const struct wb_strlist *allow; /* fnmatch patterns; empty: all */
+	const struct wb_strlist *deny;
+};
+
+/* exportd's own counters, kept by main.c and http.c. */
+struct exportd_counters {
+	uint64_t http_requests[6]; /* by status class: 1xx, 2xx, 3xx, 4xx, 5xx, other */
+	double last_render_s;
+};
+
+struct render_input {
+	const struct accum *acc;
+	const struct stages *st;
+	const struct cpuinfo_entry *cpus;
+	size_t ncpus;
+	const struct exportd_counters *ctr;
+	uint64_t now_ns;	   /* wall clock, for ages */
+	uint64_t stage_timeout_ns; /* a stage is up when its last stat is younger */
+	const char *version, *arch, *revision, *branch, *compiler;
+};
+
+bool render_wanted(const struct render_filter *f, const char *metric, enum ex_level level);
+/* Append the whole exposition (text format 0.0.4) to out. */
+void render_metrics(const struct render_input *in, const struct render_filter *f, struct rbuf *out);
+
+/* Configured levels ("node,process,...") as a bit set; -1 and err on an unknown one. */
+int levels_parse(const struct wb_strlist *names, unsigned *levels, char *err, size_t errlen);
+extern const char *const ex_level_names[EX_NLEVELS];
+
+/* ---- http.c: the libmicrohttpd server, driven by the daemon's zloop ---- */
+struct http_opts {
+	const char *listen;
+	unsigned max_connections, max_per_ip;
+	unsigned timeout_s;
+	size_t memory_limit;
+	int gzip_level;
+	const char *tls_cert, *tls_key;	   /* files; both or neither */
+	const char *auth_user, *auth_pass; /* NULL: no authentication */
+};
+
+/* Fill out with the /metrics body. */
+typedef void(http_metrics_fn)(void *arg, struct rbuf *out);
+
+struct http;
+struct http *http_new(const struct http_opts *opts, void *zloop, http_metrics_fn *fn, void *arg,
+		      struct exportd_counters *ctr);
+void http_destroy(struct http **self_p);
+uint16_t http_port(const struct http *self);
+/* Pure helpers, unit-tested. */
+bool http_accepts_gzip(const char *accept_encoding);
+/* "9102", ":9102", "host:9102", "[::1]:9102" -> host (empty: any) and port. Returns 0 or -1. */
+int http_split_listen(const char *listen, char *host, size_t hostlen, unsigned *port);
+/* Constant-time equality of two strings. */
+bool http_secret_equal(const char *a, const char *b);
+
+#endif

@@ -1,0 +1,458 @@
+/*
+ * The HTTP side: libmicrohttpd in external-polling epoll mode, so that it runs
+ * inside the daemon's one zloop (no MHD thread, no locks): a zloop poller on
+ * MHD's epoll fd plus a one-shot timer armed from MHD_get_timeout after every
+ * MHD_run. Serves /metrics (gzip on request, optional basic auth) and /healthz.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+
+#include <czmq.h>
+#include <microhttpd.h>
+
+#include "clock.h"
+#include "exportd.h"
+#include "log.h"
+
+struct http {
+	struct MHD_Daemon *mhd;
+	zloop_t *loop;
+	zmq_pollitem_t item;
+	bool polling;
+	int timer_id;
+	http_metrics_fn *fn;
+	void *arg;
+	struct exportd_counters *ctr;
+	int gzip_level;
+	char *auth_user, *auth_pass;
+	char *tls_cert, *tls_key; /* PEM text, alive as long as the daemon */
+	uint16_t port;
+	struct wb_ratelimit rl;
+};
+
+/* ---- pure helpers ---- */
+bool http_accepts_gzip(const char *ae)
+{
+	if (!ae)
+		return false;
+	/* a comma-separated list of codings with optional ;q=; gzip;q=0 means "not gzip" */
+	const char *p = ae;
+	while (*p) {
+		while (*p == ' ' || *p == '\t' || *p == ',')
+			p++;
+		const char *tok = p;
+		while (*p && *p != ',' && *p != ';' && *p != ' ' && *p != '\t')
+			p++;
+		size_t len = (size_t)(p - tok);
+		double q = 1.0;
+		while (*p && *p != ',') {
+			if (*p == ';') {
+				p++;
+				while (*p == ' ' || *p == '\t')
+					p++;
+				if ((*p == 'q' || *p == 'Q') && p[1] == '=')
+					q = strtod(p + 2, NULL);
+			} else {
+				p++;
+			}
+		}
+		bool gzip = (len == 4 && !strncasecmp(tok, "gzip", 4)) || (len == 1 && *tok == '*');
+		if (gzip && q > 0)
+			return true;
+	}
+	return false;
+}
+
+int http_split_listen(const char *listen, char *host, size_t hostlen, unsigned *port)
+{
+	const char *colon;
+	const char *p = listen;
+	host[0] = '\0';
+	if (*p == '[') {
+		const char *end = strchr(p, ']');
+		if (!end || end[1] != ':')
+			return -1;
+		snprintf(host, hostlen, "%.*s", (int)(end - p - 1), p + 1);
+		colon = end + 1;
+	} else if ((colon = strrchr(p, ':'))) {
+		if (memchr(p, ':', (size_t)(colon - p)))
+			return -1; /* a bare IPv6 address needs brackets */
+		snprintf(host, hostlen, "%.*s", (int)(colon - p), p);
+	} else {
+		colon = p - 1; /* just a port */
+	}
+	const char *ps = colon + 1;
+	char *end;
+	errno = 0;
+	unsigned long v = strtoul(ps, &end, 10);
+	if (!*ps || *end || errno || v > 65535 || *ps == '-' || *ps == '+')
+		return -1;
+	*port = (unsigned)v;
+	return 0;
+}
+
+bool http_secret_equal(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	unsigned char diff = la != lb;
+	/* look at every byte of the expected secret whatever the input, so timing tells nothing */
+	for (size_t i = 0; i < lb; i++)
+		diff |= (unsigned char)(b[i] ^ (i < la ? a[i] : 0));
+	return diff == 0;
+}
+
+/* ---- responses ---- */
+static void count_status(struct http *self, unsigned status)
+{
+	unsigned cls = status / 100;
+	self->ctr->http_requests[cls >= 1 && cls <= 5 ? cls - 1 : 5]++;
+}
+
+static enum MHD_Result reply_text(struct http *self, struct MHD_Connection *con, unsigned status,
+				  const char *body)
+{
+	struct MHD_Response *r =
+	    MHD_create_response_from_buffer(strlen(body), (void *)body, MHD_RESPMEM_PERSISTENT);
+	if (!r)
+		return MHD_NO;
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; charset=utf-8");
+	if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
+	enum MHD_Result rc = MHD_queue_response(con, status, r);
+	MHD_destroy_response(r);
+	count_status(self, status);
+	return rc;
+}
+
+static bool authorized(struct http *self, struct MHD_Connection *con)
+{
+	if (!self->auth_user)
+		return true;
+	char *pass = NULL;
+	char *user = MHD_basic_auth_get_username_password(con, &pass);
+	bool ok =
+	    user && pass &&
+	    http_secret_equal(user, self->auth_user) & http_secret_equal(pass, self->auth_pass);
+	if (user)
+		MHD_free(user);
+	if (pass)
+		MHD_free(pass);
+	return ok;
+}
+
+static enum MHD_Result reply_metrics(struct http *self, struct MHD_Connection *con)
+{
+	struct rbuf body = {0};
+	uint64_t t0 = wb_mono_ns();
+	self->fn(self->arg, &body);
+	const char *ae =
+	    MHD_lookup_connection_value(con, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT_ENCODING);
+	bool gz = false;
+	if (!body.oom && self->gzip_level > 0 && http_accepts_gzip(ae)) {
+		struct rbuf z = {0};
+		if (rbuf_gzip(body.p, body.len, self->gzip_level, &z) == 0 && !z.oom) {
+			rbuf_free(&body);
+			body = z;
+			gz = true;
+		} else {
+			rbuf_free(&z);
+		}
+	}
+	self->ctr->last_render_s = (double)(wb_mono_ns() - t0) / 1e9;
+	if (body.oom) {
+		rbuf_free(&body);
+		log_rl(&self->rl, WB_LOG_WARN, "http: out of memory rendering /metrics");
+		return reply_text(self, con, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
+	}
+	size_t len;
+	char *p = rbuf_steal(&body, &len);
+	struct MHD_Response *r = MHD_create_response_from_buffer(
+	    len, p ? p : "", p ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
+	if (!r) {
+		free(p);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
+				"text/plain; version=0.0.4; charset=utf-8");
+	MHD_add_response_header(r, MHD_HTTP_HEADER_VARY, MHD_HTTP_HEADER_ACCEPT_ENCODING);
+	if (gz)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_ENCODING, "gzip");
+	enum MHD_Result rc = MHD_queue_response(con, MHD_HTTP_OK, r);
+	MHD_destroy_response(r);
+	count_status(self, MHD_HTTP_OK);
+	return rc;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const char *url,
+				  const char *method, const char *version, const char *upload_data,
+				  size_t *upload_data_size, void **req_cls)
+{
+	struct http *self = cls;
+	static int headers_seen;
+	if (!*req_cls) {
+		/* first call: headers only; answer once the (ignored) body is in */
+		*req_cls = &headers_seen;
+		return MHD_YES;
+	}
+	if (*upload_data_size) {
+		*upload_data_size = 0;
+		return MHD_YES;
+	}
+	if (strcmp(method, MHD_HTTP_METHOD_GET) && strcmp(method, MHD_HTTP_METHOD_HEAD))
+		return reply_text(self, con, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed\n");
+	if (!strcmp(url, "/healthz"))
+		return reply_text(self, con, MHD_HTTP_OK, "ok\n");
+	if (strcmp(url, "/metrics"))
+		return reply_text(self, con, MHD_HTTP_NOT_FOUND,
+				  "not found: try /metrics or /healthz\n");
+	if (!authorized(self, con)) {
+		static const char body[] = "authentication required\n";
+		struct MHD_Response *r = MHD_create_response_from_buffer(
+		    sizeof body - 1, (void *)body, MHD_RESPMEM_PERSISTENT);
+		if (!r)
+			return MHD_NO;
+		enum MHD_Result rc = MHD_queue_basic_auth_fail_response(con, "wattbus", r);
+		MHD_destroy_response(r);
+		count_status(self, MHD_HTTP_UNAUTHORIZED);
+		return rc;
+	}
+	return reply_metrics(self, con);
+}
+
+static void on_mhd_log(void *cls, const char *fmt, va_list ap)
+{
+	struct http *self = cls;
+	char msg[512];
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	size_t n = strlen(msg);
+	while (n && (msg[n - 1] == '\n' || msg[n - 1] == '\r'))
+		msg[--n] = '\0';
+	/* clients can make MHD talk (bad requests, resets): rate-limited */
+	log_rl(&self->rl, WB_LOG_INFO, "http: %s", msg);
+}
+
+/* ---- the zloop glue ---- */
+static int on_timer(zloop_t *loop, int timer_id, void *arg);
+
+static void http_drive(struct http *self)
+{
+	/* MHD asks for an immediate rerun (timeout 0) while it has buffered work */
+	MHD_UNSIGNED_LONG_LONG to_ms = 0;
+	for (int i = 0; i < 8; i++) {
+		MHD_run(self->mhd);
+		if (MHD_get_timeout(self->mhd, &to_ms) != MHD_YES || to_ms > 0)
+			break;
+	}
+	if (self->timer_id >= 0) {
+		zloop_timer_end(self->loop, self->timer_id);
+		self->timer_id = -1;
+	}
+	if (MHD_get_timeout(self->mhd, &to_ms) == MHD_YES)
+		self->timer_id =
+		    zloop_timer(self->loop, to_ms ? (size_t)to_ms : 1, 1, on_timer, self);
+}
+
+static int on_timer(zloop_t *loop, int timer_id, void *arg)
+{
+	struct http *self = arg;
+	if (timer_id == self->timer_id)
+		self->timer_id = -1; /* a one-shot timer: zloop removes it after this call */
+	http_drive(self);
+	return 0;
+}
+
+static int on_ready(zloop_t *loop, zmq_pollitem_t *item, void *arg)
+{
+	http_drive(arg);
+	return 0;
+}
+
+/* ---- lifecycle ---- */
+static char *read_text(const char *path, const char *what)
+{
+	FILE *f = fopen(path, "re");
+	if (!f) {
+		log_warn("http: %s %s", what, path);
+		return NULL;
+	}
+	char *text = NULL;
+	size_t cap = 0;
+	ssize_t n = getdelim(&text, &cap, '\0', f);
+	bool err = n < 0 || ferror(f);
+	fclose(f);
+	if (err) {
+		log_warnx("http: %s %s: empty or unreadable", what, path);
+		free(text);
+		return NULL;
+	}
+	return text;
+}
+
+static int resolve(const char *listen, struct sockaddr_storage *ss, socklen_t *sslen, bool *v6)
+{
+	char host[256];
+	unsigned port;
+	if (http_split_listen(listen, host, sizeof host, &port) < 0) {
+		log_warnx("http: listen \"%s\": expected PORT, :PORT, HOST:PORT or [IPV6]:PORT",
+			  listen);
+		return -1;
+	}
+	memset(ss, 0, sizeof *ss);
+	if (!host[0]) {
+		/* any address; IPv6 with IPv4 mapped when the kernel has IPv6 */
+		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
+		s6->sin6_family = AF_INET6;
+		s6->sin6_addr = in6addr_any;
+		s6->sin6_port = htons((uint16_t)port);
+		*sslen = sizeof *s6;
+		*v6 = true;
+		return 0;
+	}
+	struct addrinfo hints = {.ai_socktype = SOCK_STREAM,
+				 .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
+	struct addrinfo *res;
+	char ports[8];
+	snprintf(ports, sizeof ports, "%u", port);
+	int rc = getaddrinfo(host, ports, &hints, &res);
+	if (rc) {
+		log_warnx("http: listen \"%s\": %s", listen, gai_strerror(rc));
+		return -1;
+	}
+	memcpy(ss, res->ai_addr, res->ai_addrlen);
+	*sslen = res->ai_addrlen;
+	*v6 = res->ai_family == AF_INET6;
+	freeaddrinfo(res);
+	return 0;
+}
+
+static struct MHD_Daemon *start(struct http *self, const struct http_opts *o, struct sockaddr *sa,
+				bool v6, bool dual)
+{
+	unsigned flags = MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
+	if (v6)
+		flags |= dual ? MHD_USE_DUAL_STACK : MHD_USE_IPv6;
+	if (self->tls_cert)
+		flags |= MHD_USE_TLS;
+	struct MHD_OptionItem opts[16];
+	size_t n = 0;
+	opts[n++] = (struct MHD_OptionItem){MHD_OPTION_SOCK_ADDR, 0, sa};
+	opts[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_LIMIT,
+					    (intptr_t)o->max_connections, NULL};
+	opts[n++] = (struct MHD_OptionItem){MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+					    (intptr_t)o->max_per_ip, NULL};
+	opts[n++] =
+	    (struct MHD_OptionItem){MHD_OPTION_CONNECTION_TIMEOUT, (intptr_t)o->timeout_s, NULL};
+	opts[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+					    (intptr_t)o->memory_limit, NULL};
+	if (self->tls_cert) {
+		opts[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0, self->tls_cert};
+		opts[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, self->tls_key};
+	}
+	opts[n++] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
+	/* the logger goes first so that MHD routes even its option errors through it */
+	return MHD_start_daemon(flags, 0, NULL, NULL, on_request, self, MHD_OPTION_EXTERNAL_LOGGER,
+				on_mhd_log, self, MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
+}
+
+struct http *http_new(const struct http_opts *o, void *zloop, http_metrics_fn *fn, void *arg,
+		      struct exportd_counters *ctr)
+{
+	struct http *self = calloc(1, sizeof *self);
+	if (!self)
+		return NULL;
+	self->loop = zloop;
+	self->fn = fn;
+	self->arg = arg;
+	self->ctr = ctr;
+	self->timer_id = -1;
+	self->gzip_level = o->gzip_level;
+	self->rl = (struct wb_ratelimit)WB_RATELIMIT_INIT;
+	if (o->tls_cert && o->tls_cert[0]) {
+		if (!(self->tls_cert = read_text(o->tls_cert, "tls_cert")) ||
+		    !(self->tls_key = read_text(o->tls_key, "tls_key")))
+			goto fail;
+	}
+	if (o->auth_user && o->auth_user[0]) {
+		if (!(self->auth_user = strdup(o->auth_user)) ||
+		    !(self->auth_pass = strdup(o->auth_pass)))
+			goto fail;
+	}
+	struct sockaddr_storage ss;
+	socklen_t sslen;
+	bool v6;
+	if (resolve(o->listen, &ss, &sslen, &v6) < 0)
+		goto fail;
+	bool any = ss.ss_family == AF_INET6 &&
+		   IN6_IS_ADDR_UNSPECIFIED(&((struct sockaddr_in6 *)&ss)->sin6_addr);
+	self->mhd = start(self, o, (struct sockaddr *)&ss, v6, any);
+	if (!self->mhd && any) {
+		/* no IPv6 in this kernel or namespace: any IPv4 address */
+		struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
+		uint16_t port = ((struct sockaddr_in6 *)&ss)->sin6_port;
+		memset(&ss, 0, sizeof ss);
+		s4->sin_family = AF_INET;
+		s4->sin_addr.s_addr = htonl(INADDR_ANY);
+		s4->sin_port = port;
+		self->mhd = start(self, o, (struct sockaddr *)&ss, false, false);
+	}
+	if (!self->mhd) {
+		log_warnx("http: cannot serve on %s (see the message above)", o->listen);
+		goto fail;
+	}
+	const union MHD_DaemonInfo *info = MHD_get_daemon_info(self->mhd, MHD_DAEMON_INFO_EPOLL_FD);
+	const union MHD_DaemonInfo *pinfo =
+	    MHD_get_daemon_info(self->mhd, MHD_DAEMON_INFO_BIND_PORT);
+	if (!info) {
+		log_warnx("http: libmicrohttpd gave no epoll fd");
+		goto fail;
+	}
+	self->port = pinfo ? pinfo->port : 0;
+	self->item = (zmq_pollitem_t){.socket = NULL, .fd = info->epoll_fd, .events = ZMQ_POLLIN};
+	if (zloop_poller(self->loop, &self->item, on_ready, self) < 0) {
+		log_warnx("http: cannot poll the server's epoll fd");
+		goto fail;
+	}
+	self->polling = true;
+	zloop_poller_set_tolerant(self->loop, &self->item);
+	http_drive(self);
+	return self;
+fail:
+	http_destroy(&self);
+	return NULL;
+}
+
+uint16_t http_port(const struct http *self)
+{
+	return self->port;
+}
+
+void http_destroy(struct http **self_p)
+{
+	if (!self_p || !*self_p)
+		return;
+	struct http *self = *self_p;
+	if (self->polling)
+		zloop_poller_end(self->loop, &self->item);
+	if (self->timer_id >= 0)
+		zloop_timer_end(self->loop, self->timer_id);
+	if (self->mhd)
+		MHD_stop_daemon(self->mhd);
+	if (self->tls_key)
+		explicit_bzero(self->tls_key, strlen(self->tls_key));
+	if (self->auth_pass)
+		explicit_bzero(self->auth_pass, strlen(self->auth_pass));
+	free(self->tls_cert);
+	free(self->tls_key);
+	free(self->auth_user);
+	free(self->auth_pass);
+	free(self);
+	*self_p = NULL;
+}

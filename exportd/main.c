@@ -1,0 +1,431 @@
+/*
+ * wattbus-exportd: subscribes to estimate and stat messages, keeps its own energy
+ * accumulators and serves them on HTTP /metrics under Kepler's metric names,
+ * with the pipeline's health as wattbus_*. See wattbus-exportd(8).
+ */
+#include <inttypes.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+
+#include "clock.h"
+#include "daemon.h"
+#include "exportd.h"
+#include "log.h"
+
+struct exportd_conf {
+	char *pub;
+	struct wb_strlist sub;
+	char *listen;
+	struct wb_strlist levels;
+	struct wb_strlist metrics_allow;
+	struct wb_strlist metrics_deny;
+	char *node_name;
+	int64_t max_series;
+	int64_t max_terminated;
+	uint64_t terminated_ttl_ns;
+	uint64_t stale_after_ns;
+	uint64_t stage_timeout_ns;
+	int64_t max_hosts;
+	int64_t max_producers;
+	int64_t max_connections;
+	int64_t max_connections_per_ip;
+	uint64_t http_timeout_ns;
+	int64_t max_header_bytes;
+	int64_t gzip_level;
+	char *tls_cert;
+	char *tls_key;
+	char *auth_user;
+	char *auth_password_file;
+	char *procfs;
+};
+
+#define K(name, type, field, def, min, max, help)                                                  \
+	{                                                                                          \
+		name, type, offsetof(struct exportd_conf, field), def, min, max, NULL, help        \
+	}
+static const struct wb_conf_key exportd_keys[] = {
+    K("pub", WB_CONF_STR, pub, "ipc://%r/exportd.sock", 0, 0,
+      "endpoint exportd's stat messages are published on"),
+    K("sub", WB_CONF_LIST, sub,
+      "ipc://%r/estimd.sock,ipc://%r/powerd.sock,ipc://%r/usaged.sock,ipc://%r/alignd.sock,ipc://"
+      "%r/exportd.sock",
+      0, 0, "endpoints to read estimate/ and stat/ messages from"),
+    K("listen", WB_CONF_STR, listen, ":9102", 0, 0,
+      "HTTP address: PORT, :PORT (all addresses), HOST:PORT or [IPV6]:PORT; port 0 picks a free "
+      "one"),
+    K("levels", WB_CONF_LIST, levels, "node,process,container,pod,vm", 0, 0,
+      "workload levels exported (Kepler's metricsLevel): node, process, container, pod, vm"),
+    K("metrics_allow", WB_CONF_LIST, metrics_allow, "", 0, 0,
+      "metric names (shell patterns) to export; empty: all"),
+    K("metrics_deny", WB_CONF_LIST, metrics_deny, "", 0, 0,
+      "metric names (shell patterns) never exported; wins over metrics_allow"),
+    K("node_name", WB_CONF_STR, node_name, "", 0, 0,
+      "value of the node_name label; empty: the host name each estimate carries"),
+    K("max_series", WB_CONF_INT, max_series, "500000", 1, 1e9,
+      "workload series (process, container, pod, vm) exported at most; the rest are dropped and "
+      "counted"),
+    K("max_terminated", WB_CONF_INT, max_terminated, "500", 0, 1e7,
+      "terminated workloads kept per host and level (oldest go first)"),
+    K("terminated_ttl", WB_CONF_DURATION, terminated_ttl_ns, "10m", 0, 30 * 86400e9,
+      "how long a terminated workload stays exported (0: until max_terminated pushes it out)"),
+    K("stale_after", WB_CONF_DURATION, stale_after_ns, "5m", 0, 30 * 86400e9,
+      "a workload absent from the estimates this long is shown as terminated (0: only on exit)"),
+    K("stage_timeout", WB_CONF_DURATION, stage_timeout_ns, "0", 0, 86400e9,
+      "wattbus_stage_up is 0 when a stage's last stat is older (0: three stat intervals)"),
+    K("max_hosts", WB_CONF_INT, max_hosts, "256", 1, 1e6, "hosts whose estimates are kept"),
+    K("max_producers", WB_CONF_INT, max_producers, "1024", 1, 1e6,
+      "stat producers (host, stage, src) kept"),
+    K("max_connections", WB_CONF_INT, max_connections, "64", 1, 65536,
+      "concurrent HTTP connections"),
+    K("max_connections_per_ip", WB_CONF_INT, max_connections_per_ip, "16", 0, 65536,
+      "concurrent HTTP connections from one client address (0: no limit)"),
+    K("http_timeout", WB_CONF_DURATION, http_timeout_ns, "10s", 1e9, 3600e9,
+      "an HTTP connection idle this long is closed"),
+    K("max_header_bytes", WB_CONF_INT, max_header_bytes, "16384", 4096, 1048576,
+      "memory per HTTP connection for the request line and headers; larger requests get 431"),
+    K("gzip_level", WB_CONF_INT, gzip_level, "1", 0, 9,
+      "gzip level when the scraper accepts gzip (0: never compress)"),
+    K("tls_cert", WB_CONF_STR, tls_cert, "", 0, 0,
+      "PEM certificate (chain) file: serve HTTPS; needs tls_key"),
+    K("tls_key", WB_CONF_STR, tls_key, "", 0, 0, "PEM private key file of tls_cert"),
+    K("auth_user", WB_CONF_STR, auth_user, "", 0, 0,
+      "user name /metrics requires (HTTP basic auth); needs auth_password_file"),
+    K("auth_password_file", WB_CONF_STR, auth_password_file, "", 0, 0,
+      "file whose first line is the password of auth_user"),
+    K("procfs", WB_CONF_STR, procfs, "/proc", 0, 0, "procfs mount read for kepler_node_cpu_info"),
+};
+#undef K
+
+static int check_conf(const void *conf, char *err, size_t errlen)
+{
+	const struct exportd_conf *c = conf;
+	unsigned levels;
+	char host[256];
+	unsigned port;
+	if (levels_parse(&c->levels, &levels, err, errlen) < 0)
+		return -1;
+	if (http_split_listen(c->listen, host, sizeof host, &port) < 0) {
+		snprintf(err, errlen, "listen: \"%s\" is not PORT, :PORT, HOST:PORT or [IPV6]:PORT",
+			 c->listen);
+		return -1;
+	}
+	if (!c->tls_cert[0] != !c->tls_key[0]) {
+		snprintf(err, errlen, "tls_cert and tls_key go together");
+		return -1;
+	}
+	if (!c->auth_user[0] != !c->auth_password_file[0]) {
+		snprintf(err, errlen, "auth_user and auth_password_file go together");
+		return -1;
+	}
+	return 0;
+}
+
+static const struct wb_stage exportd_stage = {
+    .name = "exportd",
+    .summary = "Serve the pipeline's estimates to Prometheus under Kepler's metric names.",
+    .keys = exportd_keys,
+    .nkeys = sizeof(exportd_keys) / sizeof(exportd_keys[0]),
+    .conf_size = sizeof(struct exportd_conf),
+    .check = check_conf,
+};
+
+struct exportd {
+	struct wb_daemon *d;
+	struct accum *acc;
+	struct stages *st;
+	struct http *http;
+	struct cpuinfo_entry *cpus;
+	size_t ncpus;
+	struct exportd_counters ctr;
+	struct render_filter filter;
+	uint64_t stage_timeout_ns;
+	struct wb_ratelimit rl;
+	uint64_t *c_estimates, *c_rejected, *c_stat_rejected, *c_series, *c_dropped, *c_scrapes;
+	char arch[72];
+};
+
+static void limits_from(const struct exportd_conf *c, unsigned levels, struct accum_limits *lim)
+{
+	*lim = (struct accum_limits){
+	    .levels = levels,
+	    .max_series = (size_t)c->max_series,
+	    .max_terminated = (size_t)c->max_terminated,
+	    .terminated_ttl_ns = c->terminated_ttl_ns,
+	    .stale_after_ns = c->stale_after_ns,
+	    .max_hosts = (size_t)c->max_hosts,
+	    .node_name = c->node_name,
+	};
+}
+
+static void set_counter(uint64_t *c, uint64_t v)
+{
+	if (c)
+		*c = v;
+}
+
+/* Mirror exportd's own counters into its stat message. */
+static void mirror(struct exportd *x)
+{
+	uint64_t est = 0, rej = 0, srej = 0, dropped = 0;
+	for (size_t i = 0; i < x->acc->nhosts; i++)
+		est += x->acc->hosts[i]->estimates;
+	for (int r = 0; r < ACC_R_COUNT; r++)
+		rej += x->acc->rejected[r];
+	for (int r = 0; r < ST_R_COUNT; r++)
+		srej += x->st->rejected[r];
+	for (int l = 0; l < EX_NLEVELS; l++)
+		dropped += x->acc->dropped[l];
+	set_counter(x->c_estimates, est);
+	set_counter(x->c_rejected, rej);
+	set_counter(x->c_stat_rejected, srej);
+	set_counter(x->c_series, accum_series(x->acc));
+	set_counter(x->c_dropped, dropped);
+	set_counter(x->c_scrapes, x->ctr.http_requests[1]);
+}
+
+static void on_estimate(struct exportd *x, const struct wb_estimate *e, const struct wb_rx *rx)
+{
+	enum accum_reason why;
+	if (rx->new_epoch)
+		log_info("estimate/%s: %s restarted (epoch %" PRIu64
+			 "); the counters go on from their totals",
+			 e->env.host, e->env.src, e->env.epoch);
+	if (accum_add(x->acc, e, &why) < 0) {
+		/* a replay or a second estimd is not a fault of the message; the rest are */
+		log_rl(&x->rl, why == ACC_R_STALE ? WB_LOG_INFO : WB_LOG_WARN,
+		       "estimate/%s from %s seq %" PRIu64 " [%" PRIu64 ", %" PRIu64
+		       "]: not applied (%s)",
+		       e->env.host, e->env.src, e->env.seq, e->t0, e->t1, accum_reason_name(why));
+		return;
+	}
+	struct ex_host *h = accum_host(x->acc, e->env.host);
+	if (h) {
+		if (h->estimates == 1)
+			log_info("estimate/%s: first slot from %s (%zu zones, mode %s)",
+				 e->env.host, e->env.src, h->nzones, e->mode);
+		h->last_recv_ns = rx->recv_ns;
+	}
+}
+
+static void on_msg(struct wb_daemon *d, const struct wb_msg *msg, const struct wb_rx *rx, void *arg)
+{
+	struct exportd *x = arg;
+	if (msg->kind == WB_ESTIMATE) {
+		on_estimate(x, &msg->estimate, rx);
+	} else if (msg->kind == WB_STAT) {
+		enum stages_reason why;
+		if (stages_add(x->st, &msg->stat, rx->recv_ns, &why) < 0)
+			log_rl(&x->rl, WB_LOG_WARN,
+			       "stat/%s from %s (%s) seq %" PRIu64 ": not applied (%s)",
+			       msg->stat.env.host, msg->stat.stage, msg->stat.env.src,
+			       msg->stat.env.seq, stages_reason_name(why));
+	}
+	mirror(x);
+}
+
+static void on_scrape(void *arg, struct rbuf *out)
+{
+	struct exportd *x = arg;
+	const char *compiler =
+#ifdef __clang__
+	    "clang " __clang_version__;
+#else
+	    "gcc " __VERSION__;
+#endif
+	struct render_input in = {
+	    .acc = x->acc,
+	    .st = x->st,
+	    .cpus = x->cpus,
+	    .ncpus = x->ncpus,
+	    .ctr = &x->ctr,
+	    .now_ns = wb_now_ns(),
+	    .stage_timeout_ns = x->stage_timeout_ns,
+	    .version = WB_VERSION,
+	    .arch = x->arch,
+#ifdef WB_REVISION
+	    .revision = WB_REVISION,
+#endif
+	    .compiler = compiler,
+	};
+	render_metrics(&in, &x->filter, out);
+	mirror(x);
+}
+
+/* Go's names for the architecture, as kepler_build_info's arch label shows them. */
+static void arch_name(char *buf, size_t len)
+{
+	struct utsname u;
+	const char *m = uname(&u) == 0 ? u.machine : "";
+	if (!strcmp(m, "x86_64"))
+		m = "amd64";
+	else if (!strcmp(m, "aarch64"))
+		m = "arm64";
+	else if (!strcmp(m, "i686") || !strcmp(m, "i386"))
+		m = "386";
+	snprintf(buf, len, "%s", m);
+}
+
+static void load_cpuinfo(struct exportd *x, const struct exportd_conf *c)
+{
+	char *path;
+	free(x->cpus);
+	x->cpus = NULL;
+	x->ncpus = 0;
+	if (asprintf(&path, "%s/cpuinfo", c->procfs[0] ? c->procfs : "/proc") < 0)
+		return;
+	int n = cpuinfo_read(path, &x->cpus);
+	free(path);
+	x->ncpus = n > 0 ? (size_t)n : 0;
+}
+
+static uint64_t stage_timeout(struct exportd *x, const struct exportd_conf *c)
+{
+	return c->stage_timeout_ns ? c->stage_timeout_ns
+				   : 3 * wb_daemon_global(x->d)->stat_interval_ns;
+}
+
+static void apply_filter(struct exportd *x, const struct exportd_conf *c, unsigned levels)
+{
+	x->filter = (struct render_filter){
+	    .levels = levels, .allow = &c->metrics_allow, .deny = &c->metrics_deny};
+}
+
+static int on_reload(struct wb_daemon *d, void *new_conf, void *arg)
+{
+	struct exportd *x = arg;
+	const struct exportd_conf *old = wb_daemon_conf(d), *c = new_conf;
+	unsigned levels;
+	char err[WB_CONF_ERR_MAX];
+	if (levels_parse(&c->levels, &levels, err, sizeof err) < 0) {
+		log_errx("reload: %s", err);
+		return -1;
+	}
+	struct accum_limits lim;
+	limits_from(c, levels, &lim);
+	accum_set_limits(x->acc, &lim);
+	x->st->max = (size_t)c->max_producers;
+	/* the new conf replaces the old one once we return 0: point at its lists */
+	apply_filter(x, c, levels);
+	x->stage_timeout_ns = stage_timeout(x, c);
+	load_cpuinfo(x, c);
+	bool http_same =
+	    !strcmp(old->listen, c->listen) && old->max_connections == c->max_connections &&
+	    old->max_connections_per_ip == c->max_connections_per_ip &&
+	    old->http_timeout_ns == c->http_timeout_ns &&
+	    old->max_header_bytes == c->max_header_bytes && old->gzip_level == c->gzip_level &&
+	    !strcmp(old->tls_cert, c->tls_cert) && !strcmp(old->tls_key, c->tls_key) &&
+	    !strcmp(old->auth_user, c->auth_user) &&
+	    !strcmp(old->auth_password_file, c->auth_password_file);
+	if (!http_same)
+		log_warnx("reload: the HTTP settings (listen, limits, gzip, TLS, auth) keep their "
+			  "old values until a "
+			  "restart");
+	if (strcmp(old->pub, c->pub) || old->sub.n != c->sub.n)
+		log_warnx("reload: pub and sub keep their old values until a restart");
+	return 0;
+}
+
+/* The first line of path, without its newline. NULL (logged) when unreadable or empty. */
+static char *read_password(const char *path)
+{
+	FILE *f = fopen(path, "re");
+	if (!f) {
+		log_warn("auth_password_file %s", path);
+		return NULL;
+	}
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t n = getline(&line, &cap, f);
+	fclose(f);
+	while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
+		line[--n] = '\0';
+	if (n <= 0) {
+		log_warnx("auth_password_file %s: no password on its first line", path);
+		free(line);
+		return NULL;
+	}
+	return line;
+}
+
+int main(int argc, char **argv)
+{
+	struct exportd x = {.rl = WB_RATELIMIT_INIT};
+	x.d = wb_daemon_new(&exportd_stage, argc, argv);
+	struct exportd_conf *c = wb_daemon_conf(x.d);
+	int rc = WB_EXIT_FAILURE;
+	char err[WB_CONF_ERR_MAX];
+	unsigned levels;
+	char *password = NULL;
+	if (levels_parse(&c->levels, &levels, err, sizeof err) < 0) {
+		log_errx("%s", err);
+		rc = WB_EXIT_USAGE;
+		goto out;
+	}
+	struct accum_limits lim;
+	limits_from(c, levels, &lim);
+	x.acc = accum_new(&lim);
+	x.st = stages_new((size_t)c->max_producers);
+	if (!x.acc || !x.st) {
+		log_errx("out of memory");
+		goto out;
+	}
+	apply_filter(&x, c, levels);
+	x.stage_timeout_ns = stage_timeout(&x, c);
+	arch_name(x.arch, sizeof x.arch);
+	load_cpuinfo(&x, c);
+
+	struct wb_stats *stats = wb_daemon_stats(x.d);
+	x.c_estimates = wb_stats_counter(stats, "estimates");
+	x.c_rejected = wb_stats_counter(stats, "estimates_rejected");
+	x.c_stat_rejected = wb_stats_counter(stats, "stats_rejected");
+	x.c_series = wb_stats_counter(stats, "series");
+	x.c_dropped = wb_stats_counter(stats, "series_dropped");
+	x.c_scrapes = wb_stats_counter(stats, "http_2xx");
+
+	if (c->auth_user[0] && !(password = read_password(c->auth_password_file))) {
+		rc = WB_EXIT_USAGE;
+		goto out;
+	}
+	struct http_opts ho = {
+	    .listen = c->listen,
+	    .max_connections = (unsigned)c->max_connections,
+	    .max_per_ip = (unsigned)c->max_connections_per_ip,
+	    .timeout_s = (unsigned)((c->http_timeout_ns + WB_NS_PER_SEC - 1) / WB_NS_PER_SEC),
+	    .memory_limit = (size_t)c->max_header_bytes,
+	    .gzip_level = (int)c->gzip_level,
+	    .tls_cert = c->tls_cert,
+	    .tls_key = c->tls_key,
+	    .auth_user = c->auth_user[0] ? c->auth_user : NULL,
+	    .auth_pass = password,
+	};
+	x.http = http_new(&ho, wb_daemon_loop(x.d), on_scrape, &x, &x.ctr);
+	if (password) {
+		explicit_bzero(password, strlen(password));
+		free(password);
+	}
+	if (!x.http)
+		goto out;
+	static const char *const prefixes[] = {"estimate/", "stat/", NULL};
+	if (wb_daemon_subscribe(x.d, &c->sub, prefixes, on_msg, &x) < 0) {
+		log_errx("cannot subscribe to the sub endpoints");
+		goto out;
+	}
+	wb_daemon_on_reload(x.d, on_reload, &x);
+	wb_daemon_set_mode(x.d, c->tls_cert[0] ? "https" : "http");
+	log_info("serving /metrics and /healthz on %s%s (port %u), levels %s%s%s%s%s",
+		 c->tls_cert[0] ? "https " : "", c->listen, http_port(x.http),
+		 levels & 1u << EX_NODE ? "node " : "", levels & 1u << EX_PROCESS ? "process " : "",
+		 levels & 1u << EX_CONTAINER ? "container " : "",
+		 levels & 1u << EX_POD ? "pod " : "", levels & 1u << EX_VM ? "vm" : "");
+	rc = wb_daemon_run(x.d);
+out:
+	http_destroy(&x.http);
+	accum_destroy(&x.acc);
+	stages_destroy(&x.st);
+	free(x.cpus);
+	wb_daemon_destroy(&x.d);
+	return rc;
+}

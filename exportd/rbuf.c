@@ -1,0 +1,263 @@
+/*
+ * A growable byte buffer with the formatting /metrics needs: exact fixed-point
+ * numbers from integer micro-units (no float rounding in counters), escaped
+ * label values, and gzip through zlib.
+ */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <zlib.h>
+
+#include "exportd.h"
+#include "log.h"
+
+static bool rbuf_reserve(struct rbuf *b, size_t more)
+{
+	if (b->oom)
+		return false;
+	if (b->len + more <= b->cap)
+		return true;
+	size_t cap = b->cap ? b->cap : 4096;
+	while (cap < b->len + more)
+		cap *= 2;
+	char *p = realloc(b->p, cap);
+	if (!p) {
+		b->oom = true;
+		return false;
+	}
+	b->p = p;
+	b->cap = cap;
+	return true;
+}
+
+void rbuf_reset(struct rbuf *b)
+{
+	b->len = 0;
+	b->oom = false;
+}
+
+void rbuf_free(struct rbuf *b)
+{
+	free(b->p);
+	*b = (struct rbuf){0};
+}
+
+char *rbuf_steal(struct rbuf *b, size_t *len)
+{
+	char *p = b->p;
+	*len = b->len;
+	*b = (struct rbuf){0};
+	return p;
+}
+
+void rbuf_put(struct rbuf *b, const char *s, size_t n)
+{
+	if (!rbuf_reserve(b, n))
+		return;
+	memcpy(b->p + b->len, s, n);
+	b->len += n;
+}
+
+void rbuf_puts(struct rbuf *b, const char *s)
+{
+	rbuf_put(b, s, strlen(s));
+}
+
+void rbuf_putc(struct rbuf *b, char c)
+{
+	if (!rbuf_reserve(b, 1))
+		return;
+	b->p[b->len++] = c;
+}
+
+void rbuf_printf(struct rbuf *b, const char *fmt, ...)
+{
+	va_list ap;
+	char small[256];
+	va_start(ap, fmt);
+	int n = vsnprintf(small, sizeof small, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	if ((size_t)n < sizeof small) {
+		rbuf_put(b, small, (size_t)n);
+		return;
+	}
+	if (!rbuf_reserve(b, (size_t)n + 1))
+		return;
+	va_start(ap, fmt);
+	vsnprintf(b->p + b->len, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	b->len += (size_t)n;
+}
+
+void rbuf_u64(struct rbuf *b, uint64_t v)
+{
+	char tmp[24];
+	size_t i = sizeof tmp;
+	do {
+		tmp[--i] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	rbuf_put(b, tmp + i, sizeof tmp - i);
+}
+
+void rbuf_fixed(struct rbuf *b, uint64_t v, unsigned decimals)
+{
+	static const uint64_t pow10[] = {1,
+					 10,
+					 100,
+					 1000,
+					 10000,
+					 100000,
+					 1000000,
+					 10000000,
+					 100000000,
+					 1000000000,
+					 10000000000ull,
+					 100000000000ull,
+					 1000000000000ull};
+	if (decimals == 0 || decimals >= sizeof pow10 / sizeof pow10[0]) {
+		rbuf_u64(b, v);
+		return;
+	}
+	uint64_t div = pow10[decimals];
+	char tmp[40];
+	size_t i = sizeof tmp;
+	uint64_t frac = v % div;
+	for (unsigned d = 0; d < decimals; d++) {
+		tmp[--i] = (char)('0' + frac % 10);
+		frac /= 10;
+	}
+	tmp[--i] = '.';
+	uint64_t whole = v / div;
+	do {
+		tmp[--i] = (char)('0' + whole % 10);
+		whole /= 10;
+	} while (whole);
+	rbuf_put(b, tmp + i, sizeof tmp - i);
+}
+
+void rbuf_double(struct rbuf *b, double v)
+{
+	if (isnan(v))
+		rbuf_puts(b, "NaN");
+	else if (isinf(v))
+		rbuf_puts(b, v > 0 ? "+Inf" : "-Inf");
+	else
+		rbuf_printf(b, "%.17g", v);
+}
+
+/* Length of the valid UTF-8 sequence at s (at most n bytes), or 0 when invalid. */
+static size_t utf8_len(const unsigned char *s, size_t n)
+{
+	unsigned char c = s[0];
+	size_t len;
+	uint32_t cp;
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf) {
+		len = 2;
+		cp = c & 0x1f;
+	} else if (c >= 0xe0 && c <= 0xef) {
+		len = 3;
+		cp = c & 0x0f;
+	} else if (c >= 0xf0 && c <= 0xf4) {
+		len = 4;
+		cp = c & 0x07;
+	} else {
+		return 0;
+	}
+	if (len > n)
+		return 0;
+	for (size_t i = 1; i < len; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (s[i] & 0x3f);
+	}
+	/* overlong forms, UTF-16 surrogates and values past U+10FFFF */
+	if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
+	    (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return len;
+}
+
+void rbuf_label_value(struct rbuf *b, const char *s, size_t maxlen)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	size_t n = strnlen(s, maxlen);
+	size_t i = 0;
+	while (i < n) {
+		unsigned char c = u[i];
+		if (c == '\\') {
+			rbuf_put(b, "\\\\", 2);
+			i++;
+		} else if (c == '"') {
+			rbuf_put(b, "\\\"", 2);
+			i++;
+		} else if (c == '\n') {
+			rbuf_put(b, "\\n", 2);
+			i++;
+		} else {
+			size_t l = utf8_len(u + i, n - i);
+			if (l == 0) {
+				/* Prometheus refuses a scrape with invalid UTF-8; a comm is any
+				 * bytes. */
+				rbuf_put(b, "\xef\xbf\xbd", 3);
+				i++;
+			} else {
+				rbuf_put(b, s + i, l);
+				i += l;
+			}
+		}
+	}
+}
+
+void rbuf_label(struct rbuf *b, bool first, const char *name, const char *value, size_t maxlen)
+{
+	if (!first)
+		rbuf_putc(b, ',');
+	rbuf_puts(b, name);
+	rbuf_put(b, "=\"", 2);
+	rbuf_label_value(b, value, maxlen);
+	rbuf_putc(b, '"');
+}
+
+int rbuf_gzip(const char *in, size_t len, int level, struct rbuf *out)
+{
+	z_stream zs = {0};
+	/* 15 + 16: a gzip header and trailer around the deflate stream */
+	int zrc = deflateInit2(&zs, level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY);
+	if (zrc != Z_OK) {
+		log_warnx("gzip: deflateInit2 level %d: %s", level, zs.msg ? zs.msg : "failed");
+		return -1;
+	}
+	size_t bound = deflateBound(&zs, len);
+	if (!rbuf_reserve(out, bound)) {
+		deflateEnd(&zs);
+		return -1;
+	}
+	/* zlib counts in uInt: feed bodies larger than that in chunks */
+	const size_t chunk = 1u << 30;
+	const Bytef *end_in = (const Bytef *)in + len;
+	Bytef *start_out = (Bytef *)out->p + out->len, *end_out = start_out + bound;
+	zs.next_in = (Bytef *)in;
+	zs.next_out = start_out;
+	do {
+		size_t rin = (size_t)(end_in - zs.next_in), rout = (size_t)(end_out - zs.next_out);
+		zs.avail_in = (uInt)(rin > chunk ? chunk : rin);
+		zs.avail_out = (uInt)(rout > chunk ? chunk : rout);
+		zrc = deflate(&zs, rin > chunk ? Z_NO_FLUSH : Z_FINISH);
+	} while (zrc == Z_OK);
+	size_t produced = (size_t)(zs.next_out - start_out);
+	deflateEnd(&zs);
+	if (zrc != Z_STREAM_END) {
+		log_warnx("gzip: deflate of %zu bytes failed (%d)", len, zrc);
+		return -1;
+	}
+	out->len += produced;
+	return 0;
+}

@@ -1,0 +1,519 @@
+/*
+ * The /metrics text (Prometheus exposition format 0.0.4): Kepler's metric names,
+ * types and label sets (docs/exportd.md has the table), then wattbus_* pipeline
+ * health. Labels are rendered once per workload (accum.c), so a scrape is mostly
+ * memcpy and integer formatting.
+ */
+#include <fnmatch.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "exportd.h"
+
+const char *const ex_level_names[EX_NLEVELS] = {"node", "process", "container", "pod", "vm"};
+
+int levels_parse(const struct wb_strlist *names, unsigned *levels, char *err, size_t errlen)
+{
+	unsigned set = 0;
+	for (size_t i = 0; i < names->n; i++) {
+		int l = 0;
+		while (l < EX_NLEVELS && strcmp(names->v[i], ex_level_names[l]))
+			l++;
+		if (l == EX_NLEVELS) {
+			snprintf(err, errlen,
+				 "levels: unknown level \"%s\" (node, process, container, pod, vm)",
+				 names->v[i]);
+			return -1;
+		}
+		set |= 1u << l;
+	}
+	*levels = set;
+	return 0;
+}
+
+#define NO_LEVEL EX_NLEVELS
+
+bool render_wanted(const struct render_filter *f, const char *metric, enum ex_level level)
+{
+	if (level < EX_NLEVELS && !(f->levels & (1u << level)))
+		return false;
+	if (f->deny)
+		for (size_t i = 0; i < f->deny->n; i++)
+			if (fnmatch(f->deny->v[i], metric, 0) == 0)
+				return false;
+	if (!f->allow || f->allow->n == 0)
+		return true;
+	for (size_t i = 0; i < f->allow->n; i++)
+		if (fnmatch(f->allow->v[i], metric, 0) == 0)
+			return true;
+	return false;
+}
+
+struct ctx {
+	const struct render_input *in;
+	const struct render_filter *f;
+	struct rbuf *b;
+	const char *name; /* current family */
+	size_t namelen;
+};
+
+static bool family(struct ctx *c, const char *name, const char *type, const char *help,
+		   enum ex_level level)
+{
+	if (!render_wanted(c->f, name, level))
+		return false;
+	c->name = name;
+	c->namelen = strlen(name);
+	rbuf_puts(c->b, "# HELP ");
+	rbuf_put(c->b, name, c->namelen);
+	rbuf_putc(c->b, ' ');
+	rbuf_puts(c->b, help);
+	rbuf_puts(c->b, "\n# TYPE ");
+	rbuf_put(c->b, name, c->namelen);
+	rbuf_putc(c->b, ' ');
+	rbuf_puts(c->b, type);
+	rbuf_putc(c->b, '\n');
+	return true;
+}
+
+/* name{ ... : the caller appends labels, then calls end_* */
+static void begin(struct ctx *c)
+{
+	rbuf_put(c->b, c->name, c->namelen);
+	rbuf_putc(c->b, '{');
+}
+
+static void end_fixed(struct ctx *c, uint64_t v, unsigned decimals)
+{
+	rbuf_put(c->b, "} ", 2);
+	rbuf_fixed(c->b, v, decimals);
+	rbuf_putc(c->b, '\n');
+}
+
+/* A sample without labels. */
+static void plain(struct ctx *c, uint64_t v)
+{
+	rbuf_put(c->b, c->name, c->namelen);
+	rbuf_putc(c->b, ' ');
+	rbuf_u64(c->b, v);
+	rbuf_putc(c->b, '\n');
+}
+
+static void end_double(struct ctx *c, double v)
+{
+	rbuf_put(c->b, "} ", 2);
+	rbuf_double(c->b, v);
+	rbuf_putc(c->b, '\n');
+}
+
+/* Energy over the slot as microwatts: uJ * 1e9 / ns. */
+static uint64_t micro_watts(uint64_t slot_uj, uint64_t slot_ns)
+{
+	if (!slot_ns)
+		return 0;
+	return (uint64_t)((unsigned __int128)slot_uj * 1000000000u / slot_ns);
+}
+
+/* ---- node ---- */
+enum zpart { Z_TOTAL, Z_ACTIVE, Z_IDLE };
+
+static void node_zone_family(struct ctx *c, const char *name, const char *help, bool watts,
+			     enum zpart part)
+{
+	if (!family(c, name, watts ? "gauge" : "counter", help, EX_NODE))
+		return;
+	const struct accum *a = c->in->acc;
+	for (size_t i = 0; i < a->nhosts; i++) {
+		const struct ex_host *h = a->hosts[i];
+		for (size_t z = 0; z < h->nzones; z++) {
+			const struct ex_zone *xz = &h->zones[z];
+			begin(c);
+			rbuf_puts(c->b, h->node_label);
+			rbuf_putc(c->b, ',');
+			rbuf_puts(c->b, xz->labels);
+			if (!watts) {
+				uint64_t v = part == Z_TOTAL	? xz->total_uj
+					     : part == Z_ACTIVE ? xz->active_uj
+								: xz->idle_uj;
+				end_fixed(c, v, 6);
+				continue;
+			}
+			uint64_t v = 0;
+			if (xz->slot_t1 == h->last_t1)
+				v = part == Z_TOTAL    ? xz->slot_total_uj
+				    : part == Z_ACTIVE ? xz->slot_active_uj
+						       : xz->slot_idle_uj;
+			end_fixed(c, micro_watts(v, h->slot_ns), 6);
+		}
+	}
+}
+
+static void node_metrics(struct ctx *c)
+{
+	node_zone_family(c, "kepler_node_cpu_joules_total",
+			 "Energy consumption of cpu at node level in joules", false, Z_TOTAL);
+	node_zone_family(c, "kepler_node_cpu_active_joules_total",
+			 "Energy consumption of cpu in active state at node level in joules", false,
+			 Z_ACTIVE);
+	node_zone_family(c, "kepler_node_cpu_idle_joules_total",
+			 "Energy consumption of cpu in idle state at node level in joules", false,
+			 Z_IDLE);
+	node_zone_family(c, "kepler_node_cpu_watts",
+			 "Power consumption of cpu at node level in watts", true, Z_TOTAL);
+	node_zone_family(c, "kepler_node_cpu_active_watts",
+			 "Power consumption of cpu in active state at node level in watts", true,
+			 Z_ACTIVE);
+	node_zone_family(c, "kepler_node_cpu_idle_watts",
+			 "Power consumption of cpu in idle state at node level in watts", true,
+			 Z_IDLE);
+	const struct accum *a = c->in->acc;
+	if (family(c, "kepler_node_cpu_usage_ratio", "gauge",
+		   "CPU usage ratio of a node (value between 0.0 and 1.0)", EX_NODE)) {
+		for (size_t i = 0; i < a->nhosts; i++) {
+			begin(c);
+			rbuf_puts(c->b, a->hosts[i]->node_label);
+			end_double(c, a->hosts[i]->cpu_usage_ratio);
+		}
+	}
+	if (c->in->ncpus &&
+	    family(c, "kepler_node_cpu_info", "gauge", "CPU information from procfs", EX_NODE)) {
+		/* like Kepler's collector: no node_name here */
+		for (size_t i = 0; i < c->in->ncpus; i++) {
+			const struct cpuinfo_entry *e = &c->in->cpus[i];
+			begin(c);
+			rbuf_label(c->b, true, "processor", e->processor, sizeof e->processor);
+			rbuf_label(c->b, false, "vendor_id", e->vendor_id, sizeof e->vendor_id);
+			rbuf_label(c->b, false, "model_name", e->model_name, sizeof e->model_name);
+			rbuf_label(c->b, false, "physical_id", e->physical_id,
+				   sizeof e->physical_id);
+			rbuf_label(c->b, false, "core_id", e->core_id, sizeof e->core_id);
+			rbuf_put(c->b, "} 1\n", 4);
+		}
+	}
+}
+
+/* ---- workloads ---- */
+static void work_prefix(struct ctx *c, const struct ex_host *h, const struct ex_work *w)
+{
+	begin(c);
+	rbuf_puts(c->b, h->node_label);
+	rbuf_putc(c->b, ',');
+	rbuf_puts(c->b, w->labels);
+}
+
+static void work_energy_family(struct ctx *c, enum ex_level level, const char *name,
+			       const char *help, bool watts)
+{
+	if (!family(c, name, watts ? "gauge" : "counter", help, level))
+		return;
+	const struct accum *a = c->in->acc;
+	for (size_t i = 0; i < a->nhosts; i++) {
+		const struct ex_host *h = a->hosts[i];
+		const struct ex_wmap *m = &h->works[level];
+		for (size_t s = 0; s < m->cap; s++) {
+			const struct ex_work *w = m->slots[s];
+			if (!w || !w->labels)
+				continue;
+			bool in_last = w->last_t1 == h->last_t1;
+			for (size_t z = 0; z < w->nz && z < h->nzones; z++) {
+				work_prefix(c, h, w);
+				rbuf_puts(c->b, w->terminated ? ",state=\"terminated\","
+							      : ",state=\"running\",");
+				rbuf_puts(c->b, h->zones[z].zlabel);
+				if (watts)
+					end_fixed(
+					    c,
+					    in_last ? micro_watts(w->uj[w->nz + z], h->slot_ns) : 0,
+					    6);
+				else
+					end_fixed(c, w->uj[z], 6);
+			}
+		}
+	}
+}
+
+static void work_seconds_family(struct ctx *c, enum ex_level level, const char *name,
+				const char *help)
+{
+	if (!family(c, name, "counter", help, level))
+		return;
+	const struct accum *a = c->in->acc;
+	for (size_t i = 0; i < a->nhosts; i++) {
+		const struct ex_host *h = a->hosts[i];
+		const struct ex_wmap *m = &h->works[level];
+		for (size_t s = 0; s < m->cap; s++) {
+			const struct ex_work *w = m->slots[s];
+			if (!w || !w->labels)
+				continue;
+			work_prefix(c, h, w);
+			end_fixed(c, w->cpu_ns, 9);
+		}
+	}
+}
+
+static void workload_metrics(struct ctx *c)
+{
+	static const struct {
+		enum ex_level level;
+		const char *joules, *watts, *seconds;
+	} fam[] = {
+	    {EX_PROCESS, "kepler_process_cpu_joules_total", "kepler_process_cpu_watts",
+	     "kepler_process_cpu_seconds_total"},
+	    {EX_CONTAINER, "kepler_container_cpu_joules_total", "kepler_container_cpu_watts",
+	     "kepler_container_cpu_seconds_total"},
+	    {EX_VM, "kepler_vm_cpu_joules_total", "kepler_vm_cpu_watts", NULL},
+	    {EX_POD, "kepler_pod_cpu_joules_total", "kepler_pod_cpu_watts", NULL},
+	};
+	char help[96];
+	for (size_t i = 0; i < sizeof fam / sizeof fam[0]; i++) {
+		const char *lv = ex_level_names[fam[i].level];
+		snprintf(help, sizeof help, "Energy consumption of cpu at %s level in joules", lv);
+		work_energy_family(c, fam[i].level, fam[i].joules, help, false);
+		snprintf(help, sizeof help, "Power consumption of cpu at %s level in watts", lv);
+		work_energy_family(c, fam[i].level, fam[i].watts, help, true);
+		if (fam[i].seconds) {
+			snprintf(help, sizeof help,
+				 "Total user and system time of cpu at %s level in seconds", lv);
+			work_seconds_family(c, fam[i].level, fam[i].seconds, help);
+		}
+	}
+}
+
+static void build_info(struct ctx *c)
+{
+	const struct render_input *in = c->in;
+	if (!family(c, "kepler_build_info", "gauge",
+		    "A metric with a constant '1' value labeled with version information",
+		    NO_LEVEL))
+		return;
+	begin(c);
+	rbuf_label(c->b, true, "arch", in->arch ? in->arch : "", 64);
+	rbuf_label(c->b, false, "branch", in->branch ? in->branch : "", 64);
+	rbuf_label(c->b, false, "revision", in->revision ? in->revision : "", 64);
+	rbuf_label(c->b, false, "version", in->version ? in->version : "", 64);
+	/* Kepler's schema has goversion; a C build reports its compiler there */
+	rbuf_label(c->b, false, "goversion", in->compiler ? in->compiler : "", 64);
+	rbuf_put(c->b, "} 1\n", 4);
+}
+
+/* ---- wattbus_*: pipeline health ---- */
+static void stage_begin(struct ctx *c, const struct stage_rec *r)
+{
+	begin(c);
+	rbuf_puts(c->b, r->labels);
+}
+
+enum stage_field {
+	SF_UP,
+	SF_AGE,
+	SF_UPTIME,
+	SF_STARTS,
+	SF_IN,
+	SF_OUT,
+	SF_LOST,
+	SF_RESTARTS,
+	SF_CPU,
+	SF_RSS
+};
+
+static void stage_family(struct ctx *c, const char *name, const char *type, const char *help,
+			 enum stage_field f)
+{
+	if (!family(c, name, type, help, NO_LEVEL))
+		return;
+	const struct stages *st = c->in->st;
+	for (size_t i = 0; i < st->n; i++) {
+		const struct stage_rec *r = st->recs[i];
+		uint64_t age =
+		    c->in->now_ns > r->last_recv_ns ? c->in->now_ns - r->last_recv_ns : 0;
+		stage_begin(c, r);
+		switch (f) {
+		case SF_UP:
+			end_fixed(c, age <= c->in->stage_timeout_ns, 0);
+			break;
+		case SF_AGE:
+			end_fixed(c, age, 9);
+			break;
+		case SF_UPTIME:
+			end_fixed(c, r->uptime_ns, 9);
+			break;
+		case SF_STARTS:
+			end_fixed(c, r->starts, 0);
+			break;
+		case SF_IN:
+			end_fixed(c, mono_value(&r->frames_in), 0);
+			break;
+		case SF_OUT:
+			end_fixed(c, mono_value(&r->frames_out), 0);
+			break;
+		case SF_LOST:
+			end_fixed(c, mono_value(&r->lost), 0);
+			break;
+		case SF_RESTARTS:
+			end_fixed(c, mono_value(&r->restarts), 0);
+			break;
+		case SF_CPU:
+			end_fixed(c, mono_value(&r->cpu_ns), 9);
+			break;
+		case SF_RSS:
+			end_fixed(c, r->rss_bytes, 0);
+			break;
+		}
+	}
+}
+
+static void stage_metrics(struct ctx *c)
+{
+	const struct stages *st = c->in->st;
+	stage_family(c, "wattbus_stage_up", "gauge",
+		     "1 when the stage's last stat message is younger than stage_timeout", SF_UP);
+	if (family(c, "wattbus_stage_info", "gauge", "Version and mode of each stage, value 1",
+		   NO_LEVEL)) {
+		for (size_t i = 0; i < st->n; i++) {
+			const struct stage_rec *r = st->recs[i];
+			stage_begin(c, r);
+			rbuf_label(c->b, false, "version", r->version, sizeof r->version);
+			rbuf_label(c->b, false, "mode", r->mode, sizeof r->mode);
+			rbuf_put(c->b, "} 1\n", 4);
+		}
+	}
+	stage_family(c, "wattbus_stage_last_message_age_seconds", "gauge",
+		     "Seconds since the stage's last stat message", SF_AGE);
+	stage_family(c, "wattbus_stage_uptime_seconds", "gauge", "Seconds since the stage started",
+		     SF_UPTIME);
+	stage_family(c, "wattbus_stage_starts_total", "counter",
+		     "Stage starts (epochs) seen by exportd", SF_STARTS);
+	stage_family(c, "wattbus_stage_frames_in_total", "counter", "Frames the stage received",
+		     SF_IN);
+	stage_family(c, "wattbus_stage_frames_out_total", "counter", "Frames the stage published",
+		     SF_OUT);
+	stage_family(c, "wattbus_stage_messages_lost_total", "counter",
+		     "Upstream messages the stage missed (sequence gaps)", SF_LOST);
+	if (family(c, "wattbus_stage_messages_rejected_total", "counter",
+		   "Messages the stage rejected, by reason", NO_LEVEL)) {
+		for (size_t i = 0; i < st->n; i++) {
+			const struct stage_rec *r = st->recs[i];
+			uint64_t named = 0;
+			for (size_t k = 0; k < r->nreasons; k++) {
+				named += mono_value(&r->reasons[k].m);
+				stage_begin(c, r);
+				rbuf_label(c->b, false, "reason", r->reasons[k].name,
+					   sizeof r->reasons[k].name);
+				end_fixed(c, mono_value(&r->reasons[k].m), 0);
+			}
+			uint64_t total = mono_value(&r->rejected);
+			stage_begin(c, r);
+			rbuf_put(c->b, ",reason=\"other\"", 15);
+			end_fixed(c, total > named ? total - named : 0, 0);
+		}
+	}
+	stage_family(c, "wattbus_stage_upstream_restarts_total", "counter",
+		     "New upstream epochs (producer restarts) the stage saw", SF_RESTARTS);
+	stage_family(c, "wattbus_stage_cpu_seconds_total", "counter",
+		     "CPU time (user + system) of the stage", SF_CPU);
+	stage_family(c, "wattbus_stage_resident_memory_bytes", "gauge",
+		     "Resident set size of the stage", SF_RSS);
+	if (family(c, "wattbus_stage_events_total", "counter", "Stage-specific counters, by name",
+		   NO_LEVEL)) {
+		for (size_t i = 0; i < st->n; i++) {
+			const struct stage_rec *r = st->recs[i];
+			for (size_t k = 0; k < r->ncounters; k++) {
+				stage_begin(c, r);
+				rbuf_label(c->b, false, "name", r->counters[k].name,
+					   sizeof r->counters[k].name);
+				end_fixed(c, mono_value(&r->counters[k].m), 0);
+			}
+		}
+	}
+}
+
+static void by_reason(struct ctx *c, const char *label, const char *value, uint64_t v)
+{
+	begin(c);
+	rbuf_label(c->b, true, label, value, 64);
+	end_fixed(c, v, 0);
+}
+
+static void exportd_metrics(struct ctx *c)
+{
+	const struct accum *a = c->in->acc;
+	const struct exportd_counters *k = c->in->ctr;
+	if (family(c, "wattbus_exportd_estimates_total", "counter", "Estimates applied, by host",
+		   NO_LEVEL))
+		for (size_t i = 0; i < a->nhosts; i++)
+			by_reason(c, "host", a->hosts[i]->name, a->hosts[i]->estimates);
+	if (family(c, "wattbus_exportd_estimate_age_seconds", "gauge",
+		   "Seconds since the last estimate of the host was applied", NO_LEVEL)) {
+		for (size_t i = 0; i < a->nhosts; i++) {
+			const struct ex_host *h = a->hosts[i];
+			begin(c);
+			rbuf_label(c->b, true, "host", h->name, sizeof h->name);
+			end_fixed(c,
+				  c->in->now_ns > h->last_recv_ns ? c->in->now_ns - h->last_recv_ns
+								  : 0,
+				  9);
+		}
+	}
+	if (family(c, "wattbus_exportd_estimates_rejected_total", "counter",
+		   "Estimates not applied, by reason (stale: a slot already applied)", NO_LEVEL))
+		for (int r = 0; r < ACC_R_COUNT; r++)
+			by_reason(c, "reason", accum_reason_name((enum accum_reason)r),
+				  a->rejected[r]);
+	if (family(c, "wattbus_exportd_stats_rejected_total", "counter",
+		   "Stat messages not applied, by reason", NO_LEVEL))
+		for (int r = 0; r < ST_R_COUNT; r++)
+			by_reason(c, "reason", stages_reason_name((enum stages_reason)r),
+				  c->in->st->rejected[r]);
+	if (family(c, "wattbus_exportd_slots_clipped_total", "counter",
+		   "Slots that overlapped the previous slot of their host; only the new part was "
+		   "counted",
+		   NO_LEVEL))
+		plain(c, a->clipped);
+	if (family(c, "wattbus_exportd_slots_underattributed_total", "counter",
+		   "Slots whose workloads and unattributed energy summed to less than the active "
+		   "energy",
+		   NO_LEVEL))
+		plain(c, a->underattributed);
+	if (family(c, "wattbus_exportd_series", "gauge", "Workload series exported, by level",
+		   NO_LEVEL))
+		for (int l = EX_PROCESS; l < EX_NLEVELS; l++)
+			by_reason(c, "level", ex_level_names[l], a->series[l]);
+	if (family(
+		c, "wattbus_exportd_series_dropped_total", "counter",
+		"Workload series refused by max_series, counted in every slot the workload ran in",
+		NO_LEVEL))
+		for (int l = EX_PROCESS; l < EX_NLEVELS; l++)
+			by_reason(c, "level", ex_level_names[l], a->dropped[l]);
+	if (family(c, "wattbus_exportd_workloads_evicted_total", "counter",
+		   "Terminated workloads removed (terminated_ttl, max_terminated, max_series)",
+		   NO_LEVEL))
+		for (int l = EX_PROCESS; l < EX_NLEVELS; l++)
+			by_reason(c, "level", ex_level_names[l], a->evicted[l]);
+	if (k && family(c, "wattbus_exportd_http_requests_total", "counter",
+			"HTTP requests answered, by status class", NO_LEVEL)) {
+		static const char *const cls[] = {"1xx", "2xx", "3xx", "4xx", "5xx", "other"};
+		for (int i = 0; i < 6; i++)
+			by_reason(c, "code", cls[i], k->http_requests[i]);
+	}
+	if (k && family(c, "wattbus_exportd_render_seconds", "gauge",
+			"Time the previous /metrics took to render", NO_LEVEL)) {
+		rbuf_put(c->b, c->name, c->namelen);
+		rbuf_putc(c->b, ' ');
+		rbuf_double(c->b, k->last_render_s);
+		rbuf_putc(c->b, '\n');
+	}
+}
+
+void render_metrics(const struct render_input *in, const struct render_filter *f, struct rbuf *out)
+{
+	struct ctx c = {.in = in, .f = f, .b = out};
+	if (in->acc) {
+		node_metrics(&c);
+		workload_metrics(&c);
+	}
+	build_info(&c);
+	if (in->st)
+		stage_metrics(&c);
+	if (in->acc && in->st)
+		exportd_metrics(&c);
+}
