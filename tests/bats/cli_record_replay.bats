@@ -74,7 +74,7 @@ recording_view() {
 	elapsed_ms=$((($(date +%s%N) - start) / 1000000))
 	# 2 s of recording at 4x takes about 500 ms (plus the wait for the subscriber).
 	[ "$elapsed_ms" -ge 480 ]
-	wb_wait_for 10 test "$(wc -l <"$BATS_TEST_TMPDIR/tap.log")" -ge 3
+	wb_wait_lines "$BATS_TEST_TMPDIR/tap.log" 3 10
 	run jq -r .msg.seq "$BATS_TEST_TMPDIR/tap.log"
 	assert_output $'0\n1\n2'
 
@@ -85,7 +85,7 @@ recording_view() {
 	elapsed_ms=$((($(date +%s%N) - start) / 1000000))
 	# The recording spans 2 s; --fast does not wait for it.
 	[ "$elapsed_ms" -lt 1500 ]
-	wb_wait_for 10 test "$(wc -l <"$BATS_TEST_TMPDIR/tap2.log")" -ge 3
+	wb_wait_lines "$BATS_TEST_TMPDIR/tap2.log" 3 10
 }
 
 @test "replay refuses a file that is not a recording" {

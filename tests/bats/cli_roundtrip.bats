@@ -11,7 +11,7 @@ teardown() { wb_kill_all; }
 	sleep 0.3
 	run "$WATTBUS" pub --wait 10s "$ep" <"$WB_ROOT/tests/data/messages.jsonl"
 	assert_success
-	wb_wait_for 10 test "$(wc -l <"$BATS_TEST_TMPDIR/tap.log")" -ge 6
+	wb_wait_lines "$BATS_TEST_TMPDIR/tap.log" 6 10
 	# Same topics and maps, key for key, in the same order of messages.
 	run diff <(jq -cS . "$WB_ROOT/tests/data/messages.jsonl") <(jq -cS . "$BATS_TEST_TMPDIR/tap.log")
 	assert_success
@@ -25,7 +25,7 @@ teardown() { wb_kill_all; }
 		'{"kind":"power","host":"h1","t":1000000000,"interval_ns":1000000000,"zones":[]}' \
 		'{"kind":"power","host":"h1","t":2000000000,"interval_ns":1000000000,"zones":[]}' |
 		"$WATTBUS" pub --src script --wait 10s "$ep"
-	wb_wait_for 10 test "$(wc -l <"$BATS_TEST_TMPDIR/tap.log")" -ge 2
+	wb_wait_lines "$BATS_TEST_TMPDIR/tap.log" 2 10
 	run jq -r '[.topic, .msg.v, .msg.src, .msg.seq] | @tsv' "$BATS_TEST_TMPDIR/tap.log"
 	assert_line --index 0 $'power/h1\t1\tscript\t0'
 	assert_line --index 1 $'power/h1\t1\tscript\t1'

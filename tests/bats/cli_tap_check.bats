@@ -35,7 +35,7 @@ teardown() { wb_kill_all; }
 		    s.send_multipart(f)
 		time.sleep(0.5)
 	PY
-	wb_wait_for 15 test "$(wc -l <"$BATS_TEST_TMPDIR/tap.log")" -ge 11
+	wb_wait_lines "$BATS_TEST_TMPDIR/tap.log" 11 15
 	run jq -r 'if .rejected then .rejected else "valid:" + (.msg.zones[0].energy_uj | tostring) end' "$BATS_TEST_TMPDIR/tap.log"
 	assert_output "$(printf '%s\n' malformed trailing not_map version kind type bound missing topic topic valid:7)"
 	# Each rejection names what is wrong.

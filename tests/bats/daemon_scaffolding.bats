@@ -100,3 +100,27 @@ teardown() { wb_kill_all; }
 	run "$WATTBUS" tap --count 1 --timeout 10s "ipc://$RT/alignd.sock" stat/
 	assert_success
 }
+
+@test "sd_notify: READY=1 once running, WATCHDOG=1 at half of WATCHDOG_USEC, STOPPING=1" {
+	sock=$BATS_TEST_TMPDIR/notify.sock
+	cat >"$BATS_TEST_TMPDIR/notify.py" <<-'PY'
+		import socket, sys, time
+		s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+		s.bind(sys.argv[1])
+		s.settimeout(10)
+		end = time.time() + 10
+		while time.time() < end:
+		    try:
+		        msg = s.recv(4096).decode()
+		    except socket.timeout:
+		        break
+		    print(msg.replace("\n", " "), flush=True)
+	PY
+	wb_spawn notify python3 "$BATS_TEST_TMPDIR/notify.py" "$sock"
+	wb_wait_for 5 test -S "$sock"
+	NOTIFY_SOCKET=$sock WATCHDOG_USEC=400000 wb_spawn alignd "$D" --runtime_dir "$RT" --sub "$(wb_ep nothing)"
+	wb_wait_for 10 grep -q "READY=1" "$BATS_TEST_TMPDIR/notify.log"
+	wb_wait_lines "$BATS_TEST_TMPDIR/notify.log" 3 5 WATCHDOG=1
+	kill -TERM "$PID_alignd"
+	wb_wait_for 5 grep -q "STOPPING=1" "$BATS_TEST_TMPDIR/notify.log"
+}

@@ -37,6 +37,13 @@ wb_wait_for() {
 	done
 }
 
+# Wait until FILE has at least N lines (or N lines matching PATTERN), for at most SECS.
+# (wb_wait_for 10 test "$(wc -l <f)" -ge N would count only once, before waiting.)
+wb_wait_lines() {
+	local file=$1 n=$2 secs=${3:-10} pattern=${4:-}
+	wb_wait_for "$secs" bash -c '[ -f "$0" ] && [ "$(grep -c -- "${2:-}" "$0")" -ge "$1" ]' "$file" "$n" "$pattern"
+}
+
 # An ipc endpoint in the test's temp dir.
 wb_ep() {
 	echo "ipc://$BATS_TEST_TMPDIR/$1.sock"
