@@ -1,0 +1,395 @@
+/*
+ * exportd's /metrics text: exact numbers, escaping, Kepler's label sets, the
+ * level and name filters, gzip, and kepler_node_cpu_info from cpuinfo text.
+ */
+#include "unit.h"
+
+#include <zlib.h>
+
+#include "codec.h"
+#include "../../exportd/exportd.h"
+
+#define S 1000000000ull
+
+static char *text(struct rbuf *b)
+{
+	rbuf_putc(b, '\0');
+	return b->p;
+}
+
+static void test_numbers(void)
+{
+	struct rbuf b = {0};
+	rbuf_fixed(&b, 1234567, 6);
+	rbuf_putc(&b, ' ');
+	rbuf_fixed(&b, 5, 6);
+	rbuf_putc(&b, ' ');
+	rbuf_fixed(&b, 0, 9);
+	rbuf_putc(&b, ' ');
+	rbuf_fixed(&b, UINT64_MAX, 6);
+	rbuf_putc(&b, ' ');
+	rbuf_u64(&b, 0);
+	rbuf_putc(&b, ' ');
+	rbuf_double(&b, 0.375);
+	CHECK_STR(text(&b), "1.234567 0.000005 0.000000000 18446744073709.551615 0 0.375");
+	rbuf_free(&b);
+}
+
+static void test_label_escaping(void)
+{
+	struct rbuf b = {0};
+	/* quote, backslash, newline; a lone continuation byte, an overlong '/', a surrogate, then
+	 * valid UTF-8 */
+	rbuf_label(&b, true, "comm",
+		   "a\"b\\c\nd\x80"
+		   "e\xc0\xaf"
+		   "f\xed\xa0\x80"
+		   "g\xc3\xa9\xe2\x82\xac",
+		   64);
+	CHECK_STR(text(&b), "comm=\"a\\\"b\\\\c\\nd\xef\xbf\xbd"
+			    "e\xef\xbf\xbd\xef\xbf\xbd"
+			    "f\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"
+			    "g\xc3\xa9\xe2\x82\xac\"");
+	rbuf_reset(&b);
+	/* maxlen bounds a field that is not NUL-terminated; a sequence cut by it is invalid */
+	rbuf_label_value(&b, "abc\xc3\xa9", 4);
+	CHECK_STR(text(&b), "abc\xef\xbf\xbd");
+	rbuf_free(&b);
+}
+
+static void test_gzip_round_trip(void)
+{
+	struct rbuf in = {0}, z = {0};
+	for (int i = 0; i < 20000; i++)
+		rbuf_printf(&in, "kepler_process_cpu_joules_total{pid=\"%d\"} %d.000000\n", i,
+			    i * 7);
+	CHECK(rbuf_gzip(in.p, in.len, 1, &z) == 0);
+	CHECK(z.len > 18 && z.len < in.len / 4);
+	CHECK((unsigned char)z.p[0] == 0x1f && (unsigned char)z.p[1] == 0x8b);
+	char *out = malloc(in.len + 1);
+	z_stream zs = {0};
+	CHECK(inflateInit2(&zs, 15 + 16) == Z_OK);
+	zs.next_in = (Bytef *)z.p;
+	zs.avail_in = (uInt)z.len;
+	zs.next_out = (Bytef *)out;
+	zs.avail_out = (uInt)in.len + 1;
+	CHECK(inflate(&zs, Z_FINISH) == Z_STREAM_END);
+	CHECK_U64(zs.total_out, in.len);
+	CHECK(memcmp(out, in.p, in.len) == 0);
+	inflateEnd(&zs);
+	free(out);
+	rbuf_free(&in);
+	rbuf_free(&z);
+}
+
+/* One host, one zone "package", a process, a container, a pod, a VM. */
+static struct accum *fixture(void)
+{
+	struct accum_limits lim = {.levels = EX_LEVELS_ALL,
+				   .max_series = 1000,
+				   .max_terminated = 10,
+				   .terminated_ttl_ns = 600 * S,
+				   .stale_after_ns = 300 * S,
+				   .max_hosts = 4};
+	struct accum *a = accum_new(&lim);
+	for (int slot = 0; slot < 2; slot++) {
+		struct wb_msg m = {.kind = WB_ESTIMATE};
+		struct wb_estimate *e = &m.estimate;
+		snprintf(e->env.host, sizeof e->env.host, "node-a");
+		e->t0 = (100 + 2 * (uint64_t)slot) * S;
+		e->t1 = e->t0 + 2 * S; /* 2 s slots */
+		e->cpu_usage_ratio = 0.5;
+		e->n_zones = 1;
+		e->zones = wb_array_new(1, sizeof *e->zones);
+		snprintf(e->zones[0].zone, 16, "package");
+		snprintf(e->zones[0].name, 64, "package-0");
+		snprintf(e->zones[0].path, 256, "/sys/class/powercap/intel-rapl:0");
+		e->zones[0].energy_uj = 20000000; /* 10 W */
+		e->zones[0].active_uj = 8000000;
+		e->zones[0].idle_uj = 12000000;
+		e->n_procs = 1;
+		e->procs = wb_array_new(1, sizeof *e->procs);
+		e->procs[0].pid = 42;
+		snprintf(e->procs[0].comm, 16, "stress");
+		snprintf(e->procs[0].container_id, 128, "c1");
+		e->procs[0].cpu_ns = 1500000000;
+		e->procs[0].n_energy_uj = 1;
+		e->procs[0].energy_uj = wb_array_new(1, sizeof(uint64_t));
+		e->procs[0].energy_uj[0] = 3000000; /* 1.5 W */
+		e->n_containers = e->n_pods = e->n_vms = 1;
+		e->containers = wb_array_new(1, sizeof(struct wb_est_group));
+		e->pods = wb_array_new(1, sizeof(struct wb_est_group));
+		e->vms = wb_array_new(1, sizeof(struct wb_est_group));
+		struct wb_est_group *gs[3] = {e->containers, e->pods, e->vms};
+		const char *ids[3] = {"c1", "p1", "v1"};
+		for (int g = 0; g < 3; g++) {
+			snprintf(gs[g]->id, 128, "%s", ids[g]);
+			gs[g]->cpu_ns = 1500000000;
+			gs[g]->n_energy_uj = 1;
+			gs[g]->energy_uj = wb_array_new(1, sizeof(uint64_t));
+			gs[g]->energy_uj[0] = 3000000;
+		}
+		snprintf(e->containers[0].name, 128, "web");
+		snprintf(e->containers[0].pod_uid, 64, "p1");
+		snprintf(e->containers[0].runtime, 16, "docker");
+		snprintf(e->pods[0].name, 128, "web-7d9");
+		snprintf(e->vms[0].runtime, 16, "libvirt");
+		CHECK(accum_add(a, e, NULL) == 0);
+		wb_msg_clear(&m);
+	}
+	return a;
+}
+
+static char *render_all(const struct accum *a, const struct stages *st,
+			const struct render_filter *f)
+{
+	static struct rbuf b;
+	rbuf_free(&b);
+	struct cpuinfo_entry cpu = {"0", "GenuineIntel", "Xeon \"Gold\"", "0", "0"};
+	struct render_input in = {.acc = a,
+				  .st = st,
+				  .cpus = &cpu,
+				  .ncpus = 1,
+				  .now_ns = 200 * S,
+				  .stage_timeout_ns = 15 * S,
+				  .version = "0.1.0",
+				  .arch = "amd64",
+				  .compiler = "gcc 12"};
+	render_metrics(&in, f, &b);
+	return text(&b);
+}
+
+#define HAS(out, line) CHECK(strstr(out, line "\n") != NULL)
+#define HASNOT(out, s) CHECK(strstr(out, s) == NULL)
+
+static void test_kepler_families(void)
+{
+	struct accum *a = fixture();
+	struct render_filter all = {.levels = EX_LEVELS_ALL};
+	char *out = render_all(a, NULL, &all);
+	const char *node =
+	    "{node_name=\"node-a\",zone=\"package\",path=\"/sys/class/powercap/intel-rapl:0\"}";
+	char line[512];
+	snprintf(line, sizeof line, "kepler_node_cpu_joules_total%s 40.000000\n", node);
+	CHECK(strstr(out, line) != NULL);
+	snprintf(line, sizeof line, "kepler_node_cpu_active_joules_total%s 16.000000\n", node);
+	CHECK(strstr(out, line) != NULL);
+	snprintf(line, sizeof line, "kepler_node_cpu_idle_joules_total%s 24.000000\n", node);
+	CHECK(strstr(out, line) != NULL);
+	snprintf(line, sizeof line, "kepler_node_cpu_watts%s 10.000000\n", node);
+	CHECK(strstr(out, line) != NULL);
+	snprintf(line, sizeof line, "kepler_node_cpu_active_watts%s 4.000000\n", node);
+	CHECK(strstr(out, line) != NULL);
+	snprintf(line, sizeof line, "kepler_node_cpu_idle_watts%s 6.000000\n", node);
+	CHECK(strstr(out, line) != NULL);
+	HAS(out, "# TYPE kepler_node_cpu_joules_total counter");
+	HAS(out, "# TYPE kepler_node_cpu_watts gauge");
+	HAS(out, "kepler_node_cpu_usage_ratio{node_name=\"node-a\"} 0.5");
+	HAS(out, "kepler_node_cpu_info{processor=\"0\",vendor_id=\"GenuineIntel\",model_name="
+		 "\"Xeon \\\"Gold\\\"\","
+		 "physical_id=\"0\",core_id=\"0\"} 1");
+	HAS(out, "kepler_process_cpu_joules_total{node_name=\"node-a\",pid=\"42\",comm=\"stress\","
+		 "exe=\"\","
+		 "type=\"container\",container_id=\"c1\",vm_id=\"\",state=\"running\",zone="
+		 "\"package\"} 6.000000");
+	HAS(out,
+	    "kepler_process_cpu_watts{node_name=\"node-a\",pid=\"42\",comm=\"stress\",exe=\"\","
+	    "type=\"container\",container_id=\"c1\",vm_id=\"\",state=\"running\",zone=\"package\"} "
+	    "1.500000");
+	HAS(out, "kepler_process_cpu_seconds_total{node_name=\"node-a\",pid=\"42\",comm=\"stress\","
+		 "exe=\"\","
+		 "type=\"container\",container_id=\"c1\",vm_id=\"\"} 3.000000000");
+	HAS(out, "kepler_container_cpu_joules_total{node_name=\"node-a\",container_id=\"c1\","
+		 "container_name=\"web\","
+		 "runtime=\"docker\",pod_id=\"p1\",state=\"running\",zone=\"package\"} 6.000000");
+	HAS(out, "kepler_container_cpu_seconds_total{node_name=\"node-a\",container_id=\"c1\","
+		 "container_name=\"web\","
+		 "runtime=\"docker\",pod_id=\"p1\"} 3.000000000");
+	HAS(out, "kepler_pod_cpu_watts{node_name=\"node-a\",pod_id=\"p1\",pod_name=\"web-7d9\",pod_"
+		 "namespace=\"\","
+		 "state=\"running\",zone=\"package\"} 1.500000");
+	HAS(out, "kepler_vm_cpu_joules_total{node_name=\"node-a\",vm_id=\"v1\",vm_name=\"v1\","
+		 "hypervisor=\"kvm\","
+		 "state=\"running\",zone=\"package\"} 6.000000");
+	HAS(out, "kepler_build_info{arch=\"amd64\",branch=\"\",revision=\"\",version=\"0.1.0\","
+		 "goversion=\"gcc 12\"} 1");
+	HASNOT(out, "wattbus_stage_up");
+	accum_destroy(&a);
+}
+
+/* A workload that did not run in the last slot shows 0 W; a terminated one says so. */
+static void test_watts_of_idle_and_terminated(void)
+{
+	struct accum *a = fixture();
+	struct wb_msg m = {.kind = WB_ESTIMATE};
+	struct wb_estimate *e = &m.estimate;
+	snprintf(e->env.host, sizeof e->env.host, "node-a");
+	e->t0 = 104 * S;
+	e->t1 = 105 * S;
+	e->n_zones = 1;
+	e->zones = wb_array_new(1, sizeof *e->zones);
+	snprintf(e->zones[0].zone, 16, "package");
+	snprintf(e->zones[0].name, 64, "package-0");
+	snprintf(e->zones[0].path, 256, "/sys/class/powercap/intel-rapl:0");
+	e->zones[0].energy_uj = 7000000;
+	e->zones[0].idle_uj = 7000000;
+	e->n_procs = 1;
+	e->procs = wb_array_new(1, sizeof *e->procs);
+	e->procs[0].pid = 43;
+	e->procs[0].exited = true;
+	snprintf(e->procs[0].comm, 16, "short");
+	e->procs[0].n_energy_uj = 1;
+	e->procs[0].energy_uj = wb_array_new(1, sizeof(uint64_t));
+	CHECK(accum_add(a, e, NULL) == 0);
+	wb_msg_clear(&m);
+	struct render_filter all = {.levels = EX_LEVELS_ALL};
+	char *out = render_all(a, NULL, &all);
+	HAS(out, "kepler_node_cpu_watts{node_name=\"node-a\",zone=\"package\",path=\"/sys/class/"
+		 "powercap/intel-rapl:0\"} "
+		 "7.000000");
+	HAS(out,
+	    "kepler_process_cpu_watts{node_name=\"node-a\",pid=\"42\",comm=\"stress\",exe=\"\","
+	    "type=\"container\",container_id=\"c1\",vm_id=\"\",state=\"running\",zone=\"package\"} "
+	    "0.000000");
+	HAS(out, "kepler_process_cpu_joules_total{node_name=\"node-a\",pid=\"43\",comm=\"short\","
+		 "exe=\"\","
+		 "type=\"regular\",container_id=\"\",vm_id=\"\",state=\"terminated\",zone="
+		 "\"package\"} 0.000000");
+	accum_destroy(&a);
+}
+
+static void test_filters(void)
+{
+	struct accum *a = fixture();
+	struct wb_strlist allow = {
+	    .n = 2, .v = (char *[]){"kepler_node_*", "kepler_process_cpu_joules_total"}};
+	struct wb_strlist deny = {.n = 1, .v = (char *[]){"*_idle_*"}};
+	struct render_filter f = {.levels = EX_LEVELS_ALL, .allow = &allow, .deny = &deny};
+	char *out = render_all(a, NULL, &f);
+	CHECK(strstr(out, "kepler_node_cpu_joules_total{") != NULL);
+	CHECK(strstr(out, "kepler_process_cpu_joules_total{") != NULL);
+	HASNOT(out, "kepler_node_cpu_idle_joules_total");
+	HASNOT(out, "kepler_node_cpu_idle_watts");
+	HASNOT(out, "kepler_process_cpu_watts");
+	HASNOT(out, "kepler_container_");
+	HASNOT(out, "kepler_build_info");
+
+	/* levels: node and pod only */
+	struct render_filter lv = {.levels = 1u << EX_NODE | 1u << EX_POD};
+	out = render_all(a, NULL, &lv);
+	CHECK(strstr(out, "kepler_pod_cpu_joules_total{") != NULL);
+	CHECK(strstr(out, "kepler_node_cpu_watts{") != NULL);
+	HASNOT(out, "kepler_process_");
+	HASNOT(out, "kepler_vm_");
+	CHECK(strstr(out, "kepler_build_info{") != NULL);
+
+	unsigned levels;
+	char err[128];
+	struct wb_strlist names = {.n = 2, .v = (char *[]){"node", "vm"}};
+	CHECK(levels_parse(&names, &levels, err, sizeof err) == 0);
+	CHECK_U64(levels, 1u << EX_NODE | 1u << EX_VM);
+	struct wb_strlist bad = {.n = 1, .v = (char *[]){"namespace"}};
+	CHECK(levels_parse(&bad, &levels, err, sizeof err) == -1);
+	CHECK(strstr(err, "namespace") != NULL);
+	accum_destroy(&a);
+}
+
+static void test_stage_families(void)
+{
+	struct stages *st = stages_new(8);
+	struct wb_msg m = {.kind = WB_STAT};
+	struct wb_stat *s = &m.stat;
+	snprintf(s->env.host, 64, "node-a");
+	snprintf(s->env.src, 32, "estimd");
+	snprintf(s->stage, 16, "estimd");
+	snprintf(s->version, 32, "0.1.0");
+	snprintf(s->mode, 32, "model");
+	s->env.epoch = 7;
+	s->frames_in = 100;
+	s->frames_out = 90;
+	s->lost = 3;
+	s->rejected = 5;
+	s->cpu_ns = 2500000000;
+	s->rss_bytes = 4096;
+	s->n_rejected_by = 1;
+	struct wb_counter rej = {"type", 4};
+	s->rejected_by = &rej;
+	CHECK(stages_add(st, s, 190 * S, NULL) == 0);
+	snprintf(s->env.src, 32, "powerd");
+	snprintf(s->stage, 16, "powerd");
+	s->n_rejected_by = 0;
+	CHECK(stages_add(st, s, 150 * S, NULL) == 0);
+	struct render_filter all = {.levels = EX_LEVELS_ALL};
+	struct accum_limits lim = {.levels = EX_LEVELS_ALL, .max_series = 10, .max_hosts = 1};
+	struct accum *a = accum_new(&lim);
+	struct exportd_counters ctr = {.http_requests = {0, 12, 0, 3, 0, 0}};
+	struct rbuf b = {0};
+	struct render_input in = {
+	    .acc = a, .st = st, .ctr = &ctr, .now_ns = 200 * S, .stage_timeout_ns = 15 * S};
+	render_metrics(&in, &all, &b);
+	char *out = text(&b);
+	HAS(out, "wattbus_stage_up{host=\"node-a\",stage=\"estimd\",src=\"estimd\"} 1");
+	HAS(out, "wattbus_stage_up{host=\"node-a\",stage=\"powerd\",src=\"powerd\"} 0");
+	HAS(out, "wattbus_stage_last_message_age_seconds{host=\"node-a\",stage=\"estimd\",src="
+		 "\"estimd\"} 10.000000000");
+	HAS(out, "wattbus_stage_info{host=\"node-a\",stage=\"estimd\",src=\"estimd\",version=\"0.1."
+		 "0\",mode=\"model\"} 1");
+	HAS(out,
+	    "wattbus_stage_frames_in_total{host=\"node-a\",stage=\"estimd\",src=\"estimd\"} 100");
+	HAS(out,
+	    "wattbus_stage_messages_lost_total{host=\"node-a\",stage=\"estimd\",src=\"estimd\"} 3");
+	HAS(out, "wattbus_stage_messages_rejected_total{host=\"node-a\",stage=\"estimd\",src="
+		 "\"estimd\",reason=\"type\"} 4");
+	HAS(out, "wattbus_stage_messages_rejected_total{host=\"node-a\",stage=\"estimd\",src="
+		 "\"estimd\",reason=\"other\"} 1");
+	HAS(out, "wattbus_stage_cpu_seconds_total{host=\"node-a\",stage=\"estimd\",src=\"estimd\"} "
+		 "2.500000000");
+	HAS(out, "wattbus_stage_resident_memory_bytes{host=\"node-a\",stage=\"estimd\",src="
+		 "\"estimd\"} 4096");
+	HAS(out, "wattbus_exportd_http_requests_total{code=\"2xx\"} 12");
+	HAS(out, "wattbus_exportd_estimates_rejected_total{reason=\"stale\"} 0");
+	HAS(out, "# TYPE wattbus_stage_frames_in_total counter");
+	rbuf_free(&b);
+	accum_destroy(&a);
+	stages_destroy(&st);
+}
+
+static void test_cpuinfo(void)
+{
+	const char *txt =
+	    "processor\t: 0\nvendor_id\t: GenuineIntel\nmodel name\t: Intel(R) Xeon(R) Gold 6130\n"
+	    "physical id\t: 0\ncore id\t\t: 3\nflags\t\t: fpu vme\n\n"
+	    "processor\t: 1\nvendor_id\t: GenuineIntel\nmodel name\t: Intel(R) Xeon(R) Gold 6130  "
+	    "\n"
+	    "physical id\t: 1\ncore id\t\t: 0\n";
+	struct cpuinfo_entry *e;
+	CHECK(cpuinfo_parse(txt, &e) == 2);
+	CHECK_STR(e[0].processor, "0");
+	CHECK_STR(e[0].model_name, "Intel(R) Xeon(R) Gold 6130");
+	CHECK_STR(e[0].core_id, "3");
+	CHECK_STR(e[1].physical_id, "1");
+	CHECK_STR(e[1].model_name, "Intel(R) Xeon(R) Gold 6130");
+	free(e);
+	/* an arm64 cpuinfo has processor lines but none of the x86 keys */
+	CHECK(cpuinfo_parse("processor\t: 0\nBogoMIPS\t: 50.00\nCPU implementer\t: 0x41\n", &e) ==
+	      1);
+	CHECK_STR(e[0].vendor_id, "");
+	free(e);
+	CHECK(cpuinfo_parse("", &e) == 0);
+	free(e);
+	CHECK(cpuinfo_read("/nonexistent/cpuinfo", &e) == 0);
+	CHECK(e == NULL);
+}
+
+static const struct unit_case cases[] = {
+    {"fixed-point numbers are exact", test_numbers},
+    {"label values are escaped and valid UTF-8", test_label_escaping},
+    {"gzip round trip", test_gzip_round_trip},
+    {"Kepler's families, values and label sets", test_kepler_families},
+    {"watts of idle and terminated workloads", test_watts_of_idle_and_terminated},
+    {"metric allow/deny lists and levels", test_filters},
+    {"wattbus_stage_* and wattbus_exportd_*", test_stage_families},
+    {"cpuinfo parsing", test_cpuinfo},
+};
+
+UNIT_MAIN(cases)
