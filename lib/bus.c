@@ -428,7 +428,7 @@ void wb_sub_destroy(struct wb_sub **self_p)
 	*self_p = NULL;
 }
 
-int wb_sub_connect(struct wb_sub *self, const char *endpoint)
+static int sub_connect_one(struct wb_sub *self, const char *endpoint)
 {
 	bool bind;
 	const char *ep = endpoint_bare(endpoint, false, &bind);
@@ -438,6 +438,19 @@ int wb_sub_connect(struct wb_sub *self, const char *endpoint)
 		return -1;
 	}
 	return 0;
+}
+
+int wb_sub_connect(struct wb_sub *self, const char *endpoints)
+{
+	/* "a,b,c": one SUB socket may read from several publishers. */
+	char *copy = strdup(endpoints), *save = NULL;
+	if (!copy)
+		return -1;
+	int rc = 0;
+	for (char *ep = strtok_r(copy, ",", &save); ep && rc == 0; ep = strtok_r(NULL, ",", &save))
+		rc = sub_connect_one(self, ep);
+	free(copy);
+	return rc;
 }
 
 int wb_sub_subscribe(struct wb_sub *self, const char *prefix)

@@ -76,7 +76,8 @@ struct wb_sub;
 
 struct wb_sub *wb_sub_new(const struct wb_sockopts *opts);
 void wb_sub_destroy(struct wb_sub **self_p);
-int wb_sub_connect(struct wb_sub *self, const char *endpoint);
+/* Connect (or, with a leading @, bind) to one endpoint or a comma-separated list. */
+int wb_sub_connect(struct wb_sub *self, const char *endpoints);
 int wb_sub_subscribe(struct wb_sub *self, const char *prefix);
 zsock_t *wb_sub_sock(struct wb_sub *self);
 /*

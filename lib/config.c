@@ -391,3 +391,18 @@ void wb_conf_usage(const struct wb_conf_section *sec, void *stream)
 		fputc('\n', out);
 	}
 }
+
+void wb_conf_print_ini(const struct wb_conf_section *sec, const char *summary, void *stream)
+{
+	FILE *out = stream;
+	fprintf(out, "# %s\n[%s]\n", summary, sec->name);
+	for (size_t i = 0; i < sec->nkeys; i++) {
+		const struct wb_conf_key *k = &sec->keys[i];
+		fprintf(out, "# %s", k->help ? k->help : "");
+		if (k->type == WB_CONF_ENUM)
+			fprintf(out, " (%s)", k->choices);
+		if (k->type == WB_CONF_LIST)
+			fprintf(out, " (comma-separated)");
+		fprintf(out, "\n#%s = %s\n", k->name, k->def ? k->def : "");
+	}
+}

@@ -63,6 +63,8 @@ const struct wb_conf_key *wb_conf_find(const struct wb_conf_section *sec, const 
 int wb_conf_expand(const struct wb_conf_section *secs, size_t nsecs, const char *runtime_dir, const char *host);
 /* Free the strings and lists of every section. */
 void wb_conf_free(const struct wb_conf_section *secs, size_t nsecs);
+/* Print the section as commented INI: "# help" then "#key = default" for each key. */
+void wb_conf_print_ini(const struct wb_conf_section *sec, const char *summary, void *stream);
 /* Print the keys as "--name VALUE  help (default: ...)" lines. */
 void wb_conf_usage(const struct wb_conf_section *sec, void *stream);
 

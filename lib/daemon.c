@@ -109,10 +109,11 @@ static void usage(struct wb_daemon *d, FILE *out)
 		"  -c, --config FILE        config file (default %s when it exists, or $WATTBUS_CONF)\n"
 		"  -n, --check              check the config and exit (0 valid, 2 invalid)\n"
 		"  -v, --verbose            log at debug level\n"
+		"      --print-config       print [global] and [%s] as a commented config file\n"
 		"  -h, --help               this text\n"
 		"  -V, --version            print the version\n\n"
 		"[%s] keys, also flags:\n",
-		d->stage->name, d->stage->summary, DEFAULT_CONFIG, d->stage->name);
+		d->stage->name, d->stage->summary, DEFAULT_CONFIG, d->stage->name, d->stage->name);
 	wb_conf_usage(&secs[1], out);
 	fprintf(out, "\n[global] keys, also flags:\n");
 	wb_conf_usage(&secs[0], out);
@@ -207,7 +208,7 @@ static int add_flag(struct wb_daemon *d, int sec, const struct wb_conf_key *k, c
 static void parse_args(struct wb_daemon *d, int argc, char **argv, bool *check_only)
 {
 	size_t nkeys = NGLOBAL + d->stage->nkeys;
-	struct option *opts = calloc(nkeys + 6, sizeof(*opts));
+	struct option *opts = calloc(nkeys + 7, sizeof(*opts));
 	if (!opts)
 		fatalx(WB_EXIT_FAILURE, "out of memory");
 	size_t n = 0;
@@ -216,6 +217,7 @@ static void parse_args(struct wb_daemon *d, int argc, char **argv, bool *check_o
 	opts[n++] = (struct option){"verbose", no_argument, NULL, 'v'};
 	opts[n++] = (struct option){"help", no_argument, NULL, 'h'};
 	opts[n++] = (struct option){"version", no_argument, NULL, 'V'};
+	opts[n++] = (struct option){"print-config", no_argument, NULL, 'P'};
 	for (size_t i = 0; i < d->stage->nkeys; i++)
 		opts[n++] = (struct option){d->stage->keys[i].name, required_argument, NULL, 1000 + (int)i};
 	for (size_t i = 0; i < NGLOBAL; i++)
@@ -234,6 +236,14 @@ static void parse_args(struct wb_daemon *d, int argc, char **argv, bool *check_o
 		case 'v': d->verbose = true; break;
 		case 'h': usage(d, stdout); exit(WB_EXIT_OK);
 		case 'V': printf("wattbus-%s %s\n", d->stage->name, WB_VERSION); exit(WB_EXIT_OK);
+		case 'P': {
+			struct wb_conf_section secs[2];
+			sections(d, &d->global, d->conf, secs);
+			wb_conf_print_ini(&secs[0], "Shared by every stage.", stdout);
+			putchar('\n');
+			wb_conf_print_ini(&secs[1], d->stage->summary, stdout);
+			exit(WB_EXIT_OK);
+		}
 		case ':':
 			fprintf(stderr, "wattbus-%s: %s needs a value\n", d->stage->name, argv[optind - 1]);
 			exit(WB_EXIT_USAGE);
