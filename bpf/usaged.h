@@ -1,0 +1,49 @@
+/*
+ * Types shared by usaged.bpf.c and usaged's user space (usaged/bpfsrc.c): the
+ * per-process map value, the per-CPU "who runs now" slot and the stat slots.
+ * Fixed-width types only; the includer provides __u32/__u64.
+ */
+#ifndef USAGED_BPF_H
+#define USAGED_BPF_H
+
+#define USAGED_COMM_LEN 16
+#define USAGED_MAX_PROCS 100000 /* default size of the procs map */
+
+/* Hardware counters, in the order of the perf event arrays. */
+enum usaged_counter { USAGED_CYCLES, USAGED_INSTRUCTIONS, USAGED_CACHE_MISSES, USAGED_NCOUNTERS };
+
+/*
+ * Key of the procs map. The start time is part of it so that a pid reused
+ * before user space retired the old entry never adds to the wrong process.
+ */
+struct usaged_key {
+	__u32 tgid;
+	__u32 pad;	/* always 0: hashed with the rest */
+	__u64 start_ns; /* group leader's start_boottime, ns since boot */
+};
+
+/* Value of the procs map: cumulative since the entry was made. */
+struct usaged_proc {
+	__u64 cpu_ns;
+	__u64 counters[USAGED_NCOUNTERS];
+	__u64 cgroup_id; /* cgroup v2 id the process last ran in */
+	__u64 exit_ns;	 /* bpf_ktime_get_ns() when its last thread exited; 0 while alive */
+	char comm[USAGED_COMM_LEN];
+};
+
+/* The cpus map (per-CPU array, one slot): what runs on this CPU since when. */
+struct usaged_cpu {
+	__u64 ts_ns;	       /* switch-in time (CLOCK_MONOTONIC); 0 until the first switch seen */
+	struct usaged_key key; /* tgid 0: the idle task */
+	__u64 counters[USAGED_NCOUNTERS]; /* counter readings at switch-in */
+};
+
+/* Slots of the stats map (per-CPU array of __u64), summed by user space. */
+enum usaged_stat {
+	USAGED_STAT_MAP_FULL,  /* a new process found the procs map full */
+	USAGED_STAT_EXITS,     /* processes whose last thread exited */
+	USAGED_STAT_PERF_FAIL, /* a counter read failed on switch */
+	USAGED_NSTATS
+};
+
+#endif

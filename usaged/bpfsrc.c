@@ -1,0 +1,443 @@
+/*
+ * The eBPF source: loads bpf/usaged.bpf.c through its skeleton (open -> set
+ * rodata and autoload -> load -> attach), opens the optional per-CPU perf
+ * counters, and reads the procs map plus what runs on each CPU right now.
+ */
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <linux/perf_event.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "log.h"
+#include "usaged.h"
+#include "usaged.skel.h"
+
+/* How long after its exit a process's entry is kept, so that its final switch-out is charged first.
+ */
+#define EXIT_GRACE_NS (10 * WB_NS_PER_MS)
+#define BATCH 4096
+
+struct bpfsrc {
+	struct usaged_bpf *skel;
+	int ncpus;			 /* possible CPUs: per-CPU maps hold this many values */
+	int *perf_fds[USAGED_NCOUNTERS]; /* per CPU, -1 where not open */
+	unsigned counters;		 /* bit per counter in use */
+	size_t batch;			 /* entries per lookup_batch call */
+	bool no_batch;			 /* kernel without lookup_batch: walk the keys */
+	struct usaged_key *keys;
+	struct usaged_proc *vals;
+	struct usaged_cpu *slots, *slots2; /* ncpus each */
+	uint64_t *statvals;		   /* ncpus */
+	uint64_t entries;		   /* in the map at the last scan */
+	struct wb_ratelimit rl;
+};
+
+static char libbpf_last[512]; /* libbpf's last warning: the reason a load failed */
+
+static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	char buf[512];
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	buf[strcspn(buf, "\n")] = '\0';
+	if (level == LIBBPF_WARN && buf[0])
+		snprintf(libbpf_last, sizeof(libbpf_last), "%s", buf);
+	if (level != LIBBPF_DEBUG)
+		log_debug("libbpf: %s", buf);
+	return 0;
+}
+
+const char *bpfsrc_unsupported(void)
+{
+	static char why[128];
+	FILE *f = fopen("/proc/self/status", "re");
+	unsigned long long eff = 0;
+	char line[256];
+
+	if (access("/sys/kernel/btf/vmlinux", R_OK) != 0)
+		return "no kernel BTF (/sys/kernel/btf/vmlinux; needs CONFIG_DEBUG_INFO_BTF)";
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "CapEff: %llx", &eff) == 1)
+			break;
+	if (f)
+		fclose(f);
+	/* CAP_SYS_ADMIN (21), or CAP_BPF (39) with CAP_PERFMON (38). */
+	if (!(eff & (1ull << 21)) && !((eff & (1ull << 39)) && (eff & (1ull << 38)))) {
+		snprintf(why, sizeof(why), "not root (uid %u, needs CAP_BPF and CAP_PERFMON)",
+			 (unsigned)geteuid());
+		return why;
+	}
+	return NULL;
+}
+
+static const struct {
+	uint64_t hw, sw;
+} perf_configs[USAGED_NCOUNTERS] = {
+    [USAGED_CYCLES] = {PERF_COUNT_HW_CPU_CYCLES, PERF_COUNT_SW_CPU_CLOCK},
+    [USAGED_INSTRUCTIONS] = {PERF_COUNT_HW_INSTRUCTIONS, PERF_COUNT_SW_CPU_CLOCK},
+    [USAGED_CACHE_MISSES] = {PERF_COUNT_HW_CACHE_MISSES, PERF_COUNT_SW_CPU_CLOCK},
+};
+
+/*
+ * Open counter c on every CPU. Returns 0, or -1 (errno) when it cannot be
+ * counted everywhere. sw: the test hook, a software clock standing in for the
+ * hardware event so the per-CPU plumbing can be tested on hosts without PMU.
+ */
+static int perf_open(struct bpfsrc *self, int c, bool sw)
+{
+	int opened = 0, err = 0;
+	self->perf_fds[c] = malloc((size_t)self->ncpus * sizeof(int));
+	if (!self->perf_fds[c])
+		return -1;
+	for (int cpu = 0; cpu < self->ncpus; cpu++) {
+		struct perf_event_attr attr = {
+		    .type = sw ? PERF_TYPE_SOFTWARE : PERF_TYPE_HARDWARE,
+		    .size = sizeof(attr),
+		    .config = sw ? perf_configs[c].sw : perf_configs[c].hw,
+		};
+		int fd =
+		    (int)syscall(__NR_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+		self->perf_fds[c][cpu] = fd;
+		if (fd >= 0)
+			opened++;
+		else if (errno != ENODEV) /* ENODEV: an offline CPU */
+			err = errno;
+	}
+	if (!err && opened)
+		return 0;
+	for (int cpu = 0; cpu < self->ncpus; cpu++)
+		if (self->perf_fds[c][cpu] >= 0)
+			close(self->perf_fds[c][cpu]);
+	free(self->perf_fds[c]);
+	self->perf_fds[c] = NULL;
+	errno = err ? err : ENODEV;
+	return -1;
+}
+
+static struct bpf_map *counter_map(struct bpfsrc *self, int c)
+{
+	switch (c) {
+	case USAGED_CYCLES:
+		return self->skel->maps.cycles;
+	case USAGED_INSTRUCTIONS:
+		return self->skel->maps.instructions;
+	default:
+		return self->skel->maps.cache_misses;
+	}
+}
+
+struct bpfsrc *bpfsrc_new(const struct bpfsrc_opts *opts, char *why, size_t whylen)
+{
+	struct bpfsrc *self = calloc(1, sizeof(*self));
+	int err;
+
+	if (!self) {
+		snprintf(why, whylen, "out of memory");
+		return NULL;
+	}
+	self->rl = (struct wb_ratelimit)WB_RATELIMIT_INIT;
+	libbpf_set_print(libbpf_log);
+	libbpf_last[0] = '\0';
+
+	self->ncpus = libbpf_num_possible_cpus();
+	if (self->ncpus <= 0) {
+		snprintf(why, whylen, "cannot count the possible CPUs: %s", strerror(-self->ncpus));
+		goto fail;
+	}
+	self->skel = usaged_bpf__open();
+	if (!self->skel) {
+		snprintf(why, whylen, "open BPF object: %s", strerror(errno));
+		goto fail;
+	}
+	err = bpf_map__set_max_entries(self->skel->maps.procs, opts->max_procs);
+	if (err) {
+		snprintf(why, whylen, "procs map of %u entries: %s", opts->max_procs,
+			 strerror(-err));
+		goto fail;
+	}
+
+	if (opts->counters) {
+		bool sw = getenv("WATTBUS_USAGED_TEST_SWCOUNTERS") != NULL;
+		if (sw)
+			log_warnx("test hook WATTBUS_USAGED_TEST_SWCOUNTERS: the cpu-clock "
+				  "software event stands in "
+				  "for every hardware counter");
+		for (int c = 0; c < USAGED_NCOUNTERS; c++) {
+			if (perf_open(self, c, sw) == 0)
+				self->counters |= 1u << c;
+			else
+				log_info("hardware counter %s unavailable: perf_event_open: %s",
+					 usaged_counter_names[c], strerror(errno));
+		}
+	}
+	self->skel->rodata->counters_mask = self->counters;
+	/* The switch program with counter reads only when there is a counter to read. */
+	bpf_program__set_autoload(self->skel->progs.on_switch, self->counters == 0);
+	bpf_program__set_autoload(self->skel->progs.on_switch_counters, self->counters != 0);
+
+	err = usaged_bpf__load(self->skel);
+	if (err) {
+		snprintf(why, whylen, "load BPF programs: %s%s%s", strerror(-err),
+			 libbpf_last[0] ? ": " : "", libbpf_last);
+		goto fail;
+	}
+	for (int c = 0; c < USAGED_NCOUNTERS; c++) {
+		if (!(self->counters & (1u << c)))
+			continue;
+		int mapfd = bpf_map__fd(counter_map(self, c));
+		for (int cpu = 0; cpu < self->ncpus; cpu++) {
+			__u32 key = (__u32)cpu;
+			int fd = self->perf_fds[c][cpu];
+			if (fd >= 0 && bpf_map_update_elem(mapfd, &key, &fd, BPF_ANY) < 0) {
+				snprintf(why, whylen, "perf event array %s, CPU %d: %s",
+					 usaged_counter_names[c], cpu, strerror(errno));
+				goto fail;
+			}
+		}
+	}
+	err = usaged_bpf__attach(self->skel);
+	if (err) {
+		snprintf(why, whylen, "attach BPF programs: %s%s%s", strerror(-err),
+			 libbpf_last[0] ? ": " : "", libbpf_last);
+		goto fail;
+	}
+
+	self->batch = BATCH;
+	self->keys = calloc(self->batch, sizeof(*self->keys));
+	self->vals = calloc(self->batch, sizeof(*self->vals));
+	self->slots = calloc((size_t)self->ncpus, sizeof(*self->slots));
+	self->slots2 = calloc((size_t)self->ncpus, sizeof(*self->slots2));
+	self->statvals = calloc((size_t)self->ncpus, sizeof(*self->statvals));
+	if (!self->keys || !self->vals || !self->slots || !self->slots2 || !self->statvals) {
+		snprintf(why, whylen, "out of memory");
+		goto fail;
+	}
+	return self;
+fail:
+	bpfsrc_destroy(&self);
+	return NULL;
+}
+
+void bpfsrc_destroy(struct bpfsrc **self_p)
+{
+	if (!self_p || !*self_p)
+		return;
+	struct bpfsrc *self = *self_p;
+	usaged_bpf__destroy(self->skel);
+	for (int c = 0; c < USAGED_NCOUNTERS; c++) {
+		for (int cpu = 0; self->perf_fds[c] && cpu < self->ncpus; cpu++)
+			if (self->perf_fds[c][cpu] >= 0)
+				close(self->perf_fds[c][cpu]);
+		free(self->perf_fds[c]);
+	}
+	free(self->keys);
+	free(self->vals);
+	free(self->slots);
+	free(self->slots2);
+	free(self->statvals);
+	free(self);
+	*self_p = NULL;
+}
+
+unsigned bpfsrc_counters(const struct bpfsrc *self)
+{
+	return self->counters;
+}
+
+static uint64_t mono_ns(void)
+{
+	return wb_mono_ns(); /* the clock of bpf_ktime_get_ns() */
+}
+
+static void sample_of(const struct usaged_key *k, const struct usaged_proc *v, uint64_t now,
+		      struct usaged_sample *s)
+{
+	memset(s, 0, sizeof(*s));
+	s->pid = k->tgid;
+	s->start_ns = k->start_ns;
+	s->kcgroup_id = v->cgroup_id;
+	s->cpu_ns = v->cpu_ns;
+	memcpy(s->counters, v->counters, sizeof(s->counters));
+	memcpy(s->comm, v->comm, sizeof(s->comm));
+	s->comm[sizeof(s->comm) - 1] = '\0';
+	s->exited = v->exit_ns && now > v->exit_ns + EXIT_GRACE_NS;
+}
+
+/* The whole procs map into tab. Returns 0 when every entry was read. */
+static int read_map(struct bpfsrc *self, struct ptab *tab)
+{
+	int fd = bpf_map__fd(self->skel->maps.procs);
+	uint64_t now = mono_ns();
+	struct usaged_sample s;
+	__u32 in = 0, out = 0;
+	bool first = true;
+
+	self->entries = 0;
+	while (!self->no_batch) {
+		__u32 count = (__u32)self->batch;
+		int err = bpf_map_lookup_batch(fd, first ? NULL : &in, &out, self->keys, self->vals,
+					       &count, NULL);
+		int e = errno;
+		if (err && e == ENOSPC && self->batch < (1u << 20)) {
+			/* One bucket holds more than a batch: retry this step with room for it. */
+			size_t batch = self->batch * 2;
+			void *k = realloc(self->keys, batch * sizeof(*self->keys));
+			if (k)
+				self->keys = k;
+			void *v = k ? realloc(self->vals, batch * sizeof(*self->vals)) : NULL;
+			if (!v)
+				return -1;
+			self->vals = v;
+			self->batch = batch;
+			continue;
+		}
+		if (err && e != ENOENT) {
+			if (first && (e == EINVAL || e == ENOTSUP || e == EOPNOTSUPP)) {
+				log_info(
+				    "bpf map batch lookup unsupported (%s): walking keys instead",
+				    strerror(e));
+				self->no_batch = true;
+				break;
+			}
+			log_rl(&self->rl, WB_LOG_WARN, "bpf procs map lookup_batch: %s",
+			       strerror(e));
+			return -1;
+		}
+		for (__u32 i = 0; i < count; i++) {
+			sample_of(&self->keys[i], &self->vals[i], now, &s);
+			ptab_put(tab, &s);
+		}
+		self->entries += count;
+		if (err) /* ENOENT: no more entries */
+			return 0;
+		in = out;
+		first = false;
+	}
+
+	struct usaged_key key, next;
+	struct usaged_proc val;
+	void *prev = NULL;
+	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+		key = next;
+		prev = &key;
+		if (bpf_map_lookup_elem(fd, &key, &val) < 0)
+			continue; /* retired meanwhile */
+		sample_of(&key, &val, now, &s);
+		ptab_put(tab, &s);
+		self->entries++;
+	}
+	return errno == ENOENT ? 0 : -1;
+}
+
+/*
+ * A process is charged when it switches out, so one that has run for the
+ * whole interval shows nothing yet: add each CPU's current run. The slots are
+ * read before and after the map values; a CPU that switched in between is
+ * skipped, since the map then holds (or will hold) that run.
+ */
+static void read_running(struct bpfsrc *self, struct ptab *tab, struct procfs *pf)
+{
+	int cpus_fd = bpf_map__fd(self->skel->maps.cpus),
+	    procs_fd = bpf_map__fd(self->skel->maps.procs);
+	__u32 zero = 0;
+
+	if (bpf_map_lookup_elem(cpus_fd, &zero, self->slots) < 0) {
+		log_rl(&self->rl, WB_LOG_WARN, "bpf cpus map: %s", strerror(errno));
+		return;
+	}
+	/* Per CPU: the process's map values, and separately its current run. */
+	struct usaged_sample *run = calloc((size_t)self->ncpus, sizeof(*run));
+	struct usaged_sample *delta = calloc((size_t)self->ncpus, sizeof(*delta));
+	if (!run || !delta)
+		goto out;
+	for (int cpu = 0; cpu < self->ncpus; cpu++) {
+		const struct usaged_cpu *slot = &self->slots[cpu];
+		struct usaged_proc val;
+		if (!slot->ts_ns || !slot->key.tgid)
+			continue;
+		if (bpf_map_lookup_elem(procs_fd, &slot->key, &val) < 0) {
+			/* Not switched out since usaged started: name it from /proc. */
+			memset(&val, 0, sizeof(val));
+			struct usaged_sample p;
+			if (procfs_read_pid(pf, slot->key.tgid, &p) == 0)
+				memcpy(val.comm, p.comm, sizeof(val.comm));
+		}
+		uint64_t now = mono_ns();
+		sample_of(&slot->key, &val, now, &run[cpu]);
+		delta[cpu].pid = slot->key.tgid;
+		delta[cpu].cpu_ns = now > slot->ts_ns ? now - slot->ts_ns : 0;
+		for (int c = 0; c < USAGED_NCOUNTERS; c++) {
+			uint64_t v;
+			if (!(self->counters & (1u << c)) || self->perf_fds[c][cpu] < 0 ||
+			    !slot->counters[c] ||
+			    read(self->perf_fds[c][cpu], &v, sizeof(v)) != sizeof(v))
+				continue;
+			delta[cpu].counters[c] = v > slot->counters[c] ? v - slot->counters[c] : 0;
+		}
+	}
+	if (bpf_map_lookup_elem(cpus_fd, &zero, self->slots2) < 0)
+		goto out;
+	for (int cpu = 0; cpu < self->ncpus; cpu++)
+		if (self->slots2[cpu].ts_ns != self->slots[cpu].ts_ns)
+			run[cpu].pid = 0; /* switched meanwhile */
+	for (int cpu = 0; cpu < self->ncpus; cpu++) {
+		if (!run[cpu].pid)
+			continue;
+		struct usaged_sample s = run[cpu];
+		/* Threads of one process on several CPUs: each adds its own run. */
+		for (int o = cpu; o < self->ncpus; o++) {
+			if (run[o].pid != s.pid || run[o].start_ns != s.start_ns)
+				continue;
+			s.cpu_ns += delta[o].cpu_ns;
+			for (int c = 0; c < USAGED_NCOUNTERS; c++)
+				s.counters[c] += delta[o].counters[c];
+			run[o].pid = 0;
+		}
+		s.exited = false;
+		ptab_put(tab, &s);
+	}
+out:
+	free(run);
+	free(delta);
+}
+
+int bpfsrc_scan(struct bpfsrc *self, struct ptab *tab, struct procfs *pf)
+{
+	int rc = read_map(self, tab);
+	read_running(self, tab, pf);
+	return rc;
+}
+
+void bpfsrc_retire(void *arg, uint32_t pid, uint64_t start_ns)
+{
+	struct bpfsrc *self = arg;
+	struct usaged_key key = {.tgid = pid, .pad = 0, .start_ns = start_ns};
+	/* ENOENT: a process seen only running, never in the map. */
+	if (bpf_map_delete_elem(bpf_map__fd(self->skel->maps.procs), &key) < 0 && errno != ENOENT)
+		log_rl(&self->rl, WB_LOG_WARN, "bpf procs map: delete pid %" PRIu32 ": %s", pid,
+		       strerror(errno));
+}
+
+void bpfsrc_stats(struct bpfsrc *self, struct bpfsrc_stats *out)
+{
+	int fd = bpf_map__fd(self->skel->maps.stats);
+	uint64_t sums[USAGED_NSTATS] = {0};
+	for (__u32 k = 0; k < USAGED_NSTATS; k++) {
+		if (bpf_map_lookup_elem(fd, &k, self->statvals) < 0)
+			continue;
+		for (int cpu = 0; cpu < self->ncpus; cpu++)
+			sums[k] += self->statvals[cpu];
+	}
+	out->map_full = sums[USAGED_STAT_MAP_FULL];
+	out->exits = sums[USAGED_STAT_EXITS];
+	out->perf_fail = sums[USAGED_STAT_PERF_FAIL];
+	out->entries = self->entries;
+}
