@@ -380,6 +380,9 @@ static void fill_energy(struct align *a, struct uhost *uh, struct phost *ph,
 		if (!cy)
 			continue;
 		cy->seen = true;
+		if (t1 <= c->first_t_ns)
+			continue; /* its first sample is at or after the slot's end: not measured
+				     here */
 		uint64_t e0, e1;
 		if (cy->curve_id != c->id) {
 			/* No baseline yet (first slot, new zone, power host back): E(t0) from the
@@ -393,8 +396,7 @@ static void fill_energy(struct align *a, struct uhost *uh, struct phost *ph,
 		}
 		enum curve_pos p1 = curve_at(c, t1, &e1);
 		if (p1 == CURVE_NONE || p1 == CURVE_BEFORE)
-			continue; /* the zone's first sample is after this slot: not measured here
-				   */
+			continue; /* pruned past t1 (max_samples): nothing to say */
 		if (cy->ahead || p1 == CURVE_AFTER)
 			interpolated = false;
 		extrapolated |= p1 == CURVE_AFTER;

@@ -70,7 +70,8 @@ static void same_epoch_counter_adds_up(void)
 	curve_destroy(&c);
 }
 
-/* powerd restarts from the hardware reading: lower than its last value by the wraps it had added. */
+/* powerd restarts from the hardware reading: lower than its last value by the wraps it had added.
+ */
 static void restart_bridged_through_range(void)
 {
 	struct curve *c = mk();
@@ -105,7 +106,8 @@ static void discontinuity_is_a_flat_gap(void)
 	uint64_t e, d;
 	curve_add(c, 1 * S, 7, RANGE + 5000, RANGE, 0, NULL);
 	curve_add(c, 2 * S, 7, RANGE + 6000, RANGE, 0, NULL);
-	/* New epoch at 10 (below 6000 = the old value modulo the range): a reset, not a continuation. */
+	/* New epoch at 10 (below 6000 = the old value modulo the range): a reset, not a
+	 * continuation. */
 	CHECK(curve_add(c, 4 * S, 8, 10, RANGE, 0, &d) == CURVE_DISCONTINUITY);
 	CHECK_U64(d, 0);
 	CHECK(curve_add(c, 5 * S, 8, 1010, RANGE, 0, &d) == CURVE_APPENDED);
@@ -227,18 +229,18 @@ static void carry_holds_back_an_overshoot(void)
 }
 
 static const struct unit_case cases[] = {
-	{"interpolation is exact and floored", interpolates_exactly},
-	{"extrapolation uses the last rate", extrapolates_from_last_rate},
-	{"same epoch: deltas, stale samples ignored", same_epoch_counter_adds_up},
-	{"restart bridged through max_energy_range_uj", restart_bridged_through_range},
-	{"restart bridged, meter without wraps", restart_bridged_without_wraps},
-	{"discontinuity: flat gap, flagged, not covered", discontinuity_is_a_flat_gap},
-	{"counter back within an epoch: discontinuity", counter_back_within_epoch_is_a_discontinuity},
-	{"bridge_max_w refuses implausible bridges", bridge_power_limit},
-	{"prune keeps the sample before a boundary", prune_keeps_what_boundaries_need},
-	{"max_samples drops the oldest", cap_drops_oldest},
-	{"carry: remainders move on, sum exact", carry_sums_exactly},
-	{"carry: an overshoot is held back", carry_holds_back_an_overshoot},
+    {"interpolation is exact and floored", interpolates_exactly},
+    {"extrapolation uses the last rate", extrapolates_from_last_rate},
+    {"same epoch: deltas, stale samples ignored", same_epoch_counter_adds_up},
+    {"restart bridged through max_energy_range_uj", restart_bridged_through_range},
+    {"restart bridged, meter without wraps", restart_bridged_without_wraps},
+    {"discontinuity: flat gap, flagged, not covered", discontinuity_is_a_flat_gap},
+    {"counter back within an epoch: discontinuity", counter_back_within_epoch_is_a_discontinuity},
+    {"bridge_max_w refuses implausible bridges", bridge_power_limit},
+    {"prune keeps the sample before a boundary", prune_keeps_what_boundaries_need},
+    {"max_samples drops the oldest", cap_drops_oldest},
+    {"carry: remainders move on, sum exact", carry_sums_exactly},
+    {"carry: an overshoot is held back", carry_holds_back_an_overshoot},
 };
 
 UNIT_MAIN(cases)

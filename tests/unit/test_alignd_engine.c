@@ -1,0 +1,612 @@
+/*
+ * alignd's engine on synthetic streams with analytic answers: the energy of
+ * each slot is the integral of a known piecewise-constant power, and the slot
+ * energies of a run sum exactly to E(last) - E(first). Covers power denser and
+ * sparser than usage, jitter, lost power samples (extrapolation, then the
+ * correction), powerd restarts (bridged or a gap), hosts without power, two
+ * hosts with a host map, timeouts and the bounded queue.
+ */
+#include "../../alignd/alignd.h"
+#include "unit.h"
+
+#define S 1000000000ull
+#define MS 1000000ull
+#define RANGE 262143328850ull
+
+/* ---- what the engine emitted ---- */
+
+struct got {
+	char host[64], power_host[64];
+	uint64_t t0, t1;
+	size_t nz, nprocs;
+	char zname[4][64];
+	uint64_t e[4];
+	struct wb_quality q;
+	uint64_t user_ns;
+};
+
+static struct got got[4096];
+static size_t ngot;
+
+static void collect(struct wb_msg *m, void *arg)
+{
+	const struct wb_aligned *a = &m->aligned;
+	CHECK(m->kind == WB_ALIGNED);
+	CHECK(ngot < sizeof(got) / sizeof(got[0]));
+	if (ngot >= sizeof(got) / sizeof(got[0]))
+		return;
+	struct got *g = &got[ngot++];
+	memset(g, 0, sizeof(*g));
+	snprintf(g->host, sizeof(g->host), "%s", a->env.host);
+	snprintf(g->power_host, sizeof(g->power_host), "%s", a->power_host);
+	g->t0 = a->t0;
+	g->t1 = a->t1;
+	g->nz = a->n_zones;
+	for (size_t i = 0; i < a->n_zones && i < 4; i++) {
+		snprintf(g->zname[i], sizeof(g->zname[i]), "%s", a->zones[i].name);
+		g->e[i] = a->zones[i].energy_uj;
+	}
+	g->q = a->quality;
+	g->nprocs = a->n_procs;
+	g->user_ns = a->cpu.user_ns;
+	/* The message must encode: the schema bounds hold. */
+	char *buf;
+	size_t len;
+	struct wb_err err;
+	CHECK(wb_encode(m, &buf, &len, &err) == 0);
+	free(buf);
+}
+
+static struct got *slot_of(const char *host, uint64_t t1)
+{
+	for (size_t i = 0; i < ngot; i++)
+		if (strcmp(got[i].host, host) == 0 && got[i].t1 == t1)
+			return &got[i];
+	return NULL;
+}
+
+static uint64_t zone_e(const struct got *g, const char *zone)
+{
+	for (size_t i = 0; g && i < g->nz; i++)
+		if (strcmp(g->zname[i], zone) == 0)
+			return g->e[i];
+	return UINT64_MAX;
+}
+
+static uint64_t sum_of(const char *host, const char *zone)
+{
+	uint64_t sum = 0;
+	for (size_t i = 0; i < ngot; i++)
+		if (strcmp(got[i].host, host) == 0 && zone_e(&got[i], zone) != UINT64_MAX)
+			sum += zone_e(&got[i], zone);
+	return sum;
+}
+
+static struct align_conf base_conf(void)
+{
+	return (struct align_conf){
+	    .host_timeout_ns = 60 * S,
+	    .max_hosts = 16,
+	    .max_procs = 1000,
+	    .max_cgroups = 100,
+	    .max_pending = 64,
+	    .max_samples = 4096,
+	};
+}
+
+static struct align *mk(const struct align_conf *conf)
+{
+	ngot = 0;
+	struct align *a = align_new(conf, collect, NULL);
+	CHECK(a != NULL);
+	return a;
+}
+
+/* ---- analytic power: piecewise constant, times in whole microseconds ---- */
+
+struct pw {
+	size_t n;
+	uint64_t t[1024]; /* P = w[i] watts on [t[i], t[i + 1]) */
+	uint64_t w[1024];
+};
+
+static void pw_add(struct pw *p, uint64_t t, uint64_t w)
+{
+	p->t[p->n] = t;
+	p->w[p->n++] = w;
+}
+
+/* Energy since t[0] in uJ: W * ns / 1000, exact for times in whole microseconds. */
+static uint64_t pw_e(const struct pw *p, uint64_t t)
+{
+	uint64_t e = 0;
+	for (size_t i = 0; i < p->n && p->t[i] < t; i++) {
+		uint64_t end = i + 1 < p->n && p->t[i + 1] < t ? p->t[i + 1] : t;
+		e += p->w[i] * (end - p->t[i]) / 1000;
+	}
+	return e;
+}
+
+/* ---- feeding ---- */
+
+struct zone_in {
+	const char *name;
+	uint64_t energy_uj, range_uj;
+};
+
+static void power(struct align *a, const char *host, uint64_t epoch, uint64_t t, uint64_t interval,
+		  const struct zone_in *z, size_t nz, uint64_t recv)
+{
+	struct wb_power_zone zones[4];
+	struct wb_power p = {.t = t, .interval_ns = interval, .zones = zones, .n_zones = nz};
+	snprintf(p.env.host, sizeof(p.env.host), "%s", host);
+	p.env.epoch = epoch;
+	memset(zones, 0, sizeof(zones));
+	for (size_t i = 0; i < nz; i++) {
+		snprintf(zones[i].name, sizeof(zones[i].name), "%s", z[i].name);
+		snprintf(zones[i].zone, sizeof(zones[i].zone), "%.*s", (int)strcspn(z[i].name, "-"),
+			 z[i].name);
+		zones[i].energy_uj = z[i].energy_uj;
+		zones[i].max_energy_range_uj = z[i].range_uj;
+	}
+	align_power(a, &p, recv);
+}
+
+static void power1(struct align *a, const char *host, uint64_t t, uint64_t interval, uint64_t e,
+		   uint64_t recv)
+{
+	struct zone_in z = {"package-0", e, 0};
+	power(a, host, 1, t, interval, &z, 1, recv);
+}
+
+static void usage(struct align *a, const char *host, uint64_t t, uint64_t lost, uint64_t recv)
+{
+	struct wb_proc procs[1] = {{.pid = 1, .cpu_ns = t / 2}};
+	struct wb_usage u = {.t = t, .interval_ns = S, .ncpu = 1, .procs = procs, .n_procs = 1};
+	snprintf(procs[0].comm, sizeof(procs[0].comm), "worker");
+	snprintf(u.env.host, sizeof(u.env.host), "%s", host);
+	u.env.epoch = 1;
+	u.cpu.user_ns = t / 2;
+	u.cpu.idle_ns = t / 2;
+	align_usage(a, &u, lost, recv);
+}
+
+/* ---- scenarios ---- */
+
+static void power_1s_usage_3s(void)
+{
+	struct align_conf c = base_conf();
+	struct align *a = mk(&c);
+	struct pw p = {0};
+	for (uint64_t k = 0; k < 31; k++)
+		pw_add(&p, k * S, 50 + (k * 37) % 90); /* a new power every second */
+	uint64_t base = 123456789;
+	for (uint64_t k = 0; k <= 30; k++) {
+		power1(a, "h", k * S, S, base + pw_e(&p, k * S), k * S + 1 * MS);
+		if (k % 3 == 0)
+			usage(a, "h", k * S, 0, k * S + 2 * MS);
+	}
+	CHECK_U64(ngot, 10);
+	for (uint64_t m = 1; m <= 10; m++) {
+		struct got *g = slot_of("h", 3 * m * S);
+		CHECK(g != NULL);
+		if (!g)
+			continue;
+		CHECK_U64(g->t0, 3 * (m - 1) * S);
+		CHECK_U64(zone_e(g, "package-0"), pw_e(&p, 3 * m * S) - pw_e(&p, 3 * (m - 1) * S));
+		CHECK(g->q.interpolated && !g->q.extrapolated && !g->q.gap);
+		CHECK_NEAR(g->q.coverage, 1.0, 1e-12);
+		CHECK_U64(g->q.lag_ns, 0);
+		CHECK_STR(g->power_host, "h");
+		CHECK_U64(g->user_ns, 3 * S / 2);
+	}
+	CHECK_U64(sum_of("h", "package-0"), pw_e(&p, 30 * S));
+	align_destroy(&a);
+}
+
+static void power_5s_usage_1s(void)
+{
+	struct align_conf c = base_conf();
+	struct align *a = mk(&c);
+	struct pw p = {0};
+	for (uint64_t m = 0; m < 7; m++)
+		pw_add(&p, 5 * m * S, 40 + 30 * m); /* constant within each power interval */
+	for (uint64_t t = 0; t <= 30; t++) {
+		if (t % 5 == 0)
+			power1(a, "h", t * S, 5 * S, 1000 + pw_e(&p, t * S), t * S + 1 * MS);
+		usage(a, "h", t * S, 0, t * S + 2 * MS);
+		/* Slots wait for the next power sample: nothing before it. */
+		if (t % 5 != 0)
+			CHECK(slot_of("h", t * S) == NULL);
+	}
+	CHECK_U64(ngot, 30);
+	for (uint64_t t = 1; t <= 30; t++) {
+		struct got *g = slot_of("h", t * S);
+		CHECK(g != NULL);
+		if (!g)
+			continue;
+		CHECK_U64(zone_e(g, "package-0"), (40 + 30 * ((t - 1) / 5)) * 1000000);
+		CHECK(g->q.interpolated && !g->q.extrapolated);
+	}
+	/* Slot [0, 1] closed at 1.002 s and waited for the sample of 5 s, received at 5.001 s. */
+	CHECK_U64(slot_of("h", 1 * S)->q.lag_ns, 5 * S + 1 * MS - (1 * S + 2 * MS));
+	CHECK_U64(sum_of("h", "package-0"), pw_e(&p, 30 * S));
+	align_destroy(&a);
+}
+
+static uint64_t rnd(uint64_t *x)
+{
+	*x ^= *x << 13, *x ^= *x >> 7, *x ^= *x << 17;
+	return *x;
+}
+
+/* Power and usage both off the grid by up to +-300 ms; power changes at its own sample instants. */
+static void jittered(void)
+{
+	struct align_conf c = base_conf();
+	struct align *a = mk(&c);
+	struct pw p = {0};
+	uint64_t x = 2463534242;
+	uint64_t pt[61], ut[21];
+	for (size_t k = 0; k < 61; k++) /* power every 500 ms, +-100 ms */
+		pt[k] = 10 * S + k * 500 * MS + (rnd(&x) % 200000) * 1000 - 100 * MS;
+	for (size_t k = 0; k < 61; k++)
+		pw_add(&p, pt[k], 20 + rnd(&x) % 200);
+	for (size_t m = 0; m < 21; m++) /* usage every 1.5 s, +-300 ms, inside the power span */
+		ut[m] = 10 * S + 500 * MS + m * 1400 * MS + (rnd(&x) % 600000) * 1000 - 300 * MS;
+	/* Deliver in arrival order (3 ms after each message's time). */
+	size_t i = 0, j = 0;
+	while (i < 61 || j < 21) {
+		if (j >= 21 || (i < 61 && pt[i] <= ut[j])) {
+			power1(a, "h", pt[i], 500 * MS, 7 + pw_e(&p, pt[i]), pt[i] + 3 * MS);
+			i++;
+		} else {
+			usage(a, "h", ut[j], 0, ut[j] + 3 * MS);
+			j++;
+		}
+	}
+	CHECK_U64(ngot, 20);
+	for (size_t m = 1; m < 21; m++) {
+		struct got *g = slot_of("h", ut[m]);
+		CHECK(g != NULL);
+		if (!g)
+			continue;
+		CHECK_U64(g->t0, ut[m - 1]);
+		CHECK_U64(zone_e(g, "package-0"), pw_e(&p, ut[m]) - pw_e(&p, ut[m - 1]));
+		CHECK(g->q.interpolated);
+	}
+	CHECK_U64(sum_of("h", "package-0"), pw_e(&p, ut[20]) - pw_e(&p, ut[0]));
+	align_destroy(&a);
+}
+
+/* Power every 100 ms, changing every 100 ms, usage every second. */
+static void power_denser(void)
+{
+	struct align_conf c = base_conf();
+	struct align *a = mk(&c);
+	struct pw p = {0};
+	uint64_t x = 99;
+	for (uint64_t k = 0; k <= 100; k++)
+		pw_add(&p, k * 100 * MS, rnd(&x) % 300);
+	for (uint64_t k = 0; k <= 100; k++) {
+		power1(a, "h", k * 100 * MS, 100 * MS, pw_e(&p, k * 100 * MS),
+		       k * 100 * MS + 1 * MS);
+		if (k % 10 == 0)
+			usage(a, "h", k * 100 * MS, 0, k * 100 * MS + 2 * MS);
+	}
+	CHECK_U64(ngot, 10);
+	for (uint64_t s = 1; s <= 10; s++)
+		CHECK_U64(zone_e(slot_of("h", s * S), "package-0"),
+			  pw_e(&p, s * S) - pw_e(&p, (s - 1) * S));
+	align_destroy(&a);
+}
+
+/*
+ * 100 W until 4 s, then 200 W. Power samples 5..9 s are lost; with max_lag at
+ * its default (two intervals) the slots ending at 5, 6 and 7 s are
+ * extrapolated at the last known rate (100 W), and the slot in which power
+ * comes back corrects them.
+ */
+static void lost_power_extrapolated_then_corrected(void)
+{
+	struct align_conf c = base_conf();
+	struct align *a = mk(&c);
+	struct pw p = {0};
+	pw_add(&p, 0, 100);
+	pw_add(&p, 4 * S, 200);
+	uint64_t e0 = 5000000;
+	for (uint64_t t = 0; t <= 12; t++) {
+		if (t < 5 || t > 9)
+			power1(a, "h", t * S, S, e0 + pw_e(&p, t * S), t * S + 1 * MS);
+		align_tick(a, t * S + 1 * MS);
+		usage(a, "h", t * S, 0, t * S + 2 * MS);
+		align_tick(a, t * S + 2 * MS);
+	}
+	struct got *g5 = slot_of("h", 5 * S), *g6 = slot_of("h", 6 * S), *g7 = slot_of("h", 7 * S);
+	struct got *g8 = slot_of("h", 8 * S), *g9 = slot_of("h", 9 * S),
+		   *g10 = slot_of("h", 10 * S);
+	CHECK(g5 && g6 && g7 && g8 && g9 && g10);
+	if (!(g5 && g6 && g7 && g8 && g9 && g10))
+		return;
+	CHECK_U64(zone_e(g5, "package-0"), 100000000); /* true 200 J */
+	CHECK_U64(zone_e(g6, "package-0"), 100000000);
+	CHECK_U64(zone_e(g7, "package-0"), 100000000);
+	CHECK(g5->q.extrapolated && g6->q.extrapolated && g7->q.extrapolated);
+	CHECK(!g5->q.interpolated);
+	CHECK_NEAR(g5->q.coverage, 0.0, 1e-12);
+	CHECK_U64(g5->q.lag_ns, 2 * S); /* closed at 5.002 s, extrapolated at 7.002 s */
+	/* Power back at 10 s: 4..10 s interpolates at 200 W; the slot ending at 8 s takes the
+	 * correction. */
+	CHECK_U64(zone_e(g8, "package-0"), 500000000);
+	CHECK(!g8->q.extrapolated && !g8->q.interpolated);
+	CHECK_U64(zone_e(g9, "package-0"), 200000000);
+	CHECK(g9->q.interpolated);
+	CHECK_U64(zone_e(g10, "package-0"), 200000000);
+	CHECK_U64(align_counters(a)->slots_extrapolated, 3);
+	/* Exact over the run. */
+	CHECK_U64(sum_of("h", "package-0"), pw_e(&p, 12 * S));
+	align_destroy(&a);
+}
+
+/* An overshoot (power dropped while samples were lost) is held back, never negative. */
+static void extrapolation_overshoot_held_back(void)
+{
+	struct align_conf c = base_conf();
+	c.max_lag_ns = 500 * MS;
+	struct align *a = mk(&c);
+	struct pw p = {0};
+	pw_add(&p, 0, 300);
+	pw_add(&p, 3 * S, 100);
+	for (uint64_t t = 0; t <= 20; t++) {
+		if (t <= 3 || t >= 8)
+			power1(a, "h", t * S, S, pw_e(&p, t * S), t * S + 1 * MS);
+		usage(a, "h", t * S, 0, t * S + 2 * MS);
+		align_tick(a, t * S + 600 * MS);
+	}
+	CHECK_U64(ngot, 20);
+	for (size_t i = 0; i < ngot; i++)
+		CHECK(zone_e(&got[i], "package-0") <= 300000000);
+	/* Slots ending at 4..7 s are extrapolated at 300 W (true: 100 W): 800 J too much by 8 s. */
+	CHECK_U64(zone_e(slot_of("h", 4 * S), "package-0"), 300000000);
+	CHECK(slot_of("h", 7 * S)->q.extrapolated);
+	/* Held back until the curve catches up at 15 s, then measured again. */
+	for (uint64_t t = 8; t <= 15; t++)
+		CHECK_U64(zone_e(slot_of("h", t * S), "package-0"), 0);
+	CHECK_U64(zone_e(slot_of("h", 16 * S), "package-0"), 100000000);
+	CHECK_U64(sum_of("h", "package-0"), pw_e(&p, 20 * S));
+	align_destroy(&a);
+}
+
+/* powerd restarts at 10.5 s: package had wrapped (value = hardware + R), dram had not. */
+static void restart_bridged(void)
+{
+	struct align_conf c = base_conf();
+	struct align *a = mk(&c);
+	struct pw pk = {0}, dr = {0};
+	pw_add(&pk, 0, 150);
+	pw_add(&pk, 7 * S, 90);
+	pw_add(&dr, 0, 12);
+	uint64_t hw0 = RANGE - 1000000000; /* the package counter wraps after 1000 J, at ~6.7 s */
+	uint64_t dram0 = 777;
+	for (uint64_t t = 0; t <= 20; t++) {
+		uint64_t epoch = t <= 10 ? 1 : 2;
+		uint64_t pkg = hw0 + pw_e(&pk, t * S);
+		if (epoch == 2)
+			pkg %= RANGE; /* the new powerd starts from the hardware reading */
+		struct zone_in z[2] = {{"package-0", pkg, RANGE},
+				       {"dram-0", dram0 + pw_e(&dr, t * S), RANGE}};
+		if (t != 11) /* down for a while */
+			power(a, "h", epoch, t * S, S, z, 2, t * S + 1 * MS);
+		usage(a, "h", t * S, 0, t * S + 2 * MS);
+	}
+	CHECK_U64(ngot, 20);
+	CHECK_U64(align_counters(a)->power_bridged, 2);
+	CHECK_U64(align_counters(a)->power_discontinuities, 0);
+	for (uint64_t t = 1; t <= 20; t++) {
+		struct got *g = slot_of("h", t * S);
+		CHECK_U64(zone_e(g, "package-0"), pw_e(&pk, t * S) - pw_e(&pk, (t - 1) * S));
+		CHECK_U64(zone_e(g, "dram-0"), pw_e(&dr, t * S) - pw_e(&dr, (t - 1) * S));
+		CHECK(!g->q.gap);
+	}
+	CHECK_U64(sum_of("h", "package-0"), pw_e(&pk, 20 * S));
+	align_destroy(&a);
+}
+
+/* A counter that really restarted (new hardware, reboot): the gap is flagged, not guessed. */
+static void restart_discontinuity(void)
+{
+	struct align_conf c = base_conf();
+	struct align *a = mk(&c);
+	struct pw p = {0};
+	pw_add(&p, 0, 100);
+	for (uint64_t t = 0; t <= 10; t++) {
+		uint64_t e =
+		    t <= 4 ? 900000000 + pw_e(&p, t * S) : pw_e(&p, t * S) - pw_e(&p, 6 * S);
+		if (t != 5) /* epoch 2 starts at 6 s from 0 */
+			power(a, "h", t <= 4 ? 1 : 2, t * S, S,
+			      &(struct zone_in){"package-0", e, 0}, 1, t * S + 1 * MS);
+		usage(a, "h", t * S, 0, t * S + 2 * MS);
+	}
+	CHECK_U64(align_counters(a)->power_discontinuities, 1);
+	CHECK_U64(ngot, 10);
+	/* The gap is [4, 6]: slots ending at 5 and 6 lie in it, with no energy. */
+	CHECK(slot_of("h", 5 * S)->q.gap && slot_of("h", 6 * S)->q.gap);
+	CHECK(!slot_of("h", 4 * S)->q.gap && !slot_of("h", 7 * S)->q.gap);
+	CHECK_U64(zone_e(slot_of("h", 5 * S), "package-0"), 0);
+	CHECK_U64(zone_e(slot_of("h", 6 * S), "package-0"), 0);
+	CHECK_NEAR(slot_of("h", 5 * S)->q.coverage, 0.0, 1e-12);
+	CHECK_U64(zone_e(slot_of("h", 7 * S), "package-0"), 100000000);
+	/* Measured: 4 s before the gap, 4 s after. */
+	CHECK_U64(sum_of("h", "package-0"), 800000000);
+	align_destroy(&a);
+}
+
+static void usage_without_power(void)
+{
+	struct align_conf c = base_conf();
+	struct align *a = mk(&c);
+	for (uint64_t t = 0; t <= 5; t++)
+		usage(a, "lonely", t * S, 0, t * S + 2 * MS);
+	CHECK_U64(ngot, 5); /* not held back: nothing to wait for */
+	for (size_t i = 0; i < ngot; i++) {
+		CHECK_U64(got[i].nz, 0);
+		CHECK_STR(got[i].power_host, "");
+		CHECK_NEAR(got[i].q.coverage, 0.0, 1e-12);
+		CHECK_U64(got[i].nprocs, 1);
+		CHECK_U64(got[i].user_ns, S / 2);
+	}
+	CHECK_U64(align_counters(a)->slots_no_power, 5);
+	align_destroy(&a);
+}
+
+/* Two hosts at once, one of them metered under another name (host_map). */
+static void two_hosts_and_a_map(void)
+{
+	struct align_conf c = base_conf();
+	char *items[] = {"node1=bmc-node1"};
+	char err[256];
+	CHECK(align_conf_map(&c, items, 1, err, sizeof(err)) == 0);
+	struct align *a = mk(&c);
+	align_conf_free(&c);
+	struct pw pa = {0}, pb = {0};
+	pw_add(&pa, 0, 111);
+	pw_add(&pa, 5 * S, 222);
+	pw_add(&pb, 0, 333);
+	for (uint64_t t = 0; t <= 10; t++) {
+		power1(a, "node0", t * S, S, pw_e(&pa, t * S), t * S + 1 * MS);
+		power1(a, "bmc-node1", t * S, S, 5 + pw_e(&pb, t * S), t * S + 1 * MS);
+		if (t % 2 == 0)
+			usage(a, "node1", t * S, 0, t * S + 2 * MS);
+		usage(a, "node0", t * S, 0, t * S + 3 * MS);
+	}
+	CHECK_U64(ngot, 15);
+	CHECK_U64(sum_of("node0", "package-0"), pw_e(&pa, 10 * S));
+	CHECK_U64(sum_of("node1", "package-0"), pw_e(&pb, 10 * S));
+	struct got *g0 = slot_of("node0", 6 * S), *g1 = slot_of("node1", 6 * S);
+	CHECK(g0 && g1);
+	if (g0 && g1) {
+		CHECK_U64(zone_e(g0, "package-0"), 222000000);
+		CHECK_U64(zone_e(g1, "package-0"), 666000000);
+		CHECK_STR(g1->power_host, "bmc-node1");
+		CHECK_STR(g0->power_host, "node0");
+	}
+	size_t np, nu = align_nhosts(a, &np);
+	CHECK_U64(nu, 2);
+	CHECK_U64(np, 2);
+	/* A bad map item is refused with its text. */
+	struct align_conf bad = {0};
+	char *items2[] = {"node1"};
+	CHECK(align_conf_map(&bad, items2, 1, err, sizeof(err)) < 0);
+	CHECK(strstr(err, "'node1'") != NULL);
+	align_destroy(&a);
+}
+
+/* A usage host silent past host_timeout loses its tables but not its energy. */
+static void usage_host_timeout_and_back(void)
+{
+	struct align_conf c = base_conf();
+	c.host_timeout_ns = 5 * S;
+	struct align *a = mk(&c);
+	struct pw p = {0};
+	pw_add(&p, 0, 100);
+	pw_add(&p, 6 * S, 50);
+	for (uint64_t t = 0; t <= 20; t++) {
+		power1(a, "h", t * S, S, pw_e(&p, t * S), t * S + 1 * MS);
+		if (t <= 3 || t >= 15)
+			usage(a, "h", t * S, 0, t * S + 2 * MS);
+		align_tick(a, t * S + 500 * MS);
+	}
+	CHECK_U64(align_counters(a)->hosts_dropped, 1);
+	struct got *g = slot_of("h", 15 * S);
+	CHECK(g != NULL);
+	if (g) {
+		CHECK_U64(g->t0, 3 * S); /* spans the silence */
+		CHECK_U64(zone_e(g, "package-0"), pw_e(&p, 15 * S) - pw_e(&p, 3 * S));
+		CHECK_U64(g->nprocs, 0); /* its process table was dropped: counts from here */
+	}
+	CHECK_U64(sum_of("h", "package-0"), pw_e(&p, 20 * S));
+	align_destroy(&a);
+}
+
+/* A power host silent past host_timeout is dropped; its usage host goes on without zones. */
+static void power_host_timeout_and_back(void)
+{
+	struct align_conf c = base_conf();
+	c.host_timeout_ns = 3 * S;
+	struct align *a = mk(&c);
+	for (uint64_t t = 0; t <= 20; t++) {
+		if (t <= 5 || t >= 12)
+			power1(a, "h", t * S, S, t * 100000000, t * S + 1 * MS);
+		usage(a, "h", t * S, 0, t * S + 2 * MS);
+		align_tick(a, t * S + 500 * MS);
+	}
+	size_t np;
+	align_nhosts(a, &np);
+	CHECK_U64(np, 1);
+	CHECK_U64(align_counters(a)->hosts_dropped, 1);
+	/* Until the drop at 8.5 s slots are extrapolated at 100 W, then there is no power. */
+	CHECK(slot_of("h", 6 * S)->q.extrapolated);
+	CHECK_U64(zone_e(slot_of("h", 6 * S), "package-0"), 100000000);
+	CHECK_U64(slot_of("h", 7 * S)->nz, 0);
+	CHECK_U64(slot_of("h", 10 * S)->nz, 0);
+	CHECK_U64(slot_of("h", 11 * S)->nz, 0);
+	/* Back at 12 s: a new curve, no energy invented before its first sample. */
+	CHECK_U64(slot_of("h", 12 * S)->nz, 0);
+	CHECK_U64(zone_e(slot_of("h", 13 * S), "package-0"), 100000000);
+	CHECK(slot_of("h", 13 * S)->q.interpolated);
+	align_destroy(&a);
+}
+
+static void pending_is_bounded(void)
+{
+	struct align_conf c = base_conf();
+	c.max_pending = 3;
+	c.max_lag_ns = 3600 * S;
+	struct align *a = mk(&c);
+	power1(a, "h", 0, S, 0, 1 * MS);
+	power1(a, "h", 1 * S, S, 1000000, S + 1 * MS);
+	for (uint64_t t = 1; t <= 10; t++)
+		usage(a, "h", t * S, 0, t * S + 2 * MS);
+	/* 9 slots: at most 3 wait, the older ones went out extrapolated. */
+	CHECK_U64(ngot, 6);
+	CHECK_U64(align_counters(a)->slots_forced, 6);
+	align_flush(a, 11 * S);
+	CHECK_U64(ngot, 9);
+	CHECK_U64(sum_of("h", "package-0"), 9000000);
+	align_destroy(&a);
+}
+
+static void stale_and_skew(void)
+{
+	struct align_conf c = base_conf();
+	c.max_skew_ns = 2 * S;
+	struct align *a = mk(&c);
+	power1(a, "h", 10 * S, S, 100, 10 * S);
+	power1(a, "h", 9 * S, S, 50, 10 * S);	/* older than the last */
+	power1(a, "h", 20 * S, S, 100, 30 * S); /* arrives 10 s late */
+	usage(a, "h", 20 * S, 0, 20 * S);
+	usage(a, "h", 20 * S, 0, 20 * S);
+	CHECK_U64(align_counters(a)->power_stale, 1);
+	CHECK_U64(align_counters(a)->usage_stale, 1);
+	CHECK_U64(align_counters(a)->clock_skew, 1);
+	align_destroy(&a);
+}
+
+static const struct unit_case cases[] = {
+    {"power 1 s, usage 3 s", power_1s_usage_3s},
+    {"power 5 s, usage 1 s", power_5s_usage_1s},
+    {"jittered sampling", jittered},
+    {"power 100 ms, usage 1 s", power_denser},
+    {"lost power: extrapolated, then corrected", lost_power_extrapolated_then_corrected},
+    {"an extrapolation overshoot is held back", extrapolation_overshoot_held_back},
+    {"powerd restart bridged", restart_bridged},
+    {"counter reset: gap flagged", restart_discontinuity},
+    {"usage without power", usage_without_power},
+    {"two hosts and a host map", two_hosts_and_a_map},
+    {"usage host timeout and return", usage_host_timeout_and_back},
+    {"power host timeout and return", power_host_timeout_and_back},
+    {"waiting slots are bounded", pending_is_bounded},
+    {"stale samples and clock skew counted", stale_and_skew},
+};
+
+UNIT_MAIN(cases)
