@@ -556,7 +556,8 @@ int estimator_slot(struct estimator *e, const struct wb_aligned *a, struct wb_es
 	if (groups_build(e, a, (size_t)cg_cap, nz) < 0)
 		goto nomem;
 
-	out->env = a->env;
+	/* The estimate describes the slot's host; the rest of the envelope is ours (stamped when sent). */
+	snprintf(out->env.host, sizeof(out->env.host), "%s", a->env.host);
 	out->t0 = a->t0;
 	out->t1 = a->t1;
 	snprintf(out->mode, sizeof(out->mode), "%s", measured ? "measured" : "model");

@@ -162,7 +162,7 @@ struct app {
 	struct estimator *est;
 	char mode[32];
 	bool ratio_logged;
-	struct wb_ratelimit rl_slot, rl_model, rl_train;
+	struct wb_ratelimit rl_slot, rl_model, rl_train, rl_mode;
 	uint64_t *slots, *slots_measured, *slots_model, *slots_rejected, *slots_no_model, *idle_fallbacks, *model_nan,
 		*models_trained, *models_received, *models_rejected, *model_write_failed;
 };
@@ -194,7 +194,8 @@ static void set_mode(struct app *app, const char *mode)
 		return;
 	snprintf(app->mode, sizeof(app->mode), "%s", mode);
 	wb_daemon_set_mode(app->d, mode);
-	log_info("mode %s", mode);
+	/* Slots of a metered and a meterless host may alternate: rate-limited. */
+	log_rl(&app->rl_mode, WB_LOG_INFO, "mode %s", mode);
 }
 
 static void publish_trained(struct app *app, const struct wb_aligned *a, struct model *m)
@@ -309,7 +310,7 @@ int main(int argc, char **argv)
 {
 	struct wb_daemon *d = wb_daemon_new(&stage, argc, argv);
 	struct app app = {.d = d, .conf = wb_daemon_conf(d)};
-	app.rl_slot = app.rl_model = app.rl_train = (struct wb_ratelimit)WB_RATELIMIT_INIT;
+	app.rl_slot = app.rl_model = app.rl_train = app.rl_mode = (struct wb_ratelimit)WB_RATELIMIT_INIT;
 	struct wb_stats *st = wb_daemon_stats(d);
 	struct {
 		uint64_t **dst;

@@ -764,7 +764,7 @@ void model_describe(const struct model *m, char *buf, size_t size)
 		if (!model_zone_active(m, z))
 			continue;
 		PUT(" %s", z->zone);
-		if (z->mae_w > 0 || z->mape > 0) {
+		if (m->test_slots > 0 || z->mae_w > 0 || z->mape > 0) {
 			PUT(" (held-out MAE %.2f W, MAPE %.1f %%)", z->mae_w, z->mape);
 			any_err = true;
 		}
