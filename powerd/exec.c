@@ -499,7 +499,7 @@ int exec_discover(struct pd_set *set, const struct pd_opts *opts, char *why, siz
 	return ex->nzones ? (int)ex->nzones : 1;
 }
 
-void exec_sample(struct pd_set *set, uint64_t t_ns)
+void exec_sample(struct pd_set *set, uint64_t t_ns, uint64_t mono_ns)
 {
 	struct pd_exec *ex = set->exec;
 	if (!ex || ex->stream)
@@ -510,7 +510,7 @@ void exec_sample(struct pd_set *set, uint64_t t_ns)
 		log_rl(&ex->rl, WB_LOG_WARN, "exec: '%s': %s; its zones skip this sample", ex->cmd, err);
 		return;
 	}
-	exec_lines(set, ex, out, t_ns, wb_mono_ns());
+	exec_lines(set, ex, out, t_ns, mono_ns);
 	free(out);
 }
 

@@ -249,12 +249,16 @@ int msr_discover(struct pd_set *set, const struct pd_opts *opts, char *why, size
 		enum pd_cpu_vendor vendor = PD_CPU_UNKNOWN;
 		uint32_t first = id.vendor == PD_CPU_AMD ? MSR_AMD_RAPL_POWER_UNIT : MSR_INTEL_RAPL_POWER_UNIT;
 		uint32_t second = first == MSR_AMD_RAPL_POWER_UNIT ? MSR_INTEL_RAPL_POWER_UNIT : MSR_AMD_RAPL_POWER_UNIT;
-		if (msr_pread(fd, first, &unit) == 0)
-			vendor = first == MSR_AMD_RAPL_POWER_UNIT ? PD_CPU_AMD : PD_CPU_INTEL;
-		else if (msr_pread(fd, second, &unit) == 0)
-			vendor = second == MSR_AMD_RAPL_POWER_UNIT ? PD_CPU_AMD : PD_CPU_INTEL;
+		/* A unit register reading 0 (ESU 0: 1 J per tick) is taken as absent. */
+		int e = EIO;
+		for (int k = 0; k < 2 && vendor == PD_CPU_UNKNOWN; k++) {
+			uint32_t reg = k ? second : first;
+			if (msr_pread(fd, reg, &unit) < 0)
+				e = errno;
+			else if (unit & 0x1f1f)
+				vendor = reg == MSR_AMD_RAPL_POWER_UNIT ? PD_CPU_AMD : PD_CPU_INTEL;
+		}
 		if (vendor == PD_CPU_UNKNOWN) {
-			int e = errno;
 			if (!added)
 				snprintf(why, whylen,
 					 "%s: neither the Intel (0x606) nor the AMD (0xc0010299) RAPL power-unit "

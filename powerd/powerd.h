@@ -220,8 +220,8 @@ struct pd_exec_line {
 int exec_parse_line(const char *line, struct pd_exec_line *out, char *err, size_t errlen);
 /* Sample mode: run the command once and add its zones. Stream mode: start it. */
 int exec_discover(struct pd_set *set, const struct pd_opts *opts, char *why, size_t whylen);
-/* Sample mode: run the command for the sample at t_ns and account its readings. */
-void exec_sample(struct pd_set *set, uint64_t t_ns);
+/* Sample mode: run the command for the sample at t_ns (read at mono_ns) and account its readings. */
+void exec_sample(struct pd_set *set, uint64_t t_ns, uint64_t mono_ns);
 /* Stream mode: the pipe to poll (-1 when the command is not running). */
 int exec_stream_fd(struct pd_set *set);
 /* Stream mode: read what is available and account complete lines. Returns 0, or -1 when the command ended. */

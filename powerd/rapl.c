@@ -161,8 +161,7 @@ int rapl_discover(struct pd_set *set, const struct pd_opts *opts, char *why, siz
 				broken++;
 			if (!first_err[0])
 				snprintf(first_err, sizeof(first_err), "%s", err);
-			log_warnx("rapl: %s (zone %s left out)%s%s", err, name, perm ? ": " : "",
-				  perm ? pd_rapl_permission_hint() : "");
+			log_warnx("rapl: %s (zone %s left out)", err, name);
 			continue;
 		}
 
@@ -217,6 +216,8 @@ int rapl_discover(struct pd_set *set, const struct pd_opts *opts, char *why, siz
 			added++;
 	}
 	free(ents);
+	if (added && denied)
+		log_warnx("rapl: %d zone%s left out: %s", denied, denied == 1 ? "" : "s", pd_rapl_permission_hint());
 	if (added == 0) {
 		if (denied)
 			snprintf(why, whylen, "%s: %s", first_err, pd_rapl_permission_hint());

@@ -288,7 +288,7 @@ size_t pd_set_sample(struct pd_set *set, uint64_t t_ns, uint64_t mono_ns, struct
 	if (set->n == 0)
 		return 0;
 	if (set->exec)
-		exec_sample(set, t_ns);
+		exec_sample(set, t_ns, mono_ns);
 	out->zones = wb_array_new(set->n, sizeof(*out->zones));
 	if (!out->zones) {
 		log_errx("out of memory for a sample of %zu zones", set->n);

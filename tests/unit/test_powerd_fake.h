@@ -19,7 +19,7 @@
 
 static char fake_root[256];
 
-static void fake_mkdirs(const char *path)
+static __attribute__((unused)) void fake_mkdirs(const char *path)
 {
 	char tmp[PD_PATH_MAX];
 	snprintf(tmp, sizeof(tmp), "%s", path);
@@ -33,8 +33,8 @@ static void fake_mkdirs(const char *path)
 }
 
 /* Write text to fake_root/rel (directories created); the file is replaced atomically. */
-static void fake_write(const char *rel, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void fake_write(const char *rel, const char *fmt, ...)
+static __attribute__((unused)) void fake_write(const char *rel, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static __attribute__((unused)) void fake_write(const char *rel, const char *fmt, ...)
 {
 	char path[PD_PATH_MAX], tmp[PD_PATH_MAX + 8];
 	snprintf(path, sizeof(path), "%s/%s", fake_root, rel);
@@ -56,14 +56,14 @@ static void fake_write(const char *rel, const char *fmt, ...)
 	rename(tmp, path);
 }
 
-static void fake_remove(const char *rel)
+static __attribute__((unused)) void fake_remove(const char *rel)
 {
 	char path[PD_PATH_MAX];
 	snprintf(path, sizeof(path), "%s/%s", fake_root, rel);
 	unlink(path);
 }
 
-static int fake_rm_cb(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+static __attribute__((unused)) int fake_rm_cb(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
 	return remove(path);
 }
@@ -81,7 +81,7 @@ static const char *fake_new(void)
 	return fake_root;
 }
 
-static void fake_cleanup(void)
+static __attribute__((unused)) void fake_cleanup(void)
 {
 	if (fake_root[0])
 		nftw(fake_root, fake_rm_cb, 16, FTW_DEPTH | FTW_PHYS);
@@ -89,7 +89,7 @@ static void fake_cleanup(void)
 }
 
 /* A powercap zone: name, energy_uj and max_energy_range_uj. */
-static void fake_rapl_zone(const char *dir, const char *name, uint64_t energy_uj, uint64_t range_uj)
+static __attribute__((unused)) void fake_rapl_zone(const char *dir, const char *name, uint64_t energy_uj, uint64_t range_uj)
 {
 	char rel[256];
 	snprintf(rel, sizeof(rel), "sys/class/powercap/%s/name", dir);
@@ -100,7 +100,7 @@ static void fake_rapl_zone(const char *dir, const char *name, uint64_t energy_uj
 	fake_write(rel, "%llu\n", (unsigned long long)range_uj);
 }
 
-static void fake_rapl_energy(const char *dir, uint64_t energy_uj)
+static __attribute__((unused)) void fake_rapl_energy(const char *dir, uint64_t energy_uj)
 {
 	char rel[256];
 	snprintf(rel, sizeof(rel), "sys/class/powercap/%s/energy_uj", dir);
@@ -108,7 +108,7 @@ static void fake_rapl_energy(const char *dir, uint64_t energy_uj)
 }
 
 /* Write a 64-bit register at its offset in fake_root/rel (a file laid out like /dev/cpu/N/msr). */
-static void fake_msr(const char *rel, uint32_t reg, uint64_t value)
+static __attribute__((unused)) void fake_msr(const char *rel, uint32_t reg, uint64_t value)
 {
 	char path[PD_PATH_MAX];
 	snprintf(path, sizeof(path), "%s/%s", fake_root, rel);
@@ -125,7 +125,7 @@ static void fake_msr(const char *rel, uint32_t reg, uint64_t value)
 }
 
 /* Options for a fake root, as main.c would fill them. */
-static struct pd_opts fake_opts(void)
+static __attribute__((unused)) struct pd_opts fake_opts(void)
 {
 	static char sysfs[300], msr[300], cpuinfo[300];
 	snprintf(sysfs, sizeof(sysfs), "%s/sys", fake_root);
@@ -142,7 +142,7 @@ static struct pd_opts fake_opts(void)
 }
 
 /* The zone named name in a sample, or NULL. */
-static const struct wb_power_zone *sample_zone(const struct wb_power *p, const char *name)
+static __attribute__((unused)) const struct wb_power_zone *sample_zone(const struct wb_power *p, const char *name)
 {
 	for (size_t i = 0; i < p->n_zones; i++)
 		if (!strcmp(p->zones[i].name, name))

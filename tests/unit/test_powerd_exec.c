@@ -1,0 +1,239 @@
+/*
+ * powerd's exec source: the line format, a command run at every sample
+ * (readings, failures, timeouts, garbage lines), and a streaming command.
+ */
+#include <poll.h>
+
+#include "clock.h"
+#include "test_powerd_fake.h"
+#include "unit.h"
+
+#define MS 1000000ull
+#define T0 (1700000000ull * 1000000000ull)
+
+static void test_parse(void)
+{
+	static const struct {
+		const char *line;
+		int rc;
+		const char *zone, *kind;
+		enum pd_exec_unit unit;
+		uint64_t value, range;
+	} t[] = {
+		{"package-0 123456 uj", 1, "package-0", "package", PD_UNIT_UJ, 123456, 0},
+		{"  dram-1\t7 UJ  ", 1, "dram-1", "dram", PD_UNIT_UJ, 7, 0},
+		{"gpu0 45.5 w kind=gpu", 1, "gpu0", "gpu", PD_UNIT_W, 45500000, 0},
+		{"platform 300.000001 W", 1, "platform", "platform", PD_UNIT_W, 300000001, 0},
+		{"psu:a 12 w", 1, "psu:a", "other", PD_UNIT_W, 12000000, 0},
+		{"pdu.outlet_3 0 w", 1, "pdu.outlet_3", "other", PD_UNIT_W, 0, 0},
+		{"x 999 uj range=1000", 1, "x", "other", PD_UNIT_UJ, 999, 1000},
+		{"x 5 uj\r", 1, "x", "other", PD_UNIT_UJ, 5, 0},
+		{"x 5 uj kind=dram\r", 1, "x", "dram", PD_UNIT_UJ, 5, 0},
+		{"# a comment", 0, NULL, NULL, 0, 0, 0},
+		{"", 0, NULL, NULL, 0, 0, 0},
+		{"   ", 0, NULL, NULL, 0, 0, 0},
+		{"x", -1, NULL, NULL, 0, 0, 0},
+		{"x 1", -1, NULL, NULL, 0, 0, 0},
+		{"x abc uj", -1, NULL, NULL, 0, 0, 0},
+		{"x 1.5 uj", -1, NULL, NULL, 0, 0, 0},
+		{"x 1.1234567 w", -1, NULL, NULL, 0, 0, 0},
+		{"x 1. w", -1, NULL, NULL, 0, 0, 0},
+		{"x -1 w", -1, NULL, NULL, 0, 0, 0},
+		{"x 1 kwh", -1, NULL, NULL, 0, 0, 0},
+		{"x 1 uj kind=cpu", -1, NULL, NULL, 0, 0, 0},
+		{"x 1 w range=5", -1, NULL, NULL, 0, 0, 0},
+		{"x 1 uj range=0", -1, NULL, NULL, 0, 0, 0},
+		{"x 1 uj extra", -1, NULL, NULL, 0, 0, 0},
+		{"bad/name 1 uj", -1, NULL, NULL, 0, 0, 0},
+		{"x 99999999999999999999 uj", -1, NULL, NULL, 0, 0, 0},
+		{"a234567890123456789012345678901234567890123456789012345678901234 1 uj", -1, NULL, NULL, 0, 0, 0},
+	};
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		struct pd_exec_line l;
+		char err[256] = "";
+		int rc = exec_parse_line(t[i].line, &l, err, sizeof(err));
+		if (rc != t[i].rc)
+			printf("#   \"%s\": rc %d (%s), expected %d\n", t[i].line, rc, err, t[i].rc);
+		CHECK(rc == t[i].rc);
+		if (rc == -1)
+			CHECK(err[0] != '\0');
+		if (rc != 1 || t[i].rc != 1)
+			continue;
+		CHECK_STR(l.zone, t[i].zone);
+		CHECK_STR(l.kind, t[i].kind);
+		CHECK(l.unit == t[i].unit);
+		CHECK_U64(l.value, t[i].value);
+		CHECK_U64(l.range_uj, t[i].range);
+	}
+}
+
+static struct pd_opts exec_opts(const char *cmd, bool stream)
+{
+	struct pd_opts o = fake_opts();
+	o.exec_cmd = cmd;
+	o.exec_stream = stream;
+	o.exec_timeout_ns = 2000 * MS;
+	o.interval_ns = 1000 * MS;
+	return o;
+}
+
+static void test_sample_mode(void)
+{
+	fake_new();
+	fake_write("out", "package-0 1000 uj\nmeter 100 w kind=platform\ncounter 900 uj range=1000\n");
+	char cmd[1024];
+	snprintf(cmd, sizeof(cmd), "cat %s/out; test ! -e %s/fail", fake_root, fake_root);
+	struct pd_opts o = exec_opts(cmd, false);
+	struct pd_set *set = pd_set_new(&o);
+	char why[PD_WHY_MAX] = "";
+	CHECK(exec_discover(set, &o, why, sizeof(why)) == 3);
+	struct wb_power p;
+	/* the baselines were taken now, on the real clocks: sample a second later */
+	uint64_t t = wb_grid_next(wb_now_ns(), 1000 * MS), m = wb_mono_ns() + (t - wb_now_ns());
+	fake_write("out", "package-0 1500 uj\nmeter 100 w\ncounter 100 uj\n");
+	CHECK_U64(pd_set_sample(set, t, m, &p), 3);
+	CHECK_U64(sample_zone(&p, "package-0")->energy_uj, 1500);
+	CHECK_U64(sample_zone(&p, "counter")->energy_uj, 900 + 201); /* wrapped at range 1000 */
+	CHECK_U64(sample_zone(&p, "counter")->max_energy_range_uj, 1000);
+	const struct wb_power_zone *mz = sample_zone(&p, "meter");
+	CHECK(mz != NULL);
+	if (mz) {
+		CHECK_STR(mz->zone, "platform");
+		CHECK_STR(mz->source, "exec");
+		CHECK_STR(mz->path, cmd);
+	}
+	uint64_t meter0 = mz ? mz->energy_uj : 0;
+	free(p.zones);
+	/* one zone missing and a garbage line: the one good line is published */
+	fake_write("out", "package-0 2500 uj\nmeter lots w\n");
+	CHECK_U64(pd_set_sample(set, t += 1000 * MS, m += 1000 * MS, &p), 1);
+	CHECK_U64(sample_zone(&p, "package-0")->energy_uj, 2500);
+	CHECK(sample_zone(&p, "counter") == NULL);
+	CHECK_U64(set->counts.parse_errors, 1);
+	free(p.zones);
+	/* watts over two grid steps since the last good reading: 100 W * 2 s */
+	fake_write("out", "meter 100 w\n");
+	CHECK_U64(pd_set_sample(set, t += 1000 * MS, m += 1000 * MS, &p), 1);
+	CHECK_U64(sample_zone(&p, "meter")->energy_uj, meter0 + 200000000);
+	free(p.zones);
+	/* a failing command: nothing from it is used */
+	fake_write("fail", "1\n");
+	CHECK_U64(pd_set_sample(set, t += 1000 * MS, m += 1000 * MS, &p), 0);
+	CHECK_U64(set->counts.exec_failures, 1);
+	free(p.zones);
+	pd_set_destroy(&set);
+}
+
+static void test_timeout_and_env(void)
+{
+	fake_new();
+	struct pd_opts o = exec_opts("test \"$WATTBUS_INTERVAL_NS\" = 1000000000 && echo \"z 1 uj\"; "
+				     "test \"$WATTBUS_SAMPLE_T_NS\" = 1700000001000000000 && sleep 5; echo z 2 uj",
+				     false);
+	o.exec_timeout_ns = 300 * MS;
+	struct pd_set *set = pd_set_new(&o);
+	char why[PD_WHY_MAX] = "";
+	CHECK(exec_discover(set, &o, why, sizeof(why)) == 1);
+	struct wb_power p;
+	uint64_t m = wb_mono_ns();
+	CHECK_U64(pd_set_sample(set, T0, m, &p), 1);
+	free(p.zones);
+	uint64_t start = wb_mono_ns();
+	CHECK_U64(pd_set_sample(set, T0 + 1000 * MS, m + 1000 * MS, &p), 0);
+	uint64_t took = wb_mono_ns() - start;
+	CHECK(took >= 300 * MS && took < 2000 * MS); /* killed at the timeout, the sleep with it */
+	CHECK_U64(set->counts.exec_failures, 1);
+	free(p.zones);
+	pd_set_destroy(&set);
+
+	o = exec_opts("exit 1", false);
+	set = pd_set_new(&o);
+	CHECK(exec_discover(set, &o, why, sizeof(why)) == 0);
+	CHECK(strstr(why, "exited with status 1") != NULL);
+	pd_set_destroy(&set);
+	o = exec_opts("echo hello", false);
+	set = pd_set_new(&o);
+	CHECK(exec_discover(set, &o, why, sizeof(why)) == 0);
+	CHECK(strstr(why, "no valid reading") != NULL);
+	pd_set_destroy(&set);
+	o = exec_opts("", false);
+	set = pd_set_new(&o);
+	CHECK(exec_discover(set, &o, why, sizeof(why)) == 0);
+	CHECK(strstr(why, "no command") != NULL);
+	pd_set_destroy(&set);
+}
+
+/* Wait until the stream has delivered a reading for zone name. */
+static bool stream_until(struct pd_set *set, const char *name, int ms)
+{
+	uint64_t end = wb_mono_ns() + (uint64_t)ms * MS;
+	while (wb_mono_ns() < end) {
+		struct pd_zone *z = pd_set_find(set, name);
+		if (z && z->updated)
+			return true;
+		int fd = exec_stream_fd(set);
+		if (fd < 0)
+			return false;
+		struct pollfd pfd = {.fd = fd, .events = POLLIN};
+		poll(&pfd, 1, 50);
+		if (exec_stream_read(set) < 0)
+			return false;
+	}
+	return false;
+}
+
+static void test_stream_mode(void)
+{
+	fake_new();
+	fake_write("out", "gpu-0 10 w\n");
+	char cmd[1024];
+	snprintf(cmd, sizeof(cmd), "while [ -e %s/out ]; do cat %s/out; sleep 0.05; done", fake_root, fake_root);
+	struct pd_opts o = exec_opts(cmd, true);
+	struct pd_set *set = pd_set_new(&o);
+	char why[PD_WHY_MAX] = "";
+	CHECK(exec_discover(set, &o, why, sizeof(why)) == 1);
+	CHECK(exec_stream_fd(set) >= 0);
+	struct pd_zone *z = pd_set_find(set, "gpu-0");
+	CHECK(z && z->is_power && !strcmp(z->kind, "gpu"));
+	CHECK(stream_until(set, "gpu-0", 2000));
+	struct wb_power p;
+	CHECK_U64(pd_set_sample(set, T0, wb_mono_ns(), &p), 1);
+	free(p.zones);
+	/* no line since the last sample: the zone is left out rather than shown flat */
+	CHECK_U64(pd_set_sample(set, T0 + 1, wb_mono_ns(), &p), 0);
+	free(p.zones);
+	uint64_t before = z->energy_uj, t_before = z->integ.last_mono_ns;
+	CHECK(stream_until(set, "gpu-0", 2000));
+	CHECK_U64(pd_set_sample(set, T0 + 2, wb_mono_ns(), &p), 1);
+	/* 10 W over the time between the lines (receipt times), to within a line's rounding */
+	uint64_t dt_ns = z->integ.last_mono_ns - t_before;
+	CHECK(p.n_zones && p.zones[0].energy_uj > before);
+	CHECK_NEAR((double)(p.zones[0].energy_uj - before), 10.0 * (double)dt_ns / 1e3, 20000.0);
+	free(p.zones);
+	/* the command ends: counted, restarted after a second */
+	fake_remove("out");
+	uint64_t end = wb_mono_ns() + 3000 * MS;
+	while (exec_stream_fd(set) >= 0 && wb_mono_ns() < end) {
+		struct pollfd pfd = {.fd = exec_stream_fd(set), .events = POLLIN};
+		poll(&pfd, 1, 50);
+		exec_stream_read(set);
+	}
+	CHECK(exec_stream_fd(set) < 0);
+	CHECK_U64(set->counts.exec_failures, 1);
+	CHECK(exec_stream_tend(set) == 0); /* not before a second has passed */
+	fake_write("out", "gpu-0 10 w\n");
+	usleep(1100000);
+	CHECK(exec_stream_tend(set) == 1);
+	CHECK(stream_until(set, "gpu-0", 2000));
+	pd_set_destroy(&set);
+}
+
+static const struct unit_case cases[] = {
+	{"line format", test_parse},
+	{"sample mode: counters, watts, wrap, garbage, failure", test_sample_mode},
+	{"sample mode: timeout, environment, unusable commands", test_timeout_and_env},
+	{"stream mode: readings, silence, restart", test_stream_mode},
+	{"cleanup", fake_cleanup},
+};
+
+UNIT_MAIN(cases)
