@@ -1,0 +1,46 @@
+# Shared by the exportd_*.bats suites: start exportd on a free loopback port in
+# the test's temp dir, feed it estimates with exportd_feed.py | wattbus pub, read
+# values back from /metrics.
+
+EX_FEED=$BATS_TEST_DIRNAME/exportd_feed.py
+
+# ex_start [exportd flags...]: EX_PORT and EX_URL are set once it serves.
+ex_start() {
+	EX_RT=$BATS_TEST_TMPDIR/run
+	mkdir -p "$EX_RT"
+	wb_spawn exportd "$WB_BUILD/wattbus-exportd" --runtime_dir "$EX_RT" --listen 127.0.0.1:0 \
+		--stat_interval 1s --sub "$(wb_ep estimd)" --sub "$(wb_ep stats)" --sub "ipc://$EX_RT/exportd.sock" "$@"
+	wb_wait_lines "$BATS_TEST_TMPDIR/exportd.log" 1 10 'port [0-9]' || {
+		cat "$BATS_TEST_TMPDIR/exportd.log"
+		return 1
+	}
+	EX_PORT=$(grep -o 'port [0-9]*' "$BATS_TEST_TMPDIR/exportd.log" | head -n 1 | cut -d' ' -f2)
+	EX_SCHEME=${EX_SCHEME:-http}
+	EX_URL=$EX_SCHEME://127.0.0.1:$EX_PORT
+}
+
+# ex_feed [exportd_feed.py flags...]: publish estimates on the estimd endpoint.
+ex_feed() {
+	python3 "$EX_FEED" "$@" | "$WATTBUS" pub "$(wb_ep estimd)"
+}
+
+ex_metrics() {
+	curl -sS --max-time 10 "$EX_URL/metrics"
+}
+
+# ex_value 'name{labels}' or 'name{partial labels': the value of the first matching sample.
+ex_value() {
+	ex_metrics | grep -F -- "$1" | head -n 1 | awk '{print $NF}'
+}
+
+# Wait until exportd has applied N estimates of host (default node-a).
+ex_wait_estimates() {
+	local n=$1 host=${2:-node-a}
+	wb_wait_for 15 bash -c '[ "$(curl -sS --max-time 5 "$0/metrics" | grep -F "wattbus_exportd_estimates_total{host=\"$2\"}" | awk "{print \$NF}")" = "$1" ]' \
+		"$EX_URL" "$n" "$host"
+}
+
+# A free TCP port on 127.0.0.1.
+ex_free_port() {
+	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
