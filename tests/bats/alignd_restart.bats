@@ -1,0 +1,30 @@
+#!/usr/bin/env bats
+# A powerd restart (new epoch): bridged without loss when the counter
+# continues, a gap flagged and reported when it does not.
+
+load alignd_helper
+
+teardown() { wb_kill_all; }
+
+@test "powerd restart whose counter continues (wraps added before): bridged, no energy lost" {
+	alignd_start --max_skew 0
+	alignd_sim restart_bridged
+	assert_success
+	assert_output --partial "ok: h package-0: 20 slots each equal to the analytic energy"
+	assert_output --partial "ok: h dram-0: 20 slots each equal to the analytic energy"
+	assert_output --partial "ok: both zones bridged"
+	assert_line "ok"
+	run cat "$BATS_TEST_TMPDIR/alignd.log"
+	assert_output --partial "zone package-0: powerd restarted and the counter continues"
+}
+
+@test "powerd back with a counter from zero: gap flagged and logged, nothing guessed" {
+	alignd_start --max_skew 0
+	alignd_sim restart_gap
+	assert_success
+	assert_output --partial "ok: slot ending at 5 s lies in the gap"
+	assert_output --partial "ok: the run holds what was measured"
+	assert_line "ok"
+	run cat "$BATS_TEST_TMPDIR/alignd.log"
+	assert_output --partial "discontinuity"
+}
