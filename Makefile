@@ -105,6 +105,7 @@ $(BUILD)/bpf/%.bpf.o: bpf/%.bpf.c $(VMLINUX_H) $(wildcard bpf/*.h) | $(BUILD)/bp
 	$(Q)$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(BPF_ARCH) -I$(dir $(VMLINUX_H)) -Ibpf -c $< -o $@
 	$(Q)llvm-strip -g $@ 2>/dev/null || true
 
+.SECONDARY: $(BPF_SRCS:bpf/%.bpf.c=$(BUILD)/bpf/%.bpf.o)
 $(BUILD)/bpf/%.skel.h: $(BUILD)/bpf/%.bpf.o
 	$(call say,SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< > $@
@@ -157,7 +158,7 @@ FUZZ_BINS := $(FUZZ_SRCS:tests/fuzz/%.c=$(BUILD)/fuzz/%)
 FUZZ_FLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -DWB_VERSION='"$(VERSION)"' \
 	-DWB_DATADIR='"$(DATADIR)"' -DWB_SYSCONFDIR='"$(SYSCONFDIR)"' \
 	-Ilib -I$(BUILD)/gen $(call pkg_cflags,$(ALL_PKGS))
-fuzz_stage = $(filter $(STAGES),$(word 2,$(subst _, ,$(1))))
+fuzz_stage = $(filter $(STAGES),$(firstword $(subst _, ,$(1))))
 $(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(LIB_SRCS) $(GEN_C) $(GEN_H) $$(filter-out %/main.c,$$(wildcard $$(call fuzz_stage,$$*)/*.c)) | $(BUILD)/fuzz/.dir
 	$(call say,FUZZ,$@)
 	$(Q)$(CLANG) $(FUZZ_FLAGS) -o $@ $< $(LIB_SRCS) $(GEN_C) \

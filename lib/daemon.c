@@ -302,6 +302,11 @@ struct wb_daemon *wb_daemon_new(const struct wb_stage *stage, int argc, char **a
 	log_set_level(d->verbose ? WB_LOG_DEBUG : log_level_parse(d->global.log_level));
 
 	/* Block the signals before ZeroMQ starts its threads, so only the signalfd sees them. */
+	/* A shell starts background jobs with SIGINT ignored; an ignored signal never
+	 * reaches a signalfd, so take the default back first. */
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
+	signal(SIGHUP, SIG_DFL);
 	sigset_t mask;
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGINT);
