@@ -77,7 +77,14 @@ $(LIBWB): $(LIB_OBJS)
 	$(call say,AR,$@)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
-$(BUILD)/%.o: %.c $(GEN_H) | $$(@D)/.dir
+# Objects depend on the paths compiled into them: a new PREFIX rebuilds them.
+FLAGS_FILE := $(BUILD)/gen/paths.flags
+FLAGS_NOW := $(VERSION) $(DATADIR) $(SYSCONFDIR) $(CFLAGS) $(SANITIZE)
+$(FLAGS_FILE): FORCE | $(BUILD)/gen/.dir
+	@echo '$(FLAGS_NOW)' | cmp -s - $@ || echo '$(FLAGS_NOW)' > $@
+FORCE:
+
+$(BUILD)/%.o: %.c $(GEN_H) $(FLAGS_FILE) | $$(@D)/.dir
 	$(call say,CC,$<)
 	$(Q)$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
@@ -198,7 +205,8 @@ install: all
 		> $(DESTDIR)$(UNITDIR)/$$(basename $$u); chmod 0644 $(DESTDIR)$(UNITDIR)/$$(basename $$u); done)
 	$(if $(wildcard data/models/*),install -d $(DESTDIR)$(DATADIR)/models && install -m 0644 data/models/* $(DESTDIR)$(DATADIR)/models/)
 	test -e $(DESTDIR)$(SYSCONFDIR)/wattbus/wattbus.conf || \
-		install -m 0644 docs/wattbus.conf $(DESTDIR)$(SYSCONFDIR)/wattbus/wattbus.conf
+		{ tools/genconf.sh $(BUILD) > $(DESTDIR)$(SYSCONFDIR)/wattbus/wattbus.conf && \
+		  chmod 0644 $(DESTDIR)$(SYSCONFDIR)/wattbus/wattbus.conf; }
 
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/wattbus
@@ -213,6 +221,9 @@ format:
 clean:
 	rm -rf build build-san
 
-.PHONY: all check fuzz fuzz-build bench run deps-test install uninstall format clean
+conf: all
+	tools/genconf.sh $(BUILD) > docs/wattbus.conf
+
+.PHONY: FORCE conf all check fuzz fuzz-build bench run deps-test install uninstall format clean
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
