@@ -241,6 +241,12 @@ static char *read_line(char *buf, int size, void *stream)
 	if (!line)
 		return NULL;
 	ctx->line++;
+	size_t len = strlen(line);
+	if (len == (size_t)size - 1 && line[len - 1] != '\n' && !feof(ctx->f)) {
+		char what[32];
+		snprintf(what, sizeof(what), "%d", size - 2);
+		ctx_fail(ctx, ctx->line, "line longer than %s characters%s", what, "");
+	}
 	const char *p = line + strspn(line, " \t");
 	const char *close = strchr(p, ']');
 	if (*p == '[' && close) {
@@ -398,11 +404,24 @@ void wb_conf_print_ini(const struct wb_conf_section *sec, const char *summary, v
 	fprintf(out, "# %s\n[%s]\n", summary, sec->name);
 	for (size_t i = 0; i < sec->nkeys; i++) {
 		const struct wb_conf_key *k = &sec->keys[i];
-		fprintf(out, "# %s", k->help ? k->help : "");
-		if (k->type == WB_CONF_ENUM)
-			fprintf(out, " (%s)", k->choices);
-		if (k->type == WB_CONF_LIST)
-			fprintf(out, " (comma-separated)");
-		fprintf(out, "\n#%s = %s\n", k->name, k->def ? k->def : "");
+		char text[1024];
+		snprintf(text, sizeof(text), "%s%s%s%s", k->help ? k->help : "",
+			 k->type == WB_CONF_ENUM ? " (" : "", k->type == WB_CONF_ENUM ? k->choices : "",
+			 k->type == WB_CONF_ENUM ? ")" : k->type == WB_CONF_LIST ? " (comma-separated)" : "");
+		/* Wrap at 78 columns: config lines stay short and readable (inih limits a line). */
+		const char *p = text;
+		while (*p) {
+			size_t n = strlen(p);
+			if (n > 76) {
+				n = 76;
+				while (n > 20 && p[n] != ' ')
+					n--;
+			}
+			fprintf(out, "# %.*s\n", (int)n, p);
+			p += n;
+			while (*p == ' ')
+				p++;
+		}
+		fprintf(out, "#%s = %s\n", k->name, k->def ? k->def : "");
 	}
 }
