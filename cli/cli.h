@@ -13,6 +13,9 @@ int cmd_replay(int argc, char **argv);
 /* pub.c */
 int cmd_pub(int argc, char **argv);
 
+/* keygen.c */
+int cmd_keygen(int argc, char **argv);
+
 /* main.c: shared helpers */
 /* Parse a positive number of milliseconds or a duration ("2s"); exits 2 on error. */
 uint64_t cli_duration_ns(const char *cmd, const char *opt, const char *text);

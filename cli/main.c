@@ -21,6 +21,7 @@ static const struct {
 	{"record", cmd_record, "ENDPOINT FILE [PREFIX...]   store messages with their receive times"},
 	{"replay", cmd_replay, "FILE ENDPOINT   publish recorded messages again with their spacing"},
 	{"pub", cmd_pub, "ENDPOINT   publish JSON lines from stdin as msgpack messages"},
+	{"keygen", cmd_keygen, "NAME   make a CURVE certificate pair (NAME, NAME_secret) for tcp:// endpoints"},
 };
 
 static void usage(FILE *out)
