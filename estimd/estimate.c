@@ -61,6 +61,8 @@ struct estimator {
 	size_t cg_slot_cap;
 	int32_t *cg_group; /* per cgroup of the slot, per group kind: group index or -1 */
 	size_t cg_group_cap;
+	int32_t *proc_cg; /* per process of the slot: index of its cgroup, or -1 */
+	size_t proc_cg_cap;
 	struct group_set groups[G_KINDS];
 	struct attrib_scratch scratch;
 };
@@ -115,6 +117,7 @@ void estimator_destroy(struct estimator **self_p)
 	free(e->part);
 	free(e->cg_slot);
 	free(e->cg_group);
+	free(e->proc_cg);
 	for (int k = 0; k < G_KINDS; k++) {
 		free(e->groups[k].g);
 		free(e->groups[k].energy);
@@ -240,21 +243,35 @@ static int cgroups_index(struct estimator *e, const struct wb_aligned *a)
 	return (int)cap;
 }
 
-static const struct wb_cgroup *cgroup_find(const struct estimator *e, const struct wb_aligned *a, size_t cap,
-					   uint64_t id, int32_t *index)
+/* Each process's cgroup, looked up once per slot. */
+static int procs_cgroups(struct estimator *e, const struct wb_aligned *a, size_t cap)
 {
-	if (!a->n_cgroups)
-		return NULL;
-	size_t s = hash_u64(id) & (cap - 1);
-	while (e->cg_slot[s] >= 0) {
-		const struct wb_cgroup *c = &a->cgroups[e->cg_slot[s]];
-		if (c->id == id) {
-			*index = e->cg_slot[s];
-			return c;
+	if (grow((void **)&e->proc_cg, &e->proc_cg_cap, a->n_procs + 1, sizeof(int32_t)) < 0)
+		return -1;
+	for (size_t i = 0; i < a->n_procs; i++) {
+		uint64_t id = a->procs[i].cgroup_id;
+		int32_t found = -1;
+		if (a->n_cgroups) {
+			size_t s = hash_u64(id) & (cap - 1);
+			while (e->cg_slot[s] >= 0) {
+				if (a->cgroups[e->cg_slot[s]].id == id) {
+					found = e->cg_slot[s];
+					break;
+				}
+				s = (s + 1) & (cap - 1);
+			}
 		}
-		s = (s + 1) & (cap - 1);
+		e->proc_cg[i] = found;
 	}
-	return NULL;
+	return 0;
+}
+
+/* Copy a NUL-terminated fixed-size field into another, without printf's overhead. */
+static inline void copy_str(char *dst, size_t dst_size, const char *src, size_t src_size)
+{
+	size_t n = strnlen(src, src_size < dst_size ? src_size : dst_size - 1);
+	memcpy(dst, src, n);
+	dst[n] = '\0';
 }
 
 /* The group named id in set gs, added when new. Returns its index or -1 (ENOMEM). */
@@ -294,7 +311,7 @@ static const char *group_key(const struct wb_cgroup *c, int kind)
 }
 
 /* Containers, pods, VMs and services of the slot: each the sum of its processes. */
-static int groups_build(struct estimator *e, const struct wb_aligned *a, size_t cg_cap, size_t nz)
+static int groups_build(struct estimator *e, const struct wb_aligned *a, size_t nz)
 {
 	if (grow((void **)&e->cg_group, &e->cg_group_cap, a->n_cgroups * G_KINDS + 1, sizeof(int32_t)) < 0)
 		return -1;
@@ -317,8 +334,8 @@ static int groups_build(struct estimator *e, const struct wb_aligned *a, size_t 
 		memset(gs->energy, 0, (gs->n * nz + 1) * sizeof(uint64_t));
 	}
 	for (size_t i = 0; i < a->n_procs; i++) {
-		int32_t ci;
-		if (!cgroup_find(e, a, cg_cap, a->procs[i].cgroup_id, &ci))
+		int32_t ci = e->proc_cg[i];
+		if (ci < 0)
 			continue;
 		for (int k = 0; k < G_KINDS; k++) {
 			int32_t gi = e->cg_group[(size_t)ci * G_KINDS + k];
@@ -459,7 +476,7 @@ static int attribute(struct estimator *e, const struct wb_aligned *a, size_t nz,
 	return 0;
 }
 
-static void fill_procs(struct estimator *e, const struct wb_aligned *a, size_t cg_cap, size_t nz)
+static void fill_procs(struct estimator *e, const struct wb_aligned *a, size_t nz)
 {
 	for (size_t i = 0; i < a->n_procs; i++) {
 		const struct wb_slot_proc *sp = &a->procs[i];
@@ -471,11 +488,10 @@ static void fill_procs(struct estimator *e, const struct wb_aligned *a, size_t c
 		p->cpu_ns = sp->cpu_ns;
 		p->exited = sp->exited;
 		p->container_id[0] = p->vm[0] = '\0';
-		int32_t ci;
-		const struct wb_cgroup *cg = cgroup_find(e, a, cg_cap, sp->cgroup_id, &ci);
-		if (cg) {
-			snprintf(p->container_id, sizeof(p->container_id), "%s", cg->container_id);
-			snprintf(p->vm, sizeof(p->vm), "%s", cg->vm);
+		if (e->proc_cg[i] >= 0) {
+			const struct wb_cgroup *cg = &a->cgroups[e->proc_cg[i]];
+			copy_str(p->container_id, sizeof(p->container_id), cg->container_id, sizeof(cg->container_id));
+			copy_str(p->vm, sizeof(p->vm), cg->vm, sizeof(cg->vm));
 		}
 		p->energy_uj = &e->energy[i * nz];
 		p->n_energy_uj = nz;
@@ -550,10 +566,10 @@ int estimator_slot(struct estimator *e, const struct wb_aligned *a, struct wb_es
 	if (attribute(e, a, nz, busy) < 0)
 		goto nomem;
 	int cg_cap = cgroups_index(e, a);
-	if (cg_cap < 0)
+	if (cg_cap < 0 || procs_cgroups(e, a, (size_t)cg_cap) < 0)
 		goto nomem;
-	fill_procs(e, a, (size_t)cg_cap, nz);
-	if (groups_build(e, a, (size_t)cg_cap, nz) < 0)
+	fill_procs(e, a, nz);
+	if (groups_build(e, a, nz) < 0)
 		goto nomem;
 
 	/* The estimate describes the slot's host; the rest of the envelope is ours (stamped when sent). */
