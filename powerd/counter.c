@@ -70,11 +70,13 @@ static enum pd_verdict counter_step(const struct pd_counter *c, uint64_t from, u
 
 /*
  * A reading that is not believable against the last good one is held as a
- * candidate: if the next reading is believable against the candidate, the
- * hardware counter really restarted (driver reload, firmware reset) and the
- * count goes on from there; if it is believable against the last good one,
- * the candidate was a glitch and nothing was lost. Either way no increment is
- * ever negative or made up.
+ * candidate. If a later reading is believable against the last good one, the
+ * candidate was a glitch and nothing was lost. If a later reading has moved
+ * on from the candidate at a believable rate, the hardware counter really
+ * restarted (a driver reload, a firmware reset): the count goes on with what
+ * the new counter measured since the candidate; the gap before it is unknown
+ * and adds nothing. A candidate that does not move (a stuck bad value) never
+ * becomes the new baseline, so returning to the old count invents nothing.
  */
 enum pd_verdict counter_update(struct pd_counter *c, uint64_t raw, uint64_t mono_ns)
 {
@@ -98,13 +100,15 @@ enum pd_verdict counter_update(struct pd_counter *c, uint64_t raw, uint64_t mono
 	}
 	if (c->have_cand) {
 		enum pd_verdict vc = counter_step(c, c->cand_raw, c->cand_mono_ns, raw, mono_ns, &ticks);
-		if (vc == PD_OK || vc == PD_WRAP) {
+		if ((vc == PD_OK || vc == PD_WRAP) && ticks > 0) {
 			c->total_ticks += ticks;
 			c->last_raw = raw;
 			c->last_mono_ns = mono_ns;
 			c->have_cand = false;
 			return PD_REBASED;
 		}
+		if (vc == PD_OK)
+			return v; /* the same bad value again: keep the first sighting */
 	}
 	c->have_cand = true;
 	c->cand_raw = raw;

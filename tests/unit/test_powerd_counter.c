@@ -82,6 +82,21 @@ static void test_backwards_restart(void)
 	CHECK_U64(counter_uj(&c), 7350000);
 }
 
+/* A bad value that sticks for several readings never becomes the baseline. */
+static void test_stuck_glitch(void)
+{
+	struct pd_counter c;
+	counter_init(&c, 0, 1, 1, MAX_UW);
+	counter_update(&c, 1000000, 0);
+	CHECK(counter_update(&c, 10, 100 * MS) == PD_BACKWARDS);
+	CHECK(counter_update(&c, 10, 200 * MS) == PD_BACKWARDS);
+	CHECK(counter_update(&c, 10, 300 * MS) == PD_BACKWARDS);
+	CHECK_U64(counter_uj(&c), 1000000);
+	/* 1 J in 0.4 s would be a believable climb from 10, but the old count is believable too and wins */
+	CHECK(counter_update(&c, 1000500, 400 * MS) == PD_OK);
+	CHECK_U64(counter_uj(&c), 1000500);
+}
+
 static void test_forward_jump(void)
 {
 	struct pd_counter c;
@@ -196,6 +211,7 @@ static const struct unit_case cases[] = {
 	{"value beyond the range rejected", test_out_of_range},
 	{"backwards glitch rejected, nothing lost", test_backwards_glitch},
 	{"counter restart confirmed by two readings", test_backwards_restart},
+	{"a stuck bad value never becomes the baseline", test_stuck_glitch},
 	{"forward jump beyond max power rejected", test_forward_jump},
 	{"msr energy units and 32-bit wrap", test_msr_units},
 	{"trapezoids over grid steps", test_integ_trapezoid},

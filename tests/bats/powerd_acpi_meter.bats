@@ -1,0 +1,30 @@
+#!/usr/bin/env bats
+# powerd on an ACPI power meter: power1_average (attributes under device/, as
+# older kernels place them) with its averaging interval, as the platform zone.
+
+load powerd_helper
+
+HW=$PDR/sys/class/hwmon
+
+teardown() { wb_kill_all; }
+
+@test "ACPI power meter: platform zone, averaging interval logged, energy = average x time" {
+	pd_put "$HW/hwmon0/name" power_meter
+	pd_put "$HW/hwmon0/device/power1_average" 250000000 # 250 W
+	pd_put "$HW/hwmon0/device/power1_average_interval" 1000
+	pd_put "$HW/hwmon0/device/power1_model_number" ACPI000D
+	pd_start
+	pd_wait_power 12
+	grep -q "hwmon0/device/power1_average (power_meter) is the average over 1000 ms; samples closer than that repeat" "$BATS_TEST_TMPDIR/powerd.log"
+	pd_tap_lines | jq -r 'select(.topic == "power/testhost") | [.msg.t, (.msg.zones[] | select(.name == "platform" and .zone == "platform") | .energy_uj)] | @tsv' >"$BATS_TEST_TMPDIR/p.tsv"
+	[ "$(wc -l <"$BATS_TEST_TMPDIR/p.tsv")" -ge 12 ]
+	first=($(head -1 "$BATS_TEST_TMPDIR/p.tsv"))
+	last=($(tail -1 "$BATS_TEST_TMPDIR/p.tsv"))
+	want=$(((last[0] - first[0]) / 1000 * 250))
+	got=$((last[1] - first[1]))
+	echo "platform: $got uJ, expected $want" >&3
+	[ $((got * 100)) -ge $((want * 99)) ] && [ $((got * 100)) -le $((want * 101)) ]
+	# the path names the file read
+	run bash -c "pd_tap_lines | jq -r 'select(.topic == \"power/testhost\") | .msg.zones[0].path' | sort -u"
+	assert_output "$HW/hwmon0/device/power1_average"
+}

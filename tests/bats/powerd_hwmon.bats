@@ -1,0 +1,69 @@
+#!/usr/bin/env bats
+# powerd's hwmon source: energy*_input counters published as is, power*_input
+# integrated by trapezoids over the sample times, zone kinds from labels.
+
+load powerd_helper
+
+HW=$PDR/sys/class/hwmon
+
+setup() {
+	pd_put "$HW/hwmon0/name" coretemp
+	pd_put "$HW/hwmon0/temp1_input" 45000
+	pd_put "$HW/hwmon1/name" amd_energy
+	pd_put "$HW/hwmon1/energy1_label" Esocket0
+	pd_put "$HW/hwmon1/energy1_input" 1000000
+	pd_put "$HW/hwmon2/name" ina3221
+	pd_put "$HW/hwmon2/power1_label" "GPU rail"
+	pd_put "$HW/hwmon2/power1_input" 20000000 # 20 W
+}
+teardown() { wb_kill_all; }
+
+@test "hwmon: energy counters exact, power integrated by trapezoids" {
+	pd_start
+	pd_wait_power 1
+	run bash -c "pd_tap_lines | jq -c 'select(.topic == \"power/testhost\") | [.msg.zones[] | [.name, .zone, .source, (.path | sub(\".*/hwmon/\"; \"\")), .max_energy_range_uj]]' | head -1"
+	assert_output '[["package-0","package","hwmon","hwmon1/energy1_input",null],["gpu-0","gpu","hwmon","hwmon2/power1_input",null]]'
+	# the energy counter: published as is, increments summed exactly
+	total=1000000
+	for inc in 250000 1 999999 0 31337; do
+		total=$((total + inc))
+		pd_put "$HW/hwmon1/energy1_input" $total
+		pd_wait_energy package-0 $total
+	done
+	# constant 20 W: between any two samples, energy = 20 W x the time between their t
+	pd_wait_power 12
+	pd_tap_lines | jq -r 'select(.topic == "power/testhost") | [.msg.t, (.msg.zones[] | select(.name == "gpu-0") | .energy_uj), .msg.epoch] | @tsv' >"$BATS_TEST_TMPDIR/gpu.tsv"
+	first=($(head -1 "$BATS_TEST_TMPDIR/gpu.tsv"))
+	last=($(tail -1 "$BATS_TEST_TMPDIR/gpu.tsv"))
+	# an integrated zone starts at 0 when powerd starts (its epoch): no more than 20 W since then
+	[ "${first[1]}" -le $(((first[0] - first[2]) / 1000 * 20)) ]
+	want=$(((last[0] - first[0]) / 1000 * 20)) # ns/1000 = us; x 20 W = uJ
+	got=$((last[1] - first[1]))
+	echo "gpu-0: $got uJ over $(((last[0] - first[0]) / 1000000)) ms, expected $want" >&3
+	# within 1 % (a sample read very late is integrated over the monotonic step)
+	[ $((got * 100)) -ge $((want * 99)) ] && [ $((got * 100)) -le $((want * 101)) ]
+	# then 40 W: the step in between is a trapezoid, after it 40 W x time
+	pd_put "$HW/hwmon2/power1_input" 40000000
+	n=$(wc -l <"$TAPLOG")
+	sleep 1
+	pd_tap_lines | tail -n +$((n + 3)) | jq -r 'select(.topic == "power/testhost") | [.msg.t, (.msg.zones[] | select(.name == "gpu-0") | .energy_uj)] | @tsv' >"$BATS_TEST_TMPDIR/gpu40.tsv"
+	first=($(head -1 "$BATS_TEST_TMPDIR/gpu40.tsv"))
+	last=($(tail -1 "$BATS_TEST_TMPDIR/gpu40.tsv"))
+	want=$(((last[0] - first[0]) / 1000 * 40))
+	got=$((last[1] - first[1]))
+	[ "$want" -gt 0 ] && [ $((got * 100)) -ge $((want * 99)) ] && [ $((got * 100)) -le $((want * 101)) ]
+}
+
+@test "hwmon: power far beyond max_power_w is skipped and counted, never integrated" {
+	pd_start --max_power_w 100
+	pd_wait_power 2
+	pd_put "$HW/hwmon2/power1_input" 5000000000 # 5 kW on a 100 W limit
+	pd_wait_stat implausible 2
+	before=$(pd_power_values gpu-0 | tail -1)
+	sleep 0.5
+	# the counter stayed put while the value was bad, other zones went on
+	[ "$(pd_power_values gpu-0 | tail -1)" = "$before" ]
+	pd_put "$HW/hwmon1/energy1_input" 1000500
+	pd_wait_energy package-0 1000500
+	grep -q "gpu-0: .*hwmon2/power1_input: 5000000000 uW is beyond max_power_w 100 W; sample skipped" "$BATS_TEST_TMPDIR/powerd.log"
+}
