@@ -44,12 +44,14 @@ int main(int argc, char **argv)
 	const char *names[4] = {"package-0", "package-1", "dram-0", "dram-1"};
 	for (size_t z = 0; z < nz; z++) {
 		snprintf(a->zones[z].name, sizeof(a->zones[z].name), "%s", names[z]);
-		snprintf(a->zones[z].zone, sizeof(a->zones[z].zone), "%s", z < 2 ? "package" : "dram");
+		snprintf(a->zones[z].zone, sizeof(a->zones[z].zone), "%s",
+			 z < 2 ? "package" : "dram");
 		a->zones[z].energy_uj = z < 2 ? 180000000 + z * 1234567 : 25000000 + z * 7654;
 	}
 	for (size_t c = 0; c < ncg; c++) {
 		a->cgroups[c].id = 1000 + c;
-		snprintf(a->cgroups[c].container_id, sizeof(a->cgroups[c].container_id), "%064zx", c * 7919);
+		snprintf(a->cgroups[c].container_id, sizeof(a->cgroups[c].container_id), "%064zx",
+			 c * 7919);
 		snprintf(a->cgroups[c].pod_uid, sizeof(a->cgroups[c].pod_uid), "pod-%zu", c / 4);
 		snprintf(a->cgroups[c].runtime, sizeof(a->cgroups[c].runtime), "containerd");
 	}
@@ -61,15 +63,18 @@ int main(int argc, char **argv)
 		a->procs[i].pid = 1 + i;
 		snprintf(a->procs[i].comm, sizeof(a->procs[i].comm), "proc%zu", i);
 		a->procs[i].cpu_ns = seed % 2000000;
-		a->procs[i].cgroup_id = 1000 + seed % (ncg + ncg / 4); /* a fifth outside any container */
+		a->procs[i].cgroup_id =
+		    1000 + seed % (ncg + ncg / 4); /* a fifth outside any container */
 		busy += a->procs[i].cpu_ns;
 	}
 	a->cpu.user_ns = busy + busy / 10;
 	a->cpu.idle_ns = a->ncpu * 1000000000ull - a->cpu.user_ns;
 
-	struct est_conf conf = {.mode = EST_AUTO, .by = EST_BY_CPU, .base = EST_BASE_NODE, .idle.method = IDLE_RATIO};
+	struct est_conf conf = {
+	    .mode = EST_AUTO, .by = EST_BY_CPU, .base = EST_BASE_NODE, .idle.method = IDLE_RATIO};
 	struct estimator *e = estimator_new(&conf);
-	double *t_est = calloc((size_t)runs, sizeof(double)), *t_enc = calloc((size_t)runs, sizeof(double));
+	double *t_est = calloc((size_t)runs, sizeof(double)),
+	       *t_enc = calloc((size_t)runs, sizeof(double));
 	size_t bytes = 0, ncontainers = 0, npods = 0;
 	char err[512];
 	for (int r = 0; r < runs; r++) {
@@ -99,12 +104,13 @@ int main(int argc, char **argv)
 	}
 	qsort(t_est, (size_t)runs, sizeof(double), cmp_double);
 	qsort(t_enc, (size_t)runs, sizeof(double), cmp_double);
-	printf("estimd: one slot of %zu processes, %zu zones, %zu containers, %zu pods (%d runs)\n", nprocs, nz,
-	       ncontainers, npods, runs);
-	printf("  attribute (estimator_slot): median %.2f ms, min %.2f ms, max %.2f ms\n", t_est[runs / 2], t_est[0],
-	       t_est[runs - 1]);
-	printf("  encode the estimate:        median %.2f ms, min %.2f ms, max %.2f ms (%zu bytes)\n", t_enc[runs / 2],
-	       t_enc[0], t_enc[runs - 1], bytes);
+	printf("estimd: one slot of %zu processes, %zu zones, %zu containers, %zu pods (%d runs)\n",
+	       nprocs, nz, ncontainers, npods, runs);
+	printf("  attribute (estimator_slot): median %.2f ms, min %.2f ms, max %.2f ms\n",
+	       t_est[runs / 2], t_est[0], t_est[runs - 1]);
+	printf(
+	    "  encode the estimate:        median %.2f ms, min %.2f ms, max %.2f ms (%zu bytes)\n",
+	    t_enc[runs / 2], t_enc[0], t_enc[runs - 1], bytes);
 	estimator_destroy(&e);
 	wb_msg_clear(&m);
 	free(t_est);

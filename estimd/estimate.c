@@ -38,7 +38,7 @@ struct group_set {
 	size_t n, cap;
 	uint64_t *energy; /* n x nzones */
 	size_t energy_cap;
-	int32_t *slot; /* open addressing: group index or -1 */
+	int32_t *slot;		/* open addressing: group index or -1 */
 	size_t slot_cap, slots; /* allocated, in use (a power of two) */
 };
 
@@ -130,8 +130,9 @@ void estimator_destroy(struct estimator **self_p)
 
 int estimator_set_conf(struct estimator *e, const struct est_conf *conf)
 {
-	bool train_changed = memcmp(&conf->train_conf, &e->conf.train_conf, sizeof(conf->train_conf)) != 0 ||
-			     conf->train != e->conf.train;
+	bool train_changed =
+	    memcmp(&conf->train_conf, &e->conf.train_conf, sizeof(conf->train_conf)) != 0 ||
+	    conf->train != e->conf.train;
 	e->conf = *conf;
 	if (train_changed)
 		for (size_t i = 0; i < e->nhosts; i++)
@@ -302,10 +303,14 @@ static int32_t group_get(struct group_set *gs, const char *id, const struct wb_c
 static const char *group_key(const struct wb_cgroup *c, int kind)
 {
 	switch (kind) {
-	case G_CONTAINER: return c->container_id;
-	case G_POD: return c->pod_uid;
-	case G_VM: return c->vm;
-	case G_SERVICE: return c->service;
+	case G_CONTAINER:
+		return c->container_id;
+	case G_POD:
+		return c->pod_uid;
+	case G_VM:
+		return c->vm;
+	case G_SERVICE:
+		return c->service;
 	}
 	return "";
 }
@@ -313,7 +318,8 @@ static const char *group_key(const struct wb_cgroup *c, int kind)
 /* Containers, pods, VMs and services of the slot: each the sum of its processes. */
 static int groups_build(struct estimator *e, const struct wb_aligned *a, size_t nz)
 {
-	if (grow((void **)&e->cg_group, &e->cg_group_cap, a->n_cgroups * G_KINDS + 1, sizeof(int32_t)) < 0)
+	if (grow((void **)&e->cg_group, &e->cg_group_cap, a->n_cgroups * G_KINDS + 1,
+		 sizeof(int32_t)) < 0)
 		return -1;
 	for (int k = 0; k < G_KINDS; k++) {
 		struct group_set *gs = &e->groups[k];
@@ -325,11 +331,13 @@ static int groups_build(struct estimator *e, const struct wb_aligned *a, size_t 
 		memset(gs->slot, 0xff, cap * sizeof(int32_t));
 		for (size_t i = 0; i < a->n_cgroups; i++) {
 			const char *key = group_key(&a->cgroups[i], k);
-			e->cg_group[i * G_KINDS + k] = key[0] ? group_get(gs, key, &a->cgroups[i], k) : -1;
+			e->cg_group[i * G_KINDS + k] =
+			    key[0] ? group_get(gs, key, &a->cgroups[i], k) : -1;
 			if (key[0] && e->cg_group[i * G_KINDS + k] < 0)
 				return -1;
 		}
-		if (grow((void **)&gs->energy, &gs->energy_cap, gs->n * nz + 1, sizeof(uint64_t)) < 0)
+		if (grow((void **)&gs->energy, &gs->energy_cap, gs->n * nz + 1, sizeof(uint64_t)) <
+		    0)
 			return -1;
 		memset(gs->energy, 0, (gs->n * nz + 1) * sizeof(uint64_t));
 	}
@@ -371,8 +379,8 @@ static uint64_t uj_of(double watts, double slot_s)
 }
 
 /* Zones from the power model: node power at this slot's features, idle scaled by the core ratio. */
-static void model_zones(struct estimator *e, const struct wb_aligned *a, double slot_s, struct est_result *res,
-			size_t *nz)
+static void model_zones(struct estimator *e, const struct wb_aligned *a, double slot_s,
+			struct est_result *res, size_t *nz)
 {
 	const struct model *m = e->model;
 	double x[FEAT_COUNT], zero[FEAT_COUNT] = {0};
@@ -389,7 +397,8 @@ static void model_zones(struct estimator *e, const struct wb_aligned *a, double 
 		if (!isfinite(p) || !isfinite(p0)) {
 			res->model_nan++;
 		} else if (m->output == MODEL_ABS) {
-			/* Kepler scales the idle (zero-usage) power by the core ratio; usage adds the rest. */
+			/* Kepler scales the idle (zero-usage) power by the core ratio; usage adds
+			 * the rest. */
 			idle_w = (p0 > 0 ? p0 : 0) * ratio;
 			active_w = p > p0 ? p - p0 : 0;
 		} else {
@@ -408,8 +417,8 @@ static void model_zones(struct estimator *e, const struct wb_aligned *a, double 
 	}
 }
 
-static void measured_zones(struct estimator *e, struct host_state *h, const struct wb_aligned *a, double slot_s,
-			   uint64_t busy, uint64_t total, struct est_result *res)
+static void measured_zones(struct estimator *e, struct host_state *h, const struct wb_aligned *a,
+			   double slot_s, uint64_t busy, uint64_t total, struct est_result *res)
 {
 	for (size_t i = 0; i < a->n_zones; i++) {
 		const struct wb_slot_zone *sz = &a->zones[i];
@@ -420,9 +429,11 @@ static void measured_zones(struct estimator *e, struct host_state *h, const stru
 		snprintf(z->path, sizeof(z->path), "%s", sz->path);
 		z->index = sz->index;
 		z->energy_uj = sz->energy_uj;
-		struct idle_reg *reg = e->conf.idle.method == IDLE_REGRESSION ? zone_reg(h, sz->name) : NULL;
-		enum idle_method used = idle_split(&e->conf.idle, reg, sz->name, sz->zone, sz->energy_uj, slot_s, busy,
-						   total, &z->active_uj, &z->idle_uj);
+		struct idle_reg *reg =
+		    e->conf.idle.method == IDLE_REGRESSION ? zone_reg(h, sz->name) : NULL;
+		enum idle_method used =
+		    idle_split(&e->conf.idle, reg, sz->name, sz->zone, sz->energy_uj, slot_s, busy,
+			       total, &z->active_uj, &z->idle_uj);
 		if (used != e->conf.idle.method)
 			res->idle_fallbacks++;
 	}
@@ -452,20 +463,26 @@ static int attribute(struct estimator *e, const struct wb_aligned *a, size_t nz,
 	 */
 	uint64_t cpu_denom = 0;
 	if (e->conf.base == EST_BASE_NODE)
-		cpu_denom = cpu_sum > busy ? (cpu_sum > UINT64_MAX ? UINT64_MAX : (uint64_t)cpu_sum) : busy;
+		cpu_denom =
+		    cpu_sum > busy ? (cpu_sum > UINT64_MAX ? UINT64_MAX : (uint64_t)cpu_sum) : busy;
 	bool by_instr = e->conf.by == EST_BY_INSTRUCTIONS && instr_sum > 0;
 	for (size_t z = 0; z < nz; z++) {
 		struct wb_est_zone *ez = &e->zones[z];
 		uint64_t rest;
 		if (!by_instr) {
-			if (attrib_split(ez->active_uj, e->w, n, cpu_denom, e->part, &rest, &e->scratch) < 0)
+			if (attrib_split(ez->active_uj, e->w, n, cpu_denom, e->part, &rest,
+					 &e->scratch) < 0)
 				return -1;
 		} else {
-			/* The listed processes' share by CPU time, split among them by instructions. */
+			/* The listed processes' share by CPU time, split among them by
+			 * instructions. */
 			uint64_t d = cpu_denom ? cpu_denom : (uint64_t)(cpu_sum ? cpu_sum : 1);
-			uint64_t attributable =
-				cpu_sum ? (uint64_t)((unsigned __int128)ez->active_uj * (cpu_sum > d ? d : cpu_sum) / d) : 0;
-			if (attrib_split(attributable, e->w2, n, 0, e->part, &rest, &e->scratch) < 0)
+			uint64_t attributable = cpu_sum
+						    ? (uint64_t)((unsigned __int128)ez->active_uj *
+								 (cpu_sum > d ? d : cpu_sum) / d)
+						    : 0;
+			if (attrib_split(attributable, e->w2, n, 0, e->part, &rest, &e->scratch) <
+			    0)
 				return -1;
 			rest += ez->active_uj - attributable;
 		}
@@ -490,7 +507,8 @@ static void fill_procs(struct estimator *e, const struct wb_aligned *a, size_t n
 		p->container_id[0] = p->vm[0] = '\0';
 		if (e->proc_cg[i] >= 0) {
 			const struct wb_cgroup *cg = &a->cgroups[e->proc_cg[i]];
-			copy_str(p->container_id, sizeof(p->container_id), cg->container_id, sizeof(cg->container_id));
+			copy_str(p->container_id, sizeof(p->container_id), cg->container_id,
+				 sizeof(cg->container_id));
 			copy_str(p->vm, sizeof(p->vm), cg->vm, sizeof(cg->vm));
 		}
 		p->energy_uj = &e->energy[i * nz];
@@ -498,7 +516,8 @@ static void fill_procs(struct estimator *e, const struct wb_aligned *a, size_t n
 	}
 }
 
-static void train(struct estimator *e, struct host_state *h, const struct wb_aligned *a, struct est_result *res)
+static void train(struct estimator *e, struct host_state *h, const struct wb_aligned *a,
+		  struct est_result *res)
 {
 	if (!h->trainer_ok) {
 		if (trainer_init(&h->trainer, &e->conf.train_conf) < 0)
@@ -511,37 +530,44 @@ static void train(struct estimator *e, struct host_state *h, const struct wb_ali
 	if (!m)
 		return;
 	char name[128];
-	/* Names change with every fit, so a receiver can tell models apart; no '_' (Kepler splits on it). */
-	snprintf(name, sizeof(name), "wattbus-%.63s-%" PRIu64, a->env.host, (uint64_t)(a->t1 / WB_NS_PER_SEC));
+	/* Names change with every fit, so a receiver can tell models apart; no '_' (Kepler splits
+	 * on it). */
+	snprintf(name, sizeof(name), "wattbus-%.63s-%" PRIu64, a->env.host,
+		 (uint64_t)(a->t1 / WB_NS_PER_SEC));
 	for (char *c = name; *c; c++)
 		if (*c == '_')
 			*c = '-';
-	if (trainer_fit(&h->trainer, name, a->ncpu, m, res->train_err, sizeof(res->train_err)) < 0) {
+	if (trainer_fit(&h->trainer, name, a->ncpu, m, res->train_err, sizeof(res->train_err)) <
+	    0) {
 		free(m);
 		return;
 	}
 	res->trained = m;
 }
 
-int estimator_slot(struct estimator *e, const struct wb_aligned *a, struct wb_estimate *out, struct est_result *res,
-		   char *err, size_t errlen)
+int estimator_slot(struct estimator *e, const struct wb_aligned *a, struct wb_estimate *out,
+		   struct est_result *res, char *err, size_t errlen)
 {
 	memset(res, 0, sizeof(*res));
 	memset(out, 0, sizeof(*out));
 	double slot_s = feat_slot_s(a);
 	if (slot_s <= 0) {
-		snprintf(err, errlen, "slot [%" PRIu64 ", %" PRIu64 "] of %s has no length", a->t0, a->t1, a->env.host);
+		snprintf(err, errlen, "slot [%" PRIu64 ", %" PRIu64 "] of %s has no length", a->t0,
+			 a->t1, a->env.host);
 		return -1;
 	}
-	bool measured = e->conf.mode == EST_MEASURED || (e->conf.mode == EST_AUTO && a->n_zones > 0);
+	bool measured =
+	    e->conf.mode == EST_MEASURED || (e->conf.mode == EST_AUTO && a->n_zones > 0);
 	if (measured && a->n_zones == 0) {
-		snprintf(err, errlen, "slot from %s has no power zones and mode is measured", a->env.host);
+		snprintf(err, errlen, "slot from %s has no power zones and mode is measured",
+			 a->env.host);
 		return -1;
 	}
 	size_t nz_max = measured ? a->n_zones : MODEL_ZONES_MAX;
 	if (a->n_procs * nz_max > ENERGY_CELLS_MAX) {
-		snprintf(err, errlen, "slot from %s: %zu processes x %zu zones is more than %u values", a->env.host,
-			 a->n_procs, nz_max, ENERGY_CELLS_MAX);
+		snprintf(err, errlen,
+			 "slot from %s: %zu processes x %zu zones is more than %u values",
+			 a->env.host, a->n_procs, nz_max, ENERGY_CELLS_MAX);
 		return -1;
 	}
 	if (grow((void **)&e->zones, &e->zones_cap, nz_max + 1, sizeof(*e->zones)) < 0 ||
@@ -572,7 +598,8 @@ int estimator_slot(struct estimator *e, const struct wb_aligned *a, struct wb_es
 	if (groups_build(e, a, nz) < 0)
 		goto nomem;
 
-	/* The estimate describes the slot's host; the rest of the envelope is ours (stamped when sent). */
+	/* The estimate describes the slot's host; the rest of the envelope is ours (stamped when
+	 * sent). */
 	snprintf(out->env.host, sizeof(out->env.host), "%s", a->env.host);
 	out->t0 = a->t0;
 	out->t1 = a->t1;
@@ -586,7 +613,8 @@ int estimator_slot(struct estimator *e, const struct wb_aligned *a, struct wb_es
 	out->n_zones = nz;
 	out->procs = e->procs;
 	out->n_procs = a->n_procs;
-	struct wb_est_group **dst[G_KINDS] = {&out->containers, &out->pods, &out->vms, &out->services};
+	struct wb_est_group **dst[G_KINDS] = {&out->containers, &out->pods, &out->vms,
+					      &out->services};
 	size_t *dst_n[G_KINDS] = {&out->n_containers, &out->n_pods, &out->n_vms, &out->n_services};
 	for (int k = 0; k < G_KINDS; k++) {
 		*dst[k] = e->groups[k].g;

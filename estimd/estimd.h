@@ -15,12 +15,13 @@
 /* ---- features.c: Kepler's model features, computed from one slot, per second ---- */
 
 enum feat_id {
-	FEAT_CPU_TIME_MS,	/* bpf_cpu_time_ms: process on-CPU time, ms per second */
-	FEAT_CPU_CYCLES,	/* cpu_cycles per second */
+	FEAT_CPU_TIME_MS,      /* bpf_cpu_time_ms: process on-CPU time, ms per second */
+	FEAT_CPU_CYCLES,       /* cpu_cycles per second */
 	FEAT_CPU_INSTRUCTIONS, /* cpu_instructions per second */
-	FEAT_CACHE_MISS,	/* cache_miss per second */
+	FEAT_CACHE_MISS,       /* cache_miss per second */
 	FEAT_COUNT,
-	FEAT_UNMEASURED = -1, /* a Kepler feature wattbus does not measure (bpf_page_cache_hit, irq): 0 */
+	FEAT_UNMEASURED =
+	    -1, /* a Kepler feature wattbus does not measure (bpf_page_cache_hit, irq): 0 */
 };
 
 const char *feat_name(enum feat_id id);
@@ -67,18 +68,21 @@ struct model {
 	char origin[256]; /* file path, or "bus:HOST" */
 	enum model_form form;
 	enum model_output output;
-	uint64_t cores;	     /* logical CPUs of the machine it was trained on (machine_spec.cores); 0 unknown */
+	uint64_t cores; /* logical CPUs of the machine it was trained on (machine_spec.cores); 0
+			   unknown */
 	uint64_t train_slots, test_slots;
-	size_t ncategorical; /* Categorical_Variables entries, which wattbus cannot evaluate (ignored) */
+	size_t ncategorical; /* Categorical_Variables entries, which wattbus cannot evaluate
+				(ignored) */
 	size_t nzones;
 	struct model_zone zones[MODEL_ZONES_MAX];
 };
 
 /* How to read a weights file whose JSON does not say it (Kepler takes these from its config). */
 struct model_hint {
-	const char *trainer; /* NULL/"auto", or a model-db trainer name (LogarithmicRegressionTrainer...) */
-	const char *output;  /* NULL/"auto", "AbsPower" or "DynPower" */
-	uint64_t cores;	     /* >0: overrides machine_spec.cores */
+	const char *
+	    trainer; /* NULL/"auto", or a model-db trainer name (LogarithmicRegressionTrainer...) */
+	const char *output; /* NULL/"auto", "AbsPower" or "DynPower" */
+	uint64_t cores;	    /* >0: overrides machine_spec.cores */
 };
 
 const char *model_form_name(enum model_form form);
@@ -92,13 +96,15 @@ const char *model_output_name(enum model_output output);
 int model_parse(const char *text, size_t len, const char *origin, const struct model_hint *hint,
 		struct model *out, char *err, size_t errlen);
 /* Read and parse a file (at most 4 MiB). Same contract as model_parse. */
-int model_load_file(const char *path, const struct model_hint *hint, struct model *out, char *err, size_t errlen);
+int model_load_file(const char *path, const struct model_hint *hint, struct model *out, char *err,
+		    size_t errlen);
 /* The model's index of zone (package...), or -1. */
 int model_find_zone(const struct model *m, const char *zone);
 /* A zone that is all zeros (model-db publishes such for zones it did not train) models nothing. */
 bool model_zone_active(const struct model *m, const struct model_zone *z);
 /* Power of one zone in watts at features x (per second). NaN when the form is undefined there. */
-double model_zone_power_w(const struct model *m, const struct model_zone *z, const double x[FEAT_COUNT]);
+double model_zone_power_w(const struct model *m, const struct model_zone *z,
+			  const double x[FEAT_COUNT]);
 /* Kepler weights JSON of a linear model (means folded into the bias). malloc'd, or NULL (err). */
 char *model_to_kepler_json(const struct model *m, char *err, size_t errlen);
 /* Write model_to_kepler_json to path atomically (temp file + rename). Returns 0 or -1 (err). */
@@ -164,7 +170,8 @@ struct idle_reg {
 };
 
 /* "package=20,dram-0=4.5" entries -> conf->fixed. Returns 0 or -1 (err names the entry). */
-int idle_parse_fixed(const char *const *entries, size_t n, struct idle_conf *conf, char *err, size_t errlen);
+int idle_parse_fixed(const char *const *entries, size_t n, struct idle_conf *conf, char *err,
+		     size_t errlen);
 const char *idle_method_name(enum idle_method method);
 void idle_reg_free(struct idle_reg *r);
 /*
@@ -174,9 +181,9 @@ void idle_reg_free(struct idle_reg *r);
  * stands in when a fixed value is missing for the zone or the regression has
  * not learned an idle power yet.
  */
-enum idle_method idle_split(const struct idle_conf *conf, struct idle_reg *reg, const char *name, const char *zone,
-			    uint64_t energy_uj, double slot_s, uint64_t busy_ns, uint64_t total_ns,
-			    uint64_t *active_uj, uint64_t *idle_uj);
+enum idle_method idle_split(const struct idle_conf *conf, struct idle_reg *reg, const char *name,
+			    const char *zone, uint64_t energy_uj, double slot_s, uint64_t busy_ns,
+			    uint64_t total_ns, uint64_t *active_uj, uint64_t *idle_uj);
 
 /* ---- train.c: online least squares per zone, Kepler weights out ---- */
 
@@ -211,14 +218,16 @@ void trainer_free(struct trainer *t);
 /* Add one measured slot. Returns 1 when a fit is due, 0 otherwise, -1 when the slot is unusable. */
 int trainer_add(struct trainer *t, const struct wb_aligned *a);
 /* Add one sample directly (tests, and trainer_add). Same return. */
-int trainer_add_sample(struct trainer *t, const double x[FEAT_COUNT], const double y_w[TRAIN_ZONES]);
+int trainer_add_sample(struct trainer *t, const double x[FEAT_COUNT],
+		       const double y_w[TRAIN_ZONES]);
 /*
  * Fit every zone seen from the training samples of the window (standardised
  * features, least squares), measure MAE and MAPE on the held-out samples, and
  * write a linear AbsPower model named name into *out. Returns 0, or -1 when
  * there are too few samples (err says why).
  */
-int trainer_fit(struct trainer *t, const char *name, uint64_t cores, struct model *out, char *err, size_t errlen);
+int trainer_fit(struct trainer *t, const char *name, uint64_t cores, struct model *out, char *err,
+		size_t errlen);
 
 /* ---- estimate.c: one aligned slot -> one estimate ---- */
 
@@ -238,11 +247,11 @@ struct est_conf {
 
 /* What happened in one slot, for counters and logs. */
 struct est_result {
-	bool measured;		/* measured mode (else model mode) */
-	bool no_model;		/* model mode without a model: zones left empty */
-	unsigned idle_fallbacks; /* zones where the ratio method stood in */
-	unsigned model_nan;	/* zones whose model gave no finite power (0 W used) */
-	struct model *trained;	/* a new model from training; the caller owns it */
+	bool measured;		       /* measured mode (else model mode) */
+	bool no_model;		       /* model mode without a model: zones left empty */
+	unsigned idle_fallbacks;       /* zones where the ratio method stood in */
+	unsigned model_nan;	       /* zones whose model gave no finite power (0 W used) */
+	struct model *trained;	       /* a new model from training; the caller owns it */
 	char train_err[MODEL_ERR_MAX]; /* why a due fit failed, else "" */
 };
 
@@ -255,7 +264,8 @@ int estimator_set_conf(struct estimator *e, const struct est_conf *conf);
 /* Use model m from now on (ownership taken; NULL: no model). The previous one is freed. */
 void estimator_set_model(struct estimator *e, struct model *m);
 const struct model *estimator_model(const struct estimator *e);
-/* Core ratio applied to the model's idle power for a host of ncpu logical CPUs (Kepler: min(ncpu/cores, 1)). */
+/* Core ratio applied to the model's idle power for a host of ncpu logical CPUs (Kepler:
+ * min(ncpu/cores, 1)). */
 double estimator_core_ratio(const struct estimator *e, uint64_t ncpu);
 /*
  * Estimate one slot. On success *out holds the estimate; its arrays belong to
@@ -263,7 +273,7 @@ double estimator_core_ratio(const struct estimator *e, uint64_t ncpu);
  * Returns 0, or -1 with err when the slot cannot be used (rejected, counted by
  * the caller).
  */
-int estimator_slot(struct estimator *e, const struct wb_aligned *a, struct wb_estimate *out, struct est_result *res,
-		   char *err, size_t errlen);
+int estimator_slot(struct estimator *e, const struct wb_aligned *a, struct wb_estimate *out,
+		   struct est_result *res, char *err, size_t errlen);
 
 #endif

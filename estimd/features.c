@@ -9,10 +9,10 @@
 #include "estimd.h"
 
 static const char *const feat_names[FEAT_COUNT] = {
-	[FEAT_CPU_TIME_MS] = "bpf_cpu_time_ms",
-	[FEAT_CPU_CYCLES] = "cpu_cycles",
-	[FEAT_CPU_INSTRUCTIONS] = "cpu_instructions",
-	[FEAT_CACHE_MISS] = "cache_miss",
+    [FEAT_CPU_TIME_MS] = "bpf_cpu_time_ms",
+    [FEAT_CPU_CYCLES] = "cpu_cycles",
+    [FEAT_CPU_INSTRUCTIONS] = "cpu_instructions",
+    [FEAT_CACHE_MISS] = "cache_miss",
 };
 
 const char *feat_name(enum feat_id id)
@@ -39,7 +39,8 @@ double feat_slot_s(const struct wb_aligned *a)
 void feat_cpu_busy(const struct wb_cpu_times *c, uint64_t *busy_ns, uint64_t *total_ns)
 {
 	/* As Kepler >= 0.10: everything but idle and iowait is busy (steal included). */
-	uint64_t busy = c->user_ns + c->nice_ns + c->system_ns + c->irq_ns + c->softirq_ns + c->steal_ns;
+	uint64_t busy =
+	    c->user_ns + c->nice_ns + c->system_ns + c->irq_ns + c->softirq_ns + c->steal_ns;
 	*busy_ns = busy;
 	*total_ns = busy + c->idle_ns + c->iowait_ns;
 }

@@ -13,27 +13,33 @@
 const char *idle_method_name(enum idle_method method)
 {
 	switch (method) {
-	case IDLE_RATIO: return "ratio";
-	case IDLE_FIXED: return "fixed";
-	case IDLE_REGRESSION: return "regression";
+	case IDLE_RATIO:
+		return "ratio";
+	case IDLE_FIXED:
+		return "fixed";
+	case IDLE_REGRESSION:
+		return "regression";
 	}
 	return "?";
 }
 
-int idle_parse_fixed(const char *const *entries, size_t n, struct idle_conf *conf, char *err, size_t errlen)
+int idle_parse_fixed(const char *const *entries, size_t n, struct idle_conf *conf, char *err,
+		     size_t errlen)
 {
 	conf->nfixed = 0;
 	for (size_t i = 0; i < n; i++) {
 		const char *e = entries[i];
 		const char *eq = strchr(e, '=');
 		if (!eq || eq == e || (size_t)(eq - e) >= sizeof(conf->fixed[0].key)) {
-			snprintf(err, errlen, "idle_w: '%s' is not ZONE=WATTS (e.g. package=20)", e);
+			snprintf(err, errlen, "idle_w: '%s' is not ZONE=WATTS (e.g. package=20)",
+				 e);
 			return -1;
 		}
 		char *end;
 		double w = strtod(eq + 1, &end);
 		if (end == eq + 1 || *end || !isfinite(w) || w < 0 || w > 1e6) {
-			snprintf(err, errlen, "idle_w: '%s': watts must be a number from 0 to 1e6", e);
+			snprintf(err, errlen, "idle_w: '%s': watts must be a number from 0 to 1e6",
+				 e);
 			return -1;
 		}
 		if (conf->nfixed >= IDLE_FIXED_MAX) {
@@ -55,7 +61,8 @@ void idle_reg_free(struct idle_reg *r)
 }
 
 /* The zone's own entry (package-1) wins over its kind's (package). */
-static const struct idle_fixed *find_fixed(const struct idle_conf *conf, const char *name, const char *zone)
+static const struct idle_fixed *find_fixed(const struct idle_conf *conf, const char *name,
+					   const char *zone)
 {
 	for (size_t i = 0; i < conf->nfixed; i++)
 		if (strcmp(conf->fixed[i].key, name) == 0)
@@ -77,7 +84,8 @@ static uint64_t idle_of_watts(double watts, double slot_s, uint64_t energy_uj)
 	return v > energy_uj ? energy_uj : v;
 }
 
-static void ratio_split(uint64_t energy_uj, uint64_t busy_ns, uint64_t total_ns, uint64_t *active_uj)
+static void ratio_split(uint64_t energy_uj, uint64_t busy_ns, uint64_t total_ns,
+			uint64_t *active_uj)
 {
 	if (total_ns == 0) {
 		/* No CPU time in the slot says nothing ran: all idle. */
@@ -136,9 +144,9 @@ static void reg_learn(const struct idle_conf *conf, struct idle_reg *r, double u
 	r->valid = true;
 }
 
-enum idle_method idle_split(const struct idle_conf *conf, struct idle_reg *reg, const char *name, const char *zone,
-			    uint64_t energy_uj, double slot_s, uint64_t busy_ns, uint64_t total_ns,
-			    uint64_t *active_uj, uint64_t *idle_uj)
+enum idle_method idle_split(const struct idle_conf *conf, struct idle_reg *reg, const char *name,
+			    const char *zone, uint64_t energy_uj, double slot_s, uint64_t busy_ns,
+			    uint64_t total_ns, uint64_t *active_uj, uint64_t *idle_uj)
 {
 	enum idle_method used = IDLE_RATIO;
 	uint64_t idle = 0;
@@ -150,7 +158,8 @@ enum idle_method idle_split(const struct idle_conf *conf, struct idle_reg *reg, 
 		}
 	} else if (conf->method == IDLE_REGRESSION && reg) {
 		if (slot_s > 0 && total_ns > 0) {
-			double u = (double)(busy_ns < total_ns ? busy_ns : total_ns) / (double)total_ns;
+			double u =
+			    (double)(busy_ns < total_ns ? busy_ns : total_ns) / (double)total_ns;
 			reg_learn(conf, reg, u, (double)energy_uj / 1e6 / slot_s);
 		}
 		if (reg->valid) {

@@ -15,7 +15,11 @@
 #include "estimd.h"
 #include "log.h"
 
-#define DEFAULT_MODEL WB_DATADIR "/models/ec2-0.7.11_rapl-sysfs_AbsPower_BPFOnly_SGDRegressorTrainer_1.json"
+#define DEFAULT_MODEL_FILE "ec2-0.7.11_rapl-sysfs_AbsPower_BPFOnly_SGDRegressorTrainer_1.json"
+#define DEFAULT_MODEL WB_DATADIR "/models/" DEFAULT_MODEL_FILE
+#define TRAINERS                                                                                   \
+	"auto|SGDRegressorTrainer|LinearRegressionTrainer|LogarithmicRegressionTrainer|"           \
+	"LogisticRegressionTrainer|ExponentialRegressionTrainer"
 
 struct estimd_conf {
 	char *pub;
@@ -39,59 +43,66 @@ struct estimd_conf {
 	char *model_out;
 };
 
-#define K(name, type, field, def, min, max, choices, help) \
-	{name, type, offsetof(struct estimd_conf, field), def, min, max, choices, help}
+#define OFF(field) offsetof(struct estimd_conf, field)
 
 static const struct wb_conf_key keys[] = {
-	K("pub", WB_CONF_STR, pub, "ipc://%r/estimd.sock", 0, 0, NULL, "endpoint estimates and models are published on"),
-	K("sub", WB_CONF_LIST, sub, "ipc://%r/alignd.sock", 0, 0, NULL, "endpoints of alignd (aligned/ messages)"),
-	K("mode", WB_CONF_ENUM, mode, "auto", 0, 0, "auto|measured|model",
-	  "auto: measured when a slot has power zones, else the power model"),
-	K("model", WB_CONF_STR, model, DEFAULT_MODEL, 0, 0, NULL,
-	  "Kepler model-db weights JSON for slots without power (empty: none)"),
-	K("model_trainer", WB_CONF_ENUM, model_trainer, "auto", 0, 0,
-	  "auto|SGDRegressorTrainer|LinearRegressionTrainer|LogarithmicRegressionTrainer|LogisticRegressionTrainer|"
-	  "ExponentialRegressionTrainer",
-	  "form of the model file when neither its model_name nor its file name tells"),
-	K("model_type", WB_CONF_ENUM, model_type, "auto", 0, 0, "auto|AbsPower|DynPower",
-	  "AbsPower: node power; DynPower: active power (auto: from the file name)"),
-	K("model_cores", WB_CONF_INT, model_cores, "0", 0, 65536, NULL,
-	  "logical CPUs of the model's machine for the core ratio (0: machine_spec.cores of the file)"),
-	K("model_from", WB_CONF_LIST, model_from, "", 0, 0, NULL,
-	  "endpoints of estimd instances whose trained models (model/ messages) replace the model on the fly"),
-	K("idle_method", WB_CONF_ENUM, idle_method, "ratio", 0, 0, "ratio|fixed|regression",
-	  "idle/active split: ratio (Kepler), fixed idle_w, or regression over recent slots"),
-	K("idle_w", WB_CONF_LIST, idle_w, "", 0, 0, NULL,
-	  "fixed idle power per zone, ZONE=WATTS (zone name like package-0, or kind like package)"),
-	K("idle_window", WB_CONF_INT, idle_window, "300", 10, 100000, NULL, "slots the idle regression looks back"),
-	K("attribute_by", WB_CONF_ENUM, attribute_by, "cpu", 0, 0, "cpu|instructions",
-	  "share of active energy by CPU time, or by instructions where counters exist"),
-	K("share_base", WB_CONF_ENUM, share_base, "node", 0, 0, "node|procs",
-	  "node: shares of the node's busy CPU time (the rest is unattributed); procs: of the listed processes'"),
-	K("train", WB_CONF_BOOL, train, "true", 0, 0, NULL, "fit a power model from measured slots and publish it"),
-	K("train_window", WB_CONF_INT, train_window, "600", 20, 1000000, NULL, "slots kept for training and testing"),
-	K("train_every", WB_CONF_INT, train_every, "60", 1, 1000000, NULL, "slots between fits"),
-	K("train_min", WB_CONF_INT, train_min, "30", 2, 1000000, NULL, "training slots needed before the first fit"),
-	K("holdout_every", WB_CONF_INT, holdout_every, "5", 2, 1000, NULL,
-	  "every k-th slot is held out to measure the model's error"),
-	K("model_out", WB_CONF_STR, model_out, "", 0, 0, NULL,
-	  "file each trained model is written to in Kepler's format (empty: none)"),
+    {"pub", WB_CONF_STR, OFF(pub), "ipc://%r/estimd.sock", 0, 0, NULL,
+     "endpoint estimates and models are published on"},
+    {"sub", WB_CONF_LIST, OFF(sub), "ipc://%r/alignd.sock", 0, 0, NULL,
+     "endpoints of alignd (aligned/ messages)"},
+    {"mode", WB_CONF_ENUM, OFF(mode), "auto", 0, 0, "auto|measured|model",
+     "auto: measured when a slot has power zones, else the power model"},
+    {"model", WB_CONF_STR, OFF(model), DEFAULT_MODEL, 0, 0, NULL,
+     "Kepler model-db weights JSON for slots without power (empty: none)"},
+    {"model_trainer", WB_CONF_ENUM, OFF(model_trainer), "auto", 0, 0, TRAINERS,
+     "form of the model file when neither its model_name nor its file name tells"},
+    {"model_type", WB_CONF_ENUM, OFF(model_type), "auto", 0, 0, "auto|AbsPower|DynPower",
+     "AbsPower: node power; DynPower: active power (auto: from the file name)"},
+    {"model_cores", WB_CONF_INT, OFF(model_cores), "0", 0, 65536, NULL,
+     "logical CPUs of the model's machine, for the core ratio (0: machine_spec.cores)"},
+    {"model_from", WB_CONF_LIST, OFF(model_from), "", 0, 0, NULL,
+     "endpoints of estimd instances whose trained models replace the model on the fly"},
+    {"idle_method", WB_CONF_ENUM, OFF(idle_method), "ratio", 0, 0, "ratio|fixed|regression",
+     "idle/active split: ratio (Kepler), fixed idle_w, or regression over recent slots"},
+    {"idle_w", WB_CONF_LIST, OFF(idle_w), "", 0, 0, NULL,
+     "fixed idle power, ZONE=WATTS (a zone name like package-0, or a kind like package)"},
+    {"idle_window", WB_CONF_INT, OFF(idle_window), "300", 10, 100000, NULL,
+     "slots the idle regression looks back"},
+    {"attribute_by", WB_CONF_ENUM, OFF(attribute_by), "cpu", 0, 0, "cpu|instructions",
+     "share of active energy by CPU time, or by instructions where counters exist"},
+    {"share_base", WB_CONF_ENUM, OFF(share_base), "node", 0, 0, "node|procs",
+     "node: of the node's busy CPU time (the rest unattributed); procs: of the processes'"},
+    {"train", WB_CONF_BOOL, OFF(train), "true", 0, 0, NULL,
+     "fit a power model from measured slots and publish it"},
+    {"train_window", WB_CONF_INT, OFF(train_window), "600", 20, 1000000, NULL,
+     "slots kept for training and testing"},
+    {"train_every", WB_CONF_INT, OFF(train_every), "60", 1, 1000000, NULL, "slots between fits"},
+    {"train_min", WB_CONF_INT, OFF(train_min), "30", 2, 1000000, NULL,
+     "training slots needed before the first fit"},
+    {"holdout_every", WB_CONF_INT, OFF(holdout_every), "5", 2, 1000, NULL,
+     "every k-th slot is held out to measure the model's error"},
+    {"model_out", WB_CONF_STR, OFF(model_out), "", 0, 0, NULL,
+     "file each trained model is written to in Kepler's format (empty: none)"},
 };
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
 
 static int est_conf_from(const struct estimd_conf *c, struct est_conf *ec, char *err, size_t errlen)
 {
 	memset(ec, 0, sizeof(*ec));
-	ec->mode = strcmp(c->mode, "measured") == 0 ? EST_MEASURED : strcmp(c->mode, "model") == 0 ? EST_MODEL : EST_AUTO;
+	ec->mode = strcmp(c->mode, "measured") == 0 ? EST_MEASURED
+		   : strcmp(c->mode, "model") == 0  ? EST_MODEL
+						    : EST_AUTO;
 	ec->by = strcmp(c->attribute_by, "instructions") == 0 ? EST_BY_INSTRUCTIONS : EST_BY_CPU;
 	ec->base = strcmp(c->share_base, "procs") == 0 ? EST_BASE_PROCS : EST_BASE_NODE;
-	ec->idle.method = strcmp(c->idle_method, "fixed") == 0	    ? IDLE_FIXED
+	ec->idle.method = strcmp(c->idle_method, "fixed") == 0	      ? IDLE_FIXED
 			  : strcmp(c->idle_method, "regression") == 0 ? IDLE_REGRESSION
 								      : IDLE_RATIO;
-	if (idle_parse_fixed((const char *const *)c->idle_w.v, c->idle_w.n, &ec->idle, err, errlen) < 0)
+	if (idle_parse_fixed((const char *const *)c->idle_w.v, c->idle_w.n, &ec->idle, err,
+			     errlen) < 0)
 		return -1;
 	if (ec->idle.method == IDLE_FIXED && ec->idle.nfixed == 0) {
-		snprintf(err, errlen, "idle_method fixed needs idle_w (e.g. idle_w = package=20,dram=4)");
+		snprintf(err, errlen,
+			 "idle_method fixed needs idle_w (e.g. idle_w = package=20,dram=4)");
 		return -1;
 	}
 	ec->idle.window = (size_t)c->idle_window;
@@ -99,14 +110,15 @@ static int est_conf_from(const struct estimd_conf *c, struct est_conf *ec, char 
 	ec->idle.min_spread = 0.05;
 	ec->train = c->train;
 	ec->train_conf = (struct train_conf){
-		.window = (size_t)c->train_window,
-		.min_slots = (size_t)c->train_min,
-		.every = (size_t)c->train_every,
-		.holdout_every = (size_t)c->holdout_every,
+	    .window = (size_t)c->train_window,
+	    .min_slots = (size_t)c->train_min,
+	    .every = (size_t)c->train_every,
+	    .holdout_every = (size_t)c->holdout_every,
 	};
 	if (c->train_min >= c->train_window) {
-		snprintf(err, errlen, "train_min (%" PRId64 ") must be below train_window (%" PRId64 ")", c->train_min,
-			 c->train_window);
+		snprintf(err, errlen,
+			 "train_min (%" PRId64 ") must be below train_window (%" PRId64 ")",
+			 c->train_min, c->train_window);
 		return -1;
 	}
 	ec->model_cores = (uint64_t)c->model_cores;
@@ -148,12 +160,13 @@ static int check_conf(const void *conf, char *err, size_t errlen)
 }
 
 static const struct wb_stage stage = {
-	.name = "estimd",
-	.summary = "Split node energy into idle and active, attribute it to processes, containers, pods and VMs.",
-	.keys = keys,
-	.nkeys = NKEYS,
-	.conf_size = sizeof(struct estimd_conf),
-	.check = check_conf,
+    .name = "estimd",
+    .summary = "Split node energy into idle and active, attribute it to processes, containers, "
+	       "pods and VMs.",
+    .keys = keys,
+    .nkeys = NKEYS,
+    .conf_size = sizeof(struct estimd_conf),
+    .check = check_conf,
 };
 
 struct app {
@@ -163,8 +176,9 @@ struct app {
 	char mode[32];
 	bool ratio_logged;
 	struct wb_ratelimit rl_slot, rl_model, rl_train, rl_mode;
-	uint64_t *slots, *slots_measured, *slots_model, *slots_rejected, *slots_no_model, *idle_fallbacks, *model_nan,
-		*models_trained, *models_received, *models_rejected, *model_write_failed;
+	uint64_t *slots, *slots_measured, *slots_model, *slots_rejected, *slots_no_model,
+	    *idle_fallbacks, *model_nan, *models_trained, *models_received, *models_rejected,
+	    *model_write_failed;
 };
 
 static void use_model(struct app *app, struct model *m, const char *how)
@@ -179,13 +193,16 @@ static void use_model(struct app *app, struct model *m, const char *how)
 	model_describe(m, desc, sizeof(desc));
 	log_info("%s model %s", how, desc);
 	if (m->ncategorical)
-		log_warnx("model %s: %zu Categorical_Variables entries ignored (wattbus has no categorical features)",
+		log_warnx("model %s: %zu Categorical_Variables entries ignored (wattbus has no "
+			  "categorical features)",
 			  m->name, m->ncategorical);
 	for (size_t i = 0; i < m->nzones; i++)
 		for (size_t f = 0; f < m->zones[i].nfeat; f++)
-			if (m->zones[i].feat[f].id == FEAT_UNMEASURED && m->zones[i].feat[f].weight != 0)
-				log_warnx("model %s: %s feature %s is not measured by wattbus and counts as 0", m->name,
-					  m->zones[i].zone, m->zones[i].feat[f].name);
+			if (m->zones[i].feat[f].id == FEAT_UNMEASURED &&
+			    m->zones[i].feat[f].weight != 0)
+				log_warnx("model %s: %s feature %s is not measured by wattbus and "
+					  "counts as 0",
+					  m->name, m->zones[i].zone, m->zones[i].feat[f].name);
 }
 
 static void set_mode(struct app *app, const char *mode)
@@ -204,7 +221,8 @@ static void publish_trained(struct app *app, const struct wb_aligned *a, struct 
 	model_describe(m, desc, sizeof(desc));
 	log_info("trained model %s", desc);
 	(*app->models_trained)++;
-	if (app->conf->model_out[0] && model_save_file(m, app->conf->model_out, err, sizeof(err)) < 0) {
+	if (app->conf->model_out[0] &&
+	    model_save_file(m, app->conf->model_out, err, sizeof(err)) < 0) {
 		(*app->model_write_failed)++;
 		log_rl(&app->rl_train, WB_LOG_WARN, "cannot write the trained model: %s", err);
 	}
@@ -219,7 +237,8 @@ static void publish_trained(struct app *app, const struct wb_aligned *a, struct 
 	wb_msg_clear(&msg);
 }
 
-static void on_aligned(struct wb_daemon *d, const struct wb_msg *msg, const struct wb_rx *rx, void *arg)
+static void on_aligned(struct wb_daemon *d, const struct wb_msg *msg, const struct wb_rx *rx,
+		       void *arg)
 {
 	struct app *app = arg;
 	if (msg->kind != WB_ALIGNED)
@@ -239,30 +258,34 @@ static void on_aligned(struct wb_daemon *d, const struct wb_msg *msg, const stru
 	*app->model_nan += res.model_nan;
 	if (res.no_model) {
 		(*app->slots_no_model)++;
-		log_rl(&app->rl_slot, WB_LOG_WARN, "slot from %s has no power and there is no model: no zones estimated",
+		log_rl(&app->rl_slot, WB_LOG_WARN,
+		       "slot from %s has no power and there is no model: no zones estimated",
 		       a->env.host);
 	}
 	if (res.model_nan)
-		log_rl(&app->rl_slot, WB_LOG_WARN, "model %s gave no finite power for %u zones (0 W used)",
+		log_rl(&app->rl_slot, WB_LOG_WARN,
+		       "model %s gave no finite power for %u zones (0 W used)",
 		       estimator_model(app->est)->name, res.model_nan);
 	if (!res.measured && !res.no_model && !app->ratio_logged) {
 		const struct model *m = estimator_model(app->est);
-		log_info("model %s on %s: %" PRIu64 " CPUs, core ratio %.4f applied to idle power", m->name, a->env.host,
-			 a->ncpu, estimator_core_ratio(app->est, a->ncpu));
+		log_info("model %s on %s: %" PRIu64 " CPUs, core ratio %.4f applied to idle power",
+			 m->name, a->env.host, a->ncpu, estimator_core_ratio(app->est, a->ncpu));
 		app->ratio_logged = true;
 	}
 	set_mode(app, res.measured ? "measured" : res.no_model ? "model (none)" : "model");
 	/* The estimate's arrays belong to the estimator: sent, never cleared here. */
 	wb_daemon_send(d, &out);
 	if (res.train_err[0])
-		log_rl(&app->rl_train, WB_LOG_INFO, "training on %s: %s", a->env.host, res.train_err);
+		log_rl(&app->rl_train, WB_LOG_INFO, "training on %s: %s", a->env.host,
+		       res.train_err);
 	if (res.trained) {
 		publish_trained(app, a, res.trained);
 		free(res.trained);
 	}
 }
 
-static void on_model(struct wb_daemon *d, const struct wb_msg *msg, const struct wb_rx *rx, void *arg)
+static void on_model(struct wb_daemon *d, const struct wb_msg *msg, const struct wb_rx *rx,
+		     void *arg)
 {
 	struct app *app = arg;
 	if (msg->kind != WB_MODEL)
@@ -294,7 +317,8 @@ static int on_reload(struct wb_daemon *d, void *new_conf, void *arg)
 	struct est_conf ec;
 	char err[MODEL_ERR_MAX];
 	struct model *m;
-	if (est_conf_from(c, &ec, err, sizeof(err)) < 0 || load_model(c, &m, err, sizeof(err)) < 0) {
+	if (est_conf_from(c, &ec, err, sizeof(err)) < 0 ||
+	    load_model(c, &m, err, sizeof(err)) < 0) {
 		log_errx("reload: %s; keeping the running config and model", err);
 		return -1;
 	}
@@ -310,23 +334,24 @@ int main(int argc, char **argv)
 {
 	struct wb_daemon *d = wb_daemon_new(&stage, argc, argv);
 	struct app app = {.d = d, .conf = wb_daemon_conf(d)};
-	app.rl_slot = app.rl_model = app.rl_train = app.rl_mode = (struct wb_ratelimit)WB_RATELIMIT_INIT;
+	app.rl_slot = app.rl_model = app.rl_train = app.rl_mode =
+	    (struct wb_ratelimit)WB_RATELIMIT_INIT;
 	struct wb_stats *st = wb_daemon_stats(d);
 	struct {
 		uint64_t **dst;
 		const char *name;
 	} counters[] = {
-		{&app.slots, "slots"},
-		{&app.slots_measured, "slots_measured"},
-		{&app.slots_model, "slots_model"},
-		{&app.slots_rejected, "slots_rejected"},
-		{&app.slots_no_model, "slots_no_model"},
-		{&app.idle_fallbacks, "idle_fallbacks"},
-		{&app.model_nan, "model_nan"},
-		{&app.models_trained, "models_trained"},
-		{&app.models_received, "models_received"},
-		{&app.models_rejected, "models_rejected"},
-		{&app.model_write_failed, "model_write_failed"},
+	    {&app.slots, "slots"},
+	    {&app.slots_measured, "slots_measured"},
+	    {&app.slots_model, "slots_model"},
+	    {&app.slots_rejected, "slots_rejected"},
+	    {&app.slots_no_model, "slots_no_model"},
+	    {&app.idle_fallbacks, "idle_fallbacks"},
+	    {&app.model_nan, "model_nan"},
+	    {&app.models_trained, "models_trained"},
+	    {&app.models_received, "models_received"},
+	    {&app.models_rejected, "models_rejected"},
+	    {&app.model_write_failed, "model_write_failed"},
 	};
 	for (size_t i = 0; i < sizeof(counters) / sizeof(counters[0]); i++)
 		if (!(*counters[i].dst = wb_stats_counter(st, counters[i].name)))
@@ -335,7 +360,8 @@ int main(int argc, char **argv)
 	char err[MODEL_ERR_MAX];
 	struct est_conf ec;
 	struct model *m;
-	if (est_conf_from(app.conf, &ec, err, sizeof(err)) < 0 || load_model(app.conf, &m, err, sizeof(err)) < 0) {
+	if (est_conf_from(app.conf, &ec, err, sizeof(err)) < 0 ||
+	    load_model(app.conf, &m, err, sizeof(err)) < 0) {
 		log_errx("%s", err);
 		wb_daemon_destroy(&d);
 		return WB_EXIT_USAGE;
@@ -343,9 +369,10 @@ int main(int argc, char **argv)
 	if (!(app.est = estimator_new(&ec)))
 		fatalx(WB_EXIT_FAILURE, "out of memory");
 	use_model(&app, m, "loaded");
-	log_info("idle %s, attribution by %s of %s CPU time, training %s", idle_method_name(ec.idle.method),
-		 ec.by == EST_BY_INSTRUCTIONS ? "instructions" : "cpu", ec.base == EST_BASE_PROCS ? "process" : "node",
-		 ec.train ? "on" : "off");
+	log_info("idle %s, attribution by %s of %s CPU time, training %s",
+		 idle_method_name(ec.idle.method),
+		 ec.by == EST_BY_INSTRUCTIONS ? "instructions" : "cpu",
+		 ec.base == EST_BASE_PROCS ? "process" : "node", ec.train ? "on" : "off");
 
 	static const char *const aligned_prefixes[] = {"aligned/", NULL};
 	static const char *const model_prefixes[] = {"model/", NULL};
@@ -360,7 +387,9 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	wb_daemon_on_reload(d, on_reload, &app);
-	set_mode(&app, ec.mode == EST_MEASURED ? "measured" : ec.mode == EST_MODEL ? "model" : "auto");
+	set_mode(&app, ec.mode == EST_MEASURED ? "measured"
+		       : ec.mode == EST_MODEL  ? "model"
+					       : "auto");
 	rc = wb_daemon_run(d);
 out:
 	estimator_destroy(&app.est);

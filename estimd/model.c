@@ -26,10 +26,14 @@ static const char *const kepler_zones[] = {"package", "core", "uncore", "dram", 
 const char *model_form_name(enum model_form form)
 {
 	switch (form) {
-	case MODEL_LINEAR: return "linear";
-	case MODEL_LOGARITHMIC: return "logarithmic";
-	case MODEL_LOGISTIC: return "logistic";
-	case MODEL_EXPONENTIAL: return "exponential";
+	case MODEL_LINEAR:
+		return "linear";
+	case MODEL_LOGARITHMIC:
+		return "logarithmic";
+	case MODEL_LOGISTIC:
+		return "logistic";
+	case MODEL_EXPONENTIAL:
+		return "exponential";
 	}
 	return "?";
 }
@@ -48,7 +52,7 @@ static bool is_kepler_zone(const char *name)
 }
 
 static int fail(char *err, size_t errlen, const char *origin, const char *key, const char *fmt, ...)
-	__attribute__((format(printf, 5, 6)));
+    __attribute__((format(printf, 5, 6)));
 
 static int fail(char *err, size_t errlen, const char *origin, const char *key, const char *fmt, ...)
 {
@@ -67,14 +71,21 @@ static int fail(char *err, size_t errlen, const char *origin, const char *key, c
 static const char *json_type_name(const json_t *v)
 {
 	switch (json_typeof(v)) {
-	case JSON_OBJECT: return "an object";
-	case JSON_ARRAY: return "an array";
-	case JSON_STRING: return "a string";
-	case JSON_INTEGER: return "an integer";
-	case JSON_REAL: return "a number";
+	case JSON_OBJECT:
+		return "an object";
+	case JSON_ARRAY:
+		return "an array";
+	case JSON_STRING:
+		return "a string";
+	case JSON_INTEGER:
+		return "an integer";
+	case JSON_REAL:
+		return "a number";
 	case JSON_TRUE:
-	case JSON_FALSE: return "a boolean";
-	case JSON_NULL: return "null";
+	case JSON_FALSE:
+		return "a boolean";
+	case JSON_NULL:
+		return "null";
 	}
 	return "?";
 }
@@ -136,9 +147,11 @@ struct reader {
 static int read_number(struct reader *r, const json_t *v, const char *key, double *out)
 {
 	if (json_is_string(v))
-		return fail(r->err, r->errlen, r->origin, key, "%s is not a finite number", json_string_value(v));
+		return fail(r->err, r->errlen, r->origin, key, "%s is not a finite number",
+			    json_string_value(v));
 	if (!json_is_number(v))
-		return fail(r->err, r->errlen, r->origin, key, "expected a number, got %s", json_type_name(v));
+		return fail(r->err, r->errlen, r->origin, key, "expected a number, got %s",
+			    json_type_name(v));
 	double d = json_number_value(v);
 	if (!isfinite(d))
 		return fail(r->err, r->errlen, r->origin, key, "not a finite number");
@@ -153,13 +166,15 @@ static int read_zone(struct reader *r, const char *zname, const json_t *zv, stru
 	memset(z, 0, sizeof(*z));
 	snprintf(z->zone, sizeof(z->zone), "%s", zname);
 	if (!json_is_object(zv))
-		return fail(r->err, r->errlen, r->origin, zname, "expected an object, got %s", json_type_name(zv));
+		return fail(r->err, r->errlen, r->origin, zname, "expected an object, got %s",
+			    json_type_name(zv));
 	const json_t *aw = json_object_get(zv, "All_Weights");
 	snprintf(key, sizeof(key), "%s.All_Weights", zname);
 	if (!aw)
 		return fail(r->err, r->errlen, r->origin, key, "missing");
 	if (!json_is_object(aw))
-		return fail(r->err, r->errlen, r->origin, key, "expected an object, got %s", json_type_name(aw));
+		return fail(r->err, r->errlen, r->origin, key, "expected an object, got %s",
+			    json_type_name(aw));
 
 	const json_t *bias = json_object_get(aw, "Bias_Weight");
 	snprintf(key, sizeof(key), "%s.All_Weights.Bias_Weight", zname);
@@ -181,20 +196,22 @@ static int read_zone(struct reader *r, const char *zname, const json_t *zv, stru
 	if (!nv)
 		return fail(r->err, r->errlen, r->origin, key, "missing");
 	if (!json_is_object(nv))
-		return fail(r->err, r->errlen, r->origin, key, "expected an object, got %s", json_type_name(nv));
+		return fail(r->err, r->errlen, r->origin, key, "expected an object, got %s",
+			    json_type_name(nv));
 	if (json_object_size(nv) == 0)
 		return fail(r->err, r->errlen, r->origin, key, "no features");
 	if (json_object_size(nv) > MODEL_FEATS_MAX)
-		return fail(r->err, r->errlen, r->origin, key, "%zu features, at most %d", json_object_size(nv),
-			    MODEL_FEATS_MAX);
+		return fail(r->err, r->errlen, r->origin, key, "%zu features, at most %d",
+			    json_object_size(nv), MODEL_FEATS_MAX);
 	const char *fname;
 	const json_t *fv;
-	json_object_foreach ((json_t *)nv, fname, fv) {
+	json_object_foreach((json_t *)nv, fname, fv)
+	{
 		struct model_feat *f = &z->feat[z->nfeat];
 		snprintf(key, sizeof(key), "%s.All_Weights.Numerical_Variables.%s", zname, fname);
 		if (strlen(fname) == 0 || strlen(fname) >= sizeof(f->name))
-			return fail(r->err, r->errlen, r->origin, key, "feature names are 1 to %zu characters",
-				    sizeof(f->name) - 1);
+			return fail(r->err, r->errlen, r->origin, key,
+				    "feature names are 1 to %zu characters", sizeof(f->name) - 1);
 		if (!json_is_object(fv))
 			return fail(r->err, r->errlen, r->origin, key, "expected an object, got %s",
 				    json_type_name(fv));
@@ -209,7 +226,8 @@ static int read_zone(struct reader *r, const char *zname, const json_t *zv, stru
 		if (read_number(r, scale, key, &f->scale) < 0)
 			return -1;
 		if (!(f->scale > 0))
-			return fail(r->err, r->errlen, r->origin, key, "%g is not a positive scale (features are divided by it)",
+			return fail(r->err, r->errlen, r->origin, key,
+				    "%g is not a positive scale (features are divided by it)",
 				    f->scale);
 		snprintf(key + klen, sizeof(key) - klen, ".weight");
 		if (weight && read_number(r, weight, key, &f->weight) < 0)
@@ -221,9 +239,11 @@ static int read_zone(struct reader *r, const char *zname, const json_t *zv, stru
 	if (cf) {
 		snprintf(key, sizeof(key), "%s.All_Weights.CurveFit_Weights", zname);
 		if (!json_is_array(cf))
-			return fail(r->err, r->errlen, r->origin, key, "expected an array, got %s", json_type_name(cf));
+			return fail(r->err, r->errlen, r->origin, key, "expected an array, got %s",
+				    json_type_name(cf));
 		if (json_array_size(cf) > 4)
-			return fail(r->err, r->errlen, r->origin, key, "%zu weights, no curve-fit form has more than 4",
+			return fail(r->err, r->errlen, r->origin, key,
+				    "%zu weights, no curve-fit form has more than 4",
 				    json_array_size(cf));
 		for (size_t i = 0; i < json_array_size(cf); i++) {
 			char ikey[340];
@@ -241,7 +261,8 @@ static int read_meta(struct reader *r, const json_t *meta, struct model *m)
 {
 	char key[128];
 	if (!json_is_object(meta))
-		return fail(r->err, r->errlen, r->origin, "wattbus", "expected an object, got %s", json_type_name(meta));
+		return fail(r->err, r->errlen, r->origin, "wattbus", "expected an object, got %s",
+			    json_type_name(meta));
 	const char *names[2] = {"train_slots", "test_slots"};
 	uint64_t *dst[2] = {&m->train_slots, &m->test_slots};
 	for (int i = 0; i < 2; i++) {
@@ -260,7 +281,8 @@ static int read_meta(struct reader *r, const json_t *meta, struct model *m)
 		return fail(r->err, r->errlen, r->origin, "wattbus.zones", "expected an object");
 	const char *zname;
 	const json_t *zv;
-	json_object_foreach ((json_t *)zones, zname, zv) {
+	json_object_foreach((json_t *)zones, zname, zv)
+	{
 		int zi = model_find_zone(m, zname);
 		if (zi < 0 || !json_is_object(zv))
 			continue; /* error figures of a zone the model lacks say nothing */
@@ -310,14 +332,16 @@ static size_t curve_len(enum model_form form)
 	return form == MODEL_LOGISTIC ? 4 : form == MODEL_LINEAR ? 0 : 3;
 }
 
-static int resolve_form(struct reader *r, const struct model_hint *hint, const char *model_name, struct model *m)
+static int resolve_form(struct reader *r, const struct model_hint *hint, const char *model_name,
+			struct model *m)
 {
 	int form = -1;
 	const char *why = NULL;
 	if (hint && hint->trainer && hint->trainer[0] && strcmp(hint->trainer, "auto") != 0) {
 		form = trainer_form(hint->trainer);
 		if (form < 0)
-			return fail(r->err, r->errlen, r->origin, NULL, "trainer '%s' publishes no weights wattbus can evaluate",
+			return fail(r->err, r->errlen, r->origin, NULL,
+				    "trainer '%s' publishes no weights wattbus can evaluate",
 				    hint->trainer);
 		why = "the configured trainer";
 	}
@@ -339,7 +363,8 @@ static int resolve_form(struct reader *r, const struct model_hint *hint, const c
 			char key[64];
 			snprintf(key, sizeof(key), "%s.All_Weights.CurveFit_Weights", z0->zone);
 			return fail(r->err, r->errlen, r->origin, key,
-				    "%zu curve-fit weights fit the logarithmic and the exponential form alike; name the trainer "
+				    "%zu curve-fit weights fit the logarithmic and the exponential "
+				    "form alike; name the trainer "
 				    "(model_name, the model-db file name, or model_trainer)",
 				    z0->ncurve);
 		}
@@ -352,12 +377,15 @@ static int resolve_form(struct reader *r, const struct model_hint *hint, const c
 		snprintf(key, sizeof(key), "%s.All_Weights.CurveFit_Weights", z->zone);
 		size_t want = curve_len(m->form);
 		if (want == 0 && z->ncurve)
-			return fail(r->err, r->errlen, r->origin, key, "present, but %s says the model is linear", why);
+			return fail(r->err, r->errlen, r->origin, key,
+				    "present, but %s says the model is linear", why);
 		if (want && z->ncurve == 0)
-			return fail(r->err, r->errlen, r->origin, key, "missing (the %s form needs %zu)",
-				    model_form_name(m->form), want);
+			return fail(r->err, r->errlen, r->origin, key,
+				    "missing (the %s form needs %zu)", model_form_name(m->form),
+				    want);
 		if (want && z->ncurve != want)
-			return fail(r->err, r->errlen, r->origin, key, "%zu weights, the %s form needs %zu", z->ncurve,
+			return fail(r->err, r->errlen, r->origin, key,
+				    "%zu weights, the %s form needs %zu", z->ncurve,
 				    model_form_name(m->form), want);
 	}
 	return 0;
@@ -382,30 +410,38 @@ int model_parse(const char *text, size_t len, const char *origin, const struct m
 	int rc = -1;
 	const char *model_name = NULL;
 	if (!json_is_object(root)) {
-		fail(err, errlen, r.origin, NULL, "expected a JSON object of zones, got %s", json_type_name(root));
+		fail(err, errlen, r.origin, NULL, "expected a JSON object of zones, got %s",
+		     json_type_name(root));
 		goto done;
 	}
 	const char *key;
 	const json_t *v;
-	json_object_foreach (root, key, v) {
+	json_object_foreach(root, key, v)
+	{
 		if (is_kepler_zone(key)) {
 			if (read_zone(&r, key, v, out) < 0)
 				goto done;
 		} else if (strcmp(key, "model_name") == 0) {
-			if (!json_is_string(v) || json_string_length(v) == 0 || json_string_length(v) >= sizeof(out->name)) {
-				fail(err, errlen, r.origin, key, "expected a name of 1 to %zu characters", sizeof(out->name) - 1);
+			if (!json_is_string(v) || json_string_length(v) == 0 ||
+			    json_string_length(v) >= sizeof(out->name)) {
+				fail(err, errlen, r.origin, key,
+				     "expected a name of 1 to %zu characters",
+				     sizeof(out->name) - 1);
 				goto done;
 			}
 			model_name = json_string_value(v);
 		} else if (strcmp(key, "machine_spec") == 0) {
-			const json_t *cores = json_is_object(v) ? json_object_get(v, "cores") : NULL;
+			const json_t *cores =
+			    json_is_object(v) ? json_object_get(v, "cores") : NULL;
 			if (!json_is_object(v)) {
-				fail(err, errlen, r.origin, key, "expected an object, got %s", json_type_name(v));
+				fail(err, errlen, r.origin, key, "expected an object, got %s",
+				     json_type_name(v));
 				goto done;
 			}
 			if (cores && (!json_is_integer(cores) || json_integer_value(cores) <= 0 ||
 				      json_integer_value(cores) > 65536)) {
-				fail(err, errlen, r.origin, "machine_spec.cores", "expected 1 to 65536 logical CPUs");
+				fail(err, errlen, r.origin, "machine_spec.cores",
+				     "expected 1 to 65536 logical CPUs");
 				goto done;
 			}
 			if (cores)
@@ -414,8 +450,9 @@ int model_parse(const char *text, size_t len, const char *origin, const struct m
 		/* Other keys (Kepler ignores them too) are left alone. */
 	}
 	if (out->nzones == 0) {
-		fail(err, errlen, r.origin, "package", "missing: no zone (expected at least one of package, core, uncore, dram, "
-						       "platform)");
+		fail(err, errlen, r.origin, "package",
+		     "missing: no zone (expected at least one of package, core, uncore, dram, "
+		     "platform)");
 		goto done;
 	}
 	const json_t *meta = json_object_get(root, "wattbus");
@@ -457,7 +494,8 @@ done:
 	return rc;
 }
 
-int model_load_file(const char *path, const struct model_hint *hint, struct model *out, char *err, size_t errlen)
+int model_load_file(const char *path, const struct model_hint *hint, struct model *out, char *err,
+		    size_t errlen)
 {
 	FILE *f = fopen(path, "rb");
 	if (!f) {
@@ -505,9 +543,11 @@ bool model_zone_active(const struct model *m, const struct model_zone *z)
 			if (z->feat[i].weight != 0)
 				return true;
 		return false;
-	case MODEL_LOGISTIC: return z->curve[0] != 0 || z->curve[3] != 0;
+	case MODEL_LOGISTIC:
+		return z->curve[0] != 0 || z->curve[3] != 0;
 	case MODEL_LOGARITHMIC:
-	case MODEL_EXPONENTIAL: return z->curve[0] != 0 || z->curve[2] != 0;
+	case MODEL_EXPONENTIAL:
+		return z->curve[0] != 0 || z->curve[2] != 0;
 	}
 	return false;
 }
@@ -518,7 +558,8 @@ static double feat_value(const struct model_feat *f, const double x[FEAT_COUNT])
 	return (v - f->mean) / f->scale;
 }
 
-double model_zone_power_w(const struct model *m, const struct model_zone *z, const double x[FEAT_COUNT])
+double model_zone_power_w(const struct model *m, const struct model_zone *z,
+			  const double x[FEAT_COUNT])
 {
 	if (m->form == MODEL_LINEAR) {
 		double p = z->bias_w;
@@ -535,9 +576,12 @@ double model_zone_power_w(const struct model *m, const struct model_zone *z, con
 		double arg = c[1] * u + 1;
 		return arg > 0 ? c[0] * log(arg) + c[2] : NAN;
 	}
-	case MODEL_LOGISTIC: return c[0] / (1 + exp(-c[2] * (u - c[1]))) + c[3];
-	case MODEL_EXPONENTIAL: return c[0] * exp(c[1] * u) + c[2];
-	case MODEL_LINEAR: break;
+	case MODEL_LOGISTIC:
+		return c[0] / (1 + exp(-c[2] * (u - c[1]))) + c[3];
+	case MODEL_EXPONENTIAL:
+		return c[0] * exp(c[1] * u) + c[2];
+	case MODEL_LINEAR:
+		break;
 	}
 	return NAN;
 }
@@ -554,31 +598,35 @@ static double folded_bias(const struct model_zone *z)
 char *model_to_kepler_json(const struct model *m, char *err, size_t errlen)
 {
 	if (m->form != MODEL_LINEAR) {
-		snprintf(err, errlen, "%s: only linear models are written (this one is %s)", m->name,
-			 model_form_name(m->form));
+		snprintf(err, errlen, "%s: only linear models are written (this one is %s)",
+			 m->name, model_form_name(m->form));
 		return NULL;
 	}
 	json_t *root = json_object();
 	json_t *meta_zones = json_object();
 	json_object_set_new(root, "model_name", json_string(m->name));
 	if (m->cores)
-		json_object_set_new(root, "machine_spec", json_pack("{s:I}", "cores", (json_int_t)m->cores));
+		json_object_set_new(root, "machine_spec",
+				    json_pack("{s:I}", "cores", (json_int_t)m->cores));
 	for (size_t i = 0; i < m->nzones; i++) {
 		const struct model_zone *z = &m->zones[i];
 		json_t *nv = json_object();
 		for (size_t f = 0; f < z->nfeat; f++)
 			json_object_set_new(nv, z->feat[f].name,
-					    json_pack("{s:f,s:f}", "scale", z->feat[f].scale, "weight", z->feat[f].weight));
+					    json_pack("{s:f,s:f}", "scale", z->feat[f].scale,
+						      "weight", z->feat[f].weight));
 		json_object_set_new(root, z->zone,
-				    json_pack("{s:{s:f,s:{},s:o}}", "All_Weights", "Bias_Weight", folded_bias(z),
-					      "Categorical_Variables", "Numerical_Variables", nv));
-		json_object_set_new(meta_zones, z->zone, json_pack("{s:f,s:f}", "mae_w", z->mae_w, "mape", z->mape));
+				    json_pack("{s:{s:f,s:{},s:o}}", "All_Weights", "Bias_Weight",
+					      folded_bias(z), "Categorical_Variables",
+					      "Numerical_Variables", nv));
+		json_object_set_new(meta_zones, z->zone,
+				    json_pack("{s:f,s:f}", "mae_w", z->mae_w, "mape", z->mape));
 	}
 	/* Kepler ignores keys it does not know; estimd reads the held-out error back from here. */
 	json_object_set_new(root, "wattbus",
-			    json_pack("{s:s,s:I,s:I,s:o}", "output", model_output_name(m->output), "train_slots",
-				      (json_int_t)m->train_slots, "test_slots", (json_int_t)m->test_slots, "zones",
-				      meta_zones));
+			    json_pack("{s:s,s:I,s:I,s:o}", "output", model_output_name(m->output),
+				      "train_slots", (json_int_t)m->train_slots, "test_slots",
+				      (json_int_t)m->test_slots, "zones", meta_zones));
 	char *text = json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
 	json_decref(root);
 	if (!text)
@@ -633,8 +681,9 @@ int model_to_msg(const struct model *m, struct wb_model *msg, char *err, size_t 
 {
 	memset(msg, 0, sizeof(*msg));
 	if (m->form != MODEL_LINEAR) {
-		snprintf(err, errlen, "%s: only linear models travel as model messages (this one is %s)", m->name,
-			 model_form_name(m->form));
+		snprintf(err, errlen,
+			 "%s: only linear models travel as model messages (this one is %s)",
+			 m->name, model_form_name(m->form));
 		return -1;
 	}
 	snprintf(msg->name, sizeof(msg->name), "%s", m->name);
@@ -648,8 +697,10 @@ int model_to_msg(const struct model *m, struct wb_model *msg, char *err, size_t 
 		goto nomem;
 	for (size_t i = 0; i < m->nzones; i++)
 		for (size_t f = 0; f < m->zones[i].nfeat; f++)
-			if (feature_slot(msg->features, &msg->n_features, m->zones[i].feat[f].name) < 0) {
-				snprintf(err, errlen, "%s: more than %d distinct features", m->name, MODEL_FEATS_MAX);
+			if (feature_slot(msg->features, &msg->n_features,
+					 m->zones[i].feat[f].name) < 0) {
+				snprintf(err, errlen, "%s: more than %d distinct features", m->name,
+					 MODEL_FEATS_MAX);
 				goto fail;
 			}
 	for (size_t i = 0; i < m->nzones; i++) {
@@ -675,7 +726,7 @@ int model_to_msg(const struct model *m, struct wb_model *msg, char *err, size_t 
 	return 0;
 nomem:
 	snprintf(err, errlen, "%s: out of memory", m->name);
-fail: {
+fail : {
 	struct wb_msg wrap = {.kind = WB_MODEL, .model = *msg};
 	wb_msg_clear(&wrap);
 	memset(msg, 0, sizeof(*msg));
@@ -689,31 +740,38 @@ int model_from_msg(const struct wb_model *msg, struct model *out, char *err, siz
 	snprintf(origin, sizeof(origin), "model %.60s from %.63s", msg->name, msg->env.host);
 	memset(out, 0, sizeof(*out));
 	int output = output_from(msg->type);
-	if (output < 0 || (strcmp(msg->type, "AbsPower") != 0 && strcmp(msg->type, "DynPower") != 0))
-		return fail(err, errlen, origin, "type", "'%s' is neither AbsPower nor DynPower", msg->type);
+	if (output < 0 ||
+	    (strcmp(msg->type, "AbsPower") != 0 && strcmp(msg->type, "DynPower") != 0))
+		return fail(err, errlen, origin, "type", "'%s' is neither AbsPower nor DynPower",
+			    msg->type);
 	if (msg->n_features > MODEL_FEATS_MAX)
-		return fail(err, errlen, origin, "features", "%zu features, at most %d", msg->n_features, MODEL_FEATS_MAX);
+		return fail(err, errlen, origin, "features", "%zu features, at most %d",
+			    msg->n_features, MODEL_FEATS_MAX);
 	if (msg->n_zones > MODEL_ZONES_MAX)
-		return fail(err, errlen, origin, "zones", "%zu zones, at most %d", msg->n_zones, MODEL_ZONES_MAX);
+		return fail(err, errlen, origin, "zones", "%zu zones, at most %d", msg->n_zones,
+			    MODEL_ZONES_MAX);
 	for (size_t i = 0; i < msg->n_zones; i++) {
 		const struct wb_model_zone *mz = &msg->zones[i];
 		char key[64];
 		snprintf(key, sizeof(key), "zones[%zu].zone", i);
 		if (!is_kepler_zone(mz->zone))
-			return fail(err, errlen, origin, key, "'%s' is not one of package, core, uncore, dram, platform",
+			return fail(err, errlen, origin, key,
+				    "'%s' is not one of package, core, uncore, dram, platform",
 				    mz->zone);
 		if (model_find_zone(out, mz->zone) >= 0)
 			return fail(err, errlen, origin, key, "'%s' twice", mz->zone);
 		snprintf(key, sizeof(key), "zones[%zu].weights", i);
 		if (mz->n_weights != msg->n_features)
-			return fail(err, errlen, origin, key, "%zu weights for %zu features", mz->n_weights,
-				    msg->n_features);
+			return fail(err, errlen, origin, key, "%zu weights for %zu features",
+				    mz->n_weights, msg->n_features);
 		snprintf(key, sizeof(key), "zones[%zu].scales", i);
 		if (mz->n_scales != msg->n_features)
-			return fail(err, errlen, origin, key, "%zu scales for %zu features", mz->n_scales, msg->n_features);
+			return fail(err, errlen, origin, key, "%zu scales for %zu features",
+				    mz->n_scales, msg->n_features);
 		snprintf(key, sizeof(key), "zones[%zu].means", i);
 		if (mz->n_means != 0 && mz->n_means != msg->n_features)
-			return fail(err, errlen, origin, key, "%zu means for %zu features", mz->n_means, msg->n_features);
+			return fail(err, errlen, origin, key, "%zu means for %zu features",
+				    mz->n_means, msg->n_features);
 		struct model_zone *z = &out->zones[out->nzones];
 		snprintf(z->zone, sizeof(z->zone), "%s", mz->zone);
 		z->bias_w = mz->bias_w;
@@ -721,8 +779,10 @@ int model_from_msg(const struct wb_model *msg, struct model *out, char *err, siz
 		z->mape = mz->mape;
 		for (size_t f = 0; f < msg->n_features; f++) {
 			snprintf(key, sizeof(key), "zones[%zu].scales[%zu]", i, f);
-			if (!(mz->scales[f] > 0) || !isfinite(mz->scales[f]) || !isfinite(mz->weights[f]))
-				return fail(err, errlen, origin, key, "not a positive finite scale");
+			if (!(mz->scales[f] > 0) || !isfinite(mz->scales[f]) ||
+			    !isfinite(mz->weights[f]))
+				return fail(err, errlen, origin, key,
+					    "not a positive finite scale");
 			struct model_feat *mf = &z->feat[z->nfeat++];
 			snprintf(mf->name, sizeof(mf->name), "%s", msg->features[f]);
 			mf->id = feat_from_name(mf->name);
@@ -747,16 +807,18 @@ int model_from_msg(const struct wb_model *msg, struct model *out, char *err, siz
 void model_describe(const struct model *m, char *buf, size_t size)
 {
 	size_t o = 0;
-#define PUT(...)                                                                  \
-	do {                                                                      \
-		if (o < size)                                                     \
-			o += (size_t)snprintf(buf + o, size - o, __VA_ARGS__);   \
+#define PUT(...)                                                                                   \
+	do {                                                                                       \
+		if (o < size)                                                                      \
+			o += (size_t)snprintf(buf + o, size - o, __VA_ARGS__);                     \
 	} while (0)
-	PUT("%s (%s %s from %s", m->name, model_form_name(m->form), model_output_name(m->output), m->origin);
+	PUT("%s (%s %s from %s", m->name, model_form_name(m->form), model_output_name(m->output),
+	    m->origin);
 	if (m->cores)
 		PUT(", trained on %" PRIu64 " CPUs", m->cores);
 	if (m->train_slots)
-		PUT(", %" PRIu64 " training and %" PRIu64 " held-out slots", m->train_slots, m->test_slots);
+		PUT(", %" PRIu64 " training and %" PRIu64 " held-out slots", m->train_slots,
+		    m->test_slots);
 	PUT("; zones");
 	bool any_err = false;
 	for (size_t i = 0; i < m->nzones; i++) {

@@ -10,7 +10,8 @@
 
 #include "estimd.h"
 
-static const char *const train_zones[TRAIN_ZONES] = {"package", "core", "uncore", "dram", "platform"};
+static const char *const train_zones[TRAIN_ZONES] = {"package", "core", "uncore", "dram",
+						     "platform"};
 
 const char *train_zone_name(int i)
 {
@@ -91,8 +92,8 @@ int trainer_add(struct trainer *t, const struct wb_aligned *a)
  * Cholesky, dropping a feature whose pivot vanishes (it is a combination of the
  * others, e.g. cycles proportional to CPU time): its weight stays 0.
  */
-static void solve_spd(size_t p, double A[FEAT_COUNT][FEAT_COUNT], const double c[FEAT_COUNT], const bool use[FEAT_COUNT],
-		      double b[FEAT_COUNT])
+static void solve_spd(size_t p, double A[FEAT_COUNT][FEAT_COUNT], const double c[FEAT_COUNT],
+		      const bool use[FEAT_COUNT], double b[FEAT_COUNT])
 {
 	double L[FEAT_COUNT][FEAT_COUNT] = {{0}};
 	bool on[FEAT_COUNT];
@@ -139,7 +140,8 @@ static void solve_spd(size_t p, double A[FEAT_COUNT][FEAT_COUNT], const double c
 	}
 }
 
-static void fit_zone(const struct trainer *t, int zi, const bool include[FEAT_COUNT], struct model_zone *z)
+static void fit_zone(const struct trainer *t, int zi, const bool include[FEAT_COUNT],
+		     struct model_zone *z)
 {
 	double mean[FEAT_COUNT] = {0}, sd[FEAT_COUNT] = {0}, ymean = 0;
 	size_t n = 0;
@@ -203,7 +205,8 @@ static void fit_zone(const struct trainer *t, int zi, const bool include[FEAT_CO
 	}
 }
 
-int trainer_fit(struct trainer *t, const char *name, uint64_t cores, struct model *out, char *err, size_t errlen)
+int trainer_fit(struct trainer *t, const char *name, uint64_t cores, struct model *out, char *err,
+		size_t errlen)
 {
 	memset(out, 0, sizeof(*out));
 	size_t ntrain = 0, ntest = 0;
@@ -219,7 +222,8 @@ int trainer_fit(struct trainer *t, const char *name, uint64_t cores, struct mode
 	}
 	t->since_fit = 0;
 	if (ntrain < t->conf.min_slots || ntrain < 2) {
-		snprintf(err, errlen, "%zu training slots in the window, %zu needed", ntrain, t->conf.min_slots);
+		snprintf(err, errlen, "%zu training slots in the window, %zu needed", ntrain,
+			 t->conf.min_slots);
 		return -1;
 	}
 	for (int j = 0; j < FEAT_COUNT; j++)

@@ -14,9 +14,9 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static const struct model_hint hints[] = {
-		{NULL, NULL, 0},
-		{"LogarithmicRegressionTrainer", "DynPower", 0},
-		{"ExponentialRegressionTrainer", "auto", 8},
+	    {NULL, NULL, 0},
+	    {"LogarithmicRegressionTrainer", "DynPower", 0},
+	    {"ExponentialRegressionTrainer", "auto", 8},
 	};
 	struct model m;
 	char err[MODEL_ERR_MAX];
@@ -34,7 +34,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (z->nfeat == 0 || z->nfeat > MODEL_FEATS_MAX)
 			abort();
 		for (size_t f = 0; f < z->nfeat; f++)
-			if (!(z->feat[f].scale > 0) || !isfinite(z->feat[f].scale) || !isfinite(z->feat[f].weight))
+			if (!(z->feat[f].scale > 0) || !isfinite(z->feat[f].scale) ||
+			    !isfinite(z->feat[f].weight))
 				abort();
 		(void)model_zone_power_w(&m, z, x);
 		(void)model_zone_power_w(&m, z, zero);
@@ -48,7 +49,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char *json = model_to_kepler_json(&m, err, sizeof(err));
 	if (json) {
 		struct model back;
-		if (model_parse(json, strlen(json), "rewritten.json", NULL, &back, err, sizeof(err)) == 0 &&
+		if (model_parse(json, strlen(json), "rewritten.json", NULL, &back, err,
+				sizeof(err)) == 0 &&
 		    back.nzones != m.nzones)
 			abort();
 		free(json);
@@ -67,7 +69,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			struct wb_msg dec;
 			struct model back;
 			if (wb_decode(buf, len, &dec, &werr) == 0) {
-				if (model_from_msg(&dec.model, &back, err, sizeof(err)) == 0 && back.nzones != m.nzones)
+				if (model_from_msg(&dec.model, &back, err, sizeof(err)) == 0 &&
+				    back.nzones != m.nzones)
 					abort();
 				wb_msg_clear(&dec);
 			}

@@ -40,8 +40,10 @@ static struct wb_msg *slot_new(size_t nprocs, size_t nzones, size_t ncgroups)
 	a->cgroups = wb_array_new(ncgroups, sizeof(*a->cgroups));
 	a->n_cgroups = ncgroups;
 	for (size_t z = 0; z < nzones; z++) {
-		snprintf(a->zones[z].name, sizeof(a->zones[z].name), "%s-0", z % 2 ? "dram" : "package");
-		snprintf(a->zones[z].zone, sizeof(a->zones[z].zone), "%s", z % 2 ? "dram" : "package");
+		snprintf(a->zones[z].name, sizeof(a->zones[z].name), "%s-0",
+			 z % 2 ? "dram" : "package");
+		snprintf(a->zones[z].zone, sizeof(a->zones[z].zone), "%s",
+			 z % 2 ? "dram" : "package");
 		if (z >= 2)
 			a->zones[z].name[strlen(a->zones[z].name) - 1] = (char)('0' + z / 2);
 	}
@@ -91,7 +93,8 @@ static void test_split_exact_and_ties(void)
 	CHECK_U64(out[2], 40);
 	CHECK_U64(rest, 30);
 
-	/* 7 by 1:1:1 of 4 (rest share 1/4): exact 1.75 each, rest 1.75; floors 1,1,1,1, three leftovers. */
+	/* 7 by 1:1:1 of 4 (rest share 1/4): exact 1.75 each, rest 1.75; floors 1,1,1,1, three
+	 * leftovers. */
 	CHECK(attrib_split(7, w, 3, 4, out, &rest, &s) == 0);
 	CHECK_U64(out[0] + out[1] + out[2] + rest, 7);
 	CHECK_U64(out[0], 2);
@@ -196,7 +199,8 @@ static void test_shares_known_truth(void)
 	CHECK_U64(out.procs[2].energy_uj[0], 0);
 	CHECK_U64(out.zones[0].unattributed_uj, 0);
 
-	/* Kernel threads and short-lived processes: busy 4 s, listed 3 s -> a quarter unattributed. */
+	/* Kernel threads and short-lived processes: busy 4 s, listed 3 s -> a quarter unattributed.
+	 */
 	a->cpu.system_ns = 2000000000;
 	CHECK(estimator_slot(e, a, &out, &res, err, sizeof(err)) == 0);
 	uint64_t active = out.zones[0].active_uj; /* 1000 J * 4/5 */
@@ -213,7 +217,8 @@ static void test_shares_known_truth(void)
 	CHECK_U64(out.procs[1].energy_uj[0], 533333333);
 	CHECK_U64(out.zones[0].unattributed_uj, 0);
 
-	/* By instructions (counters present): the CPU-time share of the listed processes, split 3:1. */
+	/* By instructions (counters present): the CPU-time share of the listed processes, split
+	 * 3:1. */
 	c.base = EST_BASE_NODE;
 	c.by = EST_BY_INSTRUCTIONS;
 	estimator_set_conf(e, &c);
@@ -306,8 +311,10 @@ static void test_groups(void)
 		a->procs[i].cpu_ns = cpu[i];
 		a->procs[i].cgroup_id = cg[i];
 	}
-	a->cgroups[0] = (struct wb_cgroup){.id = 11, .runtime = "containerd", .container_id = "c1", .pod_uid = "pod-a"};
-	a->cgroups[1] = (struct wb_cgroup){.id = 12, .runtime = "containerd", .container_id = "c2", .pod_uid = "pod-a"};
+	a->cgroups[0] = (struct wb_cgroup){
+	    .id = 11, .runtime = "containerd", .container_id = "c1", .pod_uid = "pod-a"};
+	a->cgroups[1] = (struct wb_cgroup){
+	    .id = 12, .runtime = "containerd", .container_id = "c2", .pod_uid = "pod-a"};
 	a->cgroups[2] = (struct wb_cgroup){.id = 13, .vm = "vm1", .service = "machine-qemu.scope"};
 	struct est_conf c = conf_default();
 	struct estimator *e = estimator_new(&c);
@@ -338,7 +345,8 @@ static void test_groups(void)
 	slot_free(m);
 }
 
-/* Thousands of random slots: exact conservation per zone and slot, groups equal to their processes. */
+/* Thousands of random slots: exact conservation per zone and slot, groups equal to their processes.
+ */
 static void test_conservation_random(void)
 {
 	struct est_conf c = conf_default();
@@ -364,18 +372,21 @@ static void test_conservation_random(void)
 			struct wb_cgroup *g = &a->cgroups[i];
 			g->id = i + 1;
 			if (rnd_below(2))
-				snprintf(g->container_id, sizeof(g->container_id), "ctr%zu", rnd_below(4));
+				snprintf(g->container_id, sizeof(g->container_id), "ctr%zu",
+					 rnd_below(4));
 			if (rnd_below(2))
 				snprintf(g->pod_uid, sizeof(g->pod_uid), "pod%zu", rnd_below(3));
 			if (rnd_below(4) == 0)
 				snprintf(g->vm, sizeof(g->vm), "vm%zu", rnd_below(2));
 			if (rnd_below(3) == 0)
-				snprintf(g->service, sizeof(g->service), "s%zu.service", rnd_below(3));
+				snprintf(g->service, sizeof(g->service), "s%zu.service",
+					 rnd_below(3));
 		}
 		for (size_t z = 0; z < nz; z++)
 			a->zones[z].energy_uj = rnd_below(6) == 0 ? 0 : rnd_below(300000000ull);
 		/* busy sometimes below the processes' sum (measurement skew), total sometimes 0 */
-		a->cpu.user_ns = rnd_below(3) == 0 ? sum_cpu / 2 : sum_cpu + rnd_below(2000000000ull);
+		a->cpu.user_ns =
+		    rnd_below(3) == 0 ? sum_cpu / 2 : sum_cpu + rnd_below(2000000000ull);
 		a->cpu.idle_ns = rnd_below(4000000000ull);
 		a->cpu.iowait_ns = rnd_below(100000000ull);
 		if (rnd_below(40) == 0)
@@ -398,26 +409,32 @@ static void test_conservation_random(void)
 		}
 		for (size_t z = 0; z < out.n_zones; z++) {
 			const struct wb_est_zone *ez = &out.zones[z];
-			if (ez->active_uj + ez->idle_uj != ez->energy_uj || ez->energy_uj != a->zones[z].energy_uj)
+			if (ez->active_uj + ez->idle_uj != ez->energy_uj ||
+			    ez->energy_uj != a->zones[z].energy_uj)
 				bad_split++;
 			unsigned __int128 sum = ez->unattributed_uj;
 			for (size_t i = 0; i < out.n_procs; i++)
 				sum += out.procs[i].energy_uj[z];
 			if (sum != ez->active_uj)
 				bad_cons++;
-			/* By CPU of the node: each process within 1 µJ of active * cpu / max(busy, sum). */
+			/* By CPU of the node: each process within 1 µJ of active * cpu / max(busy,
+			 * sum). */
 			if (c.by == EST_BY_CPU && c.base == EST_BASE_NODE) {
-				double d = (double)(a->cpu.user_ns > sum_cpu ? a->cpu.user_ns : sum_cpu);
+				double d =
+				    (double)(a->cpu.user_ns > sum_cpu ? a->cpu.user_ns : sum_cpu);
 				for (size_t i = 0; i < out.n_procs; i++) {
 					double exact = a->procs[i].pid && d > 0
-							       ? (double)ez->active_uj * (double)a->procs[i].cpu_ns / d
-							       : 0;
-					if (fabs((double)out.procs[i].energy_uj[z] - exact) >= 1.0 + exact * 1e-12)
+							   ? (double)ez->active_uj *
+								 (double)a->procs[i].cpu_ns / d
+							   : 0;
+					if (fabs((double)out.procs[i].energy_uj[z] - exact) >=
+					    1.0 + exact * 1e-12)
 						bad_share++;
 				}
 			}
 			/* Every group equals the sum of its processes, recomputed here. */
-			struct wb_est_group *kinds[4] = {out.containers, out.pods, out.vms, out.services};
+			struct wb_est_group *kinds[4] = {out.containers, out.pods, out.vms,
+							 out.services};
 			size_t nk[4] = {out.n_containers, out.n_pods, out.n_vms, out.n_services};
 			for (int k = 0; k < 4; k++)
 				for (size_t g = 0; g < nk[k]; g++) {
@@ -425,11 +442,12 @@ static void test_conservation_random(void)
 					for (size_t i = 0; i < out.n_procs; i++) {
 						const struct wb_cgroup *cg = NULL;
 						for (size_t j = 0; j < ncg; j++)
-							if (a->cgroups[j].id == a->procs[i].cgroup_id)
+							if (a->cgroups[j].id ==
+							    a->procs[i].cgroup_id)
 								cg = &a->cgroups[j];
 						if (!cg)
 							continue;
-						const char *key = k == 0 ? cg->container_id
+						const char *key = k == 0   ? cg->container_id
 								  : k == 1 ? cg->pod_uid
 								  : k == 2 ? cg->vm
 									   : cg->service;
@@ -450,13 +468,13 @@ static void test_conservation_random(void)
 }
 
 static const struct unit_case cases[] = {
-	{"split: exact, ties to the lower index", test_split_exact_and_ties},
-	{"split: zero weights, zero energy, 128-bit values", test_split_degenerate},
-	{"split: every part within 1 uJ of its exact share", test_split_random_within_one},
-	{"shares of known truth (node, procs, instructions)", test_shares_known_truth},
-	{"zero CPU, zero energy, one process, no model", test_degenerate_slots},
-	{"containers, pods, VMs, services sum their processes", test_groups},
-	{"conservation per zone over 4000 random slots", test_conservation_random},
+    {"split: exact, ties to the lower index", test_split_exact_and_ties},
+    {"split: zero weights, zero energy, 128-bit values", test_split_degenerate},
+    {"split: every part within 1 uJ of its exact share", test_split_random_within_one},
+    {"shares of known truth (node, procs, instructions)", test_shares_known_truth},
+    {"zero CPU, zero energy, one process, no model", test_degenerate_slots},
+    {"containers, pods, VMs, services sum their processes", test_groups},
+    {"conservation per zone over 4000 random slots", test_conservation_random},
 };
 
 UNIT_MAIN(cases)

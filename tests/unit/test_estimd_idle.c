@@ -18,12 +18,13 @@ static void test_ratio(void)
 	struct idle_conf c = conf_of(IDLE_RATIO);
 	uint64_t active, idle;
 	/* busy 1 s of 4 s (idle 1 s + iowait 2 s): a quarter of 1000 J is active. */
-	CHECK(idle_split(&c, NULL, "package-0", "package", 1000000000, 1.0, 1000000000, 4000000000, &active, &idle) ==
-	      IDLE_RATIO);
+	CHECK(idle_split(&c, NULL, "package-0", "package", 1000000000, 1.0, 1000000000, 4000000000,
+			 &active, &idle) == IDLE_RATIO);
 	CHECK_U64(active, 250000000);
 	CHECK_U64(idle, 750000000);
 	/* Full load drives idle to zero. */
-	idle_split(&c, NULL, "package-0", "package", 1000000000, 1.0, 4000000000, 4000000000, &active, &idle);
+	idle_split(&c, NULL, "package-0", "package", 1000000000, 1.0, 4000000000, 4000000000,
+		   &active, &idle);
 	CHECK_U64(idle, 0);
 	/* No CPU time: all idle, no division. */
 	idle_split(&c, NULL, "package-0", "package", 123, 1.0, 0, 0, &active, &idle);
@@ -43,7 +44,8 @@ static void test_fixed(void)
 	CHECK_U64(c.nfixed, 3);
 	uint64_t active, idle;
 	/* 20 W for 2 s is 40 J idle. */
-	CHECK(idle_split(&c, NULL, "package-0", "package", 100000000, 2.0, 1, 2, &active, &idle) == IDLE_FIXED);
+	CHECK(idle_split(&c, NULL, "package-0", "package", 100000000, 2.0, 1, 2, &active, &idle) ==
+	      IDLE_FIXED);
 	CHECK_U64(idle, 40000000);
 	CHECK_U64(active, 60000000);
 	/* The zone's own entry wins over its kind. */
@@ -65,7 +67,8 @@ static void test_fixed(void)
 	}
 }
 
-/* Zone power P = 20 W + 80 W * u: regression learns 20 W idle and keeps it under sustained full load. */
+/* Zone power P = 20 W + 80 W * u: regression learns 20 W idle and keeps it under sustained full
+ * load. */
 static void test_regression_full_load(void)
 {
 	struct idle_conf c = conf_of(IDLE_REGRESSION);
@@ -81,7 +84,8 @@ static void test_regression_full_load(void)
 		uint64_t busy = (uint64_t)(u * (double)total);
 		u = (double)busy / (double)total;
 		uint64_t e = (uint64_t)llround((20 + 80 * u) * 1e6);
-		enum idle_method used = idle_split(&c, &reg, "package-0", "package", e, 1.0, busy, total, &active, &idle);
+		enum idle_method used = idle_split(&c, &reg, "package-0", "package", e, 1.0, busy,
+						   total, &active, &idle);
 		if (i < 29 && used == IDLE_RATIO)
 			before_learned_ratio++;
 	}
@@ -91,14 +95,16 @@ static void test_regression_full_load(void)
 
 	/* Sustained full load: P = 100 W at u = 1 for longer than the window. */
 	for (int i = 0; i < 400; i++)
-		idle_split(&c, &reg, "package-0", "package", 100000000, 1.0, total, total, &active, &idle);
+		idle_split(&c, &reg, "package-0", "package", 100000000, 1.0, total, total, &active,
+			   &idle);
 	CHECK_NEAR(reg.idle_w, 20.0, 0.01);
-	CHECK(idle_split(&c, &reg, "package-0", "package", 100000000, 1.0, total, total, &active, &idle) ==
-	      IDLE_REGRESSION);
+	CHECK(idle_split(&c, &reg, "package-0", "package", 100000000, 1.0, total, total, &active,
+			 &idle) == IDLE_REGRESSION);
 	CHECK_NEAR((double)idle, 20e6, 1e4);
 	CHECK_NEAR((double)active, 80e6, 1e4);
 	/* The ratio method under the same load calls all of it active. */
-	idle_split(&ratio, NULL, "package-0", "package", 100000000, 1.0, total, total, &active, &idle);
+	idle_split(&ratio, NULL, "package-0", "package", 100000000, 1.0, total, total, &active,
+		   &idle);
 	CHECK_U64(idle, 0);
 	CHECK_U64(active, 100000000);
 	idle_reg_free(&reg);
@@ -112,7 +118,8 @@ static void test_regression_needs_spread(void)
 	uint64_t active, idle;
 	enum idle_method used = IDLE_REGRESSION;
 	for (int i = 0; i < 100; i++)
-		used = idle_split(&c, &reg, "dram-0", "dram", 5000000, 1.0, 2000000000, 4000000000, &active, &idle);
+		used = idle_split(&c, &reg, "dram-0", "dram", 5000000, 1.0, 2000000000, 4000000000,
+				  &active, &idle);
 	CHECK(!reg.valid);
 	CHECK(used == IDLE_RATIO);
 	CHECK_U64(active, 2500000);
@@ -120,10 +127,10 @@ static void test_regression_needs_spread(void)
 }
 
 static const struct unit_case cases[] = {
-	{"ratio: busy / total, iowait idle, no division by zero", test_ratio},
-	{"fixed idle power per zone and kind, capped, fallback", test_fixed},
-	{"regression learns idle and keeps it under full load", test_regression_full_load},
-	{"regression waits for spread in usage", test_regression_needs_spread},
+    {"ratio: busy / total, iowait idle, no division by zero", test_ratio},
+    {"fixed idle power per zone and kind, capped, fallback", test_fixed},
+    {"regression learns idle and keeps it under full load", test_regression_full_load},
+    {"regression waits for spread in usage", test_regression_needs_spread},
 };
 
 UNIT_MAIN(cases)

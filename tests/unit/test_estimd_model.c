@@ -12,7 +12,9 @@
 #include "unit.h"
 
 #define SHIPPED "data/models/ec2-0.7.11_rapl-sysfs_AbsPower_BPFOnly_SGDRegressorTrainer_1.json"
-#define SHARED "/work/shared/data/kepler-model-db/ec2-0.7.11_rapl-sysfs_AbsPower_BPFOnly_SGDRegressorTrainer_1.json"
+#define SHARED                                                                                     \
+	"/work/shared/data/kepler-model-db/"                                                       \
+	"ec2-0.7.11_rapl-sysfs_AbsPower_BPFOnly_SGDRegressorTrainer_1.json"
 
 static const char *shipped_path(void)
 {
@@ -30,7 +32,8 @@ static void check_ec2_model(const struct model *m)
 	CHECK(pkg >= 0 && dram >= 0);
 	if (pkg < 0 || dram < 0)
 		return;
-	/* By hand: 72.59861443995234 + 183.3146104970995 * 36000 / 71901.33333333333 = 164.38169650466485 */
+	/* By hand: 72.59861443995234 + 183.3146104970995 * 36000 / 71901.33333333333 =
+	 * 164.38169650466485 */
 	CHECK_NEAR(model_zone_power_w(m, &m->zones[pkg], x), 164.38169650466485, 1e-9);
 	/* 21.28678915321566 + 7.78700657590542 * 36000 / 71901.33333333333 = 25.185635304412603 */
 	CHECK_NEAR(model_zone_power_w(m, &m->zones[dram], x), 25.185635304412603, 1e-9);
@@ -101,7 +104,8 @@ static void test_model_mode_slot(void)
 	CHECK_U64(out.zones[0].idle_uj, 2016628);
 	CHECK_U64(out.zones[0].active_uj, 2549530);
 	CHECK_U64(out.zones[0].energy_uj, 2016628 + 2549530);
-	/* dram: idle 21.28678915321566 * 2/72 = 0.5912996987 W; active 7.78700657590542 * 1000 / 71901.33 = 0.1083013 W */
+	/* dram: idle 21.28678915321566 * 2/72 = 0.5912996987 W; active 7.78700657590542 * 1000 /
+	 * 71901.33 = 0.1083013 W */
 	CHECK_STR(out.zones[1].zone, "dram");
 	CHECK_U64(out.zones[1].idle_uj, 591300);
 	CHECK_U64(out.zones[1].active_uj, 108301);
@@ -117,12 +121,15 @@ static void test_model_mode_slot(void)
 	wb_msg_clear(&msg);
 }
 
-static const char log_json[] =
-	"{\"package\": {\"All_Weights\": {\"Categorical_Variables\": {}, \"Numerical_Variables\": {\"bpf_cpu_time_ms\": "
-	"{\"scale\": 71901.33333333333}, \"bpf_page_cache_hit\": {\"scale\": 1.0}}, \"CurveFit_Weights\": "
-	"[52.51018993185623, 46.60573934771109, 22.07181593220226]}}, \"core\": {\"All_Weights\": {\"Categorical_Variables\": "
-	"{}, \"Numerical_Variables\": {\"bpf_cpu_time_ms\": {\"scale\": 71901.33333333333}, \"bpf_page_cache_hit\": {\"scale\": "
-	"1.0}}, \"CurveFit_Weights\": [0.0, 1.0, 0.0]}}}";
+static const char log_json[] = "{\"package\": {\"All_Weights\": {\"Categorical_Variables\": {}, "
+			       "\"Numerical_Variables\": {\"bpf_cpu_time_ms\": "
+			       "{\"scale\": 71901.33333333333}, \"bpf_page_cache_hit\": "
+			       "{\"scale\": 1.0}}, \"CurveFit_Weights\": "
+			       "[52.51018993185623, 46.60573934771109, 22.07181593220226]}}, "
+			       "\"core\": {\"All_Weights\": {\"Categorical_Variables\": "
+			       "{}, \"Numerical_Variables\": {\"bpf_cpu_time_ms\": {\"scale\": "
+			       "71901.33333333333}, \"bpf_page_cache_hit\": {\"scale\": "
+			       "1.0}}, \"CurveFit_Weights\": [0.0, 1.0, 0.0]}}}";
 
 static void test_curve_forms(void)
 {
@@ -131,39 +138,48 @@ static void test_curve_forms(void)
 	double x[FEAT_COUNT] = {0};
 	x[FEAT_CPU_TIME_MS] = 36000;
 	/* model-db's logarithmic fit (its file name says the trainer): a*ln(b*u + 1) + c. */
-	CHECK(model_parse(log_json, sizeof(log_json) - 1, "rapl-sysfs/AbsPower/BPFOnly/LogarithmicRegressionTrainer_1.json",
-			  NULL, &m, err, sizeof(err)) == 0);
+	CHECK(model_parse(log_json, sizeof(log_json) - 1,
+			  "rapl-sysfs/AbsPower/BPFOnly/LogarithmicRegressionTrainer_1.json", NULL,
+			  &m, err, sizeof(err)) == 0);
 	CHECK(m.form == MODEL_LOGARITHMIC);
-	/* By hand: u = 36000/71901.333 = 0.5006860; 52.51019*ln(46.605739*0.500686+1) + 22.071816 = 189.679582585 */
+	/* By hand: u = 36000/71901.333 = 0.5006860; 52.51019*ln(46.605739*0.500686+1) + 22.071816 =
+	 * 189.679582585 */
 	CHECK_NEAR(model_zone_power_w(&m, &m.zones[0], x), 189.679582585039, 1e-6);
 	CHECK(!model_zone_active(&m, &m.zones[1]));
 	/* The same weights with no trainer named anywhere are ambiguous (3 weights: log or exp). */
-	CHECK(model_parse(log_json, sizeof(log_json) - 1, "weights.json", NULL, &m, err, sizeof(err)) == -1);
+	CHECK(model_parse(log_json, sizeof(log_json) - 1, "weights.json", NULL, &m, err,
+			  sizeof(err)) == -1);
 	CHECK(strstr(err, "weights.json: package.All_Weights.CurveFit_Weights:") != NULL);
 	/* ...unless the configured trainer says. */
 	struct model_hint hint = {"ExponentialRegressionTrainer", "auto", 0};
-	CHECK(model_parse(log_json, sizeof(log_json) - 1, "weights.json", &hint, &m, err, sizeof(err)) == 0);
+	CHECK(model_parse(log_json, sizeof(log_json) - 1, "weights.json", &hint, &m, err,
+			  sizeof(err)) == 0);
 	CHECK(m.form == MODEL_EXPONENTIAL);
 
 	/* Logistic, 4 weights [A, x0, k, off]: at u = x0 it is A/2 + off = 100/2 + 20 = 70. */
-	const char logistic[] = "{\"package\": {\"All_Weights\": {\"Numerical_Variables\": {\"bpf_cpu_time_ms\": "
-				"{\"scale\": 1000}}, \"CurveFit_Weights\": [100, 0.5, 10, 20]}}}";
-	CHECK(model_parse(logistic, sizeof(logistic) - 1, "l.json", NULL, &m, err, sizeof(err)) == 0);
+	const char logistic[] =
+	    "{\"package\": {\"All_Weights\": {\"Numerical_Variables\": {\"bpf_cpu_time_ms\": "
+	    "{\"scale\": 1000}}, \"CurveFit_Weights\": [100, 0.5, 10, 20]}}}";
+	CHECK(model_parse(logistic, sizeof(logistic) - 1, "l.json", NULL, &m, err, sizeof(err)) ==
+	      0);
 	CHECK(m.form == MODEL_LOGISTIC);
 	x[FEAT_CPU_TIME_MS] = 500;
 	CHECK_NEAR(model_zone_power_w(&m, &m.zones[0], x), 70.0, 1e-12);
 
 	/* Exponential a*e^(b*u) + c with a=10, b=2, c=5 at u=0.5: 10e + 5 = 32.18281828459045 */
-	const char expo[] = "{\"model_name\": \"ExponentialRegressionTrainer_1\", \"dram\": {\"All_Weights\": "
-			    "{\"Numerical_Variables\": {\"bpf_cpu_time_ms\": {\"scale\": 1000}}, \"CurveFit_Weights\": [10, 2, 5]}}}";
+	const char expo[] =
+	    "{\"model_name\": \"ExponentialRegressionTrainer_1\", \"dram\": {\"All_Weights\": "
+	    "{\"Numerical_Variables\": {\"bpf_cpu_time_ms\": {\"scale\": 1000}}, "
+	    "\"CurveFit_Weights\": [10, 2, 5]}}}";
 	CHECK(model_parse(expo, sizeof(expo) - 1, "e.json", NULL, &m, err, sizeof(err)) == 0);
 	CHECK(m.form == MODEL_EXPONENTIAL);
 	CHECK_NEAR(model_zone_power_w(&m, &m.zones[0], x), 32.18281828459045, 1e-12);
 	CHECK_STR(m.name, "ExponentialRegressionTrainer_1");
 
 	/* DynPower from the file name. */
-	CHECK(model_parse(logistic, sizeof(logistic) - 1, "x/rapl-sysfs/DynPower/BPFOnly/LogisticRegressionTrainer_4.json",
-			  NULL, &m, err, sizeof(err)) == 0);
+	CHECK(model_parse(logistic, sizeof(logistic) - 1,
+			  "x/rapl-sysfs/DynPower/BPFOnly/LogisticRegressionTrainer_4.json", NULL,
+			  &m, err, sizeof(err)) == 0);
 	CHECK(m.output == MODEL_DYN);
 }
 
@@ -175,49 +191,67 @@ struct bad_case {
 static void test_bad_files(void)
 {
 	static const struct bad_case bad[] = {
-		{"{\"model_name\": \"x\"}", "bad.json: package: missing: no zone"},
-		{"{\"package\": {}}", "bad.json: package.All_Weights: missing"},
-		{"{\"package\": {\"All_Weights\": {\"Bias_Weight\": 1}}}", "bad.json: package.All_Weights.Numerical_Variables: missing"},
-		{"{\"package\": {\"All_Weights\": {\"Numerical_Variables\": {}}}}",
-		 "bad.json: package.All_Weights.Numerical_Variables: no features"},
-		{"{\"package\": {\"All_Weights\": {\"Numerical_Variables\": {\"bpf_cpu_time_ms\": {\"weight\": 2}}}}}",
-		 "bad.json: package.All_Weights.Numerical_Variables.bpf_cpu_time_ms.scale: missing"},
-		{"{\"package\": {\"All_Weights\": {\"Numerical_Variables\": {\"bpf_cpu_time_ms\": {\"scale\": 0, \"weight\": 2}}}}}",
-		 "bad.json: package.All_Weights.Numerical_Variables.bpf_cpu_time_ms.scale: 0 is not a positive scale"},
-		{"{\"package\": {\"All_Weights\": {\"Numerical_Variables\": {\"bpf_cpu_time_ms\": {\"scale\": -3}}}}}",
-		 "bad.json: package.All_Weights.Numerical_Variables.bpf_cpu_time_ms.scale: -3 is not a positive scale"},
-		{"{\"package\": {\"All_Weights\": {\"Bias_Weight\": NaN, \"Numerical_Variables\": {\"bpf_cpu_time_ms\": "
-		 "{\"scale\": 1, \"weight\": 2}}}}}",
-		 "bad.json: package.All_Weights.Bias_Weight: NaN is not a finite number"},
-		{"{\"package\": {\"All_Weights\": {\"Numerical_Variables\": {\"bpf_cpu_time_ms\": {\"scale\": 1, \"weight\": "
-		 "-Infinity}}}}}",
-		 "bad.json: package.All_Weights.Numerical_Variables.bpf_cpu_time_ms.weight: -Infinity is not a finite number"},
-		{"{\"package\": {\"All_Weights\": {\"Numerical_Variables\": {\"bpf_cpu_time_ms\": {\"scale\": \"1\"}}}}}",
-		 "bad.json: package.All_Weights.Numerical_Variables.bpf_cpu_time_ms.scale: 1 is not a finite number"},
-		{"{\"dram\": {\"All_Weights\": {\"Numerical_Variables\": {\"bpf_cpu_time_ms\": {\"scale\": 1}}, "
-		 "\"CurveFit_Weights\": [1, NaN, 3, 4]}}}",
-		 "bad.json: dram.All_Weights.CurveFit_Weights[1]: NaN is not a finite number"},
-		{"{\"package\": {\"All_Weights\": {\"Numerical_Variables\": {\"bpf_cpu_time_ms\": {\"scale\": 1}}, "
-		 "\"CurveFit_Weights\": [1, 2]}}}",
-		 "bad.json: package.All_Weights.CurveFit_Weights:"},
-		{"{\"model_name\": \"SGDRegressorTrainer_1\", \"package\": {\"All_Weights\": {\"Numerical_Variables\": "
-		 "{\"bpf_cpu_time_ms\": {\"scale\": 1}}, \"CurveFit_Weights\": [1, 2, 3]}}}",
-		 "bad.json: package.All_Weights.CurveFit_Weights: present, but model_name says the model is linear"},
-		{"{\"machine_spec\": {\"cores\": 0}, \"package\": {\"All_Weights\": {\"Numerical_Variables\": "
-		 "{\"bpf_cpu_time_ms\": {\"scale\": 1}}}}}",
-		 "bad.json: machine_spec.cores:"},
-		{"{\"package\": {\"All_Weights\": {\"Numerical_Variables\": {\"x\": {\"scale\": 1}}}}, \"package\": {}}",
-		 "bad.json:1:"}, /* duplicate key: jansson's position */
-		{"{\"package\": ", "bad.json:1:"},
-		{"[1, 2]", "bad.json: expected a JSON object of zones"},
-		{"", "bad.json:"},
+	    {"{\"model_name\": \"x\"}", "bad.json: package: missing: no zone"},
+	    {"{\"package\": {}}", "bad.json: package.All_Weights: missing"},
+	    {"{\"package\": {\"All_Weights\": {\"Bias_Weight\": 1}}}",
+	     "bad.json: package.All_Weights.Numerical_Variables: missing"},
+	    {"{\"package\": {\"All_Weights\": {\"Numerical_Variables\": {}}}}",
+	     "bad.json: package.All_Weights.Numerical_Variables: no features"},
+	    {"{\"package\": {\"All_Weights\": {\"Numerical_Variables\": {\"bpf_cpu_time_ms\": "
+	     "{\"weight\": 2}}}}}",
+	     "bad.json: package.All_Weights.Numerical_Variables.bpf_cpu_time_ms.scale: missing"},
+	    {"{\"package\": {\"All_Weights\": {\"Numerical_Variables\": {\"bpf_cpu_time_ms\": "
+	     "{\"scale\": 0, \"weight\": 2}}}}}",
+	     "bad.json: package.All_Weights.Numerical_Variables.bpf_cpu_time_ms.scale: 0 is not a "
+	     "positive scale"},
+	    {"{\"package\": {\"All_Weights\": {\"Numerical_Variables\": {\"bpf_cpu_time_ms\": "
+	     "{\"scale\": -3}}}}}",
+	     "bad.json: package.All_Weights.Numerical_Variables.bpf_cpu_time_ms.scale: -3 is not a "
+	     "positive scale"},
+	    {"{\"package\": {\"All_Weights\": {\"Bias_Weight\": NaN, \"Numerical_Variables\": "
+	     "{\"bpf_cpu_time_ms\": "
+	     "{\"scale\": 1, \"weight\": 2}}}}}",
+	     "bad.json: package.All_Weights.Bias_Weight: NaN is not a finite number"},
+	    {"{\"package\": {\"All_Weights\": {\"Numerical_Variables\": {\"bpf_cpu_time_ms\": "
+	     "{\"scale\": 1, \"weight\": "
+	     "-Infinity}}}}}",
+	     "bad.json: package.All_Weights.Numerical_Variables.bpf_cpu_time_ms.weight: -Infinity "
+	     "is not a finite number"},
+	    {"{\"package\": {\"All_Weights\": {\"Numerical_Variables\": {\"bpf_cpu_time_ms\": "
+	     "{\"scale\": \"1\"}}}}}",
+	     "bad.json: package.All_Weights.Numerical_Variables.bpf_cpu_time_ms.scale: 1 is not a "
+	     "finite number"},
+	    {"{\"dram\": {\"All_Weights\": {\"Numerical_Variables\": {\"bpf_cpu_time_ms\": "
+	     "{\"scale\": 1}}, "
+	     "\"CurveFit_Weights\": [1, NaN, 3, 4]}}}",
+	     "bad.json: dram.All_Weights.CurveFit_Weights[1]: NaN is not a finite number"},
+	    {"{\"package\": {\"All_Weights\": {\"Numerical_Variables\": {\"bpf_cpu_time_ms\": "
+	     "{\"scale\": 1}}, "
+	     "\"CurveFit_Weights\": [1, 2]}}}",
+	     "bad.json: package.All_Weights.CurveFit_Weights:"},
+	    {"{\"model_name\": \"SGDRegressorTrainer_1\", \"package\": {\"All_Weights\": "
+	     "{\"Numerical_Variables\": "
+	     "{\"bpf_cpu_time_ms\": {\"scale\": 1}}, \"CurveFit_Weights\": [1, 2, 3]}}}",
+	     "bad.json: package.All_Weights.CurveFit_Weights: present, but model_name says the "
+	     "model is linear"},
+	    {"{\"machine_spec\": {\"cores\": 0}, \"package\": {\"All_Weights\": "
+	     "{\"Numerical_Variables\": "
+	     "{\"bpf_cpu_time_ms\": {\"scale\": 1}}}}}",
+	     "bad.json: machine_spec.cores:"},
+	    {"{\"package\": {\"All_Weights\": {\"Numerical_Variables\": {\"x\": {\"scale\": 1}}}}, "
+	     "\"package\": {}}",
+	     "bad.json:1:"}, /* duplicate key: jansson's position */
+	    {"{\"package\": ", "bad.json:1:"},
+	    {"[1, 2]", "bad.json: expected a JSON object of zones"},
+	    {"", "bad.json:"},
 	};
 	struct model m, keep;
 	char err[MODEL_ERR_MAX];
 	CHECK(model_load_file(shipped_path(), NULL, &keep, err, sizeof(err)) == 0);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		err[0] = '\0';
-		int rc = model_parse(bad[i].json, strlen(bad[i].json), "bad.json", NULL, &m, err, sizeof(err));
+		int rc = model_parse(bad[i].json, strlen(bad[i].json), "bad.json", NULL, &m, err,
+				     sizeof(err));
 		CHECK(rc == -1);
 		if (!strstr(err, bad[i].want)) {
 			printf("#   case %zu: error '%s', expected '%s'\n", i, err, bad[i].want);
@@ -226,7 +260,8 @@ static void test_bad_files(void)
 	}
 	CHECK(model_load_file("/nonexistent/model.json", NULL, &m, err, sizeof(err)) == -1);
 	CHECK(strstr(err, "/nonexistent/model.json: No such file") != NULL);
-	/* A rejected file leaves the running model alone: the estimator only swaps after a good parse. */
+	/* A rejected file leaves the running model alone: the estimator only swaps after a good
+	 * parse. */
 	struct est_conf c = {.mode = EST_MODEL};
 	struct estimator *e = estimator_new(&c);
 	struct model *km = malloc(sizeof(*km));
@@ -252,14 +287,17 @@ static void test_roundtrips(void)
 	snprintf(m.zones[0].zone, 16, "package");
 	m.zones[0].bias_w = 40;
 	m.zones[0].nfeat = 2;
-	m.zones[0].feat[0] = (struct model_feat){"bpf_cpu_time_ms", FEAT_CPU_TIME_MS, 30, 4000, 8000};
-	m.zones[0].feat[1] = (struct model_feat){"cpu_instructions", FEAT_CPU_INSTRUCTIONS, 5, 1e10, 2e10};
+	m.zones[0].feat[0] =
+	    (struct model_feat){"bpf_cpu_time_ms", FEAT_CPU_TIME_MS, 30, 4000, 8000};
+	m.zones[0].feat[1] =
+	    (struct model_feat){"cpu_instructions", FEAT_CPU_INSTRUCTIONS, 5, 1e10, 2e10};
 	m.zones[0].mae_w = 1.25;
 	m.zones[0].mape = 2.5;
 	snprintf(m.zones[1].zone, 16, "dram");
 	m.zones[1].bias_w = 8;
 	m.zones[1].nfeat = 1;
-	m.zones[1].feat[0] = (struct model_feat){"bpf_cpu_time_ms", FEAT_CPU_TIME_MS, 2, 4000, 8000};
+	m.zones[1].feat[0] =
+	    (struct model_feat){"bpf_cpu_time_ms", FEAT_CPU_TIME_MS, 2, 4000, 8000};
 	double x[FEAT_COUNT] = {12000, 0, 3e10, 0};
 	/* 40 + 30*(12000-8000)/4000 + 5*(3e10-2e10)/1e10 = 75 */
 	CHECK_NEAR(model_zone_power_w(&m, &m.zones[0], x), 75, 1e-9);
@@ -268,7 +306,8 @@ static void test_roundtrips(void)
 	CHECK(json != NULL);
 	CHECK(json && strstr(json, "\"All_Weights\"") && strstr(json, "\"Bias_Weight\"") &&
 	      strstr(json, "\"Numerical_Variables\"") && strstr(json, "\"cores\": 16"));
-	CHECK(json && model_parse(json, strlen(json), "trained.json", NULL, &back, err, sizeof(err)) == 0);
+	CHECK(json &&
+	      model_parse(json, strlen(json), "trained.json", NULL, &back, err, sizeof(err)) == 0);
 	free(json);
 	CHECK_STR(back.name, "wattbus-h1-7");
 	CHECK(back.form == MODEL_LINEAR);
@@ -320,11 +359,11 @@ static void test_roundtrips(void)
 }
 
 static const struct unit_case cases[] = {
-	{"shipped model-db weights equal hand computations", test_shipped_weights_by_hand},
-	{"model mode slot: core ratio on idle, usage on active", test_model_mode_slot},
-	{"curve-fit forms: logarithmic, logistic, exponential", test_curve_forms},
-	{"bad model files rejected with file and key", test_bad_files},
-	{"Kepler JSON and model message round trips", test_roundtrips},
+    {"shipped model-db weights equal hand computations", test_shipped_weights_by_hand},
+    {"model mode slot: core ratio on idle, usage on active", test_model_mode_slot},
+    {"curve-fit forms: logarithmic, logistic, exponential", test_curve_forms},
+    {"bad model files rejected with file and key", test_bad_files},
+    {"Kepler JSON and model message round trips", test_roundtrips},
 };
 
 UNIT_MAIN(cases)

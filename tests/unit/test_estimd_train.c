@@ -27,9 +27,11 @@ static double gauss(void)
 	return sqrt(-2 * log(u1)) * cos(6.283185307179586 * u2);
 }
 
-static const struct train_conf tconf = {.window = 600, .min_slots = 30, .every = 60, .holdout_every = 5};
+static const struct train_conf tconf = {
+    .window = 600, .min_slots = 30, .every = 60, .holdout_every = 5};
 
-/* Truth: package = 30 W + 0.004 W per CPU-ms/s + 2e-9 W per instruction/s; dram = 5 W + 0.0005 W per CPU-ms/s. */
+/* Truth: package = 30 W + 0.004 W per CPU-ms/s + 2e-9 W per instruction/s; dram = 5 W + 0.0005 W
+ * per CPU-ms/s. */
 static void truth(const double x[FEAT_COUNT], double y[TRAIN_ZONES])
 {
 	for (int z = 0; z < TRAIN_ZONES; z++)
@@ -98,10 +100,12 @@ static void test_noise_free_recovers_coefficients(void)
 	/* The Kepler JSON written from it predicts the same. */
 	char *json = model_to_kepler_json(&m, err, sizeof(err));
 	struct model back;
-	CHECK(json && model_parse(json, strlen(json), "trained.json", NULL, &back, err, sizeof(err)) == 0);
+	CHECK(json &&
+	      model_parse(json, strlen(json), "trained.json", NULL, &back, err, sizeof(err)) == 0);
 	free(json);
 	double x[FEAT_COUNT] = {2500, 0, 1e10, 0};
-	CHECK_NEAR(model_zone_power_w(&back, &back.zones[model_find_zone(&back, "package")], x), 30 + 10 + 20, 1e-6);
+	CHECK_NEAR(model_zone_power_w(&back, &back.zones[model_find_zone(&back, "package")], x),
+		   30 + 10 + 20, 1e-6);
 	trainer_free(&t);
 }
 
@@ -121,9 +125,11 @@ static void test_noisy_mape(void)
 	char err[MODEL_ERR_MAX];
 	CHECK(trainer_fit(&t, "noisy", 8, &m, err, sizeof(err)) == 0);
 	for (size_t z = 0; z < m.nzones; z++) {
-		printf("#   %s: held-out MAE %.3f W, MAPE %.2f %%\n", m.zones[z].zone, m.zones[z].mae_w, m.zones[z].mape);
+		printf("#   %s: held-out MAE %.3f W, MAPE %.2f %%\n", m.zones[z].zone,
+		       m.zones[z].mae_w, m.zones[z].mape);
 		CHECK(m.zones[z].mape < 5.0);
-		/* Noise of 5 % (sd) shows as a mean absolute error near 4 %: the error is really measured. */
+		/* Noise of 5 % (sd) shows as a mean absolute error near 4 %: the error is really
+		 * measured. */
 		CHECK(m.zones[z].mape > 2.0);
 	}
 	trainer_free(&t);
@@ -165,15 +171,18 @@ static void test_too_few_and_bad_slots(void)
 	CHECK(trainer_fit(&t, "few", 1, &m, err, sizeof(err)) == -1);
 	CHECK(strstr(err, "30 needed") != NULL);
 
-	/* Aligned slots: sockets add up per Kepler zone; a slot with a counter reset is not learned from. */
+	/* Aligned slots: sockets add up per Kepler zone; a slot with a counter reset is not learned
+	 * from. */
 	struct wb_msg msg = {.kind = WB_ALIGNED};
 	struct wb_aligned *a = &msg.aligned;
 	a->t0 = 0;
 	a->t1 = 2000000000ull;
 	a->zones = wb_array_new(3, sizeof(*a->zones));
 	a->n_zones = 3;
-	a->zones[0] = (struct wb_slot_zone){.name = "package-0", .zone = "package", .energy_uj = 60000000};
-	a->zones[1] = (struct wb_slot_zone){.name = "package-1", .zone = "package", .energy_uj = 40000000};
+	a->zones[0] =
+	    (struct wb_slot_zone){.name = "package-0", .zone = "package", .energy_uj = 60000000};
+	a->zones[1] =
+	    (struct wb_slot_zone){.name = "package-1", .zone = "package", .energy_uj = 40000000};
 	a->zones[2] = (struct wb_slot_zone){.name = "psys", .zone = "psys", .energy_uj = 300000000};
 	size_t before = t.n;
 	CHECK(trainer_add(&t, a) >= 0);
@@ -191,7 +200,8 @@ static void test_too_few_and_bad_slots(void)
 /* The estimator trains from measured slots and hands out a model every train_every slots. */
 static void test_estimator_trains(void)
 {
-	struct est_conf c = {.mode = EST_AUTO, .idle.method = IDLE_RATIO, .train = true, .train_conf = tconf};
+	struct est_conf c = {
+	    .mode = EST_AUTO, .idle.method = IDLE_RATIO, .train = true, .train_conf = tconf};
 	c.train_conf.every = 50;
 	struct estimator *e = estimator_new(&c);
 	struct wb_msg msg = {.kind = WB_ALIGNED};
@@ -227,17 +237,18 @@ static void test_estimator_trains(void)
 	}
 	/* Fits at 50, 100, 150, 200 slots (the first one has 40 training slots, over train_min). */
 	CHECK(models == 4);
-	CHECK(strncmp(name, "wattbus-metal-1-", 16) == 0); /* '_' replaced: Kepler splits names on it */
+	CHECK(strncmp(name, "wattbus-metal-1-", 16) ==
+	      0); /* '_' replaced: Kepler splits names on it */
 	estimator_destroy(&e);
 	wb_msg_clear(&msg);
 }
 
 static const struct unit_case cases[] = {
-	{"noise-free synthetic slots: coefficients within 1 %", test_noise_free_recovers_coefficients},
-	{"5 % noise: held-out MAPE under 5 %", test_noisy_mape},
-	{"collinear features", test_collinear},
-	{"too few slots, sockets summed, gap slots skipped", test_too_few_and_bad_slots},
-	{"estimator trains from measured slots", test_estimator_trains},
+    {"noise-free synthetic slots: coefficients within 1 %", test_noise_free_recovers_coefficients},
+    {"5 % noise: held-out MAPE under 5 %", test_noisy_mape},
+    {"collinear features", test_collinear},
+    {"too few slots, sockets summed, gap slots skipped", test_too_few_and_bad_slots},
+    {"estimator trains from measured slots", test_estimator_trains},
 };
 
 UNIT_MAIN(cases)
