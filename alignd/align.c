@@ -15,6 +15,8 @@
 #include <string.h>
 
 #include <czmq.h>
+#include <jansson.h>
+#include <unistd.h>
 
 #include "alignd.h"
 #include "clock.h"
@@ -324,10 +326,10 @@ static struct phost *phost_get(struct align *a, const char *name)
 	return ph;
 }
 
-static struct curve *curve_of(struct align *a, struct phost *ph, const struct wb_power_zone *z)
+static struct curve *curve_of(struct align *a, struct phost *ph, const char *zone_name)
 {
 	for (size_t i = 0; i < ph->ncurves; i++)
-		if (strcmp(ph->curves[i]->name, z->name) == 0)
+		if (strcmp(ph->curves[i]->name, zone_name) == 0)
 			return ph->curves[i];
 	struct curve **cv = realloc(ph->curves, (ph->ncurves + 1) * sizeof(*cv));
 	if (!cv)
@@ -336,7 +338,7 @@ static struct curve *curve_of(struct align *a, struct phost *ph, const struct wb
 	struct curve *c = curve_new(++a->next_curve_id, a->conf.max_samples);
 	if (!c)
 		return NULL;
-	snprintf(c->name, sizeof(c->name), "%s", z->name);
+	snprintf(c->name, sizeof(c->name), "%s", zone_name);
 	cv[ph->ncurves++] = c;
 	return c;
 }
@@ -515,7 +517,7 @@ void align_power(struct align *a, const struct wb_power *p, uint64_t recv_ns)
 			 p->env.epoch, ph->epoch);
 	for (size_t i = 0; i < p->n_zones; i++) {
 		const struct wb_power_zone *z = &p->zones[i];
-		struct curve *c = curve_of(a, ph, z);
+		struct curve *c = curve_of(a, ph, z->name);
 		if (!c)
 			continue;
 		uint64_t before = c->raw_last_uj, delta;
@@ -589,6 +591,7 @@ void align_usage(struct align *a, const struct wb_usage *u, uint64_t lost, uint6
 			/* The clock went back across the restart: start over from this sample. */
 			resolve(a, uh, recv_ns, true);
 			uh->have_t = false;
+			uh->ncarries = 0; /* their boundary is later than the new start */
 		}
 	} else if (uh->have_t && u->t <= uh->last_t) {
 		a->cnt.usage_stale++;
@@ -718,4 +721,175 @@ void align_flush(struct align *a, uint64_t now_ns)
 {
 	while (a->nwaiting)
 		resolve(a, a->waiting[0], now_ns, true);
+}
+
+/* ---- state across alignd restarts ---- */
+
+/*
+ * What alignd needs to continue where it stopped: per power zone its last
+ * sample (so the next one adds on, or bridges a powerd restart), per usage
+ * host its last boundary, node CPU totals and carries. Saved at a clean stop
+ * after the waiting slots were flushed; a crash loses only the slot in flight.
+ */
+int align_save(struct align *a, const char *path, uint64_t now_ns)
+{
+	json_t *power = json_array(), *usage = json_array();
+	json_t *root = json_pack("{s:i, s:I, s:o, s:o}", "version", 1, "saved_ns",
+				 (json_int_t)now_ns, "power", power, "usage", usage);
+	if (!root)
+		return -1;
+	for (struct phost *ph = zhashx_first(a->phosts); ph; ph = zhashx_next(a->phosts)) {
+		if (!ph->have_t)
+			continue;
+		json_t *zones = json_array();
+		for (size_t i = 0; i < ph->ncurves; i++) {
+			const struct curve *c = ph->curves[i];
+			if (!c->n)
+				continue;
+			const struct curve_sample *last = &c->s[c->n - 1];
+			json_array_append_new(
+			    zones,
+			    json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "name",
+				      c->name, "zone", c->zone, "path", c->path, "index",
+				      (json_int_t)c->index, "first_t", (json_int_t)c->first_t_ns,
+				      "t", (json_int_t)last->t_ns, "e", (json_int_t)last->e_uj,
+				      "raw", (json_int_t)c->raw_last_uj, "epoch",
+				      (json_int_t)c->epoch, "range", (json_int_t)c->range_uj));
+		}
+		json_array_append_new(power,
+				      json_pack("{s:s, s:I, s:I, s:I, s:o}", "host", ph->name,
+						"epoch", (json_int_t)ph->epoch, "interval_ns",
+						(json_int_t)ph->interval_ns, "last_t",
+						(json_int_t)ph->last_t, "zones", zones));
+	}
+	for (struct uhost *uh = zhashx_first(a->uhosts); uh; uh = zhashx_next(a->uhosts)) {
+		if (!uh->have_t)
+			continue;
+		json_t *carries = json_array();
+		for (size_t i = 0; i < uh->ncarries; i++)
+			if (uh->carries[i].curve_id)
+				json_array_append_new(
+				    carries,
+				    json_pack("{s:s, s:I, s:b}", "zone", uh->carries[i].name,
+					      "emitted_uj", (json_int_t)uh->carries[i].emitted_uj,
+					      "ahead", uh->carries[i].ahead));
+		const struct wb_cpu_times *c = &uh->us.cpu;
+		json_array_append_new(
+		    usage,
+		    json_pack("{s:s, s:s, s:I, s:I, s:[I,I,I,I,I,I,I,I], s:o}", "host", uh->name,
+			      "power_host", uh->power_name, "epoch", (json_int_t)uh->epoch,
+			      "last_t", (json_int_t)uh->last_t, "cpu", (json_int_t)c->user_ns,
+			      (json_int_t)c->nice_ns, (json_int_t)c->system_ns,
+			      (json_int_t)c->idle_ns, (json_int_t)c->iowait_ns,
+			      (json_int_t)c->irq_ns, (json_int_t)c->softirq_ns,
+			      (json_int_t)c->steal_ns, "carries", carries));
+	}
+	char tmp[4096];
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	int rc = json_dump_file(root, tmp, JSON_COMPACT);
+	json_decref(root);
+	if (rc < 0 || rename(tmp, path) < 0) {
+		log_warn("state %s: cannot write", path);
+		unlink(tmp);
+		return -1;
+	}
+	return 0;
+}
+
+static uint64_t jget(json_t *o, const char *key)
+{
+	json_t *v = json_object_get(o, key);
+	return json_is_integer(v) && json_integer_value(v) >= 0 ? (uint64_t)json_integer_value(v)
+								: 0;
+}
+
+static const char *jstr(json_t *o, const char *key)
+{
+	const char *s = json_string_value(json_object_get(o, key));
+	return s ? s : "";
+}
+
+int align_load(struct align *a, const char *path, uint64_t now_ns, uint64_t max_age_ns)
+{
+	json_error_t jerr;
+	json_t *root = json_load_file(path, 0, &jerr);
+	if (!root) {
+		if (access(path, F_OK) == 0)
+			log_warnx("state %s:%d: %s: ignored", path, jerr.line, jerr.text);
+		return -1;
+	}
+	uint64_t saved = jget(root, "saved_ns");
+	if (jget(root, "version") != 1 || saved > now_ns || now_ns - saved > max_age_ns) {
+		log_info("state %s: %s, not used", path,
+			 jget(root, "version") != 1 ? "unknown version"
+						    : "older than host_timeout");
+		json_decref(root);
+		return -1;
+	}
+	size_t i, j, npower = 0, nusage = 0;
+	json_t *o, *z;
+	json_array_foreach(json_object_get(root, "power"), i, o)
+	{
+		struct phost *ph = phost_get(a, jstr(o, "host"));
+		if (!ph || ph->have_t || !jstr(o, "host")[0])
+			continue;
+		ph->epoch = jget(o, "epoch");
+		ph->interval_ns = jget(o, "interval_ns");
+		ph->last_t = jget(o, "last_t");
+		ph->last_recv_ns = now_ns;
+		ph->have_t = true;
+		json_array_foreach(json_object_get(o, "zones"), j, z)
+		{
+			struct curve *c = curve_of(a, ph, jstr(z, "name"));
+			if (!c || c->n)
+				continue;
+			snprintf(c->zone, sizeof(c->zone), "%s", jstr(z, "zone"));
+			snprintf(c->path, sizeof(c->path), "%s", jstr(z, "path"));
+			c->index = jget(z, "index");
+			/* One sample, as if just received: the next real one continues from it. */
+			curve_add(c, jget(z, "t"), jget(z, "epoch"), jget(z, "raw"),
+				  jget(z, "range"), 0, NULL);
+			c->s[0].e_uj = jget(z, "e");
+			c->first_t_ns = jget(z, "first_t");
+			c->last_recv_ns = now_ns;
+		}
+		npower++;
+	}
+	json_array_foreach(json_object_get(root, "usage"), i, o)
+	{
+		struct uhost *uh = uhost_get(a, jstr(o, "host"));
+		if (!uh || uh->have_t || !jstr(o, "host")[0])
+			continue;
+		uh->epoch = jget(o, "epoch");
+		uh->last_t = jget(o, "last_t");
+		uh->have_t = true;
+		uh->live = false; /* no process table: it restarts at the next message */
+		uh->last_recv_ns = now_ns;
+		json_t *cpu = json_object_get(o, "cpu");
+		uint64_t *ct = (uint64_t *)&uh->us.cpu;
+		for (j = 0; j < sizeof(uh->us.cpu) / sizeof(uint64_t); j++)
+			ct[j] = json_is_integer(json_array_get(cpu, j))
+				    ? (uint64_t)json_integer_value(json_array_get(cpu, j))
+				    : 0;
+		/* Carries continue only on the same power host's curves. */
+		struct phost *ph = zhashx_lookup(a->phosts, uh->power_name);
+		if (ph && strcmp(jstr(o, "power_host"), uh->power_name) == 0)
+			json_array_foreach(json_object_get(o, "carries"), j, z)
+			{
+				for (size_t k = 0; k < ph->ncurves; k++) {
+					if (strcmp(ph->curves[k]->name, jstr(z, "zone")) != 0)
+						continue;
+					struct carry *cy = carry_of(uh, ph->curves[k]->name);
+					if (cy)
+						carry_set(
+						    cy, ph->curves[k]->id, jget(z, "emitted_uj"),
+						    json_is_true(json_object_get(z, "ahead")));
+				}
+			}
+		nusage++;
+	}
+	json_decref(root);
+	log_info("state %s: resumed %zu power hosts and %zu usage hosts saved %.1f s ago", path,
+		 npower, nusage, (double)(now_ns - saved) / 1e9);
+	return 0;
 }

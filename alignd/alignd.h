@@ -226,6 +226,12 @@ void align_tick(struct align *a, uint64_t now_ns);
 /* Resolve every waiting slot now (extrapolating), e.g. before exit. */
 void align_flush(struct align *a, uint64_t now_ns);
 const struct align_counters *align_counters(const struct align *a);
+/* Save what a restarted alignd needs to continue without loss (after align_flush). Returns 0 or -1
+ * (logged). */
+int align_save(struct align *a, const char *path, uint64_t now_ns);
+/* Resume from a state saved at most max_age_ns ago, before any message. Returns 0, or -1 when not
+ * used. */
+int align_load(struct align *a, const char *path, uint64_t now_ns, uint64_t max_age_ns);
 size_t align_nhosts(const struct align *a, size_t *npower);
 
 #endif

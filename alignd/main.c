@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "alignd.h"
 #include "clock.h"
@@ -18,6 +19,7 @@ struct alignd_conf {
 	char *pub;
 	struct wb_strlist sub;
 	struct wb_strlist host_map;
+	char *state_file;
 	uint64_t max_lag_ns;
 	uint64_t host_timeout_ns;
 	uint64_t max_skew_ns;
@@ -26,42 +28,41 @@ struct alignd_conf {
 	int64_t max_hosts, max_procs, max_cgroups, max_pending, max_samples;
 };
 
-#define K(name, type, field, def, min, max, help)                                                  \
-	{                                                                                          \
-		name, type, offsetof(struct alignd_conf, field), def, min, max, NULL, help         \
-	}
+/* clang-format off */
+#define K(name, type, field, def, min, max, help) \
+	{name, type, offsetof(struct alignd_conf, field), def, min, max, NULL, help}
 static const struct wb_conf_key alignd_keys[] = {
-    K("pub", WB_CONF_STR, pub, "ipc://%r/alignd.sock", 0, 0,
-      "endpoint the aligned slots are published on"),
-    K("sub", WB_CONF_LIST, sub, "ipc://%r/powerd.sock,ipc://%r/usaged.sock", 0, 0,
-      "endpoints to read power/ and usage/ messages from (any number, any hosts)"),
-    K("host_map", WB_CONF_LIST, host_map, "", 0, 0,
-      "usagehost=powerhost items: take a host's energy from a meter published under another host "
-      "name"),
-    K("max_lag", WB_CONF_DURATION, max_lag_ns, "0", 0, 3600e9,
-      "longest wait for a power sample at or after a slot's end before extrapolating (0: two power "
-      "intervals)"),
-    K("host_timeout", WB_CONF_DURATION, host_timeout_ns, "60s", 1e8, 30 * 86400e9,
-      "a host silent this long is dropped (usage: its process and cgroup tables; power: its "
-      "curves)"),
-    K("max_skew", WB_CONF_DURATION, max_skew_ns, "2s", 0, 86400e9,
-      "log and count messages whose time differs from their arrival by more (0: off)"),
-    K("tick", WB_CONF_DURATION, tick_ns, "20ms", 1e6, 1e9,
-      "how often waiting slots and timeouts are checked"),
-    K("bridge_max_w", WB_CONF_DOUBLE, bridge_max_w, "0", 0, 1e9,
-      "refuse to bridge a powerd restart implying more average power than this over the outage (0: "
-      "no limit)"),
-    K("max_hosts", WB_CONF_INT, max_hosts, "4096", 1, 1e6,
-      "usage hosts and power hosts tracked, each"),
-    K("max_procs", WB_CONF_INT, max_procs, "262144", 1, 16777216,
-      "processes remembered per usage host"),
-    K("max_cgroups", WB_CONF_INT, max_cgroups, "16384", 1, 1048576,
-      "cgroups remembered per usage host"),
-    K("max_pending", WB_CONF_INT, max_pending, "64", 1, 65536,
-      "slots per usage host waiting for power before the oldest is extrapolated"),
-    K("max_samples", WB_CONF_INT, max_samples, "16384", 4, 16777216, "power samples kept per zone"),
+	K("pub", WB_CONF_STR, pub, "ipc://%r/alignd.sock", 0, 0,
+	  "endpoint the aligned slots are published on"),
+	K("sub", WB_CONF_LIST, sub, "ipc://%r/powerd.sock,ipc://%r/usaged.sock", 0, 0,
+	  "endpoints to read power/ and usage/ messages from (any number, any hosts)"),
+	K("host_map", WB_CONF_LIST, host_map, "", 0, 0,
+	  "usagehost=powerhost items: take a host's energy from a meter published under another host name"),
+	K("state_file", WB_CONF_STR, state_file, "%r/alignd.state", 0, 0,
+	  "where a clean stop saves what a restart needs to lose no energy (empty: nowhere)"),
+	K("max_lag", WB_CONF_DURATION, max_lag_ns, "0", 0, 3600e9,
+	  "longest wait for a power sample at or after a slot's end before extrapolating (0: two power intervals)"),
+	K("host_timeout", WB_CONF_DURATION, host_timeout_ns, "60s", 1e8, 30 * 86400e9,
+	  "a host silent this long is dropped (usage: its process and cgroup tables; power: its curves)"),
+	K("max_skew", WB_CONF_DURATION, max_skew_ns, "2s", 0, 86400e9,
+	  "log and count messages whose time differs from their arrival by more (0: off)"),
+	K("tick", WB_CONF_DURATION, tick_ns, "20ms", 1e6, 1e9,
+	  "how often waiting slots and timeouts are checked"),
+	K("bridge_max_w", WB_CONF_DOUBLE, bridge_max_w, "0", 0, 1e9,
+	  "refuse to bridge a powerd restart implying more average power over the outage (0: no limit)"),
+	K("max_hosts", WB_CONF_INT, max_hosts, "4096", 1, 1e6,
+	  "usage hosts and power hosts tracked, each"),
+	K("max_procs", WB_CONF_INT, max_procs, "262144", 1, 262144,
+	  "processes remembered per usage host"),
+	K("max_cgroups", WB_CONF_INT, max_cgroups, "16384", 1, 65536,
+	  "cgroups remembered per usage host"),
+	K("max_pending", WB_CONF_INT, max_pending, "64", 1, 65536,
+	  "slots per usage host waiting for power before the oldest is extrapolated"),
+	K("max_samples", WB_CONF_INT, max_samples, "16384", 4, 16777216,
+	  "power samples kept per zone"),
 };
 #undef K
+/* clang-format on */
 
 static int conf_to_align(const struct alignd_conf *c, struct align_conf *ac, char *err,
 			 size_t errlen)
@@ -218,6 +219,12 @@ int main(int argc, char **argv)
 	M(usage.cpu_resets, "cpu_resets");
 #undef M
 
+	if (conf->state_file[0] &&
+	    align_load(ad.align, conf->state_file, wb_now_ns(), conf->host_timeout_ns) == 0 &&
+	    unlink(conf->state_file) < 0)
+		log_warn("state %s: cannot remove it after use",
+			 conf->state_file); /* a second load would count twice */
+
 	static const char *const prefixes[] = {"power/", "usage/", NULL};
 	if (wb_daemon_subscribe(ad.d, &conf->sub, prefixes, on_msg, &ad) < 0) {
 		log_errx("cannot subscribe to the sub endpoints");
@@ -233,6 +240,9 @@ int main(int argc, char **argv)
 
 	/* Slots still waiting for power go out extrapolated rather than not at all. */
 	align_flush(ad.align, wb_now_ns());
+	conf = wb_daemon_conf(ad.d); /* a reload may have replaced it */
+	if (conf->state_file[0] && align_save(ad.align, conf->state_file, wb_now_ns()) == 0)
+		log_info("state saved to %s", conf->state_file);
 	mirror_counters(&ad);
 	align_destroy(&ad.align);
 	wb_daemon_destroy(&ad.d);

@@ -16,5 +16,5 @@ alignd_start() {
 alignd_sim() {
 	local ins=(--in "$IN")
 	[ -z "${IN2:-}" ] || ins+=(--in "$IN2")
-	run python3 "$BATS_TEST_DIRNAME/alignd_sim.py" "$1" "${ins[@]}" --out "$OUT"
+	run python3 "$BATS_TEST_DIRNAME/alignd_sim.py" "$1" "${ins[@]}" --out "$OUT" "${@:2}"
 }

@@ -43,7 +43,7 @@ class Power:
 
 
 class Bus:
-    def __init__(self, ins, out):
+    def __init__(self, ins, out, t_base=None):
         self.ctx = zmq.Context()
         self.pubs = []
         for ep in ins:
@@ -59,7 +59,7 @@ class Bus:
         self.seq = {}
         self.slots = []
         self.stat = None
-        self.t_base = time.time_ns() // S * S
+        self.t_base = t_base or time.time_ns() // S * S
 
     def ready(self, timeout=10):
         """alignd subscribed to every --in, and our SUB gets its messages."""
@@ -471,9 +471,39 @@ def bad_frames(bus):
     check(bus.stat["rejected"] == 12, "12 bad frames rejected (stat rejected = %d)" % bus.stat["rejected"])
 
 
+RESTART_POWER = ((0, 100), (5 * S + 500 * MS, 300))
+
+
+def stage_restart_1(bus, state):
+    """Before alignd is restarted: 0..5 s, all slots out; what came out is kept for the second half."""
+    b = bus.t_base
+    p = Power(*[(b + t, w) for t, w in RESTART_POWER])
+    for t in range(6):
+        bus.power("h", b + t * S, S, [("package-0", 42 + p.e(b + t * S))])
+        bus.usage("h", b + t * S, busy_ns=t * (S // 3))
+    slots = bus.collect(5)
+    json.dump({"t_base": b, "slots": slots}, open(state, "w"))
+
+
+def stage_restart_2(bus, state):
+    """After the restart: the next slot starts where the last one ended, and the run sums exactly."""
+    b = bus.t_base
+    p = Power(*[(b + t, w) for t, w in RESTART_POWER])
+    before = json.load(open(state))["slots"]
+    for t in range(6, 11):
+        bus.power("h", b + t * S, S, [("package-0", 42 + p.e(b + t * S))])
+        bus.usage("h", b + t * S, busy_ns=t * (S // 3))
+    slots = bus.collect(5)
+    s6 = slot(slots, "h", b + 6 * S)
+    check(s6["t0"] == b + 5 * S, "the first slot after the restart starts where the last one ended")
+    check(s6["cpu"]["user_ns"] == S // 3, "its node CPU delta continues from the saved totals")
+    exact_slots(bus, before + slots, "h", "package-0", p, [b + t * S for t in range(11)])
+
+
 SCENARIOS = {f.__name__: f for f in (power1s_usage3s, power5s_usage1s, jitter, lost_power_interpolated,
                                       lost_power_extrapolated, restart_bridged, restart_gap, no_power, two_hosts,
-                                      usage_deltas, host_timeout, skew, bad_frames)}
+                                      usage_deltas, host_timeout, skew, bad_frames, stage_restart_1,
+                                      stage_restart_2)}
 
 
 def main():
@@ -481,10 +511,17 @@ def main():
     ap.add_argument("scenario", choices=sorted(SCENARIOS))
     ap.add_argument("--in", dest="ins", action="append", required=True)
     ap.add_argument("--out", required=True)
+    ap.add_argument("--state", help="file the two halves of a stage restart share")
     a = ap.parse_args()
-    bus = Bus(a.ins, a.out)
+    t_base = None
+    if a.scenario == "stage_restart_2":
+        t_base = json.load(open(a.state))["t_base"]
+    bus = Bus(a.ins, a.out, t_base)
     bus.ready()
-    SCENARIOS[a.scenario](bus)
+    if a.scenario.startswith("stage_restart"):
+        SCENARIOS[a.scenario](bus, a.state)
+    else:
+        SCENARIOS[a.scenario](bus)
     print("ok")
 
 

@@ -6,6 +6,8 @@
  * correction), powerd restarts (bridged or a gap), hosts without power, two
  * hosts with a host map, timeouts and the bounded queue.
  */
+#include <unistd.h>
+
 #include "../../alignd/alignd.h"
 #include "unit.h"
 
@@ -592,6 +594,53 @@ static void stale_and_skew(void)
 	align_destroy(&a);
 }
 
+/* alignd stops cleanly and starts again: the saved state makes the run continue exactly. */
+static void restart_of_alignd_itself(void)
+{
+	char path[] = "/tmp/alignd-state-XXXXXX";
+	int fd = mkstemp(path);
+	CHECK(fd >= 0);
+	close(fd);
+	struct align_conf c = base_conf();
+	struct align *a = mk(&c);
+	struct pw p = {0};
+	pw_add(&p, 0, 100);
+	pw_add(&p, 5 * S + 500 * MS, 300);
+	for (uint64_t t = 0; t <= 5; t++) {
+		power1(a, "h", t * S, S, 42 + pw_e(&p, t * S), t * S + 1 * MS);
+		usage(a, "h", t * S, 0, t * S + 2 * MS);
+	}
+	usage(a, "h", 6 * S, 0, 6 * S + 2 * MS); /* waits for power at 6 s: flushed at the stop */
+	align_flush(a, 6 * S + 10 * MS);
+	CHECK(align_save(a, path, 6 * S + 10 * MS) == 0);
+	align_destroy(&a);
+	CHECK_U64(ngot, 6);
+	uint64_t first_run = sum_of("h", "package-0");
+	uint64_t n_first = ngot;
+
+	a = align_new(&c, collect, NULL);
+	CHECK(align_load(a, path, 9 * S, 60 * S) == 0);
+	/* Down 6..9 s: the next slot spans the restart, and corrects the extrapolated one. */
+	for (uint64_t t = 9; t <= 12; t++) {
+		power1(a, "h", t * S, S, 42 + pw_e(&p, t * S), t * S + 1 * MS);
+		usage(a, "h", t * S, 0, t * S + 2 * MS);
+	}
+	CHECK_U64(ngot - n_first, 4);
+	struct got *g = slot_of("h", 9 * S);
+	CHECK(g && g->t0 == 6 * S);
+	/* Both runs together: exactly E(12) - E(0). */
+	CHECK(first_run < pw_e(&p, 6 * S)); /* the flushed slot was extrapolated low */
+	CHECK_U64(sum_of("h", "package-0"), pw_e(&p, 12 * S));
+	align_destroy(&a);
+
+	/* A state older than the limit is not used. */
+	a = align_new(&c, collect, NULL);
+	CHECK(align_save(a, path, 1 * S) == 0);
+	CHECK(align_load(a, path, 100 * S, 60 * S) < 0);
+	align_destroy(&a);
+	unlink(path);
+}
+
 static const struct unit_case cases[] = {
     {"power 1 s, usage 3 s", power_1s_usage_3s},
     {"power 5 s, usage 1 s", power_5s_usage_1s},
@@ -607,6 +656,7 @@ static const struct unit_case cases[] = {
     {"power host timeout and return", power_host_timeout_and_back},
     {"waiting slots are bounded", pending_is_bounded},
     {"stale samples and clock skew counted", stale_and_skew},
+    {"alignd restarts without losing energy", restart_of_alignd_itself},
 };
 
 UNIT_MAIN(cases)
