@@ -1,0 +1,151 @@
+#!/usr/bin/env bats
+# A real Prometheus (Debian's package), started here on a loopback port with a
+# temporary config and storage, scrapes exportd fed by live estimates (1 s slots,
+# known power); PromQL over its HTTP API sees Kepler's rates and label sets, and
+# no counter reset when the upstream restarts.
+
+load helper
+load exportd_helper
+
+setup() {
+	command -v prometheus >/dev/null || skip "prometheus is not installed"
+	command -v jq >/dev/null || skip "jq is not installed"
+}
+
+teardown() {
+	# the feeders are process groups (python | wattbus pub)
+	for p in ${FEEDERS:-}; do kill -- "-$p" 2>/dev/null || true; done
+	wb_kill_all
+}
+
+# feeder NAME [exportd_feed.py flags]: live slots until killed, in its own process group.
+feeder() {
+	local name=$1
+	shift
+	wb_spawn "$name" setsid bash -c 'f=$0 w=$1 ep=$2; shift 2; python3 "$f" --realtime --slots 0 "$@" | "$w" pub "$ep"' \
+		"$EX_FEED" "$WATTBUS" "$(wb_ep estimd)" "$@"
+	local v=PID_$name
+	FEEDERS="${FEEDERS:-} ${!v}"
+}
+
+prom_start() {
+	PROM_PORT=$(ex_free_port)
+	cat >"$BATS_TEST_TMPDIR/prometheus.yml" <<-EOF
+		global:
+		  scrape_interval: 1s
+		  scrape_timeout: 1s
+		  evaluation_interval: 1s
+		scrape_configs:
+		  - job_name: wattbus
+		    static_configs:
+		      - targets: ['127.0.0.1:$EX_PORT']
+	EOF
+	wb_spawn prometheus prometheus --config.file="$BATS_TEST_TMPDIR/prometheus.yml" \
+		--storage.tsdb.path="$BATS_TEST_TMPDIR/tsdb" --web.listen-address="127.0.0.1:$PROM_PORT" \
+		--log.level=warn
+	PROM=http://127.0.0.1:$PROM_PORT
+	wb_wait_for 30 curl -sf "$PROM/-/ready" -o /dev/null || {
+		cat "$BATS_TEST_TMPDIR/prometheus.log"
+		return 1
+	}
+}
+
+# promql EXPR: the result vector as JSON lines {"metric":{...},"value":[t,"v"]}.
+promql() {
+	curl -sS --get --data-urlencode "query=$1" "$PROM/api/v1/query" | jq -c '.data.result[]'
+}
+
+# promval EXPR: the value of a one-element result.
+promval() {
+	promql "$1" | jq -r '.value[1]'
+}
+
+# near VALUE WANT TOLERANCE
+near() {
+	awk -v v="$1" -v w="$2" -v t="$3" 'BEGIN { exit !(v != "" && v - w <= t && w - v <= t) }' ||
+		fail "$1 is not within $3 of $2"
+}
+
+@test "Prometheus scrapes exportd: rates, watts and Kepler's label sets via PromQL" {
+	ex_start
+	feeder feed1
+	prom_start
+	# at least 8 scrapes holding applied slots
+	wb_wait_for 40 bash -c '[ "$(curl -sS --get --data-urlencode "query=count_over_time(kepler_node_cpu_joules_total{zone=\"package\"}[1m])" "$0/api/v1/query" | jq -r ".data.result[0].value[1] // 0")" -ge 8 ]' "$PROM"
+
+	near "$(promval 'kepler_node_cpu_watts{zone="package"}')" 10 0.000001
+	near "$(promval 'kepler_node_cpu_active_watts{zone="dram"}')" 1 0.000001
+	near "$(promval 'rate(kepler_node_cpu_joules_total{zone="package"}[6s])')" 10 1.5
+	near "$(promval 'rate(kepler_node_cpu_idle_joules_total{zone="package"}[6s])')" 4 0.6
+	near "$(promval 'sum(rate(kepler_process_cpu_joules_total{comm="stress"}[6s]))')" 3.5 0.5
+	near "$(promval 'rate(kepler_process_cpu_joules_total{comm="nginx",zone="package"}[6s])')" 1.5 0.25
+	near "$(promval 'rate(kepler_container_cpu_joules_total{container_id="c0ffee",zone="package"}[6s])')" 1.5 0.25
+	near "$(promval 'rate(kepler_pod_cpu_joules_total{pod_id="pod-1",zone="dram"}[6s])')" 0.25 0.05
+	near "$(promval 'rate(kepler_vm_cpu_joules_total{vm_id="vm-1",zone="package"}[6s])')" 0.75 0.15
+	near "$(promval 'rate(kepler_process_cpu_seconds_total{comm="stress"}[6s])')" 0.5 0.08
+	near "$(promval 'rate(kepler_container_cpu_seconds_total[6s])')" 0.25 0.04
+	# 7/8 of the active energy goes to processes (the rest is unattributed)
+	near "$(promval 'sum(rate(kepler_process_cpu_joules_total[6s])) / sum(rate(kepler_node_cpu_active_joules_total[6s]))')" 0.875 0.02
+	near "$(promval 'kepler_node_cpu_usage_ratio')" 0.375 0.000001
+	[ "$(promval 'count(kepler_node_cpu_joules_total)')" = 2 ]
+	[ "$(promval 'count(kepler_process_cpu_watts)')" = 6 ]
+	[ "$(promval 'up{job="wattbus"}')" = 1 ]
+
+	# label names as Kepler documents them (Prometheus drops labels whose value is empty)
+	labels() { promql "$1" | jq -r '.metric | keys | join(",")' | sort -u; }
+	run labels 'kepler_node_cpu_joules_total'
+	assert_output '__name__,instance,job,node_name,path,zone'
+	run labels 'kepler_node_cpu_usage_ratio'
+	assert_output '__name__,instance,job,node_name'
+	run labels 'kepler_process_cpu_joules_total{comm="nginx"}'
+	assert_output '__name__,comm,container_id,instance,job,node_name,pid,state,type,zone'
+	run labels 'kepler_process_cpu_watts{comm="qemu"}'
+	assert_output '__name__,comm,instance,job,node_name,pid,state,type,vm_id,zone'
+	run labels 'kepler_process_cpu_seconds_total{comm="nginx"}'
+	assert_output '__name__,comm,container_id,instance,job,node_name,pid,type'
+	run labels 'kepler_container_cpu_joules_total'
+	assert_output '__name__,container_id,container_name,instance,job,node_name,pod_id,runtime,state,zone'
+	run labels 'kepler_container_cpu_seconds_total'
+	assert_output '__name__,container_id,container_name,instance,job,node_name,pod_id,runtime'
+	run labels 'kepler_pod_cpu_watts'
+	assert_output '__name__,instance,job,node_name,pod_id,pod_name,state,zone'
+	run labels 'kepler_vm_cpu_joules_total'
+	assert_output '__name__,hypervisor,instance,job,node_name,state,vm_id,vm_name,zone'
+	run labels 'kepler_build_info'
+	assert_output '__name__,arch,goversion,instance,job,version'
+	run promql 'kepler_process_cpu_joules_total{comm="nginx",zone="dram"}'
+	assert_output --partial '"container_id":"c0ffee"'
+	assert_output --partial '"node_name":"node-a"'
+	assert_output --partial '"state":"running"'
+	assert_output --partial '"type":"container"'
+	# Kepler's dashboard queries, as they are
+	near "$(promval 'sum by (zone) (kepler_node_cpu_watts{job="wattbus", zone=~"package"})')" 10 0.000001
+	run promql 'topk(1, sum by (comm, pid) (rate(kepler_process_cpu_joules_total[6s])))'
+	assert_output --partial '"comm":"stress"'
+	# pipeline health scraped too
+	[ "$(promval 'wattbus_stage_up{stage="exportd"}')" = 1 ]
+}
+
+@test "no counter reset in Prometheus when the upstream restarts and replays" {
+	ex_start
+	feeder feed1
+	prom_start
+	wb_wait_for 40 bash -c '[ "$(curl -sS --get --data-urlencode "query=count_over_time(kepler_node_cpu_joules_total{zone=\"package\"}[1m])" "$0/api/v1/query" | jq -r ".data.result[0].value[1] // 0")" -ge 4 ]' "$PROM"
+	# estimd restarts: the new one starts 5 s back, so it replays slots exportd already has
+	kill -- "-$PID_feed1"
+	sleep 1.5
+	feeder feed2 --start $(( ($(date +%s) - 5) * 1000000000 ))
+	wb_wait_lines "$BATS_TEST_TMPDIR/exportd.log" 1 10 'restarted (epoch'
+	n0=$(promval 'count_over_time(kepler_node_cpu_joules_total{zone="package"}[1m])')
+	wb_wait_for 40 bash -c '[ "$(curl -sS --get --data-urlencode "query=count_over_time(kepler_node_cpu_joules_total{zone=\"package\"}[1m])" "$0/api/v1/query" | jq -r ".data.result[0].value[1] // 0")" -ge "$1" ]' "$PROM" $((n0 + 5))
+	[ "$(promval 'resets(kepler_node_cpu_joules_total{zone="package"}[1m])')" = 0 ]
+	[ "$(promval 'sum(resets(kepler_process_cpu_joules_total[1m]))')" = 0 ]
+	[ "$(promval 'sum(resets(kepler_container_cpu_seconds_total[1m]))')" = 0 ]
+	[ "$(promval 'wattbus_exportd_estimates_rejected_total{reason="stale"}')" -ge 2 ]
+	near "$(promval 'rate(kepler_node_cpu_joules_total{zone="package"}[4s])')" 10 1.5
+	# no slot lost or counted twice: the total is exactly 10 J per applied slot (one scrape)
+	ex_metrics >"$BATS_TEST_TMPDIR/m.txt"
+	applied=$(grep -F 'wattbus_exportd_estimates_total{host="node-a"}' "$BATS_TEST_TMPDIR/m.txt" | awk '{print $NF}')
+	total=$(grep -F 'kepler_node_cpu_joules_total{node_name="node-a",zone="package"' "$BATS_TEST_TMPDIR/m.txt" | awk '{print $NF}')
+	[ "$total" = "$((applied * 10)).000000" ] || fail "total $total J for $applied slots"
+}
