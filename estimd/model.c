@@ -146,9 +146,14 @@ struct reader {
 
 static int read_number(struct reader *r, const json_t *v, const char *key, double *out)
 {
-	if (json_is_string(v))
-		return fail(r->err, r->errlen, r->origin, key, "%s is not a finite number",
-			    json_string_value(v));
+	if (json_is_string(v)) {
+		/* quote_nonfinite() turned bare NaN and Infinity into these strings. */
+		static const char *const nonfinite[] = {"NaN", "-NaN", "Infinity", "-Infinity"};
+		for (size_t i = 0; i < sizeof(nonfinite) / sizeof(nonfinite[0]); i++)
+			if (strcmp(json_string_value(v), nonfinite[i]) == 0)
+				return fail(r->err, r->errlen, r->origin, key, "%s is not a finite number",
+					    nonfinite[i]);
+	}
 	if (!json_is_number(v))
 		return fail(r->err, r->errlen, r->origin, key, "expected a number, got %s",
 			    json_type_name(v));

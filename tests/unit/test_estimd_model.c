@@ -219,8 +219,8 @@ static void test_bad_files(void)
 	     "is not a finite number"},
 	    {"{\"package\": {\"All_Weights\": {\"Numerical_Variables\": {\"bpf_cpu_time_ms\": "
 	     "{\"scale\": \"1\"}}}}}",
-	     "bad.json: package.All_Weights.Numerical_Variables.bpf_cpu_time_ms.scale: 1 is not a "
-	     "finite number"},
+	     "bad.json: package.All_Weights.Numerical_Variables.bpf_cpu_time_ms.scale: expected a "
+	     "number, got a string"},
 	    {"{\"dram\": {\"All_Weights\": {\"Numerical_Variables\": {\"bpf_cpu_time_ms\": "
 	     "{\"scale\": 1}}, "
 	     "\"CurveFit_Weights\": [1, NaN, 3, 4]}}}",
