@@ -16,6 +16,8 @@ DATADIR ?= $(PREFIX)/share/wattbus
 MANDIR ?= $(PREFIX)/share/man
 SYSCONFDIR ?= $(if $(filter /usr,$(PREFIX)),/etc,$(PREFIX)/etc)
 UNITDIR ?= $(if $(filter /usr,$(PREFIX)),/usr/lib/systemd/system,$(PREFIX)/lib/systemd/system)
+TMPFILESDIR ?= $(PREFIX)/lib/tmpfiles.d
+SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
 
 CC ?= cc
 CLANG ?= clang
@@ -203,6 +205,8 @@ install: all
 	$(if $(wildcard systemd/*.service systemd/*.target),for u in systemd/*.service systemd/*.target; do \
 		sed -e 's|@LIBEXECDIR@|$(LIBEXECDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' $$u \
 		> $(DESTDIR)$(UNITDIR)/$$(basename $$u); chmod 0644 $(DESTDIR)$(UNITDIR)/$$(basename $$u); done)
+	install -D -m 0644 systemd/wattbus.tmpfiles $(DESTDIR)$(TMPFILESDIR)/wattbus.conf
+	install -D -m 0644 systemd/wattbus.sysusers $(DESTDIR)$(SYSUSERSDIR)/wattbus.conf
 	$(if $(wildcard data/models/*),install -d $(DESTDIR)$(DATADIR)/models && install -m 0644 data/models/* $(DESTDIR)$(DATADIR)/models/)
 	test -e $(DESTDIR)$(SYSCONFDIR)/wattbus/wattbus.conf || \
 		{ tools/genconf.sh $(BUILD) > $(DESTDIR)$(SYSCONFDIR)/wattbus/wattbus.conf && \
@@ -213,6 +217,7 @@ uninstall:
 	rm -rf $(DESTDIR)$(LIBEXECDIR) $(DESTDIR)$(DATADIR)
 	rm -f $(DESTDIR)$(MANDIR)/man1/wattbus*.1 $(DESTDIR)$(MANDIR)/man8/wattbus*.8
 	rm -f $(DESTDIR)$(UNITDIR)/wattbus*.service $(DESTDIR)$(UNITDIR)/wattbus.target
+	rm -f $(DESTDIR)$(TMPFILESDIR)/wattbus.conf $(DESTDIR)$(SYSUSERSDIR)/wattbus.conf
 	@echo "kept $(DESTDIR)$(SYSCONFDIR)/wattbus/wattbus.conf (remove it by hand if you want)"
 
 format:
