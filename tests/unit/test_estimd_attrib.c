@@ -127,12 +127,18 @@ static void test_split_degenerate(void)
 	CHECK(attrib_split(77, NULL, 0, 0, out, &rest, &s) == 0);
 	CHECK_U64(rest, 77);
 	/* Huge values need 128-bit products and must still add up. */
-	uint64_t big[3] = {UINT64_MAX / 3, UINT64_MAX / 5, 12345};
-	CHECK(attrib_split(UINT64_MAX / 2, big, 3, 0, out, &rest, &s) == 0);
-	uint64_t out3[3];
+	uint64_t big[3] = {UINT64_MAX / 3, UINT64_MAX / 5, 12345}, out3[3];
 	CHECK(attrib_split(UINT64_MAX / 2, big, 3, 0, out3, &rest, &s) == 0);
 	unsigned __int128 sum = (unsigned __int128)out3[0] + out3[1] + out3[2] + rest;
 	CHECK(sum == UINT64_MAX / 2);
+	CHECK_U64(rest, 0);
+	/* Weights summing past 2^64 are scaled down together: shares kept, total exact. */
+	uint64_t huge[3] = {UINT64_MAX / 2, UINT64_MAX / 2, UINT64_MAX / 4};
+	CHECK(attrib_split(1000000, huge, 3, 0, out3, &rest, &s) == 0);
+	CHECK_U64(out3[0] + out3[1] + out3[2] + rest, 1000000);
+	CHECK_U64(out3[0], 400000);
+	CHECK_U64(out3[1], 400000);
+	CHECK_U64(out3[2], 200000);
 	attrib_scratch_free(&s);
 }
 
