@@ -51,7 +51,9 @@ static void pub_usage(FILE *out)
 		     "  -r, --raw       send lines as they are, without validation (for testing consumers)\n"
 		     "  -s, --src NAME  src stamped on messages that have none (default wattbus-pub)\n"
 		     "  -w, --wait D    wait up to D for a subscriber before the first message (default 5s)\n"
-		     "  -i, --interval D  pause D between messages\n");
+		     "  -i, --interval D  pause D between messages\n"
+		     "  --curve-cert FILE  serve tcp:// with CURVE using this certificate (FILE_secret beside it)\n"
+		     "  --curve-allow DIR  public certificates of the subscribers let in (default: any with a key)\n");
 }
 
 int cmd_pub(int argc, char **argv)
@@ -60,8 +62,11 @@ int cmd_pub(int argc, char **argv)
 					     {"src", required_argument, NULL, 's'},
 					     {"wait", required_argument, NULL, 'w'},
 					     {"interval", required_argument, NULL, 'i'},
+					     {"curve-cert", required_argument, NULL, 'C'},
+					     {"curve-allow", required_argument, NULL, 'A'},
 					     {"help", no_argument, NULL, 'h'},
 					     {NULL, 0, NULL, 0}};
+	struct wb_sockopts so = {0};
 	bool raw = false;
 	uint64_t wait_ns = 5 * WB_NS_PER_SEC, interval_ns = 0;
 	struct stamp st = {.src = "wattbus-pub", .epoch = wb_now_ns()};
@@ -72,6 +77,8 @@ int cmd_pub(int argc, char **argv)
 		case 's': st.src = optarg; break;
 		case 'w': wait_ns = cli_duration_ns("pub", "--wait", optarg); break;
 		case 'i': interval_ns = cli_duration_ns("pub", "--interval", optarg); break;
+		case 'C': so.curve_cert = optarg; break;
+		case 'A': so.curve_allow = optarg; break;
 		case 'h': pub_usage(stdout); return 0;
 		default: pub_usage(stderr); return 2;
 		}
@@ -80,7 +87,7 @@ int cmd_pub(int argc, char **argv)
 		pub_usage(stderr);
 		return 2;
 	}
-	struct wb_pub *pub = wb_pub_new(argv[optind], st.src, "", NULL);
+	struct wb_pub *pub = wb_pub_new(argv[optind], st.src, "", &so);
 	if (!pub)
 		return 1;
 	st.seqs = zhashx_new();

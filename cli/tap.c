@@ -28,13 +28,16 @@ static void print_line(json_t *line)
 
 static void tap_usage(FILE *out)
 {
-	fprintf(out, "usage: wattbus tap [--check] [--count N] [--timeout DURATION] [--time] ENDPOINT [PREFIX...]\n"
+	fprintf(out, "usage: wattbus tap [--check] [--count N] [--timeout DURATION] [--time] [--curve-cert FILE --curve-peer FILE]\n"
+		     "                   ENDPOINT [PREFIX...]\n"
 		     "  ENDPOINT       publisher to connect to (a leading @ binds instead)\n"
 		     "  PREFIX         topic prefixes to subscribe to (default: everything)\n"
 		     "  -c, --check    validate every frame as the stages do; print rejections with their reason\n"
 		     "  -n, --count N  exit after N lines\n"
 		     "  -t, --timeout  exit after this long (e.g. 10s)\n"
-		     "  -T, --time     add the receive time (recv_ns) to every line\n");
+		     "  -T, --time     add the receive time (recv_ns) to every line\n"
+		     "  --curve-cert FILE  our CURVE certificate (FILE_secret beside it), for tcp:// endpoints\n"
+		     "  --curve-peer FILE  the publisher's public certificate\n");
 }
 
 int cmd_tap(int argc, char **argv)
@@ -43,8 +46,11 @@ int cmd_tap(int argc, char **argv)
 					     {"count", required_argument, NULL, 'n'},
 					     {"timeout", required_argument, NULL, 't'},
 					     {"time", no_argument, NULL, 'T'},
+					     {"curve-cert", required_argument, NULL, 'C'},
+					     {"curve-peer", required_argument, NULL, 'P'},
 					     {"help", no_argument, NULL, 'h'},
 					     {NULL, 0, NULL, 0}};
+	struct wb_sockopts so = {0};
 	bool check = false, with_time = false;
 	long long count = -1;
 	uint64_t timeout_ns = 0;
@@ -55,6 +61,8 @@ int cmd_tap(int argc, char **argv)
 		case 'n': count = atoll(optarg); break;
 		case 't': timeout_ns = cli_duration_ns("tap", "--timeout", optarg); break;
 		case 'T': with_time = true; break;
+		case 'C': so.curve_cert = optarg; break;
+		case 'P': so.curve_peer = optarg; break;
 		case 'h': tap_usage(stdout); return 0;
 		default: tap_usage(stderr); return 2;
 		}
@@ -63,7 +71,7 @@ int cmd_tap(int argc, char **argv)
 		tap_usage(stderr);
 		return 2;
 	}
-	struct wb_sub *sub = wb_sub_new(NULL);
+	struct wb_sub *sub = wb_sub_new(&so);
 	if (!sub || wb_sub_connect(sub, argv[optind]) < 0)
 		return 1;
 	if (optind + 1 >= argc)

@@ -110,9 +110,24 @@ static void ipc_protect(const char *ep, const char *group)
 	}
 }
 
+static bool curve_wanted(const struct wb_sockopts *o)
+{
+	return o && o->curve_cert && o->curve_cert[0];
+}
+
+/*
+ * CURVE protects tcp:// endpoints; ipc:// sockets are protected by their file
+ * mode and group. Security options apply to the connections made after they
+ * are set, so a subscriber switches mechanism before each connect.
+ */
+static bool is_ipc(const char *ep)
+{
+	return strncmp(ep, "ipc://", 6) == 0 || strncmp(ep, "inproc://", 9) == 0;
+}
+
 static int apply_curve(zsock_t *sock, const struct wb_sockopts *o, bool server, zactor_t **auth)
 {
-	if (!o || !o->curve_cert || !o->curve_cert[0])
+	if (!curve_wanted(o))
 		return 0;
 	zcert_t *cert = zcert_load(o->curve_cert);
 	if (!cert) {
@@ -176,10 +191,10 @@ struct wb_pub *wb_pub_new(const char *endpoint, const char *src, const char *hos
 		goto fail;
 	zsock_set_sndhwm(self->sock, opts && opts->hwm > 0 ? opts->hwm : 10000);
 	zsock_set_linger(self->sock, 1000);
-	if (apply_curve(self->sock, opts, true, &self->auth) < 0)
-		goto fail;
 	bool bind;
 	const char *ep = endpoint_bare(endpoint, true, &bind);
+	if (!is_ipc(ep) && apply_curve(self->sock, opts, true, &self->auth) < 0)
+		goto fail;
 	if (bind) {
 		ipc_mkdir(ep);
 		if (ipc_in_use(ep)) {
@@ -393,6 +408,7 @@ struct wb_sub {
 	struct wb_seqtrack *seq;
 	struct wb_ratelimit rl;
 	struct wb_sockopts opts;
+	bool curve_on; /* the next connect uses CURVE */
 };
 
 struct wb_sub *wb_sub_new(const struct wb_sockopts *opts)
@@ -409,9 +425,13 @@ struct wb_sub *wb_sub_new(const struct wb_sockopts *opts)
 	zsock_set_linger(self->sock, 0);
 	if (opts)
 		self->opts = *opts;
-	zactor_t *none = NULL;
-	if (apply_curve(self->sock, opts, false, &none) < 0)
-		goto fail;
+	if (curve_wanted(opts)) {
+		/* Check the certificates now, so a bad path is a startup error. */
+		zactor_t *none = NULL;
+		if (apply_curve(self->sock, opts, false, &none) < 0)
+			goto fail;
+		self->curve_on = true;
+	}
 	return self;
 fail:
 	wb_sub_destroy(&self);
@@ -432,6 +452,16 @@ static int sub_connect_one(struct wb_sub *self, const char *endpoint)
 {
 	bool bind;
 	const char *ep = endpoint_bare(endpoint, false, &bind);
+	bool want = curve_wanted(&self->opts) && !is_ipc(ep);
+	if (want && !self->curve_on) {
+		zactor_t *none = NULL;
+		if (apply_curve(self->sock, &self->opts, false, &none) < 0)
+			return -1;
+		self->curve_on = true;
+	} else if (!want && self->curve_on) {
+		zsock_set_plain_server(self->sock, 0); /* back to the NULL mechanism */
+		self->curve_on = false;
+	}
 	int rc = bind ? zsock_bind(self->sock, "%s", ep) : zsock_connect(self->sock, "%s", ep);
 	if (rc < 0) {
 		log_errx("cannot %s %s: %s", bind ? "bind" : "connect to", ep, zmq_strerror(zmq_errno()));
