@@ -43,6 +43,24 @@ pd_tap_lines() {
 	head -n "$(wc -l <"$TAPLOG")" "$TAPLOG"
 }
 
+# pd_power_rows ZONE: "t seq epoch energy_uj interval_ns" per power message with ZONE (ZONE "-" for
+# every message, energy 0). Python, since jq 1.6 reads numbers as doubles and t (~1.8e18 ns) would
+# lose its last digits.
+pd_power_rows() {
+	pd_tap_lines | python3 -c '
+import json, sys
+zone = sys.argv[1]
+for line in sys.stdin:
+    m = json.loads(line)
+    if m["topic"] != "power/testhost":
+        continue
+    msg = m["msg"]
+    e = [z["energy_uj"] for z in msg["zones"] if z["name"] == zone]
+    if zone == "-" or e:
+        print(msg["t"], msg["seq"], msg["epoch"], e[0] if e else 0, msg["interval_ns"])
+' "$1"
+}
+
 # pd_power_values ZONE: every published energy_uj of ZONE, one per line, in order.
 pd_power_values() {
 	pd_tap_lines | jq -r --arg z "$1" 'select(.topic == "power/testhost") | .msg.zones[] | select(.name == $z) | .energy_uj'
@@ -80,7 +98,7 @@ pd_stat_mode() {
 pd_wait_stat() {
 	wb_wait_for "${3:-10}" bash -c 'v=$(pd_stat_counter "$0"); [ -n "$v" ] && [ "$v" -ge "$1" ]' "$1" "$2"
 }
-export -f pd_stat_counter pd_stat_mode pd_tap_lines pd_power_values
+export -f pd_stat_counter pd_stat_mode pd_tap_lines pd_power_values pd_power_rows
 export TAPLOG
 
 # pd_values_ok ZONE EXPECTED...: every published value of ZONE is one of the expected totals, in order.

@@ -1,0 +1,57 @@
+#!/usr/bin/env bats
+# powerd's exec source: a command run at every sample, or a stream, printing
+# "ZONE VALUE uj|w [kind=KIND] [range=UJ]" lines; totals exact, failures counted.
+
+load powerd_helper
+
+teardown() { wb_kill_all; }
+
+@test "sample mode: counters with a range wrap exactly, watts integrate, a failing run is skipped" {
+	out=$BATS_TEST_TMPDIR/meter.out
+	pd_put "$out" "pdu-0 990 uj kind=platform range=999" "fan 12.5 w"
+	pd_start --source exec --exec "cat $out; test ! -e $BATS_TEST_TMPDIR/fail"
+	pd_wait_energy pdu-0 990
+	raw=990 total=990
+	for inc in 5 500 499 1 999 3; do
+		raw=$(((raw + inc) % 1000))
+		total=$((total + inc))
+		pd_put "$out" "pdu-0 $raw uj kind=platform range=999" "fan 12.5 w"
+		pd_wait_energy pdu-0 $total
+	done
+	pd_values_ok pdu-0 990 995 1495 1994 1995 2994 2997
+	run bash -c "pd_tap_lines | jq -c 'select(.topic == \"power/testhost\") | [.msg.zones[] | [.name, .zone, .source, .path, .max_energy_range_uj]]' | tail -1"
+	assert_output "[[\"pdu-0\",\"platform\",\"exec\",\"cat $out; test ! -e $BATS_TEST_TMPDIR/fail\",999],[\"fan\",\"other\",\"exec\",\"cat $out; test ! -e $BATS_TEST_TMPDIR/fail\",null]]"
+	# 12.5 W between the first and the last sample seen
+	pd_power_rows fan | awk '{print $1, $4}' >"$BATS_TEST_TMPDIR/fan.tsv"
+	first=($(head -1 "$BATS_TEST_TMPDIR/fan.tsv"))
+	last=($(tail -1 "$BATS_TEST_TMPDIR/fan.tsv"))
+	want=$(((last[0] - first[0]) / 1000 * 125 / 10))
+	got=$((last[1] - first[1]))
+	[ "$want" -gt 0 ] && [ $((got * 100)) -ge $((want * 99)) ] && [ $((got * 100)) -le $((want * 101)) ]
+	# the command fails: counted, no zone published from that run
+	touch "$BATS_TEST_TMPDIR/fail"
+	pd_wait_stat exec_failures 2
+	grep -q "exec: 'cat .*': exited with status 1; its zones skip this sample" "$BATS_TEST_TMPDIR/powerd.log"
+	rm "$BATS_TEST_TMPDIR/fail"
+	pd_put "$out" "pdu-0 $(((raw + 7) % 1000)) uj kind=platform range=999" "fan 12.5 w"
+	pd_wait_energy pdu-0 $((total + 7))
+	[ "$(pd_stat_mode)" = exec ]
+}
+
+@test "stream mode: lines as they come, restarted when the command ends" {
+	out=$BATS_TEST_TMPDIR/stream.out
+	pd_put "$out" "gpu-0 1000 uj"
+	cmd="while [ -e $out ]; do cat $out; sleep 0.02; done; echo 'gpu-0 bad uj'; exit 3"
+	pd_start --source exec --exec "$cmd" --exec_mode stream
+	pd_wait_energy gpu-0 1000
+	pd_put "$out" "gpu-0 4000 uj"
+	pd_wait_energy gpu-0 4000
+	rm "$out"
+	pd_wait_stat exec_failures 1
+	pd_wait_stat parse_errors 1
+	grep -q "exited with status 3; restarting it in 1 s" "$BATS_TEST_TMPDIR/powerd.log"
+	pd_put "$out" "gpu-0 4500 uj"
+	pd_wait_energy gpu-0 4500 5
+	grep -q "exec: restarted" "$BATS_TEST_TMPDIR/powerd.log"
+	pd_values_ok gpu-0 1000 4000 4500
+}
