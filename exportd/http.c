@@ -242,13 +242,27 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 /* ---- the zloop glue ---- */
 static int on_timer(zloop_t *loop, int timer_id, void *arg);
 
+static unsigned http_connections(struct http *self)
+{
+	const union MHD_DaemonInfo *i =
+	    MHD_get_daemon_info(self->mhd, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+	return i ? i->num_connections : 0;
+}
+
 static void http_drive(struct http *self)
 {
-	/* MHD asks for an immediate rerun (timeout 0) while it has buffered work */
+	/*
+	 * MHD asks for an immediate rerun (timeout 0) while it has buffered work.
+	 * It also takes its listen socket out of its epoll set at max_connections
+	 * and puts it back only at the start of a later run: when this run closed
+	 * connections, run again, or nothing would ever wake us to accept.
+	 */
 	MHD_UNSIGNED_LONG_LONG to_ms = 0;
 	for (int i = 0; i < 8; i++) {
+		unsigned before = http_connections(self);
 		MHD_run(self->mhd);
-		if (MHD_get_timeout(self->mhd, &to_ms) != MHD_YES || to_ms > 0)
+		bool closed = http_connections(self) < before;
+		if (!closed && (MHD_get_timeout(self->mhd, &to_ms) != MHD_YES || to_ms > 0))
 			break;
 	}
 	if (self->timer_id >= 0) {
