@@ -12,27 +12,39 @@
  * plausibility limit allows this much extra time.
  */
 #define COUNTER_SLACK_NS 2000000ull
-/* A wall-clock step between readings that differs this much from the monotonic step means the clock was set. */
+/* A wall-clock step between readings that differs this much from the monotonic step means the clock
+ * was set. */
 #define INTEG_CLOCK_STEP_NS 50000000ull
 
 const char *pd_verdict_name(enum pd_verdict v)
 {
 	switch (v) {
-	case PD_FIRST: return "first";
-	case PD_OK: return "ok";
-	case PD_WRAP: return "wrap";
-	case PD_REBASED: return "rebased";
-	case PD_BACKWARDS: return "backwards";
-	case PD_JUMP: return "jump";
-	case PD_RANGE: return "range";
-	case PD_STALE: return "stale";
+	case PD_FIRST:
+		return "first";
+	case PD_OK:
+		return "ok";
+	case PD_WRAP:
+		return "wrap";
+	case PD_REBASED:
+		return "rebased";
+	case PD_BACKWARDS:
+		return "backwards";
+	case PD_JUMP:
+		return "jump";
+	case PD_RANGE:
+		return "range";
+	case PD_STALE:
+		return "stale";
 	}
 	return "?";
 }
 
-void counter_init(struct pd_counter *c, uint64_t modulus, uint64_t uj_mul, uint64_t uj_div, uint64_t max_uw)
+void counter_init(struct pd_counter *c, uint64_t modulus, uint64_t uj_mul, uint64_t uj_div,
+		  uint64_t max_uw)
 {
-	*c = (struct pd_counter){.modulus = modulus, .uj_mul = uj_mul ? uj_mul : 1, .uj_div = uj_div ? uj_div : 1,
+	*c = (struct pd_counter){.modulus = modulus,
+				 .uj_mul = uj_mul ? uj_mul : 1,
+				 .uj_div = uj_div ? uj_div : 1,
 				 .max_uw = max_uw};
 }
 
@@ -48,8 +60,8 @@ static uint64_t ticks_to_uj(const struct pd_counter *c, uint64_t ticks)
  * wraps between readings look exactly like one (hence the minimum safe
  * interval, range / highest power, in docs/powerd.md).
  */
-static enum pd_verdict counter_step(const struct pd_counter *c, uint64_t from, uint64_t from_ns, uint64_t raw,
-				    uint64_t mono_ns, uint64_t *ticks)
+static enum pd_verdict counter_step(const struct pd_counter *c, uint64_t from, uint64_t from_ns,
+				    uint64_t raw, uint64_t mono_ns, uint64_t *ticks)
 {
 	enum pd_verdict v;
 	if (raw >= from) {
@@ -62,7 +74,8 @@ static enum pd_verdict counter_step(const struct pd_counter *c, uint64_t from, u
 		return PD_BACKWARDS;
 	}
 	uint64_t elapsed_ns = mono_ns > from_ns ? mono_ns - from_ns : 0;
-	unsigned __int128 limit_uj = (unsigned __int128)c->max_uw * (elapsed_ns + COUNTER_SLACK_NS) / NS_PER_S;
+	unsigned __int128 limit_uj =
+	    (unsigned __int128)c->max_uw * (elapsed_ns + COUNTER_SLACK_NS) / NS_PER_S;
 	if ((unsigned __int128)ticks_to_uj(c, *ticks) > limit_uj)
 		return v == PD_WRAP ? PD_BACKWARDS : PD_JUMP;
 	return v;
@@ -99,7 +112,8 @@ enum pd_verdict counter_update(struct pd_counter *c, uint64_t raw, uint64_t mono
 		return v;
 	}
 	if (c->have_cand) {
-		enum pd_verdict vc = counter_step(c, c->cand_raw, c->cand_mono_ns, raw, mono_ns, &ticks);
+		enum pd_verdict vc =
+		    counter_step(c, c->cand_raw, c->cand_mono_ns, raw, mono_ns, &ticks);
 		if ((vc == PD_OK || vc == PD_WRAP) && ticks > 0) {
 			c->total_ticks += ticks;
 			c->last_raw = raw;
@@ -157,7 +171,8 @@ enum pd_verdict integ_add(struct pd_integrator *in, uint64_t uw, uint64_t t_ns, 
 	 * the monotonic step is used.
 	 */
 	uint64_t dt = dt_mono;
-	if (t_ns > in->last_t_ns && absdiff(t_ns - in->last_t_ns, dt_mono) <= dt_mono / 2 + INTEG_CLOCK_STEP_NS)
+	if (t_ns > in->last_t_ns &&
+	    absdiff(t_ns - in->last_t_ns, dt_mono) <= dt_mono / 2 + INTEG_CLOCK_STEP_NS)
 		dt = t_ns - in->last_t_ns;
 	uint64_t prev_uw = in->last_uw;
 	in->last_uw = uw;

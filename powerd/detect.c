@@ -10,7 +10,8 @@
 
 typedef int(discover_fn)(struct pd_set *set, const struct pd_opts *opts, char *why, size_t whylen);
 
-static discover_fn *const discover[PD_SRC_COUNT] = {rapl_discover, msr_discover, hwmon_discover, exec_discover};
+static discover_fn *const discover[PD_SRC_COUNT] = {rapl_discover, msr_discover, hwmon_discover,
+						    exec_discover};
 
 int detect_parse_sources(char *const *names, size_t n, unsigned *mask, char *err, size_t errlen)
 {
@@ -26,7 +27,9 @@ int detect_parse_sources(char *const *names, size_t n, unsigned *mask, char *err
 			if (!strcmp(names[i], pd_src_name((enum pd_src)s)))
 				break;
 		if (s == PD_SRC_COUNT) {
-			snprintf(err, errlen, "source: unknown source '%s' (auto, rapl, msr, hwmon, exec)", names[i]);
+			snprintf(err, errlen,
+				 "source: unknown source '%s' (auto, rapl, msr, hwmon, exec)",
+				 names[i]);
 			return -1;
 		}
 		*mask |= 1u << s;
@@ -52,13 +55,16 @@ size_t detect_open(struct pd_set *set, unsigned mask)
 		int n = discover[s](set, set->opts, why[s], sizeof(why[s]));
 		if (n > 0) {
 			usable++;
-			log_info("%s: %d zone%s", pd_src_name((enum pd_src)s), n, n == 1 ? "" : "s");
+			log_info("%s: %d zone%s", pd_src_name((enum pd_src)s), n,
+				 n == 1 ? "" : "s");
 		} else if (mask) {
-			log_warnx("source %s is not usable: %s", pd_src_name((enum pd_src)s), why[s]);
+			log_warnx("source %s is not usable: %s", pd_src_name((enum pd_src)s),
+				  why[s]);
 		}
 	}
 	if (!mask && set->opts->exec_cmd && set->opts->exec_cmd[0])
-		log_info("exec is set but source = auto never runs commands; set source = exec to use it");
+		log_info("exec is set but source = auto never runs commands; set source = exec to "
+			 "use it");
 	if (usable)
 		return usable;
 	log_warnx("no usable power meter; publishing only stat messages (mode none), so that the "
@@ -75,8 +81,8 @@ void detect_mode(const struct pd_set *set, char *buf, size_t size)
 	buf[0] = '\0';
 	for (int s = 0; s < PD_SRC_COUNT; s++)
 		if (set->used & (1u << s))
-			len += (size_t)snprintf(buf + len, len < size ? size - len : 0, "%s%s", len ? "+" : "",
-						pd_src_name((enum pd_src)s));
+			len += (size_t)snprintf(buf + len, len < size ? size - len : 0, "%s%s",
+						len ? "+" : "", pd_src_name((enum pd_src)s));
 	if (!buf[0])
 		snprintf(buf, size, "none");
 }
@@ -89,19 +95,27 @@ void detect_log_zones(const struct pd_set *set)
 		const struct pd_zone *z = &set->zones[i];
 		double safe_s = pd_zone_min_safe_s(z, o->max_power_w);
 		if (z->is_power) {
-			log_info("zone %s (%s, %s): power integrated by trapezoids, %s", z->name, z->kind,
-				 z->path, z->src == PD_SRC_EXEC ? "from the command's watts" : "from microwatts");
+			log_info("zone %s (%s, %s): power integrated by trapezoids, %s", z->name,
+				 z->kind, z->path,
+				 z->src == PD_SRC_EXEC ? "from the command's watts"
+						       : "from microwatts");
 		} else if (safe_s > 0) {
-			log_info("zone %s (%s, %s): counter range %llu uJ; at max_power_w %.0f W it wraps no "
-				 "sooner than %.1f s (minimum safe interval); interval %.3f s is %s",
-				 z->name, z->kind, z->path, (unsigned long long)counter_range_uj(&z->ctr), o->max_power_w,
-				 safe_s, interval_s, interval_s < safe_s ? "safe" : "NOT safe");
+			log_info(
+			    "zone %s (%s, %s): counter range %llu uJ; at max_power_w %.0f W it "
+			    "wraps no "
+			    "sooner than %.1f s (minimum safe interval); interval %.3f s is %s",
+			    z->name, z->kind, z->path,
+			    (unsigned long long)counter_range_uj(&z->ctr), o->max_power_w, safe_s,
+			    interval_s, interval_s < safe_s ? "safe" : "NOT safe");
 			if (interval_s >= safe_s)
-				log_warnx("zone %s: interval %.3f s is not shorter than %.1f s, the time this "
-					  "counter takes to wrap at %.0f W; two wraps between samples would look like one",
+				log_warnx("zone %s: interval %.3f s is not shorter than %.1f s, "
+					  "the time this "
+					  "counter takes to wrap at %.0f W; two wraps between "
+					  "samples would look like one",
 					  z->name, interval_s, safe_s, o->max_power_w);
 		} else {
-			log_info("zone %s (%s, %s): counter without a wrap range", z->name, z->kind, z->path);
+			log_info("zone %s (%s, %s): counter without a wrap range", z->name, z->kind,
+				 z->path);
 		}
 	}
 }

@@ -19,9 +19,10 @@
 #include "clock.h"
 #include "powerd.h"
 
-#define EXEC_OUT_MAX 65536		    /* output of one sample-mode run */
+#define EXEC_OUT_MAX 65536 /* output of one sample-mode run */
 #define EXEC_LINE_MAX 512
-#define EXEC_RESTART_NS (1000000000ull) /* stream mode: wait this long before restarting the command */
+#define EXEC_RESTART_NS                                                                            \
+	(1000000000ull) /* stream mode: wait this long before restarting the command */
 
 extern char **environ;
 
@@ -47,7 +48,8 @@ struct pd_exec {
 	struct wb_ratelimit rl;
 };
 
-static const char *const exec_kinds[] = {"package", "core", "uncore", "dram", "psys", "platform", "gpu", "other"};
+static const char *const exec_kinds[] = {"package", "core",	"uncore", "dram",
+					 "psys",    "platform", "gpu",	  "other"};
 
 static bool kind_valid(const char *k, size_t len)
 {
@@ -62,7 +64,8 @@ static const char *kind_from_name(const char *name)
 {
 	for (size_t i = 0; i < sizeof(exec_kinds) / sizeof(exec_kinds[0]); i++) {
 		size_t len = strlen(exec_kinds[i]);
-		if (!strncmp(name, exec_kinds[i], len) && (name[len] == '\0' || name[len] == '-' || name[len] == '_'))
+		if (!strncmp(name, exec_kinds[i], len) &&
+		    (name[len] == '\0' || name[len] == '-' || name[len] == '_'))
 			return exec_kinds[i];
 	}
 	return "other";
@@ -119,14 +122,17 @@ int exec_parse_line(const char *line, struct pd_exec_line *out, char *err, size_
 		return 0;
 	memset(out, 0, sizeof(*out));
 	if (len >= sizeof(out->zone)) {
-		snprintf(err, errlen, "zone name longer than %zu characters", sizeof(out->zone) - 1);
+		snprintf(err, errlen, "zone name longer than %zu characters",
+			 sizeof(out->zone) - 1);
 		return -1;
 	}
 	for (size_t i = 0; i < len; i++) {
 		char ch = tok[i];
-		if (!isalnum((unsigned char)ch) && ch != '-' && ch != '_' && ch != '.' && ch != ':') {
-			snprintf(err, errlen, "zone name \"%.*s\": only letters, digits and -_.: allowed", (int)len,
-				 tok);
+		if (!isalnum((unsigned char)ch) && ch != '-' && ch != '_' && ch != '.' &&
+		    ch != ':') {
+			snprintf(err, errlen,
+				 "zone name \"%.*s\": only letters, digits and -_.: allowed",
+				 (int)len, tok);
 			return -1;
 		}
 	}
@@ -143,19 +149,22 @@ int exec_parse_line(const char *line, struct pd_exec_line *out, char *err, size_
 	if (ulen == 2 && !strncasecmp(utok, "uj", 2)) {
 		out->unit = PD_UNIT_UJ;
 		if (parse_uint(vtok, vlen, INT64_MAX, &out->value) < 0) {
-			snprintf(err, errlen, "zone %s: \"%.*s\" is not a whole number of microjoules", out->zone,
-				 (int)vlen, vtok);
+			snprintf(err, errlen,
+				 "zone %s: \"%.*s\" is not a whole number of microjoules",
+				 out->zone, (int)vlen, vtok);
 			return -1;
 		}
 	} else if (ulen == 1 && (utok[0] == 'w' || utok[0] == 'W')) {
 		out->unit = PD_UNIT_W;
 		if (parse_watts(vtok, vlen, &out->value) < 0) {
-			snprintf(err, errlen, "zone %s: \"%.*s\" is not a number of watts (up to 6 decimals)",
+			snprintf(err, errlen,
+				 "zone %s: \"%.*s\" is not a number of watts (up to 6 decimals)",
 				 out->zone, (int)vlen, vtok);
 			return -1;
 		}
 	} else {
-		snprintf(err, errlen, "zone %s: unit \"%.*s\" is neither uj nor w", out->zone, (int)ulen, utok);
+		snprintf(err, errlen, "zone %s: unit \"%.*s\" is neither uj nor w", out->zone,
+			 (int)ulen, utok);
 		return -1;
 	}
 	snprintf(out->kind, sizeof(out->kind), "%s", kind_from_name(out->zone));
@@ -167,10 +176,12 @@ int exec_parse_line(const char *line, struct pd_exec_line *out, char *err, size_
 		if (olen > 5 && !strncmp(otok, "kind=", 5) && kind_valid(otok + 5, olen - 5)) {
 			snprintf(out->kind, sizeof(out->kind), "%.*s", (int)(olen - 5), otok + 5);
 		} else if (olen > 6 && !strncmp(otok, "range=", 6) && out->unit == PD_UNIT_UJ &&
-			   parse_uint(otok + 6, olen - 6, INT64_MAX - 1, &out->range_uj) == 0 && out->range_uj) {
+			   parse_uint(otok + 6, olen - 6, INT64_MAX - 1, &out->range_uj) == 0 &&
+			   out->range_uj) {
 			/* taken */
 		} else {
-			snprintf(err, errlen, "zone %s: bad option \"%.*s\" (kind=KIND, or range=UJ with uj)",
+			snprintf(err, errlen,
+				 "zone %s: bad option \"%.*s\" (kind=KIND, or range=UJ with uj)",
 				 out->zone, (int)olen, otok);
 			return -1;
 		}
@@ -195,7 +206,8 @@ static struct exec_zone *exec_zone_find(struct pd_exec *ex, const char *name)
 	return NULL;
 }
 
-static struct exec_zone *exec_zone_add(struct pd_set *set, struct pd_exec *ex, const struct pd_exec_line *l)
+static struct exec_zone *exec_zone_add(struct pd_set *set, struct pd_exec *ex,
+				       const struct pd_exec_line *l)
 {
 	if (ex->nzones >= PD_ZONES_MAX)
 		return NULL;
@@ -229,7 +241,8 @@ static struct exec_zone *exec_zone_add(struct pd_set *set, struct pd_exec *ex, c
 }
 
 /* Parse and account one line read at (t_ns, mono_ns). */
-static void exec_line(struct pd_set *set, struct pd_exec *ex, const char *line, uint64_t t_ns, uint64_t mono_ns)
+static void exec_line(struct pd_set *set, struct pd_exec *ex, const char *line, uint64_t t_ns,
+		      uint64_t mono_ns)
 {
 	struct pd_exec_line l;
 	char err[256];
@@ -246,8 +259,8 @@ static void exec_line(struct pd_set *set, struct pd_exec *ex, const char *line, 
 		return;
 	if (ez->unit != l.unit) {
 		set->counts.parse_errors++;
-		log_rl(&ex->rl, WB_LOG_WARN, "exec: %s: zone %s changed its unit; line ignored", ex->cmd,
-		       l.zone);
+		log_rl(&ex->rl, WB_LOG_WARN, "exec: %s: zone %s changed its unit; line ignored",
+		       ex->cmd, l.zone);
 		return;
 	}
 	struct pd_zone *z = &set->zones[ez->zi];
@@ -286,7 +299,8 @@ static pid_t exec_spawn(struct pd_exec *ex, uint64_t t_ns, uint64_t interval_ns,
 	if (env) {
 		size_t j = 0;
 		for (size_t i = 0; i < nenv; i++)
-			if (strncmp(environ[i], "WATTBUS_SAMPLE_T_NS=", 20) && strncmp(environ[i], "WATTBUS_INTERVAL_NS=", 20))
+			if (strncmp(environ[i], "WATTBUS_SAMPLE_T_NS=", 20) &&
+			    strncmp(environ[i], "WATTBUS_INTERVAL_NS=", 20))
 				env[j++] = environ[i];
 		if (t_ns)
 			env[j++] = t_var;
@@ -311,7 +325,8 @@ static pid_t exec_spawn(struct pd_exec *ex, uint64_t t_ns, uint64_t interval_ns,
 	return pid;
 }
 
-/* Stop the command's process group: SIGTERM, then SIGKILL if it lingers. Returns its wait status. */
+/* Stop the command's process group: SIGTERM, then SIGKILL if it lingers. Returns its wait status.
+ */
 static int exec_reap(pid_t pid)
 {
 	int status = 0;
@@ -340,7 +355,8 @@ static void describe_status(int status, char *buf, size_t size)
  * Run the command once, collecting its output until it exits or the timeout.
  * Returns 0 with *out (malloc'd, NUL-terminated) or -1 with why filled.
  */
-static int exec_run(struct pd_exec *ex, uint64_t t_ns, uint64_t interval_ns, char **out, char *why, size_t whylen)
+static int exec_run(struct pd_exec *ex, uint64_t t_ns, uint64_t interval_ns, char **out, char *why,
+		    size_t whylen)
 {
 	int fd;
 	pid_t pid = exec_spawn(ex, t_ns, interval_ns, &fd);
@@ -393,7 +409,8 @@ static int exec_run(struct pd_exec *ex, uint64_t t_ns, uint64_t interval_ns, cha
 	if (timed_out) {
 		kill(-pid, SIGKILL);
 		waitpid(pid, &status, 0);
-		snprintf(why, whylen, "no result within exec_timeout %.0f ms", (double)ex->timeout_ns / 1e6);
+		snprintf(why, whylen, "no result within exec_timeout %.0f ms",
+			 (double)ex->timeout_ns / 1e6);
 		free(buf);
 		return -1;
 	}
@@ -410,7 +427,8 @@ static int exec_run(struct pd_exec *ex, uint64_t t_ns, uint64_t interval_ns, cha
 }
 
 /* Account every line of a sample-mode run. */
-static void exec_lines(struct pd_set *set, struct pd_exec *ex, char *text, uint64_t t_ns, uint64_t mono_ns)
+static void exec_lines(struct pd_set *set, struct pd_exec *ex, char *text, uint64_t t_ns,
+		       uint64_t mono_ns)
 {
 	char *save = NULL;
 	for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
@@ -463,9 +481,12 @@ int exec_discover(struct pd_set *set, const struct pd_opts *opts, char *why, siz
 		exec_lines(set, ex, out, wb_now_ns(), wb_mono_ns());
 		free(out);
 		for (size_t i = 0; i < ex->nzones; i++)
-			set->zones[ex->zones[i].zi].updated = false; /* baselines, published from the first sample */
+			set->zones[ex->zones[i].zi].updated =
+			    false; /* baselines, published from the first sample */
 		if (ex->nzones == 0) {
-			snprintf(why, whylen, "'%s' printed no valid reading (format: ZONE VALUE uj|w)", ex->cmd);
+			snprintf(why, whylen,
+				 "'%s' printed no valid reading (format: ZONE VALUE uj|w)",
+				 ex->cmd);
 			exec_destroy(&set->exec);
 			return 0;
 		}
@@ -490,7 +511,8 @@ int exec_discover(struct pd_set *set, const struct pd_opts *opts, char *why, siz
 		return 0;
 	}
 	if (ex->nzones == 0)
-		log_warnx("exec: '%s' printed no reading within %.0f ms; zones will appear with its first "
+		log_warnx("exec: '%s' printed no reading within %.0f ms; zones will appear with "
+			  "its first "
 			  "lines",
 			  ex->cmd, (double)opts->exec_timeout_ns / 1e6);
 	for (size_t i = 0; i < ex->nzones; i++)
@@ -507,7 +529,8 @@ void exec_sample(struct pd_set *set, uint64_t t_ns, uint64_t mono_ns)
 	char *out = NULL, err[256];
 	if (exec_run(ex, t_ns, set->opts->interval_ns, &out, err, sizeof(err)) < 0) {
 		set->counts.exec_failures++;
-		log_rl(&ex->rl, WB_LOG_WARN, "exec: '%s': %s; its zones skip this sample", ex->cmd, err);
+		log_rl(&ex->rl, WB_LOG_WARN, "exec: '%s': %s; its zones skip this sample", ex->cmd,
+		       err);
 		return;
 	}
 	exec_lines(set, ex, out, t_ns, mono_ns);
@@ -536,7 +559,8 @@ int exec_stream_read(struct pd_set *set)
 			ex->fd = -1;
 			describe_status(exec_reap(ex->pid), st, sizeof(st));
 			set->counts.exec_failures++;
-			log_rl(&ex->rl, WB_LOG_WARN, "exec: '%s' %s; restarting it in 1 s", ex->cmd, st);
+			log_rl(&ex->rl, WB_LOG_WARN, "exec: '%s' %s; restarting it in 1 s", ex->cmd,
+			       st);
 			ex->pid = 0;
 			ex->restart_at_ns = wb_mono_ns() + EXEC_RESTART_NS;
 			return -1;
@@ -558,8 +582,9 @@ int exec_stream_read(struct pd_set *set)
 		if (ex->len == sizeof(ex->buf) - 1) {
 			if (!ex->overlong) {
 				set->counts.parse_errors++;
-				log_rl(&ex->rl, WB_LOG_WARN, "exec: '%s': line longer than %d bytes; ignored",
-				       ex->cmd, EXEC_LINE_MAX - 1);
+				log_rl(&ex->rl, WB_LOG_WARN,
+				       "exec: '%s': line longer than %d bytes; ignored", ex->cmd,
+				       EXEC_LINE_MAX - 1);
 			}
 			ex->overlong = true;
 			ex->len = 0;

@@ -22,7 +22,8 @@ void grid_tick_at(uint64_t armed_ns, uint64_t now_ns, uint64_t interval_ns, stru
 static int grid_arm(struct pd_grid *g)
 {
 	g->next_ns = wb_grid_next(wb_now_ns(), g->interval_ns);
-	struct itimerspec its = {.it_value = {(time_t)(g->next_ns / WB_NS_PER_SEC), (long)(g->next_ns % WB_NS_PER_SEC)}};
+	struct itimerspec its = {
+	    .it_value = {(time_t)(g->next_ns / WB_NS_PER_SEC), (long)(g->next_ns % WB_NS_PER_SEC)}};
 	if (timerfd_settime(g->fd, TFD_TIMER_ABSTIME | TFD_TIMER_CANCEL_ON_SET, &its, NULL) < 0) {
 		log_warn("timerfd_settime");
 		return -1;

@@ -35,20 +35,26 @@ const char *hwmon_kind(const char *label, const char *devname)
 			return "uncore";
 		if (has_word(l, "core"))
 			return "core";
-		if (has_word(l, "pkg") || has_word(l, "package") || has_word(l, "socket") || has_word(l, "cpu"))
+		if (has_word(l, "pkg") || has_word(l, "package") || has_word(l, "socket") ||
+		    has_word(l, "cpu"))
 			return "package";
 		if (has_word(l, "psys"))
 			return "psys";
-		if (has_word(l, "platform") || has_word(l, "system") || has_word(l, "total") || has_word(l, "node") ||
-		    has_word(l, "chassis") || has_word(l, "psu") || has_word(l, "board"))
+		if (has_word(l, "platform") || has_word(l, "system") || has_word(l, "total") ||
+		    has_word(l, "node") || has_word(l, "chassis") || has_word(l, "psu") ||
+		    has_word(l, "board"))
 			return "platform";
 	}
 	static const struct {
 		const char *dev, *kind;
-	} devs[] = {{"power_meter", "platform"}, {"acpi_power_meter", "platform"},
-		    {"amdgpu", "gpu"},		 {"nouveau", "gpu"},
-		    {"i915", "gpu"},		 {"xe", "gpu"},
-		    {"nvidia", "gpu"},		 {"amd_energy", "package"},
+	} devs[] = {{"power_meter", "platform"},
+		    {"acpi_power_meter", "platform"},
+		    {"amdgpu", "gpu"},
+		    {"nouveau", "gpu"},
+		    {"i915", "gpu"},
+		    {"xe", "gpu"},
+		    {"nvidia", "gpu"},
+		    {"amd_energy", "package"},
 		    {"fam15h_power", "package"}};
 	for (size_t i = 0; devname && i < sizeof(devs) / sizeof(devs[0]); i++)
 		if (!strcmp(devname, devs[i].dev))
@@ -96,10 +102,12 @@ static size_t hwmon_channels(const char *dir, struct hwmon_chan *ch)
 		if (sscanf(de->d_name, "energy%u_input%n", &num, &len) == 1 && !de->d_name[len]) {
 			if ((c = chan_get(ch, &n, num, true)))
 				c->input = true;
-		} else if (sscanf(de->d_name, "power%u_input%n", &num, &len) == 1 && !de->d_name[len]) {
+		} else if (sscanf(de->d_name, "power%u_input%n", &num, &len) == 1 &&
+			   !de->d_name[len]) {
 			if ((c = chan_get(ch, &n, num, false)))
 				c->input = true;
-		} else if (sscanf(de->d_name, "power%u_average%n", &num, &len) == 1 && !de->d_name[len]) {
+		} else if (sscanf(de->d_name, "power%u_average%n", &num, &len) == 1 &&
+			   !de->d_name[len]) {
 			if ((c = chan_get(ch, &n, num, false)))
 				c->average = true;
 		}
@@ -108,7 +116,8 @@ static size_t hwmon_channels(const char *dir, struct hwmon_chan *ch)
 	qsort(ch, n, sizeof(*ch), chan_cmp);
 	for (size_t i = 0; i < n; i++) {
 		char path[PD_PATH_MAX + 64];
-		snprintf(path, sizeof(path), "%s/%s%u_label", dir, ch[i].energy ? "energy" : "power", ch[i].num);
+		snprintf(path, sizeof(path), "%s/%s%u_label", dir,
+			 ch[i].energy ? "energy" : "power", ch[i].num);
 		if (pd_read_text(path, ch[i].label, sizeof(ch[i].label)) < 0)
 			ch[i].label[0] = '\0';
 	}
@@ -117,7 +126,9 @@ static size_t hwmon_channels(const char *dir, struct hwmon_chan *ch)
 
 static int hwmon_num_cmp(const void *a, const void *b)
 {
-	return *(const unsigned *)a < *(const unsigned *)b ? -1 : *(const unsigned *)a > *(const unsigned *)b;
+	return *(const unsigned *)a < *(const unsigned *)b
+		   ? -1
+		   : *(const unsigned *)a > *(const unsigned *)b;
 }
 
 static void zone_name(struct pd_zone *z, const char *kind, unsigned idx)
@@ -134,7 +145,8 @@ static void zone_name(struct pd_zone *z, const char *kind, unsigned idx)
 
 int hwmon_discover(struct pd_set *set, const struct pd_opts *opts, char *why, size_t whylen)
 {
-	static const char *const kinds[] = {"package", "core", "uncore", "dram", "psys", "platform", "gpu", "other"};
+	static const char *const kinds[] = {"package", "core",	   "uncore", "dram",
+					    "psys",    "platform", "gpu",    "other"};
 	unsigned per_kind[sizeof(kinds) / sizeof(kinds[0])] = {0};
 	char base[PD_PATH_MAX];
 	snprintf(base, sizeof(base), "%s/class/hwmon", opts->sysfs_root);
@@ -159,11 +171,14 @@ int hwmon_discover(struct pd_set *set, const struct pd_opts *opts, char *why, si
 	int added = 0, failed = 0;
 	char first_err[PD_PATH_MAX + 128] = "";
 	uint64_t max_uw = (uint64_t)(opts->max_power_w * 1e6);
-	uint64_t max_gap_ns = 10 * opts->interval_ns > 10000000000ull ? 10 * opts->interval_ns : 10000000000ull;
+	uint64_t max_gap_ns =
+	    10 * opts->interval_ns > 10000000000ull ? 10 * opts->interval_ns : 10000000000ull;
 	for (size_t k = 0; k < ndev; k++) {
-		char hdir[PD_PATH_MAX], adir[PD_PATH_MAX + 16], devname[64] = "", path[PD_PATH_MAX + 64];
+		char hdir[PD_PATH_MAX], adir[PD_PATH_MAX + 16], devname[64] = "",
+								path[PD_PATH_MAX + 64];
 		pd_fmt(hdir, sizeof(hdir), "%s/hwmon%u", base, nums[k]);
-		/* Attributes sit in hwmonN/, or in hwmonN/device/ with older ACPI power meter drivers. */
+		/* Attributes sit in hwmonN/, or in hwmonN/device/ with older ACPI power meter
+		 * drivers. */
 		snprintf(adir, sizeof(adir), "%s", hdir);
 		size_t nch = hwmon_channels(adir, ch);
 		if (nch == 0) {
@@ -179,7 +194,8 @@ int hwmon_discover(struct pd_set *set, const struct pd_opts *opts, char *why, si
 		for (size_t i = 0; i < nch; i++) {
 			const struct hwmon_chan *c = &ch[i];
 			if (!c->energy && c->label[0]) {
-				/* an energy counter of the same quantity is exact: no need to integrate its power */
+				/* an energy counter of the same quantity is exact: no need to
+				 * integrate its power */
 				bool dup = false;
 				for (size_t j = 0; j < nch; j++)
 					dup |= ch[j].energy && !strcmp(ch[j].label, c->label);
@@ -216,18 +232,22 @@ int hwmon_discover(struct pd_set *set, const struct pd_opts *opts, char *why, si
 			}
 			if (!c->energy && !c->input) {
 				uint64_t ms = 0;
-				snprintf(path, sizeof(path), "%s/power%u_average_interval", adir, c->num);
+				snprintf(path, sizeof(path), "%s/power%u_average_interval", adir,
+					 c->num);
 				if (pd_read_u64(path, &ms, err, sizeof(err)) == PD_READ_OK && ms) {
 					z.avg_interval_ms = ms;
-					log_info("hwmon: %s (%s) is the average over %llu ms%s", file, devname,
-						 (unsigned long long)ms,
+					log_info("hwmon: %s (%s) is the average over %llu ms%s",
+						 file, devname, (unsigned long long)ms,
 						 opts->interval_ns < ms * 1000000ull
-							 ? "; samples closer than that repeat the same average, which "
-							   "still integrates to the right energy over the window"
-							 : "");
+						     ? "; samples closer than that repeat the same "
+						       "average, which "
+						       "still integrates to the right energy over "
+						       "the window"
+						     : "");
 				}
 			}
-			log_debug("hwmon: %s: %s label \"%s\" -> %s", file, devname, c->label, z.name);
+			log_debug("hwmon: %s: %s label \"%s\" -> %s", file, devname, c->label,
+				  z.name);
 			if (pd_set_add(set, &z) >= 0)
 				added++;
 		}
@@ -236,7 +256,9 @@ int hwmon_discover(struct pd_set *set, const struct pd_opts *opts, char *why, si
 		if (failed)
 			snprintf(why, whylen, "no readable power or energy channel: %s", first_err);
 		else
-			snprintf(why, whylen, "no power*_input, power*_average or energy*_input under %s (%zu devices)",
+			snprintf(why, whylen,
+				 "no power*_input, power*_average or energy*_input under %s (%zu "
+				 "devices)",
 				 base, ndev);
 	}
 	return added;

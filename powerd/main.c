@@ -28,27 +28,30 @@ struct powerd_conf {
 
 #define OFF(f) offsetof(struct powerd_conf, f)
 static const struct wb_conf_key powerd_keys[] = {
-	{"pub", WB_CONF_STR, OFF(pub), "ipc://%r/powerd.sock", 0, 0, NULL,
-	 "endpoint the power and stat messages are published on"},
-	{"interval", WB_CONF_DURATION, OFF(interval_ns), "1s", 10e6, 3600e9, NULL,
-	 "sampling interval (10ms..1h); samples fall on wall-clock multiples of it"},
-	{"source", WB_CONF_LIST, OFF(source), "auto", 0, 0, NULL,
-	 "meters to read: auto (the first usable of rapl, msr, hwmon) or a list of rapl, msr, hwmon, exec"},
-	{"sysfs_root", WB_CONF_STR, OFF(sysfs_root), "/sys", 0, 0, NULL,
-	 "where sysfs is mounted (class/powercap, class/hwmon, devices/system/cpu)"},
-	{"msr_root", WB_CONF_STR, OFF(msr_root), "/dev/cpu", 0, 0, NULL,
-	 "directory of the msr devices, MSR_ROOT/CPU/msr (register number = file offset)"},
-	{"msr_dram_unit_nj", WB_CONF_INT, OFF(msr_dram_unit_nj), "0", 0, 1e9, NULL,
-	 "DRAM energy unit in nJ for the msr source; 0: as the kernel (15300 on Xeon servers, else the "
-	 "power-unit register)"},
-	{"max_power_w", WB_CONF_DOUBLE, OFF(max_power_w), "5000", 1, 1e6, NULL,
-	 "highest plausible power of one zone; faster counter changes and higher readings are rejected"},
-	{"exec", WB_CONF_STR, OFF(exec), "", 0, 0, NULL,
-	 "command (run by /bin/sh -c) printing readings for the exec source: ZONE VALUE uj|w per line"},
-	{"exec_mode", WB_CONF_ENUM, OFF(exec_mode), "sample", 0, 0, "sample|stream",
-	 "sample: run the command at every sample; stream: keep it running and take lines as they come"},
-	{"exec_timeout", WB_CONF_DURATION, OFF(exec_timeout_ns), "1s", 1e6, 3600e9, NULL,
-	 "sample mode: longest run (at most the interval); stream mode: wait for the first readings"},
+    {"pub", WB_CONF_STR, OFF(pub), "ipc://%r/powerd.sock", 0, 0, NULL,
+     "endpoint the power and stat messages are published on"},
+    {"interval", WB_CONF_DURATION, OFF(interval_ns), "1s", 10e6, 3600e9, NULL,
+     "sampling interval (10ms..1h); samples fall on wall-clock multiples of it"},
+    {"source", WB_CONF_LIST, OFF(source), "auto", 0, 0, NULL,
+     "meters to read: auto (the first usable of rapl, msr, hwmon) or a list of rapl, msr, hwmon, "
+     "exec"},
+    {"sysfs_root", WB_CONF_STR, OFF(sysfs_root), "/sys", 0, 0, NULL,
+     "where sysfs is mounted (class/powercap, class/hwmon, devices/system/cpu)"},
+    {"msr_root", WB_CONF_STR, OFF(msr_root), "/dev/cpu", 0, 0, NULL,
+     "directory of the msr devices, MSR_ROOT/CPU/msr (register number = file offset)"},
+    {"msr_dram_unit_nj", WB_CONF_INT, OFF(msr_dram_unit_nj), "0", 0, 1e9, NULL,
+     "DRAM energy unit in nJ for the msr source; 0: as the kernel (15300 on Xeon servers, else the "
+     "power-unit register)"},
+    {"max_power_w", WB_CONF_DOUBLE, OFF(max_power_w), "5000", 1, 1e6, NULL,
+     "highest plausible power of one zone; faster counter changes and higher readings are "
+     "rejected"},
+    {"exec", WB_CONF_STR, OFF(exec), "", 0, 0, NULL,
+     "command (run by /bin/sh -c) printing readings for the exec source: ZONE VALUE uj|w per line"},
+    {"exec_mode", WB_CONF_ENUM, OFF(exec_mode), "sample", 0, 0, "sample|stream",
+     "sample: run the command at every sample; stream: keep it running and take lines as they "
+     "come"},
+    {"exec_timeout", WB_CONF_DURATION, OFF(exec_timeout_ns), "1s", 1e6, 3600e9, NULL,
+     "sample mode: longest run (at most the interval); stream mode: wait for the first readings"},
 };
 #undef OFF
 
@@ -66,12 +69,13 @@ static int powerd_check(const void *confp, char *err, size_t errlen)
 }
 
 static const struct wb_stage powerd_stage = {
-	.name = "powerd",
-	.summary = "Publish cumulative energy per power zone (RAPL, MSR, hwmon, a command) on the wattbus.",
-	.keys = powerd_keys,
-	.nkeys = sizeof(powerd_keys) / sizeof(powerd_keys[0]),
-	.conf_size = sizeof(struct powerd_conf),
-	.check = powerd_check,
+    .name = "powerd",
+    .summary =
+	"Publish cumulative energy per power zone (RAPL, MSR, hwmon, a command) on the wattbus.",
+    .keys = powerd_keys,
+    .nkeys = sizeof(powerd_keys) / sizeof(powerd_keys[0]),
+    .conf_size = sizeof(struct powerd_conf),
+    .check = powerd_check,
 };
 
 struct powerd {
@@ -81,9 +85,9 @@ struct powerd {
 	struct pd_grid grid;
 	uint64_t last_t_ns;
 	struct {
-		uint64_t *samples, *samples_missed, *zone_samples_skipped, *read_errors, *parse_errors,
-			*backwards, *implausible, *rebased, *wraps, *exec_failures, *lateness_max_ns,
-			*lateness_mean_ns, *lateness_sum_ns, *clock_steps;
+		uint64_t *samples, *samples_missed, *zone_samples_skipped, *read_errors,
+		    *parse_errors, *backwards, *implausible, *rebased, *wraps, *exec_failures,
+		    *lateness_max_ns, *lateness_mean_ns, *lateness_sum_ns, *clock_steps;
 	} stat;
 	uint64_t clock_steps;
 };
@@ -91,15 +95,15 @@ struct powerd {
 static void opts_from_conf(struct pd_opts *o, const struct powerd_conf *conf)
 {
 	*o = (struct pd_opts){
-		.sysfs_root = conf->sysfs_root,
-		.msr_root = conf->msr_root,
-		.cpuinfo_path = "/proc/cpuinfo",
-		.msr_dram_unit_nj = (uint64_t)conf->msr_dram_unit_nj,
-		.max_power_w = conf->max_power_w,
-		.interval_ns = conf->interval_ns,
-		.exec_cmd = conf->exec,
-		.exec_stream = !strcmp(conf->exec_mode, "stream"),
-		.exec_timeout_ns = conf->exec_timeout_ns,
+	    .sysfs_root = conf->sysfs_root,
+	    .msr_root = conf->msr_root,
+	    .cpuinfo_path = "/proc/cpuinfo",
+	    .msr_dram_unit_nj = (uint64_t)conf->msr_dram_unit_nj,
+	    .max_power_w = conf->max_power_w,
+	    .interval_ns = conf->interval_ns,
+	    .exec_cmd = conf->exec,
+	    .exec_stream = !strcmp(conf->exec_mode, "stream"),
+	    .exec_timeout_ns = conf->exec_timeout_ns,
 	};
 }
 
@@ -168,11 +172,13 @@ static int on_tick(struct wb_daemon *d, int fd, void *arg)
 	struct wb_msg msg = {.kind = WB_POWER};
 	size_t n = pd_set_sample(pd->set, tick.t_ns, mono, &msg.power);
 	if (tick.t_ns <= pd->last_t_ns) {
-		/* The clock went back: the counters were read (no wrap goes unseen) but t must not repeat. */
+		/* The clock went back: the counters were read (no wrap goes unseen) but t must not
+		 * repeat. */
 		pd->clock_steps++;
-		log_warnx("sample time %llu is not after the last one published (%llu): clock set back; "
-			  "not published",
-			  (unsigned long long)tick.t_ns, (unsigned long long)pd->last_t_ns);
+		log_warnx(
+		    "sample time %llu is not after the last one published (%llu): clock set back; "
+		    "not published",
+		    (unsigned long long)tick.t_ns, (unsigned long long)pd->last_t_ns);
 	} else if (n > 0) {
 		if (wb_daemon_send(d, &msg) == 0)
 			pd->last_t_ns = tick.t_ns;
@@ -186,7 +192,8 @@ static size_t open_sources(struct powerd *pd, const struct powerd_conf *conf)
 {
 	unsigned mask = 0;
 	char err[256];
-	detect_parse_sources(conf->source.v, conf->source.n, &mask, err, sizeof(err)); /* checked by powerd_check */
+	detect_parse_sources(conf->source.v, conf->source.n, &mask, err,
+			     sizeof(err)); /* checked by powerd_check */
 	pd->set = pd_set_new(&pd->opts);
 	if (!pd->set)
 		return 0;
@@ -209,9 +216,10 @@ static int on_reload(struct wb_daemon *d, void *new_confp, void *arg)
 {
 	struct powerd *pd = arg;
 	struct powerd_conf *old = wb_daemon_conf(d), *conf = new_confp;
-	bool sources_changed = strcmp(old->sysfs_root, conf->sysfs_root) || strcmp(old->msr_root, conf->msr_root) ||
-			       strcmp(old->exec, conf->exec) || strcmp(old->exec_mode, conf->exec_mode) ||
-			       old->source.n != conf->source.n || old->msr_dram_unit_nj != conf->msr_dram_unit_nj;
+	bool sources_changed =
+	    strcmp(old->sysfs_root, conf->sysfs_root) || strcmp(old->msr_root, conf->msr_root) ||
+	    strcmp(old->exec, conf->exec) || strcmp(old->exec_mode, conf->exec_mode) ||
+	    old->source.n != conf->source.n || old->msr_dram_unit_nj != conf->msr_dram_unit_nj;
 	for (size_t i = 0; !sources_changed && i < conf->source.n; i++)
 		sources_changed = strcmp(old->source.v[i], conf->source.v[i]) != 0;
 	if (strcmp(old->pub, conf->pub)) {
@@ -219,7 +227,8 @@ static int on_reload(struct wb_daemon *d, void *new_confp, void *arg)
 		return -1;
 	}
 	if (pd->set->n > 0 && sources_changed) {
-		log_warnx("reload: source, sysfs_root, msr_root, msr_dram_unit_nj and exec change the zones "
+		log_warnx("reload: source, sysfs_root, msr_root, msr_dram_unit_nj and exec change "
+			  "the zones "
 			  "and need a restart; keeping the running config");
 		return -1;
 	}
@@ -254,10 +263,12 @@ int main(int argc, char **argv)
 		wb_daemon_destroy(&pd.d);
 		return WB_EXIT_FAILURE;
 	}
-	/* Timer slack delays wake-ups by up to 50 us by default; keep it well under the interval. */
+	/* Timer slack delays wake-ups by up to 50 us by default; keep it well under the interval.
+	 */
 	uint64_t slack_ns = conf->interval_ns / 1000;
 	prctl(PR_SET_TIMERSLACK, slack_ns < 1000 ? 1000 : slack_ns > 50000 ? 50000 : slack_ns);
-	if (grid_open(&pd.grid, conf->interval_ns) < 0 || wb_daemon_watch_fd(pd.d, pd.grid.fd, on_tick, &pd) < 0) {
+	if (grid_open(&pd.grid, conf->interval_ns) < 0 ||
+	    wb_daemon_watch_fd(pd.d, pd.grid.fd, on_tick, &pd) < 0) {
 		log_errx("cannot set up the sampling timer");
 		pd_set_destroy(&pd.set);
 		wb_daemon_destroy(&pd.d);
@@ -271,7 +282,8 @@ int main(int argc, char **argv)
 	int rc = wb_daemon_run(pd.d);
 
 	const struct pd_counts *c = &pd.set->counts;
-	log_info("%llu samples, %llu missed; lateness mean %.1f us, max %.1f us; %llu zone samples skipped",
+	log_info("%llu samples, %llu missed; lateness mean %.1f us, max %.1f us; %llu zone samples "
+		 "skipped",
 		 (unsigned long long)c->samples, (unsigned long long)c->samples_missed,
 		 c->samples ? (double)c->lateness_sum_ns / (double)c->samples / 1e3 : 0.0,
 		 (double)c->lateness_max_ns / 1e3, (unsigned long long)c->zone_samples_skipped);

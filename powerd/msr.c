@@ -43,12 +43,14 @@ int msr_cpu_id(const char *path, struct pd_cpu_id *id)
 			vendor = true;
 			if (!strncmp(val, "GenuineIntel", 12))
 				id->vendor = PD_CPU_INTEL;
-			else if (!strncmp(val, "AuthenticAMD", 12) || !strncmp(val, "HygonGenuine", 12))
+			else if (!strncmp(val, "AuthenticAMD", 12) ||
+				 !strncmp(val, "HygonGenuine", 12))
 				id->vendor = PD_CPU_AMD;
 		} else if (!family && !strncmp(line, "cpu family", 10)) {
 			family = true;
 			id->family = (unsigned)strtoul(val, NULL, 10);
-		} else if (!model && !strncmp(line, "model", 5) && (line[5] == ' ' || line[5] == '\t')) {
+		} else if (!model && !strncmp(line, "model", 5) &&
+			   (line[5] == ' ' || line[5] == '\t')) {
 			model = true;
 			id->model = (unsigned)strtoul(val, NULL, 10);
 		}
@@ -57,21 +59,22 @@ int msr_cpu_id(const char *path, struct pd_cpu_id *id)
 	return vendor ? 0 : -1;
 }
 
-/* Intel family 6 models whose DRAM domain counts in 15.3 uJ (drivers/powercap/intel_rapl_common.c). */
+/* Intel family 6 models whose DRAM domain counts in 15.3 uJ (drivers/powercap/intel_rapl_common.c).
+ */
 static bool intel_server_dram(unsigned model)
 {
 	static const unsigned models[] = {
-		0x3f, /* Haswell-X */
-		0x4f, /* Broadwell-X */
-		0x55, /* Skylake-X, Cascade Lake, Cooper Lake */
-		0x6a, /* Ice Lake-X */
-		0x6c, /* Ice Lake-D */
-		0x57, /* Xeon Phi KNL */
-		0x85, /* Xeon Phi KNM */
-		0x8f, /* Sapphire Rapids */
-		0xcf, /* Emerald Rapids */
-		0xad, /* Granite Rapids-X */
-		0xae, /* Granite Rapids-D */
+	    0x3f, /* Haswell-X */
+	    0x4f, /* Broadwell-X */
+	    0x55, /* Skylake-X, Cascade Lake, Cooper Lake */
+	    0x6a, /* Ice Lake-X */
+	    0x6c, /* Ice Lake-D */
+	    0x57, /* Xeon Phi KNL */
+	    0x85, /* Xeon Phi KNM */
+	    0x8f, /* Sapphire Rapids */
+	    0xcf, /* Emerald Rapids */
+	    0xad, /* Granite Rapids-X */
+	    0xae, /* Granite Rapids-D */
 	};
 	for (size_t i = 0; i < sizeof(models) / sizeof(models[0]); i++)
 		if (models[i] == model)
@@ -123,8 +126,10 @@ static int msr_pkg_cmp(const void *a, const void *b)
 	return x->die < y->die ? -1 : x->die > y->die;
 }
 
-/* The lowest CPU of every package and die, from sysfs topology. Returns the count; *multi_die when dies matter. */
-static size_t msr_packages(const struct pd_opts *opts, struct msr_pkg *out, size_t max, bool *multi_die)
+/* The lowest CPU of every package and die, from sysfs topology. Returns the count; *multi_die when
+ * dies matter. */
+static size_t msr_packages(const struct pd_opts *opts, struct msr_pkg *out, size_t max,
+			   bool *multi_die)
 {
 	char base[PD_PATH_MAX];
 	snprintf(base, sizeof(base), "%s/devices/system/cpu", opts->sysfs_root);
@@ -156,7 +161,8 @@ static size_t msr_packages(const struct pd_opts *opts, struct msr_pkg *out, size
 		if (i == n) {
 			if (n == max)
 				continue;
-			out[n++] = (struct msr_pkg){.cpu = (int)cpu, .pkg = (unsigned)pkg, .die = (unsigned)die};
+			out[n++] = (struct msr_pkg){
+			    .cpu = (int)cpu, .pkg = (unsigned)pkg, .die = (unsigned)die};
 		} else if ((int)cpu < out[i].cpu) {
 			out[i].cpu = (int)cpu;
 		}
@@ -171,24 +177,28 @@ static void msr_hint(int errnum, char *buf, size_t size)
 	if (errnum == ENOENT || errnum == ENODEV || errnum == ENXIO)
 		snprintf(buf, size, " (load the msr driver: modprobe msr)");
 	else if (errnum == EACCES || errnum == EPERM)
-		snprintf(buf, size, " (reading MSRs needs root with CAP_SYS_RAWIO; run powerd as root)");
+		snprintf(buf, size,
+			 " (reading MSRs needs root with CAP_SYS_RAWIO; run powerd as root)");
 	else
 		buf[0] = '\0';
 }
 
-static int msr_add(struct pd_set *set, const struct pd_opts *opts, int fd, const char *dev, uint32_t reg,
-		   const char *kind, const struct msr_pkg *p, bool multi_die, struct pd_unit unit, bool must)
+static int msr_add(struct pd_set *set, const struct pd_opts *opts, int fd, const char *dev,
+		   uint32_t reg, const char *kind, const struct msr_pkg *p, bool multi_die,
+		   struct pd_unit unit, bool must)
 {
 	uint64_t v;
 	if (msr_pread(fd, reg, &v) < 0) {
 		if (must)
 			log_warnx("msr: %s: register 0x%x: %s", dev, reg, strerror(errno));
 		else
-			log_debug("msr: %s: no %s register 0x%x: %s", dev, kind, reg, strerror(errno));
+			log_debug("msr: %s: no %s register 0x%x: %s", dev, kind, reg,
+				  strerror(errno));
 		return 0;
 	}
 	if (!must && (v & 0xffffffffu) == 0) {
-		log_debug("msr: %s: %s register 0x%x reads 0: not implemented here", dev, kind, reg);
+		log_debug("msr: %s: %s register 0x%x reads 0: not implemented here", dev, kind,
+			  reg);
 		return 0;
 	}
 	struct pd_zone z;
@@ -207,7 +217,8 @@ static int msr_add(struct pd_set *set, const struct pd_opts *opts, int fd, const
 		log_warn("msr: %s", dev);
 		return 0;
 	}
-	counter_init(&z.ctr, MSR_COUNTER_MODULUS, unit.mul, unit.div, (uint64_t)(opts->max_power_w * 1e6));
+	counter_init(&z.ctr, MSR_COUNTER_MODULUS, unit.mul, unit.div,
+		     (uint64_t)(opts->max_power_w * 1e6));
 	if (pd_set_add(set, &z) < 0) {
 		close(z.fd);
 		return 0;
@@ -221,7 +232,8 @@ int msr_discover(struct pd_set *set, const struct pd_opts *opts, char *why, size
 	bool multi_die = false;
 	size_t npkg = msr_packages(opts, pkgs, sizeof(pkgs) / sizeof(pkgs[0]), &multi_die);
 	if (npkg == 0) {
-		log_info("msr: no CPU topology under %s/devices/system/cpu; reading package 0 from cpu 0",
+		log_info("msr: no CPU topology under %s/devices/system/cpu; reading package 0 from "
+			 "cpu 0",
 			 opts->sysfs_root);
 		pkgs[0] = (struct msr_pkg){.cpu = 0};
 		npkg = 1;
@@ -244,11 +256,14 @@ int msr_discover(struct pd_set *set, const struct pd_opts *opts, char *why, size
 			log_debug("msr: %s: %s%s", dev, strerror(e), hint);
 			continue;
 		}
-		/* Which register set: cpuinfo's vendor first, then whichever unit register reads. */
+		/* Which register set: cpuinfo's vendor first, then whichever unit register reads.
+		 */
 		uint64_t unit;
 		enum pd_cpu_vendor vendor = PD_CPU_UNKNOWN;
-		uint32_t first = id.vendor == PD_CPU_AMD ? MSR_AMD_RAPL_POWER_UNIT : MSR_INTEL_RAPL_POWER_UNIT;
-		uint32_t second = first == MSR_AMD_RAPL_POWER_UNIT ? MSR_INTEL_RAPL_POWER_UNIT : MSR_AMD_RAPL_POWER_UNIT;
+		uint32_t first =
+		    id.vendor == PD_CPU_AMD ? MSR_AMD_RAPL_POWER_UNIT : MSR_INTEL_RAPL_POWER_UNIT;
+		uint32_t second = first == MSR_AMD_RAPL_POWER_UNIT ? MSR_INTEL_RAPL_POWER_UNIT
+								   : MSR_AMD_RAPL_POWER_UNIT;
 		/* A unit register reading 0 (ESU 0: 1 J per tick) is taken as absent. */
 		int e = EIO;
 		for (int k = 0; k < 2 && vendor == PD_CPU_UNKNOWN; k++) {
@@ -261,7 +276,8 @@ int msr_discover(struct pd_set *set, const struct pd_opts *opts, char *why, size
 		if (vendor == PD_CPU_UNKNOWN) {
 			if (!added)
 				snprintf(why, whylen,
-					 "%s: neither the Intel (0x606) nor the AMD (0xc0010299) RAPL power-unit "
+					 "%s: neither the Intel (0x606) nor the AMD (0xc0010299) "
+					 "RAPL power-unit "
 					 "register reads (%s): no RAPL on this CPU",
 					 dev, strerror(e));
 			close(fd);
@@ -269,7 +285,8 @@ int msr_discover(struct pd_set *set, const struct pd_opts *opts, char *why, size
 		}
 		struct pd_cpu_id cid = id;
 		if (cid.vendor != vendor)
-			cid = (struct pd_cpu_id){.vendor = vendor}; /* cpuinfo disagrees: no model quirks */
+			cid = (struct pd_cpu_id){
+			    .vendor = vendor}; /* cpuinfo disagrees: no model quirks */
 		unsigned esu = (unsigned)(unit >> 8) & 0x1f;
 		struct pd_unit u_pkg, u_dram, u_psys;
 		msr_units(&cid, esu, &u_pkg, &u_dram, &u_psys);
@@ -277,31 +294,34 @@ int msr_discover(struct pd_set *set, const struct pd_opts *opts, char *why, size
 			u_dram = (struct pd_unit){.mul = opts->msr_dram_unit_nj, .div = 1000};
 		int before = added;
 		if (vendor == PD_CPU_INTEL) {
-			added += msr_add(set, opts, fd, dev, MSR_INTEL_PKG_ENERGY_STATUS, "package", p, multi_die, u_pkg,
-					 true);
-			added += msr_add(set, opts, fd, dev, MSR_INTEL_PP0_ENERGY_STATUS, "core", p, multi_die, u_pkg,
-					 false);
-			added += msr_add(set, opts, fd, dev, MSR_INTEL_PP1_ENERGY_STATUS, "uncore", p, multi_die, u_pkg,
-					 false);
-			added += msr_add(set, opts, fd, dev, MSR_INTEL_DRAM_ENERGY_STATUS, "dram", p, multi_die, u_dram,
-					 false);
+			added += msr_add(set, opts, fd, dev, MSR_INTEL_PKG_ENERGY_STATUS, "package",
+					 p, multi_die, u_pkg, true);
+			added += msr_add(set, opts, fd, dev, MSR_INTEL_PP0_ENERGY_STATUS, "core", p,
+					 multi_die, u_pkg, false);
+			added += msr_add(set, opts, fd, dev, MSR_INTEL_PP1_ENERGY_STATUS, "uncore",
+					 p, multi_die, u_pkg, false);
+			added += msr_add(set, opts, fd, dev, MSR_INTEL_DRAM_ENERGY_STATUS, "dram",
+					 p, multi_die, u_dram, false);
 			if (!psys_done) { /* psys is platform-wide: read once */
-				int k = msr_add(set, opts, fd, dev, MSR_INTEL_PLATFORM_ENERGY_STATUS, "psys", p,
-						multi_die, u_psys, false);
+				int k =
+				    msr_add(set, opts, fd, dev, MSR_INTEL_PLATFORM_ENERGY_STATUS,
+					    "psys", p, multi_die, u_psys, false);
 				psys_done = k > 0;
 				added += k;
 			}
 		} else {
-			/* AMD's per-core counters (0xc001029a) are left out: one zone per core would exceed the bus limit on large parts. */
-			added += msr_add(set, opts, fd, dev, MSR_AMD_PKG_ENERGY_STATUS, "package", p, multi_die, u_pkg,
-					 true);
+			/* AMD's per-core counters (0xc001029a) are left out: one zone per core
+			 * would exceed the bus limit on large parts. */
+			added += msr_add(set, opts, fd, dev, MSR_AMD_PKG_ENERGY_STATUS, "package",
+					 p, multi_die, u_pkg, true);
 		}
 		log_info("msr: %s: %s RAPL, energy unit 1/2^%u J, %d zones", dev,
 			 vendor == PD_CPU_INTEL ? "Intel" : "AMD", esu, added - before);
 		close(fd);
 	}
 	if (added == 0 && !why[0])
-		snprintf(why, whylen, "no readable RAPL energy-status register under %s", opts->msr_root);
+		snprintf(why, whylen, "no readable RAPL energy-status register under %s",
+			 opts->msr_root);
 	return added;
 }
 

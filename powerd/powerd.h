@@ -22,11 +22,12 @@ enum pd_src { PD_SRC_RAPL, PD_SRC_MSR, PD_SRC_HWMON, PD_SRC_EXEC, PD_SRC_COUNT }
 
 /* What every source needs to know; filled from [powerd] by main.c. */
 struct pd_opts {
-	const char *sysfs_root;	  /* "/sys" */
-	const char *msr_root;	  /* "/dev/cpu": <msr_root>/<cpu>/msr, register number = file offset */
-	const char *cpuinfo_path; /* "/proc/cpuinfo": CPU model for the msr unit quirks */
-	uint64_t msr_dram_unit_nj; /* 0: as the kernel does (model quirks); else the DRAM energy unit in nJ */
-	double max_power_w;	  /* highest plausible power of any zone */
+	const char *sysfs_root; /* "/sys" */
+	const char *msr_root; /* "/dev/cpu": <msr_root>/<cpu>/msr, register number = file offset */
+	const char *cpuinfo_path;  /* "/proc/cpuinfo": CPU model for the msr unit quirks */
+	uint64_t msr_dram_unit_nj; /* 0: as the kernel does (model quirks); else the DRAM energy
+				      unit in nJ */
+	double max_power_w;	   /* highest plausible power of any zone */
 	uint64_t interval_ns;
 	const char *exec_cmd; /* NULL or "": none */
 	bool exec_stream;
@@ -36,10 +37,10 @@ struct pd_opts {
 /* ---- counter.c: wrap-corrected counters and integrated power (pure) ---- */
 
 enum pd_verdict {
-	PD_FIRST,     /* baseline taken: nothing added */
-	PD_OK,	      /* the increment was added */
-	PD_WRAP,      /* the increment across one hardware wrap was added */
-	PD_REBASED,   /* the counter restarted: new baseline confirmed, the gap's energy is unknown */
+	PD_FIRST,   /* baseline taken: nothing added */
+	PD_OK,	    /* the increment was added */
+	PD_WRAP,    /* the increment across one hardware wrap was added */
+	PD_REBASED, /* the counter restarted: new baseline confirmed, the gap's energy is unknown */
 	PD_BACKWARDS, /* rejected: went backwards without a plausible wrap */
 	PD_JUMP,      /* rejected: rose faster than the highest plausible power */
 	PD_RANGE,     /* rejected: beyond the counter's range, or power beyond the plausible */
@@ -68,7 +69,8 @@ struct pd_counter {
 	uint64_t total_ticks;
 };
 
-void counter_init(struct pd_counter *c, uint64_t modulus, uint64_t uj_mul, uint64_t uj_div, uint64_t max_uw);
+void counter_init(struct pd_counter *c, uint64_t modulus, uint64_t uj_mul, uint64_t uj_div,
+		  uint64_t max_uw);
 enum pd_verdict counter_update(struct pd_counter *c, uint64_t raw, uint64_t mono_ns);
 uint64_t counter_uj(const struct pd_counter *c);
 /* The counter's range in uJ (max_energy_range_uj), 0 when it does not wrap. */
@@ -102,13 +104,13 @@ struct pd_zone {
 	bool is_power; /* integrated power (hwmon power*, exec W) rather than a counter */
 	struct pd_counter ctr;
 	struct pd_integrator integ;
-	char file[PD_PATH_MAX]; /* rapl, hwmon: the sysfs file read every sample */
-	int fd;			/* msr: the device, kept open */
-	uint32_t reg;		/* msr: the energy-status register */
+	char file[PD_PATH_MAX];	  /* rapl, hwmon: the sysfs file read every sample */
+	int fd;			  /* msr: the device, kept open */
+	uint32_t reg;		  /* msr: the energy-status register */
 	uint64_t avg_interval_ms; /* hwmon power*_average: the meter's averaging window */
-	bool updated;		/* exec: a valid reading since the last sample */
-	bool published;		/* published at least once */
-	uint64_t energy_uj;	/* cumulative, what goes on the wire */
+	bool updated;		  /* exec: a valid reading since the last sample */
+	bool published;		  /* published at least once */
+	uint64_t energy_uj;	  /* cumulative, what goes on the wire */
 	struct wb_ratelimit rl;
 };
 
@@ -147,12 +149,13 @@ const char *pd_src_name(enum pd_src src);
  */
 size_t pd_set_sample(struct pd_set *set, uint64_t t_ns, uint64_t mono_ns, struct wb_power *out);
 /* Account one reading of zone z (counter raw ticks or power uW); counts and logs the verdict. */
-enum pd_verdict pd_zone_account(struct pd_set *set, struct pd_zone *z, uint64_t value, uint64_t t_ns,
-				uint64_t mono_ns);
+enum pd_verdict pd_zone_account(struct pd_set *set, struct pd_zone *z, uint64_t value,
+				uint64_t t_ns, uint64_t mono_ns);
 /* Seconds until the counter of z can wrap at max_power_w (0: it does not wrap). */
 double pd_zone_min_safe_s(const struct pd_zone *z, double max_power_w);
 
-/* Read a sysfs-style file holding one unsigned decimal integer. err says why on failure; on PD_READ_IO errno is the cause. */
+/* Read a sysfs-style file holding one unsigned decimal integer. err says why on failure; on
+ * PD_READ_IO errno is the cause. */
 enum pd_read_err pd_read_u64(const char *path, uint64_t *value, char *err, size_t errlen);
 /* snprintf that may truncate (paths, names): returns 0, or -1 when the text did not fit. */
 int pd_fmt(char *buf, size_t size, const char *fmt, ...) WB_PRINTF(3, 4);
@@ -163,7 +166,8 @@ const char *pd_rapl_permission_hint(void);
 
 /* ---- rapl.c: powercap sysfs ---- */
 
-/* Add the powercap zones under <sysfs_root>/class/powercap. Returns the number added; why says why 0. */
+/* Add the powercap zones under <sysfs_root>/class/powercap. Returns the number added; why says why
+ * 0. */
 int rapl_discover(struct pd_set *set, const struct pd_opts *opts, char *why, size_t whylen);
 /* Socket index of a powercap zone name ("package-1", "package-0-die-1"), or -1. */
 int rapl_package_index(const char *name, int *die);
@@ -220,11 +224,13 @@ struct pd_exec_line {
 int exec_parse_line(const char *line, struct pd_exec_line *out, char *err, size_t errlen);
 /* Sample mode: run the command once and add its zones. Stream mode: start it. */
 int exec_discover(struct pd_set *set, const struct pd_opts *opts, char *why, size_t whylen);
-/* Sample mode: run the command for the sample at t_ns (read at mono_ns) and account its readings. */
+/* Sample mode: run the command for the sample at t_ns (read at mono_ns) and account its readings.
+ */
 void exec_sample(struct pd_set *set, uint64_t t_ns, uint64_t mono_ns);
 /* Stream mode: the pipe to poll (-1 when the command is not running). */
 int exec_stream_fd(struct pd_set *set);
-/* Stream mode: read what is available and account complete lines. Returns 0, or -1 when the command ended. */
+/* Stream mode: read what is available and account complete lines. Returns 0, or -1 when the command
+ * ended. */
 int exec_stream_read(struct pd_set *set);
 /* Stream mode: restart the command if it ended at least a second ago. Returns 1 if restarted. */
 int exec_stream_tend(struct pd_set *set);
@@ -254,15 +260,16 @@ struct pd_grid {
 };
 
 struct pd_tick {
-	uint64_t t_ns;	     /* the grid time this sample stands for */
+	uint64_t t_ns;	      /* the grid time this sample stands for */
 	uint64_t lateness_ns; /* how long after t_ns it woke */
-	uint64_t missed;     /* grid times skipped because it woke too late */
+	uint64_t missed;      /* grid times skipped because it woke too late */
 };
 
 /* Pure: given the time the timer was armed for and the time it woke, which grid time to sample. */
 void grid_tick_at(uint64_t armed_ns, uint64_t now_ns, uint64_t interval_ns, struct pd_tick *tick);
 int grid_open(struct pd_grid *g, uint64_t interval_ns);
-/* Consume the timer's expiry and arm the next one. Returns 1 with tick filled, 0 when spurious (clock set). */
+/* Consume the timer's expiry and arm the next one. Returns 1 with tick filled, 0 when spurious
+ * (clock set). */
 int grid_fire(struct pd_grid *g, struct pd_tick *tick);
 int grid_rearm(struct pd_grid *g, uint64_t interval_ns);
 void grid_close(struct pd_grid *g);

@@ -13,13 +13,14 @@
 #include "powerd.h"
 
 struct rapl_entry {
-	char dir[64];	/* "intel-rapl:0:1" */
-	char type[48];	/* "intel-rapl" */
-	unsigned n;	/* zone number */
-	int m;		/* subzone number, -1 for a top-level zone */
+	char dir[64];  /* "intel-rapl:0:1" */
+	char type[48]; /* "intel-rapl" */
+	unsigned n;    /* zone number */
+	int m;	       /* subzone number, -1 for a top-level zone */
 };
 
-/* "intel-rapl:1:0" -> type "intel-rapl", n 1, m 0. Returns 0, or -1 when it is not a zone directory. */
+/* "intel-rapl:1:0" -> type "intel-rapl", n 1, m 0. Returns 0, or -1 when it is not a zone
+ * directory. */
 static int rapl_parse_entry(const char *dname, struct rapl_entry *e)
 {
 	const char *colon = strchr(dname, ':');
@@ -69,7 +70,8 @@ int rapl_package_index(const char *name, int *die)
 	*die = -1;
 	if (sscanf(name, "package-%u%n", &pkg, &len) == 1 && name[len] == '\0')
 		return pkg <= 65535 ? (int)pkg : -1;
-	if (sscanf(name, "package-%u-die-%u%n", &pkg, &d, &len) == 2 && name[len] == '\0' && pkg <= 65535) {
+	if (sscanf(name, "package-%u-die-%u%n", &pkg, &d, &len) == 2 && name[len] == '\0' &&
+	    pkg <= 65535) {
 		*die = (int)d;
 		return (int)pkg;
 	}
@@ -81,8 +83,8 @@ static void sanitize(const char *in, char *out, size_t size)
 	size_t j = 0;
 	for (size_t i = 0; in[i] && j + 1 < size; i++) {
 		char ch = in[i];
-		out[j++] = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
-				   ch == '-' || ch == '_' || ch == '.'
+		out[j++] = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+				   (ch >= '0' && ch <= '9') || ch == '-' || ch == '_' || ch == '.'
 			       ? ch
 			       : '_';
 	}
@@ -112,7 +114,8 @@ int rapl_discover(struct pd_set *set, const struct pd_opts *opts, char *why, siz
 	DIR *dir = opendir(base);
 	if (!dir) {
 		snprintf(why, whylen,
-			 "%s: %s (no powercap: a kernel without CONFIG_INTEL_RAPL, the intel_rapl_msr module not "
+			 "%s: %s (no powercap: a kernel without CONFIG_INTEL_RAPL, the "
+			 "intel_rapl_msr module not "
 			 "loaded, or a virtual machine)",
 			 base, strerror(errno));
 		return 0;
@@ -171,7 +174,8 @@ int rapl_discover(struct pd_set *set, const struct pd_opts *opts, char *why, siz
 		if (pkg >= 0) {
 			pd_zone_init(&z, PD_SRC_RAPL, "package", (unsigned)pkg);
 			snprintf(z.name, sizeof(z.name), "%s", name);
-		} else if (!strcmp(name, "core") || !strcmp(name, "uncore") || !strcmp(name, "dram")) {
+		} else if (!strcmp(name, "core") || !strcmp(name, "uncore") ||
+			   !strcmp(name, "dram")) {
 			pkg = e->m >= 0 ? rapl_parent_package(base, e, &die) : (int)e->n;
 			pd_zone_init(&z, PD_SRC_RAPL, name, (unsigned)pkg);
 			if (die >= 0)
@@ -192,9 +196,11 @@ int rapl_discover(struct pd_set *set, const struct pd_opts *opts, char *why, siz
 		if (strcmp(e->type, "intel-rapl") != 0) {
 			struct pd_zone *dup = pd_set_find(set, z.name);
 			if (dup && dup->src == PD_SRC_RAPL) {
-				/* intel-rapl-mmio reads the same energy-status register as the MSR interface */
-				log_info("rapl: %s (%s) measures the same as %s; not published twice", zdir,
-					 name, dup->path);
+				/* intel-rapl-mmio reads the same energy-status register as the MSR
+				 * interface */
+				log_info(
+				    "rapl: %s (%s) measures the same as %s; not published twice",
+				    zdir, name, dup->path);
 				continue;
 			}
 		}
@@ -202,22 +208,25 @@ int rapl_discover(struct pd_set *set, const struct pd_opts *opts, char *why, siz
 		pd_fmt(z.file, sizeof(z.file), "%s", path);
 		uint64_t max_range = 0;
 		snprintf(path, sizeof(path), "%s/max_energy_range_uj", zdir);
-		if (pd_read_u64(path, &max_range, err, sizeof(err)) != PD_READ_OK || max_range == 0 ||
-		    max_range == UINT64_MAX) {
-			log_warnx("rapl: %s: no usable max_energy_range_uj (%s); a wrap of this counter "
-				  "will look like a restart and lose one interval",
-				  zdir, max_range ? "unusable value" : err);
+		if (pd_read_u64(path, &max_range, err, sizeof(err)) != PD_READ_OK ||
+		    max_range == 0 || max_range == UINT64_MAX) {
+			log_warnx(
+			    "rapl: %s: no usable max_energy_range_uj (%s); a wrap of this counter "
+			    "will look like a restart and lose one interval",
+			    zdir, max_range ? "unusable value" : err);
 			max_range = 0;
 		}
 		uint64_t max_uw = (uint64_t)(opts->max_power_w * 1e6);
-		/* The counter takes every value 0..max_energy_range_uj, so it wraps modulo range + 1. */
+		/* The counter takes every value 0..max_energy_range_uj, so it wraps modulo range
+		 * + 1. */
 		counter_init(&z.ctr, max_range ? max_range + 1 : 0, 1, 1, max_uw);
 		if (pd_set_add(set, &z) >= 0)
 			added++;
 	}
 	free(ents);
 	if (added && denied)
-		log_warnx("rapl: %d zone%s left out: %s", denied, denied == 1 ? "" : "s", pd_rapl_permission_hint());
+		log_warnx("rapl: %d zone%s left out: %s", denied, denied == 1 ? "" : "s",
+			  pd_rapl_permission_hint());
 	if (added == 0) {
 		if (denied)
 			snprintf(why, whylen, "%s: %s", first_err, pd_rapl_permission_hint());
@@ -225,7 +234,8 @@ int rapl_discover(struct pd_set *set, const struct pd_opts *opts, char *why, siz
 			snprintf(why, whylen, "no readable zone under %s: %s", base, first_err);
 		else
 			snprintf(why, whylen,
-				 "no zone with energy_uj under %s (no RAPL on this CPU, intel_rapl_msr not loaded, "
+				 "no zone with energy_uj under %s (no RAPL on this CPU, "
+				 "intel_rapl_msr not loaded, "
 				 "or a virtual machine)",
 				 base);
 	}

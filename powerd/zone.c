@@ -22,9 +22,11 @@ const char *pd_src_name(enum pd_src src)
 
 const char *pd_rapl_permission_hint(void)
 {
-	return "energy_uj is readable by root only since Linux 5.10 (CVE-2020-8694, the PLATYPUS power "
+	return "energy_uj is readable by root only since Linux 5.10 (CVE-2020-8694, the PLATYPUS "
+	       "power "
 	       "side channel); run powerd as root, or grant its user read access, e.g. a udev rule "
-	       "SUBSYSTEM==\"powercap\", ACTION==\"add\", RUN+=\"/bin/chgrp wattbus /sys%p/energy_uj\", "
+	       "SUBSYSTEM==\"powercap\", ACTION==\"add\", RUN+=\"/bin/chgrp wattbus "
+	       "/sys%p/energy_uj\", "
 	       "RUN+=\"/bin/chmod g+r /sys%p/energy_uj\" (or once, until reboot: chgrp wattbus "
 	       "/sys/class/powercap/*/energy_uj && chmod g+r /sys/class/powercap/*/energy_uj)";
 }
@@ -90,15 +92,17 @@ int pd_set_add(struct pd_set *set, const struct pd_zone *z)
 	struct pd_zone *nz = &set->zones[set->n];
 	*nz = *z;
 	nz->rl = (struct wb_ratelimit)WB_RATELIMIT_INIT;
-	/* Names are unique per host: a clash (two sources, same kind) gets the source appended, then a number. */
+	/* Names are unique per host: a clash (two sources, same kind) gets the source appended,
+	 * then a number. */
 	if (pd_set_find(set, nz->name)) {
 		char base[64];
 		snprintf(base, sizeof(base), "%s", nz->name);
 		snprintf(nz->name, sizeof(nz->name), "%.40s-%s", base, pd_src_name(nz->src));
 		for (unsigned k = 2; pd_set_find(set, nz->name); k++)
-			snprintf(nz->name, sizeof(nz->name), "%.40s-%s-%u", base, pd_src_name(nz->src), k);
-		log_info("zone %s from %s is also %s elsewhere; published as %s", base, nz->path, base,
-			 nz->name);
+			snprintf(nz->name, sizeof(nz->name), "%.40s-%s-%u", base,
+				 pd_src_name(nz->src), k);
+		log_info("zone %s from %s is also %s elsewhere; published as %s", base, nz->path,
+			 base, nz->name);
 	}
 	set->used |= 1u << nz->src;
 	return (int)set->n++;
@@ -205,8 +209,8 @@ static uint64_t zone_total_uj(const struct pd_zone *z)
 	return z->is_power ? z->integ.total_uj : counter_uj(&z->ctr);
 }
 
-enum pd_verdict pd_zone_account(struct pd_set *set, struct pd_zone *z, uint64_t value, uint64_t t_ns,
-				uint64_t mono_ns)
+enum pd_verdict pd_zone_account(struct pd_set *set, struct pd_zone *z, uint64_t value,
+				uint64_t t_ns, uint64_t mono_ns)
 {
 	struct pd_counts *c = &set->counts;
 	uint64_t last_raw = z->ctr.last_raw, last_ns = z->ctr.last_mono_ns;
@@ -226,15 +230,16 @@ enum pd_verdict pd_zone_account(struct pd_set *set, struct pd_zone *z, uint64_t 
 	case PD_REBASED:
 		c->rebased++;
 		log_rl(&z->rl, WB_LOG_WARN,
-		       "%s: %s: %s; counting goes on from here, the energy in the gap is unknown", z->name,
-		       what,
+		       "%s: %s: %s; counting goes on from here, the energy in the gap is unknown",
+		       z->name, what,
 		       z->is_power ? "no reading for too long to interpolate"
 				   : "the counter restarted (two readings agree on the new value)");
 		break;
 	case PD_BACKWARDS:
 		c->backwards++;
 		log_rl(&z->rl, WB_LOG_WARN,
-		       "%s: %s: counter went back from %llu to %llu, not a plausible wrap (range %llu, "
+		       "%s: %s: counter went back from %llu to %llu, not a plausible wrap (range "
+		       "%llu, "
 		       "%.3f s); sample skipped",
 		       z->name, what, (unsigned long long)last_raw, (unsigned long long)value,
 		       (unsigned long long)(z->ctr.modulus ? z->ctr.modulus - 1 : 0),
@@ -243,7 +248,8 @@ enum pd_verdict pd_zone_account(struct pd_set *set, struct pd_zone *z, uint64_t 
 	case PD_JUMP:
 		c->implausible++;
 		log_rl(&z->rl, WB_LOG_WARN,
-		       "%s: %s: counter jumped from %llu to %llu in %.3f s, more than max_power_w %.0f W; "
+		       "%s: %s: counter jumped from %llu to %llu in %.3f s, more than max_power_w "
+		       "%.0f W; "
 		       "sample skipped",
 		       z->name, what, (unsigned long long)last_raw, (unsigned long long)value,
 		       (double)(mono_ns - last_ns) / 1e9, set->opts->max_power_w);
@@ -252,12 +258,13 @@ enum pd_verdict pd_zone_account(struct pd_set *set, struct pd_zone *z, uint64_t 
 		c->implausible++;
 		if (z->is_power)
 			log_rl(&z->rl, WB_LOG_WARN,
-			       "%s: %s: %llu uW is beyond max_power_w %.0f W; sample skipped", z->name,
-			       what, (unsigned long long)value, set->opts->max_power_w);
+			       "%s: %s: %llu uW is beyond max_power_w %.0f W; sample skipped",
+			       z->name, what, (unsigned long long)value, set->opts->max_power_w);
 		else
 			log_rl(&z->rl, WB_LOG_WARN,
-			       "%s: %s: %llu is beyond the counter's range %llu; sample skipped", z->name,
-			       what, (unsigned long long)value, (unsigned long long)(z->ctr.modulus - 1));
+			       "%s: %s: %llu is beyond the counter's range %llu; sample skipped",
+			       z->name, what, (unsigned long long)value,
+			       (unsigned long long)(z->ctr.modulus - 1));
 		break;
 	case PD_STALE:
 		break;
@@ -270,10 +277,15 @@ enum pd_verdict pd_zone_account(struct pd_set *set, struct pd_zone *z, uint64_t 
 static enum pd_read_err zone_read(struct pd_zone *z, uint64_t *value, char *err, size_t errlen)
 {
 	switch (z->src) {
-	case PD_SRC_RAPL: return rapl_read(z, value, err, errlen);
-	case PD_SRC_MSR: return msr_read(z, value, err, errlen);
-	case PD_SRC_HWMON: return hwmon_read(z, value, err, errlen);
-	default: snprintf(err, errlen, "%s: not a polled zone", z->path); return PD_READ_IO;
+	case PD_SRC_RAPL:
+		return rapl_read(z, value, err, errlen);
+	case PD_SRC_MSR:
+		return msr_read(z, value, err, errlen);
+	case PD_SRC_HWMON:
+		return hwmon_read(z, value, err, errlen);
+	default:
+		snprintf(err, errlen, "%s: not a polled zone", z->path);
+		return PD_READ_IO;
 	}
 }
 
@@ -299,7 +311,8 @@ size_t pd_set_sample(struct pd_set *set, uint64_t t_ns, uint64_t mono_ns, struct
 		struct pd_zone *z = &set->zones[i];
 		bool ok;
 		if (z->src == PD_SRC_EXEC) {
-			/* exec zones were accounted when their lines arrived; publish the ones that had news */
+			/* exec zones were accounted when their lines arrived; publish the ones that
+			 * had news */
 			ok = z->updated;
 			z->updated = false;
 		} else {
@@ -309,16 +322,18 @@ size_t pd_set_sample(struct pd_set *set, uint64_t t_ns, uint64_t mono_ns, struct
 			if (rc == PD_READ_IO) {
 				bool perm = errno == EACCES || errno == EPERM;
 				c->read_errors++;
-				log_rl(&z->rl, WB_LOG_WARN, "%s: %s; sample skipped%s%s", z->name, err,
-				       perm && z->src == PD_SRC_RAPL ? ": " : "",
-				       perm && z->src == PD_SRC_RAPL ? pd_rapl_permission_hint() : "");
+				log_rl(&z->rl, WB_LOG_WARN, "%s: %s; sample skipped%s%s", z->name,
+				       err, perm && z->src == PD_SRC_RAPL ? ": " : "",
+				       perm && z->src == PD_SRC_RAPL ? pd_rapl_permission_hint()
+								     : "");
 				ok = false;
 			} else if (rc == PD_READ_PARSE) {
 				c->parse_errors++;
 				log_rl(&z->rl, WB_LOG_WARN, "%s: %s; sample skipped", z->name, err);
 				ok = false;
 			} else {
-				ok = pd_verdict_added(pd_zone_account(set, z, value, t_ns, mono_ns));
+				ok =
+				    pd_verdict_added(pd_zone_account(set, z, value, t_ns, mono_ns));
 			}
 		}
 		if (!ok) {

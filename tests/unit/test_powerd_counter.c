@@ -53,7 +53,8 @@ static void test_out_of_range(void)
 	CHECK_U64(counter_uj(&c), 20);
 }
 
-/* A backwards step whose wrap would need more than max power is rejected; a glitch costs nothing. */
+/* A backwards step whose wrap would need more than max power is rejected; a glitch costs nothing.
+ */
 static void test_backwards_glitch(void)
 {
 	struct pd_counter c;
@@ -68,7 +69,8 @@ static void test_backwards_glitch(void)
 	CHECK_U64(counter_uj(&c), 500000300000ull);
 }
 
-/* A counter that really restarted: two readings agree on the new value; the gap's energy is not invented. */
+/* A counter that really restarted: two readings agree on the new value; the gap's energy is not
+ * invented. */
 static void test_backwards_restart(void)
 {
 	struct pd_counter c;
@@ -92,7 +94,8 @@ static void test_stuck_glitch(void)
 	CHECK(counter_update(&c, 10, 200 * MS) == PD_BACKWARDS);
 	CHECK(counter_update(&c, 10, 300 * MS) == PD_BACKWARDS);
 	CHECK_U64(counter_uj(&c), 1000000);
-	/* 1 J in 0.4 s would be a believable climb from 10, but the old count is believable too and wins */
+	/* 1 J in 0.4 s would be a believable climb from 10, but the old count is believable too and
+	 * wins */
 	CHECK(counter_update(&c, 1000500, 400 * MS) == PD_OK);
 	CHECK_U64(counter_uj(&c), 1000500);
 }
@@ -110,7 +113,8 @@ static void test_forward_jump(void)
 	CHECK_U64(counter_uj(&c), 1000000);
 }
 
-/* MSR-style units: ticks of 1/2^14 J, 32-bit counter; published uJ never go backwards or lose fractions. */
+/* MSR-style units: ticks of 1/2^14 J, 32-bit counter; published uJ never go backwards or lose
+ * fractions. */
 static void test_msr_units(void)
 {
 	struct pd_counter c;
@@ -127,7 +131,8 @@ static void test_msr_units(void)
 		CHECK(counter_uj(&c) >= prev);
 		prev = counter_uj(&c);
 	}
-	CHECK_U64(counter_uj(&c), (uint64_t)((unsigned __int128)(0xfffffff0ull + 0x20 + 100) * 1000000 >> 14));
+	CHECK_U64(counter_uj(&c),
+		  (uint64_t)((unsigned __int128)(0xfffffff0ull + 0x20 + 100) * 1000000 >> 14));
 }
 
 static void test_integ_trapezoid(void)
@@ -206,19 +211,19 @@ static void test_grid_tick(void)
 }
 
 static const struct unit_case cases[] = {
-	{"sum of increments across wraps is exact", test_wrap_sum_exact},
-	{"wrap from the top value to 0", test_exact_wrap_to_zero},
-	{"value beyond the range rejected", test_out_of_range},
-	{"backwards glitch rejected, nothing lost", test_backwards_glitch},
-	{"counter restart confirmed by two readings", test_backwards_restart},
-	{"a stuck bad value never becomes the baseline", test_stuck_glitch},
-	{"forward jump beyond max power rejected", test_forward_jump},
-	{"msr energy units and 32-bit wrap", test_msr_units},
-	{"trapezoids over grid steps", test_integ_trapezoid},
-	{"sub-microjoule remainder kept", test_integ_remainder},
-	{"power out of range, stale, long gaps", test_integ_rejects},
-	{"wall clock stepped between readings", test_integ_clock_step},
-	{"grid tick, lateness and missed ticks", test_grid_tick},
+    {"sum of increments across wraps is exact", test_wrap_sum_exact},
+    {"wrap from the top value to 0", test_exact_wrap_to_zero},
+    {"value beyond the range rejected", test_out_of_range},
+    {"backwards glitch rejected, nothing lost", test_backwards_glitch},
+    {"counter restart confirmed by two readings", test_backwards_restart},
+    {"a stuck bad value never becomes the baseline", test_stuck_glitch},
+    {"forward jump beyond max power rejected", test_forward_jump},
+    {"msr energy units and 32-bit wrap", test_msr_units},
+    {"trapezoids over grid steps", test_integ_trapezoid},
+    {"sub-microjoule remainder kept", test_integ_remainder},
+    {"power out of range, stale, long gaps", test_integ_rejects},
+    {"wall clock stepped between readings", test_integ_clock_step},
+    {"grid tick, lateness and missed ticks", test_grid_tick},
 };
 
 UNIT_MAIN(cases)

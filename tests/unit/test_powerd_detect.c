@@ -63,7 +63,8 @@ static void test_combined(void)
 	tree(true);
 	struct pd_opts o = fake_opts();
 	struct pd_set *set = pd_set_new(&o);
-	CHECK_U64(detect_open(set, (1u << PD_SRC_RAPL) | (1u << PD_SRC_HWMON) | (1u << PD_SRC_MSR)), 2);
+	CHECK_U64(detect_open(set, (1u << PD_SRC_RAPL) | (1u << PD_SRC_HWMON) | (1u << PD_SRC_MSR)),
+		  2);
 	char mode[32];
 	detect_mode(set, mode, sizeof(mode));
 	CHECK_STR(mode, "rapl+hwmon");
@@ -104,12 +105,12 @@ static void test_min_safe_interval(void)
 }
 
 static const struct unit_case cases[] = {
-	{"source list", test_parse_sources},
-	{"auto: rapl first, else hwmon", test_auto_order},
-	{"several sources, unique names", test_combined},
-	{"no meter: mode none, no zones", test_none},
-	{"minimum safe interval", test_min_safe_interval},
-	{"cleanup", fake_cleanup},
+    {"source list", test_parse_sources},
+    {"auto: rapl first, else hwmon", test_auto_order},
+    {"several sources, unique names", test_combined},
+    {"no meter: mode none, no zones", test_none},
+    {"minimum safe interval", test_min_safe_interval},
+    {"cleanup", fake_cleanup},
 };
 
 UNIT_MAIN(cases)

@@ -20,40 +20,42 @@ static void test_parse(void)
 		enum pd_exec_unit unit;
 		uint64_t value, range;
 	} t[] = {
-		{"package-0 123456 uj", 1, "package-0", "package", PD_UNIT_UJ, 123456, 0},
-		{"  dram-1\t7 UJ  ", 1, "dram-1", "dram", PD_UNIT_UJ, 7, 0},
-		{"gpu0 45.5 w kind=gpu", 1, "gpu0", "gpu", PD_UNIT_W, 45500000, 0},
-		{"platform 300.000001 W", 1, "platform", "platform", PD_UNIT_W, 300000001, 0},
-		{"psu:a 12 w", 1, "psu:a", "other", PD_UNIT_W, 12000000, 0},
-		{"pdu.outlet_3 0 w", 1, "pdu.outlet_3", "other", PD_UNIT_W, 0, 0},
-		{"x 999 uj range=1000", 1, "x", "other", PD_UNIT_UJ, 999, 1000},
-		{"x 5 uj\r", 1, "x", "other", PD_UNIT_UJ, 5, 0},
-		{"x 5 uj kind=dram\r", 1, "x", "dram", PD_UNIT_UJ, 5, 0},
-		{"# a comment", 0, NULL, NULL, 0, 0, 0},
-		{"", 0, NULL, NULL, 0, 0, 0},
-		{"   ", 0, NULL, NULL, 0, 0, 0},
-		{"x", -1, NULL, NULL, 0, 0, 0},
-		{"x 1", -1, NULL, NULL, 0, 0, 0},
-		{"x abc uj", -1, NULL, NULL, 0, 0, 0},
-		{"x 1.5 uj", -1, NULL, NULL, 0, 0, 0},
-		{"x 1.1234567 w", -1, NULL, NULL, 0, 0, 0},
-		{"x 1. w", -1, NULL, NULL, 0, 0, 0},
-		{"x -1 w", -1, NULL, NULL, 0, 0, 0},
-		{"x 1 kwh", -1, NULL, NULL, 0, 0, 0},
-		{"x 1 uj kind=cpu", -1, NULL, NULL, 0, 0, 0},
-		{"x 1 w range=5", -1, NULL, NULL, 0, 0, 0},
-		{"x 1 uj range=0", -1, NULL, NULL, 0, 0, 0},
-		{"x 1 uj extra", -1, NULL, NULL, 0, 0, 0},
-		{"bad/name 1 uj", -1, NULL, NULL, 0, 0, 0},
-		{"x 99999999999999999999 uj", -1, NULL, NULL, 0, 0, 0},
-		{"a234567890123456789012345678901234567890123456789012345678901234 1 uj", -1, NULL, NULL, 0, 0, 0},
+	    {"package-0 123456 uj", 1, "package-0", "package", PD_UNIT_UJ, 123456, 0},
+	    {"  dram-1\t7 UJ  ", 1, "dram-1", "dram", PD_UNIT_UJ, 7, 0},
+	    {"gpu0 45.5 w kind=gpu", 1, "gpu0", "gpu", PD_UNIT_W, 45500000, 0},
+	    {"platform 300.000001 W", 1, "platform", "platform", PD_UNIT_W, 300000001, 0},
+	    {"psu:a 12 w", 1, "psu:a", "other", PD_UNIT_W, 12000000, 0},
+	    {"pdu.outlet_3 0 w", 1, "pdu.outlet_3", "other", PD_UNIT_W, 0, 0},
+	    {"x 999 uj range=1000", 1, "x", "other", PD_UNIT_UJ, 999, 1000},
+	    {"x 5 uj\r", 1, "x", "other", PD_UNIT_UJ, 5, 0},
+	    {"x 5 uj kind=dram\r", 1, "x", "dram", PD_UNIT_UJ, 5, 0},
+	    {"# a comment", 0, NULL, NULL, 0, 0, 0},
+	    {"", 0, NULL, NULL, 0, 0, 0},
+	    {"   ", 0, NULL, NULL, 0, 0, 0},
+	    {"x", -1, NULL, NULL, 0, 0, 0},
+	    {"x 1", -1, NULL, NULL, 0, 0, 0},
+	    {"x abc uj", -1, NULL, NULL, 0, 0, 0},
+	    {"x 1.5 uj", -1, NULL, NULL, 0, 0, 0},
+	    {"x 1.1234567 w", -1, NULL, NULL, 0, 0, 0},
+	    {"x 1. w", -1, NULL, NULL, 0, 0, 0},
+	    {"x -1 w", -1, NULL, NULL, 0, 0, 0},
+	    {"x 1 kwh", -1, NULL, NULL, 0, 0, 0},
+	    {"x 1 uj kind=cpu", -1, NULL, NULL, 0, 0, 0},
+	    {"x 1 w range=5", -1, NULL, NULL, 0, 0, 0},
+	    {"x 1 uj range=0", -1, NULL, NULL, 0, 0, 0},
+	    {"x 1 uj extra", -1, NULL, NULL, 0, 0, 0},
+	    {"bad/name 1 uj", -1, NULL, NULL, 0, 0, 0},
+	    {"x 99999999999999999999 uj", -1, NULL, NULL, 0, 0, 0},
+	    {"a234567890123456789012345678901234567890123456789012345678901234 1 uj", -1, NULL,
+	     NULL, 0, 0, 0},
 	};
 	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
 		struct pd_exec_line l;
 		char err[256] = "";
 		int rc = exec_parse_line(t[i].line, &l, err, sizeof(err));
 		if (rc != t[i].rc)
-			printf("#   \"%s\": rc %d (%s), expected %d\n", t[i].line, rc, err, t[i].rc);
+			printf("#   \"%s\": rc %d (%s), expected %d\n", t[i].line, rc, err,
+			       t[i].rc);
 		CHECK(rc == t[i].rc);
 		if (rc == -1)
 			CHECK(err[0] != '\0');
@@ -80,7 +82,8 @@ static struct pd_opts exec_opts(const char *cmd, bool stream)
 static void test_sample_mode(void)
 {
 	fake_new();
-	fake_write("out", "package-0 1000 uj\nmeter 100 w kind=platform\ncounter 900 uj range=1000\n");
+	fake_write("out",
+		   "package-0 1000 uj\nmeter 100 w kind=platform\ncounter 900 uj range=1000\n");
 	char cmd[1024];
 	snprintf(cmd, sizeof(cmd), "cat %s/out; test ! -e %s/fail", fake_root, fake_root);
 	struct pd_opts o = exec_opts(cmd, false);
@@ -127,9 +130,10 @@ static void test_sample_mode(void)
 static void test_timeout_and_env(void)
 {
 	fake_new();
-	struct pd_opts o = exec_opts("test \"$WATTBUS_INTERVAL_NS\" = 1000000000 && echo \"z 1 uj\"; "
-				     "test \"$WATTBUS_SAMPLE_T_NS\" = 1700000001000000000 && sleep 5; echo z 2 uj",
-				     false);
+	struct pd_opts o =
+	    exec_opts("test \"$WATTBUS_INTERVAL_NS\" = 1000000000 && echo \"z 1 uj\"; "
+		      "test \"$WATTBUS_SAMPLE_T_NS\" = 1700000001000000000 && sleep 5; echo z 2 uj",
+		      false);
 	o.exec_timeout_ns = 300 * MS;
 	struct pd_set *set = pd_set_new(&o);
 	char why[PD_WHY_MAX] = "";
@@ -187,7 +191,8 @@ static void test_stream_mode(void)
 	fake_new();
 	fake_write("out", "gpu-0 10 w\n");
 	char cmd[1024];
-	snprintf(cmd, sizeof(cmd), "while [ -e %s/out ]; do cat %s/out; sleep 0.05; done", fake_root, fake_root);
+	snprintf(cmd, sizeof(cmd), "while [ -e %s/out ]; do cat %s/out; sleep 0.05; done",
+		 fake_root, fake_root);
 	struct pd_opts o = exec_opts(cmd, true);
 	struct pd_set *set = pd_set_new(&o);
 	char why[PD_WHY_MAX] = "";
@@ -229,11 +234,11 @@ static void test_stream_mode(void)
 }
 
 static const struct unit_case cases[] = {
-	{"line format", test_parse},
-	{"sample mode: counters, watts, wrap, garbage, failure", test_sample_mode},
-	{"sample mode: timeout, environment, unusable commands", test_timeout_and_env},
-	{"stream mode: readings, silence, restart", test_stream_mode},
-	{"cleanup", fake_cleanup},
+    {"line format", test_parse},
+    {"sample mode: counters, watts, wrap, garbage, failure", test_sample_mode},
+    {"sample mode: timeout, environment, unusable commands", test_timeout_and_env},
+    {"stream mode: readings, silence, restart", test_stream_mode},
+    {"cleanup", fake_cleanup},
 };
 
 UNIT_MAIN(cases)

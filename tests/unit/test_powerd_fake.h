@@ -33,7 +33,8 @@ static __attribute__((unused)) void fake_mkdirs(const char *path)
 }
 
 /* Write text to fake_root/rel (directories created); the file is replaced atomically. */
-static __attribute__((unused)) void fake_write(const char *rel, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static __attribute__((unused)) void fake_write(const char *rel, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 static __attribute__((unused)) void fake_write(const char *rel, const char *fmt, ...)
 {
 	char path[PD_PATH_MAX], tmp[PD_PATH_MAX + 8];
@@ -63,7 +64,8 @@ static __attribute__((unused)) void fake_remove(const char *rel)
 	unlink(path);
 }
 
-static __attribute__((unused)) int fake_rm_cb(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+static __attribute__((unused)) int fake_rm_cb(const char *path, const struct stat *st, int flag,
+					      struct FTW *ftw)
 {
 	return remove(path);
 }
@@ -89,7 +91,8 @@ static __attribute__((unused)) void fake_cleanup(void)
 }
 
 /* A powercap zone: name, energy_uj and max_energy_range_uj. */
-static __attribute__((unused)) void fake_rapl_zone(const char *dir, const char *name, uint64_t energy_uj, uint64_t range_uj)
+static __attribute__((unused)) void fake_rapl_zone(const char *dir, const char *name,
+						   uint64_t energy_uj, uint64_t range_uj)
 {
 	char rel[256];
 	snprintf(rel, sizeof(rel), "sys/class/powercap/%s/name", dir);
@@ -132,17 +135,18 @@ static __attribute__((unused)) struct pd_opts fake_opts(void)
 	snprintf(msr, sizeof(msr), "%s/dev/cpu", fake_root);
 	snprintf(cpuinfo, sizeof(cpuinfo), "%s/cpuinfo", fake_root);
 	return (struct pd_opts){
-		.sysfs_root = sysfs,
-		.msr_root = msr,
-		.cpuinfo_path = cpuinfo,
-		.max_power_w = 5000,
-		.interval_ns = 100000000ull,
-		.exec_timeout_ns = 1000000000ull,
+	    .sysfs_root = sysfs,
+	    .msr_root = msr,
+	    .cpuinfo_path = cpuinfo,
+	    .max_power_w = 5000,
+	    .interval_ns = 100000000ull,
+	    .exec_timeout_ns = 1000000000ull,
 	};
 }
 
 /* The zone named name in a sample, or NULL. */
-static __attribute__((unused)) const struct wb_power_zone *sample_zone(const struct wb_power *p, const char *name)
+static __attribute__((unused)) const struct wb_power_zone *sample_zone(const struct wb_power *p,
+								       const char *name)
 {
 	for (size_t i = 0; i < p->n_zones; i++)
 		if (!strcmp(p->zones[i].name, name))

@@ -40,12 +40,18 @@ static void test_kinds(void)
 	static const struct {
 		const char *label, *dev, *kind;
 	} t[] = {
-		{"Esocket0", "amd_energy", "package"}, {"Ecore012", "amd_energy", "core"},
-		{"PPT", "amdgpu", "gpu"},	      {"", "power_meter", "platform"},
-		{"GPU power", "ina3221", "gpu"},      {"VDD_CPU", "ina3221", "package"},
-		{"DRAM", "x", "dram"},		      {"Total system power", "x", "platform"},
-		{"uncore", "x", "uncore"},	      {"", "nct6775", "other"},
-		{"PSYS", "x", "psys"},		      {"pkg", "zenpower", "package"},
+	    {"Esocket0", "amd_energy", "package"},
+	    {"Ecore012", "amd_energy", "core"},
+	    {"PPT", "amdgpu", "gpu"},
+	    {"", "power_meter", "platform"},
+	    {"GPU power", "ina3221", "gpu"},
+	    {"VDD_CPU", "ina3221", "package"},
+	    {"DRAM", "x", "dram"},
+	    {"Total system power", "x", "platform"},
+	    {"uncore", "x", "uncore"},
+	    {"", "nct6775", "other"},
+	    {"PSYS", "x", "psys"},
+	    {"pkg", "zenpower", "package"},
 	};
 	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
 		CHECK_STR(hwmon_kind(t[i].label, t[i].dev), t[i].kind);
@@ -62,12 +68,12 @@ static void test_discovery(void)
 		const char *name, *kind, *file;
 		bool power;
 	} want[] = {
-		{"gpu-0", "gpu", "hwmon1/power1_average", true},
-		{"platform", "platform", "hwmon2/device/power1_average", true},
-		{"package-0", "package", "hwmon3/energy1_input", false},
-		{"core-0", "core", "hwmon3/energy2_input", false},
-		{"package-1", "package", "hwmon12/energy1_input", false},
-		{"gpu-1", "gpu", "hwmon12/power2_input", true},
+	    {"gpu-0", "gpu", "hwmon1/power1_average", true},
+	    {"platform", "platform", "hwmon2/device/power1_average", true},
+	    {"package-0", "package", "hwmon3/energy1_input", false},
+	    {"core-0", "core", "hwmon3/energy2_input", false},
+	    {"package-1", "package", "hwmon12/energy1_input", false},
+	    {"gpu-1", "gpu", "hwmon12/power2_input", true},
 	};
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
 		const struct pd_zone *z = pd_set_find(set, want[i].name);
@@ -95,7 +101,8 @@ static void test_discovery(void)
 	pd_set_destroy(&set);
 }
 
-/* Power integrated by trapezoids over the sample times; energy counters as is; bad values skipped. */
+/* Power integrated by trapezoids over the sample times; energy counters as is; bad values skipped.
+ */
 static void test_integration(void)
 {
 	hwmon_tree();
@@ -121,7 +128,8 @@ static void test_integration(void)
 	fake_write("sys/class/hwmon/hwmon1/power1_average", "55000000\n");
 	fake_write("sys/class/hwmon/hwmon3/energy1_input", "1333333\n");
 	CHECK_U64(pd_set_sample(set, t += 100 * MS, m += 98700000ull, &p), 6);
-	CHECK_U64(sample_zone(&p, "gpu-0")->energy_uj, 4500000 + 5000000); /* (45 + 55) / 2 W * 0.1 s */
+	CHECK_U64(sample_zone(&p, "gpu-0")->energy_uj,
+		  4500000 + 5000000); /* (45 + 55) / 2 W * 0.1 s */
 	CHECK_U64(sample_zone(&p, "package-0")->energy_uj, 1333333);
 	free(p.zones);
 
@@ -150,10 +158,10 @@ static void test_integration(void)
 }
 
 static const struct unit_case cases[] = {
-	{"zone kinds from labels and device names", test_kinds},
-	{"discovery: gpu, ACPI power meter, energy counters, duplicates", test_discovery},
-	{"trapezoids on the grid, counters, bad values", test_integration},
-	{"cleanup", fake_cleanup},
+    {"zone kinds from labels and device names", test_kinds},
+    {"discovery: gpu, ACPI power meter, energy counters, duplicates", test_discovery},
+    {"trapezoids on the grid, counters, bad values", test_integration},
+    {"cleanup", fake_cleanup},
 };
 
 UNIT_MAIN(cases)

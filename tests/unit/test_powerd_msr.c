@@ -12,7 +12,8 @@
 static void cpu_topology(unsigned cpu, unsigned pkg)
 {
 	char rel[128];
-	snprintf(rel, sizeof(rel), "sys/devices/system/cpu/cpu%u/topology/physical_package_id", cpu);
+	snprintf(rel, sizeof(rel), "sys/devices/system/cpu/cpu%u/topology/physical_package_id",
+		 cpu);
 	fake_write(rel, "%u\n", pkg);
 	snprintf(rel, sizeof(rel), "sys/devices/system/cpu/cpu%u/topology/die_id", cpu);
 	fake_write(rel, "0\n");
@@ -22,8 +23,9 @@ static void cpu_topology(unsigned cpu, unsigned pkg)
 static void intel_layout(unsigned model)
 {
 	fake_new();
-	fake_write("cpuinfo", "processor\t: 0\nvendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel\t\t: %u\n"
-			      "model name\t: Intel(R) Xeon(R)\n",
+	fake_write("cpuinfo",
+		   "processor\t: 0\nvendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel\t\t: %u\n"
+		   "model name\t: Intel(R) Xeon(R)\n",
 		   model);
 	for (unsigned c = 0; c < 4; c++)
 		cpu_topology(c, c / 2);
@@ -31,11 +33,12 @@ static void intel_layout(unsigned model)
 	for (unsigned c = 0; c < 4; c += 2) {
 		char rel[64];
 		snprintf(rel, sizeof(rel), "dev/cpu/%u/msr", c);
-		fake_msr(rel, 0x606, 0xa0e03);		  /* ESU 14: 61.035 uJ */
-		fake_msr(rel, 0x611, 1000 + c);		  /* package */
-		fake_msr(rel, 0x639, 2000 + c);		  /* core */
-		fake_msr(rel, 0x641, 0);		  /* uncore: reads 0, not implemented */
-		fake_msr(rel, 0x619, 0xfffffff0ull | (7ull << 32)); /* dram; high bits are reserved */
+		fake_msr(rel, 0x606, 0xa0e03);	/* ESU 14: 61.035 uJ */
+		fake_msr(rel, 0x611, 1000 + c); /* package */
+		fake_msr(rel, 0x639, 2000 + c); /* core */
+		fake_msr(rel, 0x641, 0);	/* uncore: reads 0, not implemented */
+		fake_msr(rel, 0x619,
+			 0xfffffff0ull | (7ull << 32)); /* dram; high bits are reserved */
 		if (c == 0)
 			fake_msr(rel, 0x64d, 50); /* psys */
 	}
@@ -63,7 +66,8 @@ static void test_cpuinfo_and_units(void)
 	msr_units(&id, 16, &pkg, &dram, &psys);
 	CHECK(pkg.mul == 1000000 && pkg.div == 65536 && dram.div == 65536);
 	fake_write("cpuinfo", "vendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 17\n");
-	CHECK(msr_cpu_id(o.cpuinfo_path, &id) == 0 && id.vendor == PD_CPU_AMD && id.family == 25 && id.model == 17);
+	CHECK(msr_cpu_id(o.cpuinfo_path, &id) == 0 && id.vendor == PD_CPU_AMD && id.family == 25 &&
+	      id.model == 17);
 	CHECK(msr_cpu_id("/nonexistent/cpuinfo", &id) == -1);
 }
 
@@ -187,11 +191,11 @@ static void test_failures(void)
 }
 
 static const struct unit_case cases[] = {
-	{"cpuinfo and the kernel's unit quirks", test_cpuinfo_and_units},
-	{"Intel two-socket registers, units, 32-bit wrap", test_intel_discovery},
-	{"AMD registers", test_amd},
-	{"missing driver, no RAPL, register gone", test_failures},
-	{"cleanup", fake_cleanup},
+    {"cpuinfo and the kernel's unit quirks", test_cpuinfo_and_units},
+    {"Intel two-socket registers, units, 32-bit wrap", test_intel_discovery},
+    {"AMD registers", test_amd},
+    {"missing driver, no RAPL, register gone", test_failures},
+    {"cleanup", fake_cleanup},
 };
 
 UNIT_MAIN(cases)

@@ -22,7 +22,8 @@ static const struct pd_zone *zone(struct pd_set *set, const char *name)
 static void intel_two_socket(void)
 {
 	fake_new();
-	fake_write("sys/class/powercap/intel-rapl/enabled", "1\n"); /* the control type: no counter */
+	fake_write("sys/class/powercap/intel-rapl/enabled",
+		   "1\n"); /* the control type: no counter */
 	fake_write("sys/class/powercap/intel-rapl-mmio/enabled", "1\n");
 	fake_rapl_zone("intel-rapl:0", "package-0", 1000, RANGE);
 	fake_rapl_zone("intel-rapl:0:0", "core", 2000, RANGE);
@@ -49,14 +50,14 @@ static void test_intel_discovery(void)
 		unsigned index;
 		uint64_t range;
 	} want[] = {
-		{"package-0", "package", "intel-rapl:0", 0, RANGE},
-		{"core-0", "core", "intel-rapl:0:0", 0, RANGE},
-		{"uncore-0", "uncore", "intel-rapl:0:1", 0, RANGE},
-		{"dram-0", "dram", "intel-rapl:0:2", 0, 65712999613ull},
-		{"package-1", "package", "intel-rapl:1", 1, RANGE},
-		{"core-1", "core", "intel-rapl:1:0", 1, RANGE},
-		{"dram-1", "dram", "intel-rapl:1:1", 1, 65712999613ull},
-		{"psys", "psys", "intel-rapl:2", 0, RANGE},
+	    {"package-0", "package", "intel-rapl:0", 0, RANGE},
+	    {"core-0", "core", "intel-rapl:0:0", 0, RANGE},
+	    {"uncore-0", "uncore", "intel-rapl:0:1", 0, RANGE},
+	    {"dram-0", "dram", "intel-rapl:0:2", 0, 65712999613ull},
+	    {"package-1", "package", "intel-rapl:1", 1, RANGE},
+	    {"core-1", "core", "intel-rapl:1:0", 1, RANGE},
+	    {"dram-1", "dram", "intel-rapl:1:1", 1, 65712999613ull},
+	    {"psys", "psys", "intel-rapl:2", 0, RANGE},
 	};
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
 		const struct pd_zone *z = zone(set, want[i].name);
@@ -128,7 +129,8 @@ static void test_amd_discovery(void)
 	const struct pd_zone *z = zone(set, "core-0");
 	CHECK(z && !strcmp(z->kind, "core") && counter_range_uj(&z->ctr) == 65532610987ull);
 	CHECK(zone(set, "package-1") != NULL);
-	/* the first sample publishes the hardware reading itself: a restarted powerd continues the count */
+	/* the first sample publishes the hardware reading itself: a restarted powerd continues the
+	 * count */
 	struct wb_power p;
 	CHECK_U64(pd_set_sample(set, T0, 1000 * MS, &p), 3);
 	const struct wb_power_zone *pz = sample_zone(&p, "package-0");
@@ -175,7 +177,9 @@ static void test_samples_exact(void)
 		fake_rapl_energy("intel-rapl:1", pkg1);
 		dram0 += 1000;
 		fake_rapl_energy("intel-rapl:0:2", dram0);
-		CHECK_U64(pd_set_sample(set, T0 + (i + 1) * 100000 * MS, (1000 + (i + 1) * 100000) * MS, &p), 8);
+		CHECK_U64(pd_set_sample(set, T0 + (i + 1) * 100000 * MS,
+					(1000 + (i + 1) * 100000) * MS, &p),
+			  8);
 		const struct wb_power_zone *pz = sample_zone(&p, "package-1");
 		CHECK(pz && pz->energy_uj == pkg1_total);
 		pz = sample_zone(&p, "dram-0");
@@ -235,7 +239,8 @@ static void test_bad_input(void)
 	CHECK(sample_zone(&p, "core-1") && sample_zone(&p, "core-1")->energy_uj == 6100);
 	free(p.zones);
 
-	/* package-1 goes back without a plausible wrap: skipped, counted, no negative or invented delta */
+	/* package-1 goes back without a plausible wrap: skipped, counted, no negative or invented
+	 * delta */
 	fake_rapl_energy("intel-rapl:1", 10);
 	CHECK_U64(pd_set_sample(set, t += 100 * MS, m += 100 * MS, &p), 7);
 	CHECK(sample_zone(&p, "package-1") == NULL);
@@ -250,7 +255,8 @@ static void test_bad_input(void)
 	CHECK_U64(pd_set_sample(set, t += 100 * MS, m += 100 * MS, &p), 7);
 	CHECK_U64(set->counts.implausible, 1);
 	free(p.zones);
-	CHECK_U64(set->counts.zone_samples_skipped, 6); /* 3 garbage, 1 vanished, 1 backwards, 1 range */
+	CHECK_U64(set->counts.zone_samples_skipped,
+		  6); /* 3 garbage, 1 vanished, 1 backwards, 1 range */
 	CHECK_U64(set->counts.samples, 10);
 	pd_set_destroy(&set);
 }
@@ -261,7 +267,8 @@ static void test_permission(void)
 	intel_two_socket();
 	chmod(fake_root, 0755);
 	char cmd[PD_PATH_MAX];
-	snprintf(cmd, sizeof(cmd), "chmod -R a+rX %s && find %s -name energy_uj -exec chmod 0400 {} +", fake_root,
+	snprintf(cmd, sizeof(cmd),
+		 "chmod -R a+rX %s && find %s -name energy_uj -exec chmod 0400 {} +", fake_root,
 		 fake_root);
 	CHECK(system(cmd) == 0);
 	int p[2];
@@ -269,12 +276,14 @@ static void test_permission(void)
 	pid_t pid = fork();
 	if (pid == 0) {
 		close(p[0]);
-		if (geteuid() == 0 && (setgroups(0, NULL) < 0 || setresgid(65534, 65534, 65534) < 0 ||
-				       setresuid(65534, 65534, 65534) < 0))
+		if (geteuid() == 0 &&
+		    (setgroups(0, NULL) < 0 || setresgid(65534, 65534, 65534) < 0 ||
+		     setresuid(65534, 65534, 65534) < 0))
 			_exit(3);
 		if (geteuid() != 0) {
 			/* not root from the start: chmod 000 does the same */
-			snprintf(cmd, sizeof(cmd), "find %s -name energy_uj -exec chmod 0000 {} +", fake_root);
+			snprintf(cmd, sizeof(cmd), "find %s -name energy_uj -exec chmod 0000 {} +",
+				 fake_root);
 			if (getuid() != 65534 && system(cmd) != 0)
 				_exit(4);
 		}
@@ -331,15 +340,15 @@ static void test_read_u64(void)
 }
 
 static const struct unit_case cases[] = {
-	{"two-socket Intel with subzones, psys, mmio duplicate", test_intel_discovery},
-	{"mmio-only package, multi-die names", test_mmio_only_and_dies},
-	{"AMD layout, first sample is the hardware reading", test_amd_discovery},
-	{"no powercap tree explained", test_no_powercap},
-	{"published totals equal the increments, across a wrap", test_samples_exact},
-	{"garbage, vanished file, backwards, out of range", test_bad_input},
-	{"energy_uj root-only: CVE-2020-8694 explained", test_permission},
-	{"strict unsigned integer files", test_read_u64},
-	{"cleanup", fake_cleanup},
+    {"two-socket Intel with subzones, psys, mmio duplicate", test_intel_discovery},
+    {"mmio-only package, multi-die names", test_mmio_only_and_dies},
+    {"AMD layout, first sample is the hardware reading", test_amd_discovery},
+    {"no powercap tree explained", test_no_powercap},
+    {"published totals equal the increments, across a wrap", test_samples_exact},
+    {"garbage, vanished file, backwards, out of range", test_bad_input},
+    {"energy_uj root-only: CVE-2020-8694 explained", test_permission},
+    {"strict unsigned integer files", test_read_u64},
+    {"cleanup", fake_cleanup},
 };
 
 UNIT_MAIN(cases)
