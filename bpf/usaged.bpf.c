@@ -38,6 +38,13 @@ struct {
 	__type(value, __u64);
 } stats SEC(".maps");
 
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct usaged_thread);
+} threads SEC(".maps");
+
 /* One perf event per CPU for each counter; libbpf sizes them to the CPU count. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERF_EVENT_ARRAY);
@@ -108,14 +115,26 @@ static __always_inline struct usaged_proc *proc_new(struct task_struct *task,
 	return bpf_map_lookup_elem(&procs, key);
 }
 
+/*
+ * Charge prev for what the scheduler counted since it was last charged (its
+ * se.sum_exec_runtime, the count behind /proc/<pid>/stat), not for the wall
+ * time since it switched in, which also holds the interrupts served meanwhile
+ * and, in a VM, stolen time. Keeping the charged mark per thread makes this
+ * hold even where a switch event was not seen (a thread charged at its next
+ * switch-out for all it ran); the per-CPU slot is then only needed for a
+ * thread's first charge, the hardware counters (per-CPU) and the current run.
+ */
 static __always_inline int account(struct task_struct *prev, struct task_struct *next,
 				   const bool with_counters)
 {
 	__u64 reading[USAGED_NCOUNTERS] = {};
+	struct usaged_thread *th;
+	struct usaged_key key;
 	struct usaged_proc *p;
 	struct usaged_cpu *cur;
 	__u32 zero = 0;
-	__u64 now;
+	__u64 now, runtime, from, delta;
+	bool paired;
 
 	cur = bpf_map_lookup_elem(&cpus, &zero);
 	if (!cur)
@@ -123,36 +142,59 @@ static __always_inline int account(struct task_struct *prev, struct task_struct 
 	now = bpf_ktime_get_ns();
 	if (with_counters)
 		counters_read(reading);
+	if (!BPF_CORE_READ(prev, pid))
+		goto switch_in; /* the idle task */
 
-	/* prev ran since cur->ts_ns, unless an event was missed (then cur names another task). */
-	if (cur->ts_ns && cur->key.tgid && cur->key.tgid == (__u32)BPF_CORE_READ(prev, tgid) &&
-	    now > cur->ts_ns) {
-		p = bpf_map_lookup_elem(&procs, &cur->key);
-		if (!p) {
-			/*
-			 * The last thread of a dead process switching out for
-			 * good: sched_process_exit made its entry, so a missing
-			 * one was published and retired already. Do not make it
-			 * again, or it would never be retired.
-			 */
-			if ((BPF_CORE_READ(prev, flags) & PF_EXITING) &&
-			    BPF_CORE_READ(prev, signal, live.counter) == 0)
-				goto switch_in;
-			p = proc_new(prev, &cur->key, 0);
-		}
-		if (p) {
-			__sync_fetch_and_add(&p->cpu_ns, now - cur->ts_ns);
-			p->cgroup_id = bpf_get_current_cgroup_id(); /* current is still prev */
-			if (with_counters) {
-				for (int k = 0; k < USAGED_NCOUNTERS; k++)
-					if (cur->counters[k] && reading[k] > cur->counters[k])
-						__sync_fetch_and_add(&p->counters[k],
-								     reading[k] - cur->counters[k]);
-			}
-		}
+	/* prev ran since cur->ts_ns, unless an event was missed (then cur names another thread). */
+	paired = cur->ts_ns && cur->tid == (__u32)BPF_CORE_READ(prev, pid) &&
+		 cur->key.tgid == (__u32)BPF_CORE_READ(prev, tgid);
+	if (cur->ts_ns && !paired)
+		stat_inc(USAGED_STAT_UNPAIRED);
+	runtime = BPF_CORE_READ(prev, se.sum_exec_runtime);
+	th = bpf_task_storage_get(&threads, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (th && th->charged_ns) {
+		from = th->charged_ns;
+	} else {
+		/* First charge since usaged started: from its switch-in, if seen. */
+		if (!th)
+			stat_inc(USAGED_STAT_NO_STORAGE);
+		from = paired ? cur->runtime_ns : runtime;
+	}
+	if (th)
+		th->charged_ns = runtime ? runtime : 1;
+	delta = runtime > from ? runtime - from : 0;
+	if (!delta && !(with_counters && paired))
+		goto switch_in;
+
+	key_of(prev, &key);
+	p = bpf_map_lookup_elem(&procs, &key);
+	if (!p) {
+		/*
+		 * The last thread of a dead process switching out for good:
+		 * sched_process_exit made its entry, so a missing one was
+		 * published and retired already. Do not make it again, or it
+		 * would never be retired.
+		 */
+		if ((BPF_CORE_READ(prev, flags) & PF_EXITING) &&
+		    BPF_CORE_READ(prev, signal, live.counter) == 0)
+			goto switch_in;
+		p = proc_new(prev, &key, 0);
+		if (!p)
+			goto switch_in;
+	}
+	if (delta)
+		__sync_fetch_and_add(&p->cpu_ns, delta);
+	p->cgroup_id = bpf_get_current_cgroup_id(); /* current is still prev */
+	if (with_counters && paired) {
+		for (int k = 0; k < USAGED_NCOUNTERS; k++)
+			if (cur->counters[k] && reading[k] > cur->counters[k])
+				__sync_fetch_and_add(&p->counters[k],
+						     reading[k] - cur->counters[k]);
 	}
 switch_in:
 	cur->ts_ns = now;
+	cur->runtime_ns = BPF_CORE_READ(next, se.sum_exec_runtime);
+	cur->tid = BPF_CORE_READ(next, pid);
 	key_of(next, &cur->key);
 	if (with_counters) {
 		for (int k = 0; k < USAGED_NCOUNTERS; k++)

@@ -31,18 +31,28 @@ struct usaged_proc {
 	char comm[USAGED_COMM_LEN];
 };
 
+/* Per-thread storage: how much of the thread's run time is charged already. */
+struct usaged_thread {
+	__u64 charged_ns; /* se.sum_exec_runtime when last charged */
+};
+
 /* The cpus map (per-CPU array, one slot): what runs on this CPU since when. */
 struct usaged_cpu {
-	__u64 ts_ns;	       /* switch-in time (CLOCK_MONOTONIC); 0 until the first switch seen */
-	struct usaged_key key; /* tgid 0: the idle task */
+	__u64 ts_ns;	  /* switch-in time (CLOCK_MONOTONIC); 0 until the first switch seen */
+	__u64 runtime_ns; /* the thread's se.sum_exec_runtime at switch-in */
+	__u32 tid;	  /* the thread: runtimes are per thread */
+	__u32 pad;
+	struct usaged_key key;		  /* tgid 0: the idle task */
 	__u64 counters[USAGED_NCOUNTERS]; /* counter readings at switch-in */
 };
 
 /* Slots of the stats map (per-CPU array of __u64), summed by user space. */
 enum usaged_stat {
-	USAGED_STAT_MAP_FULL,  /* a new process found the procs map full */
-	USAGED_STAT_EXITS,     /* processes whose last thread exited */
-	USAGED_STAT_PERF_FAIL, /* a counter read failed on switch */
+	USAGED_STAT_MAP_FULL,	/* a new process found the procs map full */
+	USAGED_STAT_EXITS,	/* processes whose last thread exited */
+	USAGED_STAT_PERF_FAIL,	/* a counter read failed on switch */
+	USAGED_STAT_UNPAIRED,	/* a task switched out whose switch-in was not seen */
+	USAGED_STAT_NO_STORAGE, /* task storage unavailable (busy): charged by the CPU slot alone */
 	USAGED_NSTATS
 };
 

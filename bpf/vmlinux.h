@@ -42,11 +42,18 @@ enum bpf_map_type {
 	BPF_MAP_TYPE_PERF_EVENT_ARRAY = 4,
 	BPF_MAP_TYPE_PERCPU_HASH = 5,
 	BPF_MAP_TYPE_PERCPU_ARRAY = 6,
+	BPF_MAP_TYPE_TASK_STORAGE = 29,
 };
 enum {
 	BPF_ANY = 0,
 	BPF_NOEXIST = 1,
 	BPF_EXIST = 2,
+};
+enum {
+	BPF_F_NO_PREALLOC = 1,
+};
+enum {
+	BPF_LOCAL_STORAGE_GET_F_CREATE = 1,
 };
 enum {
 	BPF_F_INDEX_MASK = 0xffffffffULL,
@@ -71,8 +78,13 @@ struct signal_struct {
 	atomic_t live; /* threads not yet in do_exit() */
 };
 
+struct sched_entity {
+	u64 sum_exec_runtime; /* ns on CPU, the kernel's own count behind /proc/<pid>/stat */
+};
+
 struct task_struct {
 	unsigned int flags;
+	struct sched_entity se;
 	pid_t pid;
 	pid_t tgid;
 	struct task_struct *group_leader;

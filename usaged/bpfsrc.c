@@ -439,5 +439,7 @@ void bpfsrc_stats(struct bpfsrc *self, struct bpfsrc_stats *out)
 	out->map_full = sums[USAGED_STAT_MAP_FULL];
 	out->exits = sums[USAGED_STAT_EXITS];
 	out->perf_fail = sums[USAGED_STAT_PERF_FAIL];
+	out->unpaired = sums[USAGED_STAT_UNPAIRED];
+	out->no_storage = sums[USAGED_STAT_NO_STORAGE];
 	out->entries = self->entries;
 }

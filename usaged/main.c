@@ -78,7 +78,8 @@ struct usaged {
 	uint64_t msgno;
 	uint64_t *c_procs, *c_exited, *c_scan_ns, *c_incomplete, *c_procstat_fail, *c_send_fail,
 	    *c_table_full;
-	uint64_t *c_cgroups, *c_map_full, *c_map_entries, *c_exits_seen, *c_perf_fail, *c_counters;
+	uint64_t *c_cgroups, *c_map_full, *c_map_entries, *c_exits_seen, *c_perf_fail, *c_counters,
+	    *c_unpaired, *c_no_storage;
 	struct wb_ratelimit rl;
 };
 
@@ -121,6 +122,8 @@ static void update_stats(struct usaged *u)
 	*u->c_map_entries = bs.entries;
 	*u->c_exits_seen = bs.exits;
 	*u->c_perf_fail = bs.perf_fail;
+	*u->c_unpaired = bs.unpaired;
+	*u->c_no_storage = bs.no_storage;
 }
 
 static void on_tick(struct wb_daemon *d, uint64_t t_ns, uint64_t late_ns, void *arg)
@@ -262,6 +265,8 @@ int main(int argc, char **argv)
 	u.c_exits_seen = wb_stats_counter(st, "bpf_exits");
 	u.c_perf_fail = wb_stats_counter(st, "bpf_perf_errors");
 	u.c_counters = wb_stats_counter(st, "hw_counters");
+	u.c_unpaired = wb_stats_counter(st, "bpf_unpaired_switches");
+	u.c_no_storage = wb_stats_counter(st, "bpf_no_task_storage");
 
 	u.pf = procfs_new(conf->proc_root);
 	if (!u.pf)

@@ -157,7 +157,7 @@ struct bpfsrc_opts {
 	bool counters;	    /* try hardware counters */
 };
 struct bpfsrc_stats {
-	uint64_t map_full, exits, perf_fail, entries;
+	uint64_t map_full, exits, perf_fail, unpaired, no_storage, entries;
 };
 struct bpfsrc;
 /* Load and attach. NULL on failure, with why (one line) filled. */

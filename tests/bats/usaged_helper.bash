@@ -1,0 +1,55 @@
+# Shared by the usaged suites: start usaged on an ipc endpoint in the test's
+# temp dir, capture its messages with `wattbus tap`, and ask usaged_tap.py
+# about them. Load after helper.
+USAGED=$WB_BUILD/wattbus-usaged
+TAPQ="python3 $BATS_TEST_DIRNAME/usaged_tap.py"
+
+usaged_need_bpf() {
+	[ "$(id -u)" -eq 0 ] || skip "eBPF needs root (uid $(id -u))"
+	[ -r /sys/kernel/btf/vmlinux ] || skip "no kernel BTF at /sys/kernel/btf/vmlinux"
+}
+
+# usaged_start NAME [flags...]: start usaged publishing on $(wb_ep NAME); waits until it runs.
+usaged_start() {
+	local name=$1
+	shift
+	wb_spawn "$name" "$USAGED" --pub "$(wb_ep "$name")" --runtime_dir "$BATS_TEST_TMPDIR" \
+		--stat_interval 1s "$@"
+	wb_wait_for 10 grep -q "running (mode" "$BATS_TEST_TMPDIR/$name.log" || {
+		cat "$BATS_TEST_TMPDIR/$name.log"
+		return 1
+	}
+}
+
+# usaged_tap NAME SECONDS [PREFIX...]: capture NAME's messages into $BATS_TEST_TMPDIR/NAME.tap in the background.
+usaged_tap() {
+	local name=$1 secs=$2
+	shift 2
+	wb_spawn "tap_$name" "$WATTBUS" tap --timeout "${secs}s" "$(wb_ep "$name")" "$@"
+	# the tap's output is its log file; give the subscription a moment to join
+	sleep 0.3
+}
+
+usaged_tapfile() {
+	echo "$BATS_TEST_TMPDIR/tap_$1.log"
+}
+
+# proc_cpu_ns PID: utime + stime of /proc/PID/stat in ns (the comm may hold spaces).
+proc_cpu_ns() {
+	local hz f
+	hz=$(getconf CLK_TCK)
+	read -r -a f < <(sed -e 's/^.*) //' "/proc/$1/stat")
+	echo $(((f[11] + f[12]) * (1000000000 / hz)))
+}
+
+# within PCT A B: |A - B| <= PCT % of B
+within() {
+	python3 -c "import sys; a, b, p = float(sys.argv[2]), float(sys.argv[3]), float(sys.argv[1]); \
+print('%s vs %s: %.3f %%' % (sys.argv[2], sys.argv[3], 100 * abs(a - b) / b)); sys.exit(0 if b > 0 and abs(a - b) <= p / 100 * b else 1)" "$@"
+}
+
+# A busy loop that records its pid in $BATS_TEST_TMPDIR/NAME.pid.
+busy_loop() {
+	wb_spawn "$1" sh -c 'while :; do :; done'
+	eval "echo \$PID_$1" >"$BATS_TEST_TMPDIR/$1.pid"
+}

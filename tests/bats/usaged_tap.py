@@ -1,0 +1,93 @@
+#!/usr/bin/env python3
+"""Questions about a `wattbus tap` capture of usaged's messages, for the usaged bats suites.
+
+usage: usaged_tap.py FILE cpu PID          last cpu_ns published for PID
+       usaged_tap.py FILE field PID KEY    last value of KEY (cycles, ...) for PID
+       usaged_tap.py FILE cgroup PID       the identity of PID's last cgroup, as JSON
+       usaged_tap.py FILE exited COMM      how many processes named COMM were published as exited
+       usaged_tap.py FILE stat NAME        last value of usaged's stat counter NAME
+       usaged_tap.py FILE src              the src of the usage messages
+       usaged_tap.py FILE check            consistency: seq +1, cpu_ns never down, full every N
+Python's json keeps 64-bit integers exact (jq 1.6 does not).
+"""
+import json
+import sys
+
+
+def messages(path, kind):
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            if not line.startswith("{"):
+                continue  # the tap's own messages on stderr
+            m = json.loads(line)["msg"]
+            if m["kind"] == kind:
+                yield m
+
+
+def last_proc(path, pid):
+    found = None
+    for m in messages(path, "usage"):
+        for p in m.get("procs", []):
+            if p["pid"] == pid:
+                found = p
+    return found
+
+
+def main():
+    path, cmd = sys.argv[1], sys.argv[2]
+    if cmd in ("cpu", "field"):
+        p = last_proc(path, int(sys.argv[3]))
+        key = "cpu_ns" if cmd == "cpu" else sys.argv[4]
+        print(p.get(key, 0) if p else "none")
+    elif cmd == "cgroup":
+        pid = int(sys.argv[3])
+        ids = {}
+        p = None
+        for m in messages(path, "usage"):
+            for c in m.get("cgroups", []):
+                ids[c["id"]] = c
+            for q in m.get("procs", []):
+                if q["pid"] == pid:
+                    p = q
+        if not p:
+            print("none")
+        else:
+            print(json.dumps(ids.get(p.get("cgroup_id", 0), {"id": p.get("cgroup_id", 0)}), sort_keys=True))
+    elif cmd == "exited":
+        seen = set()
+        for m in messages(path, "usage"):
+            for p in m.get("procs", []):
+                if p.get("exited") and p["comm"] == sys.argv[3]:
+                    seen.add((p["pid"], p.get("start_ns", 0)))
+        print(len(seen))
+    elif cmd == "stat":
+        v = "none"
+        for m in messages(path, "stat"):
+            for c in m.get("counters", []):
+                if c["name"] == sys.argv[3]:
+                    v = c["value"]
+        print(v)
+    elif cmd == "src":
+        print(" ".join(sorted({m["src"] for m in messages(path, "usage")})))
+    elif cmd == "check":
+        prev_seq, last, n, fulls = None, {}, 0, []
+        for m in messages(path, "usage"):
+            if prev_seq is not None and m["seq"] != prev_seq + 1:
+                sys.exit("seq %d after %d" % (m["seq"], prev_seq))
+            prev_seq = m["seq"]
+            if m.get("full"):
+                fulls.append(m["seq"])
+            for p in m.get("procs", []):
+                k = (p["pid"], p.get("start_ns", 0))
+                if p["cpu_ns"] < last.get(k, 0):
+                    sys.exit("pid %d cpu_ns went down: %d < %d" % (p["pid"], p["cpu_ns"], last[k]))
+                last[k] = p["cpu_ns"]
+            n += 1
+        print(n, " ".join(str(s) for s in fulls))
+    else:
+        sys.exit("unknown command " + cmd)
+
+
+if __name__ == "__main__":
+    main()
