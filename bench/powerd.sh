@@ -1,0 +1,102 @@
+#!/bin/bash
+# powerd's cost per sample and its sampling jitter, with 8 zones (a fake
+# two-socket Intel powercap tree: package, core, uncore, dram per socket) at a
+# 1 s and a 10 ms interval. CPU time comes from powerd's own stat messages
+# (getrusage, microseconds; the default stat interval of 5 s, so its stat
+# messages are included) and, as a cross-check, /proc/PID/stat (clock ticks).
+# Lateness is powerd's own measure (wake-up after the grid time); t->tap is the
+# time from a sample's grid time to its arrival at a subscriber.
+#
+# Usage: WB_BUILD=build bench/powerd.sh   (SECONDS_1S=30 SECONDS_10MS=10 to change the runs)
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+B=${WB_BUILD:-$here/../build}
+PD=$B/wattbus-powerd
+WB=$B/wattbus
+[ -x "$PD" ] && [ -x "$WB" ] || {
+	echo "bench/powerd.sh: build first (make BUILD=...; WB_BUILD=$B)" >&2
+	exit 2
+}
+S1=${SECONDS_1S:-30}
+S10=${SECONDS_10MS:-10}
+T=$(mktemp -d /tmp/wb-powerd-bench.XXXXXX)
+pids=()
+cleanup() {
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	rm -rf "$T"
+}
+trap cleanup EXIT
+
+zone() {
+	mkdir -p "$T/sys/class/powercap/$1"
+	echo "$2" >"$T/sys/class/powercap/$1/name"
+	echo 262143328850 >"$T/sys/class/powercap/$1/max_energy_range_uj"
+	echo "$3" >"$T/sys/class/powercap/$1/energy_uj"
+}
+for s in 0 1; do
+	zone "intel-rapl:$s" "package-$s" $((s * 1000 + 1))
+	zone "intel-rapl:$s:0" core $((s * 1000 + 2))
+	zone "intel-rapl:$s:1" uncore $((s * 1000 + 3))
+	zone "intel-rapl:$s:2" dram $((s * 1000 + 4))
+done
+
+ticks() { # utime + stime of a pid, in clock ticks
+	awk '{print $14 + $15}' "/proc/$1/stat"
+}
+
+run_one() {
+	local interval=$1 secs=$2 name=$3
+	local ep=ipc://$T/$name.sock
+	"$WB" tap --time "$ep" >"$T/$name.tap" 2>/dev/null &
+	local tap=$!
+	pids+=("$tap")
+	sleep 0.3
+	"$PD" --sysfs_root "$T/sys" --msr_root "$T/none" --pub "$ep" --runtime_dir "$T" --host bench \
+		--interval "$interval" --log_level warning 2>"$T/$name.log" &
+	local pd=$!
+	pids+=("$pd")
+	sleep 1
+	local t0 k0
+	k0=$(ticks "$pd")
+	t0=$(date +%s.%N)
+	sleep "$secs"
+	local k1 t1
+	k1=$(ticks "$pd")
+	t1=$(date +%s.%N)
+	kill -TERM "$pd"
+	wait "$pd" || true
+	sleep 0.3
+	kill "$tap" 2>/dev/null || true
+	wait "$tap" 2>/dev/null || true
+	python3 - "$T/$name.tap" "$interval" "$k0" "$k1" "$t0" "$t1" "$(getconf CLK_TCK)" <<'EOF'
+import json, sys
+path, interval, k0, k1, t0, t1, hz = sys.argv[1:8]
+stats, power = [], []
+for line in open(path):
+    m = json.loads(line)
+    if m["topic"].startswith("stat/"):
+        stats.append(m["msg"])
+    elif m["topic"].startswith("power/"):
+        power.append(m)
+first, last = stats[0], stats[-1]  # the first one seen (a subscriber may miss the very first) and the one at stop
+c = lambda s, n: next((x["value"] for x in s.get("counters", []) if x["name"] == n), 0)
+samples = c(last, "samples") - c(first, "samples")
+cpu_ns = last["cpu_ns"] - first["cpu_ns"]
+per = cpu_ns / samples if samples else float("nan")
+ival = {"1s": 1e9, "10ms": 1e7}[interval]
+share = per / ival * 100
+proc_per = (int(k1) - int(k0)) / int(hz) * 1e9 / ((float(t1) - float(t0)) * 1e9 / ival)
+e2e = sorted(m["recv_ns"] - m["msg"]["t"] for m in power)
+pct = lambda p: e2e[min(len(e2e) - 1, int(p / 100 * len(e2e)))] / 1e3
+zones = len(power[-1]["msg"]["zones"]) if power else 0
+print(f"interval {interval:>4}: {samples:5d} samples of {zones} zones; CPU {per / 1e3:7.1f} us/sample "
+      f"= {share:.4f} % of one core (/proc/PID/stat: {proc_per / 1e3:.0f} us/sample, 1/{hz} s ticks); "
+      f"rss {last['rss_bytes'] / 1048576:.1f} MiB")
+print(f"               lateness mean {c(last, 'lateness_mean_ns') / 1e3:.1f} us, max {c(last, 'lateness_max_ns') / 1e3:.1f} us, "
+      f"missed {c(last, 'samples_missed')}; t->tap p50 {pct(50):.0f} us, p99 {pct(99):.0f} us, max {e2e[-1] / 1e3:.0f} us")
+EOF
+}
+
+echo "powerd bench: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), kernel $(uname -r)"
+run_one 1s "$S1" one_s
+run_one 10ms "$S10" ten_ms
