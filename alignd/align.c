@@ -397,13 +397,16 @@ static void fill_energy(struct align *a, struct uhost *uh, struct phost *ph,
 				interpolated = false;
 		}
 		enum curve_pos p1 = curve_at(c, t1, &e1);
+		/* Within snap after the last sample counts as measured; the next slot corrects it.
+		 */
+		bool x1 = p1 == CURVE_AFTER && t1 - curve_last_t(c) > a->conf.snap_ns;
 		if (p1 == CURVE_NONE || p1 == CURVE_BEFORE)
 			continue; /* pruned past t1 (max_samples): nothing to say */
-		if (cy->ahead || p1 == CURVE_AFTER)
+		if (cy->ahead || x1)
 			interpolated = false;
-		extrapolated |= p1 == CURVE_AFTER;
+		extrapolated |= x1;
 		struct wb_slot_zone *z = &zones[nz++];
-		z->energy_uj = carry_take(cy, e1, p1 == CURVE_AFTER);
+		z->energy_uj = carry_take(cy, e1, x1);
 		snprintf(z->name, sizeof(z->name), "%s", c->name);
 		memcpy(z->zone, c->zone, sizeof(z->zone));
 		memcpy(z->path, c->path, sizeof(z->path));
@@ -446,7 +449,10 @@ static bool resolve_head(struct align *a, struct uhost *uh, uint64_t now_ns, boo
 	struct pending *pd = &uh->q[uh->qhead];
 	struct wb_aligned *slot = &pd->msg.aligned;
 	struct phost *ph = zhashx_lookup(a->phosts, uh->power_name);
-	if (ph && ph->have_t && !force && ph->last_t < slot->t1) {
+	/* A boundary within snap of the last sample needs no wait: stamps differ by that much
+	 * anyway. */
+	if (ph && ph->have_t && !force && ph->last_t < slot->t1 &&
+	    slot->t1 - ph->last_t > a->conf.snap_ns) {
 		uint64_t lag = a->conf.max_lag_ns ? a->conf.max_lag_ns : 2 * ph->interval_ns;
 		if (now_ns < pd->recv_ns + lag)
 			return false;

@@ -182,7 +182,8 @@ int usage_slot(struct usage_state *us, const struct wb_usage *u, uint64_t t0_ns,
 /* ---- align.c: hosts, pairing, waiting, resolution ---- */
 
 struct align_conf {
-	uint64_t max_lag_ns;	  /* 0: two power intervals of the power host */
+	uint64_t max_lag_ns; /* 0: two power intervals of the power host */
+	uint64_t snap_ns;    /* a slot end this close after the last power sample does not wait */
 	uint64_t host_timeout_ns; /* a host silent this long is dropped */
 	uint64_t max_skew_ns;	  /* |arrival - t| beyond this is logged and counted; 0: off */
 	double bridge_max_w;	  /* see curve_add; 0: no limit */

@@ -21,6 +21,7 @@ struct alignd_conf {
 	struct wb_strlist host_map;
 	char *state_file;
 	uint64_t max_lag_ns;
+	uint64_t snap_ns;
 	uint64_t host_timeout_ns;
 	uint64_t max_skew_ns;
 	uint64_t tick_ns;
@@ -42,6 +43,8 @@ static const struct wb_conf_key alignd_keys[] = {
 	  "where a clean stop saves what a restart needs to lose no energy (empty: nowhere)"),
 	K("max_lag", WB_CONF_DURATION, max_lag_ns, "0", 0, 3600e9,
 	  "longest wait for a power sample at or after a slot's end before extrapolating (0: two power intervals)"),
+	K("snap", WB_CONF_DURATION, snap_ns, "5ms", 0, 1e9,
+	  "a slot end at most this long after the last power sample is extrapolated at once, unmarked (0: off)"),
 	K("host_timeout", WB_CONF_DURATION, host_timeout_ns, "60s", 1e8, 30 * 86400e9,
 	  "a host silent this long is dropped (usage: its process and cgroup tables; power: its curves)"),
 	K("max_skew", WB_CONF_DURATION, max_skew_ns, "2s", 0, 86400e9,
@@ -69,6 +72,7 @@ static int conf_to_align(const struct alignd_conf *c, struct align_conf *ac, cha
 {
 	*ac = (struct align_conf){
 	    .max_lag_ns = c->max_lag_ns,
+	    .snap_ns = c->snap_ns,
 	    .host_timeout_ns = c->host_timeout_ns,
 	    .max_skew_ns = c->max_skew_ns,
 	    .bridge_max_w = c->bridge_max_w,

@@ -230,6 +230,9 @@ def jitter(bus):
     pt = [b + 10 * S + k * 500 * MS + rng.randrange(200000) * 1000 - 100 * MS for k in range(61)]
     p = Power(*[(t, 20 + rng.randrange(200)) for t in pt])
     ut = [b + 10 * S + 500 * MS + m * 1400 * MS + rng.randrange(600000) * 1000 - 300 * MS for m in range(21)]
+    # Slot ends within snap (5 ms) after a power sample would be extrapolated over that span.
+    gap = min(u - max(t for t in pt if t <= u) for u in ut)
+    check(gap > 5 * MS, "every usage time is more than snap after the power sample before it (%d us)" % (gap // 1000))
     events = [(t, 0, "power") for t in pt] + [(t, 1, "usage") for t in ut]
     for t, _, kind in sorted(events):
         if kind == "power":
@@ -288,6 +291,29 @@ def lost_power_extrapolated(bus):
     total = sum(zone(s, "package-0") for s in slots)
     check(total == p.e(b + 10 * S), "exact sum over the run: %d uJ" % total)
     check(bus.counter("slots_extrapolated") == 3, "stat counter slots_extrapolated = 3")
+
+
+def grid_stamps(bus):
+    """powerd stamps the grid instant, usaged the moment it read (60 us .. 1 ms later), in real time."""
+    b = bus.t_base
+    p = Power(*[(b + k * S, 100 + 10 * k) for k in range(8)])
+    tu = [b + t * S + 60000 + t * 150000 for t in range(8)]
+    for t in range(8):
+        bus.power("h", b + t * S, S, [("package-0", p.e(b + t * S))])
+        bus.usage("h", tu[t])
+        time.sleep(0.25)  # the next power sample comes 250 ms later: a slot waiting for it would show
+    slots = bus.collect(7)
+    check(all(s["quality"].get("lag_ns", 0) < 50 * MS for s in slots), "every slot out within 50 ms (max %d us)"
+          % (max(s["quality"].get("lag_ns", 0) for s in slots) // 1000))
+    check(not any(s["quality"].get("extrapolated") for s in slots), "none marked extrapolated")
+    for s in slots:
+        want = p.e(s["t1"]) - p.e(s["t0"])
+        if abs(zone(s, "package-0") - want) > 10 * 1050:  # a 10 W step over at most 1.05 ms
+            fail("slot [%d, %d]: %d uJ, analytic %d" % (s["t0"] - b, s["t1"] - b, zone(s, "package-0"), want))
+    check(True, "each slot within a power step times the snapped span of the analytic energy")
+    total = sum(zone(s, "package-0") for s in slots)
+    # The last end is 1.11 ms past its sample, at the last rate (160 W); the others were corrected.
+    check(total == p.e(b + 7 * S) + 160 * 1110000 // 1000 - p.e(tu[0]), "exact sum over the run: %d uJ" % total)
 
 
 def restart_bridged(bus):
@@ -500,7 +526,7 @@ def stage_restart_2(bus, state):
     exact_slots(bus, before + slots, "h", "package-0", p, [b + t * S for t in range(11)])
 
 
-SCENARIOS = {f.__name__: f for f in (power1s_usage3s, power5s_usage1s, jitter, lost_power_interpolated,
+SCENARIOS = {f.__name__: f for f in (grid_stamps, power1s_usage3s, power5s_usage1s, jitter, lost_power_interpolated,
                                       lost_power_extrapolated, restart_bridged, restart_gap, no_power, two_hosts,
                                       usage_deltas, host_timeout, skew, bad_frames, stage_restart_1,
                                       stage_restart_2)}

@@ -594,6 +594,47 @@ static void stale_and_skew(void)
 	align_destroy(&a);
 }
 
+/*
+ * powerd stamps its samples on the grid, usaged stamps when it read (a little
+ * after): slots end just past the last power sample. Within snap they go out
+ * at once, measured; the next slot corrects the small extrapolation.
+ */
+static void snap_to_the_last_sample(void)
+{
+	struct align_conf c = base_conf();
+	c.snap_ns = 5 * MS;
+	struct align *a = mk(&c);
+	struct pw p = {0};
+	for (uint64_t k = 0; k <= 10; k++)
+		pw_add(&p, k * S, 100 + 10 * k);
+	for (uint64_t t = 0; t <= 10; t++) {
+		power1(a, "h", t * S, S, pw_e(&p, t * S), t * S + 1 * MS);
+		uint64_t tu = t * S + 60000 + t * 100000; /* 60 us .. 1.06 ms late */
+		usage(a, "h", tu, 0, tu + 1 * MS);
+		if (t > 0) {
+			struct got *g = slot_of("h", tu);
+			CHECK(g != NULL); /* out at once, not a power interval later */
+			if (!g)
+				continue;
+			CHECK(!g->q.extrapolated && g->q.interpolated);
+			CHECK_U64(g->q.lag_ns, 0);
+			CHECK(g->q.coverage < 1.0 && g->q.coverage > 0.998);
+			/* Off by at most the power step times the snapped span. */
+			uint64_t want = pw_e(&p, tu) - pw_e(&p, g->t0);
+			CHECK(zone_e(g, "package-0") + 20 * 2000 >= want &&
+			      zone_e(g, "package-0") <= want + 20 * 2000);
+		}
+	}
+	/* Exact over the run up to the last boundary, which went out 1.06 ms past the last sample
+	 * at its rate (190 W); each earlier one was corrected by the slot after it. */
+	CHECK_U64(sum_of("h", "package-0"),
+		  pw_e(&p, 10 * S) + 190 * 1060000 / 1000 - pw_e(&p, 60000));
+	/* Beyond snap the slot waits as before. */
+	usage(a, "h", 11 * S + 6 * MS, 0, 11 * S + 7 * MS);
+	CHECK(slot_of("h", 11 * S + 6 * MS) == NULL);
+	align_destroy(&a);
+}
+
 /* alignd stops cleanly and starts again: the saved state makes the run continue exactly. */
 static void restart_of_alignd_itself(void)
 {
@@ -657,6 +698,7 @@ static const struct unit_case cases[] = {
     {"waiting slots are bounded", pending_is_bounded},
     {"stale samples and clock skew counted", stale_and_skew},
     {"alignd restarts without losing energy", restart_of_alignd_itself},
+    {"a slot end within snap of the last sample", snap_to_the_last_sample},
 };
 
 UNIT_MAIN(cases)
