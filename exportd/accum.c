@@ -344,7 +344,10 @@ static void render_container_labels(struct rbuf *b, const void *src)
 {
 	const struct wb_est_group *g = src;
 	rbuf_label(b, true, "container_id", g->id, sizeof g->id);
-	rbuf_label(b, false, "container_name", g->name, sizeof g->name);
+	/* estimd knows no names without a runtime API: a docker-style short id keeps
+	 * containers apart in "by (container_name)" */
+	rbuf_label(b, false, "container_name", g->name[0] ? g->name : g->id,
+		   g->name[0] ? sizeof g->name : 12);
 	rbuf_label(b, false, "runtime", container_runtime(g->runtime), sizeof g->runtime);
 	rbuf_label(b, false, "pod_id", g->pod_uid, sizeof g->pod_uid);
 }

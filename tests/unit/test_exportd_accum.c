@@ -415,9 +415,22 @@ static void test_labels(void)
 	snprintf(m.estimate.pods[0].id, 128, "uid-1");
 	m.estimate.pods[0].n_energy_uj = 1;
 	m.estimate.pods[0].energy_uj = wb_array_new(1, sizeof(uint64_t));
+	m.estimate.n_containers = 1;
+	m.estimate.containers = wb_array_new(1, sizeof *m.estimate.containers);
+	snprintf(m.estimate.containers[0].id, 128, "0123456789abcdef0123");
+	snprintf(m.estimate.containers[0].runtime, 16, "docker");
+	m.estimate.containers[0].n_energy_uj = 1;
+	m.estimate.containers[0].energy_uj = wb_array_new(1, sizeof(uint64_t));
 	CHECK(accum_add(a, &m.estimate, NULL) == 0);
 	wb_msg_clear(&m);
 	struct ex_host *h = accum_host(a, "h\"1");
+	struct ex_wmap *cm = &h->works[EX_CONTAINER];
+	for (size_t i = 0; i < cm->cap; i++)
+		if (cm->slots[i])
+			CHECK_STR(
+			    cm->slots[i]->labels,
+			    "container_id=\"0123456789abcdef0123\",container_name=\"0123456789ab\","
+			    "runtime=\"docker\",pod_id=\"\"");
 	CHECK_STR(h->node_label, "node_name=\"h\\\"1\"");
 	CHECK_STR(find_proc(a, "h\"1", 100, 5000)->labels,
 		  "pid=\"100\",comm=\"a\\\"b\\\\c\\nd\xef\xbf\xbd\",exe=\"\",type=\"regular\","
