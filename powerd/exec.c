@@ -40,7 +40,14 @@ struct pd_exec {
 	size_t nzones;
 	/* stream mode */
 	pid_t pid;
+	bool running;
+	/*
+	 * The descriptor the event loop watches, the same number for the life of the
+	 * source: the command's stdout while it runs, an idle pipe (never readable,
+	 * we hold its write end in idle_w) while it is waiting to be restarted.
+	 */
 	int fd;
+	int idle_w;
 	char buf[EXEC_LINE_MAX];
 	size_t len;
 	bool overlong;
@@ -435,6 +442,37 @@ static void exec_lines(struct pd_set *set, struct pd_exec *ex, char *text, uint6
 		exec_line(set, ex, line, t_ns, mono_ns);
 }
 
+/* Put rfd (owned) under the stable descriptor number ex->fd. */
+static int exec_stream_install(struct pd_exec *ex, int rfd)
+{
+	if (ex->fd < 0) {
+		ex->fd = rfd;
+		return 0;
+	}
+	int rc = dup3(rfd, ex->fd, O_CLOEXEC);
+	if (rc < 0)
+		log_warn("exec: dup3");
+	close(rfd);
+	return rc < 0 ? -1 : 0;
+}
+
+static void exec_stream_idle(struct pd_exec *ex)
+{
+	int p[2];
+	ex->running = false;
+	if (pipe2(p, O_CLOEXEC | O_NONBLOCK) < 0) {
+		log_warn("exec: pipe");
+		return;
+	}
+	if (exec_stream_install(ex, p[0]) < 0) {
+		close(p[1]);
+		return;
+	}
+	if (ex->idle_w >= 0)
+		close(ex->idle_w);
+	ex->idle_w = p[1];
+}
+
 static int exec_stream_start(struct pd_exec *ex, uint64_t interval_ns)
 {
 	int fd;
@@ -443,8 +481,16 @@ static int exec_stream_start(struct pd_exec *ex, uint64_t interval_ns)
 		return -1;
 	int fl = fcntl(fd, F_GETFL);
 	fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+	if (exec_stream_install(ex, fd) < 0) {
+		exec_reap(pid);
+		return -1;
+	}
+	if (ex->idle_w >= 0) {
+		close(ex->idle_w);
+		ex->idle_w = -1;
+	}
 	ex->pid = pid;
-	ex->fd = fd;
+	ex->running = true;
 	ex->len = 0;
 	ex->overlong = false;
 	return 0;
@@ -464,6 +510,7 @@ int exec_discover(struct pd_set *set, const struct pd_opts *opts, char *why, siz
 	}
 	ex->stream = opts->exec_stream;
 	ex->fd = -1;
+	ex->idle_w = -1;
 	ex->rl = (struct wb_ratelimit)WB_RATELIMIT_INIT;
 	ex->timeout_ns = opts->exec_timeout_ns;
 	if (!ex->stream && ex->timeout_ns > opts->interval_ns)
@@ -499,13 +546,13 @@ int exec_discover(struct pd_set *set, const struct pd_opts *opts, char *why, siz
 	}
 	/* Wait up to exec_timeout for the first readings; later zones are added as they appear. */
 	uint64_t deadline = wb_mono_ns() + opts->exec_timeout_ns;
-	while (ex->nzones == 0 && ex->fd >= 0 && wb_mono_ns() < deadline) {
+	while (ex->nzones == 0 && ex->running && wb_mono_ns() < deadline) {
 		struct pollfd pfd = {.fd = ex->fd, .events = POLLIN};
 		poll(&pfd, 1, (int)((deadline - wb_mono_ns()) / 1000000) + 1);
 		if (exec_stream_read(set) < 0)
 			break;
 	}
-	if (ex->fd < 0 && ex->nzones == 0) {
+	if (!ex->running && ex->nzones == 0) {
 		snprintf(why, whylen, "'%s' ended before printing a reading", ex->cmd);
 		exec_destroy(&set->exec);
 		return 0;
@@ -542,10 +589,15 @@ int exec_stream_fd(struct pd_set *set)
 	return set->exec && set->exec->stream ? set->exec->fd : -1;
 }
 
+bool exec_stream_running(struct pd_set *set)
+{
+	return set->exec && set->exec->stream && set->exec->running;
+}
+
 int exec_stream_read(struct pd_set *set)
 {
 	struct pd_exec *ex = set->exec;
-	if (!ex || ex->fd < 0)
+	if (!ex || !ex->running)
 		return -1;
 	for (;;) {
 		ssize_t n = read(ex->fd, ex->buf + ex->len, sizeof(ex->buf) - 1 - ex->len);
@@ -555,8 +607,7 @@ int exec_stream_read(struct pd_set *set)
 			return 0;
 		if (n <= 0) {
 			char st[64];
-			close(ex->fd);
-			ex->fd = -1;
+			exec_stream_idle(ex);
 			describe_status(exec_reap(ex->pid), st, sizeof(st));
 			set->counts.exec_failures++;
 			log_rl(&ex->rl, WB_LOG_WARN, "exec: '%s' %s; restarting it in 1 s", ex->cmd,
@@ -595,7 +646,7 @@ int exec_stream_read(struct pd_set *set)
 int exec_stream_tend(struct pd_set *set)
 {
 	struct pd_exec *ex = set->exec;
-	if (!ex || !ex->stream || ex->fd >= 0 || wb_mono_ns() < ex->restart_at_ns)
+	if (!ex || !ex->stream || ex->running || wb_mono_ns() < ex->restart_at_ns)
 		return 0;
 	if (exec_stream_start(ex, set->opts->interval_ns) < 0) {
 		ex->restart_at_ns = wb_mono_ns() + EXEC_RESTART_NS;
@@ -612,6 +663,8 @@ void exec_destroy(struct pd_exec **self_p)
 	struct pd_exec *ex = *self_p;
 	if (ex->fd >= 0)
 		close(ex->fd);
+	if (ex->idle_w >= 0)
+		close(ex->idle_w);
 	if (ex->pid > 0)
 		exec_reap(ex->pid);
 	free(ex->zones);

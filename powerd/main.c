@@ -151,7 +151,9 @@ static void stat_update(struct powerd *pd)
 static int on_exec_stream(struct wb_daemon *d, int fd, void *arg)
 {
 	struct powerd *pd = arg;
-	return exec_stream_read(pd->set);
+	exec_stream_read(
+	    pd->set); /* an ended command leaves an idle pipe on the same fd: keep watching */
+	return 0;
 }
 
 static int on_tick(struct wb_daemon *d, int fd, void *arg)
@@ -166,8 +168,7 @@ static int on_tick(struct wb_daemon *d, int fd, void *arg)
 	c->lateness_sum_ns += tick.lateness_ns;
 	if (tick.lateness_ns > c->lateness_max_ns)
 		c->lateness_max_ns = tick.lateness_ns;
-	if (exec_stream_tend(pd->set))
-		wb_daemon_watch_fd(d, exec_stream_fd(pd->set), on_exec_stream, pd);
+	exec_stream_tend(pd->set);
 
 	struct wb_msg msg = {.kind = WB_POWER};
 	size_t n = pd_set_sample(pd->set, tick.t_ns, mono, &msg.power);
@@ -240,7 +241,7 @@ static int on_reload(struct wb_daemon *d, void *new_confp, void *arg)
 	}
 	if (old->interval_ns != conf->interval_ns)
 		grid_rearm(&pd->grid, conf->interval_ns);
-	if (pd->set->n == 0) {
+	if (pd->set->n == 0 && !pd->set->exec) {
 		struct pd_counts keep = pd->set->counts;
 		pd_set_destroy(&pd->set);
 		open_sources(pd, conf);

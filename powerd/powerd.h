@@ -227,8 +227,10 @@ int exec_discover(struct pd_set *set, const struct pd_opts *opts, char *why, siz
 /* Sample mode: run the command for the sample at t_ns (read at mono_ns) and account its readings.
  */
 void exec_sample(struct pd_set *set, uint64_t t_ns, uint64_t mono_ns);
-/* Stream mode: the pipe to poll (-1 when the command is not running). */
+/* Stream mode: the descriptor to watch, the same for the life of the source (-1: not stream mode).
+ */
 int exec_stream_fd(struct pd_set *set);
+bool exec_stream_running(struct pd_set *set);
 /* Stream mode: read what is available and account complete lines. Returns 0, or -1 when the command
  * ended. */
 int exec_stream_read(struct pd_set *set);

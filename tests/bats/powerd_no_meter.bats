@@ -40,3 +40,15 @@ teardown() { wb_kill_all; }
 	run "$PD" -n --interval 5ms
 	assert_failure 2
 }
+
+@test "SIGHUP with no meter tries the sources again (after a fix), and then publishes" {
+	mkdir -p "$PDR/sys"
+	pd_start
+	wb_wait_for 10 grep -q "no usable power meter" "$BATS_TEST_TMPDIR/powerd.log"
+	pd_rapl_zone intel-rapl:0 package-0 777 262143328850
+	kill -HUP "$PID_powerd"
+	pd_wait_energy package-0 777
+	wb_wait_for 5 bash -c '[ "$(pd_stat_mode)" = rapl ]'
+	# the epoch stays: only the sources were opened again
+	[ "$(pd_tap_lines | grep -o '"epoch":[0-9]*' | sort -u | wc -l)" -eq 1 ]
+}

@@ -176,7 +176,7 @@ static bool stream_until(struct pd_set *set, const char *name, int ms)
 		if (z && z->updated)
 			return true;
 		int fd = exec_stream_fd(set);
-		if (fd < 0)
+		if (!exec_stream_running(set))
 			return false;
 		struct pollfd pfd = {.fd = fd, .events = POLLIN};
 		poll(&pfd, 1, 50);
@@ -215,20 +215,25 @@ static void test_stream_mode(void)
 	CHECK(p.n_zones && p.zones[0].energy_uj > before);
 	CHECK_NEAR((double)(p.zones[0].energy_uj - before), 10.0 * (double)dt_ns / 1e3, 20000.0);
 	free(p.zones);
-	/* the command ends: counted, restarted after a second */
+	/* the command ends: counted, restarted after a second, on the same descriptor */
+	int fd = exec_stream_fd(set);
 	fake_remove("out");
 	uint64_t end = wb_mono_ns() + 3000 * MS;
-	while (exec_stream_fd(set) >= 0 && wb_mono_ns() < end) {
+	while (exec_stream_running(set) && wb_mono_ns() < end) {
 		struct pollfd pfd = {.fd = exec_stream_fd(set), .events = POLLIN};
 		poll(&pfd, 1, 50);
 		exec_stream_read(set);
 	}
-	CHECK(exec_stream_fd(set) < 0);
+	CHECK(!exec_stream_running(set));
+	CHECK(exec_stream_fd(set) == fd);
+	struct pollfd idle = {.fd = fd, .events = POLLIN};
+	CHECK(poll(&idle, 1, 0) == 0); /* the idle pipe is never readable */
 	CHECK_U64(set->counts.exec_failures, 1);
 	CHECK(exec_stream_tend(set) == 0); /* not before a second has passed */
 	fake_write("out", "gpu-0 10 w\n");
 	usleep(1100000);
 	CHECK(exec_stream_tend(set) == 1);
+	CHECK(exec_stream_fd(set) == fd);
 	CHECK(stream_until(set, "gpu-0", 2000));
 	pd_set_destroy(&set);
 }
