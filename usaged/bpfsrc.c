@@ -363,8 +363,10 @@ static void read_running(struct bpfsrc *self, struct ptab *tab, struct procfs *p
 		struct usaged_proc val;
 		if (!slot->ts_ns || !slot->key.tgid)
 			continue;
-		if (bpf_map_lookup_elem(procs_fd, &slot->key, &val) < 0) {
-			/* Not switched out since usaged started: name it from /proc. */
+		/* Not in the map (not switched out since usaged started, or the map is full): name
+		 * it from /proc. */
+		bool transient = bpf_map_lookup_elem(procs_fd, &slot->key, &val) < 0;
+		if (transient) {
 			memset(&val, 0, sizeof(val));
 			struct usaged_sample p;
 			if (procfs_read_pid(pf, slot->key.tgid, &p) == 0)
@@ -372,6 +374,7 @@ static void read_running(struct bpfsrc *self, struct ptab *tab, struct procfs *p
 		}
 		uint64_t now = mono_ns();
 		sample_of(&slot->key, &val, now, &run[cpu]);
+		run[cpu].transient = transient;
 		delta[cpu].pid = slot->key.tgid;
 		delta[cpu].cpu_ns = now > slot->ts_ns ? now - slot->ts_ns : 0;
 		for (int c = 0; c < USAGED_NCOUNTERS; c++) {

@@ -81,6 +81,7 @@ struct usaged {
 	uint64_t *c_cgroups, *c_map_full, *c_map_entries, *c_exits_seen, *c_perf_fail, *c_counters,
 	    *c_unpaired, *c_no_storage;
 	struct wb_ratelimit rl;
+	struct wb_ratelimit rl_full; /* once a minute: a full map stays full */
 };
 
 static uint64_t boottime_ns(void)
@@ -113,7 +114,7 @@ static void update_stats(struct usaged *u)
 	struct bpfsrc_stats bs;
 	bpfsrc_stats(u->bpf, &bs);
 	if (bs.map_full > *u->c_map_full)
-		log_rl(&u->rl, WB_LOG_WARN,
+		log_rl(&u->rl_full, WB_LOG_WARN,
 		       "bpf procs map full (%llu entries): %llu switches of untracked processes so "
 		       "far; raise "
 		       "max_procs",
@@ -157,7 +158,7 @@ static void on_tick(struct wb_daemon *d, uint64_t t_ns, uint64_t late_ns, void *
 		complete = procfs_scan(u->pf, put_sample, u->tab) >= 0;
 	if (!complete)
 		(*u->c_incomplete)++;
-	ptab_end(u->tab, complete);
+	ptab_end(u->tab, complete, u->bpf ? procfs_alive : NULL, u->pf);
 	/* /proc cannot see a process change cgroup, so look again at those that ran. */
 	ptab_resolve(u->tab, !u->bpf || full, cgroups_resolve, u->cg);
 
@@ -245,7 +246,8 @@ static int open_source(struct usaged *u, const struct usaged_conf *conf)
 
 int main(int argc, char **argv)
 {
-	struct usaged u = {.rl = WB_RATELIMIT_INIT};
+	struct usaged u = {.rl = WB_RATELIMIT_INIT,
+			   .rl_full = {.interval_ns = 60 * WB_NS_PER_SEC, .burst = 1}};
 	int rc = WB_EXIT_FAILURE;
 
 	u.d = wb_daemon_new(&usaged_stage, argc, argv);

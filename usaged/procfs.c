@@ -291,6 +291,15 @@ long procfs_scan(struct procfs *self, procfs_sample_fn *fn, void *arg)
 	return seen;
 }
 
+bool procfs_alive(void *arg, uint32_t pid, uint64_t start_ns)
+{
+	struct procfs *self = arg;
+	struct usaged_sample s;
+	/* The same process if it started in the same clock tick (what /proc tells). */
+	return procfs_read_pid(self, pid, &s) == 0 &&
+	       s.start_ns / self->ns_per_tick == start_ns / self->ns_per_tick;
+}
+
 long procfs_read_cgroup(struct procfs *self, uint32_t pid, char *buf, size_t size)
 {
 	char rel[32];

@@ -29,6 +29,7 @@ struct pt_entry {
 	bool active_now;  /* increased in this scan */
 	bool fresh;	  /* identity not resolved yet */
 	bool moved;	  /* the source reports another cgroup */
+	bool transient;	  /* last seen running only: the source does not keep it */
 	bool exited;
 };
 
@@ -209,17 +210,23 @@ int ptab_put(struct ptab *self, const struct usaged_sample *s)
 	}
 	if (s->exited)
 		e->exited = true;
+	e->transient = s->transient;
 	e->seen = self->gen;
 	return 0;
 }
 
-void ptab_end(struct ptab *self, bool complete)
+void ptab_end(struct ptab *self, bool complete, ptab_alive_fn *alive_fn, void *arg)
 {
 	if (!complete)
 		return; /* a process missing from a partial scan may be alive */
-	for (size_t k = 0; k < self->n; k++)
-		if (self->ents[k].seen != self->gen)
-			self->ents[k].exited = true;
+	for (size_t k = 0; k < self->n; k++) {
+		struct pt_entry *e = &self->ents[k];
+		if (e->seen == self->gen || e->exited)
+			continue;
+		if (e->transient && alive_fn && alive_fn(arg, e->pid, e->start_ns))
+			continue;
+		e->exited = true;
+	}
 	self->first_scan = false;
 }
 

@@ -26,6 +26,7 @@ struct usaged_sample {
 	uint64_t counters[USAGED_NCOUNTERS];
 	char comm[USAGED_COMM_LEN]; /* raw bytes, NUL-terminated; ptab sanitises */
 	bool exited;		    /* these are its final values */
+	bool transient; /* seen running only, not kept by the source: absence is not an exit */
 };
 
 extern const char *const usaged_counter_names[USAGED_NCOUNTERS];
@@ -84,6 +85,8 @@ int procfs_read_pid(struct procfs *self, uint32_t pid, struct usaged_sample *out
 /* Call fn for every process in root (the method Kepler >= 0.10 uses). Returns processes seen or -1.
  */
 long procfs_scan(struct procfs *self, procfs_sample_fn *fn, void *arg);
+/* Whether the process (pid, start_ns) still runs (a ptab_alive_fn). */
+bool procfs_alive(void *self, uint32_t pid, uint64_t start_ns);
 /* Read <root>/<pid>/cgroup into buf. Returns its length or -1. */
 long procfs_read_cgroup(struct procfs *self, uint32_t pid, char *buf, size_t size);
 const char *procfs_root(const struct procfs *self);
@@ -103,8 +106,12 @@ void ptab_destroy(struct ptab **self_p);
 void ptab_begin(struct ptab *self, uint64_t msgno);
 /* Record one sample. Returns 0, or -1 when the table is full (counted in ptab_dropped). */
 int ptab_put(struct ptab *self, const struct usaged_sample *s);
-/* End the scan; when complete, processes not seen in it have exited. */
-void ptab_end(struct ptab *self, bool complete);
+/*
+ * End the scan; when complete, processes not seen in it have exited, except
+ * those last seen transient that alive_fn (may be NULL) says still run.
+ */
+typedef bool(ptab_alive_fn)(void *arg, uint32_t pid, uint64_t start_ns);
+void ptab_end(struct ptab *self, bool complete, ptab_alive_fn *alive_fn, void *arg);
 /*
  * Decide each process's published cgroup id: fn runs for processes new in
  * this scan, whose kernel cgroup id changed, and (all_active) those that used

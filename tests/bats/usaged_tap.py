@@ -5,6 +5,7 @@ usage: usaged_tap.py FILE cpu PID          last cpu_ns published for PID
        usaged_tap.py FILE field PID KEY    last value of KEY (cycles, ...) for PID
        usaged_tap.py FILE cgroup PID       the identity of PID's last cgroup, as JSON
        usaged_tap.py FILE exited COMM      how many processes named COMM were published as exited
+       usaged_tap.py FILE pids PID...      "L E": how many of the PIDs were listed, and listed as exited
        usaged_tap.py FILE stat NAME        last value of usaged's stat counter NAME
        usaged_tap.py FILE src              the src of the usage messages
        usaged_tap.py FILE check            consistency: seq +1, cpu_ns never down, full every N
@@ -61,6 +62,16 @@ def main():
                 if p.get("exited") and p["comm"] == sys.argv[3]:
                     seen.add((p["pid"], p.get("start_ns", 0)))
         print(len(seen))
+    elif cmd == "pids":
+        want = {int(p) for p in sys.argv[3:]}
+        listed, exited = set(), set()
+        for m in messages(path, "usage"):
+            for p in m.get("procs", []):
+                if p["pid"] in want:
+                    listed.add(p["pid"])
+                    if p.get("exited"):
+                        exited.add(p["pid"])
+        print(len(listed), len(exited))
     elif cmd == "stat":
         v = "none"
         for m in messages(path, "stat"):

@@ -21,7 +21,7 @@ scan(struct ptab *t, uint64_t msgno, bool full, uint64_t retire_after,
 	ptab_begin(t, msgno);
 	for (size_t i = 0; i < n; i++)
 		ptab_put(t, &s[i]);
-	ptab_end(t, true);
+	ptab_end(t, true, NULL, NULL);
 	CHECK(ptab_build(t, full, retire_after, &u) == 0);
 	return u;
 }
@@ -138,11 +138,45 @@ static void test_incomplete_scan(void)
 	struct wb_usage u = scan(t, 0, false, 5, a, 1);
 	clear(&u);
 	ptab_begin(t, 1);
-	ptab_end(t, false); /* saw nothing, but the scan failed: no one exited */
+	ptab_end(t, false, NULL, NULL); /* saw nothing, but the scan failed: no one exited */
 	CHECK(ptab_build(t, false, 5, &u) == 0);
 	CHECK(find(&u, 1) && !find(&u, 1)->exited);
 	clear(&u);
 	CHECK_U64(ptab_retire(t, NULL, NULL), 0);
+	ptab_destroy(&t);
+}
+
+static bool alive_7(void *arg, uint32_t pid, uint64_t start_ns)
+{
+	return pid == 7;
+}
+
+static void test_transient(void)
+{
+	/* Seen only running (not kept by the source): gone from a scan is an exit only if it no
+	 * longer runs. */
+	struct ptab *t = ptab_new(100, false);
+	struct usaged_sample a[] = {S(7, 70, 100), S(8, 80, 100)};
+	a[0].transient = a[1].transient = true;
+	struct wb_usage u = scan(t, 0, false, 5, a, 2);
+	clear(&u);
+	ptab_begin(t, 1);
+	ptab_end(t, true, alive_7, NULL);
+	CHECK(ptab_build(t, false, 5, &u) == 0);
+	CHECK(find(&u, 7) && !find(&u, 7)->exited);
+	CHECK(find(&u, 8) && find(&u, 8)->exited);
+	clear(&u);
+	CHECK_U64(ptab_retire(t, NULL, NULL), 1);
+	/* once the source keeps it, absence is an exit again */
+	a[0].transient = false;
+	a[0].cpu_ns = 150;
+	u = scan(t, 2, false, 5, a, 1);
+	clear(&u);
+	ptab_begin(t, 3);
+	ptab_end(t, true, alive_7, NULL);
+	CHECK(ptab_build(t, false, 5, &u) == 0);
+	CHECK(find(&u, 7) && find(&u, 7)->exited && find(&u, 7)->cpu_ns == 150);
+	clear(&u);
 	ptab_destroy(&t);
 }
 
@@ -250,7 +284,7 @@ static void test_resolve(void)
 	ptab_begin(t, 0);
 	for (int i = 0; i < 3; i++)
 		ptab_put(t, &a[i]);
-	ptab_end(t, true);
+	ptab_end(t, true, NULL, NULL);
 	calls = 0;
 	ptab_resolve(t, false, resolver, NULL);
 	CHECK_U64(calls, 3); /* all new */
@@ -267,7 +301,7 @@ static void test_resolve(void)
 	ptab_begin(t, 1);
 	for (int i = 0; i < 3; i++)
 		ptab_put(t, &a[i]);
-	ptab_end(t, true);
+	ptab_end(t, true, NULL, NULL);
 	calls = 0;
 	ptab_resolve(t, false, resolver, NULL);
 	CHECK_U64(calls, 1);
@@ -319,7 +353,7 @@ static void test_churn(void)
 			struct usaged_sample s = S(p + 1, (uint64_t)p * 7 + 1, cpu[p]);
 			CHECK(ptab_put(t, &s) == 0);
 		}
-		ptab_end(t, true);
+		ptab_end(t, true, NULL, NULL);
 		struct wb_usage u = {0};
 		CHECK(ptab_build(t, true, 1, &u) == 0);
 		size_t listed_alive = 0;
@@ -349,6 +383,7 @@ static const struct unit_case cases[] = {
     {"an exited process is listed once with its final values, then retired", test_exit_once},
     {"a failed scan retires no one", test_incomplete_scan},
     {"published values never decrease", test_monotonic},
+    {"a process seen only running is not taken for exited while it runs", test_transient},
     {"/proc values count from usaged's first scan", test_baseline},
     {"a reused pid is another process", test_pid_reuse},
     {"comm is valid UTF-8 and follows exec", test_comm},
