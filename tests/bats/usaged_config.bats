@@ -1,0 +1,63 @@
+#!/usr/bin/env bats
+# usaged's keys: bounds and choices are enforced with exit 2 and a message naming the key.
+load helper
+load usaged_helper
+
+teardown() {
+	wb_kill_all
+}
+
+@test "defaults check out with no config file" {
+	run "$USAGED" -n --runtime_dir "$BATS_TEST_TMPDIR"
+	assert_success
+}
+
+@test "interval below 100ms is refused" {
+	run "$USAGED" -n --interval 50ms
+	assert_failure 2
+	assert_output --partial "interval"
+	run "$USAGED" -n --interval 100ms --runtime_dir "$BATS_TEST_TMPDIR"
+	assert_success
+}
+
+@test "mode must be auto, bpf or procfs" {
+	run "$USAGED" -n --mode ebpf
+	assert_failure 2
+	assert_output --partial "mode"
+}
+
+@test "max_procs, full_every, retire_after bounds" {
+	run "$USAGED" -n --max_procs 10
+	assert_failure 2
+	run "$USAGED" -n --full_every 0
+	assert_failure 2
+	run "$USAGED" -n --retire_after 0
+	assert_failure 2
+	run "$USAGED" -n --full_every 1 --retire_after 5000
+	assert_failure 2
+	assert_output --partial "retire_after"
+}
+
+@test "a [usaged] section in a file, flags override it" {
+	printf '[usaged]\ninterval = 250ms\nmode = procfs\nfull_every = 4\n' >"$BATS_TEST_TMPDIR/w.conf"
+	run "$USAGED" -n -c "$BATS_TEST_TMPDIR/w.conf" --runtime_dir "$BATS_TEST_TMPDIR"
+	assert_success
+	usaged_start u -c "$BATS_TEST_TMPDIR/w.conf" --full_every 2
+	grep -q "running (mode procfs)" "$BATS_TEST_TMPDIR/u.log"
+	"$WATTBUS" tap --count 5 --timeout 5s "$(wb_ep u)" usage/ >"$BATS_TEST_TMPDIR/tap"
+	run grep -c '"interval_ns":250000000' "$BATS_TEST_TMPDIR/tap"
+	assert_output 5
+	# full snapshots every 2nd message (the flag), not every 4th (the file)
+	run $TAPQ "$BATS_TEST_TMPDIR/tap" check
+	assert_success
+	read -r n fulls <<<"$output"
+	[ "$n" -eq 5 ]
+	case "$fulls" in "0 2 4" | "2 4") ;; *) echo "full at seq $fulls"; false ;; esac
+}
+
+@test "an unknown key is refused with file:line" {
+	printf '[usaged]\nintervall = 1s\n' >"$BATS_TEST_TMPDIR/w.conf"
+	run "$USAGED" -n -c "$BATS_TEST_TMPDIR/w.conf"
+	assert_failure 2
+	assert_output --partial "w.conf:2"
+}

@@ -1,0 +1,114 @@
+#!/usr/bin/env bats
+# procfs mode end to end over a fake /proc (no root needed): cumulative values
+# from the first scan, new and exited processes, comm cleaning, cgroup identity
+# from a fake cgroup2 mount, and a broken /proc/stat counted without a crash.
+load helper
+load usaged_helper
+
+CID=3f1e2d4c5b6a79880716253443526170819203a4b5c6d7e8f90a1b2c3d4e5f60
+TAIL=" S 1 1 1 0 -1 4194304 0 0 0 0 %d %d 0 0 20 0 1 0 %d 1000 10 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0 0 0 0 0 0 0 0"
+
+setup() {
+	P=$BATS_TEST_TMPDIR/proc
+	mkdir -p "$P/self" "$BATS_TEST_TMPDIR/cg2/system.slice/docker-$CID.scope"
+	echo "30 1 0:26 / $BATS_TEST_TMPDIR/cg2 rw shared:1 - cgroup2 cgroup2 rw" >"$P/self/mountinfo"
+	echo "cpu  100 0 50 1000 0 0 0 0 0 0" >"$P/stat"
+	TICK=$((1000000000 / $(getconf CLK_TCK)))
+}
+
+teardown() {
+	wb_kill_all
+}
+
+# fake_proc PID COMM UTIME STIME [START]
+fake_proc() {
+	mkdir -p "$P/$1"
+	printf "%d (%s)$TAIL\n" "$1" "$2" "$3" "$4" "${5:-500}" >"$P/$1/stat"
+	[ -e "$P/$1/cgroup" ] || echo "0::/" >"$P/$1/cgroup"
+}
+
+# last_json PID: the last listing of PID as JSON
+last_json() {
+	python3 - "$(usaged_tapfile u)" "$1" <<'PY'
+import json, sys
+last = None
+for line in open(sys.argv[1]):
+    if line.startswith("{"):
+        m = json.loads(line)["msg"]
+        for p in m.get("procs", []):
+            if p["pid"] == int(sys.argv[2]):
+                last = p
+print(json.dumps(last, sort_keys=True) if last else "none")
+PY
+}
+
+listed_cpu() {
+	[ "$($TAPQ "$(usaged_tapfile u)" cpu "$1")" = "$2" ]
+}
+
+@test "procfs over a fake /proc: counts from the first scan, new and exited processes, identity" {
+	fake_proc 10 worker 100 20
+	echo "0::/system.slice/docker-$CID.scope" >"$P/10/cgroup"
+	fake_proc 11 idle 5 5
+	usaged_start u --mode procfs --proc_root "$P" --interval 200ms --retire_after 2 --full_every 1000
+	usaged_tap u 20 usage/ stat/
+	sleep 0.6
+	# nothing ran since the first scan: nothing listed
+	run grep -c '"pid":1[01],' "$(usaged_tapfile u)"
+	assert_output 0
+
+	fake_proc 10 worker 130 40 # +50 ticks
+	wb_wait_for 3 listed_cpu 10 $((50 * TICK))
+	run $TAPQ "$(usaged_tapfile u)" cgroup 10
+	assert_output --partial "\"container_id\": \"$CID\""
+	assert_output --partial "\"runtime\": \"docker\""
+	assert_output --partial "\"id\": $(stat -c %i "$BATS_TEST_TMPDIR/cg2/system.slice/docker-$CID.scope"),"
+
+	# a process that started after the first scan: all of its time counts; its comm is cleaned
+	fake_proc 12 $'bad\xffname' 3 4 900
+	wb_wait_for 3 listed_cpu 12 $((7 * TICK))
+	run last_json 12
+	assert_output --partial '"comm": "bad?name"'
+	assert_output --partial "\"start_ns\": $((900 * TICK))"
+
+	# it exits: listed once more as exited, with its final values, then never again
+	rm -r "$P/12"
+	sleep 1
+	run python3 -c "
+import json
+n = 0
+for l in open('$(usaged_tapfile u)'):
+    if l.startswith('{'):
+        for p in json.loads(l)['msg'].get('procs', []):
+            if p['pid'] == 12 and p.get('exited'):
+                n += 1
+                assert p['cpu_ns'] == $((7 * TICK)), p
+print(n)"
+	assert_output 1
+	# pid 10, idle since: listed for retire_after messages, then no longer
+	run tail -n 3 "$(usaged_tapfile u)"
+	refute_output --partial '"pid":10,'
+	run $TAPQ "$(usaged_tapfile u)" check
+	assert_success
+}
+
+@test "procfs over a fake /proc: a broken /proc/stat is counted and logged, usaged goes on" {
+	fake_proc 10 worker 100 20
+	usaged_start u --mode procfs --proc_root "$P" --interval 200ms
+	usaged_tap u 20 usage/ stat/
+	sleep 0.5
+	echo "garbage" >"$P/stat"
+	sleep 1.5
+	run grep -c "stat: no \"cpu\" line" "$BATS_TEST_TMPDIR/u.log"
+	[ "$output" -ge 1 ]
+	errors=$($TAPQ "$(usaged_tapfile u)" stat proc_stat_errors)
+	[ "$errors" -ge 3 ]
+	n=$(grep -c '"kind":"usage"' "$(usaged_tapfile u)")
+	echo "cpu  200 0 60 2000 0 0 0 0 0 0" >"$P/stat"
+	sleep 0.8
+	[ "$(grep -c '"kind":"usage"' "$(usaged_tapfile u)")" -gt "$n" ]
+	kill -0 "$PID_u"
+	# what came after carries the node totals as read
+	run tail -n 1 <(grep '"kind":"usage"' "$(usaged_tapfile u)")
+	assert_output --partial "\"user_ns\":$((200 * TICK))"
+}
