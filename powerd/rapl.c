@@ -137,7 +137,8 @@ int rapl_discover(struct pd_set *set, const struct pd_opts *opts, char *why, siz
 		ents[n++] = e;
 	}
 	closedir(dir);
-	qsort(ents, n, sizeof(*ents), rapl_entry_cmp);
+	if (n)
+		qsort(ents, n, sizeof(*ents), rapl_entry_cmp);
 
 	int added = 0, denied = 0, broken = 0;
 	unsigned npsys = 0;
