@@ -563,8 +563,12 @@ static void work_add(struct slot_ctx *c, struct ex_work *w, uint64_t cpu_ns,
 {
 	struct ex_host *h = c->h;
 	if (w->nz < h->nzones) {
+		/* a zone appeared on the host: the workload's new series count against the cap too
+		 */
 		unsigned old = w->nseries, ns = work_series(w->level, h->nzones);
-		if (work_resize(w, h->nzones) == 0) {
+		if (accum_series(c->self) + (ns - old) > c->self->lim.max_series)
+			c->self->dropped[w->level] += ns - old;
+		else if (work_resize(w, h->nzones) == 0) {
 			w->nseries = ns;
 			c->self->series[w->level] += ns - old;
 		}

@@ -355,6 +355,34 @@ static void test_series_cap(void)
 	accum_destroy(&a);
 }
 
+/* A zone appearing later must not take the workloads past the cap either. */
+static void test_new_zone_within_cap(void)
+{
+	struct accum_limits lim = lim_default();
+	lim.max_series = 6;
+	struct accum *a = accum_new(&lim);
+	struct wb_msg m;
+	est_init(&m, "h1", 10 * S, 11 * S, 1, 2);
+	est_zone(&m, 0, 1000, 400);
+	CHECK(accum_add(a, &m.estimate, NULL) == 0);
+	wb_msg_clear(&m);
+	CHECK_U64(accum_series(a), 6);
+	est_init(&m, "h1", 11 * S, 12 * S, 2, 2);
+	est_zone(&m, 0, 1000, 400);
+	est_zone(&m, 1, 1000, 400);
+	m.estimate.procs[0].energy_uj[0] = 7;
+	m.estimate.procs[0].energy_uj[1] = 9;
+	CHECK(accum_add(a, &m.estimate, NULL) == 0);
+	wb_msg_clear(&m);
+	CHECK_U64(accum_series(a), 6);
+	CHECK_U64(a->dropped[EX_PROCESS], 4);
+	struct ex_work *p = find_proc(a, "h1", 100, 5000);
+	CHECK_U64(p->nz, 1);
+	CHECK_U64(p->uj[0], 7);
+	CHECK_U64(accum_host(a, "h1")->nzones, 2);
+	accum_destroy(&a);
+}
+
 static void test_levels_and_pid_reuse(void)
 {
 	struct accum_limits lim = lim_default();
@@ -525,6 +553,7 @@ static const struct unit_case cases[] = {
     {"zones of one kind on several sockets aggregate", test_sockets_aggregate},
     {"terminated workloads: max_terminated, ttl, stale_after, revival", test_terminated_retention},
     {"the series cap drops and evicts", test_series_cap},
+    {"a new zone does not take workloads past the cap", test_new_zone_within_cap},
     {"levels and pid reuse", test_levels_and_pid_reuse},
     {"labels are escaped and follow exec and node_name", test_labels},
     {"the workload map survives churn", test_map_churn},
