@@ -31,18 +31,26 @@ struct usaged_proc {
 	char comm[USAGED_COMM_LEN];
 };
 
-/* Per-thread storage: how much of the thread's run time is charged already. */
+/*
+ * Per-thread storage: what of the thread's run time (se.sum_exec_runtime) is
+ * charged, and what is counted but not yet added to its process's entry.
+ */
 struct usaged_thread {
-	__u64 charged_ns; /* se.sum_exec_runtime when last charged */
+	__u64 charged_ns; /* sum_exec_runtime up to which it is counted; 0: not yet */
+	__u64 pending_ns; /* counted, not yet in the procs map */
+	__u64 pending[USAGED_NCOUNTERS];
 };
 
-/* The cpus map (per-CPU array, one slot): what runs on this CPU since when. */
+/* A thread's counts go to the procs map once this much is pending, and at its exit. */
+#define USAGED_FOLD_NS 100000
+
+/* The cpus map (per-CPU array, one slot): what runs on this CPU now. */
 struct usaged_cpu {
-	__u64 ts_ns;	  /* switch-in time (CLOCK_MONOTONIC); 0 until the first switch seen */
-	__u64 runtime_ns; /* the thread's se.sum_exec_runtime at switch-in */
-	__u32 tid;	  /* the thread: runtimes are per thread */
+	__u64 switches;	  /* context switches seen on this CPU; 0 until the first */
+	__u64 runtime_ns; /* the running thread's se.sum_exec_runtime at switch-in */
+	__u32 tid;	  /* the running thread: runtimes are per thread */
 	__u32 pad;
-	struct usaged_key key;		  /* tgid 0: the idle task */
+	struct usaged_key key;		  /* its process; tgid 0: the idle task */
 	__u64 counters[USAGED_NCOUNTERS]; /* counter readings at switch-in */
 };
 

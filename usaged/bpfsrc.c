@@ -339,9 +339,10 @@ static int read_map(struct bpfsrc *self, struct ptab *tab)
 
 /*
  * A process is charged when it switches out, so one that has run for the
- * whole interval shows nothing yet: add each CPU's current run. The slots are
- * read before and after the map values; a CPU that switched in between is
- * skipped, since the map then holds (or will hold) that run.
+ * whole interval shows nothing yet: add each CPU's current run, from the
+ * thread's run time now (/proc/<pid>/task/<tid>/schedstat) and at switch-in.
+ * The slots are read before and after the map values; a CPU that switched
+ * meanwhile is skipped, since the map then holds (or will hold) that run.
  */
 static void read_running(struct bpfsrc *self, struct ptab *tab, struct procfs *pf)
 {
@@ -361,10 +362,13 @@ static void read_running(struct bpfsrc *self, struct ptab *tab, struct procfs *p
 	for (int cpu = 0; cpu < self->ncpus; cpu++) {
 		const struct usaged_cpu *slot = &self->slots[cpu];
 		struct usaged_proc val;
-		if (!slot->ts_ns || !slot->key.tgid)
+		uint64_t runtime;
+		if (!slot->switches || !slot->key.tgid)
 			continue;
-		/* Not in the map (not switched out since usaged started, or the map is full): name
-		 * it from /proc. */
+		/* The scheduler's count for the running thread, as the BPF side charges. */
+		if (procfs_read_runtime(pf, slot->key.tgid, slot->tid, &runtime) < 0)
+			continue; /* gone */
+		/* Not in the map (no switch-out since usaged started, or a full map): ask /proc. */
 		bool transient = bpf_map_lookup_elem(procs_fd, &slot->key, &val) < 0;
 		if (transient) {
 			memset(&val, 0, sizeof(val));
@@ -372,11 +376,10 @@ static void read_running(struct bpfsrc *self, struct ptab *tab, struct procfs *p
 			if (procfs_read_pid(pf, slot->key.tgid, &p) == 0)
 				memcpy(val.comm, p.comm, sizeof(val.comm));
 		}
-		uint64_t now = mono_ns();
-		sample_of(&slot->key, &val, now, &run[cpu]);
+		sample_of(&slot->key, &val, mono_ns(), &run[cpu]);
 		run[cpu].transient = transient;
 		delta[cpu].pid = slot->key.tgid;
-		delta[cpu].cpu_ns = now > slot->ts_ns ? now - slot->ts_ns : 0;
+		delta[cpu].cpu_ns = runtime > slot->runtime_ns ? runtime - slot->runtime_ns : 0;
 		for (int c = 0; c < USAGED_NCOUNTERS; c++) {
 			uint64_t v;
 			if (!(self->counters & (1u << c)) || self->perf_fds[c][cpu] < 0 ||
@@ -389,7 +392,7 @@ static void read_running(struct bpfsrc *self, struct ptab *tab, struct procfs *p
 	if (bpf_map_lookup_elem(cpus_fd, &zero, self->slots2) < 0)
 		goto out;
 	for (int cpu = 0; cpu < self->ncpus; cpu++)
-		if (self->slots2[cpu].ts_ns != self->slots[cpu].ts_ns)
+		if (self->slots2[cpu].switches != self->slots[cpu].switches)
 			run[cpu].pid = 0; /* switched meanwhile */
 	for (int cpu = 0; cpu < self->ncpus; cpu++) {
 		if (!run[cpu].pid)

@@ -300,6 +300,21 @@ bool procfs_alive(void *arg, uint32_t pid, uint64_t start_ns)
 	       s.start_ns / self->ns_per_tick == start_ns / self->ns_per_tick;
 }
 
+int procfs_read_runtime(struct procfs *self, uint32_t pid, uint32_t tid, uint64_t *runtime_ns)
+{
+	char rel[64], buf[128];
+	unsigned long long v;
+	snprintf(rel, sizeof(rel), "%" PRIu32 "/task/%" PRIu32 "/schedstat", pid, tid);
+	if (read_at(self, rel, buf, sizeof(buf)) < 0)
+		return -1;
+	if (sscanf(buf, "%llu", &v) != 1) {
+		errno = EINVAL;
+		return -1;
+	}
+	*runtime_ns = v;
+	return 0;
+}
+
 long procfs_read_cgroup(struct procfs *self, uint32_t pid, char *buf, size_t size)
 {
 	char rel[32];

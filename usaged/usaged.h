@@ -85,6 +85,9 @@ int procfs_read_pid(struct procfs *self, uint32_t pid, struct usaged_sample *out
 /* Call fn for every process in root (the method Kepler >= 0.10 uses). Returns processes seen or -1.
  */
 long procfs_scan(struct procfs *self, procfs_sample_fn *fn, void *arg);
+/* A thread's run time in ns (the first field of <root>/<pid>/task/<tid>/schedstat). Returns 0 or
+ * -1. */
+int procfs_read_runtime(struct procfs *self, uint32_t pid, uint32_t tid, uint64_t *runtime_ns);
 /* Whether the process (pid, start_ns) still runs (a ptab_alive_fn). */
 bool procfs_alive(void *self, uint32_t pid, uint64_t start_ns);
 /* Read <root>/<pid>/cgroup into buf. Returns its length or -1. */

@@ -1,0 +1,132 @@
+#!/bin/bash
+# usaged's overhead, printed as figures:
+#  1. context-switch microbenchmark (perf bench sched pipe, else stress-ng --switch)
+#     without and with usaged's eBPF attached: the slowdown;
+#  2. usaged's own CPU time (all threads, ns from /proc/PID/task/*/schedstat) and RSS
+#     at 1,000 and 10,000 live processes, in bpf mode and in procfs mode (per-process
+#     /proc/<pid>/stat, the method Kepler >= 0.10 uses), at a 1 s interval: the ratio.
+# Needs root and kernel BTF for the bpf figures (procfs figures are printed anyway).
+#
+# Usage: WB_BUILD=build bench/usaged.sh   (ROUNDS=5 LOOPS=50000 WINDOW=20 SIZES="1000 10000" to change)
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+B=${WB_BUILD:-$here/../build}
+case $B in /*) ;; *) B=$here/../$B ;; esac
+U=$B/wattbus-usaged
+[ -x "$U" ] || {
+	echo "bench/usaged.sh: build first (make BUILD=...; WB_BUILD=$B)" >&2
+	exit 2
+}
+ROUNDS=${ROUNDS:-5}
+LOOPS=${LOOPS:-50000}
+WINDOW=${WINDOW:-20}
+SIZES=${SIZES:-1000 10000}
+T=$(mktemp -d /tmp/wb-usaged-bench.XXXXXX)
+pids=()
+cleanup() {
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	rm -rf "$T"
+}
+trap cleanup EXIT
+
+bpf_ok=1
+if [ "$(id -u)" -ne 0 ] || [ ! -r /sys/kernel/btf/vmlinux ]; then
+	bpf_ok=0
+	echo "note: not root or no BTF: bpf figures skipped"
+fi
+cc -O2 -o "$T/sleepers" "$here/usaged_sleepers.c"
+
+# start_usaged MODE: usaged in the background; sets UPID
+start_usaged() {
+	"$U" --mode "$1" --interval 1s --pub "ipc://$T/u.sock" --runtime_dir "$T" >"$T/u.log" 2>&1 &
+	UPID=$!
+	pids+=("$UPID")
+	for _ in $(seq 100); do
+		grep -q "running (mode" "$T/u.log" && return 0
+		sleep 0.1
+	done
+	cat "$T/u.log" >&2
+	return 1
+}
+
+stop_usaged() {
+	kill "$UPID"
+	wait "$UPID" 2>/dev/null || true
+}
+
+# cpu_ns PID: CPU time of all its threads, ns
+cpu_ns() {
+	local s=0 t
+	for t in /proc/"$1"/task/*/schedstat; do
+		read -r v _ <"$t"
+		s=$((s + v))
+	done
+	echo "$s"
+}
+
+median() {
+	sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
+# one context-switch run: microseconds per round trip (two switches)
+switch_run() {
+	if command -v perf >/dev/null && perf bench sched pipe -l 1000 >/dev/null 2>&1; then
+		perf bench sched pipe -l "$LOOPS" 2>/dev/null | awk '/usecs\/op/ { print $1 }'
+	else
+		stress-ng --switch 1 --switch-ops "$LOOPS" --metrics-brief 2>&1 |
+			awk '/nanosecs per context switch/ { for (i = 1; i <= NF; i++) if ($i == "nanosecs") print $(i - 1) / 1000 * 2 }'
+	fi
+}
+
+echo "== context switches: $ROUNDS rounds of $LOOPS round trips, alternating without and with usaged (bpf)"
+if [ $bpf_ok -eq 1 ]; then
+	: >"$T/without"
+	: >"$T/with"
+	for r in $(seq "$ROUNDS"); do
+		switch_run >>"$T/without"
+		start_usaged bpf
+		sleep 1
+		switch_run >>"$T/with"
+		stop_usaged
+	done
+	wo=$(median <"$T/without")
+	wi=$(median <"$T/with")
+	echo "without usaged: $(tr '\n' ' ' <"$T/without")us/op -> median $wo us"
+	echo "with usaged:    $(tr '\n' ' ' <"$T/with")us/op -> median $wi us"
+	awk -v a="$wo" -v b="$wi" 'BEGIN { printf "slowdown: %.2f %% (ratio %.4f; budget < 5 %%)\n", (b / a - 1) * 100, b / a }'
+fi
+
+echo
+echo "== usaged CPU at a 1 s interval, ${WINDOW} s windows (processes started after usaged, so they are in its map)"
+printf "%-8s %8s %12s %10s %10s\n" mode procs cpu_ms "%core" rss_MiB
+for n in $SIZES; do
+	for mode in bpf procfs; do
+		[ "$mode" = bpf ] && [ $bpf_ok -eq 0 ] && continue
+		start_usaged "$mode"
+		"$T/sleepers" "$n" >"$T/sleepers.out" &
+		spid=$!
+		pids+=("$spid")
+		for _ in $(seq 600); do
+			grep -q ready "$T/sleepers.out" && break
+			sleep 0.1
+		done
+		sleep 3 # a few intervals to take them in
+		c0=$(cpu_ns "$UPID")
+		sleep "$WINDOW"
+		c1=$(cpu_ns "$UPID")
+		rss=$(awk '/VmRSS/ { print $2 }' "/proc/$UPID/status")
+		ms=$(((c1 - c0) / 1000000))
+		pct=$(awk -v ns=$((c1 - c0)) -v w="$WINDOW" 'BEGIN { printf "%.3f", ns / (w * 1e9) * 100 }')
+		printf "%-8s %8d %12d %10s %10.1f\n" "$mode" "$n" "$ms" "$pct" "$(awk -v k="$rss" 'BEGIN { print k / 1024 }')"
+		echo "$mode $n $((c1 - c0))" >>"$T/cpu"
+		kill "$spid"
+		wait "$spid" 2>/dev/null || true
+		stop_usaged
+		sleep 1
+	done
+done
+if [ $bpf_ok -eq 1 ]; then
+	for n in $SIZES; do
+		awk -v n="$n" '$2 == n { v[$1] = $3 } END { if (v["bpf"] > 0) printf "procs %d: procfs / bpf CPU = %.1f\n", n, v["procfs"] / v["bpf"] }' "$T/cpu"
+	done
+fi
