@@ -15,6 +15,8 @@ int cmd_pub(int argc, char **argv);
 
 /* keygen.c */
 int cmd_keygen(int argc, char **argv);
+/* doctor.c */
+int cmd_doctor(int argc, char **argv);
 
 /* main.c: shared helpers */
 /* Parse a positive number of milliseconds or a duration ("2s"); exits 2 on error. */

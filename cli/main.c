@@ -22,6 +22,7 @@ static const struct {
 	{"replay", cmd_replay, "FILE ENDPOINT   publish recorded messages again with their spacing"},
 	{"pub", cmd_pub, "ENDPOINT   publish JSON lines from stdin as msgpack messages"},
 	{"keygen", cmd_keygen, "NAME   make a CURVE certificate pair (NAME, NAME_secret) for tcp:// endpoints"},
+	{"doctor", cmd_doctor, "   what this machine offers (RAPL, MSR, hwmon, BPF, perf, cgroups) and each stage's mode"},
 };
 
 static void usage(FILE *out)

@@ -1,0 +1,774 @@
+/*
+ * wattbus doctor: what this machine offers a software power meter (RAPL, MSR,
+ * hwmon meters, BPF and BTF, perf counters, cgroups, kubepods) and the mode
+ * each stage will run in, with the reason and the fix. It answers for the
+ * user who runs it; `sudo wattbus doctor` shows what the systemd units get.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <linux/perf_event.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "cli.h"
+
+#define DR_TEXT 8192 /* above PATH_MAX: details quote paths */
+#define DR_LIST 2048 /* a list of zones or meters inside a detail */
+#define CAP_SYS_ADMIN_BIT 21
+#define CAP_PERFMON_BIT 38
+#define CAP_BPF_BIT 39
+
+struct roots {
+	const char *sys;
+	const char *proc;
+	const char *dev;
+};
+
+/* One probe's outcome: a short state word, what was seen, how to do better. */
+struct finding {
+	const char *what;
+	char state[32];
+	char detail[DR_TEXT];
+	char fix[DR_TEXT];
+	json_t *extra; /* probe-specific facts for --json (owned) */
+};
+
+enum { F_RAPL, F_MSR, F_HWMON, F_BPF, F_PERF, F_CGROUP, F_KUBEPODS, F_COUNT };
+
+struct stage_mode {
+	const char *stage;
+	char mode[32];
+	char reason[DR_TEXT];
+	char fix[DR_TEXT];
+};
+
+struct doctor {
+	struct roots r;
+	struct finding f[F_COUNT];
+	struct stage_mode s[3]; /* powerd, usaged, estimd */
+	/* facts the stage summary needs */
+	int rapl_zones, rapl_readable, rapl_root_only;
+	bool msr_usable, hwmon_usable, bpf_usable, perf_usable;
+	int hwmon_meters;
+	char meter_vendor[16];
+};
+
+/* snprintf into a fixed buffer, appending. */
+static void cat(char *buf, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void cat(char *buf, size_t size, const char *fmt, ...)
+{
+	size_t len = strlen(buf);
+	if (len + 1 >= size)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf + len, size - len, fmt, ap);
+	va_end(ap);
+}
+
+/* The first line of a small file, without its newline; -1 (errno) when unreadable. */
+static int read_line(const char *path, char *buf, size_t size)
+{
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return -1;
+	if (!fgets(buf, (int)size, f)) {
+		int e = ferror(f) ? errno : ENODATA;
+		fclose(f);
+		errno = e;
+		return -1;
+	}
+	fclose(f);
+	buf[strcspn(buf, "\n")] = '\0';
+	return 0;
+}
+
+/* Can this process read the file (a real read, as powerd does)? 0 or -1 (errno). */
+static int try_read(const char *path)
+{
+	char buf[64];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t n = read(fd, buf, sizeof(buf));
+	int e = errno;
+	close(fd);
+	if (n < 0) {
+		errno = e;
+		return -1;
+	}
+	return 0;
+}
+
+/* A path of the machine ("/sys/fs/cgroup") moved under the --sysfs-root. */
+static void sys_path(const struct roots *r, const char *abs, char *out, size_t size)
+{
+	if (!strncmp(abs, "/sys/", 5) || !strcmp(abs, "/sys"))
+		snprintf(out, size, "%s%s", r->sys, abs + 4);
+	else
+		snprintf(out, size, "%s", abs);
+}
+
+/* ---- RAPL through powercap ---- */
+
+/* "intel-rapl:0", "intel-rapl:0:1", "intel-rapl-mmio:0": the directories powerd reads. */
+static bool is_zone_dir(const char *name)
+{
+	const char *colon = strchr(name, ':');
+	if (!colon || colon == name || colon[1] < '0' || colon[1] > '9')
+		return false;
+	for (const char *p = colon + 1; *p; p++)
+		if (!((*p >= '0' && *p <= '9') || *p == ':'))
+			return false;
+	return true;
+}
+
+static void probe_rapl(struct doctor *d)
+{
+	struct finding *f = &d->f[F_RAPL];
+	char base[PATH_MAX], path[PATH_MAX + 300];
+	snprintf(base, sizeof(base), "%s/class/powercap", d->r.sys);
+	json_t *zones = json_array();
+	f->extra = json_pack("{s:s, s:o}", "path", base, "zones", zones);
+	DIR *dir = opendir(base);
+	if (!dir) {
+		snprintf(f->state, sizeof(f->state), "absent");
+		snprintf(f->detail, sizeof(f->detail), "%s: %s", base, strerror(errno));
+		snprintf(f->fix, sizeof(f->fix),
+			 "a kernel with CONFIG_INTEL_RAPL: `modprobe intel_rapl_msr` (Intel, and "
+			 "AMD since Linux 5.8); "
+			 "virtual machines have no RAPL");
+		return;
+	}
+	struct dirent *de;
+	char names[DR_LIST] = "";
+	int first_errno = 0;
+	while ((de = readdir(dir))) {
+		if (!is_zone_dir(de->d_name))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s/energy_uj", base, de->d_name);
+		struct stat st;
+		if (stat(path, &st) < 0)
+			continue; /* a powercap zone without an energy counter (e.g. dtpm) */
+		char name[64] = "?";
+		char npath[PATH_MAX + 300];
+		snprintf(npath, sizeof(npath), "%s/%s/name", base, de->d_name);
+		read_line(npath, name, sizeof(name));
+		bool readable = try_read(path) == 0;
+		int err = readable ? 0 : errno;
+		/* Root-owned and unreadable for group and others: the CVE-2020-8694 fix. */
+		bool root_only = st.st_uid == 0 && !(st.st_mode & (S_IRGRP | S_IROTH));
+		d->rapl_zones++;
+		if (readable)
+			d->rapl_readable++;
+		else if (root_only && (err == EACCES || err == EPERM))
+			d->rapl_root_only++;
+		if (!readable && !first_errno)
+			first_errno = err;
+		cat(names, sizeof(names), "%s%s%s", names[0] ? ", " : "", name,
+		    readable ? "" : " (unreadable)");
+		json_array_append_new(
+		    zones, json_pack("{s:s, s:s, s:b, s:s, s:i}", "dir", de->d_name, "name", name,
+				     "readable", readable, "error", readable ? "" : strerror(err),
+				     "mode", (int)(st.st_mode & 07777)));
+	}
+	closedir(dir);
+	if (!d->rapl_zones) {
+		snprintf(f->state, sizeof(f->state), "absent");
+		snprintf(f->detail, sizeof(f->detail), "%s has no zone with an energy_uj counter",
+			 base);
+		snprintf(f->fix, sizeof(f->fix),
+			 "`modprobe intel_rapl_msr`; virtual machines have no RAPL");
+		return;
+	}
+	snprintf(f->detail, sizeof(f->detail), "%d zone%s in %s: %s", d->rapl_zones,
+		 d->rapl_zones == 1 ? "" : "s", base, names);
+	if (d->rapl_readable == d->rapl_zones) {
+		snprintf(f->state, sizeof(f->state), "readable");
+		return;
+	}
+	snprintf(f->state, sizeof(f->state), d->rapl_readable ? "partly" : "unreadable");
+	if (d->rapl_root_only)
+		snprintf(f->fix, sizeof(f->fix),
+			 "energy_uj is readable by root only since CVE-2020-8694 (Platypus: power "
+			 "side channel). "
+			 "Run powerd as root: wattbus-powerd.service does (uid 0, no "
+			 "capabilities). Granting a group read "
+			 "access (a udev rule: chgrp + chmod 0440 energy_uj) reopens the side "
+			 "channel to that group");
+	else
+		snprintf(f->fix, sizeof(f->fix), "energy_uj: %s; check its owner and mode",
+			 strerror(first_errno));
+}
+
+/* ---- MSR ---- */
+
+static bool module_loaded(const struct roots *r, const char *mod)
+{
+	char path[PATH_MAX], line[256];
+	snprintf(path, sizeof(path), "%s/module/%s", r->sys, mod);
+	if (access(path, F_OK) == 0)
+		return true;
+	snprintf(path, sizeof(path), "%s/modules", r->proc);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return false;
+	size_t n = strlen(mod);
+	bool found = false;
+	while (!found && fgets(line, sizeof(line), f))
+		found = !strncmp(line, mod, n) && line[n] == ' ';
+	fclose(f);
+	return found;
+}
+
+static void cpu_vendor(const struct roots *r, char *out, size_t size)
+{
+	char path[PATH_MAX], line[256];
+	snprintf(out, size, "unknown");
+	snprintf(path, sizeof(path), "%s/cpuinfo", r->proc);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "vendor_id", 9)) {
+			if (strstr(line, "GenuineIntel"))
+				snprintf(out, size, "intel");
+			else if (strstr(line, "AuthenticAMD") || strstr(line, "HygonGenuine"))
+				snprintf(out, size, "amd");
+			else
+				snprintf(out, size, "other");
+			break;
+		}
+	fclose(f);
+}
+
+static void probe_msr(struct doctor *d)
+{
+	struct finding *f = &d->f[F_MSR];
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/cpu/0/msr", d->r.dev);
+	cpu_vendor(&d->r, d->meter_vendor, sizeof(d->meter_vendor));
+	bool loaded = module_loaded(&d->r, "msr");
+	struct stat st;
+	bool present = stat(path, &st) == 0;
+	/* Opening is what needs privilege (CAP_SYS_RAWIO); reading would pick an MSR. */
+	int fd = present ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+	int err = errno;
+	bool readable = fd >= 0;
+	if (fd >= 0)
+		close(fd);
+	f->extra =
+	    json_pack("{s:s, s:b, s:b, s:b, s:s}", "path", path, "present", present,
+		      "module_loaded", loaded, "readable", readable, "cpu_vendor", d->meter_vendor);
+	if (!present) {
+		snprintf(f->state, sizeof(f->state), "absent");
+		snprintf(f->detail, sizeof(f->detail), "%s: no such device; msr module %s", path,
+			 loaded ? "loaded" : "not loaded");
+		snprintf(f->fix, sizeof(f->fix), "%s",
+			 loaded ? "check devtmpfs"
+				: "`modprobe msr` (powerd's msr source; needs CAP_SYS_RAWIO)");
+		return;
+	}
+	if (!readable) {
+		snprintf(f->state, sizeof(f->state), "unreadable");
+		snprintf(f->detail, sizeof(f->detail), "%s: %s", path, strerror(err));
+		snprintf(f->fix, sizeof(f->fix),
+			 "reading MSRs needs root with CAP_SYS_RAWIO (wattbus-powerd.service drops "
+			 "it: see "
+			 "docs/systemd.md for the msr drop-in)");
+		return;
+	}
+	bool rapl_cpu = !strcmp(d->meter_vendor, "intel") || !strcmp(d->meter_vendor, "amd");
+	d->msr_usable = rapl_cpu;
+	snprintf(f->state, sizeof(f->state), rapl_cpu ? "readable" : "no-rapl");
+	snprintf(f->detail, sizeof(f->detail), "%s readable; CPU vendor %s%s", path,
+		 d->meter_vendor, rapl_cpu ? "" : " (RAPL MSRs are Intel and AMD only)");
+}
+
+/* ---- hwmon ---- */
+
+static bool is_meter_file(const char *n)
+{
+	const char *p;
+	if (!strncmp(n, "power", 5))
+		p = n + 5;
+	else if (!strncmp(n, "energy", 6))
+		p = n + 6;
+	else
+		return false;
+	if (*p < '0' || *p > '9')
+		return false;
+	while (*p >= '0' && *p <= '9')
+		p++;
+	return !strcmp(p, "_input") || (!strncmp(n, "power", 5) && !strcmp(p, "_average"));
+}
+
+static void probe_hwmon(struct doctor *d)
+{
+	struct finding *f = &d->f[F_HWMON];
+	char base[PATH_MAX], path[PATH_MAX + 300];
+	snprintf(base, sizeof(base), "%s/class/hwmon", d->r.sys);
+	json_t *meters = json_array();
+	f->extra = json_pack("{s:s, s:o}", "path", base, "meters", meters);
+	DIR *dir = opendir(base);
+	if (!dir) {
+		snprintf(f->state, sizeof(f->state), "absent");
+		snprintf(f->detail, sizeof(f->detail), "%s: %s", base, strerror(errno));
+		return;
+	}
+	char names[DR_LIST] = "";
+	int unreadable = 0;
+	struct dirent *de;
+	while ((de = readdir(dir))) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", base, de->d_name);
+		DIR *hw = opendir(path);
+		if (!hw)
+			continue;
+		char chip[64] = "?", npath[PATH_MAX + 600];
+		snprintf(npath, sizeof(npath), "%s/name", path);
+		read_line(npath, chip, sizeof(chip));
+		struct dirent *fe;
+		while ((fe = readdir(hw))) {
+			if (!is_meter_file(fe->d_name))
+				continue;
+			snprintf(npath, sizeof(npath), "%s/%s", path, fe->d_name);
+			bool readable = try_read(npath) == 0;
+			d->hwmon_meters++;
+			if (readable)
+				d->hwmon_usable = true;
+			else
+				unreadable++;
+			cat(names, sizeof(names), "%s%s/%s%s", names[0] ? ", " : "", chip,
+			    fe->d_name, readable ? "" : " (unreadable)");
+			json_array_append_new(meters, json_pack("{s:s, s:s, s:s, s:b}", "hwmon",
+								de->d_name, "name", chip, "file",
+								fe->d_name, "readable", readable));
+		}
+		closedir(hw);
+	}
+	closedir(dir);
+	if (!d->hwmon_meters) {
+		snprintf(f->state, sizeof(f->state), "absent");
+		snprintf(f->detail, sizeof(f->detail),
+			 "no power*_input, power*_average or energy*_input in %s", base);
+		snprintf(f->fix, sizeof(f->fix),
+			 "server BMC/ACPI meters appear with `modprobe acpi_power_meter`; "
+			 "otherwise none");
+		return;
+	}
+	snprintf(f->state, sizeof(f->state), d->hwmon_usable ? "readable" : "unreadable");
+	snprintf(f->detail, sizeof(f->detail), "%d meter file%s: %s", d->hwmon_meters,
+		 d->hwmon_meters == 1 ? "" : "s", names);
+	if (unreadable)
+		snprintf(f->fix, sizeof(f->fix),
+			 "some meter files are not readable by uid %u; run powerd as root",
+			 (unsigned)geteuid());
+}
+
+/* ---- BPF ---- */
+
+static unsigned long long cap_eff(const struct roots *r)
+{
+	char path[PATH_MAX], line[256];
+	unsigned long long eff = 0;
+	snprintf(path, sizeof(path), "%s/self/status", r->proc);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "CapEff: %llx", &eff) == 1)
+			break;
+	fclose(f);
+	return eff;
+}
+
+static void kernel_release(const struct roots *r, char *out, size_t size)
+{
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/sys/kernel/osrelease", r->proc);
+	if (read_line(path, out, size) == 0)
+		return;
+	struct utsname u;
+	snprintf(out, size, "%s", uname(&u) == 0 ? u.release : "unknown");
+}
+
+static void probe_bpf(struct doctor *d)
+{
+	struct finding *f = &d->f[F_BPF];
+	char btf[PATH_MAX], rel[128];
+	snprintf(btf, sizeof(btf), "%s/kernel/btf/vmlinux", d->r.sys);
+	kernel_release(&d->r, rel, sizeof(rel));
+	int major = 0, minor = 0;
+	sscanf(rel, "%d.%d", &major, &minor);
+	bool have_btf = access(btf, R_OK) == 0;
+	unsigned long long eff = cap_eff(&d->r);
+	bool sys_admin = eff & (1ull << CAP_SYS_ADMIN_BIT);
+	bool bpf_perfmon = (eff & (1ull << CAP_BPF_BIT)) && (eff & (1ull << CAP_PERFMON_BIT));
+	bool privileged = sys_admin || bpf_perfmon;
+	bool new_enough = major > 5 || (major == 5 && minor >= 8);
+	d->bpf_usable = have_btf && privileged;
+	f->extra =
+	    json_pack("{s:s, s:b, s:s, s:b, s:b}", "btf", btf, "btf_present", have_btf, "kernel",
+		      rel, "cap_bpf_perfmon", bpf_perfmon, "cap_sys_admin", sys_admin);
+	snprintf(f->detail, sizeof(f->detail), "kernel %s; BTF %s %s; %s", rel, btf,
+		 have_btf ? "present" : "missing",
+		 privileged ? (bpf_perfmon ? "CAP_BPF and CAP_PERFMON held" : "CAP_SYS_ADMIN held")
+			    : "no CAP_BPF+CAP_PERFMON (not root)");
+	if (d->bpf_usable) {
+		snprintf(f->state, sizeof(f->state), "usable");
+		return;
+	}
+	snprintf(f->state, sizeof(f->state), have_btf ? "unprivileged" : "no-btf");
+	if (!have_btf)
+		snprintf(f->fix, sizeof(f->fix),
+			 "a kernel built with CONFIG_DEBUG_INFO_BTF=y (Debian's is, since 5.10): "
+			 "usaged's CO-RE program "
+			 "needs it");
+	else
+		snprintf(f->fix, sizeof(f->fix),
+			 "run usaged as root or with CAP_BPF and CAP_PERFMON%s: "
+			 "wattbus-usaged.service grants exactly "
+			 "those",
+			 new_enough ? "" : " (kernels before 5.8: CAP_SYS_ADMIN)");
+}
+
+/* ---- perf counters ---- */
+
+static void probe_perf(struct doctor *d)
+{
+	struct finding *f = &d->f[F_PERF];
+	struct perf_event_attr attr = {
+	    .type = PERF_TYPE_HARDWARE,
+	    .size = sizeof(attr),
+	    .config = PERF_COUNT_HW_CPU_CYCLES,
+	    .disabled = 1,
+	    .exclude_kernel = 1,
+	    .exclude_hv = 1,
+	};
+	int fd = (int)syscall(__NR_perf_event_open, &attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	int err = errno;
+	char path[PATH_MAX], paranoid[16] = "?";
+	snprintf(path, sizeof(path), "%s/sys/kernel/perf_event_paranoid", d->r.proc);
+	read_line(path, paranoid, sizeof(paranoid));
+	f->extra = json_pack("{s:b, s:s, s:s}", "cycles", fd >= 0, "error",
+			     fd >= 0 ? "" : strerror(err), "perf_event_paranoid", paranoid);
+	if (fd >= 0) {
+		close(fd);
+		d->perf_usable = true;
+		snprintf(f->state, sizeof(f->state), "usable");
+		snprintf(f->detail, sizeof(f->detail),
+			 "perf_event_open(cycles) works; perf_event_paranoid %s", paranoid);
+		return;
+	}
+	snprintf(f->state, sizeof(f->state), "unavailable");
+	snprintf(f->detail, sizeof(f->detail),
+		 "perf_event_open(cycles): %s; perf_event_paranoid %s", strerror(err), paranoid);
+	if (err == ENOENT || err == ENODEV || err == EOPNOTSUPP)
+		snprintf(f->fix, sizeof(f->fix),
+			 "no hardware PMU (usual in virtual machines: enable the vPMU); usaged "
+			 "counts CPU time only and "
+			 "estimd attributes by CPU time");
+	else
+		snprintf(f->fix, sizeof(f->fix),
+			 "CAP_PERFMON (wattbus-usaged.service has it) or `sysctl "
+			 "kernel.perf_event_paranoid=2`");
+}
+
+/* ---- cgroups and kubepods ---- */
+
+static void probe_cgroup(struct doctor *d)
+{
+	struct finding *f = &d->f[F_CGROUP], *k = &d->f[F_KUBEPODS];
+	char path[PATH_MAX], line[2048];
+	char v2[PATH_MAX] = "";
+	int nv1 = 0;
+	json_t *v1 = json_array();
+	snprintf(path, sizeof(path), "%s/self/mountinfo", d->r.proc);
+	FILE *fp = fopen(path, "re");
+	if (!fp) {
+		snprintf(f->state, sizeof(f->state), "unknown");
+		snprintf(f->detail, sizeof(f->detail), "%s: %s", path, strerror(errno));
+		f->extra = json_pack("{s:o}", "v1", v1);
+		snprintf(k->state, sizeof(k->state), "unknown");
+		return;
+	}
+	while (fgets(line, sizeof(line), fp)) {
+		/* "36 25 0:31 / /sys/fs/cgroup/cpu rw,... shared:15 - cgroup cgroup rw,cpu" */
+		char mp[PATH_MAX], fstype[32];
+		const char *sep = strstr(line, " - ");
+		if (!sep || sscanf(line, "%*s %*s %*s %*s %4095s", mp) != 1 ||
+		    sscanf(sep + 3, "%31s", fstype) != 1)
+			continue;
+		if (!strcmp(fstype, "cgroup2") && !v2[0])
+			snprintf(v2, sizeof(v2), "%s", mp);
+		else if (!strcmp(fstype, "cgroup")) {
+			nv1++;
+			json_array_append_new(v1, json_string(mp));
+		}
+	}
+	fclose(fp);
+	const char *version = v2[0] && nv1 ? "hybrid" : v2[0] ? "v2" : nv1 ? "v1" : "none";
+	snprintf(f->state, sizeof(f->state), "%s", version);
+	f->extra = json_pack("{s:s, s:s, s:o}", "version", version, "v2", v2, "v1", v1);
+	if (!strcmp(version, "hybrid"))
+		snprintf(f->detail, sizeof(f->detail), "v2 at %s and %d v1 hierarch%s", v2, nv1,
+			 nv1 == 1 ? "y" : "ies");
+	else if (!strcmp(version, "v2"))
+		snprintf(f->detail, sizeof(f->detail), "unified hierarchy at %s", v2);
+	else if (!strcmp(version, "v1"))
+		snprintf(f->detail, sizeof(f->detail), "%d v1 hierarch%s, no cgroup2", nv1,
+			 nv1 == 1 ? "y" : "ies");
+	else
+		snprintf(f->detail, sizeof(f->detail), "no cgroup file system mounted (%s)", path);
+	if (!strcmp(version, "none"))
+		snprintf(f->fix, sizeof(f->fix),
+			 "usaged maps processes to containers through cgroupfs; mount it");
+
+	/* kubepods: where the kubelet puts pods, at the top of a hierarchy (cgroupfs or systemd
+	 * driver). */
+	json_t *where = json_array();
+	k->extra = json_pack("{s:o}", "paths", where);
+	size_t n = json_array_size(v1);
+	for (size_t i = 0; i <= n; i++) {
+		const char *mp = i < n ? json_string_value(json_array_get(v1, i)) : v2;
+		if (!mp[0])
+			continue;
+		static const char *const names[] = {"kubepods.slice", "kubepods"};
+		for (size_t j = 0; j < 2; j++) {
+			char dir[PATH_MAX], p[PATH_MAX + 32];
+			sys_path(&d->r, mp, dir, sizeof(dir));
+			snprintf(p, sizeof(p), "%s/%s", dir, names[j]);
+			struct stat st;
+			if (stat(p, &st) == 0 && S_ISDIR(st.st_mode)) {
+				char shown[PATH_MAX + 32];
+				snprintf(shown, sizeof(shown), "%s/%s", mp, names[j]);
+				json_array_append_new(where, json_string(shown));
+			}
+		}
+	}
+	if (json_array_size(where)) {
+		snprintf(k->state, sizeof(k->state), "present");
+		snprintf(k->detail, sizeof(k->detail), "%s%s: pods get kepler_pod_* series",
+			 json_string_value(json_array_get(where, 0)),
+			 json_array_size(where) > 1 ? " (and more)" : "");
+	} else {
+		snprintf(k->state, sizeof(k->state), "absent");
+		snprintf(k->detail, sizeof(k->detail),
+			 "no kubepods cgroup: not a Kubernetes node (containers and "
+			 "processes are still measured)");
+	}
+}
+
+/* ---- which mode each stage takes ---- */
+
+static void summarize(struct doctor *d)
+{
+	struct stage_mode *p = &d->s[0], *u = &d->s[1], *e = &d->s[2];
+	p->stage = "powerd";
+	u->stage = "usaged";
+	e->stage = "estimd";
+	if (d->rapl_readable) {
+		snprintf(p->mode, sizeof(p->mode), "rapl");
+		snprintf(p->reason, sizeof(p->reason), "%d readable RAPL zone%s", d->rapl_readable,
+			 d->rapl_readable == 1 ? "" : "s");
+	} else if (d->msr_usable) {
+		snprintf(p->mode, sizeof(p->mode), "msr");
+		snprintf(p->reason, sizeof(p->reason),
+			 "no readable powercap zone; RAPL MSRs of this %s CPU are readable",
+			 d->meter_vendor);
+	} else if (d->hwmon_usable) {
+		snprintf(p->mode, sizeof(p->mode), "hwmon");
+		snprintf(p->reason, sizeof(p->reason),
+			 "no RAPL; %d hwmon power/energy meter file%s", d->hwmon_meters,
+			 d->hwmon_meters == 1 ? "" : "s");
+	} else {
+		snprintf(p->mode, sizeof(p->mode), "none");
+		if (d->rapl_root_only) {
+			snprintf(p->reason, sizeof(p->reason),
+				 "%d RAPL zone%s, but energy_uj is readable by root only "
+				 "(CVE-2020-8694) and this is uid %u",
+				 d->rapl_zones, d->rapl_zones == 1 ? "" : "s", (unsigned)geteuid());
+			snprintf(p->fix, sizeof(p->fix),
+				 "run powerd as root (wattbus-powerd.service does); `sudo wattbus "
+				 "doctor` shows its view");
+		} else {
+			snprintf(p->reason, sizeof(p->reason),
+				 "no readable meter: no RAPL, MSR or hwmon power meter");
+			snprintf(p->fix, sizeof(p->fix),
+				 "none needed: the pipeline runs in model mode; a meter script can "
+				 "publish power "
+				 "messages (wattbus pub)");
+		}
+	}
+	bool metered = strcmp(p->mode, "none") != 0;
+
+	if (d->bpf_usable) {
+		snprintf(u->mode, sizeof(u->mode), "bpf");
+		snprintf(u->reason, sizeof(u->reason),
+			 "BTF and BPF privileges present; hardware counters %s",
+			 d->perf_usable ? "available" : "unavailable (CPU time only)");
+	} else {
+		snprintf(u->mode, sizeof(u->mode), "procfs");
+		snprintf(u->reason, sizeof(u->reason), "%s", d->f[F_BPF].detail);
+		snprintf(u->fix, sizeof(u->fix), "%s", d->f[F_BPF].fix);
+	}
+
+	if (metered) {
+		snprintf(e->mode, sizeof(e->mode), "measured");
+		snprintf(e->reason, sizeof(e->reason),
+			 "powerd measures (%s): energy is split, not modelled; estimd "
+			 "also trains a model from it",
+			 p->mode);
+	} else {
+		snprintf(e->mode, sizeof(e->mode), "model");
+		snprintf(e->reason, sizeof(e->reason),
+			 "no meter: node energy comes from the power model "
+			 "(Kepler model-db weights)");
+		snprintf(e->fix, sizeof(e->fix), "%s", p->fix);
+	}
+}
+
+/* ---- output ---- */
+
+static void print_text(const struct doctor *d)
+{
+	printf("wattbus doctor: what this machine offers (uid %u; `sudo wattbus doctor` shows what "
+	       "the units get)\n\n",
+	       (unsigned)geteuid());
+	static const char *const labels[F_COUNT] = {"RAPL", "MSR",    "hwmon",	 "BPF",
+						    "perf", "cgroup", "kubepods"};
+	for (int i = 0; i < F_COUNT; i++) {
+		const struct finding *f = &d->f[i];
+		printf("%-9s %-12s %s\n", labels[i], f->state, f->detail);
+		if (f->fix[0])
+			printf("%-9s %-12s fix: %s\n", "", "", f->fix);
+	}
+	printf("\nstages\n");
+	for (int i = 0; i < 3; i++) {
+		const struct stage_mode *s = &d->s[i];
+		printf("  %-7s %-18s %s\n", s->stage,
+		       strcmp(s->mode, "none") ? s->mode : "none (model mode)", s->reason);
+		if (s->fix[0])
+			printf("  %-7s %-18s fix: %s\n", "", "", s->fix);
+	}
+}
+
+static int print_json(struct doctor *d)
+{
+	json_t *root = json_pack("{s:i, s:{s:s, s:s, s:s}}", "uid", (int)geteuid(), "roots",
+				 "sysfs", d->r.sys, "proc", d->r.proc, "dev", d->r.dev);
+	for (int i = 0; i < F_COUNT; i++) {
+		struct finding *f = &d->f[i];
+		json_t *o = f->extra ? f->extra : json_object();
+		f->extra = NULL;
+		json_object_set_new(o, "state", json_string(f->state));
+		json_object_set_new(o, "detail", json_string(f->detail));
+		json_object_set_new(o, "fix", json_string(f->fix));
+		json_object_set_new(root, f->what, o);
+	}
+	json_t *stages = json_object();
+	for (int i = 0; i < 3; i++)
+		json_object_set_new(stages, d->s[i].stage,
+				    json_pack("{s:s, s:s, s:s}", "mode", d->s[i].mode, "reason",
+					      d->s[i].reason, "fix", d->s[i].fix));
+	json_object_set_new(root, "stages", stages);
+	char *s = json_dumps(root, JSON_INDENT(2) | JSON_ENSURE_ASCII);
+	json_decref(root);
+	if (!s)
+		return 1;
+	puts(s);
+	free(s);
+	return 0;
+}
+
+static void doctor_usage(FILE *out)
+{
+	fprintf(
+	    out,
+	    "usage: wattbus doctor [--json] [--sysfs-root DIR] [--proc-root DIR] [--dev-root DIR]\n"
+	    "  --json            one JSON object instead of text\n"
+	    "  --sysfs-root DIR  where sysfs is (default /sys)\n"
+	    "  --proc-root DIR   where procfs is (default /proc)\n"
+	    "  --dev-root DIR    where /dev is (default /dev)\n");
+}
+
+int cmd_doctor(int argc, char **argv)
+{
+	static const struct option opts[] = {{"json", no_argument, NULL, 'j'},
+					     {"sysfs-root", required_argument, NULL, 's'},
+					     {"proc-root", required_argument, NULL, 'p'},
+					     {"dev-root", required_argument, NULL, 'd'},
+					     {"help", no_argument, NULL, 'h'},
+					     {NULL, 0, NULL, 0}};
+	struct doctor *dp = calloc(1, sizeof(*dp)); /* large text buffers: not on the stack */
+	if (!dp) {
+		fprintf(stderr, "wattbus doctor: out of memory\n");
+		return 1;
+	}
+	dp->r = (struct roots){"/sys", "/proc", "/dev"};
+	bool json = false;
+	int c;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'j':
+			json = true;
+			break;
+		case 's':
+			dp->r.sys = optarg;
+			break;
+		case 'p':
+			dp->r.proc = optarg;
+			break;
+		case 'd':
+			dp->r.dev = optarg;
+			break;
+		case 'h':
+			doctor_usage(stdout);
+			free(dp);
+			return 0;
+		default:
+			doctor_usage(stderr);
+			free(dp);
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "wattbus doctor: unexpected argument '%s'\n", argv[optind]);
+		doctor_usage(stderr);
+		free(dp);
+		return 2;
+	}
+	static const char *const what[F_COUNT] = {"rapl", "msr",    "hwmon",   "bpf",
+						  "perf", "cgroup", "kubepods"};
+	for (int i = 0; i < F_COUNT; i++)
+		dp->f[i].what = what[i];
+	probe_rapl(dp);
+	probe_msr(dp);
+	probe_hwmon(dp);
+	probe_bpf(dp);
+	probe_perf(dp);
+	probe_cgroup(dp);
+	summarize(dp);
+	int rc = 0;
+	if (json)
+		rc = print_json(dp);
+	else
+		print_text(dp);
+	for (int i = 0; i < F_COUNT; i++)
+		json_decref(dp->f[i].extra);
+	free(dp);
+	return rc;
+}

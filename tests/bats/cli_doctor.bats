@@ -1,0 +1,176 @@
+#!/usr/bin/env bats
+# wattbus doctor on fake sysfs/procfs/dev trees: which meters, BPF and cgroup
+# setup it finds, and the mode it predicts for powerd, usaged and estimd.
+
+load helper
+
+setup() {
+	# A world-readable place (the trees are also read as nobody below).
+	F=$(mktemp -d /tmp/wb-doctor.XXXXXX)
+	chmod 0755 "$F"
+	mkdir -p "$F/sys" "$F/proc/self" "$F/proc/sys/kernel" "$F/dev"
+}
+
+teardown() {
+	rm -rf "$F"
+}
+
+doctor() {
+	"$WATTBUS" doctor --sysfs-root "$F/sys" --proc-root "$F/proc" --dev-root "$F/dev" "$@"
+}
+
+rapl_zone() { # rapl_zone DIR NAME ENERGY_UJ
+	local d=$F/sys/class/powercap/$1
+	mkdir -p "$d"
+	echo "$2" >"$d/name"
+	echo "$3" >"$d/energy_uj"
+	echo 262143328850 >"$d/max_energy_range_uj"
+}
+
+@test "a readable RAPL tree: powerd rapl, estimd measured" {
+	rapl_zone intel-rapl:0 package-0 1000
+	rapl_zone intel-rapl:0:0 core 500
+	rapl_zone intel-rapl:1 package-1 2000
+	mkdir -p "$F/sys/class/powercap/dtpm" # a powercap entry that is no RAPL zone
+	run doctor --json
+	assert_success
+	[ "$(echo "$output" | jq -r '.rapl.state')" = readable ]
+	[ "$(echo "$output" | jq -r '.rapl.zones | length')" = 3 ]
+	[ "$(echo "$output" | jq -r '[.rapl.zones[].name] | sort | join(",")')" = core,package-0,package-1 ]
+	[ "$(echo "$output" | jq -r '.stages.powerd.mode')" = rapl ]
+	[ "$(echo "$output" | jq -r '.stages.powerd.reason')" = "3 readable RAPL zones" ]
+	[ "$(echo "$output" | jq -r '.stages.estimd.mode')" = measured ]
+	run doctor
+	assert_success
+	assert_output --regexp 'RAPL +readable +3 zones in .*/class/powercap: '
+	assert_output --regexp 'powerd +rapl +3 readable RAPL zones'
+	assert_output --regexp 'estimd +measured '
+}
+
+@test "energy_uj readable by root only, doctor as another user: the CVE-2020-8694 message" {
+	[ "$(id -u)" = 0 ] || skip "needs root to make root-only files and run as nobody"
+	rapl_zone intel-rapl:0 package-0 1000
+	rapl_zone intel-rapl:0:2 dram 10
+	chmod 0400 "$F"/sys/class/powercap/*/energy_uj
+	cp "$WATTBUS" "$F/wattbus" # reachable by nobody wherever the build is
+	run setpriv --reuid=65534 --regid=65534 --clear-groups "$F/wattbus" doctor --sysfs-root "$F/sys" \
+		--proc-root "$F/proc" --dev-root "$F/dev"
+	assert_success
+	assert_output --regexp 'RAPL +unreadable +2 zones in .*: .*package-0 \(unreadable\)'
+	assert_output --partial 'energy_uj is readable by root only since CVE-2020-8694'
+	assert_output --regexp 'powerd +none \(model mode\) +2 RAPL zones, but energy_uj is readable by root only \(CVE-2020-8694\) and this is uid 65534'
+	assert_output --regexp 'estimd +model '
+	# The same tree read as root: the unit's view.
+	run doctor --json
+	[ "$(echo "$output" | jq -r '.stages.powerd.mode')" = rapl ]
+	[ "$(echo "$output" | jq -r '.rapl.zones[0].mode')" = 256 ] # 0400
+}
+
+@test "nothing at all: model mode, procfs, and a fix for each" {
+	run doctor
+	assert_success
+	assert_output --regexp 'RAPL +absent +.*/class/powercap: No such file or directory'
+	assert_output --regexp 'MSR +absent +.*/cpu/0/msr: no such device; msr module not loaded'
+	assert_output --partial 'fix: `modprobe msr`'
+	assert_output --regexp 'hwmon +absent'
+	assert_output --regexp 'BPF +no-btf +kernel .*BTF .*/kernel/btf/vmlinux missing'
+	assert_output --regexp 'powerd +none \(model mode\) +no readable meter'
+	assert_output --regexp 'usaged +procfs '
+	assert_output --regexp 'estimd +model +no meter: node energy comes from the power model'
+	run doctor --json
+	assert_success
+	[ "$(echo "$output" | jq -r '.stages.powerd.mode, .stages.usaged.mode, .stages.estimd.mode' | tr '\n' ' ')" = "none procfs model " ]
+	[ "$(echo "$output" | jq -r '.cgroup.state')" = unknown ]
+}
+
+@test "no RAPL but a readable MSR on an Intel CPU: powerd msr; then an hwmon meter alone: hwmon" {
+	mkdir -p "$F/dev/cpu/0"
+	: >"$F/dev/cpu/0/msr"
+	printf 'processor\t: 0\nvendor_id\t: GenuineIntel\n' >"$F/proc/cpuinfo"
+	echo 'msr 16384 0 - Live 0x0000000000000000' >"$F/proc/modules"
+	run doctor --json
+	[ "$(echo "$output" | jq -r '.msr.state, .msr.module_loaded, .stages.powerd.mode' | tr '\n' ' ')" = "readable true msr " ]
+	[ "$(echo "$output" | jq -r '.stages.estimd.mode')" = measured ]
+	# A CPU without RAPL MSRs: msr is no meter.
+	printf 'vendor_id\t: CentaurHauls\n' >"$F/proc/cpuinfo"
+	run doctor --json
+	[ "$(echo "$output" | jq -r '.msr.state, .stages.powerd.mode' | tr '\n' ' ')" = "no-rapl none " ]
+	# An ACPI power meter through hwmon.
+	mkdir -p "$F/sys/class/hwmon/hwmon3"
+	echo power_meter >"$F/sys/class/hwmon/hwmon3/name"
+	echo 231000000 >"$F/sys/class/hwmon/hwmon3/power1_average"
+	echo 42 >"$F/sys/class/hwmon/hwmon3/power1_average_interval" # no meter file
+	echo 45000 >"$F/sys/class/hwmon/hwmon3/temp1_input"          # no meter file
+	run doctor --json
+	[ "$(echo "$output" | jq -r '.hwmon.state, (.hwmon.meters | length), .hwmon.meters[0].file' | tr '\n' ' ')" = "readable 1 power1_average " ]
+	[ "$(echo "$output" | jq -r '.stages.powerd.mode')" = hwmon ]
+}
+
+@test "BPF: BTF and CAP_BPF+CAP_PERFMON give bpf; without the capabilities procfs with the fix" {
+	mkdir -p "$F/sys/kernel/btf"
+	: >"$F/sys/kernel/btf/vmlinux"
+	echo 6.1.0-18-amd64 >"$F/proc/sys/kernel/osrelease"
+	printf 'Name:\twattbus\nCapEff:\t000000c000000000\n' >"$F/proc/self/status"
+	run doctor --json
+	[ "$(echo "$output" | jq -r '.bpf.state, .bpf.kernel, .bpf.cap_bpf_perfmon, .stages.usaged.mode' | tr '\n' ' ')" = "usable 6.1.0-18-amd64 true bpf " ]
+	printf 'Name:\twattbus\nCapEff:\t0000000000000000\n' >"$F/proc/self/status"
+	run doctor
+	assert_output --regexp 'BPF +unprivileged +kernel 6.1.0-18-amd64; BTF .* present; no CAP_BPF\+CAP_PERFMON'
+	assert_output --regexp 'usaged +procfs '
+	assert_output --partial 'fix: run usaged as root or with CAP_BPF and CAP_PERFMON: wattbus-usaged.service grants exactly those'
+	# Only CAP_SYS_ADMIN (older kernels) also loads BPF.
+	printf 'CapEff:\t0000000000200000\n' >"$F/proc/self/status"
+	echo 5.4.0 >"$F/proc/sys/kernel/osrelease"
+	run doctor --json
+	[ "$(echo "$output" | jq -r '.stages.usaged.mode')" = bpf ]
+}
+
+@test "cgroup version from mountinfo, and kubepods" {
+	cat >"$F/proc/self/mountinfo" <<-'EOF'
+		25 30 0:23 / /sys rw,nosuid shared:7 - sysfs sysfs rw
+		35 25 0:30 / /sys/fs/cgroup rw,nosuid shared:9 - cgroup2 cgroup2 rw,nsdelegate
+	EOF
+	mkdir -p "$F/sys/fs/cgroup/kubepods.slice/kubepods-burstable.slice"
+	run doctor --json
+	[ "$(echo "$output" | jq -r '.cgroup.state, .cgroup.v2, .kubepods.state, .kubepods.paths[0]' | tr '\n' ' ')" = "v2 /sys/fs/cgroup present /sys/fs/cgroup/kubepods.slice " ]
+	cat >"$F/proc/self/mountinfo" <<-'EOF'
+		35 25 0:30 / /sys/fs/cgroup/unified rw shared:9 - cgroup2 cgroup2 rw
+		36 25 0:31 / /sys/fs/cgroup/cpu,cpuacct rw shared:10 - cgroup cgroup rw,cpu,cpuacct
+		37 25 0:32 / /sys/fs/cgroup/memory rw shared:11 - cgroup cgroup rw,memory
+	EOF
+	rm -rf "$F/sys/fs/cgroup/kubepods.slice"
+	mkdir -p "$F/sys/fs/cgroup/memory/kubepods/besteffort"
+	run doctor
+	assert_output --regexp 'cgroup +hybrid +v2 at /sys/fs/cgroup/unified and 2 v1 hierarchies'
+	assert_output --regexp 'kubepods +present +/sys/fs/cgroup/memory/kubepods: pods get kepler_pod_\* series'
+	grep -v cgroup2 "$F/proc/self/mountinfo" >"$F/m" && mv "$F/m" "$F/proc/self/mountinfo"
+	run doctor --json
+	[ "$(echo "$output" | jq -r '.cgroup.state')" = v1 ]
+}
+
+@test "this machine: exit 0, valid JSON, and the cgroup version the file system type says" {
+	run "$WATTBUS" doctor --json
+	assert_success
+	version=$(echo "$output" | jq -r '.cgroup.state')
+	case $(stat -fc %T /sys/fs/cgroup) in
+	cgroup2fs) [ "$version" = v2 ] ;;
+	tmpfs) [ "$version" = v1 ] || [ "$version" = hybrid ] ;;
+	esac
+	[ -d /sys/fs/cgroup/unified ] && [ "$version" = hybrid ]
+	# powercap absent here means RAPL absent in the report.
+	if [ ! -d /sys/class/powercap ]; then
+		[ "$(echo "$output" | jq -r '.rapl.state')" = absent ]
+	fi
+	[ "$(echo "$output" | jq -r '.perf.state')" = usable ] || [ -n "$(echo "$output" | jq -r '.perf.fix')" ]
+}
+
+@test "usage errors exit 2" {
+	run "$WATTBUS" doctor --frobnicate
+	assert_failure 2
+	run "$WATTBUS" doctor extra
+	assert_failure 2
+	assert_output --partial "unexpected argument 'extra'"
+	run "$WATTBUS" doctor --help
+	assert_success
+	assert_output --partial '--sysfs-root DIR'
+}
