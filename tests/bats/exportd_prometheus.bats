@@ -70,22 +70,22 @@ near() {
 	ex_start
 	feeder feed1
 	prom_start
-	# at least 8 scrapes holding applied slots
-	wb_wait_for 40 bash -c '[ "$(curl -sS --get --data-urlencode "query=count_over_time(kepler_node_cpu_joules_total{zone=\"package\"}[1m])" "$0/api/v1/query" | jq -r ".data.result[0].value[1] // 0")" -ge 8 ]' "$PROM"
+	# at least 12 scrapes holding applied slots: a 10 s window is full
+	wb_wait_for 60 bash -c '[ "$(curl -sS --get --data-urlencode "query=count_over_time(kepler_node_cpu_joules_total{zone=\"package\"}[1m])" "$0/api/v1/query" | jq -r ".data.result[0].value[1] // 0")" -ge 12 ]' "$PROM"
 
 	near "$(promval 'kepler_node_cpu_watts{zone="package"}')" 10 0.000001
 	near "$(promval 'kepler_node_cpu_active_watts{zone="dram"}')" 1 0.000001
-	near "$(promval 'rate(kepler_node_cpu_joules_total{zone="package"}[6s])')" 10 1.5
-	near "$(promval 'rate(kepler_node_cpu_idle_joules_total{zone="package"}[6s])')" 4 0.6
-	near "$(promval 'sum(rate(kepler_process_cpu_joules_total{comm="stress"}[6s]))')" 3.5 0.5
-	near "$(promval 'rate(kepler_process_cpu_joules_total{comm="nginx",zone="package"}[6s])')" 1.5 0.25
-	near "$(promval 'rate(kepler_container_cpu_joules_total{container_id="c0ffee",zone="package"}[6s])')" 1.5 0.25
-	near "$(promval 'rate(kepler_pod_cpu_joules_total{pod_id="pod-1",zone="dram"}[6s])')" 0.25 0.05
-	near "$(promval 'rate(kepler_vm_cpu_joules_total{vm_id="vm-1",zone="package"}[6s])')" 0.75 0.15
-	near "$(promval 'rate(kepler_process_cpu_seconds_total{comm="stress"}[6s])')" 0.5 0.08
-	near "$(promval 'rate(kepler_container_cpu_seconds_total[6s])')" 0.25 0.04
+	near "$(promval 'rate(kepler_node_cpu_joules_total{zone="package"}[10s])')" 10 1.5
+	near "$(promval 'rate(kepler_node_cpu_idle_joules_total{zone="package"}[10s])')" 4 0.6
+	near "$(promval 'sum(rate(kepler_process_cpu_joules_total{comm="stress"}[10s]))')" 3.5 0.5
+	near "$(promval 'rate(kepler_process_cpu_joules_total{comm="nginx",zone="package"}[10s])')" 1.5 0.25
+	near "$(promval 'rate(kepler_container_cpu_joules_total{container_id="c0ffee",zone="package"}[10s])')" 1.5 0.25
+	near "$(promval 'rate(kepler_pod_cpu_joules_total{pod_id="pod-1",zone="dram"}[10s])')" 0.25 0.05
+	near "$(promval 'rate(kepler_vm_cpu_joules_total{vm_id="vm-1",zone="package"}[10s])')" 0.75 0.15
+	near "$(promval 'rate(kepler_process_cpu_seconds_total{comm="stress"}[10s])')" 0.5 0.08
+	near "$(promval 'rate(kepler_container_cpu_seconds_total[10s])')" 0.25 0.04
 	# 7/8 of the active energy goes to processes (the rest is unattributed)
-	near "$(promval 'sum(rate(kepler_process_cpu_joules_total[6s])) / sum(rate(kepler_node_cpu_active_joules_total[6s]))')" 0.875 0.02
+	near "$(promval 'sum(rate(kepler_process_cpu_joules_total[10s])) / sum(rate(kepler_node_cpu_active_joules_total[10s]))')" 0.875 0.02
 	near "$(promval 'kepler_node_cpu_usage_ratio')" 0.375 0.000001
 	[ "$(promval 'count(kepler_node_cpu_joules_total)')" = 2 ]
 	[ "$(promval 'count(kepler_process_cpu_watts)')" = 6 ]
@@ -167,12 +167,12 @@ near() {
 	feeder feed2 --start $(( ($(date +%s) - 5) * 1000000000 ))
 	wb_wait_lines "$BATS_TEST_TMPDIR/exportd.log" 1 10 'restarted (epoch'
 	n0=$(promval 'count_over_time(kepler_node_cpu_joules_total{zone="package"}[1m])')
-	wb_wait_for 40 bash -c '[ "$(curl -sS --get --data-urlencode "query=count_over_time(kepler_node_cpu_joules_total{zone=\"package\"}[1m])" "$0/api/v1/query" | jq -r ".data.result[0].value[1] // 0")" -ge "$1" ]' "$PROM" $((n0 + 5))
+	wb_wait_for 40 bash -c '[ "$(curl -sS --get --data-urlencode "query=count_over_time(kepler_node_cpu_joules_total{zone=\"package\"}[1m])" "$0/api/v1/query" | jq -r ".data.result[0].value[1] // 0")" -ge "$1" ]' "$PROM" $((n0 + 10))
 	[ "$(promval 'resets(kepler_node_cpu_joules_total{zone="package"}[1m])')" = 0 ]
 	[ "$(promval 'sum(resets(kepler_process_cpu_joules_total[1m]))')" = 0 ]
 	[ "$(promval 'sum(resets(kepler_container_cpu_seconds_total[1m]))')" = 0 ]
 	[ "$(promval 'wattbus_exportd_estimates_rejected_total{reason="stale"}')" -ge 2 ]
-	near "$(promval 'rate(kepler_node_cpu_joules_total{zone="package"}[4s])')" 10 1.5
+	near "$(promval 'rate(kepler_node_cpu_joules_total{zone="package"}[8s])')" 10 1.5
 	# no slot lost or counted twice: the total is exactly 10 J per applied slot (one scrape)
 	ex_metrics >"$BATS_TEST_TMPDIR/m.txt"
 	applied=$(grep -F 'wattbus_exportd_estimates_total{host="node-a"}' "$BATS_TEST_TMPDIR/m.txt" | awk '{print $NF}')
