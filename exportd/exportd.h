@@ -1,6 +1,6 @@
 /*
- * exportd's private header: the configuration and the modules' prototypes,
- * grouped by file. The modules are pure (no sockets, no clock reads) so that
+ * exportd's private header: the modules' prototypes, grouped by file. rbuf,
+ * accum, stages, render and cpuinfo are pure (no sockets, no clock reads) so that
  * tests/unit/test_exportd_*.c drive them directly; main.c and http.c do the I/O.
  */
 #ifndef WB_EXPORTD_H
