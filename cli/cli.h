@@ -17,6 +17,8 @@ int cmd_pub(int argc, char **argv);
 int cmd_keygen(int argc, char **argv);
 /* doctor.c */
 int cmd_doctor(int argc, char **argv);
+/* top.c */
+int cmd_top(int argc, char **argv);
 
 /* main.c: shared helpers */
 /* Parse a positive number of milliseconds or a duration ("2s"); exits 2 on error. */

@@ -23,6 +23,7 @@ static const struct {
 	{"pub", cmd_pub, "ENDPOINT   publish JSON lines from stdin as msgpack messages"},
 	{"keygen", cmd_keygen, "NAME   make a CURVE certificate pair (NAME, NAME_secret) for tcp:// endpoints"},
 	{"doctor", cmd_doctor, "   what this machine offers (RAPL, MSR, hwmon, BPF, perf, cgroups) and each stage's mode"},
+	{"top", cmd_top, "[ENDPOINT]   live watts per zone, process, container and pod from estimd (--plain for scripts)"},
 };
 
 static void usage(FILE *out)

@@ -1,0 +1,499 @@
+/*
+ * wattbus top: a live view of estimd's estimate messages in a plain terminal
+ * (ANSI clear and home only, so it works over ssh): node watts per zone,
+ * idle and active, then the processes, containers, pods and VMs using the most.
+ * --plain prints the same frames without escape codes, for scripts and tests.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bus.h"
+#include "cli.h"
+#include "clock.h"
+#include "codec.h"
+
+#define TOP_MAX_HOSTS 64
+#define TOP_MIN_WIDTH 40
+
+struct top_opts {
+	bool plain;
+	long long count; /* frames to draw, -1: until interrupted */
+	uint64_t timeout_ns;
+	const char *host; /* only this host */
+	int rows;	  /* rows per table; 0: fit the terminal */
+	int width;	  /* 0: $COLUMNS, the terminal, or 80 */
+};
+
+struct top_host {
+	char host[sizeof(((struct wb_envelope *)0)->host)];
+	struct wb_msg msg; /* the latest estimate, owned */
+};
+
+struct top {
+	struct top_opts o;
+	struct top_host hosts[TOP_MAX_HOSTS];
+	size_t nhosts;
+	struct wb_stats stats; /* rejected frames */
+	uint64_t dropped_hosts;
+};
+
+/* One table row: a workload, its watts and CPU share in the slot. */
+struct top_row {
+	double w;
+	double cpu_pct;
+	const char *label;
+	char extra[80];
+	uint64_t pid;
+};
+
+/* The runtime directory as lib/daemon.c computes it when [global] runtime_dir is unset. */
+static void top_runtime_dir(char *buf, size_t size)
+{
+	const char *xdg = getenv("XDG_RUNTIME_DIR");
+	if (geteuid() == 0)
+		snprintf(buf, size, "/run/wattbus");
+	else if (xdg && xdg[0])
+		snprintf(buf, size, "%s/wattbus", xdg);
+	else
+		snprintf(buf, size, "/tmp/wattbus-%u", (unsigned)geteuid());
+}
+
+static int top_width(const struct top_opts *o)
+{
+	if (o->width > 0)
+		return o->width;
+	const char *cols = getenv("COLUMNS");
+	if (cols && atoi(cols) > 0)
+		return atoi(cols);
+	struct winsize ws;
+	if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+		return ws.ws_col;
+	return 80;
+}
+
+static int top_height(void)
+{
+	struct winsize ws;
+	if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_row > 0)
+		return ws.ws_row;
+	const char *lines = getenv("LINES");
+	return lines && atoi(lines) > 0 ? atoi(lines) : 0;
+}
+
+/*
+ * Which zones add up to the node without counting anything twice: psys or
+ * platform meters cover the whole machine; otherwise package + dram (+ gpu,
+ * other), since core and uncore are parts of package.
+ */
+static void top_zone_set(const struct wb_estimate *e, bool *use, char *label, size_t size)
+{
+	bool whole = false, parts = false;
+	for (size_t i = 0; i < e->n_zones; i++) {
+		const char *k = e->zones[i].zone;
+		whole |= !strcmp(k, "psys") || !strcmp(k, "platform");
+		parts |= !strcmp(k, "package") || !strcmp(k, "dram") || !strcmp(k, "gpu") ||
+			 !strcmp(k, "other");
+	}
+	label[0] = '\0';
+	for (size_t i = 0; i < e->n_zones; i++) {
+		const char *k = e->zones[i].zone;
+		if (whole)
+			use[i] = !strcmp(k, "psys") || !strcmp(k, "platform");
+		else if (parts)
+			use[i] = strcmp(k, "core") != 0 && strcmp(k, "uncore") != 0;
+		else
+			use[i] = true;
+		if (use[i] && !strstr(label, k)) {
+			size_t len = strlen(label);
+			snprintf(label + len, size - len, "%s%s", len ? "+" : "", k);
+		}
+	}
+}
+
+/* Watts of a per-zone energy array over the chosen zones: uJ / ns * 1e3 = W. */
+static double top_watts(const uint64_t *uj, size_t n, const bool *use, size_t nzones,
+			uint64_t dt_ns)
+{
+	double sum = 0;
+	for (size_t i = 0; i < n && i < nzones; i++)
+		if (use[i])
+			sum += (double)uj[i];
+	return sum * 1e3 / (double)dt_ns;
+}
+
+static int row_cmp(const void *a, const void *b)
+{
+	const struct top_row *x = a, *y = b;
+	if (x->w != y->w)
+		return x->w > y->w ? -1 : 1;
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	return strcmp(x->label, y->label);
+}
+
+/* A line cut to the terminal width (bytes; names on the bus are ASCII in practice). */
+static void put_line(int width, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put_line(int width, const char *fmt, ...)
+{
+	char buf[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	if (width > 0 && width < (int)sizeof(buf))
+		buf[width] = '\0';
+	/* trailing blanks would wrap on a terminal exactly that wide */
+	size_t len = strlen(buf);
+	while (len && buf[len - 1] == ' ')
+		buf[--len] = '\0';
+	puts(buf);
+}
+
+static void table(const char *title, struct top_row *rows, size_t n, int limit, bool procs,
+		  int width)
+{
+	if (!n)
+		return;
+	qsort(rows, n, sizeof(*rows), row_cmp);
+	put_line(width, "%s", "");
+	if (procs)
+		put_line(width, "%-12s %9s %7s %8s  %-15s %s", title, "W", "CPU%", "PID", "COMM",
+			 "CONTAINER");
+	else
+		put_line(width, "%-12s %9s %7s  %s", title, "W", "CPU%", "NAME");
+	size_t shown = limit > 0 && (size_t)limit < n ? (size_t)limit : n;
+	for (size_t i = 0; i < shown; i++) {
+		if (procs)
+			put_line(width, "%-12s %9.3f %7.1f %8llu  %-15s %s", "", rows[i].w,
+				 rows[i].cpu_pct, (unsigned long long)rows[i].pid, rows[i].label,
+				 rows[i].extra);
+		else
+			put_line(width, "%-12s %9.3f %7.1f  %s%s", "", rows[i].w, rows[i].cpu_pct,
+				 rows[i].label, rows[i].extra);
+	}
+	if (shown < n)
+		put_line(width, "%-12s (%zu more)", "", n - shown);
+}
+
+static size_t group_rows(const struct wb_est_group *g, size_t n, const bool *use, size_t nzones,
+			 uint64_t dt_ns, struct top_row *rows)
+{
+	for (size_t i = 0; i < n; i++) {
+		rows[i] = (struct top_row){
+		    .w = top_watts(g[i].energy_uj, g[i].n_energy_uj, use, nzones, dt_ns),
+		    .cpu_pct = (double)g[i].cpu_ns * 100.0 / (double)dt_ns,
+		    .label = g[i].name[0] ? g[i].name : g[i].id,
+		};
+		if (g[i].name[0] && strcmp(g[i].name, g[i].id))
+			snprintf(rows[i].extra, sizeof(rows[i].extra), " (%.12s)", g[i].id);
+	}
+	return n;
+}
+
+/* One host's block: header, zones, then the tables, cut to width (and height when known). */
+static void render_host(const struct top *t, const struct wb_estimate *e, int width, int height)
+{
+	uint64_t dt_ns = e->t1 > e->t0 ? e->t1 - e->t0 : 1;
+	double dt_s = (double)dt_ns / 1e9;
+	bool use[256];
+	char label[128];
+	top_zone_set(e, use, label, sizeof(label));
+
+	time_t sec = (time_t)(e->t1 / WB_NS_PER_SEC);
+	struct tm tm;
+	char when[32] = "?";
+	if (localtime_r(&sec, &tm))
+		strftime(when, sizeof(when), "%H:%M:%S", &tm);
+	put_line(width, "host %s  slot ending %s (%.3f s)  %s%s%s  CPU %.1f%% of %u", e->env.host,
+		 when, dt_s, e->mode, e->model[0] ? " " : "", e->model, e->cpu_usage_ratio * 100.0,
+		 (unsigned)e->ncpu);
+	put_line(width, "%s", "");
+	put_line(width, "%-12s %9s %9s %9s %9s", "ZONE", "TOTAL W", "ACTIVE W", "IDLE W",
+		 "UNATTR W");
+	double tot = 0, act = 0, idle = 0, un = 0;
+	for (size_t i = 0; i < e->n_zones; i++) {
+		const struct wb_est_zone *z = &e->zones[i];
+		double w = (double)z->energy_uj * 1e3 / (double)dt_ns,
+		       a = (double)z->active_uj * 1e3 / (double)dt_ns,
+		       id = (double)z->idle_uj * 1e3 / (double)dt_ns,
+		       u = (double)z->unattributed_uj * 1e3 / (double)dt_ns;
+		put_line(width, "%-12s %9.3f %9.3f %9.3f %9.3f", z->name, w, a, id, u);
+		if (i < 256 && use[i]) {
+			tot += w;
+			act += a;
+			idle += id;
+			un += u;
+		}
+	}
+	if (e->n_zones > 1)
+		put_line(width, "%-12s %9.3f %9.3f %9.3f %9.3f  (%s)", "node", tot, act, idle, un,
+			 label);
+
+	/* Rows per table: what --rows says, or what fits the terminal. */
+	size_t ngroups = (e->n_containers > 0) + (e->n_pods > 0) + (e->n_vms > 0);
+	int limit = t->o.rows;
+	int group_limit = t->o.rows;
+	if (limit <= 0) {
+		group_limit = 5;
+		limit = 10;
+		if (height > 0) {
+			int used = 4 + (int)e->n_zones + (e->n_zones > 1) + 3 +
+				   (int)ngroups * (group_limit + 3);
+			limit = height - used > 3 ? height - used : 3;
+		}
+	}
+
+	size_t nmax = e->n_procs;
+	if (e->n_containers > nmax)
+		nmax = e->n_containers;
+	if (e->n_pods > nmax)
+		nmax = e->n_pods;
+	if (e->n_vms > nmax)
+		nmax = e->n_vms;
+	struct top_row *rows = calloc(nmax ? nmax : 1, sizeof(*rows));
+	if (!rows) {
+		put_line(width, "(out of memory)");
+		return;
+	}
+	size_t live = 0;
+	for (size_t i = 0; i < e->n_procs; i++) {
+		const struct wb_est_proc *p = &e->procs[i];
+		rows[live] = (struct top_row){
+		    .w = top_watts(p->energy_uj, p->n_energy_uj, use, e->n_zones, dt_ns),
+		    .cpu_pct = (double)p->cpu_ns * 100.0 / (double)dt_ns,
+		    .label = p->comm,
+		    .pid = p->pid,
+		};
+		snprintf(rows[live].extra, sizeof(rows[live].extra), "%.12s%s", p->container_id,
+			 p->exited ? (p->container_id[0] ? " (exited)" : "(exited)") : "");
+		live++;
+	}
+	table("PROCESSES", rows, live, limit, true, width);
+	table("CONTAINERS", rows,
+	      group_rows(e->containers, e->n_containers, use, e->n_zones, dt_ns, rows), group_limit,
+	      false, width);
+	table("PODS", rows, group_rows(e->pods, e->n_pods, use, e->n_zones, dt_ns, rows),
+	      group_limit, false, width);
+	table("VMS", rows, group_rows(e->vms, e->n_vms, use, e->n_zones, dt_ns, rows), group_limit,
+	      false, width);
+	free(rows);
+}
+
+static int host_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct top_host *)a)->host, ((const struct top_host *)b)->host);
+}
+
+static void render(struct top *t)
+{
+	int width = top_width(&t->o);
+	if (width < TOP_MIN_WIDTH)
+		width = TOP_MIN_WIDTH;
+	int height = t->o.plain ? 0 : top_height();
+	if (!t->o.plain)
+		fputs("\033[H\033[2J", stdout); /* home, clear: all a plain terminal needs */
+	qsort(t->hosts, t->nhosts, sizeof(t->hosts[0]), host_cmp);
+	for (size_t i = 0; i < t->nhosts; i++) {
+		if (i)
+			put_line(width, "%s", "");
+		render_host(t, &t->hosts[i].msg.estimate, width, t->nhosts == 1 ? height : 0);
+	}
+	if (t->stats.rejected || t->dropped_hosts)
+		put_line(width, "\n(%llu rejected frames, %llu estimates from hosts beyond %d)",
+			 (unsigned long long)t->stats.rejected,
+			 (unsigned long long)t->dropped_hosts, TOP_MAX_HOSTS);
+	if (t->o.plain)
+		put_line(width, "%s", "");
+	fflush(stdout);
+}
+
+/* Keep msg as the host's latest estimate (takes ownership). False when it is not shown. */
+static bool top_take(struct top *t, struct wb_msg *msg)
+{
+	const char *host = msg->estimate.env.host;
+	if (t->o.host && strcmp(host, t->o.host)) {
+		wb_msg_clear(msg);
+		return false;
+	}
+	struct top_host *h = NULL;
+	for (size_t i = 0; i < t->nhosts && !h; i++)
+		if (!strcmp(t->hosts[i].host, host))
+			h = &t->hosts[i];
+	if (!h) {
+		if (t->nhosts == TOP_MAX_HOSTS) {
+			t->dropped_hosts++;
+			wb_msg_clear(msg);
+			return false;
+		}
+		h = &t->hosts[t->nhosts++];
+		snprintf(h->host, sizeof(h->host), "%s", host);
+	} else {
+		wb_msg_clear(&h->msg);
+	}
+	h->msg = *msg;
+	return true;
+}
+
+static void top_usage(FILE *out)
+{
+	fprintf(
+	    out,
+	    "usage: wattbus top [--once | --count N] [--plain] [--timeout DURATION] [--host HOST]\n"
+	    "                   [--rows N] [--width N] [ENDPOINT]\n"
+	    "  ENDPOINT         estimd's publisher (default ipc://RUNTIME_DIR/estimd.sock: "
+	    "/run/wattbus as\n"
+	    "                   root, else $XDG_RUNTIME_DIR/wattbus, else /tmp/wattbus-UID)\n"
+	    "  -1, --once       draw one frame and exit (--count 1)\n"
+	    "  -n, --count N    exit after N frames\n"
+	    "  -p, --plain      no escape codes: frames one after another, for scripts\n"
+	    "  -t, --timeout D  give up (exit 1) when no estimate arrives for this long (e.g. "
+	    "10s)\n"
+	    "  -H, --host HOST  only this host's estimates\n"
+	    "  -r, --rows N     rows per table (default: fit the terminal; 10 with --plain)\n"
+	    "  -w, --width N    line width (default: $COLUMNS, the terminal's, or 80)\n");
+}
+
+int cmd_top(int argc, char **argv)
+{
+	static const struct option opts[] = {{"once", no_argument, NULL, '1'},
+					     {"count", required_argument, NULL, 'n'},
+					     {"plain", no_argument, NULL, 'p'},
+					     {"timeout", required_argument, NULL, 't'},
+					     {"host", required_argument, NULL, 'H'},
+					     {"rows", required_argument, NULL, 'r'},
+					     {"width", required_argument, NULL, 'w'},
+					     {"help", no_argument, NULL, 'h'},
+					     {NULL, 0, NULL, 0}};
+	struct top *t = calloc(1, sizeof(*t));
+	if (!t) {
+		fprintf(stderr, "wattbus top: out of memory\n");
+		return 1;
+	}
+	t->o.count = -1;
+	int c, rc = 0;
+	char *end;
+	while ((c = getopt_long(argc, argv, "1n:pt:H:r:w:h", opts, NULL)) != -1) {
+		switch (c) {
+		case '1':
+			t->o.count = 1;
+			break;
+		case 'n':
+			t->o.count = strtoll(optarg, &end, 10);
+			if (*end || t->o.count < 1) {
+				fprintf(stderr,
+					"wattbus top: --count: '%s' is not a positive number\n",
+					optarg);
+				rc = 2;
+			}
+			break;
+		case 'p':
+			t->o.plain = true;
+			break;
+		case 't':
+			t->o.timeout_ns = cli_duration_ns("top", "--timeout", optarg);
+			break;
+		case 'H':
+			t->o.host = optarg;
+			break;
+		case 'r':
+		case 'w': {
+			long v = strtol(optarg, &end, 10);
+			if (*end || v < 1 || v > 100000) {
+				fprintf(stderr,
+					"wattbus top: --%s: '%s' is not a positive number\n",
+					c == 'r' ? "rows" : "width", optarg);
+				rc = 2;
+			}
+			*(c == 'r' ? &t->o.rows : &t->o.width) = (int)v;
+			break;
+		}
+		case 'h':
+			top_usage(stdout);
+			free(t);
+			return 0;
+		default:
+			rc = 2;
+		}
+	}
+	if (!rc && argc - optind > 1) {
+		fprintf(stderr, "wattbus top: one ENDPOINT at most\n");
+		rc = 2;
+	}
+	if (rc) {
+		top_usage(stderr);
+		free(t);
+		return rc;
+	}
+	char ep[PATH_MAX + 32], dir[PATH_MAX];
+	if (optind < argc) {
+		snprintf(ep, sizeof(ep), "%s", argv[optind]);
+	} else {
+		top_runtime_dir(dir, sizeof(dir));
+		snprintf(ep, sizeof(ep), "ipc://%s/estimd.sock", dir);
+	}
+	if (t->o.plain && !t->o.rows)
+		t->o.rows = 10;
+
+	struct wb_sub *sub = wb_sub_new(NULL);
+	char prefix[WB_TOPIC_MAX];
+	snprintf(prefix, sizeof(prefix), "estimate/%s", t->o.host ? t->o.host : "");
+	if (!sub || wb_sub_connect(sub, ep) < 0 || wb_sub_subscribe(sub, prefix) < 0) {
+		wb_sub_destroy(&sub);
+		free(t);
+		return 1;
+	}
+	if (!t->o.plain) {
+		fputs("\033[H\033[2J", stdout);
+		printf("wattbus top: waiting for estimates on %s\n", ep);
+		fflush(stdout);
+	}
+	long long frames = 0;
+	uint64_t last = wb_mono_ns();
+	while (!cli_interrupted() && (t->o.count < 0 || frames < t->o.count)) {
+		if (t->o.timeout_ns && wb_mono_ns() - last >= t->o.timeout_ns) {
+			fprintf(stderr, "wattbus top: no estimate on %s for %.1f s\n", ep,
+				(double)t->o.timeout_ns / 1e9);
+			rc = 1;
+			break;
+		}
+		zmq_pollitem_t it = {zsock_resolve(wb_sub_sock(sub)), 0, ZMQ_POLLIN, 0};
+		if (zmq_poll(&it, 1, 200) <= 0 || !(it.revents & ZMQ_POLLIN))
+			continue;
+		/* Drain what is queued, then draw once: a slow terminal never falls behind the bus.
+		 */
+		bool got = false;
+		for (;;) {
+			struct wb_msg msg;
+			struct wb_rx rx;
+			struct wb_err err;
+			int r = wb_sub_try_recv(sub, &msg, &rx, &err, &t->stats);
+			if (r < 0)
+				break;
+			if (r == 0)
+				continue; /* rejected: counted, logged rate-limited */
+			if (msg.kind != WB_ESTIMATE) {
+				wb_msg_clear(&msg);
+				continue;
+			}
+			got |= top_take(t, &msg);
+		}
+		if (!got)
+			continue;
+		last = wb_mono_ns();
+		render(t);
+		frames++;
+	}
+	for (size_t i = 0; i < t->nhosts; i++)
+		wb_msg_clear(&t->hosts[i].msg);
+	wb_sub_destroy(&sub);
+	free(t);
+	return rc;
+}
