@@ -310,6 +310,16 @@ static void on_model(struct wb_daemon *d, const struct wb_msg *msg, const struct
 	use_model(app, m, "switched to");
 }
 
+static bool same_list(const struct wb_strlist *a, const struct wb_strlist *b)
+{
+	if (a->n != b->n)
+		return false;
+	for (size_t i = 0; i < a->n; i++)
+		if (strcmp(a->v[i], b->v[i]) != 0)
+			return false;
+	return true;
+}
+
 static int on_reload(struct wb_daemon *d, void *new_conf, void *arg)
 {
 	struct app *app = arg;
@@ -324,8 +334,10 @@ static int on_reload(struct wb_daemon *d, void *new_conf, void *arg)
 	}
 	estimator_set_conf(app->est, &ec);
 	use_model(app, m, "reloaded");
-	if (strcmp(c->pub, app->conf->pub) != 0)
-		log_warnx("reload: a new pub endpoint needs a restart");
+	if (strcmp(c->pub, app->conf->pub) != 0 || !same_list(&c->sub, &app->conf->sub) ||
+	    !same_list(&c->model_from, &app->conf->model_from))
+		log_warnx(
+		    "reload: new pub, sub or model_from endpoints take effect at the next restart");
 	app->conf = c;
 	return 0;
 }
