@@ -413,9 +413,14 @@ void wb_conf_print_ini(const struct wb_conf_section *sec, const char *summary, v
 		while (*p) {
 			size_t n = strlen(p);
 			if (n > 76) {
-				n = 76;
-				while (n > 20 && p[n] != ' ')
-					n--;
+				/* Break at the last space before column 76, or after a longer word. */
+				size_t cut = 76;
+				while (cut > 0 && p[cut] != ' ')
+					cut--;
+				if (cut == 0)
+					while (p[cut] && p[cut] != ' ')
+						cut++;
+				n = cut;
 			}
 			fprintf(out, "# %.*s\n", (int)n, p);
 			p += n;

@@ -208,7 +208,7 @@ static int add_flag(struct wb_daemon *d, int sec, const struct wb_conf_key *k, c
 static void parse_args(struct wb_daemon *d, int argc, char **argv, bool *check_only)
 {
 	size_t nkeys = NGLOBAL + d->stage->nkeys;
-	struct option *opts = calloc(nkeys + 7, sizeof(*opts));
+	struct option *opts = calloc(2 * nkeys + 7, sizeof(*opts));
 	if (!opts)
 		fatalx(WB_EXIT_FAILURE, "out of memory");
 	size_t n = 0;
@@ -218,10 +218,27 @@ static void parse_args(struct wb_daemon *d, int argc, char **argv, bool *check_o
 	opts[n++] = (struct option){"help", no_argument, NULL, 'h'};
 	opts[n++] = (struct option){"version", no_argument, NULL, 'V'};
 	opts[n++] = (struct option){"print-config", no_argument, NULL, 'P'};
-	for (size_t i = 0; i < d->stage->nkeys; i++)
-		opts[n++] = (struct option){d->stage->keys[i].name, required_argument, NULL, 1000 + (int)i};
-	for (size_t i = 0; i < NGLOBAL; i++)
-		opts[n++] = (struct option){global_keys[i].name, required_argument, NULL, 2000 + (int)i};
+	/* Every key is a flag, spelt as in the file (--model_from) or with dashes (--model-from). */
+	char **dashed = calloc(2 * nkeys + 1, sizeof(*dashed));
+	size_t ndashed = 0;
+	if (!dashed)
+		fatalx(WB_EXIT_FAILURE, "out of memory");
+	for (size_t i = 0; i < nkeys; i++) {
+		bool global = i >= d->stage->nkeys;
+		const char *name = global ? global_keys[i - d->stage->nkeys].name : d->stage->keys[i].name;
+		int val = global ? 2000 + (int)(i - d->stage->nkeys) : 1000 + (int)i;
+		opts[n++] = (struct option){name, required_argument, NULL, val};
+		if (strchr(name, '_')) {
+			char *alias = strdup(name);
+			if (!alias)
+				fatalx(WB_EXIT_FAILURE, "out of memory");
+			for (char *p = alias; *p; p++)
+				if (*p == '_')
+					*p = '-';
+			dashed[ndashed++] = alias;
+			opts[n++] = (struct option){alias, required_argument, NULL, val};
+		}
+	}
 
 	int c;
 	opterr = 0;
@@ -234,9 +251,16 @@ static void parse_args(struct wb_daemon *d, int argc, char **argv, bool *check_o
 			break;
 		case 'n': *check_only = true; break;
 		case 'v': d->verbose = true; break;
-		case 'h': usage(d, stdout); exit(WB_EXIT_OK);
-		case 'V': printf("wattbus-%s %s\n", d->stage->name, WB_VERSION); exit(WB_EXIT_OK);
+		case 'h':
+			free(opts);
+			usage(d, stdout);
+			exit(WB_EXIT_OK);
+		case 'V':
+			free(opts);
+			printf("wattbus-%s %s\n", d->stage->name, WB_VERSION);
+			exit(WB_EXIT_OK);
 		case 'P': {
+			free(opts);
 			struct wb_conf_section secs[2];
 			sections(d, &d->global, d->conf, secs);
 			wb_conf_print_ini(&secs[0], "Shared by every stage.", stdout);
@@ -263,6 +287,9 @@ static void parse_args(struct wb_daemon *d, int argc, char **argv, bool *check_o
 		exit(WB_EXIT_USAGE);
 	}
 	free(opts);
+	for (size_t i = 0; i < ndashed; i++)
+		free(dashed[i]);
+	free(dashed);
 	if (!d->config_path) {
 		const char *env = getenv("WATTBUS_CONF");
 		if (env && env[0]) {
@@ -489,13 +516,36 @@ int wb_daemon_timer(struct wb_daemon *d, uint64_t interval_ns, zloop_timer_fn *f
 	return zloop_timer(d->loop, ms ? ms : 1, 0, fn, arg);
 }
 
+/* Arm a periodic CLOCK_REALTIME timer at the next multiple of interval_ns; cancelled when the clock is set. */
+static int grid_arm(int fd, uint64_t interval_ns)
+{
+	uint64_t first = wb_grid_next(wb_now_ns(), interval_ns);
+	struct itimerspec its = {
+		.it_value = {(time_t)(first / WB_NS_PER_SEC), (long)(first % WB_NS_PER_SEC)},
+		.it_interval = {(time_t)(interval_ns / WB_NS_PER_SEC), (long)(interval_ns % WB_NS_PER_SEC)},
+	};
+	if (timerfd_settime(fd, TFD_TIMER_ABSTIME | TFD_TIMER_CANCEL_ON_SET, &its, NULL) < 0) {
+		log_warn("timerfd_settime");
+		return -1;
+	}
+	return 0;
+}
+
 static int on_fd(zloop_t *loop, zmq_pollitem_t *item, void *arg)
 {
 	struct fdwatch *w = arg;
 	if (w->grid_fn) {
 		uint64_t expirations;
-		if (read(w->fd, &expirations, sizeof(expirations)) != sizeof(expirations))
-			return 0; /* spurious wake-up or clock change: the next read tells */
+		ssize_t got = read(w->fd, &expirations, sizeof(expirations));
+		if (got < 0 && errno == ECANCELED) {
+			/* The wall clock was set: a periodic absolute timer would wait out a step
+			 * back, so arm it again on the grid of the new time. */
+			log_info("wall clock changed; sampling grid re-armed");
+			grid_arm(w->fd, w->interval_ns);
+			return 0;
+		}
+		if (got != sizeof(expirations))
+			return 0; /* spurious wake-up */
 		uint64_t now = wb_now_ns();
 		uint64_t t = now - now % w->interval_ns;
 		w->grid_fn(w->d, t, now - t, w->arg);
@@ -504,6 +554,10 @@ static int on_fd(zloop_t *loop, zmq_pollitem_t *item, void *arg)
 	if (w->fn(w->d, w->fd, w->arg) < 0) {
 		zmq_pollitem_t it = {NULL, w->fd, ZMQ_POLLIN, 0};
 		zloop_poller_end(loop, &it);
+		void *handle = zlistx_find(w->d->watches, w);
+		if (handle)
+			zlistx_delete(w->d->watches, handle);
+		free(w);
 	}
 	return 0;
 }
@@ -538,13 +592,7 @@ int wb_daemon_grid_timer(struct wb_daemon *d, uint64_t interval_ns, wb_grid_fn *
 		log_warn("timerfd_create");
 		return -1;
 	}
-	uint64_t first = wb_grid_next(wb_now_ns(), interval_ns);
-	struct itimerspec its = {
-		.it_value = {(time_t)(first / WB_NS_PER_SEC), (long)(first % WB_NS_PER_SEC)},
-		.it_interval = {(time_t)(interval_ns / WB_NS_PER_SEC), (long)(interval_ns % WB_NS_PER_SEC)},
-	};
-	if (timerfd_settime(fd, TFD_TIMER_ABSTIME, &its, NULL) < 0) {
-		log_warn("timerfd_settime");
+	if (grid_arm(fd, interval_ns) < 0) {
 		close(fd);
 		return -1;
 	}
