@@ -41,18 +41,48 @@ struct bpfsrc {
 	struct wb_ratelimit rl;
 };
 
-static char libbpf_last[512]; /* libbpf's last warning: the reason a load failed */
+/* Why a load failed, from libbpf's warnings: its first one, and the verifier's last word. */
+static char libbpf_first[256], libbpf_verifier[256];
 
 static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
-	char buf[512];
+	char buf[8192];
 	vsnprintf(buf, sizeof(buf), fmt, ap);
-	buf[strcspn(buf, "\n")] = '\0';
-	if (level == LIBBPF_WARN && buf[0])
-		snprintf(libbpf_last, sizeof(libbpf_last), "%s", buf);
+	if (level == LIBBPF_WARN) {
+		/* The verifier's log comes as one message; its last line says what it refused. */
+		char *end = strstr(buf, "-- END PROG LOAD LOG --");
+		if (end) {
+			/* Skip the statistics lines ("processed N insns", "verification time") at
+			 * the end. */
+			char *line;
+			for (;;) {
+				while (end > buf && (end[-1] == '\n' || end[-1] == ' '))
+					end--;
+				line = end;
+				while (line > buf && line[-1] != '\n')
+					line--;
+				if (line == buf || (strncmp(line, "processed ", 10) != 0 &&
+						    strncmp(line, "verification time", 17) != 0))
+					break;
+				end = line;
+			}
+			snprintf(libbpf_verifier, sizeof(libbpf_verifier), "%.*s",
+				 (int)(end - line), line);
+		} else if (!libbpf_first[0]) {
+			snprintf(libbpf_first, sizeof(libbpf_first), "%.*s",
+				 (int)strcspn(buf, "\n"), buf);
+		}
+	}
 	if (level != LIBBPF_DEBUG)
-		log_debug("libbpf: %s", buf);
+		log_debug("libbpf: %.*s", (int)strcspn(buf, "\n"), buf);
 	return 0;
+}
+
+/* "what: strerror; libbpf's first warning; the verifier's last line" */
+static void why_failed(char *why, size_t whylen, const char *what, int err)
+{
+	snprintf(why, whylen, "%s: %s%s%s%s%s", what, strerror(err), libbpf_first[0] ? "; " : "",
+		 libbpf_first, libbpf_verifier[0] ? "; verifier: " : "", libbpf_verifier);
 }
 
 const char *bpfsrc_unsupported(void)
@@ -145,7 +175,7 @@ struct bpfsrc *bpfsrc_new(const struct bpfsrc_opts *opts, char *why, size_t whyl
 	}
 	self->rl = (struct wb_ratelimit)WB_RATELIMIT_INIT;
 	libbpf_set_print(libbpf_log);
-	libbpf_last[0] = '\0';
+	libbpf_first[0] = libbpf_verifier[0] = '\0';
 
 	self->ncpus = libbpf_num_possible_cpus();
 	if (self->ncpus <= 0) {
@@ -185,8 +215,7 @@ struct bpfsrc *bpfsrc_new(const struct bpfsrc_opts *opts, char *why, size_t whyl
 
 	err = usaged_bpf__load(self->skel);
 	if (err) {
-		snprintf(why, whylen, "load BPF programs: %s%s%s", strerror(-err),
-			 libbpf_last[0] ? ": " : "", libbpf_last);
+		why_failed(why, whylen, "load BPF programs", -err);
 		goto fail;
 	}
 	for (int c = 0; c < USAGED_NCOUNTERS; c++) {
@@ -205,8 +234,7 @@ struct bpfsrc *bpfsrc_new(const struct bpfsrc_opts *opts, char *why, size_t whyl
 	}
 	err = usaged_bpf__attach(self->skel);
 	if (err) {
-		snprintf(why, whylen, "attach BPF programs: %s%s%s", strerror(-err),
-			 libbpf_last[0] ? ": " : "", libbpf_last);
+		why_failed(why, whylen, "attach BPF programs", -err);
 		goto fail;
 	}
 
