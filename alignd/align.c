@@ -43,7 +43,8 @@ struct uhost {
 	size_t ncarries, capcarries;
 	struct pending *q; /* ring of slots waiting for power */
 	size_t qhead, qlen, qcap;
-	size_t widx; /* index in align.waiting while qlen > 0 */
+	size_t widx;  /* index in align.waiting while waiting */
+	bool waiting; /* in align.waiting: has slots waiting for power */
 };
 
 struct phost {
@@ -143,6 +144,8 @@ static void power_name_of(const struct align *a, const char *usage_host, char ou
 
 static void waiting_add(struct align *a, struct uhost *uh)
 {
+	if (uh->waiting)
+		return;
 	if (a->nwaiting == a->capwaiting) {
 		size_t cap = a->capwaiting ? a->capwaiting * 2 : 16;
 		struct uhost **w = realloc(a->waiting, cap * sizeof(*w));
@@ -153,14 +156,16 @@ static void waiting_add(struct align *a, struct uhost *uh)
 		a->capwaiting = cap;
 	}
 	uh->widx = a->nwaiting;
+	uh->waiting = true;
 	a->waiting[a->nwaiting++] = uh;
 }
 
 static void waiting_remove(struct align *a, struct uhost *uh)
 {
 	size_t i = uh->widx;
-	if (i >= a->nwaiting || a->waiting[i] != uh)
+	if (!uh->waiting || i >= a->nwaiting || a->waiting[i] != uh)
 		return;
+	uh->waiting = false;
 	a->waiting[i] = a->waiting[--a->nwaiting];
 	a->waiting[i]->widx = i;
 }
@@ -494,8 +499,7 @@ static int enqueue(struct align *a, struct uhost *uh, struct pending *pd, uint64
 		uh->qcap = cap;
 		uh->qhead = 0;
 	}
-	if (uh->qlen == 0)
-		waiting_add(a, uh);
+	waiting_add(a, uh);
 	uh->q[(uh->qhead + uh->qlen) % uh->qcap] = *pd;
 	uh->qlen++;
 	return 0;

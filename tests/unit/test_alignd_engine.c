@@ -576,6 +576,22 @@ static void pending_is_bounded(void)
 	CHECK_U64(ngot, 9);
 	CHECK_U64(sum_of("h", "package-0"), 9000000);
 	align_destroy(&a);
+
+	/* One waiting slot at most: forcing the only one out empties the queue (the fuzzer's find).
+	 */
+	c.max_pending = 1;
+	a = mk(&c);
+	power1(a, "h", 0, S, 0, 1 * MS);
+	power1(a, "h", 1 * S, S, 1000000, S + 1 * MS);
+	for (uint64_t t = 1; t <= 5; t++)
+		usage(a, "h", t * S, 0, t * S + 2 * MS);
+	CHECK_U64(ngot, 3);
+	align_flush(a, 6 * S);
+	CHECK_U64(ngot, 4);
+	align_tick(a, 7 * S);
+	align_flush(a, 8 * S);
+	CHECK_U64(ngot, 4);
+	align_destroy(&a);
 }
 
 static void stale_and_skew(void)
