@@ -34,6 +34,7 @@ pub() {
 
 teardown() {
 	wb_kill_all
+	[ -z "${TOP_TMP:-}" ] || rm -rf "$TOP_TMP"
 }
 
 @test "one slot: zone watts, node total without double counting core, processes, containers and pods by watts" {
@@ -133,7 +134,8 @@ teardown() {
 @test "default endpoint: estimd.sock in the runtime directory lib/daemon.c uses" {
 	if [ "$(id -u)" = 0 ]; then
 		# root's is /run/wattbus; check the non-root rule as nobody.
-		rt=$(mktemp -d /tmp/wb-top.XXXXXX)
+		rt=$(mktemp -d /tmp/wb-top.XXXXXX) # nobody cannot reach the bats temp dir
+		TOP_TMP=$rt
 		chmod 0777 "$rt"
 		mkdir "$rt/bin" && cp "$WATTBUS" "$rt/bin/wattbus"
 		bin=$rt/bin/wattbus
@@ -151,7 +153,6 @@ teardown() {
 		"${as[@]}" "$bin" pub --wait 10s "ipc://$rt/wattbus/estimd.sock" >/dev/null
 	wait "$pid"
 	grep -qE '^package-0 +10\.000' "$BATS_TEST_TMPDIR/frame"
-	[ "$(id -u)" != 0 ] || rm -rf "$rt"
 }
 
 @test "no estimates: --timeout exits 1 with a message; usage errors exit 2" {
