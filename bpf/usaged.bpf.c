@@ -16,6 +16,8 @@ char LICENSE[] SEC("license") = "GPL";
 
 /* Which counters user space opened (bit per enum usaged_counter); set before load. */
 const volatile __u32 counters_mask = 0;
+/* CLOCK_MONOTONIC ns just before the programs were attached; set before load. */
+const volatile __u64 attach_ns = 0;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -170,8 +172,16 @@ static __always_inline int account(struct task_struct *prev, struct task_struct 
 		stat_inc(USAGED_STAT_NO_STORAGE);
 		delta = paired && runtime > cur->runtime_ns ? runtime - cur->runtime_ns : 0;
 	} else {
-		/* First charge since usaged started: from its switch-in, if seen. */
-		from = th->charged_ns ? th->charged_ns : (paired ? cur->runtime_ns : runtime);
+		/*
+		 * First charge: a thread forked since usaged started counts from 0;
+		 * an older one from its switch-in, if seen, else from now.
+		 */
+		if (th->charged_ns)
+			from = th->charged_ns;
+		else if (prev->start_time > attach_ns)
+			from = 0;
+		else
+			from = paired ? cur->runtime_ns : runtime;
 		th->charged_ns = runtime ? runtime : 1;
 		th->pending_ns += runtime > from ? runtime - from : 0;
 		for (int k = 0; k < USAGED_NCOUNTERS; k++)

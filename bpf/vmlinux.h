@@ -88,6 +88,7 @@ struct task_struct {
 	pid_t pid;
 	pid_t tgid;
 	struct task_struct *group_leader;
+	u64 start_time;	    /* CLOCK_MONOTONIC ns at fork */
 	u64 start_boottime; /* ns since boot, what /proc/<pid>/stat field 22 shows in ticks */
 	char comm[16];
 	struct signal_struct *signal;

@@ -209,6 +209,7 @@ struct bpfsrc *bpfsrc_new(const struct bpfsrc_opts *opts, char *why, size_t whyl
 		}
 	}
 	self->skel->rodata->counters_mask = self->counters;
+	self->skel->rodata->attach_ns = wb_mono_ns();
 	/* The switch program with counter reads only when there is a counter to read. */
 	bpf_program__set_autoload(self->skel->progs.on_switch, self->counters == 0);
 	bpf_program__set_autoload(self->skel->progs.on_switch_counters, self->counters != 0);
