@@ -1,7 +1,8 @@
 /*
- * bench/usaged.sh's load: N live processes that each run once and then sleep
- * (pause) until the parent is killed, so that they are in usaged's BPF map and
- * in /proc, as long-running idle processes on a real host are.
+ * bench/usaged.sh's load: N live processes that each run once (0.3 ms of CPU,
+ * more than usaged's 100 us fold step) and then sleep (pause) until the parent
+ * is killed, so that they are in usaged's BPF map and in /proc, as long-running
+ * idle processes on a real host are.
  *   usaged_sleepers N   (prints "ready" when all are forked; SIGTERM ends them all)
  */
 #include <signal.h>
@@ -9,6 +10,7 @@
 #include <stdlib.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 static volatile sig_atomic_t stop;
@@ -34,6 +36,10 @@ int main(int argc, char **argv)
 			prctl(PR_SET_PDEATHSIG, SIGKILL);
 			if (getppid() != parent)
 				_exit(0);
+			struct timespec ts;
+			do
+				clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+			while (ts.tv_sec == 0 && ts.tv_nsec < 300000);
 			for (;;)
 				pause();
 		}
