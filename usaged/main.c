@@ -39,7 +39,8 @@ static const struct wb_conf_key usaged_keys[] = {
      "every Nth message lists every process that used CPU since the start"},
     {"retire_after", WB_CONF_INT, OFF(retire_after), "5", 1, 1e6, NULL,
      "a process stays in the messages for N messages after it last used CPU"},
-    {"max_procs", WB_CONF_INT, OFF(max_procs), "100000", 64, 4194304, NULL,
+    /* 250,000 at most: a full message (with exits) stays under the schema's 262,144. */
+    {"max_procs", WB_CONF_INT, OFF(max_procs), "100000", 64, 250000, NULL,
      "processes tracked at most (the BPF map's size)"},
     {"counters", WB_CONF_BOOL, OFF(counters), "true", 0, 0, NULL,
      "count cycles, instructions and cache misses where perf_event_open allows (bpf mode)"},
