@@ -305,9 +305,15 @@ static int cmp_u64(const void *a, const void *b)
 
 int cgroups_fill(struct cgroups *self, uint64_t retire_after, struct wb_usage *msg)
 {
-	uint64_t *ids = msg->n_procs ? malloc(msg->n_procs * sizeof(*ids)) : NULL;
+	uint64_t *ids;
 	size_t n = 0, nout = 0;
-	if (msg->n_procs && !ids)
+
+	msg->n_cgroups = 0;
+	msg->cgroups = NULL;
+	if (!msg->n_procs)
+		return 0;
+	ids = malloc(msg->n_procs * sizeof(*ids));
+	if (!ids)
 		return -1;
 	for (size_t i = 0; i < msg->n_procs; i++)
 		if (msg->procs[i].cgroup_id)
