@@ -150,8 +150,7 @@ static void waiting_add(struct align *a, struct uhost *uh)
 		size_t cap = a->capwaiting ? a->capwaiting * 2 : 16;
 		struct uhost **w = realloc(a->waiting, cap * sizeof(*w));
 		if (!w)
-			return; /* the slot still resolves at the host's next message or tick sweep
-				 */
+			return; /* its slots still go out at the host's next message */
 		a->waiting = w;
 		a->capwaiting = cap;
 	}
@@ -388,12 +387,10 @@ static void fill_energy(struct align *a, struct uhost *uh, struct phost *ph,
 			continue;
 		cy->seen = true;
 		if (t1 <= c->first_t_ns)
-			continue; /* its first sample is at or after the slot's end: not measured
-				     here */
+			continue; /* first sample at or after the slot's end: not measured */
 		uint64_t e0, e1;
 		if (cy->curve_id != c->id) {
-			/* No baseline yet (first slot, new zone, power host back): E(t0) from the
-			 * curve. */
+			/* No baseline (first slot, new zone, power host back): E(t0) from it. */
 			enum curve_pos p0 = curve_at(c, t0, &e0);
 			if (p0 == CURVE_NONE)
 				continue;
@@ -402,8 +399,7 @@ static void fill_energy(struct align *a, struct uhost *uh, struct phost *ph,
 				interpolated = false;
 		}
 		enum curve_pos p1 = curve_at(c, t1, &e1);
-		/* Within snap after the last sample counts as measured; the next slot corrects it.
-		 */
+		/* Within snap of the last sample counts as measured; the next slot corrects it. */
 		bool x1 = p1 == CURVE_AFTER && t1 - curve_last_t(c) > a->conf.snap_ns;
 		if (p1 == CURVE_NONE || p1 == CURVE_BEFORE)
 			continue; /* pruned past t1 (max_samples): nothing to say */
@@ -454,8 +450,7 @@ static bool resolve_head(struct align *a, struct uhost *uh, uint64_t now_ns, boo
 	struct pending *pd = &uh->q[uh->qhead];
 	struct wb_aligned *slot = &pd->msg.aligned;
 	struct phost *ph = zhashx_lookup(a->phosts, uh->power_name);
-	/* A boundary within snap of the last sample needs no wait: stamps differ by that much
-	 * anyway. */
+	/* Within snap of the last sample no wait: producers' stamps differ by that much. */
 	if (ph && ph->have_t && !force && ph->last_t < slot->t1 &&
 	    slot->t1 - ph->last_t > a->conf.snap_ns) {
 		uint64_t lag = a->conf.max_lag_ns ? a->conf.max_lag_ns : 2 * ph->interval_ns;
@@ -696,8 +691,7 @@ static void sweep(struct align *a, uint64_t now_ns)
 		a->cnt.hosts_dropped++;
 	}
 	zlistx_destroy(&gone);
-	/* Samples before the earliest boundary a live usage host can still ask for are not needed.
-	 */
+	/* Samples before the earliest boundary a live usage host may still ask for go. */
 	for (struct uhost *uh = zhashx_first(a->uhosts); uh; uh = zhashx_next(a->uhosts)) {
 		if (!uh->live || !uh->have_t)
 			continue;

@@ -58,8 +58,7 @@ enum curve_pos {
 	CURVE_AFTER,  /* after the last sample: extrapolated from the last rate */
 };
 
-/* A new curve (id given by the caller, unique), NULL on ENOMEM. Owned by the caller: curve_destroy.
- */
+/* A new curve (id unique, given by the caller); NULL on ENOMEM. The caller owns it. */
 struct curve *curve_new(uint64_t id, size_t max_samples);
 void curve_destroy(struct curve **self_p);
 /*
@@ -227,11 +226,9 @@ void align_tick(struct align *a, uint64_t now_ns);
 /* Resolve every waiting slot now (extrapolating), e.g. before exit. */
 void align_flush(struct align *a, uint64_t now_ns);
 const struct align_counters *align_counters(const struct align *a);
-/* Save what a restarted alignd needs to continue without loss (after align_flush). Returns 0 or -1
- * (logged). */
+/* Save what a restart needs to lose nothing (after align_flush). Returns 0 or -1 (logged). */
 int align_save(struct align *a, const char *path, uint64_t now_ns);
-/* Resume from a state saved at most max_age_ns ago, before any message. Returns 0, or -1 when not
- * used. */
+/* Resume from a state saved at most max_age_ns ago, before any message. 0, or -1: not used. */
 int align_load(struct align *a, const char *path, uint64_t now_ns, uint64_t max_age_ns);
 size_t align_nhosts(const struct align *a, size_t *npower);
 

@@ -106,8 +106,8 @@ enum curve_event curve_add(struct curve *c, uint64_t t_ns, uint64_t epoch, uint6
 				 ? CURVE_BRIDGED
 				 : CURVE_DISCONTINUITY;
 		} else if (energy_uj < c->raw_last_uj) {
-			ev = CURVE_DISCONTINUITY; /* powerd promised monotonic: do not guess a wrap
-						   */
+			/* powerd promised monotonic values: do not guess a wrap */
+			ev = CURVE_DISCONTINUITY;
 		} else {
 			delta = energy_uj - c->raw_last_uj;
 		}
@@ -215,8 +215,7 @@ void curve_prune(struct curve *c, uint64_t keep_from_ns)
 {
 	if (c->n < 2 || c->s[1].t_ns > keep_from_ns)
 		return;
-	/* Largest i with s[i].t <= keep_from: the sample a boundary at keep_from interpolates from.
-	 */
+	/* Largest i with s[i].t <= keep_from: a boundary at keep_from interpolates from it. */
 	size_t lo = 1, hi = c->n;
 	while (hi - lo > 1) {
 		size_t mid = lo + (hi - lo) / 2;
