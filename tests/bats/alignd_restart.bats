@@ -47,3 +47,14 @@ teardown() { wb_kill_all; }
 	assert_output --partial "resumed 1 power hosts and 1 usage hosts"
 	[ ! -e "$BATS_TEST_TMPDIR/alignd.state" ] # used once: a second restart must not count it again
 }
+
+@test "a damaged state file is reported and ignored; alignd starts clean" {
+	printf '{"version": 1, "saved_ns": ' >"$BATS_TEST_TMPDIR/alignd.state"
+	alignd_start --max_skew 0
+	alignd_sim power1s_usage3s
+	assert_success
+	assert_line "ok"
+	run cat "$BATS_TEST_TMPDIR/alignd.log"
+	assert_output --partial "alignd.state:1"
+	assert_output --partial "ignored"
+}
