@@ -160,6 +160,10 @@ int main(int argc, char **argv)
 	       (double)slots * 1e9 / (double)engine_ns, (double)engine_ns / 1e6 / (double)slots);
 	printf("alignd bench: decode + align + encode %8.1f slots/s  (%.3f ms per slot)\n",
 	       (double)slots * 1e9 / (double)path_ns, (double)path_ns / 1e6 / (double)slots);
+	/* machine-readable, for bench/run.sh */
+	printf("BENCH alignd_procs=%zu\n", nprocs);
+	printf("BENCH alignd_engine_ms=%.3f\n", (double)engine_ns / 1e6 / (double)slots);
+	printf("BENCH alignd_path_ms=%.3f\n", (double)path_ns / 1e6 / (double)slots);
 	for (uint64_t k = 0; k <= slots; k++)
 		free(frames[k]);
 	free(frames);

@@ -111,6 +111,9 @@ int main(int argc, char **argv)
 	printf(
 	    "  encode the estimate:        median %.2f ms, min %.2f ms, max %.2f ms (%zu bytes)\n",
 	    t_enc[runs / 2], t_enc[0], t_enc[runs - 1], bytes);
+	/* machine-readable, for bench/run.sh */
+	printf("BENCH estimd_procs=%zu\nBENCH estimd_attrib_ms=%.3f\nBENCH estimd_encode_ms=%.3f\n",
+	       nprocs, t_est[runs / 2], t_enc[runs / 2]);
 	estimator_destroy(&e);
 	wb_msg_clear(&m);
 	free(t_est);

@@ -3,7 +3,8 @@
 # (in-process, bench/exportd_bench.c), then the real daemon fed through the bus
 # with the same load: one scrape's latency with curl and scrapes per second
 # under wrk, plain and gzip'd. Prints the figures.
-#   WB_BUILD=build bench/exportd.sh [PROCS [WRK_SECONDS]]
+# Lines "BENCH key=value" repeat the figures for bench/run.sh.
+#   WB_BUILD=build bench/exportd.sh [PROCS [WRK_SECONDS]]   (WRK_SECONDS 0: no wrk runs)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${WB_BUILD:-$root/build}
@@ -47,9 +48,13 @@ for enc in identity gzip; do
 	t=$(curl -s -o /dev/null -H "Accept-Encoding: $enc" -w '%{time_total} %{size_download}' "$url")
 	render=$(curl -s "$url" | awk '/^wattbus_exportd_render_seconds/ {print $2}')
 	printf '  one scrape, %-8s  %6.1f ms over loopback, %9s bytes\n' "$enc" "$(echo "$t" | awk '{print $1 * 1000}')" "${t#* }"
+	echo "BENCH exportd.daemon.scrape_${enc}_ms=$(echo "$t" | awk '{print $1 * 1000}')"
+	echo "BENCH exportd.daemon.scrape_${enc}_bytes=${t#* }"
 done
 echo "  (render of the previous scrape, as exportd measured it: ${render}s)"
-if command -v wrk >/dev/null; then
+if [ "$secs" = 0 ]; then
+	echo "  WRK_SECONDS 0: no wrk runs"
+elif command -v wrk >/dev/null; then
 	for enc in identity gzip; do
 		rps=$(wrk -t1 -c4 -d"${secs}s" -H "Accept-Encoding: $enc" "$url" | awk '/Requests\/sec/ {print $2}')
 		printf '  wrk -t1 -c4 -d%ss, %-8s  %8s scrapes/s\n' "$secs" "$enc" "$rps"
@@ -60,3 +65,4 @@ else
 	echo "  wrk is not installed: no scrapes/s figure"
 fi
 echo "  exportd RSS after the run: $(awk '/VmRSS/ {print $2, $3}' /proc/$pid/status)"
+echo "BENCH exportd.daemon.rss_kib=$(awk '/VmRSS/ {print $2}' /proc/$pid/status)"

@@ -51,19 +51,27 @@ static void make_slot(struct wb_msg *m, size_t nprocs, size_t nz, uint64_t t0)
 	}
 }
 
+static size_t bench_procs, bench_zones;
+
 static int cmp_u64(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
 	return x < y ? -1 : x > y;
 }
 
-static void report(const char *what, uint64_t *ns, int runs, size_t bytes)
+/* The human line, and a machine-readable one for bench/run.sh (BENCH key=value). */
+static void report(const char *what, const char *key, uint64_t *ns, int runs, size_t bytes)
 {
 	qsort(ns, (size_t)runs, sizeof *ns, cmp_u64);
 	printf("  %-34s median %8.2f ms   best %8.2f ms", what, ns[runs / 2] / 1e6, ns[0] / 1e6);
 	if (bytes)
 		printf("   %9zu bytes", bytes);
 	printf("\n");
+	printf("BENCH exportd.p%zu.z%zu.%s_ms=%.3f\n", bench_procs, bench_zones, key,
+	       ns[runs / 2] / 1e6);
+	if (bytes)
+		printf("BENCH exportd.p%zu.z%zu.%s_bytes=%zu\n", bench_procs, bench_zones, key,
+		       bytes);
 }
 
 int main(int argc, char **argv)
@@ -87,6 +95,8 @@ int main(int argc, char **argv)
 	if (!acc || !st || !ns)
 		return 1;
 
+	bench_procs = nprocs;
+	bench_zones = nz;
 	printf("exportd: %zu processes x %zu zone(s), %d runs\n", nprocs, nz, runs);
 	/* the first slot creates every workload; the following ones update them */
 	for (int r = 0; r <= runs; r++) {
@@ -102,7 +112,7 @@ int main(int argc, char **argv)
 			       (wb_mono_ns() - t) / 1e6);
 		wb_msg_clear(&m);
 	}
-	report("apply one slot", ns, runs, 0);
+	report("apply one slot", "apply", ns, runs, 0);
 
 	struct render_filter f = {.levels = EX_LEVELS_ALL};
 	struct exportd_counters ctr = {0};
@@ -123,7 +133,7 @@ int main(int argc, char **argv)
 	}
 	for (size_t i = 0; i < body.len; i++)
 		series += body.p[i] == '\n' && i + 1 < body.len && body.p[i + 1] != '#';
-	report("render /metrics", ns, runs, plain);
+	report("render /metrics", "render", ns, runs, plain);
 	int levels[] = {1, 6};
 	for (int l = 0; l < 2; l++) {
 		for (int r = 0; r < runs; r++) {
@@ -137,10 +147,13 @@ int main(int argc, char **argv)
 		}
 		char what[64];
 		snprintf(what, sizeof what, "render /metrics + gzip level %d", levels[l]);
-		report(what, ns, runs, z.len);
+		char key[32];
+		snprintf(key, sizeof key, "render_gzip%d", levels[l]);
+		report(what, key, ns, runs, z.len);
 	}
 	printf("  %zu samples in the body, %zu workload series in the accumulators\n", series,
 	       accum_series(acc));
+	printf("BENCH exportd.p%zu.z%zu.samples=%zu\n", nprocs, nz, series);
 	rbuf_free(&body);
 	rbuf_free(&z);
 	free(ns);

@@ -6,8 +6,13 @@
 # messages are included) and, as a cross-check, /proc/PID/stat (clock ticks).
 # Lateness is powerd's own measure (wake-up after the grid time); t->tap is the
 # time from a sample's grid time to its arrival at a subscriber.
+# Peer: during the 1 s run, Debian's prometheus-node-exporter reads the same
+# fake tree (--path.sysfs, only its rapl collector) and is scraped once a second
+# with curl; its CPU time per scrape (all threads, /proc/PID/task/*/schedstat,
+# ns) is printed next to powerd's per sample (PEER=0 leaves it out).
+# Lines "BENCH key=value" repeat the figures for bench/run.sh.
 #
-# Usage: WB_BUILD=build bench/powerd.sh   (SECONDS_1S=30 SECONDS_10MS=10 to change the runs)
+# Usage: WB_BUILD=build bench/powerd.sh   (SECONDS_1S=30 SECONDS_10MS=10 PEER=1 to change the runs)
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 B=${WB_BUILD:-$here/../build}
@@ -19,6 +24,8 @@ WB=$B/wattbus
 }
 S1=${SECONDS_1S:-30}
 S10=${SECONDS_10MS:-10}
+PEER=${PEER:-1}
+NE=$(command -v prometheus-node-exporter || true)
 T=$(mktemp -d /tmp/wb-powerd-bench.XXXXXX)
 pids=()
 cleanup() {
@@ -44,6 +51,30 @@ ticks() { # utime + stime of a pid, in clock ticks
 	awk '{print $14 + $15}' "/proc/$1/stat"
 }
 
+cpu_ns() { # CPU time of all threads of a pid, ns (schedstat: finer than clock ticks)
+	cat /proc/"$1"/task/*/schedstat | awk '{ s += $1 } END { print s }'
+}
+
+# The peer: node-exporter on the same tree, only the rapl collector (and no
+# go_*/process_* metrics of its own, the cheapest it gets). Sets NE_PID, NE_URL.
+peer_start() {
+	local port
+	port=$(/usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+	"$NE" --path.sysfs="$T/sys" --collector.disable-defaults --collector.rapl \
+		--web.disable-exporter-metrics --web.listen-address="127.0.0.1:$port" >"$T/ne.log" 2>&1 &
+	NE_PID=$!
+	pids+=("$NE_PID")
+	NE_URL=http://127.0.0.1:$port/metrics
+	for _ in $(seq 50); do
+		curl -sf -o /dev/null "$NE_URL" && break
+		sleep 0.1
+	done
+	[ "$(curl -sf "$NE_URL" | grep -c '^node_rapl_.*_joules_total')" -eq 8 ] || {
+		echo "node-exporter does not read the 8 zones: $(tail -3 "$T/ne.log")" >&2
+		return 1
+	}
+}
+
 run_one() {
 	local interval=$1 secs=$2 name=$3
 	local ep=ipc://$T/$name.sock
@@ -56,10 +87,34 @@ run_one() {
 	local pd=$!
 	pids+=("$pd")
 	sleep 1
+	local peer=0 n0 n1 scrapes=0
+	if [ "$name" = one_s ] && [ "$PEER" = 1 ] && [ -n "$NE" ] && peer_start; then
+		peer=1
+		curl -sf -o /dev/null "$NE_URL" # its first scrape sets things up: not counted
+		sleep 0.5
+		n0=$(cpu_ns "$NE_PID")
+	fi
 	local t0 k0
 	k0=$(ticks "$pd")
 	t0=$(date +%s.%N)
-	sleep "$secs"
+	if [ $peer = 1 ]; then
+		# one scrape a second, as powerd reads once a second, in the same window
+		local end=$((SECONDS + secs))
+		while [ $SECONDS -lt $end ]; do
+			curl -sf -o /dev/null "$NE_URL" && scrapes=$((scrapes + 1))
+			sleep 1
+		done
+		n1=$(cpu_ns "$NE_PID")
+		echo "node-exporter (rapl collector only, same 8 zones): $scrapes scrapes, CPU $(((n1 - n0) / scrapes / 1000)) us/scrape; rss $(awk '/VmRSS/ { printf "%.1f MiB", $2 / 1024 }' "/proc/$NE_PID/status")"
+		echo "BENCH peer.node_exporter.us_per_scrape=$(((n1 - n0) / scrapes / 1000))"
+		echo "BENCH peer.node_exporter.rss_kib=$(awk '/VmRSS/ { print $2 }' "/proc/$NE_PID/status")"
+		kill "$NE_PID"
+	else
+		sleep "$secs"
+		if [ "$name" = one_s ] && [ "$PEER" = 1 ]; then
+			echo "node-exporter: not installed or not working here; no peer figure"
+		fi
+	fi
 	local k1 t1
 	k1=$(ticks "$pd")
 	t1=$(date +%s.%N)
@@ -68,7 +123,7 @@ run_one() {
 	sleep 0.3
 	kill "$tap" 2>/dev/null || true
 	wait "$tap" 2>/dev/null || true
-	python3 - "$T/$name.tap" "$interval" "$k0" "$k1" "$t0" "$t1" "$(getconf CLK_TCK)" <<'EOF'
+	/usr/bin/python3 - "$T/$name.tap" "$interval" "$k0" "$k1" "$t0" "$t1" "$(getconf CLK_TCK)" <<'EOF'
 import json, sys
 path, interval, k0, k1, t0, t1, hz = sys.argv[1:8]
 stats, power = [], []
@@ -92,6 +147,11 @@ zones = len(power[-1]["msg"]["zones"]) if power else 0
 print(f"interval {interval:>4}: {samples:5d} samples of {zones} zones; CPU {per / 1e3:7.1f} us/sample "
       f"= {share:.4f} % of one core (/proc/PID/stat: {proc_per / 1e3:.0f} us/sample, 1/{hz} s ticks); "
       f"rss {last['rss_bytes'] / 1048576:.1f} MiB")
+print(f"BENCH powerd.{interval}.us_per_sample={per / 1e3:.1f}")
+print(f"BENCH powerd.{interval}.samples={samples}")
+print(f"BENCH powerd.{interval}.rss_kib={last['rss_bytes'] // 1024}")
+print(f"BENCH powerd.{interval}.tap_p50_us={pct(50):.0f}")
+print(f"BENCH powerd.{interval}.tap_p99_us={pct(99):.0f}")
 print(f"               lateness mean {c(last, 'lateness_mean_ns') / 1e3:.1f} us, max {c(last, 'lateness_max_ns') / 1e3:.1f} us, "
       f"missed {c(last, 'samples_missed')}; t->tap p50 {pct(50):.0f} us, p99 {pct(99):.0f} us, max {e2e[-1] / 1e3:.0f} us")
 EOF

@@ -1,0 +1,217 @@
+#!/bin/bash
+# The five daemons together on this machine, three benchmarks (bench/run.sh runs
+# them; each prints figures and "BENCH key=value" lines):
+#
+#   pipeline.sh overhead N     CPU (user + sys, all threads, from
+#                              /proc/PID/task/*/schedstat) and peak RSS (VmHWM) of
+#                              each stage at 1 s slots (powerd and usaged at 1 s) with
+#                              N live processes: N sleepers (bench/usaged_sleepers.c,
+#                              started after usaged) and BUSY busy ones (stress-ng
+#                              --cpu-load 10), over DURATION seconds, exportd scraped
+#                              every SCRAPE_EVERY seconds as Prometheus would.
+#   pipeline.sh freshness K    slot end (the usage message's t) -> the slot on /metrics,
+#                              over K slots, powerd and usaged at USAGE_INTERVAL.
+#   pipeline.sh scale N        one slot of N synthetic processes through alignd,
+#                              estimd and exportd (bench/scale.py plays powerd and usaged).
+#
+# powerd reads a fake 8-zone powercap tree (bench/fake_rapl.py advances it once a
+# second: measured mode, as on a server with RAPL); usaged runs in bpf mode as
+# root with BTF, else procfs (auto). Sockets and logs in a temporary directory.
+#
+# Environment: WB_BUILD (build folder), DURATION (60), WARMUP (5), BUSY (3),
+# SCRAPE_EVERY (15), USAGE_INTERVAL (200ms), KEEP=1 keeps the directory.
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/.." && pwd)
+B=${WB_BUILD:-$root/build}
+case $B in /*) ;; *) B=$root/$B ;; esac
+PY=/usr/bin/python3
+DURATION=${DURATION:-60}
+WARMUP=${WARMUP:-5}
+BUSY=${BUSY:-3}
+SCRAPE_EVERY=${SCRAPE_EVERY:-15}
+USAGE_INTERVAL=${USAGE_INTERVAL:-200ms}
+what=${1:-}
+arg=${2:-}
+case $what in overhead | freshness | scale) ;; *)
+	echo "usage: bench/pipeline.sh overhead NPROCS | freshness SLOTS | scale NPROCS" >&2
+	exit 2
+	;;
+esac
+for s in powerd usaged alignd estimd exportd; do
+	[ -x "$B/wattbus-$s" ] || {
+		echo "bench/pipeline.sh: $B/wattbus-$s is missing: build first (make BUILD=...)" >&2
+		exit 2
+	}
+done
+MODEL=$(ls "$root"/data/models/*.json 2>/dev/null | head -n 1)
+T=$(mktemp -d /tmp/wb-pipeline-bench.XXXXXX)
+RT=$T/run
+mkdir -p "$RT"
+pids=()
+declare -A pid_of
+cleanup() {
+	local p
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+	if [ "${KEEP:-0}" = 1 ]; then echo "kept $T" >&2; else rm -rf "$T"; fi
+}
+trap cleanup EXIT
+trap 'exit 143' INT TERM # so that cleanup runs when bench/run.sh's timeout or Ctrl-C stops us
+
+spawn() { # NAME CMD...: in the background, log in $T/NAME.log
+	local name=$1
+	shift
+	"$@" >"$T/$name.log" 2>&1 &
+	pid_of[$name]=$!
+	pids+=($!)
+}
+
+# stage NAME FLAGS...: one of the five, with the common flags
+stage() {
+	local s=$1
+	shift
+	spawn "$s" "$B/wattbus-$s" --runtime_dir "$RT" --host bench "$@"
+}
+
+wait_log() { # NAME REGEX SECONDS
+	local i
+	for i in $(seq $(($3 * 10))); do
+		grep -qsE "$2" "$T/$1.log" && return 0
+		kill -0 "${pid_of[$1]}" 2>/dev/null || break
+		sleep 0.1
+	done
+	echo "bench/pipeline.sh: $1 did not log /$2/ within $3 s:" >&2
+	tail -n 5 "$T/$1.log" >&2
+	return 1
+}
+
+exportd_start() { # FLAGS...: sets URL
+	stage exportd --listen 127.0.0.1:0 "$@"
+	wait_log exportd 'port [0-9]+' 10
+	URL=http://127.0.0.1:$(grep -oE 'port [0-9]+' "$T/exportd.log" | head -n 1 | cut -d' ' -f2)/metrics
+}
+
+# The whole pipeline on the fake tree; powerd and usaged at $1.
+pipeline_start() {
+	local ival=$1 period
+	period=$($PY -c "import sys; v = sys.argv[1]; print(float(v[:-2]) / 1000 if v.endswith('ms') else float(v[:-1]))" "$ival")
+	spawn writer "$PY" "$here/fake_rapl.py" "$T/sys" --period "$period" --phase "$($PY -c "print($period / 2)")"
+	for _ in $(seq 50); do [ -e "$T/sys/class/powercap/intel-rapl:1:2/energy_uj" ] && break; sleep 0.1; done
+	stage powerd --sysfs_root "$T/sys" --msr_root "$T/none" --source rapl --interval "$ival"
+	stage usaged --interval "$ival"
+	stage alignd
+	stage estimd ${MODEL:+--model "$MODEL"}
+	exportd_start
+	wait_log usaged 'running \(mode' 30
+	# ready when the first estimate is on /metrics
+	for _ in $(seq 150); do
+		curl -sf "$URL" | grep -qE '^wattbus_exportd_estimates_total\{host="bench"\} [1-9]' && return 0
+		sleep 0.2
+	done
+	echo "bench/pipeline.sh: no estimate on $URL within 30 s; logs:" >&2
+	tail -n 3 "$T"/*.log >&2
+	return 1
+}
+
+cpu_ns() { # all threads of a pid, ns on CPU (user + sys)
+	cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ s += $1 } END { printf "%d\n", s }'
+}
+
+modes() { # "stage=mode ..." from wattbus_stage_info, once every stage has sent a stat message
+	local m i
+	for i in $(seq 30); do
+		m=$(modes_now)
+		[ "$(wc -w <<<"$m")" -ge 5 ] && break
+		sleep 0.5
+	done
+	echo "$m"
+}
+
+modes_now() {
+	curl -sf "$URL" | $PY -c '
+import re, sys
+m = {}
+for line in sys.stdin:
+    if line.startswith("wattbus_stage_info{"):
+        s = re.search(r"stage=\"([^\"]*)\"", line); o = re.search(r"mode=\"([^\"]*)\"", line)
+        if s and o: m[s.group(1)] = o.group(1)
+print(" ".join("%s=%s" % kv for kv in sorted(m.items())))'
+}
+
+overhead() {
+	local n=$1
+	cc -O2 -o "$T/sleepers" "$here/usaged_sleepers.c"
+	pipeline_start 1s
+	spawn busy stress-ng --cpu "$BUSY" --cpu-load 10 --timeout $((DURATION + WARMUP + 120))s
+	spawn sleepers "$T/sleepers" "$n"
+	wait_log sleepers ready 120
+	sleep "$WARMUP"
+	local s c0 c1 t0 t1 w0 w1
+	declare -A c_start
+	for s in powerd usaged alignd estimd exportd; do c_start[$s]=$(cpu_ns "${pid_of[$s]}"); done
+	w0=$(cpu_ns "${pid_of[writer]}")
+	t0=$(date +%s%N)
+	local end=$((SECONDS + DURATION)) scrapes=0
+	while [ $SECONDS -lt $end ]; do
+		sleep $((SCRAPE_EVERY < end - SECONDS ? SCRAPE_EVERY : end - SECONDS))
+		[ $SECONDS -lt $end ] && curl -sf -o /dev/null -H 'Accept-Encoding: gzip' "$URL" && scrapes=$((scrapes + 1))
+	done
+	t1=$(date +%s%N)
+	local window=$((t1 - t0)) total=0 hwm_total=0 pss_total=0 hwm pss series
+	echo "pipeline overhead: $n sleepers + $BUSY busy processes, $(ls /proc | grep -c '^[0-9]') processes on the machine, $((window / 1000000)) ms window, $scrapes scrapes"
+	echo "modes: $(modes)"
+	series=$(curl -sf "$URL" | awk '/^wattbus_exportd_series\{level="process"\}/ { print $2 }')
+	echo "process series on /metrics: ${series:-?}"
+	printf "%-8s %10s %10s %12s\n" stage cpu_ms "%core" peak_rss_MiB
+	for s in powerd usaged alignd estimd exportd; do
+		c1=$(cpu_ns "${pid_of[$s]}")
+		hwm=$(awk '/VmHWM/ { print $2 }' "/proc/${pid_of[$s]}/status")
+		# PSS: shared library pages split between the processes that map them
+		pss=$(awk '/^Pss:/ { print $2 }' "/proc/${pid_of[$s]}/smaps_rollup")
+		total=$((total + c1 - c_start[$s]))
+		hwm_total=$((hwm_total + hwm))
+		pss_total=$((pss_total + pss))
+		printf "%-8s %10.1f %10.3f %12.1f\n" "$s" "$(awk -v c=$((c1 - c_start[$s])) 'BEGIN { print c / 1e6 }')" \
+			"$(awk -v c=$((c1 - c_start[$s])) -v w=$window 'BEGIN { print c / w * 100 }')" \
+			"$(awk -v k="$hwm" 'BEGIN { print k / 1024 }')"
+		echo "BENCH pipeline.$n.$s.cpu_pct=$(awk -v c=$((c1 - c_start[$s])) -v w=$window 'BEGIN { printf "%.4f", c / w * 100 }')"
+		echo "BENCH pipeline.$n.$s.hwm_kib=$hwm"
+		echo "BENCH pipeline.$n.$s.pss_kib=$pss"
+	done
+	printf "%-8s %10.1f %10.3f %12.1f\n" total "$(awk -v c=$total 'BEGIN { print c / 1e6 }')" \
+		"$(awk -v c=$total -v w=$window 'BEGIN { print c / w * 100 }')" "$(awk -v k=$hwm_total 'BEGIN { print k / 1024 }')"
+	w1=$(cpu_ns "${pid_of[writer]}")
+	echo "(not counted: the fake RAPL writer used $(awk -v c=$((w1 - w0)) 'BEGIN { printf "%.1f", c / 1e6 }') ms)"
+	echo "BENCH pipeline.$n.total.cpu_pct=$(awk -v c=$total -v w=$window 'BEGIN { printf "%.4f", c / w * 100 }')"
+	echo "BENCH pipeline.$n.total.hwm_kib=$hwm_total"
+	echo "BENCH pipeline.$n.total.pss_kib=$pss_total"
+	echo "(sum of PSS at the end, shared libraries counted once: $(awk -v k=$pss_total 'BEGIN { printf "%.1f", k / 1024 }') MiB)"
+	echo "BENCH pipeline.$n.seconds=$((window / 1000000000))"
+	echo "BENCH pipeline.$n.machine_procs=$(ls /proc | grep -c '^[0-9]')"
+	echo "BENCH pipeline.$n.modes=$(modes | tr ' ' ',')"
+	echo "BENCH pipeline.$n.process_series=${series:-0}"
+}
+
+freshness() {
+	pipeline_start "$USAGE_INTERVAL"
+	$PY "$here/freshness.py" --estimd "ipc://$RT/estimd.sock" --metrics "$URL" --host bench --slots "$1"
+	echo "BENCH freshness.interval=$USAGE_INTERVAL"
+	echo "BENCH freshness.modes=$(modes | tr ' ' ',')"
+}
+
+scale() {
+	local feed="ipc://$T/feed-power.sock,ipc://$T/feed-usage.sock"
+	stage alignd --sub "$feed" --stat_interval 1s
+	stage estimd --stat_interval 1s ${MODEL:+--model "$MODEL"}
+	# Only the estimates counter on the page: the prober polls it, and rendering
+	# 100,000 processes would be timed instead (the render rows measure that).
+	exportd_start --sub "ipc://$RT/estimd.sock" --metrics_allow 'wattbus_exportd_estimates_total'
+	$PY "$here/scale.py" --power "ipc://$T/feed-power.sock" --usage "ipc://$T/feed-usage.sock" \
+		--alignd "ipc://$RT/alignd.sock" --estimd "ipc://$RT/estimd.sock" --metrics "$URL" --procs "$1"
+	for s in alignd estimd exportd; do
+		echo "BENCH scale.$s.hwm_kib=$(awk '/VmHWM/ { print $2 }' "/proc/${pid_of[$s]}/status")"
+	done
+}
+
+"$what" "$arg"

@@ -1,0 +1,227 @@
+#!/usr/bin/python3
+"""bench/run.sh's table: figures (key=value lines) -> markdown on stdout.
+
+  report.py FIGURES STATUS
+
+FIGURES holds the BENCH lines of every benchmark (without "BENCH "); STATUS
+holds "name exit_status seconds" per benchmark run; usaged.sh prints no BENCH
+lines, so its log (logs/usaged.log next to FIGURES) is read for its figures.
+Exits 1 when a benchmark could not run at all or left a figure out.
+"""
+import os
+import re
+import sys
+
+fig_path, status_path = sys.argv[1:3]
+F = {}
+for line in open(fig_path):
+    if "=" in line:
+        k, v = line.rstrip("\n").split("=", 1)
+        F[k] = v
+status = {}
+for line in open(status_path):
+    name, rc, secs = line.split()
+    status[name] = (int(rc), int(secs))
+
+# usaged.sh's human output (owned by usaged; read, not changed)
+ulog = os.path.join(os.path.dirname(fig_path), "logs", "usaged.log")
+if os.path.exists(ulog):
+    for line in open(ulog):
+        m = re.match(r"slowdown: (-?[\d.]+) %", line)
+        if m:
+            F["usaged.slowdown_pct"] = m.group(1)
+        m = re.match(r"(without|with) usaged:.*median ([\d.]+) us", line)
+        if m:
+            F["usaged.switch_%s_us" % m.group(1)] = m.group(2)
+        m = re.match(r"(bpf|procfs)\s+(\d+)\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s*$", line)
+        if m:
+            F["usaged.%s.%s.cpu_pct" % (m.group(1), m.group(2))] = m.group(4)
+            F["usaged.%s.%s.rss_mib" % (m.group(1), m.group(2))] = m.group(5)
+        m = re.match(r"on_switch: (\d+) calls, ([\d.]+) ns per call", line)
+        if m:
+            F["usaged.on_switch_ns"] = m.group(2)
+        if line.startswith("note: not root or no BTF"):
+            F["usaged.note"] = "not root or no BTF: bpf figures skipped"
+
+missing = []
+
+
+def num(key):
+    v = F.get(key)
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return None
+
+
+def fmt(key, unit="", digits=1, scale=1.0, what=None):
+    """The figure, or "not measured" (counted as missing when it is a main row's, named by what)."""
+    v = num(key)
+    if v is None:
+        if what:
+            missing.append(what)
+        return "not measured"
+    return "%.*f%s" % (digits, v * scale, unit)
+
+
+def within(key, limit, scale=1.0):
+    v = num(key)
+    if v is None:
+        return "-"
+    return "yes" if v * scale < limit else "**no**"
+
+
+def ratio(peer_key, ours_key):
+    p, o = num(peer_key), num(ours_key)
+    if p is None or o is None or o == 0:
+        return "-"
+    return "%.1fx" % (p / o)
+
+
+KIB = 1 / 1024
+n_small, n_big = "1000", "10000"
+dur = F.get("machine.duration", "?")
+out = []
+w = out.append
+w("# wattbus benchmarks")
+w("")
+w("%s CPUs (%s), kernel %s, root: %s; load average %s at the start, %s at the end; %s s in all; %s, revision %s."
+  % (F.get("machine.cpus", "?"), F.get("machine.cpu", "?"), F.get("machine.kernel", "?"), F.get("machine.root", "?"),
+     F.get("machine.load_start", "?"), F.get("machine.load_end", "?"), F.get("machine.seconds", "?"),
+     F.get("machine.date", "?"), F.get("machine.revision", "?")))
+w("")
+try:
+    load, cpus = float(F.get("machine.load_start", "0").split()[0]), int(F.get("machine.cpus", "1"))
+except ValueError:
+    load, cpus = 0.0, 1
+if load > cpus:
+    w("**The machine was busy when the run started (load average %.1f on %d CPUs): latencies and CPU shares "
+      "are pessimistic; rerun on a quiet machine to compare.**" % (load, cpus))
+    w("")
+w("Peer figures are measured in the same run on the same machine; ratio = peer / wattbus (above 1: wattbus is "
+  "cheaper). Nothing here is asserted; see bench/README.md for how each figure is taken.")
+w("")
+w("| what | wattbus | budget (DESIGN.md) | within | peer | peer's figure | ratio |")
+w("|------|---------|--------------------|--------|------|---------------|-------|")
+KEPLER = "Kepler | not packaged in Debian: not measured (bench/README.md) | -"
+for n in (n_small, n_big):
+    p = "pipeline.%s." % n
+    label = "%s live processes" % ("1,000" if n == n_small else "10,000")
+    budget_cpu = "< 1 % of one core" if n == n_small else "(set at 1,000)"
+    budget_mem = "< 32 MiB in total" if n == n_small else "(set at 1,000)"
+    w("| whole pipeline CPU (user+sys), 1 s slots, %s, %s s | %s | %s | %s | %s |"
+      % (label, F.get(p + "seconds", dur), fmt(p + "total.cpu_pct", " % of one core", 3, what="pipeline CPU at " + n), budget_cpu,
+         within(p + "total.cpu_pct", 1.0) if n == n_small else "-", KEPLER))
+    w("| whole pipeline peak RSS (sum of the five VmHWM), %s | %s (PSS %s) | %s | %s | %s |"
+      % (label, fmt(p + "total.hwm_kib", " MiB", 1, KIB, what="pipeline RSS at " + n),
+         fmt(p + "total.pss_kib", " MiB", 1, KIB), budget_mem,
+         within(p + "total.hwm_kib", 32, KIB) if n == n_small else "-", KEPLER))
+sp = "{:,}".format(int(F.get("scale.procs", "100000")))
+spk = F.get("scale.procs", "100000")
+for st in ("alignd", "estimd", "exportd"):
+    w("| one slot of %s processes: %s, message in -> out (median of %s; max) | %s (max %s) | (the three < 100 ms) | - | - | - | - |"
+      % (sp, st, F.get("scale.slots", "?"), fmt("scale.%s_ms" % st, " ms"), fmt("scale.%s_max_ms" % st, " ms")))
+w("| one slot of %s processes: alignd + estimd + exportd, usage sent -> on /metrics | %s (first slot %s) | < 100 ms | %s | - | - | - |"
+  % (sp, fmt("scale.total_ms", " ms", what="scale"), fmt("scale.first_total_ms", " ms"), within("scale.total_ms", 100)))
+fi = F.get("freshness.interval", "200ms")
+w("| freshness: slot end -> value on /metrics, median over %s slots (%s slots) | %s | < 100 ms locally | %s | - | - | - |"
+  % (F.get("freshness.slots", "100"), fi, fmt("freshness.median_ms", " ms", what="freshness"), within("freshness.median_ms", 100)))
+w("| freshness: p99 (max %s) | %s | < 100 ms locally | %s | - | - | - |"
+  % (fmt("freshness.max_ms", " ms"), fmt("freshness.p99_ms", " ms"), within("freshness.p99_ms", 100)))
+w("| context-switch microbenchmark slowdown with usaged's eBPF attached | %s | < 5 %% | %s | - | - | - |"
+  % (fmt("usaged.slowdown_pct", " %", 2, what="context-switch slowdown"), within("usaged.slowdown_pct", 5)))
+w("| usaged CPU at 10,000 live processes, 1 s interval, bpf mode | %s | - | - | usaged procfs mode (/proc/PID/stat, Kepler >= 0.10's method) | %s | %s |"
+  % (fmt("usaged.bpf.10000.cpu_pct", " % of one core", 3, what="usaged bpf CPU"),
+     fmt("usaged.procfs.10000.cpu_pct", " % of one core", 3, what="usaged procfs CPU"),
+     ratio("usaged.procfs.10000.cpu_pct", "usaged.bpf.10000.cpu_pct")))
+w("| powerd CPU per reading of 8 RAPL zones (1 s interval, stat messages included) | %s | - | - | prometheus-node-exporter, rapl collector only, same fake tree, CPU per scrape | %s | %s |"
+  % (fmt("powerd.1s.us_per_sample", " us", what="powerd CPU"),
+     fmt("peer.node_exporter.us_per_scrape", " us", 0, what="node-exporter CPU"),
+     ratio("peer.node_exporter.us_per_scrape", "powerd.1s.us_per_sample")))
+w("| powerd RSS | %s | - | - | prometheus-node-exporter RSS | %s | %s |"
+  % (fmt("powerd.1s.rss_kib", " MiB", 1, KIB), fmt("peer.node_exporter.rss_kib", " MiB", 1, KIB),
+     ratio("peer.node_exporter.rss_kib", "powerd.1s.rss_kib")))
+for key, what in (("render", "plain"), ("render_gzip1", "+ gzip level 1 (the default)"),
+                  ("render_gzip6", "+ gzip level 6")):
+    pre = "exportd.p10000.z1."
+    w("| exportd /metrics render, 10,000 processes x 1 zone (%s samples), %s | %s (%s bytes) | < 50 ms | %s | - | - | - |"
+      % (F.get(pre + "samples", "?"), what, fmt(pre + key + "_ms", " ms", 2, what="exportd " + key), F.get(pre + key + "_bytes", "?"),
+         within(pre + key + "_ms", 50)))
+for enc in ("identity", "gzip"):
+    pre = "exportd.daemon.scrape_%s_" % enc
+    w("| exportd daemon, one curl scrape over loopback, 10,000 processes x 2 zones, %s | %s (%s bytes) | < 50 ms | %s | - | - | - |"
+      % (enc, fmt(pre + "ms", " ms", what="exportd scrape " + enc), F.get(pre + "bytes", "?"), within(pre + "ms", 50)))
+w("| energy lost across %s counter wraps, a powerd restart and an alignd restart (node level: alignd's slots vs the increments written) | %s | 0 uJ | %s | - | - | - |"
+  % (F.get("loss.wraps", "?"), fmt("loss.lost_uj", " uJ", 0, what="energy lost"), "yes" if num("loss.lost_uj") == 0 else
+     ("**no**" if num("loss.lost_uj") is not None else "-")))
+w("")
+
+w("## Pipeline overhead per stage")
+w("")
+w("1 s slots, %s s windows; %s and %s processes on the machine in all (sleepers, 3 busy ones at 10 %% load, "
+  "everything else running). Modes: %s. CPU in %% of one core; peak RSS (VmHWM) and PSS at the end, in MiB."
+  % (F.get("pipeline.1000.seconds", dur), F.get("pipeline.1000.machine_procs", "?"),
+     F.get("pipeline.10000.machine_procs", "?"), F.get("pipeline.1000.modes", "?").replace(",", ", ")))
+w("")
+w("| stage | CPU, 1,000 | peak RSS, 1,000 | PSS, 1,000 | CPU, 10,000 | peak RSS, 10,000 | PSS, 10,000 |")
+w("|-------|-----------|-----------------|------------|------------|------------------|-------------|")
+for st in ("powerd", "usaged", "alignd", "estimd", "exportd", "total"):
+    cells = []
+    for n in (n_small, n_big):
+        p = "pipeline.%s.%s." % (n, st)
+        cells += [fmt(p + "cpu_pct", " %", 3), fmt(p + "hwm_kib", "", 1, KIB), fmt(p + "pss_kib", "", 1, KIB)]
+    w("| %s | %s |" % (st, " | ".join(cells)))
+w("")
+w("Process series on /metrics at the end: %s (1,000 run), %s (10,000 run)."
+  % (F.get("pipeline.1000.process_series", "?"), F.get("pipeline.10000.process_series", "?")))
+w("")
+
+w("## One slot of %s processes, in-process (no sockets), for where the time goes" % sp)
+w("")
+w("| stage | step | median |")
+w("|-------|------|--------|")
+w("| alignd | align alone (usage structs already decoded) | %s |" % fmt("alignd_engine_ms", " ms", 1))
+w("| alignd | decode usage + align + encode aligned | %s |" % fmt("alignd_path_ms", " ms", 1))
+w("| estimd | attribute (estimator_slot) | %s |" % fmt("estimd_attrib_ms", " ms", 1))
+w("| estimd | encode the estimate | %s |" % fmt("estimd_encode_ms", " ms", 1))
+pre = "exportd.p%s.z1." % spk
+w("| exportd | apply one estimate slot | %s |" % fmt(pre + "apply_ms", " ms", 1))
+w("| exportd | render /metrics, plain (%s samples) | %s |" % (F.get(pre + "samples", "?"), fmt(pre + "render_ms", " ms", 1)))
+w("| exportd | render /metrics + gzip level 1 | %s |" % fmt(pre + "render_gzip1_ms", " ms", 1))
+w("")
+w("Peak RSS during the daemon run: alignd %s MiB, estimd %s MiB, exportd %s MiB."
+  % (fmt("scale.alignd.hwm_kib", "", 1, KIB), fmt("scale.estimd.hwm_kib", "", 1, KIB),
+     fmt("scale.exportd.hwm_kib", "", 1, KIB)))
+w("")
+
+w("## Details")
+w("")
+w("- powerd at 10 ms: %s per sample; subscriber sees a 1 s sample %s after its grid time (median; p99 %s)."
+  % (fmt("powerd.10ms.us_per_sample", " us"), fmt("powerd.1s.tap_p50_us", " us", 0), fmt("powerd.1s.tap_p99_us", " us", 0)))
+w("- Context switches (perf bench sched pipe or stress-ng --switch, one CPU): %s per round trip without usaged, "
+  "%s with it (medians)%s."
+  % (fmt("usaged.switch_without_us", " us", 3), fmt("usaged.switch_with_us", " us", 3),
+     "; the switch program's own time %s ns per call (kernel.bpf_stats)" % F["usaged.on_switch_ns"]
+     if "usaged.on_switch_ns" in F else ""))
+w("- usaged RSS at 10,000 processes: bpf %s MiB, procfs %s MiB."
+  % (F.get("usaged.bpf.10000.rss_mib", "?"), F.get("usaged.procfs.10000.rss_mib", "?")))
+w("- Energy: %s slots, %s not contiguous, %s powerd zones bridged, alignd state resumed: %s. A wrap while powerd "
+  "is down cannot be told from a counter reset and is flagged as a gap by design (docs/alignd.md); the tests "
+  "that check the same: tests/bats/powerd_rapl_intel.bats (wraps), tests/bats/alignd_restart.bats (powerd and "
+  "alignd restarts), tests/bats/exportd_restart.bats (counters across upstream restarts)."
+  % (F.get("loss.slots", "?"), F.get("loss.noncontiguous", "?"), F.get("loss.bridged", "?"),
+     "yes" if F.get("loss.resumed") == "1" else "no"))
+if "usaged.note" in F:
+    w("- usaged: " + F["usaged.note"])
+w("")
+failed = [n for n, (rc, _) in status.items() if rc != 0]
+w("## Runs")
+w("")
+w(", ".join("%s %d s%s" % (n, s, "" if rc == 0 else " (**exit %d: could not run, see logs/%s.log**)" % (rc, n))
+            for n, (rc, s) in status.items()) + ".")
+if missing:
+    w("")
+    w("**Not measured:** %s." % ", ".join(sorted(set(missing))))
+print("\n".join(out))
+# a partial run (BENCH_ONLY) leaves figures out on purpose
+sys.exit(1 if failed or (missing and os.environ.get("BENCH_PARTIAL") != "1") else 0)
