@@ -9,20 +9,22 @@ WATTBUS=$WB_BUILD/wattbus
 
 # Start a command in the background, remembering its pid for teardown.
 # Usage: wb_spawn NAME cmd args...   (stdout+stderr go to $BATS_TEST_TMPDIR/NAME.log)
+# Each command gets its own process group (setsid), so that teardown also stops
+# what it started (the two sides of `bash -c 'a | b'`, a daemon's children).
 wb_spawn() {
 	local name=$1
 	shift
-	"$@" >"$BATS_TEST_TMPDIR/$name.log" 2>&1 &
+	setsid "$@" >"$BATS_TEST_TMPDIR/$name.log" 2>&1 &
 	echo $! >>"$BATS_TEST_TMPDIR/pids"
 	eval "PID_${name//[^a-zA-Z0-9_]/_}=$!"
 }
 
-# Kill everything wb_spawn started (call from teardown).
+# Kill everything wb_spawn started, with their process groups (call from teardown).
 wb_kill_all() {
 	[ -f "$BATS_TEST_TMPDIR/pids" ] || return 0
-	while read -r p; do kill "$p" 2>/dev/null || true; done <"$BATS_TEST_TMPDIR/pids"
-	sleep 0.1
-	while read -r p; do kill -9 "$p" 2>/dev/null || true; done <"$BATS_TEST_TMPDIR/pids"
+	while read -r p; do kill -TERM -- "-$p" 2>/dev/null || kill -TERM "$p" 2>/dev/null || true; done <"$BATS_TEST_TMPDIR/pids"
+	sleep 0.2
+	while read -r p; do kill -KILL -- "-$p" 2>/dev/null || kill -KILL "$p" 2>/dev/null || true; done <"$BATS_TEST_TMPDIR/pids"
 	rm -f "$BATS_TEST_TMPDIR/pids"
 }
 
