@@ -14,7 +14,13 @@ WATTBUS=$WB_BUILD/wattbus
 wb_spawn() {
 	local name=$1
 	shift
-	setsid "$@" >"$BATS_TEST_TMPDIR/$name.log" 2>&1 &
+	# setsid runs programs, not shell functions: python3 is one here (below).
+	[ "$1" = python3 ] && set -- /usr/bin/python3 "${@:2}"
+	if declare -F "$1" >/dev/null; then
+		"$@" >"$BATS_TEST_TMPDIR/$name.log" 2>&1 &
+	else
+		setsid "$@" >"$BATS_TEST_TMPDIR/$name.log" 2>&1 &
+	fi
 	echo $! >>"$BATS_TEST_TMPDIR/pids"
 	eval "PID_${name//[^a-zA-Z0-9_]/_}=$!"
 }
