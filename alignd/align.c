@@ -10,6 +10,7 @@
  * floor(E(t1)) minus what the host's earlier slots were given (carry.c), so the
  * next slot corrects an extrapolation and any run sums exactly.
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,14 +25,28 @@
 
 #define SWEEP_NS WB_NS_PER_SEC /* how often silent hosts and old samples are dropped */
 
+/* Distinct zone names whose totals one usage host keeps: a total_epoch holds at most this many. */
+#define TOTALS_MAX 256
+
 struct pending {
 	struct wb_msg msg; /* WB_ALIGNED, usage part filled */
 	uint64_t recv_ns;  /* arrival of the usage message that closed it */
 };
 
+/* Energy of one zone handed out in a usage host's slots since its total_epoch. */
+struct zone_total {
+	char name[64];
+	uint64_t uj;
+};
+
 struct uhost {
 	char name[64];
 	char power_name[64];
+	/* Cumulative totals on the wire (aligned.total_epoch, zones[].total_uj): they let a
+	 * consumer recover the energy of slots it never received. */
+	uint64_t total_epoch; /* 0: not started */
+	struct zone_total *totals;
+	size_t ntotals;
 	bool live;   /* tables present; false once silent for host_timeout */
 	bool have_t; /* last_t, epoch and the node totals are known */
 	uint64_t last_recv_ns;
@@ -66,9 +81,10 @@ struct align {
 	struct uhost **waiting;
 	size_t nwaiting, capwaiting;
 	uint64_t next_curve_id;
+	uint64_t last_total_epoch; /* total epochs are unique within this alignd */
 	uint64_t last_sweep_ns;
 	struct align_counters cnt;
-	struct wb_ratelimit rl_skew, rl_power, rl_usage, rl_host;
+	struct wb_ratelimit rl_skew, rl_power, rl_usage, rl_host, rl_state;
 };
 
 /* ---- configuration ---- */
@@ -179,6 +195,7 @@ static void uhost_destroy(void **item)
 	free(uh->q);
 	usage_free(&uh->us);
 	free(uh->carries);
+	free(uh->totals);
 	free(uh);
 	*item = NULL;
 }
@@ -210,7 +227,7 @@ struct align *align_new(const struct align_conf *conf, align_emit_fn *emit, void
 	}
 	zhashx_set_destructor(a->uhosts, uhost_destroy);
 	zhashx_set_destructor(a->phosts, phost_destroy);
-	a->rl_skew = a->rl_power = a->rl_usage = a->rl_host =
+	a->rl_skew = a->rl_power = a->rl_usage = a->rl_host = a->rl_state =
 	    (struct wb_ratelimit)WB_RATELIMIT_INIT;
 	return a;
 }
@@ -368,6 +385,62 @@ static struct carry *carry_of(struct uhost *uh, const char *zone_name)
 	return c;
 }
 
+/* ---- totals ---- */
+
+/* Start a new count of totals for uh: t_ns (a time of the host) names it, unique in this alignd. */
+static void totals_start(struct align *a, struct uhost *uh, uint64_t t_ns)
+{
+	uh->total_epoch = t_ns > a->last_total_epoch ? t_ns : a->last_total_epoch + 1;
+	a->last_total_epoch = uh->total_epoch;
+	uh->ntotals = 0;
+}
+
+static struct zone_total *total_find(struct uhost *uh, const char *name)
+{
+	for (size_t i = 0; i < uh->ntotals; i++)
+		if (strcmp(uh->totals[i].name, name) == 0)
+			return &uh->totals[i];
+	return NULL;
+}
+
+/* The zone's total, created at 0; NULL when the table is full or on ENOMEM. */
+static struct zone_total *total_get(struct uhost *uh, const char *name)
+{
+	struct zone_total *zt = total_find(uh, name);
+	if (zt)
+		return zt;
+	if (uh->ntotals >= TOTALS_MAX)
+		return NULL;
+	if (!uh->totals) {
+		uh->totals = calloc(TOTALS_MAX, sizeof(*uh->totals));
+		if (!uh->totals)
+			return NULL;
+	}
+	zt = &uh->totals[uh->ntotals++];
+	snprintf(zt->name, sizeof(zt->name), "%s", name);
+	zt->uj = 0;
+	return zt;
+}
+
+/*
+ * Zone names come and go (a power host remapped, zones dropped): a host that
+ * has seen more than TOTALS_MAX names starts a new count rather than forget
+ * one total, which would make it go back within its epoch.
+ */
+static void totals_make_room(struct align *a, struct uhost *uh, const struct phost *ph,
+			     uint64_t t_ns)
+{
+	size_t missing = 0;
+	for (size_t i = 0; ph && i < ph->ncurves; i++)
+		missing += !total_find(uh, ph->curves[i]->name);
+	if (uh->ntotals + missing <= TOTALS_MAX)
+		return;
+	log_rl(&a->rl_host, WB_LOG_INFO,
+	       "usage/%s: more than %d zone names since its totals started: new total_epoch",
+	       uh->name, TOTALS_MAX);
+	totals_start(a, uh, t_ns);
+}
+
 /* Fill the zones and quality of slot from the power host's curves. */
 static void fill_energy(struct align *a, struct uhost *uh, struct phost *ph,
 			struct wb_aligned *slot)
@@ -380,6 +453,10 @@ static void fill_energy(struct align *a, struct uhost *uh, struct phost *ph,
 
 	for (size_t i = 0; i < uh->ncarries; i++)
 		uh->carries[i].seen = false;
+	if (!uh->total_epoch)
+		totals_start(a, uh, t1);
+	totals_make_room(a, uh, ph, t1);
+	slot->total_epoch = uh->total_epoch;
 	for (size_t i = 0; zones && i < ph->ncurves; i++) {
 		struct curve *c = ph->curves[i];
 		struct carry *cy = carry_of(uh, c->name);
@@ -408,6 +485,11 @@ static void fill_energy(struct align *a, struct uhost *uh, struct phost *ph,
 		extrapolated |= x1;
 		struct wb_slot_zone *z = &zones[nz++];
 		z->energy_uj = carry_take(cy, e1, x1);
+		struct zone_total *zt = total_get(uh, c->name);
+		if (zt) {
+			zt->uj += z->energy_uj;
+			z->total_uj = zt->uj;
+		}
 		snprintf(z->name, sizeof(z->name), "%s", c->name);
 		memcpy(z->zone, c->zone, sizeof(z->zone));
 		memcpy(z->path, c->path, sizeof(z->path));
@@ -597,6 +679,8 @@ void align_usage(struct align *a, const struct wb_usage *u, uint64_t lost, uint6
 			resolve(a, uh, recv_ns, true);
 			uh->have_t = false;
 			uh->ncarries = 0; /* their boundary is later than the new start */
+			totals_start(a, uh,
+				     u->t); /* a new time line: consumers must not diff across */
 		}
 	} else if (uh->have_t && u->t <= uh->last_t) {
 		a->cnt.usage_stale++;
@@ -607,6 +691,8 @@ void align_usage(struct align *a, const struct wb_usage *u, uint64_t lost, uint6
 		return;
 	}
 	uh->epoch = u->env.epoch;
+	if (!uh->total_epoch)
+		totals_start(a, uh, u->t);
 	if (!uh->have_t) {
 		usage_baseline(&uh->us, u, &a->cnt.usage);
 		uh->last_t = u->t;
@@ -729,11 +815,31 @@ void align_flush(struct align *a, uint64_t now_ns)
 
 /* ---- state across alignd restarts ---- */
 
+/* Node CPU totals at the start of uh's oldest waiting slot: the last ones minus the waiting deltas.
+ */
+static struct wb_cpu_times cpu_at_boundary(const struct uhost *uh)
+{
+	struct wb_cpu_times c = uh->us.cpu;
+	uint64_t *ct = (uint64_t *)&c;
+	for (size_t i = 0; i < uh->qlen; i++) {
+		const uint64_t *d =
+		    (const uint64_t *)&uh->q[(uh->qhead + i) % uh->qcap].msg.aligned.cpu;
+		for (size_t k = 0; k < sizeof(c) / sizeof(uint64_t); k++)
+			ct[k] = ct[k] > d[k] ? ct[k] - d[k] : 0; /* a reboot inside: near enough */
+	}
+	return c;
+}
+
 /*
  * What alignd needs to continue where it stopped: per power zone its last
  * sample (so the next one adds on, or bridges a powerd restart), per usage
- * host its last boundary, node CPU totals and carries. Saved at a clean stop
- * after the waiting slots were flushed; a crash loses only the slot in flight.
+ * host the boundary after its last published slot, node CPU totals there,
+ * carries and totals. Slots still waiting for power are not in it: the first
+ * slot after a restart starts where the published ones ended. Saved at a
+ * clean stop and, as a checkpoint, every state_every while running, so that
+ * after a crash (SIGKILL) a restart continues from the last checkpoint: slots
+ * published after it are published again, and consumers drop them by time
+ * and by total_uj.
  */
 int align_save(struct align *a, const char *path, uint64_t now_ns)
 {
@@ -769,7 +875,7 @@ int align_save(struct align *a, const char *path, uint64_t now_ns)
 	for (struct uhost *uh = zhashx_first(a->uhosts); uh; uh = zhashx_next(a->uhosts)) {
 		if (!uh->have_t)
 			continue;
-		json_t *carries = json_array();
+		json_t *carries = json_array(), *totals = json_array();
 		for (size_t i = 0; i < uh->ncarries; i++)
 			if (uh->carries[i].curve_id)
 				json_array_append_new(
@@ -777,23 +883,31 @@ int align_save(struct align *a, const char *path, uint64_t now_ns)
 				    json_pack("{s:s, s:I, s:b}", "zone", uh->carries[i].name,
 					      "emitted_uj", (json_int_t)uh->carries[i].emitted_uj,
 					      "ahead", uh->carries[i].ahead));
-		const struct wb_cpu_times *c = &uh->us.cpu;
+		for (size_t i = 0; i < uh->ntotals; i++)
+			json_array_append_new(totals,
+					      json_pack("{s:s, s:I}", "zone", uh->totals[i].name,
+							"uj", (json_int_t)uh->totals[i].uj));
+		struct wb_cpu_times cb = cpu_at_boundary(uh);
+		const struct wb_cpu_times *c = &cb;
+		uint64_t boundary = uh->qlen ? uh->q[uh->qhead].msg.aligned.t0 : uh->last_t;
 		json_array_append_new(
-		    usage,
-		    json_pack("{s:s, s:s, s:I, s:I, s:[I,I,I,I,I,I,I,I], s:o}", "host", uh->name,
-			      "power_host", uh->power_name, "epoch", (json_int_t)uh->epoch,
-			      "last_t", (json_int_t)uh->last_t, "cpu", (json_int_t)c->user_ns,
-			      (json_int_t)c->nice_ns, (json_int_t)c->system_ns,
-			      (json_int_t)c->idle_ns, (json_int_t)c->iowait_ns,
-			      (json_int_t)c->irq_ns, (json_int_t)c->softirq_ns,
-			      (json_int_t)c->steal_ns, "carries", carries));
+		    usage, json_pack("{s:s, s:s, s:I, s:I, s:[I,I,I,I,I,I,I,I], s:o, s:I, s:o}",
+				     "host", uh->name, "power_host", uh->power_name, "epoch",
+				     (json_int_t)uh->epoch, "last_t", (json_int_t)boundary, "cpu",
+				     (json_int_t)c->user_ns, (json_int_t)c->nice_ns,
+				     (json_int_t)c->system_ns, (json_int_t)c->idle_ns,
+				     (json_int_t)c->iowait_ns, (json_int_t)c->irq_ns,
+				     (json_int_t)c->softirq_ns, (json_int_t)c->steal_ns, "carries",
+				     carries, "total_epoch", (json_int_t)uh->total_epoch, "totals",
+				     totals));
 	}
 	char tmp[4096];
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
 	int rc = json_dump_file(root, tmp, JSON_COMPACT);
 	json_decref(root);
 	if (rc < 0 || rename(tmp, path) < 0) {
-		log_warn("state %s: cannot write", path);
+		log_rl(&a->rl_state, WB_LOG_WARN, "state %s: cannot write: %s", path,
+		       strerror(errno));
 		unlink(tmp);
 		return -1;
 	}
@@ -867,6 +981,17 @@ int align_load(struct align *a, const char *path, uint64_t now_ns, uint64_t max_
 		uh->epoch = jget(o, "epoch");
 		uh->last_t = jget(o, "last_t");
 		uh->have_t = true;
+		/* The totals continue, so that consumers diff across the restart. */
+		uh->total_epoch = jget(o, "total_epoch");
+		if (uh->total_epoch > a->last_total_epoch)
+			a->last_total_epoch = uh->total_epoch;
+		json_array_foreach(json_object_get(o, "totals"), j, z)
+		{
+			struct zone_total *zt =
+			    jstr(z, "zone")[0] ? total_get(uh, jstr(z, "zone")) : NULL;
+			if (zt)
+				zt->uj = jget(z, "uj");
+		}
 		uh->live = false; /* no process table: it restarts at the next message */
 		uh->last_recv_ns = now_ns;
 		json_t *cpu = json_object_get(o, "cpu");

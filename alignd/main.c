@@ -20,6 +20,7 @@ struct alignd_conf {
 	struct wb_strlist sub;
 	struct wb_strlist host_map;
 	char *state_file;
+	uint64_t state_every_ns;
 	uint64_t max_lag_ns;
 	uint64_t snap_ns;
 	uint64_t host_timeout_ns;
@@ -41,6 +42,8 @@ static const struct wb_conf_key alignd_keys[] = {
 	  "usagehost=powerhost items: take a host's energy from a meter published under another name"),
 	K("state_file", WB_CONF_STR, state_file, "%r/alignd.state", 0, 0,
 	  "where a clean stop saves what a restart needs to lose no energy (empty: nowhere)"),
+	K("state_every", WB_CONF_DURATION, state_every_ns, "1s", 0, 3600e9,
+	  "also save the state this often while running, so that a crash loses no energy (0: at stop only)"),
 	K("max_lag", WB_CONF_DURATION, max_lag_ns, "0", 0, 3600e9,
 	  "longest wait for a power sample at or after a slot's end (0: two power intervals)"),
 	K("snap", WB_CONF_DURATION, snap_ns, "5ms", 0, 1e9,
@@ -106,6 +109,7 @@ struct alignd {
 	struct wb_daemon *d;
 	struct align *align;
 	int tick_id;
+	uint64_t next_save_ns; /* next checkpoint of the state file (monotonic clock) */
 	/* Engine counters mirrored into the stat message. */
 	struct {
 		const char *name;
@@ -150,11 +154,25 @@ static void mirror_counters(struct alignd *ad)
 	wb_daemon_set_mode(ad->d, npower ? "measured" : nusage ? "usage-only" : "waiting");
 }
 
+/* A checkpoint of the state file, so that a crash (no clean stop) resumes from it. */
+static void checkpoint(struct alignd *ad)
+{
+	const struct alignd_conf *conf = wb_daemon_conf(ad->d);
+	if (!conf->state_file[0] || !conf->state_every_ns)
+		return;
+	uint64_t now = wb_mono_ns();
+	if (now < ad->next_save_ns)
+		return;
+	ad->next_save_ns = now + conf->state_every_ns;
+	align_save(ad->align, conf->state_file, wb_now_ns());
+}
+
 static int on_tick(zloop_t *loop, int timer_id, void *arg)
 {
 	struct alignd *ad = arg;
 	align_tick(ad->align, wb_now_ns());
 	mirror_counters(ad);
+	checkpoint(ad);
 	return 0;
 }
 
@@ -223,11 +241,17 @@ int main(int argc, char **argv)
 	M(usage.cpu_resets, "cpu_resets");
 #undef M
 
+	/*
+	 * Without checkpoints the file is used once: after a crash that follows,
+	 * a second load would publish the same span again. With checkpoints it
+	 * is rewritten within state_every, and slots published twice are dropped
+	 * by consumers (by time and by total_uj).
+	 */
 	if (conf->state_file[0] &&
 	    align_load(ad.align, conf->state_file, wb_now_ns(), conf->host_timeout_ns) == 0 &&
-	    unlink(conf->state_file) < 0)
-		log_warn("state %s: cannot remove it after use",
-			 conf->state_file); /* a second load would count twice */
+	    !conf->state_every_ns && unlink(conf->state_file) < 0)
+		log_warn("state %s: cannot remove it after use", conf->state_file);
+	ad.next_save_ns = wb_mono_ns() + conf->state_every_ns;
 
 	static const char *const prefixes[] = {"power/", "usage/", NULL};
 	if (wb_daemon_subscribe(ad.d, &conf->sub, prefixes, on_msg, &ad) < 0) {

@@ -65,6 +65,7 @@ struct estimator {
 	size_t proc_cg_cap;
 	struct group_set groups[G_KINDS];
 	struct attrib_scratch scratch;
+	struct totals totals;
 };
 
 static int grow(void **p, size_t *cap, size_t need, size_t elem)
@@ -98,7 +99,13 @@ struct estimator *estimator_new(const struct est_conf *conf)
 	if (!e)
 		return NULL;
 	e->conf = *conf;
+	totals_init(&e->totals, TOTALS_HOSTS_MAX);
 	return e;
+}
+
+struct totals *estimator_totals(struct estimator *e)
+{
+	return &e->totals;
 }
 
 void estimator_destroy(struct estimator **self_p)
@@ -124,6 +131,7 @@ void estimator_destroy(struct estimator **self_p)
 		free(e->groups[k].slot);
 	}
 	attrib_scratch_free(&e->scratch);
+	totals_free(&e->totals);
 	free(e);
 	*self_p = NULL;
 }
@@ -620,6 +628,12 @@ int estimator_slot(struct estimator *e, const struct wb_aligned *a, struct wb_es
 		*dst[k] = e->groups[k].g;
 		*dst_n[k] = e->groups[k].n;
 	}
+	struct tot_result tr;
+	if (totals_slot(&e->totals, a, e->zones, nz, measured, busy, total, &tr) < 0)
+		goto nomem;
+	out->total_epoch = tr.epoch;
+	res->stale = tr.stale;
+	res->recovered_uj = tr.recovered_uj;
 	if (measured && e->conf.train)
 		train(e, h, a, res);
 	return 0;

@@ -229,6 +229,63 @@ int trainer_add_sample(struct trainer *t, const double x[FEAT_COUNT],
 int trainer_fit(struct trainer *t, const char *name, uint64_t cores, struct model *out, char *err,
 		size_t errlen);
 
+/* ---- totals.c: cumulative node energy per host and zone, across lost slots and restarts ---- */
+
+#define TOTALS_ZONES_MAX 256 /* zone names one host's count holds (an estimate has at most 256) */
+#define TOTALS_HOSTS_MAX 4096
+
+struct tot_zone {
+	char name[64];
+	bool in_have;	/* in_uj is known (alignd's total_uj in the same total_epoch) */
+	uint64_t in_uj; /* alignd's total_uj of the zone in the last slot */
+	uint64_t total_uj, active_uj, idle_uj; /* ours: active_uj + idle_uj == total_uj */
+};
+
+struct tot_host {
+	char host[64];
+	uint64_t epoch;	   /* our total_epoch for this host */
+	char in_src[32];   /* the aligned producer of in_epoch */
+	uint64_t in_epoch; /* alignd's total_epoch of the last slot */
+	bool have_t;
+	uint64_t last_t1; /* end of the last slot counted */
+	uint64_t used;
+	struct tot_zone *z;
+	size_t nz;
+};
+
+struct totals {
+	struct tot_host *h;
+	size_t n, cap, max;
+	uint64_t last_epoch; /* total epochs are unique within this estimd */
+	uint64_t tick;
+};
+
+struct tot_result {
+	bool stale;	       /* the slot ended no later than the last one: it added nothing */
+	uint64_t recovered_uj; /* energy beyond the slot's own: slots never received */
+	uint64_t epoch;	       /* total_epoch of the host */
+};
+
+int totals_init(struct totals *t, size_t max_hosts);
+void totals_free(struct totals *t);
+/*
+ * Advance the host's totals by slot a, whose estimated zones are zones[0..nz)
+ * (in measured mode, zones[i] is a's zones[i]), and fill their *_total_uj.
+ * Measured: by the difference of alignd's total_uj to the last slot of the
+ * same src and total_epoch (lost slots included), else by the slot's energy.
+ * Model mode: lost slots (a time gap within one alignd total_epoch) count at
+ * this slot's power. The part of a slot before the end of the last one is not
+ * counted again. The extra energy is split into active and idle in the slot's
+ * own ratio. Returns 0, or -1 (no length, ENOMEM: zones untouched).
+ */
+int totals_slot(struct totals *t, const struct wb_aligned *a, struct wb_est_zone *zones, size_t nz,
+		bool measured, uint64_t busy, uint64_t total, struct tot_result *res);
+/* Write the totals to path atomically (JSON). Returns 0 or -1 (err names the file). */
+int totals_save(const struct totals *t, const char *path, uint64_t now_ns, char *err,
+		size_t errlen);
+/* Resume from a saved state (before any slot). Returns 0 (*nhosts read) or -1 (err). */
+int totals_load(struct totals *t, const char *path, size_t *nhosts, char *err, size_t errlen);
+
 /* ---- estimate.c: one aligned slot -> one estimate ---- */
 
 enum est_mode { EST_AUTO, EST_MEASURED, EST_MODEL };
@@ -247,11 +304,13 @@ struct est_conf {
 
 /* What happened in one slot, for counters and logs. */
 struct est_result {
-	bool measured;		       /* measured mode (else model mode) */
-	bool no_model;		       /* model mode without a model: zones left empty */
-	unsigned idle_fallbacks;       /* zones where the ratio method stood in */
-	unsigned model_nan;	       /* zones whose model gave no finite power (0 W used) */
-	struct model *trained;	       /* a new model from training; the caller owns it */
+	bool measured;		 /* measured mode (else model mode) */
+	bool no_model;		 /* model mode without a model: zones left empty */
+	unsigned idle_fallbacks; /* zones where the ratio method stood in */
+	unsigned model_nan;	 /* zones whose model gave no finite power (0 W used) */
+	struct model *trained;	 /* a new model from training; the caller owns it */
+	bool stale;		 /* ended no later than the host's last slot: totals unchanged */
+	uint64_t recovered_uj;	 /* energy of aligned slots never received, now in the totals */
 	char train_err[MODEL_ERR_MAX]; /* why a due fit failed, else "" */
 };
 
@@ -275,5 +334,7 @@ double estimator_core_ratio(const struct estimator *e, uint64_t ncpu);
  */
 int estimator_slot(struct estimator *e, const struct wb_aligned *a, struct wb_estimate *out,
 		   struct est_result *res, char *err, size_t errlen);
+/* The node totals (totals.c), to save and load them. */
+struct totals *estimator_totals(struct estimator *e);
 
 #endif

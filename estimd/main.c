@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "clock.h"
 #include "daemon.h"
@@ -41,6 +42,8 @@ struct estimd_conf {
 	int64_t train_min;
 	int64_t holdout_every;
 	char *model_out;
+	char *state_file;
+	uint64_t state_every_ns;
 };
 
 #define OFF(field) offsetof(struct estimd_conf, field)
@@ -83,6 +86,11 @@ static const struct wb_conf_key keys[] = {
      "every k-th slot is held out to measure the model's error"},
     {"model_out", WB_CONF_STR, OFF(model_out), "", 0, 0, NULL,
      "file each trained model is written to in Kepler's format (empty: none)"},
+    {"state_file", WB_CONF_STR, OFF(state_file), "%r/estimd.state", 0, 0, NULL,
+     "where the node energy totals are saved, so that a restart continues them (empty: nowhere)"},
+    {"state_every", WB_CONF_DURATION, OFF(state_every_ns), "1s", 0, 3600e9, NULL,
+     "also save the state this often while running, so that a crash loses no energy (0: at stop "
+     "only)"},
 };
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
 
@@ -175,10 +183,10 @@ struct app {
 	struct estimator *est;
 	char mode[32];
 	bool ratio_logged;
-	struct wb_ratelimit rl_slot, rl_model, rl_train, rl_mode;
+	struct wb_ratelimit rl_slot, rl_model, rl_train, rl_mode, rl_state;
 	uint64_t *slots, *slots_measured, *slots_model, *slots_rejected, *slots_no_model,
 	    *idle_fallbacks, *model_nan, *models_trained, *models_received, *models_rejected,
-	    *model_write_failed;
+	    *model_write_failed, *slots_stale, *slots_recovered, *recovered_uj, *state_write_failed;
 };
 
 static void use_model(struct app *app, struct model *m, const char *how)
@@ -254,6 +262,21 @@ static void on_aligned(struct wb_daemon *d, const struct wb_msg *msg, const stru
 		return;
 	}
 	(*(res.measured ? app->slots_measured : app->slots_model))++;
+	if (res.stale) {
+		(*app->slots_stale)++;
+		log_rl(&app->rl_slot, WB_LOG_INFO,
+		       "slot [%" PRIu64 ", %" PRIu64 "] of %s ends no later than the last one "
+		       "(alignd resent it after a restart?): estimated, not added to the totals",
+		       a->t0, a->t1, a->env.host);
+	}
+	if (res.recovered_uj) {
+		(*app->slots_recovered)++;
+		*app->recovered_uj += res.recovered_uj;
+		log_rl(&app->rl_slot, WB_LOG_INFO,
+		       "%s: %" PRIu64 " uJ of aligned slots never received (%" PRIu64
+		       " lost before seq %" PRIu64 ") carried into the node totals",
+		       a->env.host, res.recovered_uj, rx->lost, a->env.seq);
+	}
 	*app->idle_fallbacks += res.idle_fallbacks;
 	*app->model_nan += res.model_nan;
 	if (res.no_model) {
@@ -310,6 +333,25 @@ static void on_model(struct wb_daemon *d, const struct wb_msg *msg, const struct
 	use_model(app, m, "switched to");
 }
 
+/* Save the node totals (stop, checkpoint). */
+static void save_state(struct app *app)
+{
+	char err[MODEL_ERR_MAX];
+	if (!app->conf->state_file[0])
+		return;
+	if (totals_save(estimator_totals(app->est), app->conf->state_file, wb_now_ns(), err,
+			sizeof(err)) < 0) {
+		(*app->state_write_failed)++;
+		log_rl(&app->rl_state, WB_LOG_WARN, "state %s", err);
+	}
+}
+
+static int on_checkpoint(zloop_t *loop, int timer_id, void *arg)
+{
+	save_state(arg);
+	return 0;
+}
+
 static bool same_list(const struct wb_strlist *a, const struct wb_strlist *b)
 {
 	if (a->n != b->n)
@@ -335,9 +377,10 @@ static int on_reload(struct wb_daemon *d, void *new_conf, void *arg)
 	estimator_set_conf(app->est, &ec);
 	use_model(app, m, "reloaded");
 	if (strcmp(c->pub, app->conf->pub) != 0 || !same_list(&c->sub, &app->conf->sub) ||
-	    !same_list(&c->model_from, &app->conf->model_from))
-		log_warnx(
-		    "reload: new pub, sub or model_from endpoints take effect at the next restart");
+	    !same_list(&c->model_from, &app->conf->model_from) ||
+	    c->state_every_ns != app->conf->state_every_ns)
+		log_warnx("reload: new pub, sub, model_from or state_every take effect at the next "
+			  "restart");
 	app->conf = c;
 	return 0;
 }
@@ -346,7 +389,7 @@ int main(int argc, char **argv)
 {
 	struct wb_daemon *d = wb_daemon_new(&stage, argc, argv);
 	struct app app = {.d = d, .conf = wb_daemon_conf(d)};
-	app.rl_slot = app.rl_model = app.rl_train = app.rl_mode =
+	app.rl_slot = app.rl_model = app.rl_train = app.rl_mode = app.rl_state =
 	    (struct wb_ratelimit)WB_RATELIMIT_INIT;
 	struct wb_stats *st = wb_daemon_stats(d);
 	struct {
@@ -364,6 +407,10 @@ int main(int argc, char **argv)
 	    {&app.models_received, "models_received"},
 	    {&app.models_rejected, "models_rejected"},
 	    {&app.model_write_failed, "model_write_failed"},
+	    {&app.slots_stale, "slots_stale"},
+	    {&app.slots_recovered, "slots_recovered"},
+	    {&app.recovered_uj, "recovered_uj"},
+	    {&app.state_write_failed, "state_write_failed"},
 	};
 	for (size_t i = 0; i < sizeof(counters) / sizeof(counters[0]); i++)
 		if (!(*counters[i].dst = wb_stats_counter(st, counters[i].name)))
@@ -381,6 +428,15 @@ int main(int argc, char **argv)
 	if (!(app.est = estimator_new(&ec)))
 		fatalx(WB_EXIT_FAILURE, "out of memory");
 	use_model(&app, m, "loaded");
+	if (app.conf->state_file[0] && access(app.conf->state_file, F_OK) == 0) {
+		size_t n;
+		if (totals_load(estimator_totals(app.est), app.conf->state_file, &n, err,
+				sizeof(err)) < 0)
+			log_warnx("state %s: ignored", err);
+		else
+			log_info("state %s: node totals of %zu hosts resumed", app.conf->state_file,
+				 n);
+	}
 	log_info("idle %s, attribution by %s of %s CPU time, training %s",
 		 idle_method_name(ec.idle.method),
 		 ec.by == EST_BY_INSTRUCTIONS ? "instructions" : "cpu",
@@ -399,10 +455,13 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	wb_daemon_on_reload(d, on_reload, &app);
+	if (app.conf->state_every_ns)
+		wb_daemon_timer(d, app.conf->state_every_ns, on_checkpoint, &app);
 	set_mode(&app, ec.mode == EST_MEASURED ? "measured"
 		       : ec.mode == EST_MODEL  ? "model"
 					       : "auto");
 	rc = wb_daemon_run(d);
+	save_state(&app);
 out:
 	estimator_destroy(&app.est);
 	wb_daemon_destroy(&d);

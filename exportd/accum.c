@@ -1,8 +1,11 @@
 /*
  * exportd's own accumulators. Estimates carry the energy of one slot; summing
- * them here (never trusting an upstream total) is what keeps every counter on
- * /metrics monotonic across estimd, alignd and powerd restarts. Slots are applied
- * once per host in time order, so a replayed or duplicated slot is not counted twice.
+ * them here is what keeps every counter on /metrics monotonic across estimd,
+ * alignd and powerd restarts. Slots are applied once per host in time order,
+ * so a replayed or duplicated slot is not counted twice. Node counters advance
+ * by the difference of estimd's cumulative totals when the estimate continues
+ * the same (src, total_epoch), so that lost estimates cost no node energy; the
+ * accumulators stay exportd's own, and only differences are taken.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -540,6 +543,48 @@ static bool estimate_check(const struct wb_estimate *e, enum accum_reason *reaso
 	       group_within(e->vms, e->n_vms, e, reason);
 }
 
+/* ---- node totals ---- */
+static struct ex_total *tot_find(struct ex_host *h, const char *name)
+{
+	for (size_t i = 0; i < h->ntot; i++)
+		if (!strcmp(h->tot[i].name, name))
+			return &h->tot[i];
+	return NULL;
+}
+
+/* Totals a zone can be diffed with: present and adding up (else the slot's values count). */
+static bool tot_valid(const struct wb_estimate *e, const struct wb_est_zone *ez)
+{
+	uint64_t sum = ez->active_total_uj;
+	return e->total_epoch && ez->total_uj && add_ok(&sum, ez->idle_total_uj) &&
+	       sum == ez->total_uj;
+}
+
+/* Remember the totals of the estimate just applied; a new (src, total_epoch) starts afresh. */
+static void tot_remember(struct ex_host *h, const struct wb_estimate *e, bool same)
+{
+	if (!same)
+		h->ntot = 0;
+	for (size_t z = 0; z < e->n_zones; z++) {
+		const struct wb_est_zone *ez = &e->zones[z];
+		if (!tot_valid(e, ez))
+			continue;
+		struct ex_total *t = tot_find(h, ez->name);
+		if (!t && h->ntot < EX_MAX_TOTALS) {
+			t = &h->tot[h->ntot++];
+			snprintf(t->name, sizeof t->name, "%s", ez->name);
+		}
+		if (!t)
+			continue;
+		t->total_uj = ez->total_uj;
+		t->active_uj = ez->active_total_uj;
+		t->idle_uj = ez->idle_total_uj;
+	}
+	h->tot_have = e->total_epoch != 0;
+	h->tot_epoch = e->total_epoch;
+	snprintf(h->tot_src, sizeof h->tot_src, "%s", e->env.src);
+}
+
 /* ---- applying a slot ---- */
 struct slot_ctx {
 	struct accum *self;
@@ -695,16 +740,29 @@ int accum_add(struct accum *self, const struct wb_estimate *e, enum accum_reason
 			xz->slot_t1 = e->t1;
 		}
 	}
-	uint64_t under = 0;
+	uint64_t under = 0, recovered = 0;
+	bool same = h->tot_have && e->total_epoch == h->tot_epoch && e->total_epoch &&
+		    !strcmp(e->env.src, h->tot_src);
 	for (size_t z = 0; z < e->n_zones; z++) {
 		const struct wb_est_zone *ez = &e->zones[z];
 		struct ex_zone *xz = &h->zones[c.zmap[z]];
 		uint64_t tot = scale(&c, ez->energy_uj), act = scale(&c, ez->active_uj);
 		/* idle as the difference keeps total == active + idle exactly after scaling */
 		uint64_t idle = tot - act;
-		xz->total_uj += tot;
-		xz->active_uj += act;
-		xz->idle_uj += idle;
+		/* The counters advance by the totals' difference: this slot and any lost before. */
+		uint64_t add_tot = tot, add_act = act, add_idle = idle;
+		const struct ex_total *pt = same && tot_valid(e, ez) ? tot_find(h, ez->name) : NULL;
+		if (pt && ez->total_uj >= pt->total_uj && ez->active_total_uj >= pt->active_uj &&
+		    ez->idle_total_uj >= pt->idle_uj) {
+			add_tot = ez->total_uj - pt->total_uj;
+			add_act = ez->active_total_uj - pt->active_uj;
+			add_idle = ez->idle_total_uj - pt->idle_uj;
+			if (add_tot > tot)
+				recovered += add_tot - tot;
+		}
+		xz->total_uj += add_tot;
+		xz->active_uj += add_act;
+		xz->idle_uj += add_idle;
 		xz->slot_total_uj += tot;
 		xz->slot_active_uj += act;
 		xz->slot_idle_uj += idle;
@@ -714,6 +772,9 @@ int accum_add(struct accum *self, const struct wb_estimate *e, enum accum_reason
 		under |= attributed != ez->active_uj;
 	}
 	self->underattributed += under != 0;
+	self->recovered += recovered != 0;
+	self->recovered_uj += recovered;
+	tot_remember(h, e, same);
 
 	if (self->lim.levels & (1u << EX_PROCESS)) {
 		for (size_t i = 0; i < e->n_procs; i++) {

@@ -83,6 +83,14 @@ struct ex_zone {
 };
 
 #define EX_MAX_ZONES 32
+#define EX_MAX_TOTALS 64 /* estimate zones whose node totals a host keeps */
+
+/* The node totals of one estimate zone in the last applied estimate (estimate.zones[].*total_uj).
+ */
+struct ex_total {
+	char name[64];
+	uint64_t total_uj, active_uj, idle_uj;
+};
 
 /* A process, container, pod or VM and its accumulators. */
 struct ex_work {
@@ -119,6 +127,12 @@ struct ex_host {
 	uint64_t last_recv_ns; /* wall clock when the last estimate was applied (main sets it) */
 	size_t nzones;
 	struct ex_zone zones[EX_MAX_ZONES];
+	/* Node counters advance by the difference of these within one (src, total_epoch). */
+	bool tot_have;
+	char tot_src[32];
+	uint64_t tot_epoch;
+	size_t ntot;
+	struct ex_total tot[EX_MAX_TOTALS];
 	struct ex_wmap works[EX_NLEVELS];
 	struct ex_work *term_head[EX_NLEVELS], *term_tail[EX_NLEVELS];
 	size_t nterm[EX_NLEVELS];
@@ -134,6 +148,8 @@ struct accum {
 	uint64_t evicted[EX_NLEVELS]; /* terminated workloads removed (ttl, max_terminated, cap) */
 	uint64_t clipped;	      /* slots that partly overlapped the previous one */
 	uint64_t underattributed;     /* slots whose workloads got less than the active energy */
+	uint64_t recovered;	      /* slots whose node totals carried energy of lost estimates */
+	uint64_t recovered_uj;	      /* that energy */
 	uint64_t version;	      /* +1 per applied estimate */
 	char *node_name;	      /* our copy of lim.node_name */
 };

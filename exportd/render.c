@@ -99,6 +99,15 @@ static void plain(struct ctx *c, uint64_t v)
 	rbuf_putc(c->b, '\n');
 }
 
+/* A value without labels in fixed point: microjoules as joules. */
+static void plain_joules(struct ctx *c, uint64_t uj)
+{
+	rbuf_put(c->b, c->name, c->namelen);
+	rbuf_putc(c->b, ' ');
+	rbuf_fixed(c->b, uj, 6);
+	rbuf_putc(c->b, '\n');
+}
+
 static void end_double(struct ctx *c, double v)
 {
 	rbuf_put(c->b, "} ", 2);
@@ -469,6 +478,14 @@ static void exportd_metrics(struct ctx *c)
 		   "counted",
 		   NO_LEVEL))
 		plain(c, a->clipped);
+	if (family(c, "wattbus_exportd_slots_recovered_total", "counter",
+		   "Slots whose node totals carried the energy of estimates never received",
+		   NO_LEVEL))
+		plain(c, a->recovered);
+	if (family(c, "wattbus_exportd_recovered_joules_total", "counter",
+		   "Node energy of estimates never received, counted from the totals of the next",
+		   NO_LEVEL))
+		plain_joules(c, a->recovered_uj);
 	if (family(c, "wattbus_exportd_slots_underattributed_total", "counter",
 		   "Slots whose workloads and unattributed energy summed to less than the active "
 		   "energy",

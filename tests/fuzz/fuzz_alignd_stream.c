@@ -2,7 +2,9 @@
  * libFuzzer target for alignd's engine: any stream of power samples, usage
  * samples and clock ticks (stale, reordered, restarted, with counters going
  * anywhere) must never crash, and every slot it emits must be a valid aligned
- * message: encodable, t0 < t1, coverage in [0, 1].
+ * message: encodable, t0 < t1, coverage in [0, 1], and within one
+ * total_epoch of a host each zone's total_uj is the previous one plus the
+ * slot's energy_uj.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -25,6 +27,34 @@ static uint64_t take(struct in *in, int bytes)
 	return v;
 }
 
+/* Last total per (host, zone) seen in this input. */
+static struct {
+	char host[8], zone[64];
+	uint64_t epoch, total;
+} seen[16];
+static size_t nseen;
+
+static void check_total(const struct wb_aligned *a, const struct wb_slot_zone *z)
+{
+	if (!a->total_epoch || z->total_uj < z->energy_uj)
+		abort();
+	for (size_t i = 0; i < nseen; i++) {
+		if (strcmp(seen[i].host, a->env.host) != 0 || strcmp(seen[i].zone, z->name) != 0)
+			continue;
+		if (seen[i].epoch == a->total_epoch && seen[i].total + z->energy_uj != z->total_uj)
+			abort();
+		seen[i].epoch = a->total_epoch;
+		seen[i].total = z->total_uj;
+		return;
+	}
+	if (nseen < sizeof(seen) / sizeof(seen[0])) {
+		snprintf(seen[nseen].host, sizeof(seen[nseen].host), "%s", a->env.host);
+		snprintf(seen[nseen].zone, sizeof(seen[nseen].zone), "%s", z->name);
+		seen[nseen].epoch = a->total_epoch;
+		seen[nseen++].total = z->total_uj;
+	}
+}
+
 static void emit(struct wb_msg *m, void *arg)
 {
 	const struct wb_aligned *a = &m->aligned;
@@ -33,6 +63,8 @@ static void emit(struct wb_msg *m, void *arg)
 		abort();
 	if (strlen(a->env.host) != 2 || (a->env.host[0] != 'h' && a->env.host[0] != 'p'))
 		abort();
+	for (size_t i = 0; i < a->n_zones; i++)
+		check_total(a, &a->zones[i]);
 	m->aligned.env.v = 1;
 	snprintf(m->aligned.env.kind, sizeof(m->aligned.env.kind), "aligned");
 	snprintf(m->aligned.env.src, sizeof(m->aligned.env.src), "alignd");
@@ -52,6 +84,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		quiet = true;
 	}
 	struct in in = {data, size};
+	nseen = 0;
 	struct align_conf conf = {.max_lag_ns = take(&in, 1) * 10000000ull,
 				  .snap_ns = take(&in, 1) * 100000ull,
 				  .host_timeout_ns = 1000000000ull * (1 + take(&in, 1) % 8),

@@ -1,7 +1,8 @@
 /*
  * libFuzzer target for exportd's accumulators: the input drives a sequence of
  * estimates (overlapping, stale, malformed, with processes that exit and pids
- * that come back) under tiny caps; after each one the invariants must hold:
+ * that come back, node totals that continue, go back or do not add up) under
+ * tiny caps; after each one the invariants must hold:
  * zone totals never go back and equal active + idle, every workload is
  * reachable in its map, the series and terminated counts add up, the caps
  * hold; and /metrics renders into well-formed lines.
@@ -164,7 +165,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 						    : 0;
 			e->zones[z].idle_uj =
 			    e->zones[z].energy_uj - e->zones[z].active_uj + (k >= 250);
+			/* node totals: going up, back, or not adding up */
+			struct wb_est_zone *ez = &e->zones[z];
+			unsigned tk = take(&r);
+			ez->total_uj = (uint64_t)tk * 40961u;
+			ez->active_total_uj =
+			    ez->total_uj ? take(&r) * 40961u % (ez->total_uj + 1) : 0;
+			ez->idle_total_uj = ez->total_uj - ez->active_total_uj + (tk == 255);
 		}
+		e->total_epoch = take(&r) % 3;
+		snprintf(e->env.src, sizeof e->env.src, "e%u", e->total_epoch == 2);
 		e->n_procs = take(&r) % 8;
 		e->procs = wb_array_new(e->n_procs ? e->n_procs : 1, sizeof *e->procs);
 		for (size_t i = 0; i < e->n_procs; i++) {

@@ -173,6 +173,82 @@ static void test_overlap_is_clipped(void)
 	accum_destroy(&a);
 }
 
+/* Estimate k of a producer with cumulative totals: zone z has (k + 1 + z) J, a quarter active. */
+static void est_with_totals(struct wb_msg *m, uint64_t k, uint64_t epoch, uint64_t sum[2])
+{
+	est_init(m, "h1", (100 + k) * S, (101 + k) * S, 2, 0);
+	m->estimate.env.epoch = 1;
+	m->estimate.env.seq = k;
+	m->estimate.total_epoch = epoch;
+	for (size_t z = 0; z < 2; z++) {
+		uint64_t e = (k + 1 + z) * 1000000;
+		est_zone(m, z, e, e / 4);
+		snprintf(m->estimate.zones[z].zone, sizeof m->estimate.zones[z].zone, "package");
+		sum[z] += e;
+		struct wb_est_zone *ez = &m->estimate.zones[z];
+		ez->total_uj = sum[z];
+		ez->active_total_uj = sum[z] / 4;
+		ez->idle_total_uj = sum[z] - sum[z] / 4;
+	}
+}
+
+/* Lost estimates: the node counters follow estimd's totals, so they hold every microjoule. */
+static void test_node_totals_recover_lost(void)
+{
+	struct accum_limits lim = lim_default();
+	struct accum *a = accum_new(&lim);
+	struct wb_msg m;
+	uint64_t sum[2] = {0, 0};
+	for (uint64_t k = 0; k < 10; k++) {
+		est_with_totals(&m, k, 555, sum);
+		if (k != 3 && k != 4 && k != 7)
+			CHECK(accum_add(a, &m.estimate, NULL) == 0);
+		wb_msg_clear(&m);
+	}
+	struct ex_host *h = accum_host(a, "h1");
+	CHECK(h && h->nzones == 1); /* two package zones: aggregated */
+	if (!h)
+		return;
+	CHECK_STR(h->zones[0].path, "aggregated-package");
+	CHECK_U64(h->zones[0].total_uj, sum[0] + sum[1]);
+	CHECK_U64(h->zones[0].active_uj, sum[0] / 4 + sum[1] / 4);
+	CHECK_U64(h->zones[0].idle_uj, h->zones[0].total_uj - h->zones[0].active_uj);
+	/* The watts gauge is the last slot's own energy. */
+	CHECK_U64(h->zones[0].slot_total_uj, 10000000 + 11000000);
+	CHECK_U64(a->recovered, 2);
+	CHECK_U64(a->recovered_uj, (4 + 5 + 5 + 6) * 1000000ull + (8 + 9) * 1000000ull);
+
+	/* A new total_epoch (estimd restarted without its state): the slot's values. */
+	uint64_t before = h->zones[0].total_uj;
+	uint64_t sum2[2] = {0, 0};
+	est_with_totals(&m, 12, 556, sum2);
+	CHECK(accum_add(a, &m.estimate, NULL) == 0);
+	wb_msg_clear(&m);
+	CHECK_U64(h->zones[0].total_uj, before + 13000000 + 14000000);
+	/* Another producer with the same total_epoch is not diffed with. */
+	before = h->zones[0].total_uj;
+	est_with_totals(&m, 13, 556, sum2); /* lost */
+	wb_msg_clear(&m);
+	est_with_totals(&m, 14, 556, sum2);
+	snprintf(m.estimate.env.src, sizeof m.estimate.env.src, "estimd-b");
+	CHECK(accum_add(a, &m.estimate, NULL) == 0);
+	wb_msg_clear(&m);
+	CHECK_U64(h->zones[0].total_uj, before + 15000000 + 16000000);
+	/* Totals that do not add up are not used either. */
+	before = h->zones[0].total_uj;
+	est_with_totals(&m, 15, 556, sum2); /* lost */
+	wb_msg_clear(&m);
+	est_with_totals(&m, 16, 556, sum2);
+	snprintf(m.estimate.env.src, sizeof m.estimate.env.src, "estimd-b");
+	m.estimate.zones[0].idle_total_uj++;
+	CHECK(accum_add(a, &m.estimate, NULL) == 0);
+	wb_msg_clear(&m);
+	/* zone-0 by its slot value (17 J); zone-1 by its totals: slot 16 (18 J) and lost 15 (17 J).
+	 */
+	CHECK_U64(h->zones[0].total_uj, before + 17000000 + 17000000 + 18000000);
+	accum_destroy(&a);
+}
+
 /* Each bad estimate is refused for its reason and changes no accumulator. */
 static void test_bad_estimates_change_nothing(void)
 {
@@ -549,6 +625,7 @@ static const struct unit_case cases[] = {
     {"slot energies add up per zone and process", test_slots_add_up},
     {"replayed slots after a restart count once", test_replay_and_restart},
     {"an overlapping slot counts only its new part", test_overlap_is_clipped},
+    {"lost estimates: node counters follow the totals", test_node_totals_recover_lost},
     {"bad estimates are refused by reason and change nothing", test_bad_estimates_change_nothing},
     {"zones of one kind on several sockets aggregate", test_sockets_aggregate},
     {"terminated workloads: max_terminated, ttl, stale_after, revival", test_terminated_retention},

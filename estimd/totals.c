@@ -1,0 +1,325 @@
+/*
+ * Cumulative node energy per host and zone (estimate.zones[].*total_uj): what
+ * lets exportd count every microjoule once even when estimates are lost, and
+ * lets estimd count aligned slots it never received, from the difference of
+ * alignd's own totals. Saved to a state file so that a restarted estimd
+ * continues its totals and its baseline of alignd's. Pure: no sockets, no clock.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "estimd.h"
+
+static void host_clear(struct tot_host *h)
+{
+	free(h->z);
+	memset(h, 0, sizeof(*h));
+}
+
+int totals_init(struct totals *t, size_t max_hosts)
+{
+	memset(t, 0, sizeof(*t));
+	t->max = max_hosts ? max_hosts : 1;
+	return 0;
+}
+
+void totals_free(struct totals *t)
+{
+	for (size_t i = 0; i < t->n; i++)
+		host_clear(&t->h[i]);
+	free(t->h);
+	memset(t, 0, sizeof(*t));
+}
+
+/* A new count for h, named by t_ns (a time of the host) and unique in this estimd. */
+static void host_start(struct totals *t, struct tot_host *h, uint64_t t_ns)
+{
+	h->epoch = t_ns > t->last_epoch ? t_ns : t->last_epoch + 1;
+	t->last_epoch = h->epoch;
+	h->nz = 0;
+	h->have_t = false;
+}
+
+static struct tot_host *host_find(struct totals *t, const char *host)
+{
+	for (size_t i = 0; i < t->n; i++)
+		if (strcmp(t->h[i].host, host) == 0)
+			return &t->h[i];
+	return NULL;
+}
+
+/* The host's record, created (the least recently used one evicted when full); NULL on ENOMEM. */
+static struct tot_host *host_get(struct totals *t, const char *host, uint64_t t_ns)
+{
+	t->tick++;
+	struct tot_host *h = host_find(t, host);
+	if (h) {
+		h->used = t->tick;
+		return h;
+	}
+	if (t->n < t->max) {
+		if (t->n == t->cap) {
+			size_t cap = t->cap ? t->cap * 2 : 8;
+			struct tot_host *nh = realloc(t->h, cap * sizeof(*nh));
+			if (!nh)
+				return NULL;
+			t->h = nh;
+			t->cap = cap;
+		}
+		h = &t->h[t->n++];
+		memset(h, 0, sizeof(*h));
+	} else {
+		/* An evicted host that comes back starts a new total_epoch: nothing is diffed
+		 * across. */
+		h = &t->h[0];
+		for (size_t i = 1; i < t->n; i++)
+			if (t->h[i].used < h->used)
+				h = &t->h[i];
+		host_clear(h);
+	}
+	snprintf(h->host, sizeof(h->host), "%s", host);
+	h->used = t->tick;
+	host_start(t, h, t_ns);
+	return h;
+}
+
+static struct tot_zone *zone_find(struct tot_host *h, const char *name)
+{
+	for (size_t i = 0; i < h->nz; i++)
+		if (strcmp(h->z[i].name, name) == 0)
+			return &h->z[i];
+	return NULL;
+}
+
+/* The zone's record, created at 0; NULL when the host holds TOTALS_ZONES_MAX or on ENOMEM. */
+static struct tot_zone *zone_get(struct tot_host *h, const char *name)
+{
+	struct tot_zone *z = zone_find(h, name);
+	if (z)
+		return z;
+	if (h->nz >= TOTALS_ZONES_MAX)
+		return NULL;
+	if (!h->z && !(h->z = calloc(TOTALS_ZONES_MAX, sizeof(*h->z))))
+		return NULL;
+	z = &h->z[h->nz++];
+	memset(z, 0, sizeof(*z));
+	snprintf(z->name, sizeof(z->name), "%s", name);
+	return z;
+}
+
+static uint64_t muldiv(uint64_t v, uint64_t num, uint64_t den)
+{
+	return den ? (uint64_t)((unsigned __int128)v * num / den) : 0;
+}
+
+/*
+ * Split d_uj, the energy the totals advance by, into active and idle: the
+ * slot's own split when d_uj is the slot's energy, else in the slot's ratio
+ * (the slot that covers the missing span), or the CPU busy ratio when the
+ * slot had no energy. Exact: active + idle == d_uj.
+ */
+static void split(uint64_t d_uj, const struct wb_est_zone *z, uint64_t busy, uint64_t total,
+		  uint64_t *active, uint64_t *idle)
+{
+	if (d_uj == z->energy_uj) {
+		*active = z->active_uj;
+	} else if (z->energy_uj) {
+		*active = muldiv(d_uj, z->active_uj, z->energy_uj);
+	} else {
+		*active = muldiv(d_uj, busy < total ? busy : total, total);
+	}
+	*idle = d_uj - *active;
+}
+
+int totals_slot(struct totals *t, const struct wb_aligned *a, struct wb_est_zone *zones, size_t nz,
+		bool measured, uint64_t busy, uint64_t total, struct tot_result *res)
+{
+	memset(res, 0, sizeof(*res));
+	if (a->t1 <= a->t0)
+		return -1;
+	struct tot_host *h = host_get(t, a->env.host, a->t1);
+	if (!h)
+		return -1;
+	/* Room for every zone of the slot, or a new count (never a total that goes back). */
+	size_t missing = 0;
+	for (size_t i = 0; i < nz; i++)
+		missing += !zone_find(h, zones[i].name);
+	if (h->nz + missing > TOTALS_ZONES_MAX)
+		host_start(t, h, a->t1);
+
+	bool stale = h->have_t && a->t1 <= h->last_t1;
+	bool same = h->have_t && a->total_epoch && a->total_epoch == h->in_epoch &&
+		    strcmp(a->env.src, h->in_src) == 0;
+	uint64_t len = a->t1 - a->t0;
+	/* The part of the slot after the last one (a slot published again after alignd's restart).
+	 */
+	uint64_t fresh = h->have_t && a->t0 < h->last_t1 ? a->t1 - h->last_t1 : len;
+	uint64_t gap = h->have_t && a->t0 > h->last_t1 ? a->t0 - h->last_t1 : 0;
+	if (!stale && !same)
+		for (size_t i = 0; i < h->nz; i++)
+			h->z[i].in_have = false; /* alignd's totals start over: a new baseline */
+
+	res->stale = stale;
+	res->epoch = h->epoch;
+	for (size_t i = 0; i < nz; i++) {
+		struct wb_est_zone *ez = &zones[i];
+		struct tot_zone *z = zone_get(h, ez->name);
+		if (!z)
+			continue;
+		uint64_t e = ez->energy_uj, d = 0, in = 0;
+		if (measured && i < a->n_zones && strcmp(a->zones[i].name, ez->name) == 0)
+			in = a->zones[i].total_uj;
+		if (stale) {
+			d = 0; /* counted already */
+		} else if (measured && same && z->in_have && in && in >= z->in_uj) {
+			d = in - z->in_uj; /* this slot and any lost since the last one */
+		} else if (!measured && same && gap) {
+			d = e + muldiv(e, gap, len); /* lost slots, modelled at this slot's power */
+		} else {
+			d = muldiv(e, fresh, len);
+		}
+		uint64_t act, idle;
+		split(d, ez, busy, total, &act, &idle);
+		z->total_uj += d;
+		z->active_uj += act;
+		z->idle_uj += idle;
+		if (!stale && in) {
+			z->in_uj = in;
+			z->in_have = true;
+		}
+		if (d > e)
+			res->recovered_uj += d - e;
+		ez->total_uj = z->total_uj;
+		ez->active_total_uj = z->active_uj;
+		ez->idle_total_uj = z->idle_uj;
+	}
+	if (!stale) {
+		h->in_epoch = a->total_epoch;
+		snprintf(h->in_src, sizeof(h->in_src), "%s", a->env.src);
+		h->last_t1 = a->t1;
+		h->have_t = true;
+	}
+	return 0;
+}
+
+/* ---- state file ---- */
+
+int totals_save(const struct totals *t, const char *path, uint64_t now_ns, char *err, size_t errlen)
+{
+	json_t *hosts = json_array();
+	json_t *root =
+	    json_pack("{s:i, s:I, s:I, s:o}", "version", 1, "saved_ns", (json_int_t)now_ns,
+		      "last_epoch", (json_int_t)t->last_epoch, "hosts", hosts);
+	if (!root) {
+		snprintf(err, errlen, "%s: out of memory", path);
+		return -1;
+	}
+	for (size_t i = 0; i < t->n; i++) {
+		const struct tot_host *h = &t->h[i];
+		json_t *zones = json_array();
+		for (size_t k = 0; k < h->nz; k++) {
+			const struct tot_zone *z = &h->z[k];
+			json_array_append_new(
+			    zones,
+			    json_pack("{s:s, s:b, s:I, s:I, s:I, s:I}", "name", z->name, "in_have",
+				      z->in_have, "in_uj", (json_int_t)z->in_uj, "total_uj",
+				      (json_int_t)z->total_uj, "active_uj",
+				      (json_int_t)z->active_uj, "idle_uj", (json_int_t)z->idle_uj));
+		}
+		json_array_append_new(
+		    hosts, json_pack("{s:s, s:I, s:s, s:I, s:b, s:I, s:o}", "host", h->host,
+				     "epoch", (json_int_t)h->epoch, "in_src", h->in_src, "in_epoch",
+				     (json_int_t)h->in_epoch, "have_t", h->have_t, "last_t1",
+				     (json_int_t)h->last_t1, "zones", zones));
+	}
+	char tmp[4096];
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	errno = 0;
+	int rc = json_dump_file(root, tmp, JSON_COMPACT);
+	json_decref(root);
+	if (rc < 0 || rename(tmp, path) < 0) {
+		snprintf(err, errlen, "%s: cannot write: %s", path,
+			 errno ? strerror(errno) : "error");
+		unlink(tmp);
+		return -1;
+	}
+	return 0;
+}
+
+static uint64_t jget(json_t *o, const char *key)
+{
+	json_t *v = json_object_get(o, key);
+	return json_is_integer(v) && json_integer_value(v) >= 0 ? (uint64_t)json_integer_value(v)
+								: 0;
+}
+
+static const char *jstr(json_t *o, const char *key)
+{
+	const char *s = json_string_value(json_object_get(o, key));
+	return s ? s : "";
+}
+
+int totals_load(struct totals *t, const char *path, size_t *nhosts, char *err, size_t errlen)
+{
+	json_error_t jerr;
+	*nhosts = 0;
+	json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+	if (!root) {
+		snprintf(err, errlen, "%s:%d: %s", path, jerr.line, jerr.text);
+		return -1;
+	}
+	if (jget(root, "version") != 1 || !json_is_array(json_object_get(root, "hosts"))) {
+		snprintf(err, errlen, "%s: not an estimd state (version 1 with hosts)", path);
+		json_decref(root);
+		return -1;
+	}
+	if (jget(root, "last_epoch") > t->last_epoch)
+		t->last_epoch = jget(root, "last_epoch");
+	size_t i, k;
+	json_t *o, *zo;
+	json_array_foreach(json_object_get(root, "hosts"), i, o)
+	{
+		const char *name = jstr(o, "host");
+		if (!name[0] || strlen(name) > 63 || host_find(t, name))
+			continue;
+		struct tot_host *h = host_get(t, name, jget(o, "epoch"));
+		if (!h)
+			break;
+		h->epoch = jget(o, "epoch");
+		if (!h->epoch) {
+			host_start(t, h, 1);
+			continue;
+		}
+		if (h->epoch > t->last_epoch)
+			t->last_epoch = h->epoch;
+		snprintf(h->in_src, sizeof(h->in_src), "%s", jstr(o, "in_src"));
+		h->in_epoch = jget(o, "in_epoch");
+		h->have_t = json_is_true(json_object_get(o, "have_t"));
+		h->last_t1 = jget(o, "last_t1");
+		json_array_foreach(json_object_get(o, "zones"), k, zo)
+		{
+			const char *zn = jstr(zo, "name");
+			struct tot_zone *z = zn[0] && strlen(zn) <= 63 ? zone_get(h, zn) : NULL;
+			if (!z)
+				continue;
+			z->in_have = json_is_true(json_object_get(zo, "in_have"));
+			z->in_uj = jget(zo, "in_uj");
+			z->total_uj = jget(zo, "total_uj");
+			z->active_uj = jget(zo, "active_uj");
+			z->idle_uj = jget(zo, "idle_uj");
+			/* A damaged file must not break active + idle == total. */
+			if (z->active_uj > z->total_uj)
+				z->active_uj = z->total_uj;
+			z->idle_uj = z->total_uj - z->active_uj;
+		}
+		(*nhosts)++;
+	}
+	json_decref(root);
+	return 0;
+}

@@ -1,0 +1,298 @@
+/*
+ * estimd's node totals (estimate.zones[].*total_uj): aligned slots lost on the
+ * way are recovered from alignd's totals and split in the covering slot's
+ * ratio; a restart from the state file continues them; a new alignd count, a
+ * resent slot and model mode are handled as schemas/README.md says.
+ */
+#include <unistd.h>
+
+#include "codec.h"
+#include "../../estimd/estimd.h"
+#include "unit.h"
+
+#define S 1000000000ull
+#define T0 (1700000000ull * S)
+
+/* A simulated alignd: slot k is [T0 + k s, T0 + (k + 1) s] with known energies and totals. */
+struct sim {
+	uint64_t epoch;
+	uint64_t total[2];
+};
+
+static uint64_t e_of(uint64_t k, int z)
+{
+	return z == 0 ? 20000000 + (k * 7919) % 5000000 : 3000000 + (k * 104729) % 700000;
+}
+
+/* busy = k % 4 + 1 quarters of the slot */
+static void slot_make(struct wb_aligned *a, struct sim *sim, uint64_t k)
+{
+	static struct wb_slot_zone zones[2];
+	static struct wb_slot_proc procs[1];
+	memset(a, 0, sizeof(*a));
+	memset(zones, 0, sizeof(zones));
+	memset(procs, 0, sizeof(procs));
+	snprintf(a->env.host, sizeof(a->env.host), "h1");
+	snprintf(a->env.src, sizeof(a->env.src), "alignd");
+	a->env.seq = k;
+	a->t0 = T0 + k * S;
+	a->t1 = a->t0 + S;
+	a->ncpu = 1;
+	uint64_t busy = (k % 4 + 1) * S / 4;
+	a->cpu.user_ns = busy;
+	a->cpu.idle_ns = S - busy;
+	procs[0].pid = 42;
+	procs[0].cpu_ns = busy;
+	snprintf(procs[0].comm, sizeof(procs[0].comm), "worker");
+	a->procs = procs;
+	a->n_procs = 1;
+	a->total_epoch = sim->epoch;
+	for (int z = 0; z < 2; z++) {
+		snprintf(zones[z].name, sizeof(zones[z].name), z ? "dram-0" : "package-0");
+		snprintf(zones[z].zone, sizeof(zones[z].zone), z ? "dram" : "package");
+		zones[z].energy_uj = e_of(k, z);
+		sim->total[z] += zones[z].energy_uj;
+		zones[z].total_uj = sim->epoch ? sim->total[z] : 0;
+	}
+	a->zones = zones;
+	a->n_zones = 2;
+	a->quality.coverage = 1;
+}
+
+static struct est_conf conf_default(void)
+{
+	struct est_conf c = {0};
+	c.mode = EST_AUTO;
+	c.idle.method = IDLE_RATIO;
+	c.idle.window = 50;
+	c.idle.min_slots = 10;
+	c.idle.min_spread = 0.05;
+	return c;
+}
+
+/* Feed slot k (or only advance the simulated alignd when lost) and return the estimate. */
+static int feed(struct estimator *e, struct sim *sim, uint64_t k, bool lost,
+		struct wb_estimate *out, struct est_result *res)
+{
+	struct wb_aligned a;
+	char err[256];
+	slot_make(&a, sim, k);
+	if (lost)
+		return 1;
+	int rc = estimator_slot(e, &a, out, res, err, sizeof(err));
+	CHECK(rc == 0);
+	return rc;
+}
+
+static void check_zone_sums(const struct wb_estimate *out)
+{
+	for (size_t z = 0; z < out->n_zones; z++) {
+		const struct wb_est_zone *ez = &out->zones[z];
+		CHECK_U64(ez->active_total_uj + ez->idle_total_uj, ez->total_uj);
+	}
+}
+
+/* Lost aligned slots: the totals still hold all of alignd's energy, split in the covering ratio. */
+static void lost_slots_recovered(void)
+{
+	struct est_conf c = conf_default();
+	struct estimator *e = estimator_new(&c);
+	struct sim sim = {.epoch = T0 - 5 * S};
+	struct wb_estimate out;
+	struct est_result res;
+	uint64_t prev_active = 0, prev_idle = 0, prev_total[2] = {0, 0}, epoch = 0;
+	for (uint64_t k = 0; k < 40; k++) {
+		bool lost = k % 5 == 2 || k == 17 || k == 18;
+		if (feed(e, &sim, k, lost, &out, &res) != 0)
+			continue;
+		check_zone_sums(&out);
+		CHECK(out.total_epoch != 0);
+		if (!epoch)
+			epoch = out.total_epoch;
+		CHECK_U64(out.total_epoch, epoch);
+		/* The node totals equal alignd's: nothing lost. */
+		CHECK_U64(out.zones[0].total_uj, sim.total[0]);
+		CHECK_U64(out.zones[1].total_uj, sim.total[1]);
+		uint64_t d = out.zones[0].total_uj - prev_total[0];
+		uint64_t d1 = out.zones[1].total_uj - prev_total[1];
+		if (k % 5 == 3 || k == 19) {
+			CHECK(d > out.zones[0].energy_uj);
+			CHECK_U64(res.recovered_uj,
+				  d - out.zones[0].energy_uj + d1 - out.zones[1].energy_uj);
+			/* The extra follows the covering slot's active share (busy/total). */
+			uint64_t want = (uint64_t)((unsigned __int128)d * out.zones[0].active_uj /
+						   out.zones[0].energy_uj);
+			CHECK_U64(out.zones[0].active_total_uj - prev_active, want);
+			CHECK_U64(out.zones[0].idle_total_uj - prev_idle, d - want);
+		} else {
+			CHECK_U64(res.recovered_uj, 0);
+			CHECK_U64(d, out.zones[0].energy_uj);
+			CHECK_U64(out.zones[0].active_total_uj - prev_active,
+				  out.zones[0].active_uj);
+		}
+		prev_total[0] = out.zones[0].total_uj;
+		prev_total[1] = out.zones[1].total_uj;
+		prev_active = out.zones[0].active_total_uj;
+		prev_idle = out.zones[0].idle_total_uj;
+	}
+	estimator_destroy(&e);
+}
+
+/*
+ * estimd killed after its checkpoint and restarted from it: the slots it
+ * estimated after the checkpoint and the ones published while it was down are
+ * in the totals, exactly, under the same total_epoch.
+ */
+static void restart_from_state(void)
+{
+	char path[] = "/tmp/estimd-state-XXXXXX";
+	int fd = mkstemp(path);
+	CHECK(fd >= 0);
+	close(fd);
+	struct est_conf c = conf_default();
+	struct estimator *e = estimator_new(&c);
+	struct sim sim = {.epoch = 77};
+	struct wb_estimate out;
+	struct est_result res;
+	char err[256];
+	for (uint64_t k = 0; k < 10; k++)
+		feed(e, &sim, k, false, &out, &res);
+	CHECK(totals_save(estimator_totals(e), path, T0 + 10 * S, err, sizeof(err)) == 0);
+	for (uint64_t k = 10; k < 14; k++)
+		feed(e, &sim, k, false, &out, &res);
+	uint64_t epoch = out.total_epoch, before = out.zones[0].total_uj;
+	estimator_destroy(&e); /* killed: no save */
+
+	e = estimator_new(&c);
+	size_t n;
+	CHECK(totals_load(estimator_totals(e), path, &n, err, sizeof(err)) == 0);
+	CHECK_U64(n, 1);
+	for (uint64_t k = 14; k < 17; k++) /* published while estimd was down */
+		slot_make(&(struct wb_aligned){0}, &sim, k);
+	feed(e, &sim, 17, false, &out, &res);
+	CHECK_U64(out.total_epoch, epoch);
+	CHECK_U64(out.zones[0].total_uj, sim.total[0]);
+	CHECK_U64(out.zones[1].total_uj, sim.total[1]);
+	CHECK(out.zones[0].total_uj > before + out.zones[0].energy_uj);
+	check_zone_sums(&out);
+	estimator_destroy(&e);
+
+	/* A damaged state is refused with the file named. */
+	FILE *f = fopen(path, "w");
+	fputs("{\"version\": 1, \"hosts\": [", f);
+	fclose(f);
+	e = estimator_new(&c);
+	CHECK(totals_load(estimator_totals(e), path, &n, err, sizeof(err)) < 0);
+	CHECK(strstr(err, path) != NULL);
+	estimator_destroy(&e);
+	unlink(path);
+}
+
+/* alignd's totals start over (restarted without state): the slot's own energy, a new baseline. */
+static void new_alignd_count(void)
+{
+	struct est_conf c = conf_default();
+	struct estimator *e = estimator_new(&c);
+	struct sim sim = {.epoch = 5};
+	struct wb_estimate out;
+	struct est_result res;
+	for (uint64_t k = 0; k < 5; k++)
+		feed(e, &sim, k, false, &out, &res);
+	uint64_t t = out.zones[0].total_uj, epoch = out.total_epoch;
+	struct sim sim2 = {.epoch = 9};
+	feed(e, &sim2, 7, false, &out, &res); /* slots 5 and 6 never published */
+	CHECK_U64(out.total_epoch, epoch);    /* ours goes on */
+	CHECK_U64(out.zones[0].total_uj, t + e_of(7, 0));
+	CHECK_U64(res.recovered_uj, 0);
+	feed(e, &sim2, 8, true, &out, &res);
+	feed(e, &sim2, 9, false, &out, &res); /* and diffs again within the new count */
+	CHECK_U64(out.zones[0].total_uj, t + e_of(7, 0) + e_of(8, 0) + e_of(9, 0));
+
+	/* No totals on the wire (another producer): slot values. */
+	struct sim none = {.epoch = 0};
+	uint64_t before = out.zones[0].total_uj;
+	feed(e, &none, 11, false, &out, &res);
+	CHECK_U64(out.zones[0].total_uj, before + e_of(11, 0));
+	estimator_destroy(&e);
+}
+
+/* A slot sent again (alignd resumed from an older checkpoint): not counted twice. */
+static void resent_slots(void)
+{
+	struct est_conf c = conf_default();
+	struct estimator *e = estimator_new(&c);
+	struct sim sim = {.epoch = 5};
+	struct wb_estimate out;
+	struct est_result res;
+	for (uint64_t k = 0; k < 6; k++)
+		feed(e, &sim, k, false, &out, &res);
+	uint64_t t = out.zones[0].total_uj;
+	/* The same count resumed at the end of slot 3: slots 4 and 5 come again, then 6. */
+	struct sim again = {.epoch = 5,
+			    .total = {sim.total[0] - e_of(5, 0) - e_of(4, 0),
+				      sim.total[1] - e_of(5, 1) - e_of(4, 1)}};
+	feed(e, &again, 4, false, &out, &res);
+	CHECK(res.stale);
+	CHECK_U64(out.zones[0].total_uj, t);
+	feed(e, &again, 5, false, &out, &res);
+	CHECK(res.stale);
+	feed(e, &again, 6, false, &out, &res);
+	CHECK(!res.stale);
+	CHECK_U64(out.zones[0].total_uj, t + e_of(6, 0));
+
+	/* A new count whose first slot overlaps the last one by half: only the new half counts. */
+	struct wb_aligned a;
+	struct sim other = {.epoch = 99};
+	char err[256];
+	slot_make(&a, &other, 7);
+	a.t0 -= S / 2;
+	uint64_t before = out.zones[0].total_uj;
+	CHECK(estimator_slot(e, &a, &out, &res, err, sizeof(err)) == 0);
+	CHECK_U64(out.zones[0].total_uj, before + e_of(7, 0) * 2 / 3);
+	check_zone_sums(&out);
+	estimator_destroy(&e);
+}
+
+/* Model mode: a gap in time within one alignd count is filled at the slot's modelled power. */
+static void model_mode_gap(void)
+{
+	struct est_conf c = conf_default();
+	c.mode = EST_MODEL;
+	struct estimator *e = estimator_new(&c);
+	struct model *m = calloc(1, sizeof(*m));
+	snprintf(m->name, sizeof(m->name), "flat");
+	m->form = MODEL_LINEAR;
+	m->output = MODEL_ABS;
+	m->nzones = 1;
+	snprintf(m->zones[0].zone, sizeof(m->zones[0].zone), "package");
+	m->zones[0].bias_w = 10; /* 10 W whatever the load: 10 J per 1 s slot */
+	m->zones[0].nfeat = 1;
+	snprintf(m->zones[0].feat[0].name, sizeof(m->zones[0].feat[0].name), "bpf_cpu_time_ms");
+	m->zones[0].feat[0].id = FEAT_CPU_TIME_MS;
+	m->zones[0].feat[0].scale = 1;
+	estimator_set_model(e, m);
+	struct sim sim = {.epoch = 3};
+	struct wb_estimate out;
+	struct est_result res;
+	feed(e, &sim, 0, false, &out, &res);
+	CHECK_U64(out.n_zones, 1);
+	CHECK_U64(out.zones[0].total_uj, 10000000);
+	feed(e, &sim, 1, true, &out, &res);
+	feed(e, &sim, 2, true, &out, &res);
+	feed(e, &sim, 3, false, &out, &res);
+	CHECK_U64(out.zones[0].energy_uj, 10000000);
+	CHECK_U64(out.zones[0].total_uj, 40000000);
+	CHECK_U64(res.recovered_uj, 20000000);
+	check_zone_sums(&out);
+	estimator_destroy(&e);
+}
+
+static const struct unit_case cases[] = {
+    {"lost aligned slots recovered from alignd's totals", lost_slots_recovered},
+    {"a restart from the state file continues the totals", restart_from_state},
+    {"a new alignd count: slot values, then differences again", new_alignd_count},
+    {"slots sent again are not counted twice", resent_slots},
+    {"model mode: a gap is filled at the slot's power", model_mode_gap},
+};
+
+UNIT_MAIN(cases)
