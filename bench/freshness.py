@@ -49,12 +49,13 @@ def main():
     sub.recv_multipart()
     time.sleep(0.05)
     base = estimates()
-    fresh_ms, scrapes = [], 0
+    fresh_ms, scrapes, split = [], 0, []
     deadline = time.time() + 60 + a.slots * 10
     while len(fresh_ms) < a.slots:
         if time.time() > deadline or not sub.poll(30000):
             sys.exit("freshness.py: only %d slots in time" % len(fresh_ms))
         frame = sub.recv_multipart(copy=False)[1]
+        t_arrive = time.time_ns()
         want = base + len(fresh_ms) + 1
         while True:
             scrapes += 1
@@ -64,13 +65,26 @@ def main():
                 sys.exit("freshness.py: exportd never showed estimate %d" % want)
             time.sleep(0.0005)
         t_seen = time.time_ns()
-        t1 = msgpack.unpackb(frame.bytes, raw=False)["t1"]
+        est = msgpack.unpackb(frame.bytes, raw=False)
+        t1 = est["t1"]
         fresh_ms.append((t_seen - t1) / 1e6)
+        # where the time went: before the estimate left estimd, and in exportd
+        split.append(((t_seen - t1) / 1e6, (t_arrive - t1) / 1e6, (t_seen - t_arrive) / 1e6, est.get("quality", {})))
     fresh_ms.sort()
     med = fresh_ms[len(fresh_ms) // 2]
     p99 = fresh_ms[math.ceil(0.99 * len(fresh_ms)) - 1]  # nearest rank: the 99th of 100
     print("freshness over %d slots (slot end -> on /metrics): median %.1f ms, p99 %.1f ms, min %.1f ms, max %.1f ms "
           "(%.1f scrapes per slot)" % (len(fresh_ms), med, p99, fresh_ms[0], fresh_ms[-1], scrapes / len(fresh_ms)))
+    up = sorted(x[1] for x in split)
+    worst = max(split, key=lambda x: x[0])
+    print("  up to estimd's estimate: median %.1f ms; in exportd and the scrape: median %.1f ms"
+          % (up[len(up) // 2], sorted(x[2] for x in split)[len(split) // 2]))
+    print("  slowest slot: %.1f ms to estimd's estimate, %.1f ms more to /metrics; quality %s"
+          % (worst[1], worst[2], worst[3]))
+    print("BENCH freshness.upstream_median_ms=%.1f" % up[len(up) // 2])
+    print("BENCH freshness.worst_upstream_ms=%.1f" % worst[1])
+    print("BENCH freshness.worst_exportd_ms=%.1f" % worst[2])
+    print("BENCH freshness.worst_lag_ms=%.1f" % (worst[3].get("lag_ns", 0) / 1e6))
     print("BENCH freshness.slots=%d" % len(fresh_ms))
     print("BENCH freshness.median_ms=%.1f" % med)
     print("BENCH freshness.p99_ms=%.1f" % p99)

@@ -211,6 +211,12 @@ w("- Energy: %s slots, %s not contiguous, %s powerd zones bridged, alignd state 
   "alignd restarts), tests/bats/exportd_restart.bats (counters across upstream restarts)."
   % (F.get("loss.slots", "?"), F.get("loss.noncontiguous", "?"), F.get("loss.bridged", "?"),
      "yes" if F.get("loss.resumed") == "1" else "no"))
+if "freshness.worst_upstream_ms" in F:
+    w("- Freshness, slowest slot: %s ms until estimd's estimate left (alignd waited %s ms for a power sample at or "
+      "after the slot's end: quality.lag_ns), %s ms more until /metrics showed it. Median until the estimate "
+      "left: %s ms."
+      % (F["freshness.worst_upstream_ms"], F.get("freshness.worst_lag_ms", "?"), F.get("freshness.worst_exportd_ms", "?"),
+         F.get("freshness.upstream_median_ms", "?")))
 if "usaged.note" in F:
     w("- usaged: " + F["usaged.note"])
 w("")
