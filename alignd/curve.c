@@ -63,10 +63,11 @@ static void record_gap(struct curve *c, uint64_t from_ns, uint64_t to_ns)
 
 /*
  * How much energy lies between the last sample of the old epoch and the first
- * of the new one, if the counter provably continues. powerd starts from the
- * hardware reading and adds max_energy_range_uj at each wrap, so after a
- * restart the new value is either at least the old one (no wraps added yet) or
- * at least the old one modulo the range (the hardware reading it came from).
+ * of the new one, if the counter provably continues. The hardware counter runs
+ * from 0 to max_energy_range_uj inclusive, so powerd adds range + 1 at each
+ * wrap and starts from the hardware reading: after a restart the new value is
+ * either at least the old one (no wraps added yet) or at least the old one
+ * modulo range + 1 (the hardware reading it came from).
  */
 static bool bridge(const struct curve *c, uint64_t dt_ns, uint64_t energy_uj, uint64_t range_uj,
 		   double max_w, uint64_t *delta_uj)
@@ -76,8 +77,8 @@ static bool bridge(const struct curve *c, uint64_t dt_ns, uint64_t energy_uj, ui
 	if (energy_uj >= c->raw_last_uj) {
 		*delta_uj = energy_uj - c->raw_last_uj;
 		cont = true;
-	} else if (range && energy_uj < range && energy_uj >= c->raw_last_uj % range) {
-		*delta_uj = energy_uj - c->raw_last_uj % range;
+	} else if (range && range < UINT64_MAX && energy_uj <= range && energy_uj >= c->raw_last_uj % (range + 1)) {
+		*delta_uj = energy_uj - c->raw_last_uj % (range + 1);
 		cont = true;
 	}
 	/* uJ per ns * 1e3 is watts. */

@@ -317,7 +317,8 @@ def grid_stamps(bus):
 
 
 def restart_bridged(bus):
-    """powerd restarts at 10 s: package had wrapped (value = hardware + R), dram had not; 11 s lost."""
+    """powerd restarts at 10 s: package had wrapped (value = hardware + R + 1, as powerd counts a
+    counter that runs 0..R), dram had not; 11 s lost."""
     b = bus.t_base
     pk = Power((b, 150), (b + 7 * S, 90))
     dr = Power((b, 12))
@@ -327,7 +328,7 @@ def restart_bridged(bus):
         epoch = 1 if t <= 10 else 2
         pkg = hw0 + pk.e(b + t * S)
         if epoch == 2:
-            pkg %= RANGE
+            pkg %= RANGE + 1
         if t != 11:
             bus.power("h", b + t * S, S, [("package-0", pkg, RANGE), ("dram-0", 777 + dr.e(b + t * S), RANGE)],
                       epoch=epoch)

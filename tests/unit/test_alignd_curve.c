@@ -76,17 +76,29 @@ static void restart_bridged_through_range(void)
 {
 	struct curve *c = mk();
 	uint64_t e, d;
-	curve_add(c, 1 * S, 7, 3 * RANGE + 1000, RANGE, 0, NULL);
-	curve_add(c, 2 * S, 7, 3 * RANGE + 2000, RANGE, 0, NULL);
-	/* Down 3 s; the hardware counter went from 2000 to 5000. */
+	curve_add(c, 1 * S, 7, 3 * (RANGE + 1) + 1000, RANGE, 0, NULL);
+	curve_add(c, 2 * S, 7, 3 * (RANGE + 1) + 2000, RANGE, 0, NULL);
+	/* Down 3 s; the hardware counter (0..RANGE, so powerd added RANGE + 1 per wrap)
+	 * went from 2000 to 5000. */
 	CHECK(curve_add(c, 5 * S, 9, 5000, RANGE, 0, &d) == CURVE_BRIDGED);
 	CHECK_U64(d, 3000);
 	CHECK(curve_add(c, 6 * S, 9, 6000, RANGE, 0, &d) == CURVE_APPENDED);
 	CHECK_U64(d, 1000);
 	CHECK(curve_at(c, 6 * S, &e) == CURVE_INSIDE);
-	CHECK_U64(e, 3 * RANGE + 1000 + 1000 + 3000 + 1000);
+	CHECK_U64(e, 3 * (RANGE + 1) + 1000 + 1000 + 3000 + 1000);
 	CHECK(!curve_gap_in(c, 0, 10 * S));
 	CHECK_U64(curve_covered_ns(c, 0, 10 * S), 5 * S);
+	curve_destroy(&c);
+}
+
+/* The hardware reading may be the range itself: 0..RANGE inclusive, not off by one per wrap. */
+static void restart_bridged_at_the_top_of_the_range(void)
+{
+	struct curve *c = mk();
+	uint64_t d;
+	curve_add(c, 1 * S, 7, 2 * (RANGE + 1) + RANGE - 10, RANGE, 0, NULL);
+	CHECK(curve_add(c, 2 * S, 9, RANGE, RANGE, 0, &d) == CURVE_BRIDGED);
+	CHECK_U64(d, 10);
 	curve_destroy(&c);
 }
 
@@ -104,8 +116,8 @@ static void discontinuity_is_a_flat_gap(void)
 {
 	struct curve *c = mk();
 	uint64_t e, d;
-	curve_add(c, 1 * S, 7, RANGE + 5000, RANGE, 0, NULL);
-	curve_add(c, 2 * S, 7, RANGE + 6000, RANGE, 0, NULL);
+	curve_add(c, 1 * S, 7, (RANGE + 1) + 5000, RANGE, 0, NULL);
+	curve_add(c, 2 * S, 7, (RANGE + 1) + 6000, RANGE, 0, NULL);
 	/* New epoch at 10 (below 6000 = the old value modulo the range): a reset, not a
 	 * continuation. */
 	CHECK(curve_add(c, 4 * S, 8, 10, RANGE, 0, &d) == CURVE_DISCONTINUITY);
@@ -113,9 +125,9 @@ static void discontinuity_is_a_flat_gap(void)
 	CHECK(curve_add(c, 5 * S, 8, 1010, RANGE, 0, &d) == CURVE_APPENDED);
 	CHECK_U64(d, 1000);
 	CHECK(curve_at(c, 3 * S, &e) == CURVE_INSIDE);
-	CHECK_U64(e, RANGE + 6000); /* flat across the gap */
+	CHECK_U64(e, (RANGE + 1) + 6000); /* flat across the gap */
 	CHECK(curve_at(c, 5 * S, &e) == CURVE_INSIDE);
-	CHECK_U64(e, RANGE + 7000);
+	CHECK_U64(e, (RANGE + 1) + 7000);
 	CHECK(curve_gap_in(c, 3 * S, 6 * S));
 	CHECK(curve_gap_in(c, 1 * S, 3 * S));
 	CHECK(!curve_gap_in(c, 4 * S, 5 * S));
@@ -233,6 +245,7 @@ static const struct unit_case cases[] = {
     {"extrapolation uses the last rate", extrapolates_from_last_rate},
     {"same epoch: deltas, stale samples ignored", same_epoch_counter_adds_up},
     {"restart bridged through max_energy_range_uj", restart_bridged_through_range},
+    {"restart bridged with the reading at the top of the range", restart_bridged_at_the_top_of_the_range},
     {"restart bridged, meter without wraps", restart_bridged_without_wraps},
     {"discontinuity: flat gap, flagged, not covered", discontinuity_is_a_flat_gap},
     {"counter back within an epoch: discontinuity", counter_back_within_epoch_is_a_discontinuity},
