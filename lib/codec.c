@@ -360,9 +360,9 @@ static int decode_value(const msgpack_object *o, const struct wb_field *f, char 
 }
 
 /* Keys on the wire may hold NUL bytes: compare lengths first, then bytes. */
-static bool key_is(const char *field_key, const char *key, uint32_t len)
+static bool key_is(const struct wb_field *f, const char *key, uint32_t len)
 {
-	return strlen(field_key) == len && memcmp(field_key, key, len) == 0;
+	return f->key_len == len && memcmp(f->key, key, len) == 0;
 }
 
 /* Find key in t (or its flat envelope); returns the field and where its struct sits. */
@@ -371,7 +371,7 @@ static const struct wb_field *find_field(const struct wb_type *t, char *dst, con
 {
 	if (hint < t->nfields) {
 		const struct wb_field *f = &t->fields[hint];
-		if (f->type != WB_T_FLAT && key_is(f->key, key, len)) {
+		if (f->type != WB_T_FLAT && key_is(f, key, len)) {
 			*base = dst;
 			*slot = (int)hint;
 			return f;
@@ -382,12 +382,12 @@ static const struct wb_field *find_field(const struct wb_type *t, char *dst, con
 		if (f->type == WB_T_FLAT) {
 			const struct wb_type *ft = f->obj;
 			for (uint32_t j = 0; j < ft->nfields; j++)
-				if (key_is(ft->fields[j].key, key, len)) {
+				if (key_is(&ft->fields[j], key, len)) {
 					*base = dst + f->off;
 					*slot = 64 + (int)j;
 					return &ft->fields[j];
 				}
-		} else if (key_is(f->key, key, len)) {
+		} else if (key_is(f, key, len)) {
 			*base = dst;
 			*slot = (int)i;
 			return f;
@@ -642,8 +642,7 @@ static int encode_obj(msgpack_packer *pk, const struct wb_type *t, const char *s
 		if (!f->required && is_empty(f, src))
 			continue;
 		struct path p = {at, f->key, 0};
-		size_t klen = strlen(f->key);
-		if (msgpack_pack_str(pk, klen) < 0 || msgpack_pack_str_body(pk, f->key, klen) < 0)
+		if (msgpack_pack_str(pk, f->key_len) < 0 || msgpack_pack_str_body(pk, f->key, f->key_len) < 0)
 			return -1;
 		if (encode_value(pk, f, src, &p, err) < 0)
 			return -1;

@@ -22,6 +22,7 @@ struct wb_type;
 
 struct wb_field {
 	const char *key;
+	uint32_t key_len;
 	uint8_t type;
 	uint8_t required;
 	uint32_t off;	   /* value; for WB_T_ARR the element pointer */
