@@ -12,9 +12,16 @@
 #include "unit.h"
 
 #define SHIPPED "data/models/ec2-0.7.11_rapl-sysfs_AbsPower_BPFOnly_SGDRegressorTrainer_1.json"
-#define SHARED                                                                                     \
-	"/work/shared/data/kepler-model-db/"                                                       \
-	"ec2-0.7.11_rapl-sysfs_AbsPower_BPFOnly_SGDRegressorTrainer_1.json"
+/* The model-db file as shared with the project (../shared beside the checkout), when present. */
+#define SHARED "../shared/data/kepler-model-db/ec2-0.7.11_rapl-sysfs_AbsPower_BPFOnly_SGDRegressorTrainer_1.json"
+
+static const char *shared_path(void)
+{
+	static char path[4096];
+	const char *root = getenv("WB_ROOT");
+	snprintf(path, sizeof(path), "%s/%s", root && root[0] ? root : ".", SHARED);
+	return path;
+}
 
 static const char *shipped_path(void)
 {
@@ -59,8 +66,8 @@ static void test_shipped_weights_by_hand(void)
 	CHECK_U64(m.cores, 72); /* machine_spec added from model-db's node_type_index (i3.metal) */
 	CHECK_STR(m.name, "ec2-0.7.11_rapl-sysfs_AbsPower_BPFOnly_SGDRegressorTrainer_1");
 	/* The file as model-db publishes it (no machine_spec) reads the same. */
-	if (access(SHARED, R_OK) == 0) {
-		CHECK(model_load_file(SHARED, NULL, &m, err, sizeof(err)) == 0);
+	if (access(shared_path(), R_OK) == 0) {
+		CHECK(model_load_file(shared_path(), NULL, &m, err, sizeof(err)) == 0);
 		check_ec2_model(&m);
 		CHECK_U64(m.cores, 0);
 	}
