@@ -399,7 +399,7 @@ static void restart_bridged(void)
 		uint64_t epoch = t <= 10 ? 1 : 2;
 		uint64_t pkg = hw0 + pw_e(&pk, t * S);
 		if (epoch == 2)
-			pkg %= RANGE; /* the new powerd starts from the hardware reading */
+			pkg %= RANGE + 1; /* the new powerd starts from the hardware reading (0..RANGE) */
 		struct zone_in z[2] = {{"package-0", pkg, RANGE},
 				       {"dram-0", dram0 + pw_e(&dr, t * S), RANGE}};
 		if (t != 11) /* down for a while */
