@@ -22,7 +22,7 @@ teardown() {
 feeder() {
 	local name=$1
 	shift
-	wb_spawn "$name" setsid bash -c 'f=$0 w=$1 ep=$2; shift 2; python3 "$f" --realtime --slots 0 "$@" | "$w" pub "$ep"' \
+	wb_spawn "$name" bash -c 'f=$0 w=$1 ep=$2; shift 2; python3 "$f" --realtime --slots 0 "$@" | "$w" pub "$ep"' \
 		"$EX_FEED" "$WATTBUS" "$(wb_ep estimd)" "$@"
 	local v=PID_$name
 	FEEDERS="${FEEDERS:-} ${!v}"
