@@ -105,6 +105,7 @@ struct proc_entry {
 	uint64_t pid, start_ns;
 	uint64_t cpu_ns, cycles, instructions, cache_misses;
 	uint32_t gen; /* message generation that last listed it */
+	bool exited;  /* listed as exited in the message being walked: removed after it */
 	bool used;
 };
 

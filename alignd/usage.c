@@ -106,12 +106,22 @@ static size_t walk_procs(struct usage_state *us, const struct wb_usage *u, uint6
 			}
 		}
 		if (e) {
+			/* A repeat after its exit adds only what grew since; the entry goes after
+			 * the walk. */
+			if (e->exited && e->gen == pt->gen)
+				d.exited = false;
 			e->gen = pt->gen;
-			if (p->exited)
-				proctab_remove(pt, e);
+			e->exited |= p->exited;
 		}
 		if (out && (d.cpu_ns || d.cycles || d.instructions || d.cache_misses || d.exited))
 			out[nout++] = d;
+	}
+	for (size_t i = 0; i < u->n_procs; i++) {
+		struct proc_entry *e = u->procs[i].exited
+					   ? proctab_find(pt, u->procs[i].pid, u->procs[i].start_ns)
+					   : NULL;
+		if (e)
+			proctab_remove(pt, e);
 	}
 	if (u->full) {
 		/* Everything alive is listed: what is not has exited unseen. */

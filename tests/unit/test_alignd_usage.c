@@ -320,6 +320,52 @@ static void exits_and_pid_reuse(void)
 	usage_free(&us);
 }
 
+/* A process listed twice in one message, exited on the first: its CPU counts once. */
+static void exited_listed_twice(void)
+{
+	struct usage_state us;
+	struct usage_counts cnt = {0};
+	struct umsg m;
+	struct wb_aligned a;
+	usage_init(&us, 1000, 100);
+	umsg_init(&m, 10 * S, 0, true);
+	add_proc(&m, 42, 1000, 500, 0, false);
+	usage_baseline(&us, &m.u, &cnt);
+
+	umsg_init(&m, 11 * S, 0, false);
+	m.u.boot_ns = 10 * S; /* the repeat would look fresh: counted again in full */
+	add_proc(&m, 42, 1000, 650, 0, true);
+	add_proc(&m, 42, 1000, 650, 0, false);
+	slot(&us, &m, 10 * S, 0, &a, &cnt);
+	uint64_t cpu_ns = 0;
+	for (size_t i = 0; i < a.n_procs; i++)
+		if (a.procs[i].pid == 42)
+			cpu_ns += a.procs[i].cpu_ns;
+	CHECK_U64(cpu_ns, 150);
+	CHECK_U64(a.n_procs, 1);
+	CHECK(a.procs[0].exited);
+	CHECK(proctab_find(&us.procs, 42, 1000) == NULL);
+	aligned_clear(&a);
+
+	/* Without boot_ns on a complete table the repeat would be "new": counted in full. */
+	umsg_init(&m, 20 * S, 0, true);
+	add_proc(&m, 7, 1000, 500, 0, false);
+	usage_baseline(&us, &m.u, &cnt);
+	umsg_init(&m, 21 * S, 0, true);
+	add_proc(&m, 7, 1000, 700, 0, true);
+	add_proc(&m, 7, 1000, 700, 0, true);
+	slot(&us, &m, 20 * S, 0, &a, &cnt);
+	cpu_ns = 0;
+	for (size_t i = 0; i < a.n_procs; i++)
+		if (a.procs[i].pid == 7)
+			cpu_ns += a.procs[i].cpu_ns;
+	CHECK_U64(cpu_ns, 200);
+	CHECK_U64(a.n_procs, 1);
+	CHECK(proctab_find(&us.procs, 7, 1000) == NULL);
+	aligned_clear(&a);
+	usage_free(&us);
+}
+
 static void node_totals_and_reboot(void)
 {
 	struct usage_state us;
@@ -391,6 +437,7 @@ static const struct unit_case cases[] = {
     {"deltas against the last value seen", deltas_against_last_seen},
     {"first-seen processes: boot_ns, completeness, losses", first_seen_rules},
     {"exits and pid reuse", exits_and_pid_reuse},
+    {"a process listed twice, exited first, counts once", exited_listed_twice},
     {"node CPU deltas and reboot", node_totals_and_reboot},
     {"cgroups attached once per slot", cgroups_of_the_slot},
 };
