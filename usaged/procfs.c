@@ -149,6 +149,11 @@ struct procfs {
 	int rootfd;
 	uint64_t ns_per_tick;
 	struct wb_ratelimit rl;
+	/* The first /proc/stat reading: totals are published since it, as they count from
+	 * boot summed over every CPU and pass INT64_MAX (the schema's bound) after 292
+	 * CPU-years, 208 days of uptime on 512 threads. */
+	struct wb_cpu_times base;
+	bool have_base;
 };
 
 struct procfs *procfs_new(const char *root)
@@ -229,6 +234,16 @@ int procfs_read_cpu(struct procfs *self, struct wb_cpu_times *out)
 		       self->root);
 		return -1;
 	}
+	if (!self->have_base) {
+		self->base = *out;
+		self->have_base = true;
+	}
+	uint64_t *o = (uint64_t *)out;
+	const uint64_t *b = (const uint64_t *)&self->base;
+	/* The kernel's totals only grow within a boot, and usaged does not outlive one; the
+	 * clamp keeps a total that stepped back from wrapping to 2^64. */
+	for (size_t i = 0; i < sizeof(*out) / sizeof(uint64_t); i++)
+		o[i] = o[i] > b[i] ? o[i] - b[i] : 0;
 	return 0;
 }
 

@@ -79,6 +79,8 @@ typedef void(procfs_sample_fn)(void *arg, const struct usaged_sample *s);
 struct procfs *procfs_new(const char *root);
 void procfs_destroy(struct procfs **self_p);
 uint64_t procfs_ns_per_tick(const struct procfs *self);
+/* Node CPU totals in ns, cumulative since this procfs's first successful reading (the
+ * producer's epoch), not since boot. Returns 0 or -1 (logged). */
 int procfs_read_cpu(struct procfs *self, struct wb_cpu_times *out);
 /* Read one process; returns 0, or -1 when it is gone or unreadable (errno set). */
 int procfs_read_pid(struct procfs *self, uint32_t pid, struct usaged_sample *out);

@@ -108,7 +108,39 @@ print(n)"
 	sleep 0.8
 	[ "$(grep -c '"kind":"usage"' "$(usaged_tapfile u)")" -gt "$n" ]
 	kill -0 "$PID_u"
-	# what came after carries the node totals as read
+	# what came after carries the node totals as read, since the first reading (user 100)
 	run tail -n 1 <(grep '"kind":"usage"' "$(usaged_tapfile u)")
-	assert_output --partial "\"user_ns\":$((200 * TICK))"
+	assert_output --partial "\"user_ns\":$((100 * TICK))"
+}
+
+@test "procfs over a fake /proc: node totals of a big host stay within the schema's bound" {
+	# 208 days of uptime on 512 threads: /proc/stat's idle is near 9.3e18 ns, past INT64_MAX
+	IDLE=$((9300000000000000000 / TICK))
+	USER=$((IDLE / 10))
+	echo "cpu  $USER 0 $USER $IDLE 0 0 0 0 0 0" >"$P/stat"
+	fake_proc 10 worker 100 20
+	usaged_start u --mode procfs --proc_root "$P" --interval 200ms
+	usaged_tap u 20 usage/ stat/
+	sleep 0.5
+	echo "cpu  $((USER + 30)) 0 $((USER + 2)) $((IDLE + 400)) 0 0 0 0 0 0" >"$P/stat"
+	sleep 0.8
+	# python, not jq: jq 1.6 rounds big integers
+	run python3 - "$(usaged_tapfile u)" "$TICK" <<'PY'
+import json, sys
+tick = int(sys.argv[2])
+last = None
+for line in open(sys.argv[1]):
+    if line.startswith("{"):
+        m = json.loads(line)["msg"]
+        if "cpu" in m:
+            for k, v in m["cpu"].items():
+                assert 0 <= v <= 2**63 - 1, (k, v)
+            last = m["cpu"]
+assert last is not None
+assert last["idle_ns"] == 400 * tick, last
+assert last["user_ns"] == 30 * tick and last["system_ns"] == 2 * tick, last
+print("ok")
+PY
+	assert_success
+	assert_output ok
 }

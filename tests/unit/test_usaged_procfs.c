@@ -154,9 +154,16 @@ static void test_scan(void)
 	uint64_t tick = procfs_ns_per_tick(pf);
 	CHECK(tick == 1000000000ull / (uint64_t)sysconf(_SC_CLK_TCK));
 
+	/* Node totals count from the first reading (the epoch), not from boot. */
 	struct wb_cpu_times c;
 	CHECK(procfs_read_cpu(pf, &c) == 0);
-	CHECK_U64(c.idle_ns, 100 * tick);
+	CHECK_U64(c.idle_ns, 0);
+	CHECK_U64(c.user_ns, 0);
+	put("stat", "cpu  13 0 5 160 0 0 0 0 0 0\n");
+	CHECK(procfs_read_cpu(pf, &c) == 0);
+	CHECK_U64(c.user_ns, 3 * tick);
+	CHECK_U64(c.idle_ns, 60 * tick);
+	CHECK_U64(c.system_ns, 0);
 
 	struct seen seen = {0};
 	CHECK(procfs_scan(pf, collect, &seen) == 2);
@@ -197,6 +204,37 @@ static void test_scan(void)
 	nftw(root, rm_one, 8, FTW_DEPTH | FTW_PHYS);
 }
 
+/* 208 days of uptime on 512 threads: /proc/stat's idle is near 9.3e18 ns since boot, past
+ * INT64_MAX; what is published counts from the first reading and stays far below it. */
+static void test_cpu_big_host(void)
+{
+	snprintf(root, sizeof(root), "/tmp/usaged-procfs-XXXXXX");
+	CHECK(mkdtemp(root) != NULL);
+	struct procfs *pf = procfs_new(root);
+	CHECK(pf != NULL);
+	if (!pf)
+		return;
+	uint64_t tick = procfs_ns_per_tick(pf);
+	unsigned long long idle = 9300000000000000000ull / tick, user = idle / 10;
+	char line[160];
+	snprintf(line, sizeof(line), "cpu  %llu 7 %llu %llu 3 0 0 0 0 0\n", user, user, idle);
+	put("stat", line);
+	struct wb_cpu_times c;
+	CHECK(procfs_read_cpu(pf, &c) == 0);
+	CHECK_U64(c.idle_ns, 0);
+	snprintf(line, sizeof(line), "cpu  %llu 7 %llu %llu 3 0 0 0 0 0\n", user + 1536, user + 5,
+		 idle + 4000);
+	put("stat", line);
+	CHECK(procfs_read_cpu(pf, &c) == 0);
+	CHECK_U64(c.idle_ns, 4000 * tick);
+	CHECK_U64(c.user_ns, 1536 * tick);
+	CHECK_U64(c.system_ns, 5 * tick);
+	CHECK_U64(c.nice_ns, 0);
+	CHECK_U64(c.iowait_ns, 0);
+	procfs_destroy(&pf);
+	nftw(root, rm_one, 8, FTW_DEPTH | FTW_PHYS);
+}
+
 static void test_scan_real(void)
 {
 	/* The real /proc lists this process with its own CPU time. */
@@ -224,6 +262,7 @@ static const struct unit_case cases[] = {
     {"/proc/stat cpu line in ns", test_cpu},
     {"UTF-8 cleaning", test_utf8},
     {"scanning a fake /proc", test_scan},
+    {"node totals since the first reading on a big host", test_cpu_big_host},
     {"the real /proc", test_scan_real},
 };
 
