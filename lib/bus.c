@@ -423,6 +423,8 @@ struct wb_sub *wb_sub_new(const struct wb_sockopts *opts)
 		goto fail;
 	zsock_set_rcvhwm(self->sock, opts && opts->hwm > 0 ? opts->hwm : 10000);
 	zsock_set_linger(self->sock, 0);
+	/* ZeroMQ drops a larger message (and its connection) before it is buffered whole. */
+	zsock_set_maxmsgsize(self->sock, (int)WB_FRAME_MAX);
 	if (opts)
 		self->opts = *opts;
 	if (curve_wanted(opts)) {

@@ -112,6 +112,7 @@ int wb_msgpack_check(const void *buf, size_t len, int max_depth, struct wb_err *
 	uint64_t stack[WB_DEPTH_MAX + 1];
 	int depth = 0;
 	uint64_t todo = 1;
+	uint64_t objects = 0;
 
 	if (max_depth > WB_DEPTH_MAX)
 		max_depth = WB_DEPTH_MAX;
@@ -183,6 +184,10 @@ int wb_msgpack_check(const void *buf, size_t len, int max_depth, struct wb_err *
 				return fail(err, WB_R_MALFORMED, NULL,
 					    "truncated: a container of %llu items with %zu bytes left",
 					    (unsigned long long)children, (size_t)(end - p));
+			/* msgpack-c builds ~24 bytes of tree per object before any schema check. */
+			objects += children;
+			if (objects > WB_OBJECTS_MAX)
+				return fail(err, WB_R_TOO_BIG, NULL, "more than %u objects in one frame", WB_OBJECTS_MAX);
 			if (depth >= max_depth)
 				return fail(err, WB_R_MALFORMED, NULL, "nested deeper than %d levels", max_depth);
 			stack[depth++] = todo;
@@ -591,10 +596,29 @@ static int encode_obj(msgpack_packer *pk, const struct wb_type *t, const char *s
 static int encode_value(msgpack_packer *pk, const struct wb_field *f, const char *src, const struct path *at,
 			struct wb_err *err)
 {
+	/* A producer gets the same bounds a receiver applies: fail loudly here rather
+	 * than have every frame rejected downstream. */
 	switch (f->type) {
-	case WB_T_U64: return msgpack_pack_uint64(pk, *(const uint64_t *)(src + f->off));
-	case WB_T_I64: return msgpack_pack_int64(pk, *(const int64_t *)(src + f->off));
-	case WB_T_F64: return msgpack_pack_double(pk, *(const double *)(src + f->off));
+	case WB_T_U64: {
+		uint64_t v = *(const uint64_t *)(src + f->off);
+		if (v < f->umin || v > f->umax)
+			return fail(err, WB_R_BOUND, at, "%llu is outside [%llu, %llu]", (unsigned long long)v,
+				    (unsigned long long)f->umin, (unsigned long long)f->umax);
+		return msgpack_pack_uint64(pk, v);
+	}
+	case WB_T_I64: {
+		int64_t v = *(const int64_t *)(src + f->off);
+		if (v < f->imin || v > f->imax)
+			return fail(err, WB_R_BOUND, at, "%lld is outside [%lld, %lld]", (long long)v, (long long)f->imin,
+				    (long long)f->imax);
+		return msgpack_pack_int64(pk, v);
+	}
+	case WB_T_F64: {
+		double v = *(const double *)(src + f->off);
+		if (!isfinite(v) || v < f->fmin || v > f->fmax)
+			return fail(err, WB_R_BOUND, at, "%g is outside [%g, %g]", v, f->fmin, f->fmax);
+		return msgpack_pack_double(pk, v);
+	}
 	case WB_T_BOOL:
 		return *(const bool *)(src + f->off) ? msgpack_pack_true(pk) : msgpack_pack_false(pk);
 	case WB_T_STR: {
@@ -602,6 +626,10 @@ static int encode_value(msgpack_packer *pk, const struct wb_field *f, const char
 		size_t n = strnlen(s, f->size);
 		if (n >= f->size)
 			return fail(err, WB_R_BOUND, at, "string is not NUL-terminated");
+		if (n < f->min_len)
+			return fail(err, WB_R_BOUND, at, "string of %zu bytes, allowed %u to %u", n, f->min_len, f->max_len);
+		if (!utf8_valid((const unsigned char *)s, n))
+			return fail(err, WB_R_TYPE, at, "string is not valid UTF-8");
 		if (msgpack_pack_str(pk, n) < 0)
 			return -1;
 		return msgpack_pack_str_body(pk, s, n);
@@ -610,8 +638,8 @@ static int encode_value(msgpack_packer *pk, const struct wb_field *f, const char
 	case WB_T_ARR: {
 		const char *items = *(char *const *)(src + f->off);
 		size_t n = *(const size_t *)(src + f->off_n);
-		if (n > f->max_len)
-			return fail(err, WB_R_BOUND, at, "array of %zu items, allowed at most %u", n, f->max_len);
+		if (n > f->max_len || n < f->min_len)
+			return fail(err, WB_R_BOUND, at, "array of %zu items, allowed %u to %u", n, f->min_len, f->max_len);
 		if (n && !items)
 			return fail(err, WB_R_MISSING, at, "%zu items but no array", n);
 		if (msgpack_pack_array(pk, n) < 0)

@@ -27,6 +27,8 @@ enum wb_reason {
 };
 
 #define WB_FRAME_MAX (64u << 20)
+/* Objects (map keys, values, array items) in one frame: bounds the tree msgpack-c builds. */
+#define WB_OBJECTS_MAX (8u << 20)
 #define WB_ERR_MAX 256
 
 struct wb_err {
@@ -51,7 +53,8 @@ void wb_msg_clear(struct wb_msg *msg);
 
 /*
  * Encode msg as a msgpack map. *out is malloc'd and owned by the caller.
- * Fails (-1, err filled) when an array holds more items than its schema bound.
+ * Fails (-1, err filled, naming the key) when a value breaks its schema bounds,
+ * as a receiver would reject it.
  */
 int wb_encode(const struct wb_msg *msg, char **out, size_t *out_len, struct wb_err *err);
 

@@ -379,9 +379,61 @@ static void test_topic_check(void)
 	free(buf);
 }
 
+/* The encoder applies the receiver's bounds, naming the key: a producer fails loudly. */
+static void test_encode_value_bounds(void)
+{
+	char *buf, *out;
+	size_t len;
+	struct wb_msg m;
+	struct wb_err err;
+	CHECK(to_msgpack(valid[WB_USAGE], &buf, &len) == 0);
+	CHECK(wb_decode(buf, len, &m, &err) == 0);
+	m.usage.cpu.idle_ns = 9290000000000000000ull; /* /proc/stat on a 512-thread host after 208 days */
+	CHECK(wb_encode(&m, &out, &len, &err) < 0 && err.reason == WB_R_BOUND && strstr(err.msg, "cpu.idle_ns"));
+	m.usage.cpu.idle_ns = 1;
+	m.usage.env.host[0] = '\0';
+	CHECK(wb_encode(&m, &out, &len, &err) < 0 && err.reason == WB_R_BOUND && strstr(err.msg, "host"));
+	snprintf(m.usage.env.host, sizeof(m.usage.env.host), "h");
+	snprintf(m.usage.procs[0].comm, sizeof(m.usage.procs[0].comm), "\xff\xfe");
+	CHECK(wb_encode(&m, &out, &len, &err) < 0 && err.reason == WB_R_TYPE && strstr(err.msg, "procs[0].comm"));
+	snprintf(m.usage.procs[0].comm, sizeof(m.usage.procs[0].comm), "ok");
+	CHECK(wb_encode(&m, &out, &len, &err) == 0);
+	free(out);
+	wb_msg_clear(&m);
+	free(buf);
+	CHECK(to_msgpack(valid[WB_ESTIMATE], &buf, &len) == 0);
+	CHECK(wb_decode(buf, len, &m, &err) == 0);
+	m.estimate.cpu_usage_ratio = NAN;
+	CHECK(wb_encode(&m, &out, &len, &err) < 0 && err.reason == WB_R_BOUND && strstr(err.msg, "cpu_usage_ratio"));
+	wb_msg_clear(&m);
+	free(buf);
+}
+
+/* A frame whose containers declare more objects than WB_OBJECTS_MAX is refused before msgpack-c builds them. */
+static void test_object_limit(void)
+{
+	size_t n = WB_OBJECTS_MAX + 16;
+	unsigned char *b = malloc(n + 5);
+	b[0] = 0xdd;
+	b[1] = (unsigned char)(n >> 24);
+	b[2] = (unsigned char)(n >> 16);
+	b[3] = (unsigned char)(n >> 8);
+	b[4] = (unsigned char)n;
+	memset(b + 5, 0xc0, n);
+	struct wb_msg m;
+	struct wb_err err;
+	CHECK(wb_decode(b, n + 5, &m, &err) < 0 && err.reason == WB_R_TOO_BIG && strstr(err.msg, "objects"));
+	free(b);
+}
+
 static void test_encode_bounds(void)
 {
 	struct wb_msg m = {.kind = WB_POWER};
+	m.power.env.v = 1;
+	snprintf(m.power.env.kind, sizeof(m.power.env.kind), "power");
+	snprintf(m.power.env.host, sizeof(m.power.env.host), "h");
+	snprintf(m.power.env.src, sizeof(m.power.env.src), "s");
+	m.power.interval_ns = 1000000000;
 	m.power.n_zones = 300;
 	m.power.zones = wb_array_new(300, sizeof(struct wb_power_zone));
 	char *out;
@@ -400,6 +452,8 @@ static const struct unit_case cases[] = {
 	{"binary faults (trailing, huge headers, NaN, UTF-8, duplicates)", test_binary_faults},
 	{"topic must be KIND/HOST", test_topic_check},
 	{"encoder refuses arrays beyond their bound", test_encode_bounds},
+	{"encoder refuses values beyond their bounds, naming the key", test_encode_value_bounds},
+	{"frames with too many objects are refused before unpacking", test_object_limit},
 };
 int main(void)
 {
