@@ -965,8 +965,14 @@ int align_load(struct align *a, const char *path, uint64_t now_ns, uint64_t max_
 			snprintf(c->path, sizeof(c->path), "%s", jstr(z, "path"));
 			c->index = jget(z, "index");
 			/* One sample, as if just received: the next real one continues from it. */
-			curve_add(c, jget(z, "t"), jget(z, "epoch"), jget(z, "raw"),
-				  jget(z, "range"), 0, NULL);
+			if (curve_add(c, jget(z, "t"), jget(z, "epoch"), jget(z, "raw"),
+				      jget(z, "range"), 0, NULL) != CURVE_APPENDED) {
+				/* Empty, the curve starts over from the zone's next sample. */
+				log_rl(&a->rl_state, WB_LOG_WARN,
+				       "state %s: power/%s zone %s: out of memory: not resumed",
+				       path, ph->name, c->name);
+				continue;
+			}
 			c->s[0].e_uj = jget(z, "e");
 			c->first_t_ns = jget(z, "first_t");
 			c->last_recv_ns = now_ns;
@@ -1006,7 +1012,10 @@ int align_load(struct align *a, const char *path, uint64_t now_ns, uint64_t max_
 			json_array_foreach(json_object_get(o, "carries"), j, z)
 			{
 				for (size_t k = 0; k < ph->ncurves; k++) {
-					if (strcmp(ph->curves[k]->name, jstr(z, "zone")) != 0)
+					/* A zone not resumed (no memory) has no value to carry on
+					 * from. */
+					if (strcmp(ph->curves[k]->name, jstr(z, "zone")) != 0 ||
+					    !ph->curves[k]->n)
 						continue;
 					struct carry *cy = carry_of(uh, ph->curves[k]->name);
 					if (cy)

@@ -60,6 +60,11 @@ static void collect(struct wb_msg *m, void *arg)
 	char *buf;
 	size_t len;
 	struct wb_err err;
+	/* The envelope as the bus fills it when publishing. */
+	m->env.v = wb_kinds[m->kind].version;
+	snprintf(m->env.kind, sizeof(m->env.kind), "%s", wb_kinds[m->kind].name);
+	snprintf(m->env.src, sizeof(m->env.src), "alignd");
+	m->env.epoch = 1;
 	CHECK(wb_encode(m, &buf, &len, &err) == 0);
 	free(buf);
 }
@@ -399,7 +404,8 @@ static void restart_bridged(void)
 		uint64_t epoch = t <= 10 ? 1 : 2;
 		uint64_t pkg = hw0 + pw_e(&pk, t * S);
 		if (epoch == 2)
-			pkg %= RANGE + 1; /* the new powerd starts from the hardware reading (0..RANGE) */
+			pkg %= RANGE +
+			       1; /* the new powerd starts from the hardware reading (0..RANGE) */
 		struct zone_in z[2] = {{"package-0", pkg, RANGE},
 				       {"dram-0", dram0 + pw_e(&dr, t * S), RANGE}};
 		if (t != 11) /* down for a while */
