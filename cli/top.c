@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "bus.h"
+#include "daemon.h"
 #include "cli.h"
 #include "clock.h"
 #include "codec.h"
@@ -53,18 +54,6 @@ struct top_row {
 	char extra[80];
 	uint64_t pid;
 };
-
-/* The runtime directory as lib/daemon.c computes it when [global] runtime_dir is unset. */
-static void top_runtime_dir(char *buf, size_t size)
-{
-	const char *xdg = getenv("XDG_RUNTIME_DIR");
-	if (geteuid() == 0)
-		snprintf(buf, size, "/run/wattbus");
-	else if (xdg && xdg[0])
-		snprintf(buf, size, "%s/wattbus", xdg);
-	else
-		snprintf(buf, size, "/tmp/wattbus-%u", (unsigned)geteuid());
-}
 
 static int top_width(const struct top_opts *o)
 {
@@ -436,7 +425,7 @@ int cmd_top(int argc, char **argv)
 	if (optind < argc) {
 		snprintf(ep, sizeof(ep), "%s", argv[optind]);
 	} else {
-		top_runtime_dir(dir, sizeof(dir));
+		wb_default_runtime_dir(dir, sizeof(dir));
 		snprintf(ep, sizeof(ep), "ipc://%s/estimd.sock", dir);
 	}
 	if (t->o.plain && !t->o.rows)

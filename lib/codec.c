@@ -202,39 +202,48 @@ done:
 
 /* ---- decoding ---- */
 
+size_t wb_utf8_seq_len(const unsigned char *s, size_t n)
+{
+	if (n == 0)
+		return 0;
+	unsigned char c = s[0];
+	size_t more;
+	uint32_t cp;
+	if (c < 0x80)
+		return 1;
+	if ((c & 0xe0) == 0xc0) {
+		more = 1;
+		cp = c & 0x1f;
+	} else if ((c & 0xf0) == 0xe0) {
+		more = 2;
+		cp = c & 0x0f;
+	} else if ((c & 0xf8) == 0xf0) {
+		more = 3;
+		cp = c & 0x07;
+	} else {
+		return 0;
+	}
+	if (more >= n)
+		return 0;
+	for (size_t k = 1; k <= more; k++) {
+		if ((s[k] & 0xc0) != 0x80)
+			return 0;
+		cp = (cp << 6) | (s[k] & 0x3f);
+	}
+	/* No overlong forms, surrogates or code points beyond U+10FFFF. */
+	if ((more == 1 && cp < 0x80) || (more == 2 && cp < 0x800) || (more == 3 && cp < 0x10000) ||
+	    cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return more + 1;
+}
+
 static bool utf8_valid(const unsigned char *s, size_t n)
 {
-	size_t i = 0;
-	while (i < n) {
-		unsigned char c = s[i];
-		size_t more;
-		uint32_t cp;
-		if (c < 0x80) {
-			i++;
-			continue;
-		} else if ((c & 0xe0) == 0xc0) {
-			more = 1;
-			cp = c & 0x1f;
-		} else if ((c & 0xf0) == 0xe0) {
-			more = 2;
-			cp = c & 0x0f;
-		} else if ((c & 0xf8) == 0xf0) {
-			more = 3;
-			cp = c & 0x07;
-		} else {
+	for (size_t i = 0; i < n;) {
+		size_t len = wb_utf8_seq_len(s + i, n - i);
+		if (len == 0)
 			return false;
-		}
-		if (i + more >= n)
-			return false;
-		for (size_t k = 1; k <= more; k++) {
-			if ((s[i + k] & 0xc0) != 0x80)
-				return false;
-			cp = (cp << 6) | (s[i + k] & 0x3f);
-		}
-		if ((more == 1 && cp < 0x80) || (more == 2 && cp < 0x800) || (more == 3 && cp < 0x10000) ||
-		    cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-			return false;
-		i += more + 1;
+		i += len;
 	}
 	return true;
 }

@@ -120,7 +120,7 @@ static void usage(struct wb_daemon *d, FILE *out)
 	fprintf(out, "\nSee wattbus-%s(8).\n", d->stage->name);
 }
 
-static int default_runtime_dir(char *buf, size_t size)
+int wb_default_runtime_dir(char *buf, size_t size)
 {
 	if (geteuid() == 0)
 		return snprintf(buf, size, "/run/wattbus");
@@ -158,7 +158,7 @@ static int load_config(struct wb_daemon *d, struct wb_global *g, void *conf, cha
 	}
 	if (!g->runtime_dir[0]) {
 		char r[PATH_MAX];
-		default_runtime_dir(r, sizeof(r));
+		wb_default_runtime_dir(r, sizeof(r));
 		free(g->runtime_dir);
 		g->runtime_dir = strdup(r);
 	}
