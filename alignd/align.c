@@ -347,11 +347,40 @@ static struct phost *phost_get(struct align *a, const char *name)
 	return ph;
 }
 
-static struct curve *curve_of(struct align *a, struct phost *ph, const char *zone_name)
+/*
+ * At ALIGN_ZONES_MAX the least recently updated curve makes room, unless every
+ * curve is in the message being read (recv_ns): then the new zone is refused.
+ */
+static bool curve_evict(struct align *a, struct phost *ph, const char *zone_name, uint64_t recv_ns)
+{
+	size_t v = 0;
+	for (size_t i = 1; i < ph->ncurves; i++)
+		if (ph->curves[i]->last_recv_ns < ph->curves[v]->last_recv_ns)
+			v = i;
+	a->cnt.power_zones_evicted++;
+	if (ph->curves[v]->last_recv_ns >= recv_ns) {
+		log_rl(&a->rl_power, WB_LOG_WARN,
+		       "power/%s zone %s: more than %d zones in one message: zone ignored",
+		       ph->name, zone_name, ALIGN_ZONES_MAX);
+		return false;
+	}
+	log_rl(&a->rl_power, WB_LOG_WARN,
+	       "power/%s: more than %d zones (renamed, or two producers under one host name?): "
+	       "zone %s, the least recently updated, dropped for %s",
+	       ph->name, ALIGN_ZONES_MAX, ph->curves[v]->name, zone_name);
+	curve_destroy(&ph->curves[v]);
+	ph->curves[v] = ph->curves[--ph->ncurves];
+	return true;
+}
+
+static struct curve *curve_of(struct align *a, struct phost *ph, const char *zone_name,
+			      uint64_t recv_ns)
 {
 	for (size_t i = 0; i < ph->ncurves; i++)
 		if (strcmp(ph->curves[i]->name, zone_name) == 0)
 			return ph->curves[i];
+	if (ph->ncurves >= ALIGN_ZONES_MAX && !curve_evict(a, ph, zone_name, recv_ns))
+		return NULL;
 	struct curve **cv = realloc(ph->curves, (ph->ncurves + 1) * sizeof(*cv));
 	if (!cv)
 		return NULL;
@@ -604,7 +633,7 @@ void align_power(struct align *a, const struct wb_power *p, uint64_t recv_ns)
 			 p->env.epoch, ph->epoch);
 	for (size_t i = 0; i < p->n_zones; i++) {
 		const struct wb_power_zone *z = &p->zones[i];
-		struct curve *c = curve_of(a, ph, z->name);
+		struct curve *c = curve_of(a, ph, z->name, recv_ns);
 		if (!c)
 			continue;
 		uint64_t before = c->raw_last_uj, delta;
@@ -958,7 +987,7 @@ int align_load(struct align *a, const char *path, uint64_t now_ns, uint64_t max_
 		ph->have_t = true;
 		json_array_foreach(json_object_get(o, "zones"), j, z)
 		{
-			struct curve *c = curve_of(a, ph, jstr(z, "name"));
+			struct curve *c = curve_of(a, ph, jstr(z, "name"), now_ns);
 			if (!c || c->n)
 				continue;
 			snprintf(c->zone, sizeof(c->zone), "%s", jstr(z, "zone"));

@@ -196,9 +196,17 @@ struct align_conf {
 	} * map;
 };
 
+/*
+ * Curves one power host keeps: beyond it the least recently updated zone is
+ * evicted (zones renamed, two producers under one host name), well below the
+ * 256 zones an aligned message may carry.
+ */
+#define ALIGN_ZONES_MAX 64
+
 struct align_counters {
 	uint64_t slots, slots_no_power, slots_extrapolated, slots_gap, slots_forced;
 	uint64_t power_bridged, power_discontinuities, power_stale, power_samples;
+	uint64_t power_zones_evicted; /* past ALIGN_ZONES_MAX */
 	uint64_t usage_stale, usage_epochs, usage_baselines;
 	uint64_t clock_skew, hosts_dropped, hosts_refused;
 	struct usage_counts usage;

@@ -228,6 +228,7 @@ int main(int argc, char **argv)
 	M(power_bridged, "power_bridged");
 	M(power_discontinuities, "power_discontinuities");
 	M(power_stale, "power_stale");
+	M(power_zones_evicted, "power_zones_evicted");
 	M(usage_stale, "usage_stale");
 	M(usage_epochs, "usage_epochs");
 	M(usage_baselines, "usage_baselines");

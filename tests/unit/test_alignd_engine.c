@@ -570,6 +570,37 @@ static void power_host_timeout_and_back(void)
 	align_destroy(&a);
 }
 
+/*
+ * A producer that renames its zones (or two producers under one host name):
+ * the power host keeps at most ALIGN_ZONES_MAX curves, evicting the least
+ * recently updated, so every slot encodes and the steady zone stays exact.
+ */
+static void zones_per_power_host_are_bounded(void)
+{
+	struct align_conf c = base_conf();
+	struct align *a = mk(&c);
+	size_t max_nz = 0;
+	for (uint64_t k = 0; k <= 400; k++) {
+		uint64_t t = k * 100 * MS;
+		char renamed[32];
+		snprintf(renamed, sizeof(renamed), "r%llu", (unsigned long long)k);
+		struct zone_in z[2] = {{"package-0", t / 10, 0}, {renamed, t / 20, 0}};
+		power(a, "h", 1, t, 100 * MS, z, 2, t + 1 * MS);
+		if (k % 10 == 0)
+			usage(a, "h", t, 0, t + 2 * MS);
+		align_tick(a, t + 3 * MS);
+	}
+	for (size_t i = 0; i < ngot; i++)
+		if (got[i].nz > max_nz)
+			max_nz = got[i].nz;
+	CHECK_U64(ngot, 40);
+	CHECK(max_nz <= ALIGN_ZONES_MAX);
+	CHECK_U64(align_counters(a)->power_zones_evicted, 401 + 1 - ALIGN_ZONES_MAX);
+	/* The zone present all along is never the one evicted: 100 W for 40 s. */
+	CHECK_U64(sum_of("h", "package-0"), 4000000000ull);
+	align_destroy(&a);
+}
+
 static void pending_is_bounded(void)
 {
 	struct align_conf c = base_conf();
@@ -855,6 +886,7 @@ static const struct unit_case cases[] = {
     {"a slot end within snap of the last sample", snap_to_the_last_sample},
     {"totals are cumulative; lost slots recovered from them", totals_cumulative},
     {"a crash resumes from the last checkpoint", crash_resumes_from_checkpoint},
+    {"zones per power host are bounded", zones_per_power_host_are_bounded},
 };
 
 UNIT_MAIN(cases)
