@@ -386,6 +386,8 @@ static uint64_t uj_of(double watts, double slot_s)
 	return (uint64_t)llround(uj);
 }
 
+#define MODEL_MAX_W 1e5
+
 /* Zones from the power model: node power at this slot's features, idle scaled by the core ratio. */
 static void model_zones(struct estimator *e, const struct wb_aligned *a, double slot_s,
 			struct est_result *res, size_t *nz)
@@ -402,7 +404,9 @@ static void model_zones(struct estimator *e, const struct wb_aligned *a, double 
 		double p = model_zone_power_w(m, mz, x);
 		double p0 = model_zone_power_w(m, mz, zero);
 		double idle_w = 0, active_w = 0;
-		if (!isfinite(p) || !isfinite(p0)) {
+		/* A model within the schema's bounds can still say 1e39 W; no zone of one node
+		 * draws MODEL_MAX_W, so such a slot is counted and given nothing, like a NaN. */
+		if (!isfinite(p) || !isfinite(p0) || fabs(p) > MODEL_MAX_W || fabs(p0) > MODEL_MAX_W) {
 			res->model_nan++;
 		} else if (m->output == MODEL_ABS) {
 			/* Kepler scales the idle (zero-usage) power by the core ratio; usage adds

@@ -124,6 +124,14 @@ static void test_model_mode_slot(void)
 	estimator_set_conf(e, &c);
 	CHECK(estimator_slot(e, a, &out, &res, err, sizeof(err)) == 0);
 	CHECK_U64(out.zones[0].idle_uj, 72598614);
+	/* A model within the schema can still claim 1e39 W: counted like a NaN, no energy. */
+	struct model *huge = malloc(sizeof(*huge));
+	*huge = *m;
+	huge->zones[model_find_zone(huge, "package")].bias_w = 1e39;
+	estimator_set_model(e, huge);
+	CHECK(estimator_slot(e, a, &out, &res, err, sizeof(err)) == 0);
+	CHECK_U64(res.model_nan, 1);
+	CHECK_U64(out.zones[0].energy_uj, 0);
 	estimator_destroy(&e);
 	wb_msg_clear(&msg);
 }
