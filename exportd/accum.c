@@ -414,12 +414,51 @@ static int host_label(struct ex_host *h, const char *node_name)
 	return 0;
 }
 
-static struct ex_host *host_get(struct accum *self, const char *name, enum accum_reason *reason)
+/* How long a host or a zone may be silent before its place can go to a new one. */
+static uint64_t forget_after_ns(const struct accum *self)
+{
+	uint64_t ns = self->lim.stale_after_ns > self->lim.terminated_ttl_ns ? self->lim.stale_after_ns
+									   : self->lim.terminated_ttl_ns;
+	return ns ? ns : 600 * 1000000000ull;
+}
+
+/*
+ * A fleet turns over (autoscaling, renamed nodes): when the table is full, the
+ * host silent longest, and longer than forget_after, makes room. Its series
+ * leave /metrics; if it comes back, its counters start again (a counter reset,
+ * which Prometheus handles).
+ */
+static bool host_evict_silent(struct accum *self, uint64_t now_t1)
+{
+	size_t victim = self->nhosts;
+	for (size_t i = 0; i < self->nhosts; i++) {
+		const struct ex_host *h = self->hosts[i];
+		if (h->last_t1 + forget_after_ns(self) < now_t1 &&
+		    (victim == self->nhosts || h->last_t1 < self->hosts[victim]->last_t1))
+			victim = i;
+	}
+	if (victim == self->nhosts)
+		return false;
+	struct ex_host *h = self->hosts[victim];
+	for (int l = 0; l < EX_NLEVELS; l++) {
+		struct ex_wmap *m = &h->works[l];
+		for (size_t i = 0; i < m->cap; i++)
+			if (m->slots[i])
+				self->series[l] -= m->slots[i]->nseries;
+	}
+	host_free(h);
+	self->hosts[victim] = self->hosts[--self->nhosts];
+	self->evicted_hosts++;
+	return true;
+}
+
+static struct ex_host *host_get(struct accum *self, const char *name, uint64_t now_t1,
+				enum accum_reason *reason)
 {
 	struct ex_host *h = accum_host(self, name);
 	if (h)
 		return h;
-	if (self->nhosts >= self->lim.max_hosts) {
+	if (self->nhosts >= self->lim.max_hosts && !host_evict_silent(self, now_t1)) {
 		*reason = ACC_R_HOSTS;
 		return NULL;
 	}
@@ -438,14 +477,44 @@ static struct ex_host *host_get(struct accum *self, const char *name, enum accum
 	return h;
 }
 
-static int zone_get(struct ex_host *h, const char *zone, const char *path)
+/*
+ * Zone paths change over a host's life (hwmonN renumbered at boot, an exec
+ * command edited): when the table is full, the zone silent longest, and longer
+ * than forget_after, gives its place up, and every workload's share of it is
+ * cleared so nothing carries over to the new zone.
+ */
+static int zone_evict_silent(struct accum *self, struct ex_host *h, uint64_t now_t1)
+{
+	int victim = -1;
+	for (size_t z = 0; z < h->nzones; z++)
+		if (h->zones[z].slot_t1 + forget_after_ns(self) < now_t1 &&
+		    (victim < 0 || h->zones[z].slot_t1 < h->zones[victim].slot_t1))
+			victim = (int)z;
+	if (victim < 0)
+		return -1;
+	for (int l = 0; l < EX_NLEVELS; l++) {
+		struct ex_wmap *m = &h->works[l];
+		for (size_t i = 0; i < m->cap; i++) {
+			struct ex_work *w = m->slots[i];
+			if (w && (size_t)victim < w->nz)
+				w->uj[victim] = w->uj[w->nz + victim] = 0;
+		}
+	}
+	free(h->zones[victim].labels);
+	free(h->zones[victim].zlabel);
+	self->evicted_zones++;
+	return victim;
+}
+
+static int zone_get(struct accum *self, struct ex_host *h, const char *zone, const char *path, uint64_t now_t1)
 {
 	for (size_t z = 0; z < h->nzones; z++)
 		if (!strcmp(h->zones[z].zone, zone) && !strcmp(h->zones[z].path, path))
 			return (int)z;
-	if (h->nzones >= EX_MAX_ZONES)
+	int slot = (int)h->nzones;
+	if (h->nzones >= EX_MAX_ZONES && (slot = zone_evict_silent(self, h, now_t1)) < 0)
 		return -1;
-	struct ex_zone *ez = &h->zones[h->nzones];
+	struct ex_zone *ez = &h->zones[slot];
 	*ez = (struct ex_zone){0};
 	snprintf(ez->zone, sizeof ez->zone, "%s", zone);
 	snprintf(ez->path, sizeof ez->path, "%s", path);
@@ -464,7 +533,9 @@ static int zone_get(struct ex_host *h, const char *zone, const char *path)
 		return -1;
 	}
 	ez->labels = rbuf_steal(&b, &len);
-	return (int)h->nzones++;
+	if (slot == (int)h->nzones)
+		h->nzones++;
+	return slot;
 }
 
 /* ---- checks ---- */
@@ -698,7 +769,7 @@ int accum_add(struct accum *self, const struct wb_estimate *e, enum accum_reason
 {
 	enum accum_reason r = ACC_R_COUNT;
 	struct ex_host *h = NULL;
-	if (!estimate_check(e, &r) || !(h = host_get(self, e->env.host, &r)))
+	if (!estimate_check(e, &r) || !(h = host_get(self, e->env.host, e->t1, &r)))
 		goto reject;
 	if (h->last_t1 && e->t1 <= h->last_t1) {
 		r = ACC_R_STALE;
@@ -726,7 +797,7 @@ int accum_add(struct accum *self, const struct wb_estimate *e, enum accum_reason
 			snprintf(path, sizeof path, "aggregated-%s", ez->zone);
 		else
 			snprintf(path, sizeof path, "%s", ez->path);
-		c.zmap[z] = zone_get(h, ez->zone, path);
+		c.zmap[z] = zone_get(self, h, ez->zone, path, e->t1);
 		if (c.zmap[z] < 0) {
 			r = ACC_R_ZONES;
 			goto reject;

@@ -147,6 +147,8 @@ struct accum {
 	uint64_t dropped[EX_NLEVELS]; /* series refused by the cap */
 	uint64_t evicted[EX_NLEVELS]; /* terminated workloads removed (ttl, max_terminated, cap) */
 	uint64_t clipped;	      /* slots that partly overlapped the previous one */
+	uint64_t evicted_hosts;	      /* silent hosts that made room for new ones */
+	uint64_t evicted_zones;	      /* silent zones that made room for new ones */
 	uint64_t underattributed;     /* slots whose workloads got less than the active energy */
 	uint64_t recovered;	      /* slots whose node totals carried energy of lost estimates */
 	uint64_t recovered_uj;	      /* that energy */

@@ -501,6 +501,14 @@ static void exportd_metrics(struct ctx *c)
 		NO_LEVEL))
 		for (int l = EX_PROCESS; l < EX_NLEVELS; l++)
 			by_reason(c, "level", ex_level_names[l], a->dropped[l]);
+	if (family(c, "wattbus_exportd_hosts_forgotten_total", "counter",
+		   "Hosts silent longer than stale_after/terminated_ttl whose place went to a new host",
+		   NO_LEVEL))
+		plain(c, a->evicted_hosts);
+	if (family(c, "wattbus_exportd_zones_forgotten_total", "counter",
+		   "Zones silent longer than stale_after/terminated_ttl whose place went to a new zone",
+		   NO_LEVEL))
+		plain(c, a->evicted_zones);
 	if (family(c, "wattbus_exportd_workloads_evicted_total", "counter",
 		   "Terminated workloads removed (terminated_ttl, max_terminated, max_series)",
 		   NO_LEVEL))

@@ -618,6 +618,40 @@ static void test_hosts_cap(void)
 	}
 	CHECK(why == ACC_R_HOSTS);
 	CHECK_U64(a->nhosts, 2);
+	/* Host a goes on; b falls silent. Once b is silent past forget_after, c takes its place. */
+	uint64_t later = 10 * S + (lim.stale_after_ns > lim.terminated_ttl_ns ? lim.stale_after_ns : lim.terminated_ttl_ns);
+	est_init(&m, "a", later, later + S, 1, 0);
+	est_zone(&m, 0, 1000, 400);
+	CHECK(accum_add(a, &m.estimate, &why) == 0);
+	wb_msg_clear(&m);
+	est_init(&m, "c", later + 2 * S, later + 3 * S, 1, 0);
+	est_zone(&m, 0, 1000, 400);
+	CHECK(accum_add(a, &m.estimate, &why) == 0);
+	wb_msg_clear(&m);
+	CHECK_U64(a->nhosts, 2);
+	CHECK_U64(a->evicted_hosts, 1);
+	CHECK(accum_host(a, "b") == NULL && accum_host(a, "a") && accum_host(a, "c"));
+	accum_destroy(&a);
+}
+
+/* A host whose zone paths keep changing (hwmonN renumbered) is not locked out at EX_MAX_ZONES. */
+static void test_zones_turn_over(void)
+{
+	struct accum_limits lim = lim_default();
+	struct accum *a = accum_new(&lim);
+	struct wb_msg m;
+	enum accum_reason why;
+	uint64_t step = (lim.stale_after_ns > lim.terminated_ttl_ns ? lim.stale_after_ns : lim.terminated_ttl_ns) + S;
+	for (int i = 0; i < EX_MAX_ZONES + 5; i++) {
+		uint64_t t = 10 * S + (uint64_t)i * step;
+		est_init(&m, "h", t, t + S, 1, 0);
+		est_zone(&m, 0, 1000, 400);
+		snprintf(m.estimate.zones[0].path, sizeof(m.estimate.zones[0].path), "/sys/class/hwmon/hwmon%d", i);
+		CHECK(accum_add(a, &m.estimate, &why) == 0);
+		wb_msg_clear(&m);
+	}
+	CHECK_U64(a->evicted_zones, 5);
+	CHECK_U64(accum_host(a, "h")->nzones, EX_MAX_ZONES);
 	accum_destroy(&a);
 }
 
@@ -634,7 +668,8 @@ static const struct unit_case cases[] = {
     {"levels and pid reuse", test_levels_and_pid_reuse},
     {"labels are escaped and follow exec and node_name", test_labels},
     {"the workload map survives churn", test_map_churn},
-    {"max_hosts", test_hosts_cap},
+    {"max_hosts, and silent hosts make room", test_hosts_cap},
+    {"silent zones make room for new ones", test_zones_turn_over},
 };
 
 UNIT_MAIN(cases)
