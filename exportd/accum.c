@@ -57,9 +57,10 @@ static uint64_t hash_str(uint64_t h, const char *s, size_t maxlen)
 	return h;
 }
 
-static uint64_t hash_proc(uint64_t pid, uint64_t start_ns)
+/* Processes are keyed by pid alone, as their series are (Kepler has no start-time label). */
+static uint64_t hash_proc(uint64_t pid)
 {
-	return mix64(pid * 0x9e3779b97f4a7c15ull ^ start_ns);
+	return mix64(pid * 0x9e3779b97f4a7c15ull);
 }
 
 /* ---- an open-addressing map of workloads (linear probing, backward-shift delete) ---- */
@@ -69,7 +70,7 @@ static bool work_matches(const struct ex_work *w, uint64_t hash, uint64_t pid, u
 	if (w->hash != hash)
 		return false;
 	if (w->level == EX_PROCESS)
-		return w->pid == pid && w->start_ns == start_ns;
+		return w->pid == pid;
 	return strcmp(w->id, id) == 0;
 }
 
@@ -248,11 +249,17 @@ static struct ex_work *work_get(struct accum *self, struct ex_host *h, enum ex_l
 {
 	if (!(self->lim.levels & (1u << level)))
 		return NULL;
-	uint64_t hash =
-	    level == EX_PROCESS ? hash_proc(pid, start_ns) : mix64(hash_str(0, id, 128));
+	uint64_t hash = level == EX_PROCESS ? hash_proc(pid) : mix64(hash_str(0, id, 128));
 	struct ex_work *w = wmap_get(&h->works[level], hash, pid, start_ns, id);
-	if (w)
+	if (w && (level != EX_PROCESS || w->start_ns == start_ns))
 		return w;
+	if (w) {
+		/* The pid was reused: two entries would render two series with one label
+		 * set. The new process takes the pid's series over from zero (a counter
+		 * reset, as when Kepler sees a pid again). */
+		work_remove(self, h, w);
+		self->pid_reused++;
+	}
 	unsigned ns = work_series(level, h->nzones);
 	while (accum_series(self) + ns > self->lim.max_series) {
 		if (!evict_one(self, h, level)) {

@@ -149,6 +149,7 @@ struct accum {
 	uint64_t clipped;	      /* slots that partly overlapped the previous one */
 	uint64_t evicted_hosts;	      /* silent hosts that made room for new ones */
 	uint64_t evicted_zones;	      /* silent zones that made room for new ones */
+	uint64_t pid_reused;	      /* a new process took over the series of a pid */
 	uint64_t underattributed;     /* slots whose workloads got less than the active energy */
 	uint64_t recovered;	      /* slots whose node totals carried energy of lost estimates */
 	uint64_t recovered_uj;	      /* that energy */

@@ -505,6 +505,10 @@ static void exportd_metrics(struct ctx *c)
 		   "Hosts silent longer than stale_after/terminated_ttl whose place went to a new host",
 		   NO_LEVEL))
 		plain(c, a->evicted_hosts);
+	if (family(c, "wattbus_exportd_pids_reused_total", "counter",
+		   "Processes that took over the series of an earlier process with the same pid",
+		   NO_LEVEL))
+		plain(c, a->pid_reused);
 	if (family(c, "wattbus_exportd_zones_forgotten_total", "counter",
 		   "Zones silent longer than stale_after/terminated_ttl whose place went to a new zone",
 		   NO_LEVEL))

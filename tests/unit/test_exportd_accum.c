@@ -634,6 +634,35 @@ static void test_hosts_cap(void)
 	accum_destroy(&a);
 }
 
+/* A reused pid: the new process takes the pid's one entry over, so one label set means one series. */
+static void test_pid_reuse_one_series(void)
+{
+	struct accum_limits lim = lim_default();
+	struct accum *a = accum_new(&lim);
+	struct wb_msg m;
+	enum accum_reason why;
+	est_init(&m, "h", 10 * S, 11 * S, 1, 1);
+	est_zone(&m, 0, 1000, 400);
+	m.estimate.procs[0].energy_uj[0] = 300;
+	m.estimate.procs[0].exited = true;
+	CHECK(accum_add(a, &m.estimate, &why) == 0);
+	wb_msg_clear(&m);
+	est_init(&m, "h", 11 * S, 12 * S, 1, 1);
+	est_zone(&m, 0, 1000, 400);
+	m.estimate.procs[0].start_ns = 777777; /* same pid 100, a new process */
+	m.estimate.procs[0].energy_uj[0] = 50;
+	CHECK(accum_add(a, &m.estimate, &why) == 0);
+	wb_msg_clear(&m);
+	CHECK_U64(accum_host(a, "h")->works[EX_PROCESS].n, 1);
+	CHECK(find_proc(a, "h", 100, 5000) == NULL);
+	struct ex_work *w = find_proc(a, "h", 100, 777777);
+	CHECK(w != NULL);
+	if (w)
+		CHECK_U64(w->uj[0], 50);
+	CHECK_U64(a->pid_reused, 1);
+	accum_destroy(&a);
+}
+
 /* A host whose zone paths keep changing (hwmonN renumbered) is not locked out at EX_MAX_ZONES. */
 static void test_zones_turn_over(void)
 {
@@ -670,6 +699,7 @@ static const struct unit_case cases[] = {
     {"the workload map survives churn", test_map_churn},
     {"max_hosts, and silent hosts make room", test_hosts_cap},
     {"silent zones make room for new ones", test_zones_turn_over},
+    {"a reused pid keeps one series", test_pid_reuse_one_series},
 };
 
 UNIT_MAIN(cases)
