@@ -12,7 +12,7 @@
 #include "clock.h"
 #include "estimd.h"
 
-#define HOSTS_MAX 64
+#define HOSTS_MAX 1024 /* hosts whose learning state (idle regression, training) is kept, least recent dropped */
 #define ZONE_STATE_MAX 256
 /* procs x zones of one estimate; beyond it a slot is refused rather than allocating gigabytes. */
 #define ENERGY_CELLS_MAX (1u << 24)
