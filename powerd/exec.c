@@ -30,6 +30,7 @@ struct exec_zone {
 	char name[64]; /* as the command prints it */
 	size_t zi;     /* index in the set */
 	enum pd_exec_unit unit;
+	uint64_t read_seq; /* stream mode: the read() of its last line without @NS */
 };
 
 struct pd_exec {
@@ -52,7 +53,8 @@ struct pd_exec {
 	size_t len;
 	bool overlong;
 	uint64_t restart_at_ns;
-	struct wb_ratelimit rl;
+	uint64_t read_seq; /* stream mode: read() calls so far (from 1) */
+	struct wb_ratelimit rl, rl_burst;
 };
 
 static const char *const exec_kinds[] = {"package", "core",	"uncore", "dram",
@@ -182,14 +184,19 @@ int exec_parse_line(const char *line, struct pd_exec_line *out, char *err, size_
 			break;
 		if (olen > 5 && !strncmp(otok, "kind=", 5) && kind_valid(otok + 5, olen - 5)) {
 			snprintf(out->kind, sizeof(out->kind), "%.*s", (int)(olen - 5), otok + 5);
+		} else if (olen > 1 && otok[0] == '@' &&
+			   parse_uint(otok + 1, olen - 1, INT64_MAX, &out->t_ns) == 0 &&
+			   out->t_ns) {
+			/* taken: the meter's own time of the reading */
 		} else if (olen > 6 && !strncmp(otok, "range=", 6) && out->unit == PD_UNIT_UJ &&
 			   parse_uint(otok + 6, olen - 6, INT64_MAX - 1, &out->range_uj) == 0 &&
 			   out->range_uj) {
 			/* taken */
 		} else {
-			snprintf(err, errlen,
-				 "zone %s: bad option \"%.*s\" (kind=KIND, or range=UJ with uj)",
-				 out->zone, (int)olen, otok);
+			snprintf(
+			    err, errlen,
+			    "zone %s: bad option \"%.*s\" (kind=KIND, @NS, or range=UJ with uj)",
+			    out->zone, (int)olen, otok);
 			return -1;
 		}
 	}
@@ -247,9 +254,10 @@ static struct exec_zone *exec_zone_add(struct pd_set *set, struct pd_exec *ex,
 	return ez;
 }
 
-/* Parse and account one line read at (t_ns, mono_ns). */
+/* Parse and account one line read at (t_ns, mono_ns); seq: the stream read() it came in (0: a
+ * sample-mode run). */
 static void exec_line(struct pd_set *set, struct pd_exec *ex, const char *line, uint64_t t_ns,
-		      uint64_t mono_ns)
+		      uint64_t mono_ns, uint64_t seq)
 {
 	struct pd_exec_line l;
 	char err[256];
@@ -269,6 +277,33 @@ static void exec_line(struct pd_set *set, struct pd_exec *ex, const char *line, 
 		log_rl(&ex->rl, WB_LOG_WARN, "exec: %s: zone %s changed its unit; line ignored",
 		       ex->cmd, l.zone);
 		return;
+	}
+	if (l.t_ns && l.t_ns < t_ns) {
+		/* The meter's time: the monotonic clock is moved back by as much, so that lines
+		 * that came in one burst keep their spacing. */
+		uint64_t back_ns = t_ns - l.t_ns;
+		if (back_ns >= mono_ns) {
+			set->counts.parse_errors++;
+			log_rl(&ex->rl, WB_LOG_WARN,
+			       "exec: %s: zone %s: @%llu is before this host booted; line ignored",
+			       ex->cmd, l.zone, (unsigned long long)l.t_ns);
+			return;
+		}
+		t_ns = l.t_ns;
+		mono_ns -= back_ns;
+	} else if (!l.t_ns && seq) {
+		if (ez->read_seq == seq) {
+			/* Both lines get the time of the read: the later ones are lost (watts) or
+			 * judged on no time (counters). The meter buffers its output. */
+			set->counts.exec_burst_lines++;
+			log_rl(&ex->rl_burst, WB_LOG_WARN,
+			       "exec: '%s': several lines for zone %s in one read and no @NS "
+			       "timestamps: the meter buffers its output, so all but the first "
+			       "lose their time; make it line-buffered (python3 -u, stdbuf -oL) or "
+			       "end each line with @<ns since the epoch>",
+			       ex->cmd, l.zone);
+		}
+		ez->read_seq = seq;
 	}
 	struct pd_zone *z = &set->zones[ez->zi];
 	if (pd_verdict_added(pd_zone_account(set, z, l.value, t_ns, mono_ns)))
@@ -439,7 +474,7 @@ static void exec_lines(struct pd_set *set, struct pd_exec *ex, char *text, uint6
 {
 	char *save = NULL;
 	for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
-		exec_line(set, ex, line, t_ns, mono_ns);
+		exec_line(set, ex, line, t_ns, mono_ns, 0);
 }
 
 /* Put rfd (owned) under the stable descriptor number ex->fd. */
@@ -512,6 +547,7 @@ int exec_discover(struct pd_set *set, const struct pd_opts *opts, char *why, siz
 	ex->fd = -1;
 	ex->idle_w = -1;
 	ex->rl = (struct wb_ratelimit)WB_RATELIMIT_INIT;
+	ex->rl_burst = (struct wb_ratelimit)WB_RATELIMIT_INIT;
 	ex->timeout_ns = opts->exec_timeout_ns;
 	if (!ex->stream && ex->timeout_ns > opts->interval_ns)
 		ex->timeout_ns = opts->interval_ns; /* a run must end before the next sample */
@@ -617,13 +653,14 @@ int exec_stream_read(struct pd_set *set)
 			return -1;
 		}
 		uint64_t t_ns = wb_now_ns(), mono_ns = wb_mono_ns();
+		ex->read_seq++;
 		ex->len += (size_t)n;
 		ex->buf[ex->len] = '\0';
 		char *start = ex->buf, *nl;
 		while ((nl = memchr(start, '\n', ex->len - (size_t)(start - ex->buf)))) {
 			*nl = '\0';
 			if (!ex->overlong)
-				exec_line(set, ex, start, t_ns, mono_ns);
+				exec_line(set, ex, start, t_ns, mono_ns, ex->read_seq);
 			ex->overlong = false;
 			start = nl + 1;
 		}

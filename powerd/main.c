@@ -87,7 +87,8 @@ struct powerd {
 	struct {
 		uint64_t *samples, *samples_missed, *zone_samples_skipped, *read_errors,
 		    *parse_errors, *backwards, *implausible, *rebased, *wraps, *exec_failures,
-		    *lateness_max_ns, *lateness_mean_ns, *lateness_sum_ns, *clock_steps;
+		    *exec_burst_lines, *lateness_max_ns, *lateness_mean_ns, *lateness_sum_ns,
+		    *clock_steps;
 	} stat;
 	uint64_t clock_steps;
 };
@@ -122,6 +123,7 @@ static void stat_bind(struct powerd *pd)
 	BIND(rebased);
 	BIND(wraps);
 	BIND(exec_failures);
+	BIND(exec_burst_lines);
 	BIND(lateness_max_ns);
 	BIND(lateness_mean_ns);
 	BIND(lateness_sum_ns);
@@ -142,6 +144,7 @@ static void stat_update(struct powerd *pd)
 	*pd->stat.rebased = c->rebased;
 	*pd->stat.wraps = c->wraps;
 	*pd->stat.exec_failures = c->exec_failures;
+	*pd->stat.exec_burst_lines = c->exec_burst_lines;
 	*pd->stat.lateness_max_ns = c->lateness_max_ns;
 	*pd->stat.lateness_mean_ns = c->samples ? c->lateness_sum_ns / c->samples : 0;
 	*pd->stat.lateness_sum_ns = c->lateness_sum_ns;

@@ -119,6 +119,8 @@ struct pd_counts {
 	uint64_t samples, samples_missed, zone_samples_skipped;
 	uint64_t read_errors, parse_errors, backwards, implausible, rebased, wraps;
 	uint64_t exec_failures;
+	/* stream lines without @NS that shared one read() with an earlier line of their zone */
+	uint64_t exec_burst_lines;
 	uint64_t lateness_max_ns, lateness_sum_ns;
 };
 
@@ -218,6 +220,7 @@ struct pd_exec_line {
 	enum pd_exec_unit unit;
 	uint64_t value;	   /* uJ, or uW for watts */
 	uint64_t range_uj; /* uj with range=N: the counter wraps after N */
+	uint64_t t_ns;	   /* @NS: when the meter took it (ns since the Unix epoch); 0: when read */
 };
 
 /* Parse one line. Returns 1 (a reading), 0 (blank or comment) or -1 (err says why). */

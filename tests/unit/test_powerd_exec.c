@@ -69,6 +69,29 @@ static void test_parse(void)
 	}
 }
 
+/* @NS: the meter's time of a reading, an option like the others. */
+static void test_parse_time(void)
+{
+	struct pd_exec_line l;
+	char err[256] = "";
+	CHECK(exec_parse_line("platform 100 w @1700000000123456789", &l, err, sizeof(err)) == 1);
+	CHECK_U64(l.t_ns, 1700000000123456789ull);
+	CHECK_U64(l.value, 100000000);
+	CHECK(exec_parse_line("x 5 uj @12 range=9 kind=dram\r", &l, err, sizeof(err)) == 1);
+	CHECK_U64(l.t_ns, 12);
+	CHECK_U64(l.range_uj, 9);
+	CHECK_STR(l.kind, "dram");
+	CHECK(exec_parse_line("x 5 uj", &l, err, sizeof(err)) == 1);
+	CHECK_U64(l.t_ns, 0);
+	static const char *const bad[] = {"x 5 w @",   "x 5 w @0",   "x 5 w @1.5",
+					  "x 5 w @-3", "x 5 w @12a", "x 5 w @9223372036854775808"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		err[0] = '\0';
+		CHECK(exec_parse_line(bad[i], &l, err, sizeof(err)) == -1);
+		CHECK(err[0] != '\0');
+	}
+}
+
 static struct pd_opts exec_opts(const char *cmd, bool stream)
 {
 	struct pd_opts o = fake_opts();
@@ -238,8 +261,46 @@ static void test_stream_mode(void)
 	pd_set_destroy(&set);
 }
 
+/*
+ * A meter that buffers its output: 13 readings of 100 W, 100 ms apart, arrive in one read
+ * 1.2 s late. With @NS they integrate to 100 W * 1.2 s; without, every line gets the read's
+ * time, so all but the first are lost, and that is counted.
+ */
+static void stream_burst(bool stamped, uint64_t *energy_uj, uint64_t *burst_lines)
+{
+	char cmd[1024];
+	snprintf(cmd, sizeof(cmd),
+		 "t0=$(date +%%s%%N); sleep 1.2; i=0; out=''; while [ $i -le 12 ]; do "
+		 "out=\"${out}platform 100 w%s\n\"; i=$((i + 1)); done; "
+		 "printf \"$out\"; sleep 30",
+		 stamped ? " @$((t0 + i * 100000000))" : "");
+	struct pd_opts o = exec_opts(cmd, true);
+	o.exec_timeout_ns = 200 * MS; /* the zone appears with the burst, after discovery */
+	struct pd_set *set = pd_set_new(&o);
+	char why[PD_WHY_MAX] = "";
+	CHECK(exec_discover(set, &o, why, sizeof(why)) == 1);
+	CHECK(stream_until(set, "platform", 3000));
+	struct pd_zone *z = pd_set_find(set, "platform");
+	*energy_uj = z ? z->energy_uj : 0;
+	*burst_lines = set->counts.exec_burst_lines;
+	pd_set_destroy(&set);
+}
+
+static void test_stream_burst(void)
+{
+	uint64_t uj, bursts;
+	stream_burst(true, &uj, &bursts);
+	CHECK_U64(uj, 120000000);
+	CHECK_U64(bursts, 0);
+	stream_burst(false, &uj, &bursts);
+	CHECK_U64(uj, 0);
+	CHECK_U64(bursts, 12);
+}
+
 static const struct unit_case cases[] = {
     {"line format", test_parse},
+    {"line format: @NS timestamps", test_parse_time},
+    {"stream mode: a buffered burst, with and without @NS", test_stream_burst},
     {"sample mode: counters, watts, wrap, garbage, failure", test_sample_mode},
     {"sample mode: timeout, environment, unusable commands", test_timeout_and_env},
     {"stream mode: readings, silence, restart", test_stream_mode},
