@@ -212,7 +212,8 @@ static int msr_add(struct pd_set *set, const struct pd_opts *opts, int fd, const
 	snprintf(z.path, sizeof(z.path), "%.240s:0x%x", dev, reg);
 	snprintf(z.file, sizeof(z.file), "%s", dev);
 	z.reg = reg;
-	z.fd = dup(fd);
+	/* dup() would clear close-on-exec and leak the MSR into exec children */
+	z.fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
 	if (z.fd < 0) {
 		log_warn("msr: %s", dev);
 		return 0;

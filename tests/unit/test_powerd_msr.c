@@ -3,6 +3,8 @@
  * file offset): Intel two-socket with DRAM and psys, AMD, the energy units and
  * the kernel's model quirks, and a 32-bit wrap.
  */
+#include <fcntl.h>
+
 #include "test_powerd_fake.h"
 #include "unit.h"
 
@@ -87,6 +89,11 @@ static void test_intel_discovery(void)
 	snprintf(path, sizeof(path), "%s/2/msr:0x611", o.msr_root);
 	CHECK(z && !strcmp(z->path, path) && z->index == 1 && z->src == PD_SRC_MSR);
 	CHECK(pd_set_find(set, "psys") && pd_set_find(set, "core-0") && pd_set_find(set, "dram-1"));
+	/* each zone's descriptor stays out of exec children (dup() would clear close-on-exec) */
+	for (size_t i = 0; i < set->n; i++) {
+		int fl = fcntl(set->zones[i].fd, F_GETFD);
+		CHECK(fl >= 0 && (fl & FD_CLOEXEC));
+	}
 
 	struct wb_power p;
 	CHECK_U64(pd_set_sample(set, T0, 1000 * MS, &p), 7);
