@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "codec.h"
 #include "estimd.h"
 
 #define HOSTS_MAX 1024 /* hosts whose learning state (idle regression, training) is kept, least recent dropped */
@@ -210,15 +211,6 @@ static struct idle_reg *zone_reg(struct host_state *h, const char *name)
 	return &z[h->nzones++].reg;
 }
 
-static inline uint64_t hash_u64(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdull;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ull;
-	x ^= x >> 33;
-	return x;
-}
 
 static inline uint64_t hash_str(const char *s)
 {
@@ -244,7 +236,7 @@ static int cgroups_index(struct estimator *e, const struct wb_aligned *a)
 		return -1;
 	memset(e->cg_slot, 0xff, cap * sizeof(int32_t));
 	for (size_t i = 0; i < a->n_cgroups; i++) {
-		size_t s = hash_u64(a->cgroups[i].id) & (cap - 1);
+		size_t s = wb_mix64(a->cgroups[i].id) & (cap - 1);
 		while (e->cg_slot[s] >= 0 && a->cgroups[e->cg_slot[s]].id != a->cgroups[i].id)
 			s = (s + 1) & (cap - 1);
 		e->cg_slot[s] = (int32_t)i;
@@ -261,7 +253,7 @@ static int procs_cgroups(struct estimator *e, const struct wb_aligned *a, size_t
 		uint64_t id = a->procs[i].cgroup_id;
 		int32_t found = -1;
 		if (a->n_cgroups) {
-			size_t s = hash_u64(id) & (cap - 1);
+			size_t s = wb_mix64(id) & (cap - 1);
 			while (e->cg_slot[s] >= 0) {
 				if (a->cgroups[e->cg_slot[s]].id == id) {
 					found = e->cg_slot[s];

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "codec.h"
 #include "exportd.h"
 #include "log.h"
 
@@ -33,15 +34,6 @@ const char *accum_reason_name(enum accum_reason r)
 }
 
 /* ---- hashing ---- */
-static uint64_t mix64(uint64_t x)
-{
-	x ^= x >> 30;
-	x *= 0xbf58476d1ce4e5b9ull;
-	x ^= x >> 27;
-	x *= 0x94d049bb133111ebull;
-	x ^= x >> 31;
-	return x;
-}
 
 static uint64_t hash_str(uint64_t h, const char *s, size_t maxlen)
 {
@@ -60,7 +52,7 @@ static uint64_t hash_str(uint64_t h, const char *s, size_t maxlen)
 /* Processes are keyed by pid alone, as their series are (Kepler has no start-time label). */
 static uint64_t hash_proc(uint64_t pid)
 {
-	return mix64(pid * 0x9e3779b97f4a7c15ull);
+	return wb_mix64(pid * 0x9e3779b97f4a7c15ull);
 }
 
 /* ---- an open-addressing map of workloads (linear probing, backward-shift delete) ---- */
@@ -249,7 +241,7 @@ static struct ex_work *work_get(struct accum *self, struct ex_host *h, enum ex_l
 {
 	if (!(self->lim.levels & (1u << level)))
 		return NULL;
-	uint64_t hash = level == EX_PROCESS ? hash_proc(pid) : mix64(hash_str(0, id, 128));
+	uint64_t hash = level == EX_PROCESS ? hash_proc(pid) : wb_mix64(hash_str(0, id, 128));
 	struct ex_work *w = wmap_get(&h->works[level], hash, pid, start_ns, id);
 	if (w && (level != EX_PROCESS || w->start_ns == start_ns))
 		return w;

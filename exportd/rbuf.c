@@ -11,6 +11,7 @@
 
 #include <zlib.h>
 
+#include "codec.h"
 #include "exportd.h"
 #include "log.h"
 
@@ -151,40 +152,6 @@ void rbuf_double(struct rbuf *b, double v)
 		rbuf_printf(b, "%.17g", v);
 }
 
-/* Length of the valid UTF-8 sequence at s (at most n bytes), or 0 when invalid. */
-static size_t utf8_len(const unsigned char *s, size_t n)
-{
-	unsigned char c = s[0];
-	size_t len;
-	uint32_t cp;
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xc2 && c <= 0xdf) {
-		len = 2;
-		cp = c & 0x1f;
-	} else if (c >= 0xe0 && c <= 0xef) {
-		len = 3;
-		cp = c & 0x0f;
-	} else if (c >= 0xf0 && c <= 0xf4) {
-		len = 4;
-		cp = c & 0x07;
-	} else {
-		return 0;
-	}
-	if (len > n)
-		return 0;
-	for (size_t i = 1; i < len; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		cp = cp << 6 | (s[i] & 0x3f);
-	}
-	/* overlong forms, UTF-16 surrogates and values past U+10FFFF */
-	if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
-	    (cp >= 0xd800 && cp <= 0xdfff))
-		return 0;
-	return len;
-}
-
 void rbuf_label_value(struct rbuf *b, const char *s, size_t maxlen)
 {
 	const unsigned char *u = (const unsigned char *)s;
@@ -202,7 +169,7 @@ void rbuf_label_value(struct rbuf *b, const char *s, size_t maxlen)
 			rbuf_put(b, "\\n", 2);
 			i++;
 		} else {
-			size_t l = utf8_len(u + i, n - i);
+			size_t l = wb_utf8_seq_len(u + i, n - i);
 			if (l == 0) {
 				/* Prometheus refuses a scrape with invalid UTF-8; a comm is any
 				 * bytes. */
