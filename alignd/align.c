@@ -24,6 +24,8 @@
 #include "log.h"
 
 #define SWEEP_NS WB_NS_PER_SEC /* how often silent hosts and old samples are dropped */
+/* Power intervals past the last power sample a slot end may be extrapolated. */
+#define EXTRAP_INTERVALS 4
 
 /* Distinct zone names whose totals one usage host keeps: a total_epoch holds at most this many. */
 #define TOTALS_MAX 256
@@ -68,6 +70,9 @@ struct phost {
 	uint64_t last_recv_ns, last_t, interval_ns;
 	uint64_t epoch;
 	uint64_t keep_from_ns; /* scratch for pruning */
+	/* Silent for host_timeout: its slots go without zones, and each curve keeps its last
+	 * sample so that its return is bridged (or a gap) and the carries paid back exactly. */
+	bool away;
 	struct curve **curves;
 	size_t ncurves;
 };
@@ -268,8 +273,11 @@ const struct align_counters *align_counters(const struct align *a)
 
 size_t align_nhosts(const struct align *a, size_t *npower)
 {
-	if (npower)
-		*npower = zhashx_size(a->phosts);
+	if (npower) {
+		*npower = 0;
+		for (struct phost *ph = zhashx_first(a->phosts); ph; ph = zhashx_next(a->phosts))
+			*npower += !ph->away;
+	}
 	return zhashx_size(a->uhosts);
 }
 
@@ -331,6 +339,13 @@ static struct phost *phost_get(struct align *a, const char *name)
 	struct phost *ph = zhashx_lookup(a->phosts, name);
 	if (ph)
 		return ph;
+	struct phost *victim = NULL;
+	for (struct phost *o = zhashx_first(a->phosts); o; o = zhashx_next(a->phosts))
+		if (o->away && (!victim || o->last_recv_ns < victim->last_recv_ns))
+			victim = o;
+	if (zhashx_size(a->phosts) >= a->conf.max_hosts && victim)
+		zhashx_delete(a->phosts,
+			      victim->name); /* the longest away: its return starts over */
 	if (zhashx_size(a->phosts) >= a->conf.max_hosts) {
 		a->cnt.hosts_refused++;
 		log_rl(&a->rl_host, WB_LOG_WARN,
@@ -528,6 +543,10 @@ static void fill_energy(struct align *a, struct uhost *uh, struct phost *ph,
 			coverage = cov;
 		gap |= curve_gap_in(c, t0, t1);
 	}
+	/* Without power the carries stay: the slot after power's return takes what the
+	 * meter counted meanwhile (or gives back an overshoot), and says it is not interpolated. */
+	for (size_t i = 0; !ph && i < uh->ncarries; i++)
+		uh->carries[i].ahead = true;
 	/* Zones the power host no longer has: forget their carries. */
 	size_t k = 0;
 	for (size_t i = 0; i < uh->ncarries; i++)
@@ -561,6 +580,8 @@ static bool resolve_head(struct align *a, struct uhost *uh, uint64_t now_ns, boo
 	struct pending *pd = &uh->q[uh->qhead];
 	struct wb_aligned *slot = &pd->msg.aligned;
 	struct phost *ph = zhashx_lookup(a->phosts, uh->power_name);
+	if (ph && ph->away)
+		ph = NULL;
 	/* Within snap of the last sample no wait: producers' stamps differ by that much. */
 	if (ph && ph->have_t && !force && ph->last_t < slot->t1 &&
 	    slot->t1 - ph->last_t > a->conf.snap_ns) {
@@ -570,6 +591,11 @@ static bool resolve_head(struct align *a, struct uhost *uh, uint64_t now_ns, boo
 	}
 	if (force)
 		a->cnt.slots_forced++;
+	/* Power missing for longer than EXTRAP_INTERVALS is not guessed: the slot goes without
+	 * zones and the carries wait for the meter's own count when power is back. */
+	if (ph && ph->have_t && ph->interval_ns && slot->t1 > ph->last_t &&
+	    slot->t1 - ph->last_t > EXTRAP_INTERVALS * ph->interval_ns)
+		ph = NULL;
 	fill_energy(a, uh, ph && ph->have_t ? ph : NULL, slot);
 	slot->quality.lag_ns = now_ns > pd->recv_ns ? now_ns - pd->recv_ns : 0;
 	a->cnt.slots++;
@@ -620,6 +646,11 @@ void align_power(struct align *a, const struct wb_power *p, uint64_t recv_ns)
 	if (!ph)
 		return;
 	ph->last_recv_ns = recv_ns;
+	if (ph->away) {
+		ph->away = false;
+		log_info("power/%s: back after silence; its zones continue from their last values",
+			 ph->name);
+	}
 	if (ph->have_t && p->t <= ph->last_t) {
 		a->cnt.power_stale++;
 		log_rl(&a->rl_power, WB_LOG_WARN,
@@ -778,11 +809,20 @@ static void sweep(struct align *a, uint64_t now_ns)
 		log_info("usage/%s: silent for %.0f s: process and cgroup tables dropped", uh->name,
 			 (double)to / 1e9);
 	}
-	zlistx_t *gone = zlistx_new();
 	for (struct phost *ph = zhashx_first(a->phosts); ph; ph = zhashx_next(a->phosts)) {
+		if (ph->away)
+			continue;
 		if (now_ns >= ph->last_recv_ns + to) {
-			if (gone)
-				zlistx_add_end(gone, ph->name);
+			/* One sample per zone stays: a returning powerd adds on or is bridged. */
+			for (size_t i = 0; i < ph->ncurves; i++)
+				curve_prune(ph->curves[i], curve_last_t(ph->curves[i]));
+			ph->away = true;
+			ph->keep_from_ns = ph->last_t;
+			a->cnt.hosts_dropped++;
+			log_info(
+			    "power/%s: silent for %.0f s: its slots go without power until it is "
+			    "back",
+			    ph->name, (double)to / 1e9);
 			continue;
 		}
 		size_t k = 0;
@@ -800,18 +840,12 @@ static void sweep(struct align *a, uint64_t now_ns)
 		uint64_t hist = 4 * ph->interval_ns;
 		ph->keep_from_ns = ph->last_t > hist ? ph->last_t - hist : 0;
 	}
-	for (char *name = gone ? zlistx_first(gone) : NULL; name; name = zlistx_next(gone)) {
-		log_info("power/%s: silent for %.0f s: dropped", name, (double)to / 1e9);
-		zhashx_delete(a->phosts, name);
-		a->cnt.hosts_dropped++;
-	}
-	zlistx_destroy(&gone);
 	/* Samples before the earliest boundary a live usage host may still ask for go. */
 	for (struct uhost *uh = zhashx_first(a->uhosts); uh; uh = zhashx_next(a->uhosts)) {
 		if (!uh->live || !uh->have_t)
 			continue;
 		struct phost *ph = zhashx_lookup(a->phosts, uh->power_name);
-		if (!ph)
+		if (!ph || ph->away)
 			continue;
 		uint64_t need = uh->qlen ? uh->q[uh->qhead].msg.aligned.t0 : uh->last_t;
 		if (need < ph->keep_from_ns)
