@@ -236,7 +236,24 @@ static int on_reload(struct wb_daemon *d, void *new_confp, void *arg)
 			  "and need a restart; keeping the running config");
 		return -1;
 	}
+	/* pd->opts points into the config: on failure the old config stays, and so must they. */
+	struct pd_opts keep_opts = pd->opts;
 	opts_from_conf(&pd->opts, conf);
+	if (pd->set->n == 0 && !pd->set->exec) {
+		struct pd_set *keep_set = pd->set;
+		pd->set = NULL;
+		open_sources(pd, conf);
+		if (!pd->set) {
+			pd->set = keep_set;
+			pd->opts = keep_opts;
+			log_warnx(
+			    "reload: cannot open the sources again (out of memory); keeping the "
+			    "running config");
+			return -1;
+		}
+		pd->set->counts = keep_set->counts;
+		pd_set_destroy(&keep_set);
+	}
 	uint64_t max_uw = (uint64_t)(conf->max_power_w * 1e6);
 	for (size_t i = 0; i < pd->set->n; i++) {
 		pd->set->zones[i].ctr.max_uw = max_uw;
@@ -244,14 +261,6 @@ static int on_reload(struct wb_daemon *d, void *new_confp, void *arg)
 	}
 	if (old->interval_ns != conf->interval_ns)
 		grid_rearm(&pd->grid, conf->interval_ns);
-	if (pd->set->n == 0 && !pd->set->exec) {
-		struct pd_counts keep = pd->set->counts;
-		pd_set_destroy(&pd->set);
-		open_sources(pd, conf);
-		if (!pd->set)
-			return -1;
-		pd->set->counts = keep;
-	}
 	return 0;
 }
 
