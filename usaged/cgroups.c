@@ -234,8 +234,13 @@ static uint64_t remember(struct cgroups *self, uint64_t id, const char *path)
 	if (!id)
 		return 0;
 	key_of(id, key);
+	/* The stored path is cleaned and cut to size: compare it with path made the same way, or
+	 * a non-UTF-8 name would look new (and be sent again) at every lookup. */
+	char clean[sizeof(((struct cg_info *)0)->ident.path)];
+	snprintf(clean, sizeof(clean), "%s", path);
+	usaged_utf8_clean(clean);
 	struct cg_info *info = zhashx_lookup(self->infos, key);
-	if (info && strcmp(info->ident.path, path) != 0) {
+	if (info && strcmp(info->ident.path, clean) != 0) {
 		zhashx_delete(self->infos, key);
 		info = NULL;
 	}
@@ -251,8 +256,7 @@ static uint64_t remember(struct cgroups *self, uint64_t id, const char *path)
 		if (!info)
 			return id;
 		info->ident.id = id;
-		snprintf(info->ident.path, sizeof(info->ident.path), "%s", path);
-		usaged_utf8_clean(info->ident.path);
+		memcpy(info->ident.path, clean, sizeof(clean));
 		ident_parse(path, &info->ident);
 		info->first_sent = UNSENT;
 		zhashx_insert(self->infos, key, info);

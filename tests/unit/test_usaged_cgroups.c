@@ -223,6 +223,29 @@ static void test_fill(void)
 	clear(&u);
 }
 
+/* A cgroup name that is not UTF-8 is stored cleaned; looked up again, it is the same cgroup, not
+ * a new one to send in every message. */
+static void test_non_utf8(void)
+{
+	mkdirs("cg2/bad\xffname.scope");
+	put("proc/400/cgroup", "0::/bad\xffname.scope\n");
+	uint64_t bad = ino("cg2/bad\xffname.scope");
+	CHECK(bad != 0);
+	uint64_t ids[] = {bad};
+	for (uint64_t m = 20; m <= 24; m++) {
+		cgroups_begin(cg, m);
+		CHECK_U64(cgroups_resolve(cg, 400, 0), bad);
+		struct wb_usage u = msg_of(ids, 1, false);
+		CHECK(cgroups_fill(cg, 3, &u) == 0);
+		/* first sent in message 20: listed in 20, 21, 22 only */
+		const struct wb_cgroup *c = find(&u, bad);
+		CHECK((c != NULL) == (m < 23));
+		if (c)
+			CHECK_STR(c->path, "/bad?name.scope");
+		clear(&u);
+	}
+}
+
 static void test_evict(void)
 {
 	size_t before = cgroups_count(cg);
@@ -255,6 +278,7 @@ static const struct unit_case cases[] = {
     {"by /proc/<pid>/cgroup: v2, and v1 on a hybrid host", test_by_pid},
     {"by the kernel's cgroup id: walking v2, once per message", test_by_kernel_id},
     {"identities in messages: all in full ones, new ones for retire_after", test_fill},
+    {"a non-UTF-8 cgroup name is one cgroup, sent for retire_after", test_non_utf8},
     {"unused identities are forgotten", test_evict},
     {"teardown", test_teardown},
 };
