@@ -734,6 +734,9 @@ void align_usage(struct align *a, const struct wb_usage *u, uint64_t lost, uint6
 			 "): process table restarts",
 			 uh->name, u->env.epoch, uh->epoch);
 		usage_forget_procs(&uh->us);
+		/* usaged counts node CPU time from its own start: the new epoch's totals
+		 * are deltas from zero, never from the old epoch's values. */
+		memset(&uh->us.cpu, 0, sizeof(uh->us.cpu));
 		if (u->t <= uh->last_t) {
 			/* The clock went back across the restart: start over from this sample. */
 			resolve(a, uh, recv_ns, true);

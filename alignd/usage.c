@@ -150,7 +150,8 @@ static void cpu_delta(struct usage_state *us, const struct wb_cpu_times *now,
 	bool reset = false;
 	for (size_t i = 0; i < nf; i++)
 		reset |= n[i] < l[i];
-	/* Totals are since boot: lower means the host rebooted and counts from zero. */
+	/* Totals count from the producer's start (a new epoch zeroes them, align.c);
+	 * lower within an epoch means the source restarted and counts from zero. */
 	for (size_t i = 0; i < nf; i++)
 		o[i] = reset ? n[i] : n[i] - l[i];
 	cnt->cpu_resets += reset;
