@@ -49,7 +49,12 @@ static uint64_t hash_str(uint64_t h, const char *s, size_t maxlen)
 	return h;
 }
 
-/* Processes are keyed by pid alone, as their series are (Kepler has no start-time label). */
+/*
+ * Processes are told apart by (pid, start_ns) but hashed by pid alone, so that
+ * the entries of one pid share a probe chain: a reused pid finds its
+ * predecessor there (their series have the same labels; Kepler has no
+ * start-time label).
+ */
 static uint64_t hash_proc(uint64_t pid)
 {
 	return wb_mix64(pid * 0x9e3779b97f4a7c15ull);
@@ -62,7 +67,7 @@ static bool work_matches(const struct ex_work *w, uint64_t hash, uint64_t pid, u
 	if (w->hash != hash)
 		return false;
 	if (w->level == EX_PROCESS)
-		return w->pid == pid;
+		return w->pid == pid && w->start_ns == start_ns;
 	return strcmp(w->id, id) == 0;
 }
 
@@ -77,6 +82,22 @@ static struct ex_work *wmap_get(const struct ex_wmap *m, uint64_t hash, uint64_t
 		if (!w)
 			return NULL;
 		if (work_matches(w, hash, pid, start_ns, id))
+			return w;
+	}
+}
+
+/* A terminated process of the same pid (and hash), other than start_ns, or NULL. */
+static struct ex_work *wmap_terminated_pid(const struct ex_wmap *m, uint64_t hash, uint64_t pid,
+					   uint64_t start_ns)
+{
+	if (!m->cap)
+		return NULL;
+	size_t mask = m->cap - 1;
+	for (size_t i = hash & mask;; i = (i + 1) & mask) {
+		struct ex_work *w = m->slots[i];
+		if (!w)
+			return NULL;
+		if (w->hash == hash && w->pid == pid && w->start_ns != start_ns && w->terminated)
 			return w;
 	}
 }
@@ -243,13 +264,14 @@ static struct ex_work *work_get(struct accum *self, struct ex_host *h, enum ex_l
 		return NULL;
 	uint64_t hash = level == EX_PROCESS ? hash_proc(pid) : wb_mix64(hash_str(0, id, 128));
 	struct ex_work *w = wmap_get(&h->works[level], hash, pid, start_ns, id);
-	if (w && (level != EX_PROCESS || w->start_ns == start_ns))
+	if (w)
 		return w;
-	if (w) {
-		/* The pid was reused: two entries would render two series with one label
-		 * set. The new process takes the pid's series over from zero (a counter
-		 * reset, as when Kepler sees a pid again). */
-		work_remove(self, h, w);
+	struct ex_work *old;
+	if (level == EX_PROCESS && (old = wmap_terminated_pid(&h->works[level], hash, pid, start_ns))) {
+		/* The pid was reused: a terminated predecessor still exported would render a
+		 * second series with the same labels. The new process takes the pid's series
+		 * over from zero (a counter reset, as when Kepler sees a pid again). */
+		work_remove(self, h, old);
 		self->pid_reused++;
 	}
 	unsigned ns = work_series(level, h->nzones);

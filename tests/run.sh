@@ -12,8 +12,20 @@ trap 'rm -f "$log"' EXIT
 status=0
 for t in "$@"; do
 	echo "# unit: $(basename "$t")"
-	"$t" | tee -a "$log"
-	[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+	out=$(mktemp)
+	"$t" | tee "$out"
+	rc=${PIPESTATUS[0]}
+	cat "$out" >>"$log"
+	# A crash or a non-zero exit counts as a failure even when every line printed was ok.
+	planned=$(sed -n 's/^1\.\.\([0-9]*\)$/\1/p' "$out" | head -n 1)
+	ran=$(grep -cE '^(ok|not ok) [0-9]+' "$out")
+	if [ "$rc" -ne 0 ] && ! grep -q '^not ok' "$out"; then
+		echo "not ok $((ran + 1)) - $(basename "$t") exited with status $rc after $ran of ${planned:-?} tests" | tee -a "$log"
+	elif [ -n "$planned" ] && [ "$ran" -lt "$planned" ]; then
+		echo "not ok $((ran + 1)) - $(basename "$t") ran $ran of $planned tests" | tee -a "$log"
+	fi
+	rm -f "$out"
+	[ "$rc" -eq 0 ] || status=1
 done
 
 suites=()
