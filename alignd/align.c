@@ -21,6 +21,7 @@
 
 #include "alignd.h"
 #include "clock.h"
+#include "json.h"
 #include "log.h"
 
 #define SWEEP_NS WB_NS_PER_SEC /* how often silent hosts and old samples are dropped */
@@ -967,30 +968,12 @@ int align_save(struct align *a, const char *path, uint64_t now_ns)
 				     carries, "total_epoch", (json_int_t)uh->total_epoch, "totals",
 				     totals));
 	}
-	char tmp[4096];
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	int rc = json_dump_file(root, tmp, JSON_COMPACT);
+	char err[512];
+	int rc = wb_json_save(root, path, err, sizeof(err));
 	json_decref(root);
-	if (rc < 0 || rename(tmp, path) < 0) {
-		log_rl(&a->rl_state, WB_LOG_WARN, "state %s: cannot write: %s", path,
-		       strerror(errno));
-		unlink(tmp);
-		return -1;
-	}
-	return 0;
-}
-
-static uint64_t jget(json_t *o, const char *key)
-{
-	json_t *v = json_object_get(o, key);
-	return json_is_integer(v) && json_integer_value(v) >= 0 ? (uint64_t)json_integer_value(v)
-								: 0;
-}
-
-static const char *jstr(json_t *o, const char *key)
-{
-	const char *s = json_string_value(json_object_get(o, key));
-	return s ? s : "";
+	if (rc < 0)
+		log_rl(&a->rl_state, WB_LOG_WARN, "state %s", err);
+	return rc;
 }
 
 int align_load(struct align *a, const char *path, uint64_t now_ns, uint64_t max_age_ns)
@@ -1002,10 +985,10 @@ int align_load(struct align *a, const char *path, uint64_t now_ns, uint64_t max_
 			log_warnx("state %s:%d: %s: ignored", path, jerr.line, jerr.text);
 		return -1;
 	}
-	uint64_t saved = jget(root, "saved_ns");
-	if (jget(root, "version") != 1 || saved > now_ns || now_ns - saved > max_age_ns) {
+	uint64_t saved = wb_json_u64(root, "saved_ns");
+	if (wb_json_u64(root, "version") != 1 || saved > now_ns || now_ns - saved > max_age_ns) {
 		log_info("state %s: %s, not used", path,
-			 jget(root, "version") != 1 ? "unknown version"
+			 wb_json_u64(root, "version") != 1 ? "unknown version"
 						    : "older than host_timeout");
 		json_decref(root);
 		return -1;
@@ -1014,55 +997,55 @@ int align_load(struct align *a, const char *path, uint64_t now_ns, uint64_t max_
 	json_t *o, *z;
 	json_array_foreach(json_object_get(root, "power"), i, o)
 	{
-		struct phost *ph = phost_get(a, jstr(o, "host"));
-		if (!ph || ph->have_t || !jstr(o, "host")[0])
+		struct phost *ph = phost_get(a, wb_json_str(o, "host"));
+		if (!ph || ph->have_t || !wb_json_str(o, "host")[0])
 			continue;
-		ph->epoch = jget(o, "epoch");
-		ph->interval_ns = jget(o, "interval_ns");
-		ph->last_t = jget(o, "last_t");
+		ph->epoch = wb_json_u64(o, "epoch");
+		ph->interval_ns = wb_json_u64(o, "interval_ns");
+		ph->last_t = wb_json_u64(o, "last_t");
 		ph->last_recv_ns = now_ns;
 		ph->have_t = true;
 		json_array_foreach(json_object_get(o, "zones"), j, z)
 		{
-			struct curve *c = curve_of(a, ph, jstr(z, "name"), now_ns);
+			struct curve *c = curve_of(a, ph, wb_json_str(z, "name"), now_ns);
 			if (!c || c->n)
 				continue;
-			snprintf(c->zone, sizeof(c->zone), "%s", jstr(z, "zone"));
-			snprintf(c->path, sizeof(c->path), "%s", jstr(z, "path"));
-			c->index = jget(z, "index");
+			snprintf(c->zone, sizeof(c->zone), "%s", wb_json_str(z, "zone"));
+			snprintf(c->path, sizeof(c->path), "%s", wb_json_str(z, "path"));
+			c->index = wb_json_u64(z, "index");
 			/* One sample, as if just received: the next real one continues from it. */
-			if (curve_add(c, jget(z, "t"), jget(z, "epoch"), jget(z, "raw"),
-				      jget(z, "range"), 0, NULL) != CURVE_APPENDED) {
+			if (curve_add(c, wb_json_u64(z, "t"), wb_json_u64(z, "epoch"), wb_json_u64(z, "raw"),
+				      wb_json_u64(z, "range"), 0, NULL) != CURVE_APPENDED) {
 				/* Empty, the curve starts over from the zone's next sample. */
 				log_rl(&a->rl_state, WB_LOG_WARN,
 				       "state %s: power/%s zone %s: out of memory: not resumed",
 				       path, ph->name, c->name);
 				continue;
 			}
-			c->s[0].e_uj = jget(z, "e");
-			c->first_t_ns = jget(z, "first_t");
+			c->s[0].e_uj = wb_json_u64(z, "e");
+			c->first_t_ns = wb_json_u64(z, "first_t");
 			c->last_recv_ns = now_ns;
 		}
 		npower++;
 	}
 	json_array_foreach(json_object_get(root, "usage"), i, o)
 	{
-		struct uhost *uh = uhost_get(a, jstr(o, "host"));
-		if (!uh || uh->have_t || !jstr(o, "host")[0])
+		struct uhost *uh = uhost_get(a, wb_json_str(o, "host"));
+		if (!uh || uh->have_t || !wb_json_str(o, "host")[0])
 			continue;
-		uh->epoch = jget(o, "epoch");
-		uh->last_t = jget(o, "last_t");
+		uh->epoch = wb_json_u64(o, "epoch");
+		uh->last_t = wb_json_u64(o, "last_t");
 		uh->have_t = true;
 		/* The totals continue, so that consumers diff across the restart. */
-		uh->total_epoch = jget(o, "total_epoch");
+		uh->total_epoch = wb_json_u64(o, "total_epoch");
 		if (uh->total_epoch > a->last_total_epoch)
 			a->last_total_epoch = uh->total_epoch;
 		json_array_foreach(json_object_get(o, "totals"), j, z)
 		{
 			struct zone_total *zt =
-			    jstr(z, "zone")[0] ? total_get(uh, jstr(z, "zone")) : NULL;
+			    wb_json_str(z, "zone")[0] ? total_get(uh, wb_json_str(z, "zone")) : NULL;
 			if (zt)
-				zt->uj = jget(z, "uj");
+				zt->uj = wb_json_u64(z, "uj");
 		}
 		uh->live = false; /* no process table: it restarts at the next message */
 		uh->last_recv_ns = now_ns;
@@ -1074,19 +1057,19 @@ int align_load(struct align *a, const char *path, uint64_t now_ns, uint64_t max_
 				    : 0;
 		/* Carries continue only on the same power host's curves. */
 		struct phost *ph = zhashx_lookup(a->phosts, uh->power_name);
-		if (ph && strcmp(jstr(o, "power_host"), uh->power_name) == 0)
+		if (ph && strcmp(wb_json_str(o, "power_host"), uh->power_name) == 0)
 			json_array_foreach(json_object_get(o, "carries"), j, z)
 			{
 				for (size_t k = 0; k < ph->ncurves; k++) {
 					/* A zone not resumed (no memory) has no value to carry on
 					 * from. */
-					if (strcmp(ph->curves[k]->name, jstr(z, "zone")) != 0 ||
+					if (strcmp(ph->curves[k]->name, wb_json_str(z, "zone")) != 0 ||
 					    !ph->curves[k]->n)
 						continue;
 					struct carry *cy = carry_of(uh, ph->curves[k]->name);
 					if (cy)
 						carry_set(
-						    cy, ph->curves[k]->id, jget(z, "emitted_uj"),
+						    cy, ph->curves[k]->id, wb_json_u64(z, "emitted_uj"),
 						    json_is_true(json_object_get(z, "ahead")));
 				}
 			}

@@ -15,6 +15,7 @@
 #include <jansson.h>
 
 #include "estimd.h"
+#include "json.h"
 
 static void host_clear(struct tot_host *h)
 {
@@ -238,31 +239,9 @@ int totals_save(const struct totals *t, const char *path, uint64_t now_ns, char 
 				     (json_int_t)h->in_epoch, "have_t", h->have_t, "last_t1",
 				     (json_int_t)h->last_t1, "zones", zones));
 	}
-	char tmp[4096];
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	errno = 0;
-	int rc = json_dump_file(root, tmp, JSON_COMPACT);
+	int rc = wb_json_save(root, path, err, errlen);
 	json_decref(root);
-	if (rc < 0 || rename(tmp, path) < 0) {
-		snprintf(err, errlen, "%s: cannot write: %s", path,
-			 errno ? strerror(errno) : "error");
-		unlink(tmp);
-		return -1;
-	}
-	return 0;
-}
-
-static uint64_t jget(json_t *o, const char *key)
-{
-	json_t *v = json_object_get(o, key);
-	return json_is_integer(v) && json_integer_value(v) >= 0 ? (uint64_t)json_integer_value(v)
-								: 0;
-}
-
-static const char *jstr(json_t *o, const char *key)
-{
-	const char *s = json_string_value(json_object_get(o, key));
-	return s ? s : "";
+	return rc;
 }
 
 int totals_load(struct totals *t, const char *path, size_t *nhosts, char *err, size_t errlen)
@@ -274,45 +253,45 @@ int totals_load(struct totals *t, const char *path, size_t *nhosts, char *err, s
 		snprintf(err, errlen, "%s:%d: %s", path, jerr.line, jerr.text);
 		return -1;
 	}
-	if (jget(root, "version") != 1 || !json_is_array(json_object_get(root, "hosts"))) {
+	if (wb_json_u64(root, "version") != 1 || !json_is_array(json_object_get(root, "hosts"))) {
 		snprintf(err, errlen, "%s: not an estimd state (version 1 with hosts)", path);
 		json_decref(root);
 		return -1;
 	}
-	if (jget(root, "last_epoch") > t->last_epoch)
-		t->last_epoch = jget(root, "last_epoch");
+	if (wb_json_u64(root, "last_epoch") > t->last_epoch)
+		t->last_epoch = wb_json_u64(root, "last_epoch");
 	size_t i, k;
 	json_t *o, *zo;
 	json_array_foreach(json_object_get(root, "hosts"), i, o)
 	{
-		const char *name = jstr(o, "host");
+		const char *name = wb_json_str(o, "host");
 		if (!name[0] || strlen(name) > 63 || host_find(t, name))
 			continue;
-		struct tot_host *h = host_get(t, name, jget(o, "epoch"));
+		struct tot_host *h = host_get(t, name, wb_json_u64(o, "epoch"));
 		if (!h)
 			break;
-		h->epoch = jget(o, "epoch");
+		h->epoch = wb_json_u64(o, "epoch");
 		if (!h->epoch) {
 			host_start(t, h, 1);
 			continue;
 		}
 		if (h->epoch > t->last_epoch)
 			t->last_epoch = h->epoch;
-		snprintf(h->in_src, sizeof(h->in_src), "%s", jstr(o, "in_src"));
-		h->in_epoch = jget(o, "in_epoch");
+		snprintf(h->in_src, sizeof(h->in_src), "%s", wb_json_str(o, "in_src"));
+		h->in_epoch = wb_json_u64(o, "in_epoch");
 		h->have_t = json_is_true(json_object_get(o, "have_t"));
-		h->last_t1 = jget(o, "last_t1");
+		h->last_t1 = wb_json_u64(o, "last_t1");
 		json_array_foreach(json_object_get(o, "zones"), k, zo)
 		{
-			const char *zn = jstr(zo, "name");
+			const char *zn = wb_json_str(zo, "name");
 			struct tot_zone *z = zn[0] && strlen(zn) <= 63 ? zone_get(h, zn) : NULL;
 			if (!z)
 				continue;
 			z->in_have = json_is_true(json_object_get(zo, "in_have"));
-			z->in_uj = jget(zo, "in_uj");
-			z->total_uj = jget(zo, "total_uj");
-			z->active_uj = jget(zo, "active_uj");
-			z->idle_uj = jget(zo, "idle_uj");
+			z->in_uj = wb_json_u64(zo, "in_uj");
+			z->total_uj = wb_json_u64(zo, "total_uj");
+			z->active_uj = wb_json_u64(zo, "active_uj");
+			z->idle_uj = wb_json_u64(zo, "idle_uj");
 			/* A damaged file must not break active + idle == total. */
 			if (z->active_uj > z->total_uj)
 				z->active_uj = z->total_uj;

@@ -3,10 +3,13 @@
  * int64, the bound every schema key has), floats stay floats, so a message
  * printed by tap and fed back to pub encodes to the same values.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <msgpack.h>
 
@@ -175,4 +178,46 @@ int wb_json_to_msgpack(const json_t *json, char **out, size_t *len, struct wb_er
 	*out = sb.data;
 	*len = sb.size;
 	return 0;
+}
+
+int wb_json_save(json_t *root, const char *path, char *err, size_t errlen)
+{
+	char tmp[4096];
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		snprintf(err, errlen, "%s: cannot write: %s", path, strerror(errno));
+		return -1;
+	}
+	errno = 0;
+	int rc = json_dumpfd(root, fd, JSON_COMPACT);
+	if (rc == 0 && fsync(fd) < 0)
+		rc = -1;
+	int saved = errno;
+	if (close(fd) < 0 && rc == 0) {
+		rc = -1;
+		saved = errno;
+	}
+	if (rc == 0 && rename(tmp, path) < 0) {
+		rc = -1;
+		saved = errno;
+	}
+	if (rc < 0) {
+		snprintf(err, errlen, "%s: cannot write: %s", path, saved ? strerror(saved) : "error");
+		unlink(tmp);
+		return -1;
+	}
+	return 0;
+}
+
+uint64_t wb_json_u64(const json_t *obj, const char *key)
+{
+	json_t *v = json_object_get(obj, key);
+	return json_is_integer(v) && json_integer_value(v) >= 0 ? (uint64_t)json_integer_value(v) : 0;
+}
+
+const char *wb_json_str(const json_t *obj, const char *key)
+{
+	const char *s = json_string_value(json_object_get(obj, key));
+	return s ? s : "";
 }

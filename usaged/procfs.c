@@ -12,48 +12,17 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "codec.h"
 #include "log.h"
 #include "usaged.h"
 
 /* ---- text ---- */
 
-/* Length of the valid UTF-8 sequence at s (same rules as the codec), or 0. */
-static size_t utf8_seq(const unsigned char *s)
-{
-	unsigned char c = s[0];
-	size_t more;
-	uint32_t cp;
-
-	if (c < 0x80)
-		return 1;
-	if ((c & 0xe0) == 0xc0) {
-		more = 1;
-		cp = c & 0x1f;
-	} else if ((c & 0xf0) == 0xe0) {
-		more = 2;
-		cp = c & 0x0f;
-	} else if ((c & 0xf8) == 0xf0) {
-		more = 3;
-		cp = c & 0x07;
-	} else {
-		return 0;
-	}
-	for (size_t k = 1; k <= more; k++) {
-		if ((s[k] & 0xc0) != 0x80) /* also stops at the NUL */
-			return 0;
-		cp = (cp << 6) | (s[k] & 0x3f);
-	}
-	if ((more == 1 && cp < 0x80) || (more == 2 && cp < 0x800) || (more == 3 && cp < 0x10000) ||
-	    cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-		return 0;
-	return more + 1;
-}
-
 void usaged_utf8_clean(char *s)
 {
-	unsigned char *p = (unsigned char *)s;
-	while (*p) {
-		size_t n = utf8_seq(p);
+	unsigned char *p = (unsigned char *)s, *end = p + strlen(s);
+	while (p < end) {
+		size_t n = wb_utf8_seq_len(p, (size_t)(end - p));
 		if (n == 0 || (n == 1 && (*p < 0x20 || *p == 0x7f))) {
 			*p++ = '?';
 			continue;
