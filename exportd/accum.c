@@ -710,9 +710,11 @@ static void work_add(struct slot_ctx *c, struct ex_work *w, uint64_t cpu_ns,
 			c->self->series[w->level] += ns - old;
 		}
 	}
-	uint64_t *acc = w->uj, *slot = w->uj + w->nz;
+	/* A host without zones (model mode without a model) leaves uj NULL: no arithmetic on it. */
+	uint64_t *acc = w->uj, *slot = w->nz ? w->uj + w->nz : NULL;
 	if (w->last_t1 != c->t1) {
-		memset(slot, 0, w->nz * sizeof *slot);
+		if (slot)
+			memset(slot, 0, w->nz * sizeof *slot);
 		w->last_t1 = c->t1;
 	}
 	w->cpu_ns += scale(c, cpu_ns);

@@ -249,6 +249,28 @@ static void test_node_totals_recover_lost(void)
 	accum_destroy(&a);
 }
 
+/* A host without zones (estimd in model mode without a model): processes count their CPU time. */
+static void test_no_zones(void)
+{
+	struct accum_limits lim = lim_default();
+	struct accum *a = accum_new(&lim);
+	struct wb_msg m;
+	for (uint64_t t = 0; t < 3; t++) {
+		est_init(&m, "h1", (10 + t) * S, (11 + t) * S, 0, 2);
+		m.estimate.procs[0].cpu_ns = 1000;
+		CHECK(accum_add(a, &m.estimate, NULL) == 0);
+		wb_msg_clear(&m);
+	}
+	struct ex_work *p = find_proc(a, "h1", 100, 5000);
+	CHECK(p != NULL);
+	if (p) {
+		CHECK_U64(p->nz, 0);
+		CHECK_U64(p->cpu_ns, 3000);
+	}
+	CHECK_U64(accum_host(a, "h1")->nzones, 0);
+	accum_destroy(&a);
+}
+
 /* Each bad estimate is refused for its reason and changes no accumulator. */
 static void test_bad_estimates_change_nothing(void)
 {
@@ -689,6 +711,7 @@ static const struct unit_case cases[] = {
     {"replayed slots after a restart count once", test_replay_and_restart},
     {"an overlapping slot counts only its new part", test_overlap_is_clipped},
     {"lost estimates: node counters follow the totals", test_node_totals_recover_lost},
+    {"a host without zones: processes count CPU time only", test_no_zones},
     {"bad estimates are refused by reason and change nothing", test_bad_estimates_change_nothing},
     {"zones of one kind on several sockets aggregate", test_sockets_aggregate},
     {"terminated workloads: max_terminated, ttl, stale_after, revival", test_terminated_retention},
