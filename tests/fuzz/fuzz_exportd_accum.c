@@ -68,6 +68,12 @@ static void check_map(const struct ex_host *h, int level, size_t *series, size_t
 static void check(const struct accum *a, uint64_t prev[4][EX_MAX_ZONES])
 {
 	size_t series[EX_NLEVELS] = {0};
+	/* A forgotten host or zone gives its index to a new one, which starts from 0. */
+	static uint64_t forgotten = 0;
+	if (a->evicted_hosts + a->evicted_zones != forgotten) {
+		forgotten = a->evicted_hosts + a->evicted_zones;
+		memset(prev, 0, 4 * sizeof(prev[0]));
+	}
 	CHECK(accum_series(a) <= a->lim.max_series);
 	for (size_t i = 0; i < a->nhosts; i++) {
 		const struct ex_host *h = a->hosts[i];
