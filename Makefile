@@ -164,7 +164,7 @@ check: deps-test all $(UNIT_BINS)
 FUZZ_TIME ?= 300
 FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BINS := $(FUZZ_SRCS:tests/fuzz/%.c=$(BUILD)/fuzz/%)
-FUZZ_FLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -DWB_VERSION='"$(VERSION)"' \
+FUZZ_FLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -D_GNU_SOURCE -DWB_VERSION='"$(VERSION)"' \
 	-DWB_DATADIR='"$(DATADIR)"' -DWB_SYSCONFDIR='"$(SYSCONFDIR)"' \
 	-Ilib -I$(BUILD)/gen -I$(BUILD)/bpf $(call pkg_cflags,$(ALL_PKGS))
 fuzz_stage = $(filter $(STAGES),$(firstword $(subst _, ,$(1))))
