@@ -16,32 +16,20 @@
 #include "json.h"
 #include "log.h"
 
-struct stamp {
-	const char *src;
-	uint64_t epoch;
-	zhashx_t *seqs; /* topic -> next seq */
-};
-
-static void stamp_missing(struct stamp *st, json_t *msg, const char *topic)
+/* Envelope keys a line leaves out, stamped as wb_pub_send would: the publisher's src, epoch and seq. */
+static void stamp_missing(struct wb_pub *pub, const char *src, json_t *msg, const char *topic)
 {
 	const char *kind = json_string_value(json_object_get(msg, "kind"));
 	enum wb_kind k = kind ? wb_kind_from_name(kind, strlen(kind)) : WB_KIND_NONE;
 	if (k != WB_KIND_NONE && !json_object_get(msg, "v"))
 		json_object_set_new(msg, "v", json_integer(wb_kinds[k].version));
 	if (!json_object_get(msg, "src"))
-		json_object_set_new(msg, "src", json_string(st->src));
+		json_object_set_new(msg, "src", json_string(src));
 	if (!json_object_get(msg, "epoch"))
-		json_object_set_new(msg, "epoch", json_integer((json_int_t)st->epoch));
-	if (!json_object_get(msg, "seq")) {
-		uint64_t *next = zhashx_lookup(st->seqs, topic);
-		if (!next) {
-			next = calloc(1, sizeof(*next));
-			if (!next)
-				return;
-			zhashx_insert(st->seqs, topic, next);
-		}
-		json_object_set_new(msg, "seq", json_integer((json_int_t)(*next)++));
-	}
+		json_object_set_new(msg, "epoch", json_integer((json_int_t)wb_pub_epoch(pub)));
+	uint64_t seq;
+	if (!json_object_get(msg, "seq") && wb_pub_next_seq(pub, topic, &seq) == 0)
+		json_object_set_new(msg, "seq", json_integer((json_int_t)seq));
 }
 
 static void pub_usage(FILE *out)
@@ -69,12 +57,12 @@ int cmd_pub(int argc, char **argv)
 	struct wb_sockopts so = {0};
 	bool raw = false;
 	uint64_t wait_ns = 5 * WB_NS_PER_SEC, interval_ns = 0;
-	struct stamp st = {.src = "wattbus-pub", .epoch = wb_now_ns()};
+	const char *src = "wattbus-pub";
 	int c;
 	while ((c = getopt_long(argc, argv, "rs:w:i:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'r': raw = true; break;
-		case 's': st.src = optarg; break;
+		case 's': src = optarg; break;
 		case 'w': wait_ns = cli_duration_ns("pub", "--wait", optarg); break;
 		case 'i': interval_ns = cli_duration_ns("pub", "--interval", optarg); break;
 		case 'C': so.curve_cert = optarg; break;
@@ -87,11 +75,9 @@ int cmd_pub(int argc, char **argv)
 		pub_usage(stderr);
 		return 2;
 	}
-	struct wb_pub *pub = wb_pub_new(argv[optind], st.src, "", &so);
+	struct wb_pub *pub = wb_pub_new(argv[optind], src, "", &so);
 	if (!pub)
 		return 1;
-	st.seqs = zhashx_new();
-	zhashx_set_destructor(st.seqs, (zhashx_destructor_fn *)zstr_free);
 	bool waited = false;
 
 	char *line = NULL;
@@ -123,7 +109,7 @@ int cmd_pub(int argc, char **argv)
 			snprintf(topic, sizeof(topic), "%s/%s", kind ? kind : "?", host ? host : "?");
 		}
 		if (!raw && json_is_object(msg))
-			stamp_missing(&st, msg, topic);
+			stamp_missing(pub, src, msg, topic);
 		char *buf = NULL;
 		size_t len;
 		struct wb_err err = {0};
@@ -153,7 +139,6 @@ int cmd_pub(int argc, char **argv)
 		json_decref(j);
 	}
 	free(line);
-	zhashx_destroy(&st.seqs);
 	wb_pub_destroy(&pub);
 	if (bad)
 		fprintf(stderr, "wattbus pub: %ld sent, %ld lines rejected\n", sent, bad);

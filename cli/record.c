@@ -94,8 +94,7 @@ int cmd_record(int argc, char **argv)
 	long long n = 0;
 	int rc = 0;
 	while (!cli_interrupted() && (count < 0 || n < count) && (!end || wb_mono_ns() < end)) {
-		zmq_pollitem_t it = {zsock_resolve(wb_sub_sock(sub)), 0, ZMQ_POLLIN, 0};
-		if (zmq_poll(&it, 1, 100) <= 0 || !(it.revents & ZMQ_POLLIN))
+		if (!wb_sub_wait(sub, 100))
 			continue;
 		char *topic, *body;
 		size_t len;

@@ -90,8 +90,7 @@ int cmd_tap(int argc, char **argv)
 			if ((end - now) / WB_NS_PER_MS < (uint64_t)wait_ms)
 				wait_ms = (long)((end - now) / WB_NS_PER_MS) + 1;
 		}
-		zmq_pollitem_t it = {zsock_resolve(wb_sub_sock(sub)), 0, ZMQ_POLLIN, 0};
-		if (zmq_poll(&it, 1, wait_ms) <= 0 || !(it.revents & ZMQ_POLLIN))
+		if (!wb_sub_wait(sub, wait_ms))
 			continue;
 		char *topic, *body;
 		size_t len;

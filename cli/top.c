@@ -453,8 +453,7 @@ int cmd_top(int argc, char **argv)
 			rc = 1;
 			break;
 		}
-		zmq_pollitem_t it = {zsock_resolve(wb_sub_sock(sub)), 0, ZMQ_POLLIN, 0};
-		if (zmq_poll(&it, 1, 200) <= 0 || !(it.revents & ZMQ_POLLIN))
+		if (!wb_sub_wait(sub, 200))
 			continue;
 		/* Drain what is queued, then draw once: a slow terminal never falls behind the bus.
 		 */

@@ -240,6 +240,20 @@ int wb_pub_send_raw(struct wb_pub *self, const char *topic, const void *buf, siz
 	return 0;
 }
 
+int wb_pub_next_seq(struct wb_pub *self, const char *topic, uint64_t *seq)
+{
+	uint64_t *next = zhashx_lookup(self->seqs, topic);
+	if (!next) {
+		next = calloc(1, sizeof(*next));
+		if (!next || zhashx_insert(self->seqs, topic, next) < 0) {
+			free(next);
+			return -1;
+		}
+	}
+	*seq = (*next)++;
+	return 0;
+}
+
 int wb_pub_send(struct wb_pub *self, struct wb_msg *msg)
 {
 	if (msg->kind < 0 || msg->kind >= WB_NKINDS) {
@@ -257,15 +271,8 @@ int wb_pub_send(struct wb_pub *self, struct wb_msg *msg)
 
 	char topic[WB_TOPIC_MAX];
 	snprintf(topic, sizeof(topic), "%s/%s", env->kind, env->host);
-	uint64_t *next = zhashx_lookup(self->seqs, topic);
-	if (!next) {
-		next = calloc(1, sizeof(*next));
-		if (!next || zhashx_insert(self->seqs, topic, next) < 0) {
-			free(next);
-			return -1;
-		}
-	}
-	env->seq = (*next)++;
+	if (wb_pub_next_seq(self, topic, &env->seq) < 0)
+		return -1;
 
 	char *buf;
 	size_t len;
@@ -494,6 +501,12 @@ int wb_sub_subscribe(struct wb_sub *self, const char *prefix)
 zsock_t *wb_sub_sock(struct wb_sub *self)
 {
 	return self->sock;
+}
+
+int wb_sub_wait(struct wb_sub *self, int timeout_ms)
+{
+	zmq_pollitem_t it = {zsock_resolve(self->sock), 0, ZMQ_POLLIN, 0};
+	return zmq_poll(&it, 1, timeout_ms) > 0 && (it.revents & ZMQ_POLLIN);
 }
 
 int wb_frame_check(const char *topic, const void *body, size_t len, struct wb_msg *out, struct wb_err *err)

@@ -56,6 +56,8 @@ void wb_pub_destroy(struct wb_pub **self_p);
 int wb_pub_send(struct wb_pub *self, struct wb_msg *msg);
 /* Send a ready frame pair as is (replay, pub --raw). */
 int wb_pub_send_raw(struct wb_pub *self, const char *topic, const void *buf, size_t len);
+/* The next seq for topic ("KIND/HOST"), as wb_pub_send stamps it: for senders of ready frames. */
+int wb_pub_next_seq(struct wb_pub *self, const char *topic, uint64_t *seq);
 uint64_t wb_pub_epoch(const struct wb_pub *self);
 uint64_t wb_pub_sent(const struct wb_pub *self);
 zsock_t *wb_pub_sock(struct wb_pub *self);
@@ -80,6 +82,8 @@ void wb_sub_destroy(struct wb_sub **self_p);
 int wb_sub_connect(struct wb_sub *self, const char *endpoints);
 int wb_sub_subscribe(struct wb_sub *self, const char *prefix);
 zsock_t *wb_sub_sock(struct wb_sub *self);
+/* Wait up to timeout_ms for a message: 1 when one is queued, 0 otherwise (timeout, signal). */
+int wb_sub_wait(struct wb_sub *self, int timeout_ms);
 /*
  * Receive one message (blocks unless the socket is readable). Returns 1 with
  * *out decoded (caller clears it) and *rx filled, 0 when the frame was rejected
