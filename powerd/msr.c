@@ -197,7 +197,7 @@ static int msr_add(struct pd_set *set, const struct pd_opts *opts, int fd, const
 		return 0;
 	}
 	if (!must && (v & 0xffffffffu) == 0) {
-		log_debug("msr: %s: %s register 0x%x reads 0: not implemented here", dev, kind,
+		log_debug("msr: %s: %s register 0x%x reads 0: this CPU does not have it", dev, kind,
 			  reg);
 		return 0;
 	}
