@@ -38,12 +38,20 @@ PKGS_exportd := libmicrohttpd zlib
 PKGS_usaged := libbpf libelf zlib
 ALL_PKGS := $(PKGS) libmicrohttpd zlib libbpf libelf
 
-# Install missing build dependencies (Debian packages) before anything asks pkg-config.
-ifeq ($(filter clean format uninstall,$(MAKECMDGOALS)),)
+# Build dependencies (Debian packages): `make run`, `make check`, `make bench` and
+# `make deps` install what is missing; any other goal (plain `make`, a packager's
+# build in a chroot) only says what is missing and stops.
+INSTALL_GOALS := run check bench deps
+ifeq ($(filter clean format uninstall deps,$(MAKECMDGOALS)),)
 ifneq ($(shell $(PKG_CONFIG) --exists $(ALL_PKGS) 2>/dev/null && command -v $(CLANG) $(BPFTOOL) $(PYTHON) >/dev/null && echo ok),ok)
+ifneq ($(filter $(INSTALL_GOALS),$(MAKECMDGOALS)),)
 $(info wattbus: build dependencies missing, running scripts/deps.sh build)
 ifneq ($(shell scripts/deps.sh build >&2; echo $$?),0)
 $(error scripts/deps.sh build failed; see above)
+endif
+else
+MISSING_DEPS := $(strip $(shell scripts/deps.sh missing build) $(foreach t,$(CLANG) $(BPFTOOL) $(PYTHON),$(if $(shell command -v $(t)),,$(t))))
+$(error build dependencies missing: $(or $(MISSING_DEPS),pkg-config cannot find $(ALL_PKGS)); install them with `make deps` (or scripts/deps.sh build, as root))
 endif
 endif
 endif
@@ -193,6 +201,9 @@ run: all
 deps-test:
 	$(Q)scripts/deps.sh test
 
+deps:
+	$(Q)scripts/deps.sh test
+
 # ---- install ----
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBEXECDIR) $(DESTDIR)$(DATADIR)/schemas \
@@ -229,6 +240,6 @@ clean:
 conf: all
 	tools/genconf.sh $(BUILD) > docs/wattbus.conf
 
-.PHONY: FORCE conf all check fuzz fuzz-build bench run deps-test install uninstall format clean
+.PHONY: FORCE conf all check fuzz fuzz-build bench run deps deps-test install uninstall format clean
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -2,6 +2,7 @@
 # Install the Debian packages wattbus needs that are missing on this machine.
 #   scripts/deps.sh build   compilers and libraries
 #   scripts/deps.sh test    also what the tests and benchmarks run (bats, prometheus, ...)
+#   scripts/deps.sh missing build|test   only print what is missing
 # Installs only what dpkg reports missing; needs root (or sudo) for apt-get.
 set -eu
 
@@ -10,16 +11,25 @@ libczmq-dev libzmq3-dev libmsgpack-dev libjansson-dev libinih-dev libsystemd-dev
 TEST_PKGS="bats bats-assert bats-support python3-zmq python3-msgpack prometheus prometheus-node-exporter
 stress-ng curl jq iproute2 procps systemd libclang-rt-14-dev valgrind wrk hyperfine"
 
+list=""
+if [ "${1:-}" = missing ]; then
+	list=1
+	shift
+fi
 case "${1:-build}" in
 build) want="$BUILD_PKGS" ;;
 test) want="$BUILD_PKGS $TEST_PKGS" ;;
-*) echo "usage: $0 build|test" >&2; exit 2 ;;
+*) echo "usage: $0 [missing] build|test" >&2; exit 2 ;;
 esac
 
 missing=""
 for p in $want; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
 done
+if [ -n "$list" ]; then
+	echo "$missing"
+	exit 0
+fi
 [ -z "$missing" ] && exit 0
 
 echo "wattbus: installing:$missing" >&2
