@@ -1,17 +1,12 @@
 /*
  * Choosing the meters: the sources named in `source`, or the first usable of
- * rapl, msr and hwmon. When nothing works, say what was tried and why each
- * failed, so that an operator can fix it (permissions, a missing module).
+ * those sources.c lets `auto` try. When nothing works, say what was tried and
+ * why each failed, so that an operator can fix it (permissions, a missing module).
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "powerd.h"
-
-typedef int(discover_fn)(struct pd_set *set, const struct pd_opts *opts, char *why, size_t whylen);
-
-static discover_fn *const discover[PD_SRC_COUNT] = {rapl_discover, msr_discover, hwmon_discover,
-						    exec_discover};
 
 int detect_parse_sources(char *const *names, size_t n, unsigned *mask, char *err, size_t errlen)
 {
@@ -22,17 +17,14 @@ int detect_parse_sources(char *const *names, size_t n, unsigned *mask, char *err
 			is_auto = true;
 			continue;
 		}
-		int s;
-		for (s = 0; s < PD_SRC_COUNT; s++)
-			if (!strcmp(names[i], pd_src_name((enum pd_src)s)))
-				break;
-		if (s == PD_SRC_COUNT) {
-			snprintf(err, errlen,
-				 "source: unknown source '%s' (auto, rapl, msr, hwmon, exec)",
-				 names[i]);
+		const struct pd_source *src = pd_source_find(names[i]);
+		if (!src) {
+			char known[256];
+			pd_source_names(known, sizeof(known));
+			snprintf(err, errlen, "source: unknown source '%s' (%s)", names[i], known);
 			return -1;
 		}
-		*mask |= 1u << s;
+		*mask |= 1u << pd_source_index(src);
 	}
 	if (is_auto && *mask) {
 		snprintf(err, errlen, "source: 'auto' cannot be combined with named sources");
@@ -41,25 +33,33 @@ int detect_parse_sources(char *const *names, size_t n, unsigned *mask, char *err
 	return 0;
 }
 
+int detect_check(unsigned mask, const struct pd_opts *opts, char *err, size_t errlen)
+{
+	for (unsigned s = 0; s < pd_nsources; s++)
+		if ((mask & (1u << s)) && pd_sources[s]->check &&
+		    pd_sources[s]->check(opts, err, errlen) < 0)
+			return -1;
+	return 0;
+}
+
 size_t detect_open(struct pd_set *set, unsigned mask)
 {
-	char why[PD_SRC_COUNT][PD_WHY_MAX];
-	bool tried[PD_SRC_COUNT] = {false};
+	static char why[PD_SOURCES_MAX][PD_WHY_MAX];
+	bool tried[PD_SOURCES_MAX] = {false};
 	size_t usable = 0;
-	for (int s = 0; s < PD_SRC_COUNT; s++) {
-		bool wanted = mask ? (mask & (1u << s)) != 0 : s != PD_SRC_EXEC;
+	for (unsigned s = 0; s < pd_nsources; s++) {
+		const struct pd_source *src = pd_sources[s];
+		bool wanted = mask ? (mask & (1u << s)) != 0 : src->in_auto;
 		if (!wanted || (!mask && usable))
 			continue;
 		why[s][0] = '\0';
 		tried[s] = true;
-		int n = discover[s](set, set->opts, why[s], sizeof(why[s]));
+		int n = src->discover(set, set->opts, why[s], sizeof(why[s]));
 		if (n > 0) {
 			usable++;
-			log_info("%s: %d zone%s", pd_src_name((enum pd_src)s), n,
-				 n == 1 ? "" : "s");
+			log_info("%s: %d zone%s", src->name, n, n == 1 ? "" : "s");
 		} else if (mask) {
-			log_warnx("source %s is not usable: %s", pd_src_name((enum pd_src)s),
-				  why[s]);
+			log_warnx("source %s is not usable: %s", src->name, why[s]);
 		}
 	}
 	if (!mask && set->opts->exec_cmd && set->opts->exec_cmd[0])
@@ -69,9 +69,9 @@ size_t detect_open(struct pd_set *set, unsigned mask)
 		return usable;
 	log_warnx("no usable power meter; publishing only stat messages (mode none), so that the "
 		  "other stages estimate power with a model. Tried:");
-	for (int s = 0; s < PD_SRC_COUNT; s++)
+	for (unsigned s = 0; s < pd_nsources; s++)
 		if (tried[s])
-			log_warnx("  %s: %s", pd_src_name((enum pd_src)s), why[s]);
+			log_warnx("  %s: %s", pd_sources[s]->name, why[s]);
 	return 0;
 }
 
@@ -79,10 +79,10 @@ void detect_mode(const struct pd_set *set, char *buf, size_t size)
 {
 	size_t len = 0;
 	buf[0] = '\0';
-	for (int s = 0; s < PD_SRC_COUNT; s++)
+	for (unsigned s = 0; s < pd_nsources; s++)
 		if (set->used & (1u << s))
 			len += (size_t)snprintf(buf + len, len < size ? size - len : 0, "%s%s",
-						len ? "+" : "", pd_src_name((enum pd_src)s));
+						len ? "+" : "", pd_sources[s]->name);
 	if (!buf[0])
 		snprintf(buf, size, "none");
 }
@@ -97,8 +97,7 @@ void detect_log_zones(const struct pd_set *set)
 		if (z->is_power) {
 			log_info("zone %s (%s, %s): power integrated by trapezoids, %s", z->name,
 				 z->kind, z->path,
-				 z->src == PD_SRC_EXEC ? "from the command's watts"
-						       : "from microwatts");
+				 z->src->power_from ? z->src->power_from : "from microwatts");
 		} else if (safe_s > 0) {
 			log_info(
 			    "zone %s (%s, %s): counter range %llu uJ; at max_power_w %.0f W it "

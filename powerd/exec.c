@@ -57,6 +57,13 @@ struct pd_exec {
 	struct wb_ratelimit rl, rl_burst;
 };
 
+static struct pd_exec *exec_of(struct pd_set *set)
+{
+	return *pd_set_state(set, &exec_source);
+}
+
+static void exec_destroy(struct pd_set *set);
+
 static const char *const exec_kinds[] = {"package", "core",	"uncore", "dram",
 					 "psys",    "platform", "gpu",	  "other"};
 
@@ -226,7 +233,7 @@ static struct exec_zone *exec_zone_add(struct pd_set *set, struct pd_exec *ex,
 	if (ex->nzones >= PD_ZONES_MAX)
 		return NULL;
 	struct pd_zone z;
-	pd_zone_init(&z, PD_SRC_EXEC, l->kind, index_from_name(l->zone));
+	pd_zone_init(&z, &exec_source, l->kind, index_from_name(l->zone));
 	snprintf(z.name, sizeof(z.name), "%s", l->zone);
 	snprintf(z.path, sizeof(z.path), "%.255s", ex->cmd);
 	uint64_t max_uw = (uint64_t)(set->opts->max_power_w * 1e6);
@@ -551,14 +558,14 @@ int exec_discover(struct pd_set *set, const struct pd_opts *opts, char *why, siz
 	ex->timeout_ns = opts->exec_timeout_ns;
 	if (!ex->stream && ex->timeout_ns > opts->interval_ns)
 		ex->timeout_ns = opts->interval_ns; /* a run must end before the next sample */
-	set->exec = ex;
+	*pd_set_state(set, &exec_source) = ex;
 	char err[256];
 	if (!ex->stream) {
 		/* Learn the zones from one run; its readings become the baselines. */
 		char *out = NULL;
 		if (exec_run(ex, wb_now_ns(), opts->interval_ns, &out, err, sizeof(err)) < 0) {
 			snprintf(why, whylen, "'%s': %s", ex->cmd, err);
-			exec_destroy(&set->exec);
+			exec_destroy(set);
 			return 0;
 		}
 		exec_lines(set, ex, out, wb_now_ns(), wb_mono_ns());
@@ -570,14 +577,14 @@ int exec_discover(struct pd_set *set, const struct pd_opts *opts, char *why, siz
 			snprintf(why, whylen,
 				 "'%s' printed no valid reading (format: ZONE VALUE uj|w)",
 				 ex->cmd);
-			exec_destroy(&set->exec);
+			exec_destroy(set);
 			return 0;
 		}
 		return (int)ex->nzones;
 	}
 	if (exec_stream_start(ex, opts->interval_ns) < 0) {
 		snprintf(why, whylen, "'%s': cannot start the command", ex->cmd);
-		exec_destroy(&set->exec);
+		exec_destroy(set);
 		return 0;
 	}
 	/* Wait up to exec_timeout for the first readings; later zones are added as they appear. */
@@ -590,7 +597,7 @@ int exec_discover(struct pd_set *set, const struct pd_opts *opts, char *why, siz
 	}
 	if (!ex->running && ex->nzones == 0) {
 		snprintf(why, whylen, "'%s' ended before printing a reading", ex->cmd);
-		exec_destroy(&set->exec);
+		exec_destroy(set);
 		return 0;
 	}
 	if (ex->nzones == 0)
@@ -600,13 +607,13 @@ int exec_discover(struct pd_set *set, const struct pd_opts *opts, char *why, siz
 			  ex->cmd, (double)opts->exec_timeout_ns / 1e6);
 	for (size_t i = 0; i < ex->nzones; i++)
 		set->zones[ex->zones[i].zi].updated = false;
-	set->used |= 1u << PD_SRC_EXEC;
+	set->used |= 1u << pd_source_index(&exec_source);
 	return ex->nzones ? (int)ex->nzones : 1;
 }
 
 void exec_sample(struct pd_set *set, uint64_t t_ns, uint64_t mono_ns)
 {
-	struct pd_exec *ex = set->exec;
+	struct pd_exec *ex = exec_of(set);
 	if (!ex || ex->stream)
 		return;
 	char *out = NULL, err[256];
@@ -622,17 +629,19 @@ void exec_sample(struct pd_set *set, uint64_t t_ns, uint64_t mono_ns)
 
 int exec_stream_fd(struct pd_set *set)
 {
-	return set->exec && set->exec->stream ? set->exec->fd : -1;
+	struct pd_exec *ex = exec_of(set);
+	return ex && ex->stream ? ex->fd : -1;
 }
 
 bool exec_stream_running(struct pd_set *set)
 {
-	return set->exec && set->exec->stream && set->exec->running;
+	struct pd_exec *ex = exec_of(set);
+	return ex && ex->stream && ex->running;
 }
 
 int exec_stream_read(struct pd_set *set)
 {
-	struct pd_exec *ex = set->exec;
+	struct pd_exec *ex = exec_of(set);
 	if (!ex || !ex->running)
 		return -1;
 	for (;;) {
@@ -682,7 +691,7 @@ int exec_stream_read(struct pd_set *set)
 
 int exec_stream_tend(struct pd_set *set)
 {
-	struct pd_exec *ex = set->exec;
+	struct pd_exec *ex = exec_of(set);
 	if (!ex || !ex->stream || ex->running || wb_mono_ns() < ex->restart_at_ns)
 		return 0;
 	if (exec_stream_start(ex, set->opts->interval_ns) < 0) {
@@ -693,11 +702,12 @@ int exec_stream_tend(struct pd_set *set)
 	return 1;
 }
 
-void exec_destroy(struct pd_exec **self_p)
+static void exec_destroy(struct pd_set *set)
 {
-	if (!self_p || !*self_p)
+	void **slot = pd_set_state(set, &exec_source);
+	struct pd_exec *ex = *slot;
+	if (!ex)
 		return;
-	struct pd_exec *ex = *self_p;
 	if (ex->fd >= 0)
 		close(ex->fd);
 	if (ex->idle_w >= 0)
@@ -707,5 +717,27 @@ void exec_destroy(struct pd_exec **self_p)
 	free(ex->zones);
 	free(ex->cmd);
 	free(ex);
-	*self_p = NULL;
+	*slot = NULL;
 }
+
+static int exec_check(const struct pd_opts *opts, char *err, size_t errlen)
+{
+	if (!opts->exec_cmd || !opts->exec_cmd[0]) {
+		snprintf(err, errlen, "source exec needs a command: exec = COMMAND");
+		return -1;
+	}
+	return 0;
+}
+
+const struct pd_source exec_source = {
+    .name = "exec",
+    .in_auto = false, /* never run a command that was not asked for */
+    .power_from = "from the command's watts",
+    .discover = exec_discover,
+    .check = exec_check,
+    .sample = exec_sample,
+    .watch_fd = exec_stream_fd,
+    .on_readable = exec_stream_read,
+    .tend = exec_stream_tend,
+    .destroy = exec_destroy,
+};

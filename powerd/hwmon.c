@@ -220,7 +220,7 @@ int hwmon_discover(struct pd_set *set, const struct pd_opts *opts, char *why, si
 			while (ki + 1 < sizeof(kinds) / sizeof(kinds[0]) && strcmp(kinds[ki], kind))
 				ki++;
 			struct pd_zone z;
-			pd_zone_init(&z, PD_SRC_HWMON, kind, per_kind[ki]);
+			pd_zone_init(&z, &hwmon_source, kind, per_kind[ki]);
 			zone_name(&z, kind, per_kind[ki]++);
 			snprintf(z.path, sizeof(z.path), "%.255s", file);
 			pd_fmt(z.file, sizeof(z.file), "%s", file);
@@ -268,3 +268,11 @@ enum pd_read_err hwmon_read(struct pd_zone *z, uint64_t *value, char *err, size_
 {
 	return pd_read_u64(z->file, value, err, errlen);
 }
+
+const struct pd_source hwmon_source = {
+    .name = "hwmon",
+    .in_auto = true,
+    .power_from = "from microwatts",
+    .discover = hwmon_discover,
+    .read = hwmon_read,
+};

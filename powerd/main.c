@@ -55,44 +55,6 @@ static const struct wb_conf_key powerd_keys[] = {
 };
 #undef OFF
 
-static int powerd_check(const void *confp, char *err, size_t errlen)
-{
-	const struct powerd_conf *conf = confp;
-	unsigned mask;
-	if (detect_parse_sources(conf->source.v, conf->source.n, &mask, err, errlen) < 0)
-		return -1;
-	if ((mask & (1u << PD_SRC_EXEC)) && !conf->exec[0]) {
-		snprintf(err, errlen, "source exec needs a command: exec = COMMAND");
-		return -1;
-	}
-	return 0;
-}
-
-static const struct wb_stage powerd_stage = {
-    .name = "powerd",
-    .summary =
-	"Publish cumulative energy per power zone (RAPL, MSR, hwmon, a command) on the wattbus.",
-    .keys = powerd_keys,
-    .nkeys = sizeof(powerd_keys) / sizeof(powerd_keys[0]),
-    .conf_size = sizeof(struct powerd_conf),
-    .check = powerd_check,
-};
-
-struct powerd {
-	struct wb_daemon *d;
-	struct pd_opts opts;
-	struct pd_set *set;
-	struct pd_grid grid;
-	uint64_t last_t_ns;
-	struct {
-		uint64_t *samples, *samples_missed, *zone_samples_skipped, *read_errors,
-		    *parse_errors, *backwards, *implausible, *rebased, *wraps, *exec_failures,
-		    *exec_burst_lines, *lateness_max_ns, *lateness_mean_ns, *lateness_sum_ns,
-		    *clock_steps;
-	} stat;
-	uint64_t clock_steps;
-};
-
 static void opts_from_conf(struct pd_opts *o, const struct powerd_conf *conf)
 {
 	*o = (struct pd_opts){
@@ -107,6 +69,49 @@ static void opts_from_conf(struct pd_opts *o, const struct powerd_conf *conf)
 	    .exec_timeout_ns = conf->exec_timeout_ns,
 	};
 }
+
+static int powerd_check(const void *confp, char *err, size_t errlen)
+{
+	const struct powerd_conf *conf = confp;
+	unsigned mask;
+	if (detect_parse_sources(conf->source.v, conf->source.n, &mask, err, errlen) < 0)
+		return -1;
+	struct pd_opts opts;
+	opts_from_conf(&opts, conf);
+	return detect_check(mask, &opts, err, errlen);
+}
+
+static const struct wb_stage powerd_stage = {
+    .name = "powerd",
+    .summary =
+	"Publish cumulative energy per power zone (RAPL, MSR, hwmon, a command) on the wattbus.",
+    .keys = powerd_keys,
+    .nkeys = sizeof(powerd_keys) / sizeof(powerd_keys[0]),
+    .conf_size = sizeof(struct powerd_conf),
+    .check = powerd_check,
+};
+
+struct powerd;
+struct pd_watch {
+	struct powerd *pd;
+	const struct pd_source *src;
+};
+
+struct powerd {
+	struct wb_daemon *d;
+	struct pd_watch watch[PD_SOURCES_MAX];
+	struct pd_opts opts;
+	struct pd_set *set;
+	struct pd_grid grid;
+	uint64_t last_t_ns;
+	struct {
+		uint64_t *samples, *samples_missed, *zone_samples_skipped, *read_errors,
+		    *parse_errors, *backwards, *implausible, *rebased, *wraps, *exec_failures,
+		    *exec_burst_lines, *lateness_max_ns, *lateness_mean_ns, *lateness_sum_ns,
+		    *clock_steps;
+	} stat;
+	uint64_t clock_steps;
+};
 
 static void stat_bind(struct powerd *pd)
 {
@@ -151,11 +156,11 @@ static void stat_update(struct powerd *pd)
 	*pd->stat.clock_steps = pd->clock_steps;
 }
 
-static int on_exec_stream(struct wb_daemon *d, int fd, void *arg)
+static int on_source_fd(struct wb_daemon *d, int fd, void *arg)
 {
-	struct powerd *pd = arg;
-	exec_stream_read(
-	    pd->set); /* an ended command leaves an idle pipe on the same fd: keep watching */
+	struct pd_watch *w = arg;
+	/* A source whose input ended keeps an idle descriptor in its place: keep watching. */
+	w->src->on_readable(w->pd->set);
 	return 0;
 }
 
@@ -171,7 +176,9 @@ static int on_tick(struct wb_daemon *d, int fd, void *arg)
 	c->lateness_sum_ns += tick.lateness_ns;
 	if (tick.lateness_ns > c->lateness_max_ns)
 		c->lateness_max_ns = tick.lateness_ns;
-	exec_stream_tend(pd->set);
+	for (unsigned s = 0; s < pd_nsources; s++)
+		if ((pd->set->used & (1u << s)) && pd_sources[s]->tend)
+			pd_sources[s]->tend(pd->set);
 
 	struct wb_msg msg = {.kind = WB_POWER};
 	size_t n = pd_set_sample(pd->set, tick.t_ns, mono, &msg.power);
@@ -206,8 +213,14 @@ static size_t open_sources(struct powerd *pd, const struct powerd_conf *conf)
 	detect_mode(pd->set, mode, sizeof(mode));
 	wb_daemon_set_mode(pd->d, mode);
 	detect_log_zones(pd->set);
-	if (exec_stream_fd(pd->set) >= 0)
-		wb_daemon_watch_fd(pd->d, exec_stream_fd(pd->set), on_exec_stream, pd);
+	for (unsigned s = 0; s < pd_nsources; s++) {
+		const struct pd_source *src = pd_sources[s];
+		int fd = (pd->set->used & (1u << s)) && src->watch_fd ? src->watch_fd(pd->set) : -1;
+		if (fd < 0)
+			continue;
+		pd->watch[s] = (struct pd_watch){.pd = pd, .src = src};
+		wb_daemon_watch_fd(pd->d, fd, on_source_fd, &pd->watch[s]);
+	}
 	return usable;
 }
 
@@ -239,7 +252,7 @@ static int on_reload(struct wb_daemon *d, void *new_confp, void *arg)
 	/* pd->opts points into the config: on failure the old config stays, and so must they. */
 	struct pd_opts keep_opts = pd->opts;
 	opts_from_conf(&pd->opts, conf);
-	if (pd->set->n == 0 && !pd->set->exec) {
+	if (pd->set->used == 0) {
 		struct pd_set *keep_set = pd->set;
 		pd->set = NULL;
 		open_sources(pd, conf);

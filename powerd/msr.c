@@ -202,7 +202,7 @@ static int msr_add(struct pd_set *set, const struct pd_opts *opts, int fd, const
 		return 0;
 	}
 	struct pd_zone z;
-	pd_zone_init(&z, PD_SRC_MSR, kind, p->pkg);
+	pd_zone_init(&z, &msr_source, kind, p->pkg);
 	if (!strcmp(kind, "psys"))
 		snprintf(z.name, sizeof(z.name), "psys");
 	else if (multi_die)
@@ -345,3 +345,11 @@ void msr_close(struct pd_zone *z)
 		close(z->fd);
 	z->fd = -1;
 }
+
+const struct pd_source msr_source = {
+    .name = "msr",
+    .in_auto = true,
+    .discover = msr_discover,
+    .read = msr_read,
+    .close_zone = msr_close,
+};

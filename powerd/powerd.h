@@ -1,7 +1,7 @@
 /*
  * wattbus-powerd's private header: zones, the wrap-correcting counter and the
- * power integrator, the four sources (rapl, msr, hwmon, exec), source
- * detection and the wall-clock sampling grid. Prototypes are grouped by file.
+ * power integrator, the meter sources (one file each, listed in sources.c),
+ * source detection and the wall-clock sampling grid. Prototypes are grouped by file.
  */
 #ifndef PD_POWERD_H
 #define PD_POWERD_H
@@ -18,7 +18,54 @@
 #define PD_PATH_MAX 4096
 #define PD_WHY_MAX 2048
 
-enum pd_src { PD_SRC_RAPL, PD_SRC_MSR, PD_SRC_HWMON, PD_SRC_EXEC, PD_SRC_COUNT };
+#define PD_SOURCES_MAX 16 /* bits of pd_set.used and of a source mask */
+
+struct pd_set;
+struct pd_zone;
+struct pd_opts;
+
+enum pd_read_err { PD_READ_OK = 0, PD_READ_IO = -1, PD_READ_PARSE = -2 };
+
+/*
+ * A meter source. Each is defined in its own file (powerd/<name>.c) and listed
+ * once in sources.c; detection, sampling, `-n` and `wattbus doctor` walk that
+ * table. Only discover is required.
+ */
+struct pd_source {
+	const char *name;
+	bool in_auto;		/* tried by `source = auto`, in table order; the first usable wins */
+	const char *power_from; /* power zones: what the watts are, for the start-up log */
+	/* Add the zones found; returns how many (or 1 for a source whose zones come later), or
+	 * 0 with why saying what was tried and what to do about it. */
+	int (*discover)(struct pd_set *set, const struct pd_opts *opts, char *why, size_t whylen);
+	/* Settings this source needs when named in `source` (checked by -n); NULL: none. */
+	int (*check)(const struct pd_opts *opts, char *err, size_t errlen);
+	/* Read one zone: counter ticks, or uW for a power zone. NULL: the source accounts its
+	 * readings itself as they arrive (exec), and publishes the zones that had news. */
+	enum pd_read_err (*read)(struct pd_zone *z, uint64_t *value, char *err, size_t errlen);
+	/* Once per sample, before the zones are read (exec's sample mode runs its command). */
+	void (*sample)(struct pd_set *set, uint64_t t_ns, uint64_t mono_ns);
+	/* A descriptor for the daemon to watch (-1: none) and what to do when it is readable;
+	 * tend runs at every sample tick (restarts what stopped). */
+	int (*watch_fd)(struct pd_set *set);
+	int (*on_readable)(struct pd_set *set);
+	int (*tend)(struct pd_set *set);
+	/* Release what a zone holds (an open device) and the source's state in the set. */
+	void (*close_zone)(struct pd_zone *z);
+	void (*destroy)(struct pd_set *set);
+	/* Advice appended when a read is refused for permissions (EACCES, EPERM). */
+	const char *(*permission_hint)(void);
+};
+
+/* ---- sources.c: the table of sources ---- */
+
+extern const struct pd_source *const pd_sources[];
+extern const unsigned pd_nsources;
+/* The source's position in pd_sources (its bit in masks), or -1 when not listed. */
+int pd_source_index(const struct pd_source *src);
+const struct pd_source *pd_source_find(const char *name);
+/* "auto, rapl, msr, ...": the names `source` accepts. */
+void pd_source_names(char *buf, size_t size);
 
 /* What every source needs to know; filled from [powerd] by main.c. */
 struct pd_opts {
@@ -93,13 +140,11 @@ struct pd_integrator {
 void integ_init(struct pd_integrator *in, uint64_t max_uw, uint64_t max_gap_ns);
 enum pd_verdict integ_add(struct pd_integrator *in, uint64_t uw, uint64_t t_ns, uint64_t mono_ns);
 
-/* ---- zone.c: zones, reading files, one sample of all zones ---- */
-
-enum pd_read_err { PD_READ_OK = 0, PD_READ_IO = -1, PD_READ_PARSE = -2 };
+/* ---- zone.c: zones and one sample of all zones ---- */
 
 struct pd_zone {
 	char name[64], kind[16], path[256];
-	enum pd_src src;
+	const struct pd_source *src;
 	unsigned index;
 	bool is_power; /* integrated power (hwmon power*, exec W) rather than a counter */
 	struct pd_counter ctr;
@@ -131,8 +176,8 @@ struct pd_set {
 	size_t n, cap;
 	const struct pd_opts *opts;
 	struct pd_counts counts;
-	struct pd_exec *exec;
-	unsigned used; /* bit per enum pd_src that contributed zones */
+	void *state[PD_SOURCES_MAX]; /* each source's own state, by its index */
+	unsigned used;		     /* bit per source (index) that contributed zones */
 };
 
 struct pd_set *pd_set_new(const struct pd_opts *opts);
@@ -141,8 +186,9 @@ void pd_set_destroy(struct pd_set **self_p);
 int pd_set_add(struct pd_set *set, const struct pd_zone *z);
 struct pd_zone *pd_set_find(struct pd_set *set, const char *name);
 /* A zero zone with its rate limit and fd set up. */
-void pd_zone_init(struct pd_zone *z, enum pd_src src, const char *kind, unsigned index);
-const char *pd_src_name(enum pd_src src);
+void pd_zone_init(struct pd_zone *z, const struct pd_source *src, const char *kind, unsigned index);
+/* A source's slot for its own state in the set (exec's running command). */
+void **pd_set_state(struct pd_set *set, const struct pd_source *src);
 
 /*
  * Read all zones for the sample at grid time t_ns and fill out->zones with the
@@ -156,6 +202,8 @@ enum pd_verdict pd_zone_account(struct pd_set *set, struct pd_zone *z, uint64_t 
 /* Seconds until the counter of z can wrap at max_power_w (0: it does not wrap). */
 double pd_zone_min_safe_s(const struct pd_zone *z, double max_power_w);
 
+/* ---- sysfs.c: reading sysfs-style files (every source may use these) ---- */
+
 /* Read a sysfs-style file holding one unsigned decimal integer. err says why on failure; on
  * PD_READ_IO errno is the cause. */
 enum pd_read_err pd_read_u64(const char *path, uint64_t *value, char *err, size_t errlen);
@@ -163,11 +211,12 @@ enum pd_read_err pd_read_u64(const char *path, uint64_t *value, char *err, size_
 int pd_fmt(char *buf, size_t size, const char *fmt, ...) WB_PRINTF(3, 4);
 /* Read a short text file, trailing newline removed. Returns 0 or -1 (errno set). */
 int pd_read_text(const char *path, char *buf, size_t size);
-/* The permission-denied explanation for energy_uj (CVE-2020-8694). */
-const char *pd_rapl_permission_hint(void);
 
 /* ---- rapl.c: powercap sysfs ---- */
 
+extern const struct pd_source rapl_source;
+/* The permission-denied explanation for energy_uj (CVE-2020-8694). */
+const char *rapl_permission_hint(void);
 /* Add the powercap zones under <sysfs_root>/class/powercap. Returns the number added; why says why
  * 0. */
 int rapl_discover(struct pd_set *set, const struct pd_opts *opts, char *why, size_t whylen);
@@ -177,6 +226,7 @@ enum pd_read_err rapl_read(struct pd_zone *z, uint64_t *raw, char *err, size_t e
 
 /* ---- msr.c: RAPL registers through /dev/cpu/N/msr ---- */
 
+extern const struct pd_source msr_source;
 enum pd_cpu_vendor { PD_CPU_UNKNOWN, PD_CPU_INTEL, PD_CPU_AMD };
 
 struct pd_cpu_id {
@@ -205,6 +255,7 @@ void msr_close(struct pd_zone *z);
 
 /* ---- hwmon.c: hwmon power and energy, ACPI power meters ---- */
 
+extern const struct pd_source hwmon_source;
 /* Zone kind from an hwmon label and device name ("package", "gpu", "platform", ...). */
 const char *hwmon_kind(const char *label, const char *devname);
 int hwmon_discover(struct pd_set *set, const struct pd_opts *opts, char *why, size_t whylen);
@@ -212,6 +263,7 @@ enum pd_read_err hwmon_read(struct pd_zone *z, uint64_t *value, char *err, size_
 
 /* ---- exec.c: readings printed by a command ---- */
 
+extern const struct pd_source exec_source;
 enum pd_exec_unit { PD_UNIT_UJ, PD_UNIT_W };
 
 struct pd_exec_line {
@@ -239,16 +291,18 @@ bool exec_stream_running(struct pd_set *set);
 int exec_stream_read(struct pd_set *set);
 /* Stream mode: restart the command if it ended at least a second ago. Returns 1 if restarted. */
 int exec_stream_tend(struct pd_set *set);
-void exec_destroy(struct pd_exec **self_p);
 
 /* ---- detect.c: which sources to use ---- */
 
-/* Parse the `source` list into a bit set; "auto" gives 0. Returns 0 or -1 (err). */
+/* Parse the `source` list into a bit set of source indexes; "auto" gives 0. Returns 0 or -1 (err).
+ */
 int detect_parse_sources(char *const *names, size_t n, unsigned *mask, char *err, size_t errlen);
+/* The settings check of each source in mask (see pd_source.check). Returns 0 or -1 (err). */
+int detect_check(unsigned mask, const struct pd_opts *opts, char *err, size_t errlen);
 /*
  * Open the sources: each one named in mask, or with mask 0 the first usable of
- * rapl, msr, hwmon. Logs what it tried and why each failed. Returns the number
- * of zones (0: no usable meter).
+ * the sources tried automatically. Logs what it tried and why each failed.
+ * Returns the number of usable sources (0: no usable meter).
  */
 size_t detect_open(struct pd_set *set, unsigned mask);
 /* "rapl", "rapl+hwmon", or "none". */

@@ -107,6 +107,17 @@ static int rapl_parent_package(const char *base, const struct rapl_entry *e, int
 	return (int)e->n;
 }
 
+const char *rapl_permission_hint(void)
+{
+	return "energy_uj is readable by root only since Linux 5.10 (CVE-2020-8694, the PLATYPUS "
+	       "power "
+	       "side channel); run powerd as root, or grant its user read access, e.g. a udev rule "
+	       "SUBSYSTEM==\"powercap\", ACTION==\"add\", RUN+=\"/bin/chgrp wattbus "
+	       "/sys%p/energy_uj\", "
+	       "RUN+=\"/bin/chmod g+r /sys%p/energy_uj\" (or once, until reboot: chgrp wattbus "
+	       "/sys/class/powercap/*/energy_uj && chmod g+r /sys/class/powercap/*/energy_uj)";
+}
+
 int rapl_discover(struct pd_set *set, const struct pd_opts *opts, char *why, size_t whylen)
 {
 	char base[PD_PATH_MAX];
@@ -173,30 +184,30 @@ int rapl_discover(struct pd_set *set, const struct pd_opts *opts, char *why, siz
 		int die = -1;
 		int pkg = rapl_package_index(name, &die);
 		if (pkg >= 0) {
-			pd_zone_init(&z, PD_SRC_RAPL, "package", (unsigned)pkg);
+			pd_zone_init(&z, &rapl_source, "package", (unsigned)pkg);
 			snprintf(z.name, sizeof(z.name), "%s", name);
 		} else if (!strcmp(name, "core") || !strcmp(name, "uncore") ||
 			   !strcmp(name, "dram")) {
 			pkg = e->m >= 0 ? rapl_parent_package(base, e, &die) : (int)e->n;
-			pd_zone_init(&z, PD_SRC_RAPL, name, (unsigned)pkg);
+			pd_zone_init(&z, &rapl_source, name, (unsigned)pkg);
 			if (die >= 0)
 				pd_fmt(z.name, sizeof(z.name), "%s-%d-die-%d", name, pkg, die);
 			else
 				pd_fmt(z.name, sizeof(z.name), "%s-%d", name, pkg);
 		} else if (!strcmp(name, "psys")) {
-			pd_zone_init(&z, PD_SRC_RAPL, "psys", npsys);
+			pd_zone_init(&z, &rapl_source, "psys", npsys);
 			if (npsys)
 				snprintf(z.name, sizeof(z.name), "psys-%u", npsys);
 			else
 				snprintf(z.name, sizeof(z.name), "psys");
 			npsys++;
 		} else {
-			pd_zone_init(&z, PD_SRC_RAPL, "other", e->n);
+			pd_zone_init(&z, &rapl_source, "other", e->n);
 			sanitize(name, z.name, sizeof(z.name));
 		}
 		if (strcmp(e->type, "intel-rapl") != 0) {
 			struct pd_zone *dup = pd_set_find(set, z.name);
-			if (dup && dup->src == PD_SRC_RAPL) {
+			if (dup && dup->src == &rapl_source) {
 				/* intel-rapl-mmio reads the same energy-status register as the MSR
 				 * interface */
 				log_info(
@@ -227,10 +238,10 @@ int rapl_discover(struct pd_set *set, const struct pd_opts *opts, char *why, siz
 	free(ents);
 	if (added && denied)
 		log_warnx("rapl: %d zone%s left out: %s", denied, denied == 1 ? "" : "s",
-			  pd_rapl_permission_hint());
+			  rapl_permission_hint());
 	if (added == 0) {
 		if (denied)
-			snprintf(why, whylen, "%s: %s", first_err, pd_rapl_permission_hint());
+			snprintf(why, whylen, "%s: %s", first_err, rapl_permission_hint());
 		else if (broken)
 			snprintf(why, whylen, "no readable zone under %s: %s", base, first_err);
 		else
@@ -247,3 +258,11 @@ enum pd_read_err rapl_read(struct pd_zone *z, uint64_t *raw, char *err, size_t e
 {
 	return pd_read_u64(z->file, raw, err, errlen);
 }
+
+const struct pd_source rapl_source = {
+    .name = "rapl",
+    .in_auto = true,
+    .discover = rapl_discover,
+    .read = rapl_read,
+    .permission_hint = rapl_permission_hint,
+};

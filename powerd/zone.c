@@ -1,35 +1,15 @@
 /*
- * The set of zones powerd publishes and one sample of them: read each zone,
+ * The set of zones powerd publishes and one sample of them: read each zone through its source,
  * account the reading, count and log (rate-limited, with the path) whatever
  * is wrong, and leave that zone out of the sample while the others go on.
  */
 #include <errno.h>
-#include <stdarg.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "codec.h"
 #include "powerd.h"
-
-const char *pd_src_name(enum pd_src src)
-{
-	static const char *const names[PD_SRC_COUNT] = {"rapl", "msr", "hwmon", "exec"};
-	return src < PD_SRC_COUNT ? names[src] : "?";
-}
-
-const char *pd_rapl_permission_hint(void)
-{
-	return "energy_uj is readable by root only since Linux 5.10 (CVE-2020-8694, the PLATYPUS "
-	       "power "
-	       "side channel); run powerd as root, or grant its user read access, e.g. a udev rule "
-	       "SUBSYSTEM==\"powercap\", ACTION==\"add\", RUN+=\"/bin/chgrp wattbus "
-	       "/sys%p/energy_uj\", "
-	       "RUN+=\"/bin/chmod g+r /sys%p/energy_uj\" (or once, until reboot: chgrp wattbus "
-	       "/sys/class/powercap/*/energy_uj && chmod g+r /sys/class/powercap/*/energy_uj)";
-}
 
 struct pd_set *pd_set_new(const struct pd_opts *opts)
 {
@@ -48,15 +28,22 @@ void pd_set_destroy(struct pd_set **self_p)
 		return;
 	struct pd_set *set = *self_p;
 	for (size_t i = 0; i < set->n; i++)
-		if (set->zones[i].src == PD_SRC_MSR)
-			msr_close(&set->zones[i]);
-	exec_destroy(&set->exec);
+		if (set->zones[i].src->close_zone)
+			set->zones[i].src->close_zone(&set->zones[i]);
+	for (unsigned s = 0; s < pd_nsources; s++)
+		if (pd_sources[s]->destroy)
+			pd_sources[s]->destroy(set);
 	free(set->zones);
 	free(set);
 	*self_p = NULL;
 }
 
-void pd_zone_init(struct pd_zone *z, enum pd_src src, const char *kind, unsigned index)
+void **pd_set_state(struct pd_set *set, const struct pd_source *src)
+{
+	return &set->state[pd_source_index(src)];
+}
+
+void pd_zone_init(struct pd_zone *z, const struct pd_source *src, const char *kind, unsigned index)
 {
 	memset(z, 0, sizeof(*z));
 	z->src = src;
@@ -97,103 +84,15 @@ int pd_set_add(struct pd_set *set, const struct pd_zone *z)
 	if (pd_set_find(set, nz->name)) {
 		char base[64];
 		snprintf(base, sizeof(base), "%s", nz->name);
-		snprintf(nz->name, sizeof(nz->name), "%.40s-%s", base, pd_src_name(nz->src));
+		snprintf(nz->name, sizeof(nz->name), "%.40s-%s", base, nz->src->name);
 		for (unsigned k = 2; pd_set_find(set, nz->name); k++)
 			snprintf(nz->name, sizeof(nz->name), "%.40s-%s-%u", base,
-				 pd_src_name(nz->src), k);
+				 nz->src->name, k);
 		log_info("zone %s from %s is also %s elsewhere; published as %s", base, nz->path,
 			 base, nz->name);
 	}
-	set->used |= 1u << nz->src;
+	set->used |= 1u << pd_source_index(nz->src);
 	return (int)set->n++;
-}
-
-int pd_fmt(char *buf, size_t size, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	int n = vsnprintf(buf, size, fmt, ap);
-	va_end(ap);
-	return n < 0 || (size_t)n >= size ? -1 : 0;
-}
-
-int pd_read_text(const char *path, char *buf, size_t size)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	ssize_t n = read(fd, buf, size - 1);
-	int saved = errno;
-	close(fd);
-	if (n < 0) {
-		errno = saved;
-		return -1;
-	}
-	buf[n] = '\0';
-	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' ' || buf[n - 1] == '\t'))
-		buf[--n] = '\0';
-	return 0;
-}
-
-/* Printable excerpt of bad content for a log line. */
-static void excerpt(const char *s, size_t len, char *out, size_t size)
-{
-	size_t j = 0;
-	for (size_t i = 0; i < len && j + 5 < size; i++) {
-		unsigned char ch = (unsigned char)s[i];
-		if (ch >= 0x20 && ch < 0x7f && ch != '"' && ch != '\\')
-			out[j++] = (char)ch;
-		else
-			j += (size_t)snprintf(out + j, size - j, "\\x%02x", ch);
-	}
-	if (j >= size)
-		j = size - 1;
-	out[j] = '\0';
-}
-
-enum pd_read_err pd_read_u64(const char *path, uint64_t *value, char *err, size_t errlen)
-{
-	char buf[64];
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		int saved = errno;
-		snprintf(err, errlen, "%s: %s", path, strerror(saved));
-		errno = saved;
-		return PD_READ_IO;
-	}
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	int saved = errno;
-	close(fd);
-	if (n < 0) {
-		snprintf(err, errlen, "%s: %s", path, strerror(saved));
-		errno = saved;
-		return PD_READ_IO;
-	}
-	size_t len = (size_t)n;
-	while (len > 0 && buf[len - 1] == '\n')
-		len--;
-	char ex[48];
-	if (len == 0) {
-		snprintf(err, errlen, "%s: empty, expected an unsigned integer", path);
-		return PD_READ_PARSE;
-	}
-	uint64_t v = 0;
-	for (size_t i = 0; i < len; i++) {
-		unsigned d = (unsigned)(unsigned char)buf[i] - '0';
-		if (d > 9 || (size_t)n == sizeof(buf) - 1) {
-			excerpt(buf, len, ex, sizeof(ex));
-			snprintf(err, errlen, "%s: \"%s\" is not an unsigned integer", path, ex);
-			return PD_READ_PARSE;
-		}
-		if (v > (UINT64_MAX - d) / 10) {
-			excerpt(buf, len, ex, sizeof(ex));
-			snprintf(err, errlen, "%s: \"%s\" is out of range", path, ex);
-			return PD_READ_PARSE;
-		}
-		v = v * 10 + d;
-	}
-	*value = v;
-	return PD_READ_OK;
 }
 
 double pd_zone_min_safe_s(const struct pd_zone *z, double max_power_w)
@@ -274,21 +173,6 @@ enum pd_verdict pd_zone_account(struct pd_set *set, struct pd_zone *z, uint64_t 
 	return v;
 }
 
-static enum pd_read_err zone_read(struct pd_zone *z, uint64_t *value, char *err, size_t errlen)
-{
-	switch (z->src) {
-	case PD_SRC_RAPL:
-		return rapl_read(z, value, err, errlen);
-	case PD_SRC_MSR:
-		return msr_read(z, value, err, errlen);
-	case PD_SRC_HWMON:
-		return hwmon_read(z, value, err, errlen);
-	default:
-		snprintf(err, errlen, "%s: not a polled zone", z->path);
-		return PD_READ_IO;
-	}
-}
-
 size_t pd_set_sample(struct pd_set *set, uint64_t t_ns, uint64_t mono_ns, struct wb_power *out)
 {
 	struct pd_counts *c = &set->counts;
@@ -299,8 +183,9 @@ size_t pd_set_sample(struct pd_set *set, uint64_t t_ns, uint64_t mono_ns, struct
 	out->n_zones = 0;
 	if (set->n == 0)
 		return 0;
-	if (set->exec)
-		exec_sample(set, t_ns, mono_ns);
+	for (unsigned s = 0; s < pd_nsources; s++)
+		if ((set->used & (1u << s)) && pd_sources[s]->sample)
+			pd_sources[s]->sample(set, t_ns, mono_ns);
 	out->zones = wb_array_new(set->n, sizeof(*out->zones));
 	if (!out->zones) {
 		log_errx("out of memory for a sample of %zu zones", set->n);
@@ -310,22 +195,20 @@ size_t pd_set_sample(struct pd_set *set, uint64_t t_ns, uint64_t mono_ns, struct
 	for (size_t i = 0; i < set->n; i++) {
 		struct pd_zone *z = &set->zones[i];
 		bool ok;
-		if (z->src == PD_SRC_EXEC) {
-			/* exec zones were accounted when their lines arrived; publish the ones that
-			 * had news */
+		if (!z->src->read) {
+			/* pushed zones were accounted when their readings arrived; publish the ones
+			 * that had news */
 			ok = z->updated;
 			z->updated = false;
 		} else {
 			char err[PD_PATH_MAX + 128];
 			uint64_t value;
-			enum pd_read_err rc = zone_read(z, &value, err, sizeof(err));
+			enum pd_read_err rc = z->src->read(z, &value, err, sizeof(err));
 			if (rc == PD_READ_IO) {
-				bool perm = errno == EACCES || errno == EPERM;
+				bool perm = (errno == EACCES || errno == EPERM) && z->src->permission_hint;
 				c->read_errors++;
 				log_rl(&z->rl, WB_LOG_WARN, "%s: %s; sample skipped%s%s", z->name,
-				       err, perm && z->src == PD_SRC_RAPL ? ": " : "",
-				       perm && z->src == PD_SRC_RAPL ? pd_rapl_permission_hint()
-								     : "");
+				       err, perm ? ": " : "", perm ? z->src->permission_hint() : "");
 				ok = false;
 			} else if (rc == PD_READ_PARSE) {
 				c->parse_errors++;
@@ -344,7 +227,7 @@ size_t pd_set_sample(struct pd_set *set, uint64_t t_ns, uint64_t mono_ns, struct
 		snprintf(pz->name, sizeof(pz->name), "%s", z->name);
 		snprintf(pz->zone, sizeof(pz->zone), "%s", z->kind);
 		snprintf(pz->path, sizeof(pz->path), "%s", z->path);
-		snprintf(pz->source, sizeof(pz->source), "%s", pd_src_name(z->src));
+		snprintf(pz->source, sizeof(pz->source), "%s", z->src->name);
 		pz->index = z->index;
 		pz->energy_uj = z->energy_uj;
 		pz->max_energy_range_uj = z->is_power ? 0 : counter_range_uj(&z->ctr);

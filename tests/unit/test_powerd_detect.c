@@ -14,7 +14,7 @@ static void test_parse_sources(void)
 	CHECK(detect_parse_sources(a, 1, &mask, err, sizeof(err)) == 0 && mask == 0);
 	char *b[] = {"rapl", "hwmon"};
 	CHECK(detect_parse_sources(b, 2, &mask, err, sizeof(err)) == 0);
-	CHECK_U64(mask, (1u << PD_SRC_RAPL) | (1u << PD_SRC_HWMON));
+	CHECK_U64(mask, (1u << pd_source_index(&rapl_source)) | (1u << pd_source_index(&hwmon_source)));
 	char *c[] = {"rapl", "nvml"};
 	CHECK(detect_parse_sources(c, 2, &mask, err, sizeof(err)) == -1);
 	CHECK(strstr(err, "'nvml'") != NULL);
@@ -63,7 +63,7 @@ static void test_combined(void)
 	tree(true);
 	struct pd_opts o = fake_opts();
 	struct pd_set *set = pd_set_new(&o);
-	CHECK_U64(detect_open(set, (1u << PD_SRC_RAPL) | (1u << PD_SRC_HWMON) | (1u << PD_SRC_MSR)),
+	CHECK_U64(detect_open(set, (1u << pd_source_index(&rapl_source)) | (1u << pd_source_index(&hwmon_source)) | (1u << pd_source_index(&msr_source))),
 		  2);
 	char mode[32];
 	detect_mode(set, mode, sizeof(mode));
@@ -71,8 +71,8 @@ static void test_combined(void)
 	CHECK_U64(set->n, 4);
 	/* hwmon's package zone would clash with rapl's: its name says where it comes from */
 	const struct pd_zone *z = pd_set_find(set, "package-0-hwmon");
-	CHECK(z && z->src == PD_SRC_HWMON && !strcmp(z->kind, "package"));
-	CHECK(pd_set_find(set, "package-0") && pd_set_find(set, "package-0")->src == PD_SRC_RAPL);
+	CHECK(z && z->src == &hwmon_source && !strcmp(z->kind, "package"));
+	CHECK(pd_set_find(set, "package-0") && pd_set_find(set, "package-0")->src == &rapl_source);
 	pd_set_destroy(&set);
 }
 
@@ -94,7 +94,7 @@ static void test_none(void)
 static void test_min_safe_interval(void)
 {
 	struct pd_zone z;
-	pd_zone_init(&z, PD_SRC_RAPL, "package", 0);
+	pd_zone_init(&z, &rapl_source, "package", 0);
 	counter_init(&z.ctr, 262143328850ull + 1, 1, 1, 0);
 	CHECK_NEAR(pd_zone_min_safe_s(&z, 5000), 52.43, 0.01);
 	CHECK_NEAR(pd_zone_min_safe_s(&z, 500), 524.29, 0.01);

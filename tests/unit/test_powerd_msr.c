@@ -87,7 +87,7 @@ static void test_intel_discovery(void)
 	const struct pd_zone *z = pd_set_find(set, "package-1");
 	char path[PD_PATH_MAX];
 	snprintf(path, sizeof(path), "%s/2/msr:0x611", o.msr_root);
-	CHECK(z && !strcmp(z->path, path) && z->index == 1 && z->src == PD_SRC_MSR);
+	CHECK(z && !strcmp(z->path, path) && z->index == 1 && z->src == &msr_source);
 	CHECK(pd_set_find(set, "psys") && pd_set_find(set, "core-0") && pd_set_find(set, "dram-1"));
 	/* each zone's descriptor stays out of exec children (dup() would clear close-on-exec) */
 	for (size_t i = 0; i < set->n; i++) {

@@ -72,7 +72,7 @@ static void test_intel_discovery(void)
 		CHECK_STR(z->path, path);
 		CHECK_U64(z->index, want[i].index);
 		CHECK_U64(counter_range_uj(&z->ctr), want[i].range);
-		CHECK(z->src == PD_SRC_RAPL);
+		CHECK(z->src == &rapl_source);
 	}
 	/* the MMIO package-0 is the same register as intel-rapl:0: not published twice */
 	for (size_t i = 0; i < set->n; i++)

@@ -1,0 +1,100 @@
+/*
+ * Reading sysfs-style files for the sources: one unsigned integer, a short
+ * text, a path that must fit. Errors name the file and quote what was in it.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "powerd.h"
+
+int pd_fmt(char *buf, size_t size, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(buf, size, fmt, ap);
+	va_end(ap);
+	return n < 0 || (size_t)n >= size ? -1 : 0;
+}
+
+int pd_read_text(const char *path, char *buf, size_t size)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t n = read(fd, buf, size - 1);
+	int saved = errno;
+	close(fd);
+	if (n < 0) {
+		errno = saved;
+		return -1;
+	}
+	buf[n] = '\0';
+	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' ' || buf[n - 1] == '\t'))
+		buf[--n] = '\0';
+	return 0;
+}
+
+/* Printable excerpt of bad content for a log line. */
+static void excerpt(const char *s, size_t len, char *out, size_t size)
+{
+	size_t j = 0;
+	for (size_t i = 0; i < len && j + 5 < size; i++) {
+		unsigned char ch = (unsigned char)s[i];
+		if (ch >= 0x20 && ch < 0x7f && ch != '"' && ch != '\\')
+			out[j++] = (char)ch;
+		else
+			j += (size_t)snprintf(out + j, size - j, "\\x%02x", ch);
+	}
+	if (j >= size)
+		j = size - 1;
+	out[j] = '\0';
+}
+
+enum pd_read_err pd_read_u64(const char *path, uint64_t *value, char *err, size_t errlen)
+{
+	char buf[64];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		int saved = errno;
+		snprintf(err, errlen, "%s: %s", path, strerror(saved));
+		errno = saved;
+		return PD_READ_IO;
+	}
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	int saved = errno;
+	close(fd);
+	if (n < 0) {
+		snprintf(err, errlen, "%s: %s", path, strerror(saved));
+		errno = saved;
+		return PD_READ_IO;
+	}
+	size_t len = (size_t)n;
+	while (len > 0 && buf[len - 1] == '\n')
+		len--;
+	char ex[48];
+	if (len == 0) {
+		snprintf(err, errlen, "%s: empty, expected an unsigned integer", path);
+		return PD_READ_PARSE;
+	}
+	uint64_t v = 0;
+	for (size_t i = 0; i < len; i++) {
+		unsigned d = (unsigned)(unsigned char)buf[i] - '0';
+		if (d > 9 || (size_t)n == sizeof(buf) - 1) {
+			excerpt(buf, len, ex, sizeof(ex));
+			snprintf(err, errlen, "%s: \"%s\" is not an unsigned integer", path, ex);
+			return PD_READ_PARSE;
+		}
+		if (v > (UINT64_MAX - d) / 10) {
+			excerpt(buf, len, ex, sizeof(ex));
+			snprintf(err, errlen, "%s: \"%s\" is out of range", path, ex);
+			return PD_READ_PARSE;
+		}
+		v = v * 10 + d;
+	}
+	*value = v;
+	return PD_READ_OK;
+}
