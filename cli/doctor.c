@@ -22,6 +22,7 @@
 #include <jansson.h>
 
 #include "cli.h"
+#include "../powerd/powerd.h"
 
 #define DR_TEXT 8192 /* above PATH_MAX: details quote paths */
 #define DR_LIST 2048 /* a list of zones or meters inside a detail */
@@ -59,9 +60,17 @@ struct doctor {
 	struct stage_mode s[3]; /* powerd, usaged, estimd */
 	/* facts the stage summary needs */
 	int rapl_zones, rapl_readable, rapl_root_only;
-	bool msr_usable, hwmon_usable, bpf_usable, perf_usable;
+	bool bpf_usable, perf_usable;
 	int hwmon_meters;
 	char meter_vendor[16];
+	/* powerd's own discovery on these roots: per source tried, its zones or why none */
+	struct {
+		const char *name;
+		int zones;
+		char list[DR_LIST];
+		char why[PD_WHY_MAX];
+	} pd[PD_SOURCES_MAX];
+	unsigned npd;
 };
 
 /* snprintf into a fixed buffer, appending. */
@@ -200,13 +209,7 @@ static void probe_rapl(struct doctor *d)
 	}
 	snprintf(f->state, sizeof(f->state), d->rapl_readable ? "partly" : "unreadable");
 	if (d->rapl_root_only)
-		snprintf(f->fix, sizeof(f->fix),
-			 "energy_uj is readable by root only since CVE-2020-8694 (Platypus: power "
-			 "side channel). "
-			 "Run powerd as root: wattbus-powerd.service does (uid 0, no "
-			 "capabilities). Granting a group read "
-			 "access (a udev rule: chgrp + chmod 0440 energy_uj) reopens the side "
-			 "channel to that group");
+		snprintf(f->fix, sizeof(f->fix), "%s", rapl_permission_hint());
 	else
 		snprintf(f->fix, sizeof(f->fix), "energy_uj: %s; check its owner and mode",
 			 strerror(first_errno));
@@ -290,7 +293,6 @@ static void probe_msr(struct doctor *d)
 		return;
 	}
 	bool rapl_cpu = !strcmp(d->meter_vendor, "intel") || !strcmp(d->meter_vendor, "amd");
-	d->msr_usable = rapl_cpu;
 	snprintf(f->state, sizeof(f->state), rapl_cpu ? "readable" : "no-rapl");
 	snprintf(f->detail, sizeof(f->detail), "%s readable; CPU vendor %s%s", path,
 		 d->meter_vendor, rapl_cpu ? "" : " (RAPL MSRs are Intel and AMD only)");
@@ -328,7 +330,7 @@ static void probe_hwmon(struct doctor *d)
 		return;
 	}
 	char names[DR_LIST] = "";
-	int unreadable = 0;
+	int unreadable = 0, readable_meters = 0;
 	struct dirent *de;
 	while ((de = readdir(dir))) {
 		if (de->d_name[0] == '.')
@@ -348,7 +350,7 @@ static void probe_hwmon(struct doctor *d)
 			bool readable = try_read(npath) == 0;
 			d->hwmon_meters++;
 			if (readable)
-				d->hwmon_usable = true;
+				readable_meters++;
 			else
 				unreadable++;
 			cat(names, sizeof(names), "%s%s/%s%s", names[0] ? ", " : "", chip,
@@ -369,7 +371,7 @@ static void probe_hwmon(struct doctor *d)
 			 "otherwise none");
 		return;
 	}
-	snprintf(f->state, sizeof(f->state), d->hwmon_usable ? "readable" : "unreadable");
+	snprintf(f->state, sizeof(f->state), readable_meters ? "readable" : "unreadable");
 	snprintf(f->detail, sizeof(f->detail), "%d meter file%s: %s", d->hwmon_meters,
 		 d->hwmon_meters == 1 ? "" : "s", names);
 	if (unreadable)
@@ -572,6 +574,42 @@ static void probe_cgroup(struct doctor *d)
 	}
 }
 
+/* ---- powerd: its own sources' discovery, in its own order ---- */
+
+/*
+ * What `source = auto` would give on these roots, found by the very code powerd
+ * runs (powerd/sources.c), so that doctor and powerd cannot disagree. Every
+ * source is tried, not only up to the first usable one, to show what else is there.
+ */
+static void probe_powerd(struct doctor *d)
+{
+	char msr_root[PATH_MAX], cpuinfo[PATH_MAX];
+	snprintf(msr_root, sizeof(msr_root), "%s/cpu", d->r.dev);
+	snprintf(cpuinfo, sizeof(cpuinfo), "%s/cpuinfo", d->r.proc);
+	struct pd_opts o = {.sysfs_root = d->r.sys,
+			    .msr_root = msr_root,
+			    .cpuinfo_path = cpuinfo,
+			    .max_power_w = 5000,
+			    .interval_ns = 1000000000ull};
+	int level = log_get_level();
+	log_set_level(WB_LOG_ERR); /* the sources' start-up lines are powerd's, not doctor's */
+	for (unsigned i = 0; i < pd_nsources && d->npd < PD_SOURCES_MAX; i++) {
+		const struct pd_source *src = pd_sources[i];
+		if (!src->in_auto)
+			continue;
+		struct pd_set *set = pd_set_new(&o);
+		if (!set)
+			break;
+		__typeof__(d->pd[0]) *r = &d->pd[d->npd++];
+		r->name = src->name;
+		r->zones = src->discover(set, &o, r->why, sizeof(r->why));
+		for (size_t k = 0; k < set->n; k++)
+			cat(r->list, sizeof(r->list), "%s%s", k ? ", " : "", set->zones[k].name);
+		pd_set_destroy(&set);
+	}
+	log_set_level(level);
+}
+
 /* ---- which mode each stage takes ---- */
 
 static void summarize(struct doctor *d)
@@ -580,38 +618,29 @@ static void summarize(struct doctor *d)
 	p->stage = "powerd";
 	u->stage = "usaged";
 	e->stage = "estimd";
-	if (d->rapl_readable) {
-		snprintf(p->mode, sizeof(p->mode), "rapl");
-		snprintf(p->reason, sizeof(p->reason), "%d readable RAPL zone%s", d->rapl_readable,
-			 d->rapl_readable == 1 ? "" : "s");
-	} else if (d->msr_usable) {
-		snprintf(p->mode, sizeof(p->mode), "msr");
-		snprintf(p->reason, sizeof(p->reason),
-			 "no readable powercap zone; RAPL MSRs of this %s CPU are readable",
-			 d->meter_vendor);
-	} else if (d->hwmon_usable) {
-		snprintf(p->mode, sizeof(p->mode), "hwmon");
-		snprintf(p->reason, sizeof(p->reason),
-			 "no RAPL; %d hwmon power/energy meter file%s", d->hwmon_meters,
-			 d->hwmon_meters == 1 ? "" : "s");
-	} else {
-		snprintf(p->mode, sizeof(p->mode), "none");
-		if (d->rapl_root_only) {
-			snprintf(p->reason, sizeof(p->reason),
-				 "%d RAPL zone%s, but energy_uj is readable by root only "
-				 "(CVE-2020-8694) and this is uid %u",
-				 d->rapl_zones, d->rapl_zones == 1 ? "" : "s", (unsigned)geteuid());
+	snprintf(p->mode, sizeof(p->mode), "none");
+	for (unsigned i = 0; i < d->npd; i++)
+		if (d->pd[i].zones > 0) {
+			snprintf(p->mode, sizeof(p->mode), "%s", d->pd[i].name);
+			snprintf(p->reason, sizeof(p->reason), "%d zone%s: %s", d->pd[i].zones,
+				 d->pd[i].zones == 1 ? "" : "s", d->pd[i].list);
+			break;
+		}
+	if (!strcmp(p->mode, "none")) {
+		/* powerd's own words for each source, as it logs them at start */
+		for (unsigned i = 0; i < d->npd; i++)
+			cat(p->reason, sizeof(p->reason), "%s%s: %s", i ? "; " : "", d->pd[i].name,
+			    d->pd[i].why);
+		if (d->rapl_root_only)
 			snprintf(p->fix, sizeof(p->fix),
-				 "run powerd as root (wattbus-powerd.service does); `sudo wattbus "
-				 "doctor` shows its view");
-		} else {
-			snprintf(p->reason, sizeof(p->reason),
-				 "no readable meter: no RAPL, MSR or hwmon power meter");
+				 "uid %u cannot read energy_uj; `sudo wattbus doctor` shows what "
+				 "wattbus-powerd.service (root) gets",
+				 (unsigned)geteuid());
+		else
 			snprintf(p->fix, sizeof(p->fix),
 				 "none needed: the pipeline runs in model mode; a meter script can "
 				 "publish power "
-				 "messages (wattbus pub)");
-		}
+				 "messages (wattbus pub, or powerd's exec source)");
 	}
 	bool metered = strcmp(p->mode, "none") != 0;
 
@@ -758,6 +787,7 @@ int cmd_doctor(int argc, char **argv)
 	probe_rapl(dp);
 	probe_msr(dp);
 	probe_hwmon(dp);
+	probe_powerd(dp);
 	probe_bpf(dp);
 	probe_perf(dp);
 	probe_cgroup(dp);

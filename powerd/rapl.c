@@ -109,13 +109,8 @@ static int rapl_parent_package(const char *base, const struct rapl_entry *e, int
 
 const char *rapl_permission_hint(void)
 {
-	return "energy_uj is readable by root only since Linux 5.10 (CVE-2020-8694, the PLATYPUS "
-	       "power "
-	       "side channel); run powerd as root, or grant its user read access, e.g. a udev rule "
-	       "SUBSYSTEM==\"powercap\", ACTION==\"add\", RUN+=\"/bin/chgrp wattbus "
-	       "/sys%p/energy_uj\", "
-	       "RUN+=\"/bin/chmod g+r /sys%p/energy_uj\" (or once, until reboot: chgrp wattbus "
-	       "/sys/class/powercap/*/energy_uj && chmod g+r /sys/class/powercap/*/energy_uj)";
+	/* One advice for powerd's log and wattbus doctor alike. */
+	return "energy_uj is readable by root only since Linux 5.10 (CVE-2020-8694, the PLATYPUS power side channel): run powerd as root, as wattbus-powerd.service does (uid 0, no capabilities); granting a group read access (a udev rule SUBSYSTEM==\"powercap\", ACTION==\"add\", RUN+=\"/bin/chgrp wattbus /sys%p/energy_uj\", RUN+=\"/bin/chmod g+r /sys%p/energy_uj\") works but reopens the side channel to that group";
 }
 
 int rapl_discover(struct pd_set *set, const struct pd_opts *opts, char *why, size_t whylen)

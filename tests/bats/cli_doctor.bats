@@ -38,12 +38,13 @@ rapl_zone() { # rapl_zone DIR NAME ENERGY_UJ
 	[ "$(echo "$output" | jq -r '.rapl.zones | length')" = 3 ]
 	[ "$(echo "$output" | jq -r '[.rapl.zones[].name] | sort | join(",")')" = core,package-0,package-1 ]
 	[ "$(echo "$output" | jq -r '.stages.powerd.mode')" = rapl ]
-	[ "$(echo "$output" | jq -r '.stages.powerd.reason')" = "3 readable RAPL zones" ]
+	# powerd's own discovery: its zone names
+	[ "$(echo "$output" | jq -r '.stages.powerd.reason')" = "3 zones: package-0, core-0, package-1" ]
 	[ "$(echo "$output" | jq -r '.stages.estimd.mode')" = measured ]
 	run doctor
 	assert_success
 	assert_output --regexp 'RAPL +readable +3 zones in .*/class/powercap: '
-	assert_output --regexp 'powerd +rapl +3 readable RAPL zones'
+	assert_output --regexp 'powerd +rapl +3 zones: package-0, core-0, package-1'
 	assert_output --regexp 'estimd +measured '
 }
 
@@ -57,8 +58,11 @@ rapl_zone() { # rapl_zone DIR NAME ENERGY_UJ
 		--proc-root "$F/proc" --dev-root "$F/dev"
 	assert_success
 	assert_output --regexp 'RAPL +unreadable +2 zones in .*: .*package-0 \(unreadable\)'
-	assert_output --partial 'energy_uj is readable by root only since CVE-2020-8694'
-	assert_output --regexp 'powerd +none \(model mode\) +2 RAPL zones, but energy_uj is readable by root only \(CVE-2020-8694\) and this is uid 65534'
+	# One advice, powerd's, for the RAPL row and for powerd's verdict.
+	assert_output --regexp 'RAPL .*
+ +fix: energy_uj is readable by root only since Linux 5.10 \(CVE-2020-8694'
+	assert_output --regexp 'powerd +none \(model mode\) +rapl: .*/energy_uj: Permission denied: energy_uj is readable by root only since Linux 5.10 \(CVE-2020-8694'
+	assert_output --partial 'fix: uid 65534 cannot read energy_uj; `sudo wattbus doctor` shows what wattbus-powerd.service (root) gets'
 	assert_output --regexp 'estimd +model '
 	# The same tree read as root: the unit's view.
 	run doctor --json
@@ -74,7 +78,7 @@ rapl_zone() { # rapl_zone DIR NAME ENERGY_UJ
 	assert_output --partial 'fix: `modprobe msr`'
 	assert_output --regexp 'hwmon +absent'
 	assert_output --regexp 'BPF +no-btf +kernel .*BTF .*/kernel/btf/vmlinux missing'
-	assert_output --regexp 'powerd +none \(model mode\) +no readable meter'
+	assert_output --regexp 'powerd +none \(model mode\) +rapl: .*/class/powercap: No such file or directory .*; msr: .*/cpu/0/msr: No such file or directory .*; hwmon: .*/class/hwmon: No such file or directory'
 	assert_output --regexp 'usaged +procfs '
 	assert_output --regexp 'estimd +model +no meter: node energy comes from the power model'
 	run doctor --json
@@ -85,14 +89,20 @@ rapl_zone() { # rapl_zone DIR NAME ENERGY_UJ
 
 @test "no RAPL but a readable MSR on an Intel CPU: powerd msr; then an hwmon meter alone: hwmon" {
 	mkdir -p "$F/dev/cpu/0"
-	: >"$F/dev/cpu/0/msr"
+	# A register file as the msr driver lays it out: register number = offset.
+	python3 -c 'import struct, sys
+f = open(sys.argv[1], "wb")
+for reg, v in ((0x606, 0xA0E03), (0x611, 123456)):
+	f.seek(reg); f.write(struct.pack("<Q", v))' "$F/dev/cpu/0/msr"
 	printf 'processor\t: 0\nvendor_id\t: GenuineIntel\n' >"$F/proc/cpuinfo"
 	echo 'msr 16384 0 - Live 0x0000000000000000' >"$F/proc/modules"
 	run doctor --json
 	[ "$(echo "$output" | jq -r '.msr.state, .msr.module_loaded, .stages.powerd.mode' | tr '\n' ' ')" = "readable true msr " ]
+	[ "$(echo "$output" | jq -r '.stages.powerd.reason')" = "1 zone: package-0" ]
 	[ "$(echo "$output" | jq -r '.stages.estimd.mode')" = measured ]
-	# A CPU without RAPL MSRs: msr is no meter.
+	# A CPU without RAPL MSRs (no register reads): msr is no meter.
 	printf 'vendor_id\t: CentaurHauls\n' >"$F/proc/cpuinfo"
+	: >"$F/dev/cpu/0/msr"
 	run doctor --json
 	[ "$(echo "$output" | jq -r '.msr.state, .stages.powerd.mode' | tr '\n' ' ')" = "no-rapl none " ]
 	# An ACPI power meter through hwmon.
