@@ -22,6 +22,8 @@
 #include "exportd.h"
 #include "log.h"
 
+#define HTTP_TLS_PRIORITIES "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"
+
 struct http {
 	struct MHD_Daemon *mhd;
 	zloop_t *loop;
@@ -369,6 +371,9 @@ static struct MHD_Daemon *start(struct http *self, const struct http_opts *o, st
 	if (self->tls_cert) {
 		opts[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0, self->tls_cert};
 		opts[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, self->tls_key};
+		/* TLS 1.0 and 1.1 are deprecated (RFC 8996); GnuTLS's NORMAL still offers them */
+		opts[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_PRIORITIES, 0,
+						    (void *)HTTP_TLS_PRIORITIES};
 	}
 	opts[n++] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
 	/* the logger goes first so that MHD routes even its option errors through it */
