@@ -5,7 +5,9 @@
  * so a replayed or duplicated slot is not counted twice. Node counters advance
  * by the difference of estimd's cumulative totals when the estimate continues
  * the same (src, total_epoch), so that lost estimates cost no node energy; the
- * accumulators stay exportd's own, and only differences are taken.
+ * accumulators stay exportd's own, and only differences are taken. The node
+ * counters and the totals they were last diffed with are saved to a state file,
+ * so that an exportd restart continues them too.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -14,6 +16,7 @@
 
 #include "codec.h"
 #include "exportd.h"
+#include "json.h"
 #include "log.h"
 
 static const char *const reason_names[ACC_R_COUNT] = {
@@ -962,4 +965,138 @@ void accum_destroy(struct accum **self_p)
 	free(self->node_name);
 	free(self);
 	*self_p = NULL;
+}
+
+/* ---- state file: the node counters across exportd's restarts ---- */
+
+int accum_save(const struct accum *self, const char *path, char *err, size_t errlen)
+{
+	json_t *hosts = json_array();
+	json_t *root = json_pack("{s:i, s:o}", "version", 1, "hosts", hosts);
+	if (!root) {
+		snprintf(err, errlen, "%s: out of memory", path);
+		return -1;
+	}
+	for (size_t i = 0; i < self->nhosts; i++) {
+		const struct ex_host *h = self->hosts[i];
+		json_t *zones = json_array(), *tots = json_array();
+		for (size_t z = 0; z < h->nzones; z++) {
+			const struct ex_zone *xz = &h->zones[z];
+			json_array_append_new(
+			    zones, json_pack("{s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "zone",
+					     xz->zone, "path", xz->path, "total_uj",
+					     (json_int_t)xz->total_uj, "active_uj",
+					     (json_int_t)xz->active_uj, "idle_uj",
+					     (json_int_t)xz->idle_uj, "slot_total_uj",
+					     (json_int_t)xz->slot_total_uj, "slot_active_uj",
+					     (json_int_t)xz->slot_active_uj, "slot_idle_uj",
+					     (json_int_t)xz->slot_idle_uj, "slot_t1",
+					     (json_int_t)xz->slot_t1));
+		}
+		for (size_t k = 0; k < h->ntot; k++) {
+			const struct ex_total *t = &h->tot[k];
+			json_array_append_new(
+			    tots, json_pack("{s:s, s:I, s:I, s:I}", "name", t->name, "total_uj",
+					    (json_int_t)t->total_uj, "active_uj",
+					    (json_int_t)t->active_uj, "idle_uj", (json_int_t)t->idle_uj));
+		}
+		json_array_append_new(
+		    hosts,
+		    json_pack("{s:s, s:I, s:I, s:I, s:I, s:s, s:f, s:b, s:s, s:I, s:o, s:o}", "host",
+			      h->name, "last_t0", (json_int_t)h->last_t0, "last_t1",
+			      (json_int_t)h->last_t1, "slot_ns", (json_int_t)h->slot_ns,
+			      "last_recv_ns", (json_int_t)h->last_recv_ns, "mode", h->mode,
+			      "cpu_usage_ratio", h->cpu_usage_ratio, "tot_have", h->tot_have,
+			      "tot_src", h->tot_src, "tot_epoch", (json_int_t)h->tot_epoch, "zones",
+			      zones, "totals", tots));
+	}
+	int rc = wb_json_save(root, path, err, errlen);
+	json_decref(root);
+	return rc;
+}
+
+/* A saved energy triple, made to add up (active + idle == total) whatever the file says. */
+static void load_triple(const json_t *o, const char *tk, const char *ak, uint64_t *tot,
+			uint64_t *act, uint64_t *idle)
+{
+	*tot = wb_json_u64(o, tk);
+	*act = wb_json_u64(o, ak);
+	if (*act > *tot)
+		*act = *tot;
+	*idle = *tot - *act;
+}
+
+static void host_restore(struct accum *self, struct ex_host *h, const json_t *o)
+{
+	h->last_t0 = wb_json_u64(o, "last_t0");
+	h->last_t1 = wb_json_u64(o, "last_t1");
+	h->slot_ns = wb_json_u64(o, "slot_ns");
+	h->last_recv_ns = wb_json_u64(o, "last_recv_ns");
+	h->last_scan_t1 = h->last_t1;
+	snprintf(h->mode, sizeof h->mode, "%s", wb_json_str(o, "mode"));
+	json_t *ratio = json_object_get(o, "cpu_usage_ratio");
+	h->cpu_usage_ratio = json_is_number(ratio) ? json_number_value(ratio) : 0;
+	size_t k;
+	json_t *zo;
+	json_array_foreach(json_object_get(o, "zones"), k, zo)
+	{
+		const char *zone = wb_json_str(zo, "zone"), *path = wb_json_str(zo, "path");
+		if (!zone[0] || strlen(zone) >= sizeof h->zones[0].zone ||
+		    strlen(path) >= sizeof h->zones[0].path)
+			continue;
+		int z = zone_get(self, h, zone, path, h->last_t1);
+		if (z < 0)
+			continue;
+		struct ex_zone *xz = &h->zones[z];
+		load_triple(zo, "total_uj", "active_uj", &xz->total_uj, &xz->active_uj,
+			    &xz->idle_uj);
+		load_triple(zo, "slot_total_uj", "slot_active_uj", &xz->slot_total_uj,
+			    &xz->slot_active_uj, &xz->slot_idle_uj);
+		xz->slot_t1 = wb_json_u64(zo, "slot_t1");
+	}
+	json_array_foreach(json_object_get(o, "totals"), k, zo)
+	{
+		const char *name = wb_json_str(zo, "name");
+		if (!name[0] || strlen(name) >= sizeof h->tot[0].name || tot_find(h, name) ||
+		    h->ntot >= EX_MAX_TOTALS)
+			continue;
+		struct ex_total *t = &h->tot[h->ntot++];
+		snprintf(t->name, sizeof t->name, "%s", name);
+		load_triple(zo, "total_uj", "active_uj", &t->total_uj, &t->active_uj, &t->idle_uj);
+	}
+	h->tot_epoch = wb_json_u64(o, "tot_epoch");
+	h->tot_have = json_is_true(json_object_get(o, "tot_have")) && h->tot_epoch;
+	snprintf(h->tot_src, sizeof h->tot_src, "%s", wb_json_str(o, "tot_src"));
+}
+
+int accum_load(struct accum *self, const char *path, size_t *nhosts, char *err, size_t errlen)
+{
+	json_error_t jerr;
+	*nhosts = 0;
+	json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+	if (!root) {
+		snprintf(err, errlen, "%s:%d: %s", path, jerr.line, jerr.text);
+		return -1;
+	}
+	if (wb_json_u64(root, "version") != 1 || !json_is_array(json_object_get(root, "hosts"))) {
+		snprintf(err, errlen, "%s: not an exportd state (version 1 with hosts)", path);
+		json_decref(root);
+		return -1;
+	}
+	size_t i;
+	json_t *o;
+	json_array_foreach(json_object_get(root, "hosts"), i, o)
+	{
+		const char *name = wb_json_str(o, "host");
+		if (!name[0] || strlen(name) >= sizeof self->hosts[0]->name || accum_host(self, name))
+			continue;
+		enum accum_reason why;
+		struct ex_host *h = host_get(self, name, wb_json_u64(o, "last_t1"), &why);
+		if (!h)
+			break; /* max_hosts, or out of memory */
+		host_restore(self, h, o);
+		(*nhosts)++;
+	}
+	json_decref(root);
+	return 0;
 }

@@ -168,6 +168,13 @@ void accum_set_limits(struct accum *self, const struct accum_limits *lim);
  */
 int accum_add(struct accum *self, const struct wb_estimate *est, enum accum_reason *reason);
 struct ex_host *accum_host(struct accum *self, const char *name);
+/*
+ * Save every host's node counters and the totals they were last diffed with
+ * (wb_json_save: atomic). Workloads are not saved. 0, or -1 with err.
+ */
+int accum_save(const struct accum *self, const char *path, char *err, size_t errlen);
+/* Restore what accum_save wrote into an empty accum; *nhosts restored. 0, or -1 with err. */
+int accum_load(struct accum *self, const char *path, size_t *nhosts, char *err, size_t errlen);
 size_t accum_series(const struct accum *self);
 
 /* ---- stages.c: pipeline health from stat messages ---- */

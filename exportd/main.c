@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/utsname.h>
+#include <unistd.h>
 
 #include "clock.h"
 #include "daemon.h"
@@ -40,6 +41,8 @@ struct exportd_conf {
 	char *auth_user;
 	char *auth_password_file;
 	char *procfs;
+	char *state_file;
+	uint64_t state_every_ns;
 };
 
 #define K(name, type, field, def, min, max, help)                                                  \
@@ -96,6 +99,10 @@ static const struct wb_conf_key exportd_keys[] = {
     K("auth_password_file", WB_CONF_STR, auth_password_file, "", 0, 0,
       "file whose first line is the password of auth_user"),
     K("procfs", WB_CONF_STR, procfs, "/proc", 0, 0, "procfs mount read for kepler_node_cpu_info"),
+    K("state_file", WB_CONF_STR, state_file, "%r/exportd.state", 0, 0,
+      "where the node energy counters are saved, so that a restart continues them (empty: nowhere)"),
+    K("state_every", WB_CONF_DURATION, state_every_ns, "1s", 0, 3600e9,
+      "also save the state this often while running (0: at stop only)"),
 };
 #undef K
 
@@ -144,6 +151,9 @@ struct exportd {
 	uint64_t stage_timeout_ns;
 	struct wb_ratelimit rl;
 	uint64_t *c_estimates, *c_rejected, *c_stat_rejected, *c_series, *c_dropped, *c_scrapes;
+	uint64_t *c_state_write_failed, *c_state_load_failed;
+	uint64_t saved_version; /* acc->version at the last save */
+	struct wb_ratelimit rl_state;
 	char arch[72];
 };
 
@@ -323,9 +333,47 @@ static int on_reload(struct wb_daemon *d, void *new_conf, void *arg)
 		log_warnx("reload: the HTTP settings (listen, limits, gzip, TLS, auth) keep their "
 			  "old values until a "
 			  "restart");
+	if (old->state_every_ns != c->state_every_ns)
+		log_warnx("reload: state_every keeps its old value until a restart");
 	if (strcmp(old->pub, c->pub) || old->sub.n != c->sub.n)
 		log_warnx("reload: pub and sub keep their old values until a restart");
 	return 0;
+}
+
+/* Save the node counters (checkpoint, stop) when anything changed since the last save. */
+static void save_state(struct exportd *x, const char *path)
+{
+	char err[WB_CONF_ERR_MAX];
+	if (!path[0] || x->acc->version == x->saved_version)
+		return;
+	if (accum_save(x->acc, path, err, sizeof err) < 0) {
+		(*x->c_state_write_failed)++;
+		log_rl(&x->rl_state, WB_LOG_WARN, "state %s", err);
+		return;
+	}
+	x->saved_version = x->acc->version;
+}
+
+static int on_checkpoint(zloop_t *loop, int timer_id, void *arg)
+{
+	struct exportd *x = arg;
+	const struct exportd_conf *c = wb_daemon_conf(x->d);
+	save_state(x, c->state_file);
+	return 0;
+}
+
+static void load_state(struct exportd *x, const char *path)
+{
+	char err[WB_CONF_ERR_MAX];
+	size_t n;
+	if (!path[0] || access(path, F_OK) != 0)
+		return;
+	if (accum_load(x->acc, path, &n, err, sizeof err) < 0) {
+		(*x->c_state_load_failed)++;
+		log_warnx("state %s: ignored; the node counters start from 0", err);
+		return;
+	}
+	log_info("state %s: node counters of %zu hosts resumed", path, n);
 }
 
 /* The first line of path, without its newline. NULL (logged) when unreadable or empty. */
@@ -352,7 +400,7 @@ static char *read_password(const char *path)
 
 int main(int argc, char **argv)
 {
-	struct exportd x = {.rl = WB_RATELIMIT_INIT};
+	struct exportd x = {.rl = WB_RATELIMIT_INIT, .rl_state = WB_RATELIMIT_INIT};
 	x.d = wb_daemon_new(&exportd_stage, argc, argv);
 	struct exportd_conf *c = wb_daemon_conf(x.d);
 	int rc = WB_EXIT_FAILURE;
@@ -384,6 +432,13 @@ int main(int argc, char **argv)
 	x.c_series = wb_stats_counter(stats, "series");
 	x.c_dropped = wb_stats_counter(stats, "series_dropped");
 	x.c_scrapes = wb_stats_counter(stats, "http_2xx");
+	x.c_state_write_failed = wb_stats_counter(stats, "state_write_failed");
+	x.c_state_load_failed = wb_stats_counter(stats, "state_load_failed");
+	if (!x.c_state_write_failed || !x.c_state_load_failed) {
+		log_errx("out of memory");
+		goto out;
+	}
+	load_state(&x, c->state_file);
 
 	if (c->auth_user[0] && !(password = read_password(c->auth_password_file))) {
 		rc = WB_EXIT_USAGE;
@@ -420,7 +475,14 @@ int main(int argc, char **argv)
 		 levels & 1u << EX_NODE ? "node " : "", levels & 1u << EX_PROCESS ? "process " : "",
 		 levels & 1u << EX_CONTAINER ? "container " : "",
 		 levels & 1u << EX_POD ? "pod " : "", levels & 1u << EX_VM ? "vm" : "");
+	if (c->state_file[0] && c->state_every_ns &&
+	    wb_daemon_timer(x.d, c->state_every_ns, on_checkpoint, &x) < 0) {
+		log_errx("cannot start the state timer");
+		goto out;
+	}
 	rc = wb_daemon_run(x.d);
+	/* a reload may have replaced c */
+	save_state(&x, ((const struct exportd_conf *)wb_daemon_conf(x.d))->state_file);
 out:
 	http_destroy(&x.http);
 	accum_destroy(&x.acc);

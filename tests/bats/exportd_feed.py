@@ -10,6 +10,8 @@ Every slot carries the same known power, so a test can predict every counter:
   unattributed                           : the rest (1/8)
 --procs N adds N filler processes (pid 1000..) that share the "stress" half.
 --sockets 2 splits the package zone over two sockets (package-0, package-1, 5 W each).
+--totals-from NS adds estimd's cumulative node totals (total_epoch --total-epoch): each
+zone's energy from NS to the slot's end, as if estimd had run since NS.
 """
 import argparse
 import json
@@ -73,6 +75,13 @@ def slot(args, t0, t1):
                          energy_uj=qemu)])
     if args.epoch is not None:
         msg["epoch"] = args.epoch
+    if args.totals_from is not None:
+        since = (t1 - args.totals_from) / S
+        msg["total_epoch"] = args.total_epoch
+        for z, oz in zip(zones, out_zones):
+            oz["total_uj"] = int(round(z["watts"] * 1e6 * since))
+            oz["active_total_uj"] = int(round(z["active"] * 1e6 * since))
+            oz["idle_total_uj"] = oz["total_uj"] - oz["active_total_uj"]
     return msg
 
 
@@ -100,6 +109,8 @@ def main():
     ap.add_argument("--sockets", type=int, default=1)
     ap.add_argument("--comm")
     ap.add_argument("--epoch", type=int)
+    ap.add_argument("--totals-from", type=int, help="add cumulative node totals counted from this time, ns")
+    ap.add_argument("--total-epoch", type=int, default=7)
     ap.add_argument("--bad", help="spoil every slot: array_length, zone_sum, over_attributed, slot")
     args = ap.parse_args()
     step = int(args.len * S)

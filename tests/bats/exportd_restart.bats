@@ -88,3 +88,59 @@ seconds='kepler_container_cpu_seconds_total{node_name="node-a",container_id="c0f
 	assert_line 'wattbus_stage_cpu_seconds_total{host="node-a",stage="powerd",src="powerd"} 0.109000000'
 	assert_line 'wattbus_stage_starts_total{host="node-a",stage="powerd",src="powerd"} 2'
 }
+
+dram='kepler_node_cpu_joules_total{node_name="node-a",zone="dram",path="/sys/class/powercap/intel-rapl:0:0"}'
+pkg_idle='kepler_node_cpu_idle_joules_total{node_name="node-a",zone="package",path="/sys/class/powercap/intel-rapl:0"}'
+
+# Stop exportd (signal $1) and wait until it is gone.
+ex_stop() {
+	kill "-$1" "$PID_exportd"
+	wb_wait_for 15 bash -c '! kill -0 "$0" 2>/dev/null' "$PID_exportd"
+}
+
+@test "node counters continue across exportd restarts, clean or killed" {
+	ex_start
+	# estimd's totals count from T0; exportd sees slots 0..4
+	ex_feed --slots 5 --start $T0 --totals-from $T0
+	ex_wait_estimates 5
+	[ "$(ex_value "$pkg")" = 50.000000 ]
+	ex_stop TERM
+	[ -s "$BATS_TEST_TMPDIR/run/exportd.state" ]
+	ex_start
+	grep -q 'node counters of 1 hosts resumed' "$BATS_TEST_TMPDIR/exportd.log"
+	# before any new estimate, the counters are where they were
+	run ex_metrics
+	assert_line "$pkg 50.000000"
+	# slots 5 and 6 were published while exportd was down; the totals carry them
+	ex_feed --slots 3 --start $((T0 + 7 * SEC)) --totals-from $T0
+	ex_wait_estimates 3
+	run ex_metrics
+	assert_line "$pkg 100.000000"
+	assert_line "$dram 20.000000"
+	assert_line "$pkg_idle 40.000000"
+	# workload counters are exportd's own and start again (documented)
+	assert_line "$stress 9.000000"
+	# killed: whatever the last checkpoint holds, the totals make up the rest exactly
+	wb_wait_for 15 bash -c 'grep -q "\"last_t1\": *$0" "$1"' $((T0 + 10 * SEC)) "$BATS_TEST_TMPDIR/run/exportd.state"
+	ex_feed --slots 2 --start $((T0 + 10 * SEC)) --totals-from $T0
+	ex_wait_estimates 5
+	ex_stop KILL
+	ex_start
+	ex_feed --slots 2 --start $((T0 + 13 * SEC)) --totals-from $T0
+	ex_wait_estimates 2
+	run ex_metrics
+	assert_line "$pkg 150.000000"
+	assert_line "$dram 30.000000"
+	assert_line 'wattbus_exportd_estimates_rejected_total{reason="stale"} 0'
+}
+
+@test "a damaged state file is reported and ignored" {
+	mkdir -p "$BATS_TEST_TMPDIR/run"
+	echo '{"version": 9}' >"$BATS_TEST_TMPDIR/run/exportd.state"
+	ex_start
+	grep -q "exportd.state: not an exportd state (version 1 with hosts)" "$BATS_TEST_TMPDIR/exportd.log"
+	wb_wait_for 15 bash -c 'curl -sS "$0/metrics" | grep -q "^wattbus_stage_events_total{host=\"[^\"]*\",stage=\"exportd\",src=\"[^\"]*\",name=\"state_load_failed\"} 1$"' "$EX_URL"
+	ex_feed --slots 1 --start $T0 --totals-from $T0
+	ex_wait_estimates 1
+	[ "$(ex_value "$pkg")" = 10.000000 ]
+}

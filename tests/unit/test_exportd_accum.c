@@ -3,6 +3,10 @@
  * replays and restarts never count twice; bad estimates change nothing;
  * retention and the series cap hold.
  */
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
 #include "unit.h"
 
 #include "codec.h"
@@ -706,6 +710,77 @@ static void test_zones_turn_over(void)
 	accum_destroy(&a);
 }
 
+/*
+ * exportd restarted from its state file: killed after a checkpoint, with
+ * estimates applied after it and others lost while it was down, the node
+ * counters continue exactly from the totals; workloads start again.
+ */
+static void test_state_file_restart(void)
+{
+	char path[] = "/tmp/exportd-state-XXXXXX";
+	int fd = mkstemp(path);
+	CHECK(fd >= 0);
+	close(fd);
+	struct accum_limits lim = lim_default();
+	struct accum *a = accum_new(&lim);
+	struct wb_msg m;
+	char err[256];
+	uint64_t sum[2] = {0, 0};
+	for (uint64_t k = 0; k < 5; k++) {
+		est_with_totals(&m, k, 555, sum);
+		CHECK(accum_add(a, &m.estimate, NULL) == 0);
+		wb_msg_clear(&m);
+	}
+	CHECK(accum_save(a, path, err, sizeof err) == 0);
+	for (uint64_t k = 5; k < 8; k++) { /* applied after the checkpoint, then killed */
+		est_with_totals(&m, k, 555, sum);
+		CHECK(accum_add(a, &m.estimate, NULL) == 0);
+		wb_msg_clear(&m);
+	}
+	accum_destroy(&a);
+
+	a = accum_new(&lim);
+	size_t n = 0;
+	CHECK(accum_load(a, path, &n, err, sizeof err) == 0);
+	CHECK_U64(n, 1);
+	struct ex_host *h = accum_host(a, "h1");
+	CHECK(h && h->nzones == 1);
+	if (!h)
+		goto out;
+	CHECK_STR(h->zones[0].labels, "zone=\"package\",path=\"aggregated-package\"");
+	CHECK_U64(h->zones[0].total_uj, (1 + 2 + 3 + 4 + 5) * 1000000ull + (2 + 3 + 4 + 5 + 6) * 1000000ull);
+	/* a replay of a slot already saved is stale */
+	est_with_totals(&m, 4, 555, (uint64_t[2]){0, 0});
+	CHECK(accum_add(a, &m.estimate, NULL) < 0);
+	wb_msg_clear(&m);
+	for (uint64_t k = 8; k < 10; k++) { /* published while exportd was down */
+		est_with_totals(&m, k, 555, sum);
+		wb_msg_clear(&m);
+	}
+	est_with_totals(&m, 10, 555, sum);
+	CHECK(accum_add(a, &m.estimate, NULL) == 0);
+	wb_msg_clear(&m);
+	CHECK_U64(h->zones[0].total_uj, sum[0] + sum[1]);
+	CHECK_U64(h->zones[0].active_uj, sum[0] / 4 + sum[1] / 4);
+	CHECK_U64(h->zones[0].idle_uj, h->zones[0].total_uj - h->zones[0].active_uj);
+	CHECK_U64(accum_series(a), 0);
+
+	/* a file that is not a state leaves the accumulators alone */
+	FILE *f = fopen(path, "w");
+	if (f) {
+		fputs("{\"version\": 2, \"hosts\": []}", f);
+		fclose(f);
+	}
+	struct accum *b = accum_new(&lim);
+	CHECK(accum_load(b, path, &n, err, sizeof err) < 0);
+	CHECK(strstr(err, "not an exportd state") != NULL);
+	CHECK_U64(b->nhosts, 0);
+	accum_destroy(&b);
+out:
+	accum_destroy(&a);
+	unlink(path);
+}
+
 static const struct unit_case cases[] = {
     {"slot energies add up per zone and process", test_slots_add_up},
     {"replayed slots after a restart count once", test_replay_and_restart},
@@ -723,6 +798,7 @@ static const struct unit_case cases[] = {
     {"max_hosts, and silent hosts make room", test_hosts_cap},
     {"silent zones make room for new ones", test_zones_turn_over},
     {"a reused pid keeps one series", test_pid_reuse_one_series},
+    {"node counters continue from the state file", test_state_file_restart},
 };
 
 UNIT_MAIN(cases)
