@@ -983,32 +983,31 @@ int accum_save(const struct accum *self, const char *path, char *err, size_t err
 		for (size_t z = 0; z < h->nzones; z++) {
 			const struct ex_zone *xz = &h->zones[z];
 			json_array_append_new(
-			    zones, json_pack("{s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "zone",
-					     xz->zone, "path", xz->path, "total_uj",
-					     (json_int_t)xz->total_uj, "active_uj",
-					     (json_int_t)xz->active_uj, "idle_uj",
-					     (json_int_t)xz->idle_uj, "slot_total_uj",
-					     (json_int_t)xz->slot_total_uj, "slot_active_uj",
-					     (json_int_t)xz->slot_active_uj, "slot_idle_uj",
-					     (json_int_t)xz->slot_idle_uj, "slot_t1",
-					     (json_int_t)xz->slot_t1));
+			    zones,
+			    json_pack(
+				"{s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "zone", xz->zone,
+				"path", xz->path, "total_uj", (json_int_t)xz->total_uj, "active_uj",
+				(json_int_t)xz->active_uj, "idle_uj", (json_int_t)xz->idle_uj,
+				"slot_total_uj", (json_int_t)xz->slot_total_uj, "slot_active_uj",
+				(json_int_t)xz->slot_active_uj, "slot_idle_uj",
+				(json_int_t)xz->slot_idle_uj, "slot_t1", (json_int_t)xz->slot_t1));
 		}
 		for (size_t k = 0; k < h->ntot; k++) {
 			const struct ex_total *t = &h->tot[k];
-			json_array_append_new(
-			    tots, json_pack("{s:s, s:I, s:I, s:I}", "name", t->name, "total_uj",
-					    (json_int_t)t->total_uj, "active_uj",
-					    (json_int_t)t->active_uj, "idle_uj", (json_int_t)t->idle_uj));
+			json_array_append_new(tots,
+					      json_pack("{s:s, s:I, s:I, s:I}", "name", t->name,
+							"total_uj", (json_int_t)t->total_uj,
+							"active_uj", (json_int_t)t->active_uj,
+							"idle_uj", (json_int_t)t->idle_uj));
 		}
 		json_array_append_new(
-		    hosts,
-		    json_pack("{s:s, s:I, s:I, s:I, s:I, s:s, s:f, s:b, s:s, s:I, s:o, s:o}", "host",
-			      h->name, "last_t0", (json_int_t)h->last_t0, "last_t1",
-			      (json_int_t)h->last_t1, "slot_ns", (json_int_t)h->slot_ns,
-			      "last_recv_ns", (json_int_t)h->last_recv_ns, "mode", h->mode,
-			      "cpu_usage_ratio", h->cpu_usage_ratio, "tot_have", h->tot_have,
-			      "tot_src", h->tot_src, "tot_epoch", (json_int_t)h->tot_epoch, "zones",
-			      zones, "totals", tots));
+		    hosts, json_pack("{s:s, s:I, s:I, s:I, s:I, s:s, s:f, s:b, s:s, s:I, s:o, s:o}",
+				     "host", h->name, "last_t0", (json_int_t)h->last_t0, "last_t1",
+				     (json_int_t)h->last_t1, "slot_ns", (json_int_t)h->slot_ns,
+				     "last_recv_ns", (json_int_t)h->last_recv_ns, "mode", h->mode,
+				     "cpu_usage_ratio", h->cpu_usage_ratio, "tot_have", h->tot_have,
+				     "tot_src", h->tot_src, "tot_epoch", (json_int_t)h->tot_epoch,
+				     "zones", zones, "totals", tots));
 	}
 	int rc = wb_json_save(root, path, err, errlen);
 	json_decref(root);
@@ -1088,7 +1087,8 @@ int accum_load(struct accum *self, const char *path, size_t *nhosts, char *err, 
 	json_array_foreach(json_object_get(root, "hosts"), i, o)
 	{
 		const char *name = wb_json_str(o, "host");
-		if (!name[0] || strlen(name) >= sizeof self->hosts[0]->name || accum_host(self, name))
+		if (!name[0] || strlen(name) >= sizeof self->hosts[0]->name ||
+		    accum_host(self, name))
 			continue;
 		enum accum_reason why;
 		struct ex_host *h = host_get(self, name, wb_json_u64(o, "last_t1"), &why);

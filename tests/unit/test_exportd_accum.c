@@ -748,7 +748,8 @@ static void test_state_file_restart(void)
 	if (!h)
 		goto out;
 	CHECK_STR(h->zones[0].labels, "zone=\"package\",path=\"aggregated-package\"");
-	CHECK_U64(h->zones[0].total_uj, (1 + 2 + 3 + 4 + 5) * 1000000ull + (2 + 3 + 4 + 5 + 6) * 1000000ull);
+	CHECK_U64(h->zones[0].total_uj,
+		  (1 + 2 + 3 + 4 + 5) * 1000000ull + (2 + 3 + 4 + 5 + 6) * 1000000ull);
 	/* a replay of a slot already saved is stale */
 	est_with_totals(&m, 4, 555, (uint64_t[2]){0, 0});
 	CHECK(accum_add(a, &m.estimate, NULL) < 0);
