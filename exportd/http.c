@@ -3,6 +3,9 @@
  * inside the daemon's one zloop (no MHD thread, no locks): a zloop poller on
  * MHD's epoll fd plus a one-shot timer armed from MHD_get_timeout after every
  * MHD_run. Serves /metrics (gzip on request, optional basic auth) and /healthz.
+ * Against hostile clients, on top of MHD's limits: a bound on the whole time of
+ * a request (MHD's own timeout is an idle timeout), connections kept for
+ * addresses that hold none, and a growing penalty for wrong passwords.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -14,6 +17,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <czmq.h>
 #include <microhttpd.h>
@@ -24,8 +28,21 @@
 
 #define HTTP_TLS_PRIORITIES "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"
 
+/* A connection, from accept to close (MHD's socket context). */
+struct http_conn {
+	struct http_conn *prev, *next; /* the deadline list: oldest since_ns first */
+	struct MHD_Connection *con;
+	uint64_t since_ns; /* accept, or the end of the previous answer */
+	bool listed;	   /* in the deadline list (not yet cut) */
+	char key[64];	   /* peers_key of the client address */
+};
+
 struct http {
 	struct MHD_Daemon *mhd;
+	struct peers *peers;
+	struct http_conn *head, *tail;
+	unsigned nconns, max_connections, reserved;
+	uint64_t request_timeout_ns;
 	zloop_t *loop;
 	zmq_pollitem_t item;
 	bool polling;
@@ -37,7 +54,7 @@ struct http {
 	char *auth_user, *auth_pass;
 	char *tls_cert, *tls_key; /* PEM text, alive as long as the daemon */
 	uint16_t port;
-	struct wb_ratelimit rl;
+	struct wb_ratelimit rl, rl_refused, rl_cut, rl_auth;
 };
 
 /* ---- pure helpers ---- */
@@ -134,20 +151,52 @@ static enum MHD_Result reply_text(struct http *self, struct MHD_Connection *con,
 	return rc;
 }
 
-static bool authorized(struct http *self, struct MHD_Connection *con)
+static struct http_conn *conn_of(struct MHD_Connection *con)
+{
+	const union MHD_ConnectionInfo *i =
+	    MHD_get_connection_info(con, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	return i ? i->socket_context : NULL;
+}
+
+enum auth_result { AUTH_OK, AUTH_MISSING, AUTH_WRONG };
+
+static enum auth_result authorized(struct http *self, struct MHD_Connection *con)
 {
 	if (!self->auth_user)
-		return true;
+		return AUTH_OK;
 	char *pass = NULL;
 	char *user = MHD_basic_auth_get_username_password(con, &pass);
-	bool ok =
-	    user && pass &&
-	    http_secret_equal(user, self->auth_user) & http_secret_equal(pass, self->auth_pass);
+	enum auth_result r = !user ? AUTH_MISSING
+			     : pass && (http_secret_equal(user, self->auth_user) &
+					http_secret_equal(pass, self->auth_pass))
+				 ? AUTH_OK
+				 : AUTH_WRONG;
 	if (user)
 		MHD_free(user);
 	if (pass)
 		MHD_free(pass);
-	return ok;
+	return r;
+}
+
+/* 429 with Retry-After while the client's address serves a penalty for wrong passwords. */
+static enum MHD_Result reply_throttled(struct http *self, struct MHD_Connection *con,
+				       uint64_t left_ns)
+{
+	static const char body[] = "too many failed logins from this address; try again later\n";
+	struct MHD_Response *r =
+	    MHD_create_response_from_buffer(sizeof body - 1, (void *)body, MHD_RESPMEM_PERSISTENT);
+	if (!r)
+		return MHD_NO;
+	char secs[24];
+	snprintf(secs, sizeof secs, "%llu",
+		 (unsigned long long)((left_ns + WB_NS_PER_SEC - 1) / WB_NS_PER_SEC));
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; charset=utf-8");
+	MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, secs);
+	enum MHD_Result rc = MHD_queue_response(con, MHD_HTTP_TOO_MANY_REQUESTS, r);
+	MHD_destroy_response(r);
+	count_status(self, MHD_HTTP_TOO_MANY_REQUESTS);
+	self->ctr->auth_throttled++;
+	return rc;
 }
 
 static enum MHD_Result reply_metrics(struct http *self, struct MHD_Connection *con)
@@ -215,7 +264,20 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const c
 	if (strcmp(url, "/metrics"))
 		return reply_text(self, con, MHD_HTTP_NOT_FOUND,
 				  "not found: try /metrics or /healthz\n");
-	if (!authorized(self, con)) {
+	struct http_conn *hc = conn_of(con);
+	uint64_t now = wb_mono_ns(), left_ns;
+	if (self->auth_user && hc && peers_blocked(self->peers, hc->key, now, &left_ns))
+		return reply_throttled(self, con, left_ns);
+	enum auth_result ar = authorized(self, con);
+	if (ar == AUTH_WRONG && hc) {
+		self->ctr->auth_failures++;
+		peers_auth_failed(self->peers, hc->key, now);
+		log_rl(&self->rl_auth, WB_LOG_WARN, "http: %s: wrong user or password for /metrics",
+		       hc->key);
+	} else if (ar == AUTH_OK && self->auth_user && hc) {
+		peers_auth_ok(self->peers, hc->key, now);
+	}
+	if (ar != AUTH_OK) {
 		static const char body[] = "authentication required\n";
 		struct MHD_Response *r = MHD_create_response_from_buffer(
 		    sizeof body - 1, (void *)body, MHD_RESPMEM_PERSISTENT);
@@ -241,6 +303,123 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 	log_rl(&self->rl, WB_LOG_INFO, "http: %s", msg);
 }
 
+/* ---- connections: the reserve and the request deadline ---- */
+static void conn_unlist(struct http *self, struct http_conn *c)
+{
+	if (!c->listed)
+		return;
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		self->head = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	else
+		self->tail = c->prev;
+	c->prev = c->next = NULL;
+	c->listed = false;
+}
+
+/* (Re)start the connection's deadline: it goes to the end of the list, which stays sorted. */
+static void conn_list(struct http *self, struct http_conn *c, uint64_t now)
+{
+	conn_unlist(self, c);
+	c->since_ns = now;
+	c->prev = self->tail;
+	if (self->tail)
+		self->tail->next = c;
+	else
+		self->head = c;
+	self->tail = c;
+	c->listed = true;
+}
+
+/*
+ * The last `reserved` connections go only to addresses that hold none, so that
+ * clients filling the server from a few addresses (each within the per-address
+ * limit) leave room for Prometheus. Refused connections are closed by MHD.
+ */
+static enum MHD_Result on_accept(void *cls, const struct sockaddr *addr, socklen_t addrlen)
+{
+	struct http *self = cls;
+	char key[64];
+	if (self->nconns + self->reserved < self->max_connections)
+		return MHD_YES;
+	if (peers_key(addr, key, sizeof key) < 0 || !peers_conns(self->peers, key))
+		return MHD_YES;
+	self->ctr->http_refused++;
+	log_rl(&self->rl_refused, WB_LOG_INFO,
+	       "http: %s: refused, the last %u connections are kept for other addresses", key,
+	       self->reserved);
+	return MHD_NO;
+}
+
+static void on_connection(void *cls, struct MHD_Connection *con, void **socket_context,
+			  enum MHD_ConnectionNotificationCode toe)
+{
+	struct http *self = cls;
+	uint64_t now = wb_mono_ns();
+	if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+		struct http_conn *c = calloc(1, sizeof *c);
+		const union MHD_ConnectionInfo *i =
+		    MHD_get_connection_info(con, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+		if (!c)
+			return; /* untracked: MHD's own limits still hold */
+		c->con = con;
+		if (!i || peers_key(i->client_addr, c->key, sizeof c->key) < 0)
+			snprintf(c->key, sizeof c->key, "unknown");
+		if (peers_conn_add(self->peers, c->key, now) < 0)
+			c->key[0] = '\0';
+		conn_list(self, c, now);
+		self->nconns++;
+		self->ctr->http_connections = self->nconns;
+		*socket_context = c;
+	} else if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
+		struct http_conn *c = *socket_context;
+		if (!c)
+			return;
+		conn_unlist(self, c);
+		if (c->key[0])
+			peers_conn_del(self->peers, c->key, now);
+		free(c);
+		*socket_context = NULL;
+		self->nconns--;
+		self->ctr->http_connections = self->nconns;
+	}
+}
+
+/* An answer was sent (or the request failed): a keep-alive connection's next request gets the whole
+ * bound again. */
+static void on_completed(void *cls, struct MHD_Connection *con, void **req_cls,
+			 enum MHD_RequestTerminationCode toe)
+{
+	struct http *self = cls;
+	struct http_conn *c = conn_of(con);
+	if (c && c->listed)
+		conn_list(self, c, wb_mono_ns());
+}
+
+/*
+ * Cut the connections whose request has not been received and answered within
+ * request_timeout: shutdown() makes the socket readable at EOF, and MHD, seeing
+ * it, closes the connection itself (no second owner of the fd).
+ */
+static void cut_late(struct http *self, uint64_t now)
+{
+	while (self->head && now - self->head->since_ns >= self->request_timeout_ns) {
+		struct http_conn *c = self->head;
+		conn_unlist(self, c);
+		const union MHD_ConnectionInfo *i =
+		    MHD_get_connection_info(c->con, MHD_CONNECTION_INFO_CONNECTION_FD);
+		if (i)
+			shutdown(i->connect_fd, SHUT_RDWR);
+		self->ctr->http_request_timeouts++;
+		log_rl(&self->rl_cut, WB_LOG_INFO,
+		       "http: %s: closed, no complete request and answer within %.1f s", c->key,
+		       (double)self->request_timeout_ns / 1e9);
+	}
+}
+
 /* ---- the zloop glue ---- */
 static int on_timer(zloop_t *loop, int timer_id, void *arg);
 
@@ -260,6 +439,7 @@ static void http_drive(struct http *self)
 	 * connections, run again, or nothing would ever wake us to accept.
 	 */
 	MHD_UNSIGNED_LONG_LONG to_ms = 0;
+	cut_late(self, wb_mono_ns());
 	for (int i = 0; i < 8; i++) {
 		unsigned before = http_connections(self);
 		MHD_run(self->mhd);
@@ -271,7 +451,16 @@ static void http_drive(struct http *self)
 		zloop_timer_end(self->loop, self->timer_id);
 		self->timer_id = -1;
 	}
-	if (MHD_get_timeout(self->mhd, &to_ms) == MHD_YES)
+	bool have = MHD_get_timeout(self->mhd, &to_ms) == MHD_YES;
+	if (self->head) {
+		/* wake up for the oldest connection's deadline too */
+		uint64_t now = wb_mono_ns(), due = self->head->since_ns + self->request_timeout_ns;
+		MHD_UNSIGNED_LONG_LONG cut_ms = due > now ? (due - now + 999999) / 1000000 : 0;
+		if (!have || cut_ms < to_ms)
+			to_ms = cut_ms;
+		have = true;
+	}
+	if (have)
 		self->timer_id =
 		    zloop_timer(self->loop, to_ms ? (size_t)to_ms : 1, 1, on_timer, self);
 }
@@ -368,6 +557,10 @@ static struct MHD_Daemon *start(struct http *self, const struct http_opts *o, st
 	    (struct MHD_OptionItem){MHD_OPTION_CONNECTION_TIMEOUT, (intptr_t)o->timeout_s, NULL};
 	opts[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_MEMORY_LIMIT,
 					    (intptr_t)o->memory_limit, NULL};
+	opts[n++] =
+	    (struct MHD_OptionItem){MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)on_connection, self};
+	opts[n++] =
+	    (struct MHD_OptionItem){MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, self};
 	if (self->tls_cert) {
 		opts[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0, self->tls_cert};
 		opts[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, self->tls_key};
@@ -377,8 +570,9 @@ static struct MHD_Daemon *start(struct http *self, const struct http_opts *o, st
 	}
 	opts[n++] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
 	/* the logger goes first so that MHD routes even its option errors through it */
-	return MHD_start_daemon(flags, 0, NULL, NULL, on_request, self, MHD_OPTION_EXTERNAL_LOGGER,
-				on_mhd_log, self, MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
+	return MHD_start_daemon(flags, 0, on_accept, self, on_request, self,
+				MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, self, MHD_OPTION_ARRAY,
+				opts, MHD_OPTION_END);
 }
 
 struct http *http_new(const struct http_opts *o, void *zloop, http_metrics_fn *fn, void *arg,
@@ -393,7 +587,18 @@ struct http *http_new(const struct http_opts *o, void *zloop, http_metrics_fn *f
 	self->ctr = ctr;
 	self->timer_id = -1;
 	self->gzip_level = o->gzip_level;
-	self->rl = (struct wb_ratelimit)WB_RATELIMIT_INIT;
+	self->rl = self->rl_refused = self->rl_cut = self->rl_auth =
+	    (struct wb_ratelimit)WB_RATELIMIT_INIT;
+	self->max_connections = o->max_connections;
+	/* at most half: the reserve must not become the limit */
+	self->reserved =
+	    o->reserved < o->max_connections / 2 ? o->reserved : o->max_connections / 2;
+	self->request_timeout_ns = o->request_timeout_ns;
+	struct peer_limits pl = {.max_failures = o->auth_max_failures,
+				 .penalty_ns = o->auth_penalty_ns,
+				 .max_peers = (size_t)o->max_connections + 4096};
+	if (!(self->peers = peers_new(&pl)))
+		goto fail;
 	if (o->tls_cert && o->tls_cert[0]) {
 		if (!(self->tls_cert = read_text(o->tls_cert, "tls_cert")) ||
 		    !(self->tls_key = read_text(o->tls_key, "tls_key")))
@@ -463,7 +668,8 @@ void http_destroy(struct http **self_p)
 	if (self->timer_id >= 0)
 		zloop_timer_end(self->loop, self->timer_id);
 	if (self->mhd)
-		MHD_stop_daemon(self->mhd);
+		MHD_stop_daemon(self->mhd); /* closes every connection: on_connection frees them */
+	peers_destroy(&self->peers);
 	if (self->tls_key)
 		explicit_bzero(self->tls_key, strlen(self->tls_key));
 	if (self->auth_pass)

@@ -33,13 +33,17 @@ struct exportd_conf {
 	int64_t max_producers;
 	int64_t max_connections;
 	int64_t max_connections_per_ip;
+	int64_t reserved_connections;
 	uint64_t http_timeout_ns;
+	uint64_t http_request_timeout_ns;
 	int64_t max_header_bytes;
 	int64_t gzip_level;
 	char *tls_cert;
 	char *tls_key;
 	char *auth_user;
 	char *auth_password_file;
+	int64_t auth_max_failures;
+	uint64_t auth_penalty_ns;
 	char *procfs;
 	char *state_file;
 	uint64_t state_every_ns;
@@ -85,8 +89,14 @@ static const struct wb_conf_key exportd_keys[] = {
       "concurrent HTTP connections"),
     K("max_connections_per_ip", WB_CONF_INT, max_connections_per_ip, "16", 0, 65536,
       "concurrent HTTP connections from one client address (0: no limit)"),
+    K("reserved_connections", WB_CONF_INT, reserved_connections, "8", 0, 32768,
+      "of max_connections, the last ones (at most half) go only to client addresses holding no "
+      "connection, so that a few busy addresses cannot keep Prometheus out"),
     K("http_timeout", WB_CONF_DURATION, http_timeout_ns, "10s", 1e9, 3600e9,
       "an HTTP connection idle this long is closed"),
+    K("http_request_timeout", WB_CONF_DURATION, http_request_timeout_ns, "30s", 1e9, 3600e9,
+      "a connection whose request is not received and answered within this long (from its "
+      "accept or its previous answer) is closed, however steadily it trickles"),
     K("max_header_bytes", WB_CONF_INT, max_header_bytes, "16384", 4096, 1048576,
       "memory per HTTP connection for the request line and headers; larger requests get 431"),
     K("gzip_level", WB_CONF_INT, gzip_level, "1", 0, 9,
@@ -98,9 +108,15 @@ static const struct wb_conf_key exportd_keys[] = {
       "user name /metrics requires (HTTP basic auth); needs auth_password_file"),
     K("auth_password_file", WB_CONF_STR, auth_password_file, "", 0, 0,
       "file whose first line is the password of auth_user"),
+    K("auth_max_failures", WB_CONF_INT, auth_max_failures, "5", 1, 1000000,
+      "wrong passwords from one client address before it gets 429 for auth_penalty"),
+    K("auth_penalty", WB_CONF_DURATION, auth_penalty_ns, "1s", 0, 3600e9,
+      "first penalty after auth_max_failures; doubles with each further failure up to 1024 "
+      "times (0: no penalty)"),
     K("procfs", WB_CONF_STR, procfs, "/proc", 0, 0, "procfs mount read for kepler_node_cpu_info"),
     K("state_file", WB_CONF_STR, state_file, "%r/exportd.state", 0, 0,
-      "where the node energy counters are saved, so that a restart continues them (empty: nowhere)"),
+      "where the node energy counters are saved, so that a restart continues them (empty: "
+      "nowhere)"),
     K("state_every", WB_CONF_DURATION, state_every_ns, "1s", 0, 3600e9,
       "also save the state this often while running (0: at stop only)"),
 };
@@ -324,7 +340,11 @@ static int on_reload(struct wb_daemon *d, void *new_conf, void *arg)
 	bool http_same =
 	    !strcmp(old->listen, c->listen) && old->max_connections == c->max_connections &&
 	    old->max_connections_per_ip == c->max_connections_per_ip &&
+	    old->reserved_connections == c->reserved_connections &&
 	    old->http_timeout_ns == c->http_timeout_ns &&
+	    old->http_request_timeout_ns == c->http_request_timeout_ns &&
+	    old->auth_max_failures == c->auth_max_failures &&
+	    old->auth_penalty_ns == c->auth_penalty_ns &&
 	    old->max_header_bytes == c->max_header_bytes && old->gzip_level == c->gzip_level &&
 	    !strcmp(old->tls_cert, c->tls_cert) && !strcmp(old->tls_key, c->tls_key) &&
 	    !strcmp(old->auth_user, c->auth_user) &&
@@ -448,7 +468,11 @@ int main(int argc, char **argv)
 	    .listen = c->listen,
 	    .max_connections = (unsigned)c->max_connections,
 	    .max_per_ip = (unsigned)c->max_connections_per_ip,
+	    .reserved = (unsigned)c->reserved_connections,
 	    .timeout_s = (unsigned)((c->http_timeout_ns + WB_NS_PER_SEC - 1) / WB_NS_PER_SEC),
+	    .request_timeout_ns = c->http_request_timeout_ns,
+	    .auth_max_failures = (unsigned)c->auth_max_failures,
+	    .auth_penalty_ns = c->auth_penalty_ns,
 	    .memory_limit = (size_t)c->max_header_bytes,
 	    .gzip_level = (int)c->gzip_level,
 	    .tls_cert = c->tls_cert,

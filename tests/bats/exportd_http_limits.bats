@@ -67,7 +67,8 @@ idle_clients() {
 }
 
 @test "max_connections bounds the connections of all clients together" {
-	ex_start --max_connections 10 --max_connections_per_ip 0 --http_timeout 2s
+	# no reserve: the backlog behaviour of max_connections itself
+	ex_start --max_connections 10 --max_connections_per_ip 0 --reserved_connections 0 --http_timeout 2s
 	# 15 idle connections: 10 are taken in, 5 wait in the kernel's backlog
 	wb_spawn idle idle_clients 127.0.0.3 "$EX_PORT" 15 5
 	wb_wait_lines "$BATS_TEST_TMPDIR/idle.log" 1 10 '^refused'

@@ -69,6 +69,45 @@ selfsigned() {
 	assert_output 200
 }
 
+@test "wrong passwords from one address get 429 and are counted; other addresses are not held up" {
+	printf 's3cr:et\n' >"$BATS_TEST_TMPDIR/pass"
+	ex_start --auth_user prom --auth_password_file "$BATS_TEST_TMPDIR/pass" --auth_max_failures 3 --auth_penalty 4s
+	code() { curl -sS -o /dev/null -w '%{http_code}' "$@" "$EX_URL/metrics"; }
+	wrong=0 throttled=0
+	# guess from 127.0.0.1 until the penalty answers; repeat when it ran out before the check below
+	for round in 1 2 3; do
+		for i in $(seq 1 20); do
+			c=$(code -u "prom:guess$i")
+			case $c in
+			401) wrong=$((wrong + 1)) ;;
+			429) throttled=$((throttled + 1)) && break ;;
+			*) fail "guess $i: $c" ;;
+			esac
+		done
+		[ "$c" = 429 ] || fail "20 wrong passwords and no 429"
+		[ "$round" != 1 ] || [ "$wrong" = 3 ] || fail "throttled after $wrong wrong passwords, not 3"
+		# another address, right password: not held up
+		other=$(code --interface 127.0.0.2 -u prom:s3cr:et)
+		# the right password from the penalised address: 429 still, without a check
+		again=$(code -u prom:s3cr:et)
+		[ "$again" = 429 ] && throttled=$((throttled + 1)) && break
+		[ "$again" = 200 ] || fail "right password after the penalty: $again"
+	done
+	[ "$again" = 429 ] || fail "the penalty never outlasted two requests"
+	assert_equal "$other" 200
+	run curl -sS -D - -o /dev/null -u prom:s3cr:et "$EX_URL/metrics"
+	throttled=$((throttled + 1))
+	assert_line --partial 'HTTP/1.1 429'
+	assert_line --regexp '^Retry-After: [0-9]+'
+	# counted exactly: each 401 for a wrong password, each 429
+	run curl -sS --interface 127.0.0.2 -u prom:s3cr:et "$EX_URL/metrics"
+	assert_line "wattbus_exportd_auth_failures_total $wrong"
+	assert_line "wattbus_exportd_auth_throttled_total $throttled"
+	# once the penalty is over, the right password works again
+	wb_wait_for 90 bash -c '[ "$(curl -sS -o /dev/null -w "%{http_code}" -u prom:s3cr:et "$0/metrics")" = 200 ]' "$EX_URL"
+	grep -q 'http: 127.0.0.1: wrong user or password for /metrics' "$BATS_TEST_TMPDIR/exportd.log"
+}
+
 @test "TLS and auth settings are checked at start" {
 	D=$WB_BUILD/wattbus-exportd
 	run "$D" -n --tls_cert /etc/hostname

@@ -322,7 +322,12 @@ static void test_stage_families(void)
 	struct render_filter all = {.levels = EX_LEVELS_ALL};
 	struct accum_limits lim = {.levels = EX_LEVELS_ALL, .max_series = 10, .max_hosts = 1};
 	struct accum *a = accum_new(&lim);
-	struct exportd_counters ctr = {.http_requests = {0, 12, 0, 3, 0, 0}};
+	struct exportd_counters ctr = {.http_requests = {0, 12, 0, 3, 0, 0},
+				       .http_connections = 57,
+				       .http_refused = 6,
+				       .http_request_timeouts = 5,
+				       .auth_failures = 4,
+				       .auth_throttled = 3};
 	struct rbuf b = {0};
 	struct render_input in = {
 	    .acc = a, .st = st, .ctr = &ctr, .now_ns = 200 * S, .stage_timeout_ns = 15 * S};
@@ -347,6 +352,12 @@ static void test_stage_families(void)
 	HAS(out, "wattbus_stage_resident_memory_bytes{host=\"node-a\",stage=\"estimd\",src="
 		 "\"estimd\"} 4096");
 	HAS(out, "wattbus_exportd_http_requests_total{code=\"2xx\"} 12");
+	HAS(out, "wattbus_exportd_http_connections 57");
+	HAS(out, "wattbus_exportd_http_connections_refused_total 6");
+	HAS(out, "wattbus_exportd_http_request_timeouts_total 5");
+	HAS(out, "wattbus_exportd_auth_failures_total 4");
+	HAS(out, "wattbus_exportd_auth_throttled_total 3");
+	HAS(out, "# TYPE wattbus_exportd_http_connections gauge");
 	HAS(out, "wattbus_exportd_estimates_rejected_total{reason=\"stale\"} 0");
 	HAS(out, "# TYPE wattbus_stage_frames_in_total counter");
 	rbuf_free(&b);
