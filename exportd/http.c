@@ -343,7 +343,7 @@ static enum MHD_Result on_accept(void *cls, const struct sockaddr *addr, socklen
 {
 	struct http *self = cls;
 	char key[64];
-	if (self->nconns + self->reserved < self->max_connections)
+	if (!self->reserved || self->nconns + self->reserved < self->max_connections)
 		return MHD_YES;
 	if (peers_key(addr, key, sizeof key) < 0 || !peers_conns(self->peers, key))
 		return MHD_YES;
