@@ -15,6 +15,7 @@
 #include "bus.h"
 #include "clock.h"
 #include "log.h"
+#include "state.h"
 
 /* ---- stats ---- */
 
@@ -67,10 +68,10 @@ static void ipc_mkdir(const char *ep)
 	for (char *p = dir + 1; *p; p++)
 		if (*p == '/') {
 			*p = '\0';
-			mkdir(dir, 0755);
+			mkdir(dir, wb_state_dir_mode());
 			*p = '/';
 		}
-	mkdir(dir, 0755);
+	mkdir(dir, wb_state_dir_mode());
 }
 
 /*

@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <grp.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -21,6 +22,7 @@
 #include "clock.h"
 #include "daemon.h"
 #include "log.h"
+#include "state.h"
 
 #define DEFAULT_CONFIG WB_SYSCONFDIR "/wattbus/wattbus.conf"
 
@@ -347,8 +349,17 @@ struct wb_daemon *wb_daemon_new(const struct wb_stage *stage, int argc, char **a
 	zsys_handler_set(NULL);
 	zsys_set_logstream(stderr);
 
-	if (mkdir(d->global.runtime_dir, 0755) < 0 && errno != EEXIST)
-		log_warn("runtime dir %s", d->global.runtime_dir);
+	/* State files and directories the stage makes are for its user and the socket group only. */
+	if (d->global.socket_group[0]) {
+		struct group *gr = getgrnam(d->global.socket_group);
+		if (gr)
+			wb_state_set_group(gr->gr_gid);
+		else
+			log_warnx("[global] socket_group '%s' does not exist: state files are for this user only",
+				  d->global.socket_group);
+	}
+	if (wb_state_mkdir(d->global.runtime_dir, err, sizeof(err)) < 0)
+		log_warnx("runtime dir %s", err);
 	d->sockopts = (struct wb_sockopts){
 		.hwm = (int)d->global.hwm,
 		.curve_cert = d->global.curve_cert,
@@ -659,6 +670,7 @@ static void publish_stat(struct wb_daemon *d)
 	s->lost = d->stats.lost;
 	s->rejected = d->stats.rejected;
 	s->restarts = d->stats.restarts;
+	s->checkpoint_failures = d->stats.checkpoint_failures;
 	for (int r = 0; r < WB_R_COUNT; r++)
 		if (d->stats.rejected_by[r]) {
 			snprintf(rej[s->n_rejected_by].name, sizeof(rej[0].name), "%s", wb_reason_name(r));
