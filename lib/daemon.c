@@ -361,8 +361,11 @@ struct wb_daemon *wb_daemon_new(const struct wb_stage *stage, int argc, char **a
 			log_warnx("[global] socket_group '%s' does not exist: state files are for this user only",
 				  d->global.socket_group);
 	}
-	if (wb_state_mkdir(d->global.runtime_dir, err, sizeof(err)) < 0)
+	if (wb_state_mkdir(d->global.runtime_dir, err, sizeof(err)) < 0) {
+		if (errno == EPERM)
+			fatalx(WB_EXIT_FAILURE, "runtime dir %s", err);
 		log_warnx("runtime dir %s", err);
+	}
 	d->sockopts = (struct wb_sockopts){
 		.hwm = (int)d->global.hwm,
 		.curve_cert = d->global.curve_cert,

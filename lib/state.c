@@ -57,6 +57,19 @@ int wb_state_mkdir(const char *dir, char *err, size_t errlen)
 	if (!S_ISDIR(sb.st_mode)) {
 		snprintf(err, errlen, "%s: not a directory (%s): refused", dir,
 			 S_ISLNK(sb.st_mode) ? "a symbolic link" : "another kind of file");
+		errno = EPERM;
+		return -1;
+	}
+	/* A directory planted by another user (/tmp/wattbus-UID) would hold our sockets and state for them. */
+	if (sb.st_uid != geteuid() && sb.st_uid != 0) {
+		snprintf(err, errlen, "%s: owned by uid %u, neither this user nor root: refused", dir,
+			 (unsigned)sb.st_uid);
+		errno = EPERM;
+		return -1;
+	}
+	if ((sb.st_mode & S_IWOTH) && !(sb.st_mode & S_ISVTX)) {
+		snprintf(err, errlen, "%s: writable by every user: refused", dir);
+		errno = EPERM;
 		return -1;
 	}
 	return 0;

@@ -21,8 +21,10 @@ mode_t wb_state_file_mode(void);
 mode_t wb_state_dir_mode(void);
 
 /*
- * Make dir (not its parents) with wb_state_dir_mode() when it is missing, and
- * refuse it when it is not a directory or is a symbolic link. 0, or -1 with err.
+ * Make dir (not its parents) with wb_state_dir_mode() when it is missing. An
+ * existing one is refused (errno EPERM) when it is not a directory, is a
+ * symbolic link, belongs to another user than this one or root, or is writable
+ * by all without the sticky bit. 0, or -1 with err and errno.
  */
 int wb_state_mkdir(const char *dir, char *err, size_t errlen);
 

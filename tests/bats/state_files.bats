@@ -114,3 +114,17 @@ stat_value() {
 		wb_wait_for 10 bash -c 'curl -sS "$0/metrics" | grep -Eq "^wattbus_stage_checkpoint_failures_total\{host=\"testhost\",stage=\"$1\",src=\"$1\"\} [1-9][0-9]*$"' "$EX_URL" $s
 	done
 }
+
+@test "a runtime directory planted by another user, or a link to one, is refused at start" {
+	[ "$(id -u)" -eq 0 ] || skip "needs root to make a directory owned by another user"
+	mkdir -p "$BATS_TEST_TMPDIR/theirs"
+	chown nobody "$BATS_TEST_TMPDIR/theirs"
+	run timeout 10 "$WB_BUILD/wattbus-alignd" --runtime_dir "$BATS_TEST_TMPDIR/theirs" --sub "$(wb_ep nothing)"
+	assert_failure 1
+	assert_output --partial "runtime dir $BATS_TEST_TMPDIR/theirs: owned by uid $(id -u nobody), neither this user nor root: refused"
+	ln -s "$BATS_TEST_TMPDIR/theirs" "$BATS_TEST_TMPDIR/link"
+	run timeout 10 "$WB_BUILD/wattbus-alignd" --runtime_dir "$BATS_TEST_TMPDIR/link" --sub "$(wb_ep nothing)"
+	assert_failure 1
+	assert_output --partial "runtime dir $BATS_TEST_TMPDIR/link: not a directory (a symbolic link): refused"
+	[ -z "$(ls -A "$BATS_TEST_TMPDIR/theirs")" ] # nothing made there
+}
