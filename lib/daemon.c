@@ -28,7 +28,7 @@
 
 static const struct wb_conf_key global_keys[] = {
 	{"host", WB_CONF_UTF8 | WB_CONF_RESTART, offsetof(struct wb_global, host), "", 0, 0, NULL,
-	 "host name in topics and messages (default: this machine's hostname)"},
+	 "host name in topics and messages, UTF-8 without control characters (default: this machine's hostname)"},
 	{"runtime_dir", WB_CONF_STR | WB_CONF_RESTART, offsetof(struct wb_global, runtime_dir), "", 0, 0, NULL,
 	 "directory of the ipc sockets (default: /run/wattbus as root, else $XDG_RUNTIME_DIR/wattbus)"},
 	{"log_level", WB_CONF_ENUM, offsetof(struct wb_global, log_level), "info", 0, 0, "error|warning|info|debug",
@@ -44,7 +44,7 @@ static const struct wb_conf_key global_keys[] = {
 	{"curve_allow", WB_CONF_STR | WB_CONF_RESTART, offsetof(struct wb_global, curve_allow), "", 0, 0, NULL,
 	 "directory of public certificates allowed to subscribe (empty: any client with a valid key)"},
 	{"socket_group", WB_CONF_STR | WB_CONF_RESTART, offsetof(struct wb_global, socket_group), "", 0, 0, NULL,
-	 "group owning the ipc sockets (mode 0660)"},
+	 "group owning the ipc sockets (mode 0660) and the state files (0640); without it state files are 0600"},
 };
 #define NGLOBAL (sizeof(global_keys) / sizeof(global_keys[0]))
 
