@@ -128,3 +128,16 @@ stat_value() {
 	assert_output --partial "runtime dir $BATS_TEST_TMPDIR/link: not a directory (a symbolic link): refused"
 	[ -z "$(ls -A "$BATS_TEST_TMPDIR/theirs")" ] # nothing made there
 }
+
+@test "wattbus record creates its file 0600, and makes an existing one 0600" {
+	umask 022
+	run "$WATTBUS" record --duration 100ms "$(wb_ep nothing)" "$BATS_TEST_TMPDIR/new.rec"
+	assert_success
+	run stat -c %a "$BATS_TEST_TMPDIR/new.rec"
+	assert_output 600
+	install -m 0644 /dev/null "$BATS_TEST_TMPDIR/old.rec"
+	run "$WATTBUS" record --duration 100ms "$(wb_ep nothing)" "$BATS_TEST_TMPDIR/old.rec"
+	assert_success
+	run stat -c %a "$BATS_TEST_TMPDIR/old.rec"
+	assert_output 600
+}
