@@ -1007,7 +1007,11 @@ static bool state_objects_ok(const json_t *obj, const char *key)
 		return true;
 	if (!json_is_array(a))
 		return false;
-	json_array_foreach(a, i, v) if (!json_is_object(v)) return false;
+	json_array_foreach(a, i, v)
+	{
+		if (!json_is_object(v))
+			return false;
+	}
 	return true;
 }
 
@@ -1021,8 +1025,9 @@ static int state_check(const json_t *root, char *why, size_t len)
 	size_t i, j;
 	const json_t *o, *z;
 	if (!json_is_object(root) || !state_uints_ok(root, "version", "saved_ns", NULL) ||
-	    !json_is_array(json_object_get(root, "power")) || !json_is_array(json_object_get(root, "usage")) ||
-	    !state_objects_ok(root, "power") || !state_objects_ok(root, "usage")) {
+	    !json_is_array(json_object_get(root, "power")) ||
+	    !json_is_array(json_object_get(root, "usage")) || !state_objects_ok(root, "power") ||
+	    !state_objects_ok(root, "usage")) {
 		snprintf(why, len, "not an alignd state (an object with version, saved_ns, power and usage)");
 		return -1;
 	}
@@ -1033,9 +1038,11 @@ static int state_check(const json_t *root, char *why, size_t len)
 			snprintf(why, len, "power[%zu]: needs a host of 1 to 63 bytes, zones and non-negative integers", i);
 			return -1;
 		}
-		json_array_foreach(json_object_get(o, "zones"), j, z) if (!state_name_ok(z, "name") ||
-									 !state_uints_ok(z, "index", "first_t", "t", "e", "raw", "epoch", "range", NULL))
+		json_array_foreach(json_object_get(o, "zones"), j, z)
 		{
+			if (state_name_ok(z, "name") &&
+			    state_uints_ok(z, "index", "first_t", "t", "e", "raw", "epoch", "range", NULL))
+				continue;
 			snprintf(why, len, "power[%zu].zones[%zu]: needs a name of 1 to 63 bytes and non-negative integers", i, j);
 			return -1;
 		}
@@ -1050,20 +1057,24 @@ static int state_check(const json_t *root, char *why, size_t len)
 			snprintf(why, len, "usage[%zu]: needs a host of 1 to 63 bytes, a power_host, carries, totals and non-negative integers", i);
 			return -1;
 		}
-		json_array_foreach(cpu, j, z) if (!json_is_integer(z) || json_integer_value(z) < 0)
+		json_array_foreach(cpu, j, z)
 		{
+			if (json_is_integer(z) && json_integer_value(z) >= 0)
+				continue;
 			snprintf(why, len, "usage[%zu].cpu[%zu]: not a non-negative integer", i, j);
 			return -1;
 		}
-		json_array_foreach(json_object_get(o, "carries"), j, z) if (!state_name_ok(z, "zone") ||
-									   !state_uints_ok(z, "emitted_uj", NULL))
+		json_array_foreach(json_object_get(o, "carries"), j, z)
 		{
+			if (state_name_ok(z, "zone") && state_uints_ok(z, "emitted_uj", NULL))
+				continue;
 			snprintf(why, len, "usage[%zu].carries[%zu]: needs a zone of 1 to 63 bytes and a non-negative emitted_uj", i, j);
 			return -1;
 		}
-		json_array_foreach(json_object_get(o, "totals"), j, z) if (!state_name_ok(z, "zone") ||
-									  !state_uints_ok(z, "uj", NULL))
+		json_array_foreach(json_object_get(o, "totals"), j, z)
 		{
+			if (state_name_ok(z, "zone") && state_uints_ok(z, "uj", NULL))
+				continue;
 			snprintf(why, len, "usage[%zu].totals[%zu]: needs a zone of 1 to 63 bytes and a non-negative uj", i, j);
 			return -1;
 		}

@@ -423,9 +423,10 @@ int wb_conf_expand(const struct wb_conf_section *secs, size_t nsecs, const char 
 		for (size_t i = 0; i < secs[s].nkeys; i++) {
 			const struct wb_conf_key *k = &secs[s].keys[i];
 			char *slot = (char *)secs[s].dst + k->off;
-			if ((WB_CONF_TYPE(k) == WB_CONF_STR || WB_CONF_TYPE(k) == WB_CONF_UTF8) && expand_slot((char **)slot, runtime_dir, host) < 0)
+			bool str = WB_CONF_TYPE(k) == WB_CONF_STR || WB_CONF_TYPE(k) == WB_CONF_UTF8;
+			if (str && expand_slot((char **)slot, runtime_dir, host) < 0)
 				return -1;
-			if (WB_CONF_TYPE(k) == WB_CONF_LIST || WB_CONF_TYPE(k) == WB_CONF_GLOBS) {
+			if (WB_CONF_IS_LIST(k)) {
 				struct wb_strlist *l = (struct wb_strlist *)slot;
 				for (size_t j = 0; j < l->n; j++)
 					if (expand_slot(&l->v[j], runtime_dir, host) < 0)
@@ -446,7 +447,7 @@ static bool same_value(const struct wb_conf_key *k, const char *a, const char *b
 	}
 	case WB_CONF_LIST:
 	case WB_CONF_GLOBS: {
-		const struct wb_strlist *x = (const struct wb_strlist *)a, *y = (const struct wb_strlist *)b;
+		const struct wb_strlist *x = (const void *)a, *y = (const void *)b;
 		if (x->n != y->n)
 			return false;
 		for (size_t i = 0; i < x->n; i++)
@@ -495,7 +496,7 @@ void wb_conf_free(const struct wb_conf_section *secs, size_t nsecs)
 			    WB_CONF_TYPE(k) == WB_CONF_ENUM) {
 				free(*(char **)slot);
 				*(char **)slot = NULL;
-			} else if (WB_CONF_TYPE(k) == WB_CONF_LIST || WB_CONF_TYPE(k) == WB_CONF_GLOBS) {
+			} else if (WB_CONF_IS_LIST(k)) {
 				strlist_clear((struct wb_strlist *)slot);
 			}
 		}
@@ -522,11 +523,10 @@ void wb_conf_print_ini(const struct wb_conf_section *sec, const char *summary, v
 	for (size_t i = 0; i < sec->nkeys; i++) {
 		const struct wb_conf_key *k = &sec->keys[i];
 		char text[1024];
-		snprintf(text, sizeof(text), "%s%s%s%s", k->help ? k->help : "",
-			 WB_CONF_TYPE(k) == WB_CONF_ENUM ? " (" : "", WB_CONF_TYPE(k) == WB_CONF_ENUM ? k->choices : "",
-			 WB_CONF_TYPE(k) == WB_CONF_ENUM ? ")" : WB_CONF_TYPE(k) == WB_CONF_LIST || WB_CONF_TYPE(k) == WB_CONF_GLOBS ? " (comma-separated)"
-										     : "");
-		/* Wrap at 78 columns: config lines stay short and readable (inih limits a line). */
+		bool is_enum = WB_CONF_TYPE(k) == WB_CONF_ENUM;
+		snprintf(text, sizeof(text), "%s%s%s%s", k->help ? k->help : "", is_enum ? " (" : "",
+			 is_enum ? k->choices : "", is_enum ? ")" : WB_CONF_IS_LIST(k) ? " (comma-separated)" : "");
+		/* Wrap at 78 columns: config lines stay short and readable. */
 		const char *p = text;
 		while (*p) {
 			size_t n = strlen(p);

@@ -43,6 +43,8 @@ struct wb_conf_key {
 
 /* The key's type without its flags. */
 #define WB_CONF_TYPE(k) ((enum wb_conf_type)((k)->type & WB_CONF_TYPE_MASK))
+/* The key's value is a struct wb_strlist (LIST, GLOBS). */
+#define WB_CONF_IS_LIST(k) (WB_CONF_TYPE(k) == WB_CONF_LIST || WB_CONF_TYPE(k) == WB_CONF_GLOBS)
 
 struct wb_conf_section {
 	const char *name; /* "global", "powerd", ... */

@@ -188,7 +188,7 @@ static int add_flag(struct wb_daemon *d, int sec, const struct wb_conf_key *k, c
 {
 	/* A list flag given again appends: --sub a --sub b. */
 	for (size_t i = 0; i < d->nflags; i++)
-		if ((WB_CONF_TYPE(k) == WB_CONF_LIST || WB_CONF_TYPE(k) == WB_CONF_GLOBS) && d->flags[i].sec == sec && strcmp(d->flags[i].key, k->name) == 0) {
+		if (WB_CONF_IS_LIST(k) && d->flags[i].sec == sec && strcmp(d->flags[i].key, k->name) == 0) {
 			char *joined;
 			if (asprintf(&joined, "%s,%s", d->flags[i].value, value) < 0)
 				return -1;
@@ -278,10 +278,12 @@ static void parse_args(struct wb_daemon *d, int argc, char **argv, bool *check_o
 			fprintf(stderr, "wattbus-%s: unknown option '%s' (see --help)\n", d->stage->name,
 				argv[optind - 1]);
 			exit(WB_EXIT_USAGE);
-		default:
-			if (add_flag(d, c >= 2000 ? 0 : 1,
-				     c >= 2000 ? &global_keys[c - 2000] : &d->stage->keys[c - 1000], optarg) < 0)
+		default: {
+			bool global = c >= 2000;
+			const struct wb_conf_key *k = global ? &global_keys[c - 2000] : &d->stage->keys[c - 1000];
+			if (add_flag(d, global ? 0 : 1, k, optarg) < 0)
 				fatalx(WB_EXIT_FAILURE, "out of memory");
+		}
 		}
 	}
 	if (optind < argc) {
@@ -769,7 +771,8 @@ int wb_daemon_run(struct wb_daemon *d)
 	zmq_pollitem_t sig = {NULL, d->sigfd, ZMQ_POLLIN, 0};
 	zmq_pollitem_t stop = {NULL, d->stopfd[0], ZMQ_POLLIN, 0};
 	/* Without the signal fd in the loop SIGTERM would never stop it: fail now instead. */
-	if (zloop_poller(d->loop, &sig, on_signal, d) < 0 || zloop_poller(d->loop, &stop, on_stop, d) < 0 ||
+	if (zloop_poller(d->loop, &sig, on_signal, d) < 0 ||
+	    zloop_poller(d->loop, &stop, on_stop, d) < 0 ||
 	    wb_daemon_timer(d, d->global.stat_interval_ns, on_stat_timer, d) < 0) {
 		log_errx("cannot watch signals, the stop pipe or the stat timer: %s", zmq_strerror(zmq_errno()));
 		return WB_EXIT_FAILURE;

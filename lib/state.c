@@ -41,7 +41,8 @@ int wb_state_mkdir(const char *dir, char *err, size_t errlen)
 			return -1;
 		}
 		if (chmod(dir, wb_state_dir_mode()) < 0) {
-			snprintf(err, errlen, "%s: cannot set the directory mode: %s", dir, strerror(errno));
+			snprintf(err, errlen, "%s: cannot set the directory mode: %s", dir,
+				 strerror(errno));
 			return -1;
 		}
 		return 0;
@@ -60,10 +61,11 @@ int wb_state_mkdir(const char *dir, char *err, size_t errlen)
 		errno = EPERM;
 		return -1;
 	}
-	/* A directory planted by another user (/tmp/wattbus-UID) would hold our sockets and state for them. */
+	/* A directory planted by another user (/tmp/wattbus-UID) would hold our sockets and state
+	 * for them. */
 	if (sb.st_uid != geteuid() && sb.st_uid != 0) {
-		snprintf(err, errlen, "%s: owned by uid %u, neither this user nor root: refused", dir,
-			 (unsigned)sb.st_uid);
+		snprintf(err, errlen, "%s: owned by uid %u, neither this user nor root: refused",
+			 dir, (unsigned)sb.st_uid);
 		errno = EPERM;
 		return -1;
 	}
@@ -77,11 +79,15 @@ int wb_state_mkdir(const char *dir, char *err, size_t errlen)
 
 static const char *kind_of(mode_t m)
 {
-	return S_ISFIFO(m)  ? "a FIFO"
-	       : S_ISDIR(m) ? "a directory"
-	       : S_ISCHR(m) || S_ISBLK(m) ? "a device"
-	       : S_ISSOCK(m) ? "a socket"
-			     : "not a regular file";
+	if (S_ISFIFO(m))
+		return "a FIFO";
+	if (S_ISDIR(m))
+		return "a directory";
+	if (S_ISCHR(m) || S_ISBLK(m))
+		return "a device";
+	if (S_ISSOCK(m))
+		return "a socket";
+	return "not a regular file";
 }
 
 int wb_state_open_read(const char *path, char *err, size_t errlen)
@@ -123,8 +129,10 @@ int wb_state_create(struct wb_state_tmp *st, const char *path, char *err, size_t
 	const char *slash = strrchr(path, '/');
 	int dirlen = slash ? (int)(slash - path) + 1 : 0;
 	const char *base = slash ? slash + 1 : path;
-	if (!base[0] || (size_t)snprintf(st->path, sizeof(st->path), "%s", path) >= sizeof(st->path) ||
-	    (size_t)snprintf(st->tmp, sizeof(st->tmp), "%.*s.%s.XXXXXX", dirlen, path, base) >= sizeof(st->tmp)) {
+	if (!base[0] ||
+	    (size_t)snprintf(st->path, sizeof(st->path), "%s", path) >= sizeof(st->path) ||
+	    (size_t)snprintf(st->tmp, sizeof(st->tmp), "%.*s.%s.XXXXXX", dirlen, path, base) >=
+		sizeof(st->tmp)) {
 		snprintf(err, errlen, "%s: cannot write: not a usable file name", path);
 		return -1;
 	}
@@ -136,8 +144,8 @@ int wb_state_create(struct wb_state_tmp *st, const char *path, char *err, size_t
 	}
 	if ((state_gid != (gid_t)-1 && fchown(st->fd, (uid_t)-1, state_gid) < 0) ||
 	    fchmod(st->fd, wb_state_file_mode()) < 0) {
-		snprintf(err, errlen, "%s: cannot write: %s: cannot set owner group or mode: %s", path, st->tmp,
-			 strerror(errno));
+		snprintf(err, errlen, "%s: cannot write: %s: cannot set owner group or mode: %s",
+			 path, st->tmp, strerror(errno));
 		close(st->fd);
 		unlink(st->tmp);
 		st->fd = -1;
@@ -146,7 +154,8 @@ int wb_state_create(struct wb_state_tmp *st, const char *path, char *err, size_t
 	return 0;
 }
 
-int wb_state_commit(struct wb_state_tmp *st, bool ok, int errno_hint, bool sync, char *err, size_t errlen)
+int wb_state_commit(struct wb_state_tmp *st, bool ok, int errno_hint, bool sync, char *err,
+		    size_t errlen)
 {
 	if (st->fd < 0) {
 		snprintf(err, errlen, "%s: cannot write: no file open", st->path);

@@ -53,6 +53,7 @@ int wb_state_create(struct wb_state_tmp *st, const char *path, char *err, size_t
  * ok false, or any failure, removes it instead. 0, or -1 with err
  * ("PATH: cannot write: reason"); errno_hint, when not 0, is the write error.
  */
-int wb_state_commit(struct wb_state_tmp *st, bool ok, int errno_hint, bool sync, char *err, size_t errlen);
+int wb_state_commit(struct wb_state_tmp *st, bool ok, int errno_hint, bool sync, char *err,
+		    size_t errlen);
 
 #endif
