@@ -12,6 +12,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -976,13 +977,123 @@ int align_save(struct align *a, const char *path, uint64_t now_ns)
 	return rc;
 }
 
+/* A host or zone name as the bus carries it: 1 to 63 bytes (jansson checked the UTF-8). */
+static bool state_name_ok(const json_t *obj, const char *key)
+{
+	const char *s = json_string_value(json_object_get(obj, key));
+	return s && s[0] && strlen(s) <= 63;
+}
+
+/* Each of the NULL-terminated keys, where present, is a non-negative integer. */
+static bool state_uints_ok(const json_t *obj, ...)
+{
+	va_list ap;
+	va_start(ap, obj);
+	bool ok = true;
+	for (const char *k; ok && (k = va_arg(ap, const char *));) {
+		const json_t *v = json_object_get(obj, k);
+		ok = !v || (json_is_integer(v) && json_integer_value(v) >= 0);
+	}
+	va_end(ap);
+	return ok;
+}
+
+/* Objects in an array member; an absent member is an empty array. */
+static bool state_objects_ok(const json_t *obj, const char *key)
+{
+	const json_t *a = json_object_get(obj, key), *v;
+	size_t i;
+	if (!a)
+		return true;
+	if (!json_is_array(a))
+		return false;
+	json_array_foreach(a, i, v)
+	{
+		if (!json_is_object(v))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * The whole file is checked before anything in it is used: a damaged or
+ * planted file is refused as a whole and alignd starts clean, rather than
+ * resuming half of it or a host with no name.
+ */
+static int state_check(const json_t *root, char *why, size_t len)
+{
+	size_t i, j;
+	const json_t *o, *z;
+	if (!json_is_object(root) || !state_uints_ok(root, "version", "saved_ns", NULL) ||
+	    !json_is_array(json_object_get(root, "power")) ||
+	    !json_is_array(json_object_get(root, "usage")) || !state_objects_ok(root, "power") ||
+	    !state_objects_ok(root, "usage")) {
+		snprintf(why, len, "not an alignd state (an object with version, saved_ns, power and usage)");
+		return -1;
+	}
+	json_array_foreach(json_object_get(root, "power"), i, o)
+	{
+		if (!state_name_ok(o, "host") || !state_objects_ok(o, "zones") ||
+		    !state_uints_ok(o, "epoch", "interval_ns", "last_t", NULL)) {
+			snprintf(why, len, "power[%zu]: needs a host of 1 to 63 bytes, zones and non-negative integers", i);
+			return -1;
+		}
+		json_array_foreach(json_object_get(o, "zones"), j, z)
+		{
+			if (state_name_ok(z, "name") &&
+			    state_uints_ok(z, "index", "first_t", "t", "e", "raw", "epoch", "range", NULL))
+				continue;
+			snprintf(why, len, "power[%zu].zones[%zu]: needs a name of 1 to 63 bytes and non-negative integers", i, j);
+			return -1;
+		}
+	}
+	json_array_foreach(json_object_get(root, "usage"), i, o)
+	{
+		const json_t *cpu = json_object_get(o, "cpu");
+		if (!state_name_ok(o, "host") || !json_is_string(json_object_get(o, "power_host")) ||
+		    strlen(wb_json_str(o, "power_host")) > 63 || !state_objects_ok(o, "carries") ||
+		    !state_objects_ok(o, "totals") || (cpu && !json_is_array(cpu)) ||
+		    !state_uints_ok(o, "epoch", "last_t", "total_epoch", NULL)) {
+			snprintf(why, len, "usage[%zu]: needs a host of 1 to 63 bytes, a power_host, carries, totals and non-negative integers", i);
+			return -1;
+		}
+		json_array_foreach(cpu, j, z)
+		{
+			if (json_is_integer(z) && json_integer_value(z) >= 0)
+				continue;
+			snprintf(why, len, "usage[%zu].cpu[%zu]: not a non-negative integer", i, j);
+			return -1;
+		}
+		json_array_foreach(json_object_get(o, "carries"), j, z)
+		{
+			if (state_name_ok(z, "zone") && state_uints_ok(z, "emitted_uj", NULL))
+				continue;
+			snprintf(why, len, "usage[%zu].carries[%zu]: needs a zone of 1 to 63 bytes and a non-negative emitted_uj", i, j);
+			return -1;
+		}
+		json_array_foreach(json_object_get(o, "totals"), j, z)
+		{
+			if (state_name_ok(z, "zone") && state_uints_ok(z, "uj", NULL))
+				continue;
+			snprintf(why, len, "usage[%zu].totals[%zu]: needs a zone of 1 to 63 bytes and a non-negative uj", i, j);
+			return -1;
+		}
+	}
+	return 0;
+}
+
 int align_load(struct align *a, const char *path, uint64_t now_ns, uint64_t max_age_ns)
 {
-	json_error_t jerr;
-	json_t *root = json_load_file(path, 0, &jerr);
+	char err[512], why[256];
+	json_t *root = wb_json_load(path, JSON_REJECT_DUPLICATES, err, sizeof(err));
 	if (!root) {
-		if (access(path, F_OK) == 0)
-			log_warnx("state %s:%d: %s: ignored", path, jerr.line, jerr.text);
+		if (errno != ENOENT)
+			log_warnx("state %s: ignored, starting clean", err);
+		return -1;
+	}
+	if (state_check(root, why, sizeof(why)) < 0) {
+		log_warnx("state %s: %s: ignored, starting clean", path, why);
+		json_decref(root);
 		return -1;
 	}
 	uint64_t saved = wb_json_u64(root, "saved_ns");
@@ -998,7 +1109,7 @@ int align_load(struct align *a, const char *path, uint64_t now_ns, uint64_t max_
 	json_array_foreach(json_object_get(root, "power"), i, o)
 	{
 		struct phost *ph = phost_get(a, wb_json_str(o, "host"));
-		if (!ph || ph->have_t || !wb_json_str(o, "host")[0])
+		if (!ph || ph->have_t)
 			continue;
 		ph->epoch = wb_json_u64(o, "epoch");
 		ph->interval_ns = wb_json_u64(o, "interval_ns");
@@ -1031,7 +1142,7 @@ int align_load(struct align *a, const char *path, uint64_t now_ns, uint64_t max_
 	json_array_foreach(json_object_get(root, "usage"), i, o)
 	{
 		struct uhost *uh = uhost_get(a, wb_json_str(o, "host"));
-		if (!uh || uh->have_t || !wb_json_str(o, "host")[0])
+		if (!uh || uh->have_t)
 			continue;
 		uh->epoch = wb_json_u64(o, "epoch");
 		uh->last_t = wb_json_u64(o, "last_t");

@@ -164,7 +164,8 @@ static void checkpoint(struct alignd *ad)
 	if (now < ad->next_save_ns)
 		return;
 	ad->next_save_ns = now + conf->state_every_ns;
-	align_save(ad->align, conf->state_file, wb_now_ns());
+	if (align_save(ad->align, conf->state_file, wb_now_ns()) < 0)
+		wb_daemon_stats(ad->d)->checkpoint_failures++;
 }
 
 static int on_tick(zloop_t *loop, int timer_id, void *arg)
@@ -270,8 +271,12 @@ int main(int argc, char **argv)
 	/* Slots still waiting for power go out extrapolated rather than not at all. */
 	align_flush(ad.align, wb_now_ns());
 	conf = wb_daemon_conf(ad.d); /* a reload may have replaced it */
-	if (conf->state_file[0] && align_save(ad.align, conf->state_file, wb_now_ns()) == 0)
-		log_info("state saved to %s", conf->state_file);
+	if (conf->state_file[0]) {
+		if (align_save(ad.align, conf->state_file, wb_now_ns()) == 0)
+			log_info("state saved to %s", conf->state_file);
+		else
+			wb_daemon_stats(ad.d)->checkpoint_failures++;
+	}
 	mirror_counters(&ad);
 	align_destroy(&ad.align);
 	wb_daemon_destroy(&ad.d);

@@ -5,11 +5,14 @@
  * as received (bin), so a replay sends exactly what was on the bus.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <msgpack.h>
 
@@ -62,9 +65,17 @@ int cmd_record(int argc, char **argv)
 		return 2;
 	}
 	const char *endpoint = argv[optind], *path = argv[optind + 1];
-	FILE *f = fopen(path, "wb");
+	/* 0600: a recording holds the meter readings, a side channel (docs/SECURITY.md). */
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	struct stat sb;
+	if (fd >= 0 && fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_uid == geteuid() &&
+	    (sb.st_mode & 077) && fchmod(fd, 0600) < 0)
+		log_warn("%s: cannot make it mode 0600", path);
+	FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
 	if (!f) {
 		log_errx("%s: cannot create: %s", path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
 		return 1;
 	}
 	struct wb_sub *sub = wb_sub_new(NULL);

@@ -4,6 +4,7 @@
  * active part attributed to processes, containers, pods, VMs and services;
  * with a meter it also trains a Kepler-format power model and publishes it.
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -342,6 +343,7 @@ static void save_state(struct app *app)
 	if (totals_save(estimator_totals(app->est), app->conf->state_file, wb_now_ns(), err,
 			sizeof(err)) < 0) {
 		(*app->state_write_failed)++;
+		wb_daemon_stats(app->d)->checkpoint_failures++;
 		log_rl(&app->rl_state, WB_LOG_WARN, "state %s", err);
 	}
 }
@@ -428,14 +430,16 @@ int main(int argc, char **argv)
 	if (!(app.est = estimator_new(&ec)))
 		fatalx(WB_EXIT_FAILURE, "out of memory");
 	use_model(&app, m, "loaded");
-	if (app.conf->state_file[0] && access(app.conf->state_file, F_OK) == 0) {
+	if (app.conf->state_file[0]) {
 		size_t n;
 		if (totals_load(estimator_totals(app.est), app.conf->state_file, &n, err,
-				sizeof(err)) < 0)
-			log_warnx("state %s: ignored", err);
-		else
+				sizeof(err)) < 0) {
+			if (errno != ENOENT)
+				log_warnx("state %s: ignored, starting clean", err);
+		} else {
 			log_info("state %s: node totals of %zu hosts resumed", app.conf->state_file,
 				 n);
+		}
 	}
 	log_info("idle %s, attribution by %s of %s CPU time, training %s",
 		 idle_method_name(ec.idle.method),

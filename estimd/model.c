@@ -17,6 +17,7 @@
 
 #include "codec.h"
 #include "estimd.h"
+#include "state.h"
 
 #define MODEL_FILE_MAX (4u << 20)
 
@@ -644,26 +645,22 @@ int model_save_file(const struct model *m, const char *path, char *err, size_t e
 	char *text = model_to_kepler_json(m, err, errlen);
 	if (!text)
 		return -1;
-	char tmp[4096];
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
 	int rc = -1;
-	FILE *f = fopen(tmp, "w");
-	if (!f) {
-		snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
+	struct wb_state_tmp st;
+	if (wb_state_create(&st, path, err, errlen) < 0)
 		goto out;
+	size_t len = strlen(text);
+	text[len] = '\n'; /* the NUL goes: one write of the text and its newline */
+	bool ok = true;
+	for (size_t off = 0; ok && off < len + 1;) {
+		ssize_t n = write(st.fd, text + off, len + 1 - off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		ok = n > 0;
+		off += ok ? (size_t)n : 0;
 	}
-	bool ok = fputs(text, f) >= 0 && fputc('\n', f) != EOF;
-	ok = (fflush(f) == 0) && ok && fsync(fileno(f)) == 0;
-	if (fclose(f) != 0 || !ok) {
-		snprintf(err, errlen, "%s: write failed: %s", tmp, strerror(errno));
-		unlink(tmp);
+	if (wb_state_commit(&st, ok, errno, true, err, errlen) < 0)
 		goto out;
-	}
-	if (rename(tmp, path) < 0) {
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
-		unlink(tmp);
-		goto out;
-	}
 	rc = 0;
 out:
 	free(text);

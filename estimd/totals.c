@@ -244,18 +244,69 @@ int totals_save(const struct totals *t, const char *path, uint64_t now_ns, char 
 	return rc;
 }
 
-int totals_load(struct totals *t, const char *path, size_t *nhosts, char *err, size_t errlen)
+static bool name_ok(const json_t *obj, const char *key)
 {
-	json_error_t jerr;
-	*nhosts = 0;
-	json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
-	if (!root) {
-		snprintf(err, errlen, "%s:%d: %s", path, jerr.line, jerr.text);
+	const char *s = json_string_value(json_object_get(obj, key));
+	return s && s[0] && strlen(s) <= 63;
+}
+
+static bool uint_ok(const json_t *obj, const char *key)
+{
+	const json_t *v = json_object_get(obj, key);
+	return !v || (json_is_integer(v) && json_integer_value(v) >= 0);
+}
+
+/*
+ * The whole file is checked before anything in it is used: a damaged or
+ * planted file is refused as a whole and estimd starts clean.
+ */
+static int state_check(const json_t *root, char *why, size_t len)
+{
+	static const char *const host_uints[] = {"epoch", "in_epoch", "last_t1"};
+	static const char *const zone_uints[] = {"in_uj", "total_uj", "active_uj", "idle_uj"};
+	size_t i, k;
+	const json_t *o, *zo;
+	if (!json_is_object(root) || wb_json_u64(root, "version") != 1 || !uint_ok(root, "last_epoch") ||
+	    !json_is_array(json_object_get(root, "hosts"))) {
+		snprintf(why, len, "not an estimd state (version 1 with hosts)");
 		return -1;
 	}
-	if (wb_json_u64(root, "version") != 1 || !json_is_array(json_object_get(root, "hosts"))) {
-		snprintf(err, errlen, "%s: not an estimd state (version 1 with hosts)", path);
+	json_array_foreach(json_object_get(root, "hosts"), i, o)
+	{
+		bool ok = json_is_object(o) && name_ok(o, "host") &&
+			  json_is_array(json_object_get(o, "zones")) &&
+			  strlen(wb_json_str(o, "in_src")) <= 63;
+		for (size_t u = 0; ok && u < sizeof(host_uints) / sizeof(*host_uints); u++)
+			ok = uint_ok(o, host_uints[u]);
+		if (!ok) {
+			snprintf(why, len, "hosts[%zu]: needs a host of 1 to 63 bytes, zones and non-negative integers", i);
+			return -1;
+		}
+		json_array_foreach(json_object_get(o, "zones"), k, zo)
+		{
+			ok = json_is_object(zo) && name_ok(zo, "name");
+			for (size_t u = 0; ok && u < sizeof(zone_uints) / sizeof(*zone_uints); u++)
+				ok = uint_ok(zo, zone_uints[u]);
+			if (!ok) {
+				snprintf(why, len, "hosts[%zu].zones[%zu]: needs a name of 1 to 63 bytes and non-negative integers", i, k);
+				return -1;
+			}
+		}
+	}
+	return 0;
+}
+
+int totals_load(struct totals *t, const char *path, size_t *nhosts, char *err, size_t errlen)
+{
+	*nhosts = 0;
+	json_t *root = wb_json_load(path, JSON_REJECT_DUPLICATES, err, errlen);
+	if (!root)
+		return -1;
+	char why[256];
+	if (state_check(root, why, sizeof(why)) < 0) {
+		snprintf(err, errlen, "%s: %s", path, why);
 		json_decref(root);
+		errno = EINVAL;
 		return -1;
 	}
 	if (wb_json_u64(root, "last_epoch") > t->last_epoch)
@@ -265,7 +316,7 @@ int totals_load(struct totals *t, const char *path, size_t *nhosts, char *err, s
 	json_array_foreach(json_object_get(root, "hosts"), i, o)
 	{
 		const char *name = wb_json_str(o, "host");
-		if (!name[0] || strlen(name) > 63 || host_find(t, name))
+		if (host_find(t, name))
 			continue;
 		struct tot_host *h = host_get(t, name, wb_json_u64(o, "epoch"));
 		if (!h)

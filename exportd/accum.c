@@ -1070,13 +1070,11 @@ static void host_restore(struct accum *self, struct ex_host *h, const json_t *o)
 
 int accum_load(struct accum *self, const char *path, size_t *nhosts, char *err, size_t errlen)
 {
-	json_error_t jerr;
 	*nhosts = 0;
-	json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
-	if (!root) {
-		snprintf(err, errlen, "%s:%d: %s", path, jerr.line, jerr.text);
+	/* No links, no FIFO: the runtime directory is writable by the socket group. */
+	json_t *root = wb_json_load(path, JSON_REJECT_DUPLICATES, err, errlen);
+	if (!root)
 		return -1;
-	}
 	if (wb_json_u64(root, "version") != 1 || !json_is_array(json_object_get(root, "hosts"))) {
 		snprintf(err, errlen, "%s: not an exportd state (version 1 with hosts)", path);
 		json_decref(root);

@@ -200,7 +200,7 @@ struct stage_rec {
 	uint64_t last_recv_ns;
 	uint64_t uptime_ns, rss_bytes;
 	uint64_t starts; /* epochs seen */
-	struct mono frames_in, frames_out, lost, rejected, restarts, cpu_ns;
+	struct mono frames_in, frames_out, lost, rejected, restarts, cpu_ns, checkpoint_failures;
 	size_t nreasons, ncounters;
 	struct stage_named reasons[STAGE_NAMED_MAX], counters[STAGE_NAMED_MAX];
 };

@@ -65,9 +65,9 @@ static const struct wb_conf_key exportd_keys[] = {
       "one"),
     K("levels", WB_CONF_LIST, levels, "node,process,container,pod,vm", 0, 0,
       "workload levels exported (Kepler's metricsLevel): node, process, container, pod, vm"),
-    K("metrics_allow", WB_CONF_LIST, metrics_allow, "", 0, 0,
+    K("metrics_allow", WB_CONF_GLOBS, metrics_allow, "", 0, 0,
       "metric names (shell patterns) to export; empty: all"),
-    K("metrics_deny", WB_CONF_LIST, metrics_deny, "", 0, 0,
+    K("metrics_deny", WB_CONF_GLOBS, metrics_deny, "", 0, 0,
       "metric names (shell patterns) never exported; wins over metrics_allow"),
     K("node_name", WB_CONF_STR, node_name, "", 0, 0,
       "value of the node_name label; empty: the host name each estimate carries"),
@@ -368,6 +368,7 @@ static void save_state(struct exportd *x, const char *path)
 		return;
 	if (accum_save(x->acc, path, err, sizeof err) < 0) {
 		(*x->c_state_write_failed)++;
+		wb_daemon_stats(x->d)->checkpoint_failures++;
 		log_rl(&x->rl_state, WB_LOG_WARN, "state %s", err);
 		return;
 	}

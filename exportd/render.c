@@ -322,7 +322,8 @@ enum stage_field {
 	SF_LOST,
 	SF_RESTARTS,
 	SF_CPU,
-	SF_RSS
+	SF_RSS,
+	SF_CHECKPOINT
 };
 
 static void stage_family(struct ctx *c, const char *name, const char *type, const char *help,
@@ -366,6 +367,9 @@ static void stage_family(struct ctx *c, const char *name, const char *type, cons
 			break;
 		case SF_RSS:
 			end_fixed(c, r->rss_bytes, 0);
+			break;
+		case SF_CHECKPOINT:
+			end_fixed(c, mono_value(&r->checkpoint_failures), 0);
 			break;
 		}
 	}
@@ -422,6 +426,9 @@ static void stage_metrics(struct ctx *c)
 		     "CPU time (user + system) of the stage", SF_CPU);
 	stage_family(c, "wattbus_stage_resident_memory_bytes", "gauge",
 		     "Resident set size of the stage", SF_RSS);
+	stage_family(c, "wattbus_stage_checkpoint_failures_total", "counter",
+		     "State file saves that failed; a crash after one loses the energy not saved",
+		     SF_CHECKPOINT);
 	if (family(c, "wattbus_stage_events_total", "counter", "Stage-specific counters, by name",
 		   NO_LEVEL)) {
 		for (size_t i = 0; i < st->n; i++) {

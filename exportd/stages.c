@@ -146,6 +146,7 @@ int stages_add(struct stages *self, const struct wb_stat *st, uint64_t recv_ns,
 	mono_update(&rec->lost, st->lost, new_epoch);
 	mono_update(&rec->rejected, st->rejected, new_epoch);
 	mono_update(&rec->restarts, st->restarts, new_epoch);
+	mono_update(&rec->checkpoint_failures, st->checkpoint_failures, new_epoch);
 	mono_update(&rec->cpu_ns, st->cpu_ns, new_epoch);
 	named_update(rec->reasons, &rec->nreasons, st->rejected_by, st->n_rejected_by, new_epoch);
 	named_update(rec->counters, &rec->ncounters, st->counters, st->n_counters, new_epoch);

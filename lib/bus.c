@@ -15,6 +15,7 @@
 #include "bus.h"
 #include "clock.h"
 #include "log.h"
+#include "state.h"
 
 /* ---- stats ---- */
 
@@ -67,10 +68,10 @@ static void ipc_mkdir(const char *ep)
 	for (char *p = dir + 1; *p; p++)
 		if (*p == '/') {
 			*p = '\0';
-			mkdir(dir, 0755);
+			mkdir(dir, wb_state_dir_mode());
 			*p = '/';
 		}
-	mkdir(dir, 0755);
+	mkdir(dir, wb_state_dir_mode());
 }
 
 /*
@@ -414,6 +415,7 @@ struct wb_sub {
 	zsock_t *sock;
 	struct wb_seqtrack *seq;
 	struct wb_ratelimit rl;
+	struct wb_ratelimit rl_epoch; /* its own, so that rejected frames do not hide restarts */
 	struct wb_sockopts opts;
 	bool curve_on; /* the next connect uses CURVE */
 };
@@ -423,7 +425,7 @@ struct wb_sub *wb_sub_new(const struct wb_sockopts *opts)
 	struct wb_sub *self = calloc(1, sizeof(*self));
 	if (!self)
 		return NULL;
-	self->rl = (struct wb_ratelimit)WB_RATELIMIT_INIT;
+	self->rl = self->rl_epoch = (struct wb_ratelimit)WB_RATELIMIT_INIT;
 	self->sock = zsock_new(ZMQ_SUB);
 	self->seq = wb_seqtrack_new(0);
 	if (!self->sock || !self->seq)
@@ -605,8 +607,8 @@ static int sub_recv(struct wb_sub *self, int flags, struct wb_msg *out, struct w
 		log_rl(&self->rl, WB_LOG_INFO, "%s from %s: %llu messages lost before seq %llu", rx->topic,
 		       out->env.src, (unsigned long long)rx->lost, (unsigned long long)out->env.seq);
 	if (rx->new_epoch)
-		log_info("%s from %s: producer restarted (new epoch %llu)", rx->topic, out->env.src,
-			 (unsigned long long)out->env.epoch);
+		log_rl(&self->rl_epoch, WB_LOG_INFO, "%s from %s: producer restarted (new epoch %llu)", rx->topic,
+		       out->env.src, (unsigned long long)out->env.epoch);
 	return 1;
 }
 

@@ -23,6 +23,7 @@
 /* What a stage counts; published in its stat messages. */
 struct wb_stats {
 	uint64_t frames_in, frames_out, lost, rejected, restarts, stale;
+	uint64_t checkpoint_failures; /* state file saves that failed */
 	uint64_t rejected_by[WB_R_COUNT];
 	size_t ncounters;
 	struct {

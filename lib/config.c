@@ -13,6 +13,7 @@
 #include <ini.h>
 
 #include "clock.h"
+#include "codec.h"
 #include "config.h"
 
 const char *const wb_conf_known_sections[] = {"global", "powerd", "usaged", "alignd", "estimd", "exportd", NULL};
@@ -73,6 +74,47 @@ static bool in_choices(const char *choices, const char *value)
 	return false;
 }
 
+/* What the codec accepts in a string, less control characters (a host name goes in topics and logs). */
+static const char *utf8_problem(const char *value)
+{
+	const unsigned char *p = (const unsigned char *)value;
+	size_t n = strlen(value);
+	for (size_t i = 0; i < n;) {
+		size_t len = wb_utf8_seq_len(p + i, n - i);
+		if (!len)
+			return "is not valid UTF-8";
+		if (len == 1 && (p[i] < 0x20 || p[i] == 0x7f))
+			return "holds a control character";
+		i += len;
+	}
+	return NULL;
+}
+
+/* A shell pattern fnmatch reads as written: brackets closed, no dangling backslash. */
+static const char *glob_problem(const char *pat)
+{
+	if (!pat[0])
+		return "is empty";
+	for (const char *p = pat; *p; p++) {
+		if (*p == '\\') {
+			if (!*++p)
+				return "ends in a backslash";
+		} else if (*p == '[') {
+			const char *q = p + 1;
+			if (*q == '!' || *q == '^')
+				q++;
+			if (*q == ']')
+				q++; /* a leading ] is a member */
+			while (*q && *q != ']')
+				q++;
+			if (!*q)
+				return "has a [ without its ]";
+			p = q;
+		}
+	}
+	return NULL;
+}
+
 static bool bounded(const struct wb_conf_key *k)
 {
 	return k->min != k->max;
@@ -82,11 +124,17 @@ static int set_value(const struct wb_conf_key *k, void *dst, const char *value, 
 {
 	char *slot = (char *)dst + k->off;
 	char *end;
-	switch (k->type) {
+	switch (WB_CONF_TYPE(k)) {
 	case WB_CONF_STR:
+	case WB_CONF_UTF8:
 	case WB_CONF_ENUM: {
-		if (k->type == WB_CONF_ENUM && !in_choices(k->choices, value)) {
+		if (WB_CONF_TYPE(k) == WB_CONF_ENUM && !in_choices(k->choices, value)) {
 			snprintf(err, errlen, "'%s' is not one of %s", value, k->choices);
+			return -1;
+		}
+		const char *why = WB_CONF_TYPE(k) == WB_CONF_UTF8 ? utf8_problem(value) : NULL;
+		if (why) {
+			snprintf(err, errlen, "'%s' %s", value, why);
 			return -1;
 		}
 		char *copy = strdup(value);
@@ -99,11 +147,22 @@ static int set_value(const struct wb_conf_key *k, void *dst, const char *value, 
 		return 0;
 	}
 	case WB_CONF_LIST:
-		if (strlist_parse((struct wb_strlist *)slot, value) < 0) {
+	case WB_CONF_GLOBS: {
+		struct wb_strlist *l = (struct wb_strlist *)slot;
+		if (strlist_parse(l, value) < 0) {
 			snprintf(err, errlen, "out of memory");
 			return -1;
 		}
+		for (size_t i = 0; WB_CONF_TYPE(k) == WB_CONF_GLOBS && i < l->n; i++) {
+			const char *why = glob_problem(l->v[i]);
+			if (why) {
+				snprintf(err, errlen, "pattern '%s' %s", l->v[i], why);
+				strlist_clear(l);
+				return -1;
+			}
+		}
 		return 0;
+	}
 	case WB_CONF_INT: {
 		errno = 0;
 		long long v = strtoll(value, &end, 0);
@@ -165,7 +224,7 @@ static int set_value(const struct wb_conf_key *k, void *dst, const char *value, 
 		return 0;
 	}
 	}
-	snprintf(err, errlen, "key type %d unknown", (int)k->type);
+	snprintf(err, errlen, "key type %d unknown", (int)WB_CONF_TYPE(k));
 	return -1;
 }
 
@@ -294,6 +353,13 @@ int wb_conf_load(const char *path, const struct wb_conf_section *secs, size_t ns
 		snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
 		return -1;
 	}
+	/*
+	 * Debian's libinih takes its line limit at run time: one heap buffer of our
+	 * size (no realloc, so read_line sees each line whole) lifts the 200 it is built with.
+	 */
+	ini_use_stack = false;
+	ini_allow_realloc = false;
+	ini_max_line = ini_initial_alloc = WB_CONF_LINE_MAX;
 	int line = ini_parse_stream(read_line, &ctx, on_ini, &ctx);
 	fclose(ctx.f);
 	if (line < 0) {
@@ -357,9 +423,10 @@ int wb_conf_expand(const struct wb_conf_section *secs, size_t nsecs, const char 
 		for (size_t i = 0; i < secs[s].nkeys; i++) {
 			const struct wb_conf_key *k = &secs[s].keys[i];
 			char *slot = (char *)secs[s].dst + k->off;
-			if (k->type == WB_CONF_STR && expand_slot((char **)slot, runtime_dir, host) < 0)
+			bool str = WB_CONF_TYPE(k) == WB_CONF_STR || WB_CONF_TYPE(k) == WB_CONF_UTF8;
+			if (str && expand_slot((char **)slot, runtime_dir, host) < 0)
 				return -1;
-			if (k->type == WB_CONF_LIST) {
+			if (WB_CONF_IS_LIST(k)) {
 				struct wb_strlist *l = (struct wb_strlist *)slot;
 				for (size_t j = 0; j < l->n; j++)
 					if (expand_slot(&l->v[j], runtime_dir, host) < 0)
@@ -369,16 +436,67 @@ int wb_conf_expand(const struct wb_conf_section *secs, size_t nsecs, const char 
 	return 0;
 }
 
+static bool same_value(const struct wb_conf_key *k, const char *a, const char *b)
+{
+	switch (WB_CONF_TYPE(k)) {
+	case WB_CONF_STR:
+	case WB_CONF_UTF8:
+	case WB_CONF_ENUM: {
+		const char *x = *(char *const *)a, *y = *(char *const *)b;
+		return strcmp(x ? x : "", y ? y : "") == 0;
+	}
+	case WB_CONF_LIST:
+	case WB_CONF_GLOBS: {
+		const struct wb_strlist *x = (const void *)a, *y = (const void *)b;
+		if (x->n != y->n)
+			return false;
+		for (size_t i = 0; i < x->n; i++)
+			if (strcmp(x->v[i], y->v[i]) != 0)
+				return false;
+		return true;
+	}
+	case WB_CONF_INT: return *(const int64_t *)a == *(const int64_t *)b;
+	case WB_CONF_DURATION: return *(const uint64_t *)a == *(const uint64_t *)b;
+	case WB_CONF_BOOL: return *(const bool *)a == *(const bool *)b;
+	case WB_CONF_DOUBLE: return *(const double *)a == *(const double *)b;
+	}
+	return false;
+}
+
+size_t wb_conf_restart_changes(const struct wb_conf_section *sec, const void *a, const void *b, char *buf,
+			       size_t len)
+{
+	size_t n = 0, used = 0;
+	if (len)
+		buf[0] = '\0';
+	for (size_t i = 0; i < sec->nkeys; i++) {
+		const struct wb_conf_key *k = &sec->keys[i];
+		if (!(k->type & WB_CONF_RESTART) ||
+		    same_value(k, (const char *)a + k->off, (const char *)b + k->off))
+			continue;
+		int w = snprintf(buf + used, len - used, "%s%s", n ? ", " : "", k->name);
+		if (w < 0 || used + (size_t)w >= len) {
+			buf[used] = '\0'; /* whole names only */
+			len = used + 1;
+		} else {
+			used += (size_t)w;
+		}
+		n++;
+	}
+	return n;
+}
+
 void wb_conf_free(const struct wb_conf_section *secs, size_t nsecs)
 {
 	for (size_t s = 0; s < nsecs; s++)
 		for (size_t i = 0; i < secs[s].nkeys; i++) {
 			const struct wb_conf_key *k = &secs[s].keys[i];
 			char *slot = (char *)secs[s].dst + k->off;
-			if (k->type == WB_CONF_STR || k->type == WB_CONF_ENUM) {
+			if (WB_CONF_TYPE(k) == WB_CONF_STR || WB_CONF_TYPE(k) == WB_CONF_UTF8 ||
+			    WB_CONF_TYPE(k) == WB_CONF_ENUM) {
 				free(*(char **)slot);
 				*(char **)slot = NULL;
-			} else if (k->type == WB_CONF_LIST) {
+			} else if (WB_CONF_IS_LIST(k)) {
 				strlist_clear((struct wb_strlist *)slot);
 			}
 		}
@@ -390,7 +508,7 @@ void wb_conf_usage(const struct wb_conf_section *sec, void *stream)
 	for (size_t i = 0; i < sec->nkeys; i++) {
 		const struct wb_conf_key *k = &sec->keys[i];
 		fprintf(out, "  --%-22s %s", k->name, k->help ? k->help : "");
-		if (k->type == WB_CONF_ENUM)
+		if (WB_CONF_TYPE(k) == WB_CONF_ENUM)
 			fprintf(out, " (%s)", k->choices);
 		if (k->def && k->def[0])
 			fprintf(out, " [%s]", k->def);
@@ -405,10 +523,10 @@ void wb_conf_print_ini(const struct wb_conf_section *sec, const char *summary, v
 	for (size_t i = 0; i < sec->nkeys; i++) {
 		const struct wb_conf_key *k = &sec->keys[i];
 		char text[1024];
-		snprintf(text, sizeof(text), "%s%s%s%s", k->help ? k->help : "",
-			 k->type == WB_CONF_ENUM ? " (" : "", k->type == WB_CONF_ENUM ? k->choices : "",
-			 k->type == WB_CONF_ENUM ? ")" : k->type == WB_CONF_LIST ? " (comma-separated)" : "");
-		/* Wrap at 78 columns: config lines stay short and readable (inih limits a line). */
+		bool is_enum = WB_CONF_TYPE(k) == WB_CONF_ENUM;
+		snprintf(text, sizeof(text), "%s%s%s%s", k->help ? k->help : "", is_enum ? " (" : "",
+			 is_enum ? k->choices : "", is_enum ? ")" : WB_CONF_IS_LIST(k) ? " (comma-separated)" : "");
+		/* Wrap at 78 columns: config lines stay short and readable. */
 		const char *p = text;
 		while (*p) {
 			size_t n = strlen(p);

@@ -18,7 +18,13 @@ enum wb_conf_type {
 	WB_CONF_BOOL,	  /* bool: true/false/yes/no/on/off/1/0 */
 	WB_CONF_DOUBLE,	  /* double, bounds min..max */
 	WB_CONF_ENUM,	  /* char *, one of choices "a|b|c" */
+	WB_CONF_UTF8,	  /* char *, valid UTF-8 without control characters (names sent on the bus) */
+	WB_CONF_GLOBS,	  /* struct wb_strlist of shell patterns (fnmatch), each checked */
 };
+#define WB_CONF_TYPE_MASK 0xff
+/* Flag or'ed into a key's type: the key is read at startup only, so a reload
+ * that changes it says so and keeps the old value. */
+#define WB_CONF_RESTART 0x100
 
 struct wb_strlist {
 	size_t n;
@@ -35,6 +41,11 @@ struct wb_conf_key {
 	const char *help;
 };
 
+/* The key's type without its flags. */
+#define WB_CONF_TYPE(k) ((enum wb_conf_type)((k)->type & WB_CONF_TYPE_MASK))
+/* The key's value is a struct wb_strlist (LIST, GLOBS). */
+#define WB_CONF_IS_LIST(k) (WB_CONF_TYPE(k) == WB_CONF_LIST || WB_CONF_TYPE(k) == WB_CONF_GLOBS)
+
 struct wb_conf_section {
 	const char *name; /* "global", "powerd", ... */
 	const struct wb_conf_key *keys;
@@ -43,6 +54,8 @@ struct wb_conf_section {
 };
 
 #define WB_CONF_ERR_MAX 512
+/* Longest config line (a long sub list fits); longer ones are refused with file:line. */
+#define WB_CONF_LINE_MAX 65536
 
 /* Every section name a config file may hold; others are errors. */
 extern const char *const wb_conf_known_sections[];
@@ -61,6 +74,12 @@ int wb_conf_set(const struct wb_conf_section *sec, const char *key, const char *
 const struct wb_conf_key *wb_conf_find(const struct wb_conf_section *sec, const char *key);
 /* Expand %r and %h in every string and list value. */
 int wb_conf_expand(const struct wb_conf_section *secs, size_t nsecs, const char *runtime_dir, const char *host);
+/*
+ * Names of the WB_CONF_F_RESTART keys whose value differs between two structs
+ * of the section, comma-separated into buf ("" when none). Returns how many.
+ */
+size_t wb_conf_restart_changes(const struct wb_conf_section *sec, const void *a, const void *b, char *buf,
+			       size_t len);
 /* Free the strings and lists of every section. */
 void wb_conf_free(const struct wb_conf_section *secs, size_t nsecs);
 /* Print the section as commented INI: "# help" then "#key = default" for each key. */

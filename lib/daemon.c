@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <grp.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -21,28 +22,29 @@
 #include "clock.h"
 #include "daemon.h"
 #include "log.h"
+#include "state.h"
 
 #define DEFAULT_CONFIG WB_SYSCONFDIR "/wattbus/wattbus.conf"
 
 static const struct wb_conf_key global_keys[] = {
-	{"host", WB_CONF_STR, offsetof(struct wb_global, host), "", 0, 0, NULL,
-	 "host name in topics and messages (default: this machine's hostname)"},
-	{"runtime_dir", WB_CONF_STR, offsetof(struct wb_global, runtime_dir), "", 0, 0, NULL,
+	{"host", WB_CONF_UTF8 | WB_CONF_RESTART, offsetof(struct wb_global, host), "", 0, 0, NULL,
+	 "host name in topics and messages, UTF-8 without control characters (default: this machine's hostname)"},
+	{"runtime_dir", WB_CONF_STR | WB_CONF_RESTART, offsetof(struct wb_global, runtime_dir), "", 0, 0, NULL,
 	 "directory of the ipc sockets (default: /run/wattbus as root, else $XDG_RUNTIME_DIR/wattbus)"},
 	{"log_level", WB_CONF_ENUM, offsetof(struct wb_global, log_level), "info", 0, 0, "error|warning|info|debug",
 	 "least severe level logged"},
-	{"stat_interval", WB_CONF_DURATION, offsetof(struct wb_global, stat_interval_ns), "5s", 1e8, 3600e9, NULL,
+	{"stat_interval", WB_CONF_DURATION | WB_CONF_RESTART, offsetof(struct wb_global, stat_interval_ns), "5s", 1e8, 3600e9, NULL,
 	 "how often the stage publishes its stat message"},
-	{"hwm", WB_CONF_INT, offsetof(struct wb_global, hwm), "10000", 1, 10000000, NULL,
+	{"hwm", WB_CONF_INT | WB_CONF_RESTART, offsetof(struct wb_global, hwm), "10000", 1, 10000000, NULL,
 	 "ZeroMQ high-water mark (messages queued per peer before drops)"},
-	{"curve_cert", WB_CONF_STR, offsetof(struct wb_global, curve_cert), "", 0, 0, NULL,
+	{"curve_cert", WB_CONF_STR | WB_CONF_RESTART, offsetof(struct wb_global, curve_cert), "", 0, 0, NULL,
 	 "CURVE certificate (with secret key) of this stage; empty: no encryption"},
-	{"curve_peer", WB_CONF_STR, offsetof(struct wb_global, curve_peer), "", 0, 0, NULL,
+	{"curve_peer", WB_CONF_STR | WB_CONF_RESTART, offsetof(struct wb_global, curve_peer), "", 0, 0, NULL,
 	 "public certificate of the publishers this stage subscribes to"},
-	{"curve_allow", WB_CONF_STR, offsetof(struct wb_global, curve_allow), "", 0, 0, NULL,
+	{"curve_allow", WB_CONF_STR | WB_CONF_RESTART, offsetof(struct wb_global, curve_allow), "", 0, 0, NULL,
 	 "directory of public certificates allowed to subscribe (empty: any client with a valid key)"},
-	{"socket_group", WB_CONF_STR, offsetof(struct wb_global, socket_group), "", 0, 0, NULL,
-	 "group owning the ipc sockets (mode 0660)"},
+	{"socket_group", WB_CONF_STR | WB_CONF_RESTART, offsetof(struct wb_global, socket_group), "", 0, 0, NULL,
+	 "group owning the ipc sockets (mode 0660) and the state files (0640); without it state files are 0600"},
 };
 #define NGLOBAL (sizeof(global_keys) / sizeof(global_keys[0]))
 
@@ -186,7 +188,7 @@ static int add_flag(struct wb_daemon *d, int sec, const struct wb_conf_key *k, c
 {
 	/* A list flag given again appends: --sub a --sub b. */
 	for (size_t i = 0; i < d->nflags; i++)
-		if (k->type == WB_CONF_LIST && d->flags[i].sec == sec && strcmp(d->flags[i].key, k->name) == 0) {
+		if (WB_CONF_IS_LIST(k) && d->flags[i].sec == sec && strcmp(d->flags[i].key, k->name) == 0) {
 			char *joined;
 			if (asprintf(&joined, "%s,%s", d->flags[i].value, value) < 0)
 				return -1;
@@ -246,7 +248,8 @@ static void parse_args(struct wb_daemon *d, int argc, char **argv, bool *check_o
 		switch (c) {
 		case 'c':
 			free(d->config_path);
-			d->config_path = strdup(optarg);
+			if (!(d->config_path = strdup(optarg)))
+				fatalx(WB_EXIT_FAILURE, "out of memory");
 			d->config_explicit = true;
 			break;
 		case 'n': *check_only = true; break;
@@ -275,11 +278,12 @@ static void parse_args(struct wb_daemon *d, int argc, char **argv, bool *check_o
 			fprintf(stderr, "wattbus-%s: unknown option '%s' (see --help)\n", d->stage->name,
 				argv[optind - 1]);
 			exit(WB_EXIT_USAGE);
-		default:
-			if (c >= 2000)
-				add_flag(d, 0, &global_keys[c - 2000], optarg);
-			else
-				add_flag(d, 1, &d->stage->keys[c - 1000], optarg);
+		default: {
+			bool global = c >= 2000;
+			const struct wb_conf_key *k = global ? &global_keys[c - 2000] : &d->stage->keys[c - 1000];
+			if (add_flag(d, global ? 0 : 1, k, optarg) < 0)
+				fatalx(WB_EXIT_FAILURE, "out of memory");
+		}
 		}
 	}
 	if (optind < argc) {
@@ -298,6 +302,9 @@ static void parse_args(struct wb_daemon *d, int argc, char **argv, bool *check_o
 		} else if (access(DEFAULT_CONFIG, F_OK) == 0) {
 			d->config_path = strdup(DEFAULT_CONFIG);
 		}
+		if ((env && env[0]) || access(DEFAULT_CONFIG, F_OK) == 0)
+			if (!d->config_path)
+				fatalx(WB_EXIT_FAILURE, "out of memory");
 	}
 }
 
@@ -347,8 +354,20 @@ struct wb_daemon *wb_daemon_new(const struct wb_stage *stage, int argc, char **a
 	zsys_handler_set(NULL);
 	zsys_set_logstream(stderr);
 
-	if (mkdir(d->global.runtime_dir, 0755) < 0 && errno != EEXIST)
-		log_warn("runtime dir %s", d->global.runtime_dir);
+	/* State files and directories the stage makes are for its user and the socket group only. */
+	if (d->global.socket_group[0]) {
+		struct group *gr = getgrnam(d->global.socket_group);
+		if (gr)
+			wb_state_set_group(gr->gr_gid);
+		else
+			log_warnx("[global] socket_group '%s' does not exist: state files are for this user only",
+				  d->global.socket_group);
+	}
+	if (wb_state_mkdir(d->global.runtime_dir, err, sizeof(err)) < 0) {
+		if (errno == EPERM)
+			fatalx(WB_EXIT_FAILURE, "runtime dir %s", err);
+		log_warnx("runtime dir %s", err);
+	}
 	d->sockopts = (struct wb_sockopts){
 		.hwm = (int)d->global.hwm,
 		.curve_cert = d->global.curve_cert,
@@ -659,6 +678,7 @@ static void publish_stat(struct wb_daemon *d)
 	s->lost = d->stats.lost;
 	s->rejected = d->stats.rejected;
 	s->restarts = d->stats.restarts;
+	s->checkpoint_failures = d->stats.checkpoint_failures;
 	for (int r = 0; r < WB_R_COUNT; r++)
 		if (d->stats.rejected_by[r]) {
 			snprintf(rej[s->n_rejected_by].name, sizeof(rej[0].name), "%s", wb_reason_name(r));
@@ -701,14 +721,19 @@ static void reload(struct wb_daemon *d)
 		free(d->global.log_level);
 		d->global.log_level = g.log_level;
 		g.log_level = NULL;
+		/* [global] keys read at startup only: say which changed rather than drop them silently. */
+		struct wb_conf_section gsec = {"global", global_keys, NGLOBAL, NULL};
+		char keys[256], later[sizeof(keys) + 64] = "";
+		if (wb_conf_restart_changes(&gsec, &d->global, &g, keys, sizeof(keys)))
+			snprintf(later, sizeof(later), "; [global] %s keep their old values until a restart", keys);
 		if (d->reload_fn && d->reload_fn(d, conf, d->reload_arg) == 0) {
 			free_config(d, &(struct wb_global){0}, d->conf);
 			free(d->conf);
 			d->conf = conf;
 			conf = NULL;
-			log_info("reloaded %s", d->config_path ? d->config_path : "(built-in defaults)");
+			log_info("reloaded %s%s", d->config_path ? d->config_path : "(built-in defaults)", later);
 		} else {
-			log_info("reloaded the log level; other changes need a restart");
+			log_info("reloaded the log level; other changes need a restart%s", later);
 		}
 	}
 	if (conf) {
@@ -745,9 +770,13 @@ int wb_daemon_run(struct wb_daemon *d)
 {
 	zmq_pollitem_t sig = {NULL, d->sigfd, ZMQ_POLLIN, 0};
 	zmq_pollitem_t stop = {NULL, d->stopfd[0], ZMQ_POLLIN, 0};
-	zloop_poller(d->loop, &sig, on_signal, d);
-	zloop_poller(d->loop, &stop, on_stop, d);
-	wb_daemon_timer(d, d->global.stat_interval_ns, on_stat_timer, d);
+	/* Without the signal fd in the loop SIGTERM would never stop it: fail now instead. */
+	if (zloop_poller(d->loop, &sig, on_signal, d) < 0 ||
+	    zloop_poller(d->loop, &stop, on_stop, d) < 0 ||
+	    wb_daemon_timer(d, d->global.stat_interval_ns, on_stat_timer, d) < 0) {
+		log_errx("cannot watch signals, the stop pipe or the stat timer: %s", zmq_strerror(zmq_errno()));
+		return WB_EXIT_FAILURE;
+	}
 	uint64_t wd_usec = 0;
 	if (sd_watchdog_enabled(0, &wd_usec) > 0 && wd_usec > 0)
 		wb_daemon_timer(d, wd_usec * 1000 / 2, on_watchdog, d);

@@ -14,6 +14,7 @@
 #include <msgpack.h>
 
 #include "json.h"
+#include "state.h"
 
 static json_t *obj_to_json(const msgpack_object *o, int depth, struct wb_err *err)
 {
@@ -182,32 +183,27 @@ int wb_json_to_msgpack(const json_t *json, char **out, size_t *len, struct wb_er
 
 int wb_json_save(json_t *root, const char *path, char *err, size_t errlen)
 {
-	char tmp[4096];
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		snprintf(err, errlen, "%s: cannot write: %s", path, strerror(errno));
+	struct wb_state_tmp st;
+	if (wb_state_create(&st, path, err, errlen) < 0)
 		return -1;
-	}
 	errno = 0;
-	int rc = json_dumpfd(root, fd, JSON_COMPACT);
-	if (rc == 0 && fsync(fd) < 0)
-		rc = -1;
-	int saved = errno;
-	if (close(fd) < 0 && rc == 0) {
-		rc = -1;
-		saved = errno;
+	int rc = json_dumpfd(root, st.fd, JSON_COMPACT);
+	return wb_state_commit(&st, rc == 0, errno, true, err, errlen);
+}
+
+json_t *wb_json_load(const char *path, size_t flags, char *err, size_t errlen)
+{
+	int fd = wb_state_open_read(path, err, errlen);
+	if (fd < 0)
+		return NULL;
+	json_error_t jerr;
+	json_t *root = json_loadfd(fd, flags, &jerr);
+	close(fd);
+	if (!root) {
+		snprintf(err, errlen, "%s:%d: %s", path, jerr.line, jerr.text);
+		errno = EINVAL;
 	}
-	if (rc == 0 && rename(tmp, path) < 0) {
-		rc = -1;
-		saved = errno;
-	}
-	if (rc < 0) {
-		snprintf(err, errlen, "%s: cannot write: %s", path, saved ? strerror(saved) : "error");
-		unlink(tmp);
-		return -1;
-	}
-	return 0;
+	return root;
 }
 
 uint64_t wb_json_u64(const json_t *obj, const char *key)

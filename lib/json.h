@@ -12,11 +12,17 @@ json_t *wb_msgpack_to_json(const void *buf, size_t len, struct wb_err *err);
 int wb_json_to_msgpack(const json_t *json, char **out, size_t *len, struct wb_err *err);
 
 /*
- * Write root to path atomically: a temporary file beside it, fsync, rename, so a
- * crash leaves the old file or the new one. Takes no reference. 0, or -1 with
- * err ("PATH: cannot write: reason").
+ * Write root to path atomically: a temporary file of a fresh name beside it
+ * (wb_state_create), fsync, rename, so a crash leaves the old file or the new
+ * one. Takes no reference. 0, or -1 with err ("PATH: cannot write: reason").
  */
 int wb_json_save(json_t *root, const char *path, char *err, size_t errlen);
+/*
+ * Read a state file written by wb_json_save (wb_state_open_read: no links, no
+ * FIFOs). New reference, or NULL with err ("PATH: reason", "PATH:LINE: reason")
+ * and errno ENOENT when there is no file.
+ */
+json_t *wb_json_load(const char *path, size_t flags, char *err, size_t errlen);
 /* A non-negative integer member, or 0 when absent or of another type. */
 uint64_t wb_json_u64(const json_t *obj, const char *key);
 /* A string member, or "" when absent or of another type. */

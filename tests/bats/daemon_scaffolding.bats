@@ -124,3 +124,62 @@ teardown() { wb_kill_all; }
 	kill -TERM "$PID_alignd"
 	wb_wait_for 5 grep -q "STOPPING=1" "$BATS_TEST_TMPDIR/notify.log"
 }
+
+@test "-n rejects what the daemon would: a host that is not UTF-8, a pattern that does not close" {
+	f=$BATS_TEST_TMPDIR/bad.conf
+	printf '[global]\nhost = caf\xe9\n' >"$f"
+	run "$D" -n -c "$f"
+	assert_failure 2
+	assert_output --partial "$f:2: [global] host: "
+	assert_output --partial "is not valid UTF-8"
+	run "$D" -n --host "$(printf 'a\tb')"
+	assert_failure 2
+	assert_output --partial "--host: [global] host: 'a	b' holds a control character"
+	printf '[exportd]\nmetrics_allow = wattbus_*, kepler_[node\n' >"$f"
+	run "$WB_BUILD/wattbus-exportd" -n -c "$f"
+	assert_failure 2
+	assert_output --partial "$f:2: [exportd] metrics_allow: pattern 'kepler_[node' has a [ without its ]"
+}
+
+@test "a config line past inih's 200 bytes (a long sub list) is read whole" {
+	f=$BATS_TEST_TMPDIR/long.conf
+	subs=$(for i in $(seq 1 40); do printf 'ipc://%s/h%02d.sock, ' "$BATS_TEST_TMPDIR" "$i"; done)
+	printf '[alignd]\nsub = %sipc://%s/last.sock\n' "$subs" "$BATS_TEST_TMPDIR" >"$f"
+	[ "$(sed -n 2p "$f" | wc -c)" -gt 1000 ]
+	run "$D" -n -c "$f"
+	assert_success
+	wb_spawn alignd "$D" -c "$f" --runtime_dir "$RT"
+	wb_wait_lines "$BATS_TEST_TMPDIR/alignd.log" 1 10 "subscribed to ipc://$BATS_TEST_TMPDIR/last.sock"
+	run grep -c "subscribed to" "$BATS_TEST_TMPDIR/alignd.log"
+	assert_output 41
+}
+
+@test "SIGHUP names the [global] keys that keep their old values until a restart" {
+	conf=$BATS_TEST_TMPDIR/d.conf
+	printf '[global]\nhwm = 1000\n' >"$conf"
+	wb_spawn alignd "$D" -c "$conf" --runtime_dir "$RT" --sub "$(wb_ep nothing)"
+	wb_wait_for 10 test -S "$RT/alignd.sock"
+	printf '[global]\nhwm = 2000\nlog_level = debug\nstat_interval = 1s\n' >"$conf"
+	kill -HUP "$PID_alignd"
+	wb_wait_lines "$BATS_TEST_TMPDIR/alignd.log" 1 10 "reloaded $conf; \[global\] stat_interval, hwm keep their old values until a restart"
+	printf '[global]\nhwm = 1000\n' >"$conf"
+	kill -HUP "$PID_alignd"
+	wb_wait_lines "$BATS_TEST_TMPDIR/alignd.log" 2 10 "reloaded $conf"
+	run grep -c "keep their old values" "$BATS_TEST_TMPDIR/alignd.log"
+	assert_output 1 # back to the running values: nothing to say
+}
+
+@test "producer restarts (new epochs) are logged at a bounded rate and all counted" {
+	wb_spawn alignd "$D" --runtime_dir "$RT" --sub "$(wb_ep in)" --stat_interval 100ms
+	wb_wait_for 10 test -S "$RT/alignd.sock"
+	now=$(date +%s%N)
+	# Until alignd's SUB is connected, messages go nowhere: wait for the first to be counted.
+	for e in $(seq 1 60); do
+		echo "{\"kind\":\"power\",\"host\":\"h\",\"src\":\"powerd\",\"epoch\":$e,\"seq\":0,\"t\":$now,\"interval_ns\":1000000000,\"zones\":[]}"
+	done >"$BATS_TEST_TMPDIR/epochs.jsonl"
+	wb_spawn pub bash -c "while :; do \"$WATTBUS\" pub --interval 1ms \"$(wb_ep in)\" <\"$BATS_TEST_TMPDIR/epochs.jsonl\" || exit 1; done"
+	wb_wait_for 30 bash -c '[ "$("$0" tap --count 1 --timeout 10s "$1" stat/ | jq -r ".msg.restarts")" -ge 50 ]' \
+		"$WATTBUS" "ipc://$RT/alignd.sock"
+	run grep -c "producer restarted" "$BATS_TEST_TMPDIR/alignd.log"
+	[ "$output" -le 10 ]
+}

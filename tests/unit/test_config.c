@@ -13,16 +13,20 @@ struct conf {
 	bool train;
 	double ratio;
 	char *method;
+	char *name;
+	struct wb_strlist pats;
 };
 
 static const struct wb_conf_key keys[] = {
-	{"pub", WB_CONF_STR, offsetof(struct conf, pub), "ipc://%r/alignd.sock", 0, 0, NULL, "endpoint"},
+	{"pub", WB_CONF_STR | WB_CONF_RESTART, offsetof(struct conf, pub), "ipc://%r/alignd.sock", 0, 0, NULL, "endpoint"},
 	{"sub", WB_CONF_LIST, offsetof(struct conf, sub), "ipc://%r/a.sock, ipc://%r/b.sock", 0, 0, NULL, "up"},
 	{"level", WB_CONF_INT, offsetof(struct conf, level), "3", 1, 10, NULL, "a level"},
 	{"interval", WB_CONF_DURATION, offsetof(struct conf, interval_ns), "1s", 10e6, 3600e9, NULL, "interval"},
 	{"train", WB_CONF_BOOL, offsetof(struct conf, train), "no", 0, 0, NULL, "train"},
 	{"ratio", WB_CONF_DOUBLE, offsetof(struct conf, ratio), "0.5", 0, 1, NULL, "ratio"},
 	{"method", WB_CONF_ENUM, offsetof(struct conf, method), "ratio", 0, 0, "ratio|fixed|regression", "m"},
+	{"name", WB_CONF_UTF8 | WB_CONF_RESTART, offsetof(struct conf, name), "", 0, 0, NULL, "a name"},
+	{"pats", WB_CONF_GLOBS, offsetof(struct conf, pats), "", 0, 0, NULL, "patterns"},
 };
 
 static struct conf c;
@@ -92,6 +96,10 @@ static const struct {
 	{"[aligned]\nlevel = 2\n", ":1: unknown section [aligned]"},
 	{"[alignd]\nlevel = 2\n[nothing]\n", ":3: unknown section [nothing]"},
 	{"level = 2\n", ":1: key 'level' outside a section"},
+	{"[alignd]\nname = caf\xe9\n", ":2: [alignd] name: 'caf\xe9' is not valid UTF-8"},
+	{"[alignd]\nname = a\x01" "b\n", ":2: [alignd] name: 'a\x01" "b' holds a control character"},
+	{"[alignd]\npats = wattbus_*, node_[ab\n", ":2: [alignd] pats: pattern 'node_[ab' has a [ without its ]"},
+	{"[alignd]\npats = x\\\n", ":2: [alignd] pats: pattern 'x\\' ends in a backslash"},
 };
 
 static void test_bad_files(void)
@@ -111,6 +119,68 @@ static void test_bad_files(void)
 		unlink(path);
 		wb_conf_free(&sec, 1);
 	}
+}
+
+/* Debian's libinih is built for 200-byte lines; a long sub list must still load. */
+static void test_long_lines(void)
+{
+	char err[WB_CONF_ERR_MAX];
+	memset(&c, 0, sizeof(c));
+	wb_conf_defaults(&sec, 1, err, sizeof(err));
+	size_t cap = 100 * 40 + 64;
+	char *text = malloc(cap);
+	size_t n = (size_t)snprintf(text, cap, "[alignd]\nsub = ");
+	for (int i = 0; i < 100; i++)
+		n += (size_t)snprintf(text + n, cap - n, "%sipc:///run/wattbus/host-%03d.sock", i ? ", " : "", i);
+	snprintf(text + n, cap - n, "\nname = caf\xc3\xa9\npats = wattbus_[a-z]*, *_joules_total\n");
+	char *path = write_file(text);
+	int rc = wb_conf_load(path, &sec, 1, err, sizeof(err));
+	if (rc < 0)
+		printf("# %s\n", err);
+	CHECK(rc == 0);
+	CHECK_U64(c.sub.n, 100);
+	CHECK_STR(c.sub.v[99], "ipc:///run/wattbus/host-099.sock");
+	CHECK_STR(c.name, "caf\xc3\xa9");
+	CHECK_U64(c.pats.n, 2);
+	unlink(path);
+	wb_conf_free(&sec, 1);
+	/* Past the limit: refused with the line, not cut. */
+	char *huge = malloc(WB_CONF_LINE_MAX + 64);
+	n = (size_t)snprintf(huge, 64, "[alignd]\nlevel = 2\npub = ");
+	memset(huge + n, 'x', WB_CONF_LINE_MAX);
+	snprintf(huge + n + WB_CONF_LINE_MAX, 8, "\n");
+	path = write_file(huge);
+	memset(&c, 0, sizeof(c));
+	wb_conf_defaults(&sec, 1, err, sizeof(err));
+	CHECK(wb_conf_load(path, &sec, 1, err, sizeof(err)) < 0);
+	CHECK(strstr(err, ":3: line longer than 65534 characters") != NULL);
+	unlink(path);
+	wb_conf_free(&sec, 1);
+	free(text);
+	free(huge);
+}
+
+/* Keys marked WB_CONF_RESTART that differ are named; others are not. */
+static void test_restart_changes(void)
+{
+	char err[WB_CONF_ERR_MAX], buf[64];
+	struct conf a = {0}, b = {0};
+	struct wb_conf_section sa = sec, sb = sec;
+	sa.dst = &a;
+	sb.dst = &b;
+	wb_conf_defaults(&sa, 1, err, sizeof(err));
+	wb_conf_defaults(&sb, 1, err, sizeof(err));
+	CHECK_U64(wb_conf_restart_changes(&sec, &a, &b, buf, sizeof(buf)), 0);
+	CHECK_STR(buf, "");
+	wb_conf_set(&sb, "level", "5", "--level", err, sizeof(err)); /* applies at reload: not named */
+	wb_conf_set(&sb, "pub", "tcp://x:1", "--pub", err, sizeof(err));
+	wb_conf_set(&sb, "name", "n2", "--name", err, sizeof(err));
+	CHECK_U64(wb_conf_restart_changes(&sec, &a, &b, buf, sizeof(buf)), 2);
+	CHECK_STR(buf, "pub, name");
+	CHECK_U64(wb_conf_restart_changes(&sec, &a, &b, buf, 7), 2); /* whole names only */
+	CHECK_STR(buf, "pub");
+	wb_conf_free(&sa, 1);
+	wb_conf_free(&sb, 1);
 }
 
 static void test_missing_file_and_flags(void)
@@ -155,5 +225,7 @@ static const struct unit_case cases[] = {
 	{"bad files fail with file:line and the reason", test_bad_files},
 	{"missing file, flags and their errors", test_missing_file_and_flags},
 	{"durations and the wall-clock grid", test_durations},
+	{"lines past inih's 200 bytes; UTF-8 and pattern keys", test_long_lines},
+	{"restart-only keys changed by a reload are named", test_restart_changes},
 };
 UNIT_MAIN(cases)
