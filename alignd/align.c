@@ -486,6 +486,22 @@ static void totals_make_room(struct align *a, struct uhost *uh, const struct pho
 	totals_start(a, uh, t_ns);
 }
 
+/*
+ * E(t) of curve c for a slot boundary. Within snap after the last sample the
+ * value is that sample's: usaged stamps the moment it read, a fraction of a
+ * millisecond after the grid instant powerd stamps, and an extrapolation over
+ * that span could hand out energy the meter never counts (it stops, or power
+ * drops), which no later slot could take back; the next slot gets the span.
+ */
+static enum curve_pos boundary_at(const struct align *a, const struct curve *c, uint64_t t_ns,
+				  uint64_t *e_uj)
+{
+	enum curve_pos p = curve_at(c, t_ns, e_uj);
+	if (p == CURVE_AFTER && t_ns - curve_last_t(c) <= a->conf.snap_ns)
+		p = curve_at(c, curve_last_t(c), e_uj); /* CURVE_INSIDE */
+	return p;
+}
+
 /* Fill the zones and quality of slot from the power host's curves. */
 static void fill_energy(struct align *a, struct uhost *uh, struct phost *ph,
 			struct wb_aligned *slot)
@@ -513,16 +529,15 @@ static void fill_energy(struct align *a, struct uhost *uh, struct phost *ph,
 		uint64_t e0, e1;
 		if (cy->curve_id != c->id) {
 			/* No baseline (first slot, new zone, power host back): E(t0) from it. */
-			enum curve_pos p0 = curve_at(c, t0, &e0);
+			enum curve_pos p0 = boundary_at(a, c, t0, &e0);
 			if (p0 == CURVE_NONE)
 				continue;
 			carry_set(cy, c->id, e0, p0 == CURVE_AFTER);
 			if (p0 != CURVE_INSIDE)
 				interpolated = false;
 		}
-		enum curve_pos p1 = curve_at(c, t1, &e1);
-		/* Within snap of the last sample counts as measured; the next slot corrects it. */
-		bool x1 = p1 == CURVE_AFTER && t1 - curve_last_t(c) > a->conf.snap_ns;
+		enum curve_pos p1 = boundary_at(a, c, t1, &e1);
+		bool x1 = p1 == CURVE_AFTER;
 		if (p1 == CURVE_NONE || p1 == CURVE_BEFORE)
 			continue; /* pruned past t1 (max_samples): nothing to say */
 		if (cy->ahead || x1)
