@@ -34,6 +34,7 @@
 struct pending {
 	struct wb_msg msg; /* WB_ALIGNED, usage part filled */
 	uint64_t recv_ns;  /* arrival of the usage message that closed it */
+	size_t bytes;	   /* charged to the budget while it waits */
 };
 
 /* Energy of one zone handed out in a usage host's slots since its total_epoch. */
@@ -76,6 +77,7 @@ struct phost {
 	bool away;
 	struct curve **curves;
 	size_t ncurves;
+	struct align_budget *budget;
 };
 
 struct align {
@@ -89,9 +91,15 @@ struct align {
 	uint64_t next_curve_id;
 	uint64_t last_total_epoch; /* total epochs are unique within this alignd */
 	uint64_t last_sweep_ns;
+	struct align_budget budget;
 	struct align_counters cnt;
 	struct wb_ratelimit rl_skew, rl_power, rl_usage, rl_host, rl_state;
 };
+
+/* What a host record holds beyond its tables, charged to the budget while it exists. */
+#define UHOST_BYTES (sizeof(struct uhost) + TOTALS_MAX * sizeof(struct zone_total))
+#define PHOST_BYTES \
+	(sizeof(struct phost) + ALIGN_ZONES_MAX * (sizeof(struct curve) + sizeof(struct curve *)))
 
 /* ---- configuration ---- */
 
@@ -196,8 +204,13 @@ static void uhost_destroy(void **item)
 	struct uhost *uh = *item;
 	if (!uh)
 		return;
-	for (size_t i = 0; i < uh->qlen; i++)
-		wb_msg_clear(&uh->q[(uh->qhead + i) % uh->qcap].msg);
+	struct align_budget *budget = uh->us.procs.budget;
+	for (size_t i = 0; i < uh->qlen; i++) {
+		struct pending *pd = &uh->q[(uh->qhead + i) % uh->qcap];
+		budget_move(budget, pd->bytes, 0);
+		wb_msg_clear(&pd->msg);
+	}
+	budget_move(budget, UHOST_BYTES, 0);
 	free(uh->q);
 	usage_free(&uh->us);
 	free(uh->carries);
@@ -213,6 +226,7 @@ static void phost_destroy(void **item)
 		return;
 	for (size_t i = 0; i < ph->ncurves; i++)
 		curve_destroy(&ph->curves[i]);
+	budget_move(ph->budget, PHOST_BYTES, 0);
 	free(ph->curves);
 	free(ph);
 	*item = NULL;
@@ -231,6 +245,7 @@ struct align *align_new(const struct align_conf *conf, align_emit_fn *emit, void
 		align_destroy(&a);
 		return NULL;
 	}
+	a->budget.max = conf->budget_bytes;
 	zhashx_set_destructor(a->uhosts, uhost_destroy);
 	zhashx_set_destructor(a->phosts, phost_destroy);
 	a->rl_skew = a->rl_power = a->rl_usage = a->rl_host = a->rl_state =
@@ -255,6 +270,8 @@ int align_reconf(struct align *a, const struct align_conf *conf)
 {
 	if (conf_copy(&a->conf, conf) < 0)
 		return -1;
+	/* A lower budget refuses what comes next; what is held stays until its host goes. */
+	a->budget.max = conf->budget_bytes;
 	/* A remapped host starts new carries by itself: its carries name the old curves. */
 	for (struct uhost *uh = zhashx_first(a->uhosts); uh; uh = zhashx_next(a->uhosts)) {
 		uh->us.procs.max = conf->max_procs;
@@ -270,6 +287,11 @@ int align_reconf(struct align *a, const struct align_conf *conf)
 const struct align_counters *align_counters(const struct align *a)
 {
 	return &a->cnt;
+}
+
+size_t align_budget_used(const struct align *a)
+{
+	return a->budget.used;
 }
 
 size_t align_nhosts(const struct align *a, size_t *npower)
@@ -328,7 +350,8 @@ static struct uhost *uhost_get(struct align *a, const char *name)
 		return NULL;
 	snprintf(uh->name, sizeof(uh->name), "%s", name);
 	power_name_of(a, name, uh->power_name);
-	usage_init(&uh->us, a->conf.max_procs, a->conf.max_cgroups);
+	usage_init(&uh->us, a->conf.max_procs, a->conf.max_cgroups, &a->budget);
+	budget_move(&a->budget, 0, UHOST_BYTES);
 	uh->live = true;
 	zhashx_insert(a->uhosts, uh->name, uh);
 	log_info("usage/%s: new usage host, power from %s", name, uh->power_name);
@@ -358,6 +381,8 @@ static struct phost *phost_get(struct align *a, const char *name)
 	if (!ph)
 		return NULL;
 	snprintf(ph->name, sizeof(ph->name), "%s", name);
+	ph->budget = &a->budget;
+	budget_move(&a->budget, 0, PHOST_BYTES);
 	zhashx_insert(a->phosts, ph->name, ph);
 	log_info("power/%s: new power host", name);
 	return ph;
@@ -405,6 +430,7 @@ static struct curve *curve_of(struct align *a, struct phost *ph, const char *zon
 	if (!c)
 		return NULL;
 	snprintf(c->name, sizeof(c->name), "%s", zone_name);
+	c->budget = &a->budget;
 	cv[ph->ncurves++] = c;
 	return c;
 }
@@ -617,6 +643,8 @@ static bool resolve_head(struct align *a, struct uhost *uh, uint64_t now_ns, boo
 	a->cnt.slots++;
 	a->emit(&pd->msg, a->arg);
 	wb_msg_clear(&pd->msg);
+	budget_move(&a->budget, pd->bytes, 0);
+	pd->bytes = 0;
 	uh->qhead = (uh->qhead + 1) % uh->qcap;
 	uh->qlen--;
 	return true;
@@ -647,20 +675,70 @@ static int enqueue(struct align *a, struct uhost *uh, struct pending *pd, uint64
 		uh->qcap = cap;
 		uh->qhead = 0;
 	}
+	const struct wb_aligned *s = &pd->msg.aligned;
+	pd->bytes = 2 * sizeof(*pd) + s->n_procs * sizeof(*s->procs) +
+		    s->n_cgroups * sizeof(*s->cgroups) + s->n_counters * sizeof(*s->counters);
+	bool room = budget_fits(&a->budget, pd->bytes);
+	budget_move(&a->budget, 0, pd->bytes);
 	waiting_add(a, uh);
 	uh->q[(uh->qhead + uh->qlen) % uh->qcap] = *pd;
 	uh->qlen++;
+	/* Beyond the budget nothing waits for power: the host's slots go out now. */
+	if (!room)
+		resolve(a, uh, now_ns, true);
 	return 0;
 }
 
 /* ---- input ---- */
 
+/*
+ * A frame from a host new to alignd is refused when its tables would not fit
+ * the budget (the record made for it goes again); a known host's frame is
+ * kept, with the processes and cgroups that fit (procs_dropped), so that
+ * hosts already tracked keep their slots whatever others send.
+ */
+static bool budget_admits(struct align *a, const char *kind, const char *host, bool is_new,
+			  size_t growth)
+{
+	if (budget_fits(&a->budget, growth))
+		return true;
+	if (is_new)
+		a->cnt.budget_refused++;
+	else
+		a->cnt.budget_short++;
+	log_rl(&a->rl_host, WB_LOG_WARN, "%s/%s: %s: it needs %zu KiB more and the memory budget has %zu of %zu MiB in use (budget_mib)", kind, host, is_new ? "refused" : "kept in part", growth >> 10, a->budget.used >> 20, a->budget.max >> 20);
+	return !is_new;
+}
+
+/* Bytes the curves of ph would grow by to take p's zones. */
+static size_t power_growth(const struct phost *ph, const struct wb_power *p)
+{
+	size_t bytes = 0;
+	for (size_t i = 0; i < p->n_zones; i++) {
+		const struct curve *c = NULL;
+		for (size_t k = 0; k < ph->ncurves && !c; k++)
+			if (strcmp(ph->curves[k]->name, p->zones[i].name) == 0)
+				c = ph->curves[k];
+		if (!c)
+			bytes += 16 * sizeof(struct curve_sample);
+		else if (c->n == c->cap && c->cap < c->max_samples)
+			bytes += (c->cap < c->max_samples - c->cap ? c->cap : c->max_samples - c->cap) *
+				 sizeof(struct curve_sample);
+	}
+	return bytes;
+}
+
 void align_power(struct align *a, const struct wb_power *p, uint64_t recv_ns)
 {
 	check_skew(a, "power", p->env.host, p->t, recv_ns);
+	bool is_new = !zhashx_lookup(a->phosts, p->env.host);
 	struct phost *ph = phost_get(a, p->env.host);
 	if (!ph)
 		return;
+	if (!budget_admits(a, "power", ph->name, is_new, power_growth(ph, p))) {
+		zhashx_delete(a->phosts, ph->name);
+		return;
+	}
 	ph->last_recv_ns = recv_ns;
 	if (ph->away) {
 		ph->away = false;
@@ -736,9 +814,14 @@ void align_power(struct align *a, const struct wb_power *p, uint64_t recv_ns)
 void align_usage(struct align *a, const struct wb_usage *u, uint64_t lost, uint64_t recv_ns)
 {
 	check_skew(a, "usage", u->env.host, u->t, recv_ns);
+	bool is_new = !zhashx_lookup(a->uhosts, u->env.host);
 	struct uhost *uh = uhost_get(a, u->env.host);
 	if (!uh)
 		return;
+	if (!budget_admits(a, "usage", uh->name, is_new, usage_growth(&uh->us, u))) {
+		zhashx_delete(a->uhosts, uh->name);
+		return;
+	}
 	uh->last_recv_ns = recv_ns;
 	if (!uh->live) {
 		log_info("usage/%s: back after silence; the next slot spans it", uh->name);
