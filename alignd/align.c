@@ -77,7 +77,7 @@ struct phost {
 	bool away;
 	struct curve **curves;
 	size_t ncurves;
-	struct align_budget *budget;
+	struct wb_budget *budget;
 };
 
 struct align {
@@ -91,7 +91,7 @@ struct align {
 	uint64_t next_curve_id;
 	uint64_t last_total_epoch; /* total epochs are unique within this alignd */
 	uint64_t last_sweep_ns;
-	struct align_budget budget;
+	struct wb_budget budget;
 	struct align_counters cnt;
 	struct wb_ratelimit rl_skew, rl_power, rl_usage, rl_host, rl_state;
 };
@@ -204,13 +204,13 @@ static void uhost_destroy(void **item)
 	struct uhost *uh = *item;
 	if (!uh)
 		return;
-	struct align_budget *budget = uh->us.procs.budget;
+	struct wb_budget *budget = uh->us.procs.budget;
 	for (size_t i = 0; i < uh->qlen; i++) {
 		struct pending *pd = &uh->q[(uh->qhead + i) % uh->qcap];
-		budget_move(budget, pd->bytes, 0);
+		wb_budget_move(budget, pd->bytes, 0);
 		wb_msg_clear(&pd->msg);
 	}
-	budget_move(budget, UHOST_BYTES, 0);
+	wb_budget_move(budget, UHOST_BYTES, 0);
 	free(uh->q);
 	usage_free(&uh->us);
 	free(uh->carries);
@@ -226,7 +226,7 @@ static void phost_destroy(void **item)
 		return;
 	for (size_t i = 0; i < ph->ncurves; i++)
 		curve_destroy(&ph->curves[i]);
-	budget_move(ph->budget, PHOST_BYTES, 0);
+	wb_budget_move(ph->budget, PHOST_BYTES, 0);
 	free(ph->curves);
 	free(ph);
 	*item = NULL;
@@ -351,7 +351,7 @@ static struct uhost *uhost_get(struct align *a, const char *name)
 	snprintf(uh->name, sizeof(uh->name), "%s", name);
 	power_name_of(a, name, uh->power_name);
 	usage_init(&uh->us, a->conf.max_procs, a->conf.max_cgroups, &a->budget);
-	budget_move(&a->budget, 0, UHOST_BYTES);
+	wb_budget_move(&a->budget, 0, UHOST_BYTES);
 	uh->live = true;
 	zhashx_insert(a->uhosts, uh->name, uh);
 	log_info("usage/%s: new usage host, power from %s", name, uh->power_name);
@@ -382,7 +382,7 @@ static struct phost *phost_get(struct align *a, const char *name)
 		return NULL;
 	snprintf(ph->name, sizeof(ph->name), "%s", name);
 	ph->budget = &a->budget;
-	budget_move(&a->budget, 0, PHOST_BYTES);
+	wb_budget_move(&a->budget, 0, PHOST_BYTES);
 	zhashx_insert(a->phosts, ph->name, ph);
 	log_info("power/%s: new power host", name);
 	return ph;
@@ -643,7 +643,7 @@ static bool resolve_head(struct align *a, struct uhost *uh, uint64_t now_ns, boo
 	a->cnt.slots++;
 	a->emit(&pd->msg, a->arg);
 	wb_msg_clear(&pd->msg);
-	budget_move(&a->budget, pd->bytes, 0);
+	wb_budget_move(&a->budget, pd->bytes, 0);
 	pd->bytes = 0;
 	uh->qhead = (uh->qhead + 1) % uh->qcap;
 	uh->qlen--;
@@ -678,8 +678,8 @@ static int enqueue(struct align *a, struct uhost *uh, struct pending *pd, uint64
 	const struct wb_aligned *s = &pd->msg.aligned;
 	pd->bytes = 2 * sizeof(*pd) + s->n_procs * sizeof(*s->procs) +
 		    s->n_cgroups * sizeof(*s->cgroups) + s->n_counters * sizeof(*s->counters);
-	bool room = budget_fits(&a->budget, pd->bytes);
-	budget_move(&a->budget, 0, pd->bytes);
+	bool room = wb_budget_fits(&a->budget, pd->bytes);
+	wb_budget_move(&a->budget, 0, pd->bytes);
 	waiting_add(a, uh);
 	uh->q[(uh->qhead + uh->qlen) % uh->qcap] = *pd;
 	uh->qlen++;
@@ -700,7 +700,7 @@ static int enqueue(struct align *a, struct uhost *uh, struct pending *pd, uint64
 static bool budget_admits(struct align *a, const char *kind, const char *host, bool is_new,
 			  size_t growth)
 {
-	if (budget_fits(&a->budget, growth))
+	if (wb_budget_fits(&a->budget, growth))
 		return true;
 	if (is_new)
 		a->cnt.budget_refused++;

@@ -10,31 +10,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "budget.h"
 #include "codec.h"
 
 /*
- * ---- the memory budget: bytes that all hosts' tables hold together ----
  * Process and cgroup tables, power curves and slots waiting for power are
- * charged to one budget shared by every host, so that frames from many
- * (forged) hosts cannot add up to more than it. A table with no budget
- * (NULL) is not limited. max 0: no limit.
+ * charged to one budget (lib/budget.h) shared by every host; a table with no
+ * budget (NULL) is not limited.
  */
-struct align_budget {
-	size_t used, max;
-};
-
-/* Whether add more bytes fit. */
-static inline bool budget_fits(const struct align_budget *b, size_t add)
-{
-	return !b || !b->max || (b->used <= b->max && add <= b->max - b->used);
-}
-
-/* A holding went from old_bytes to new_bytes. */
-static inline void budget_move(struct align_budget *b, size_t old_bytes, size_t new_bytes)
-{
-	if (b)
-		b->used = b->used - old_bytes + new_bytes;
-}
 
 /* ---- curve.c: one zone's cumulative energy over time ---- */
 
@@ -65,7 +48,7 @@ struct curve {
 	uint64_t epoch;			   /* producer epoch of raw_last_uj */
 	uint64_t range_uj;		   /* max_energy_range_uj last announced */
 	uint64_t last_recv_ns;		   /* when this zone was last in a sample */
-	struct align_budget *budget;	   /* charged for the samples (set by the owner) */
+	struct wb_budget *budget;	   /* charged for the samples (set by the owner) */
 };
 
 enum curve_event {
@@ -139,7 +122,7 @@ struct proctab {
 	struct proc_entry *slots;
 	size_t cap, n, max;
 	uint32_t gen;
-	struct align_budget *budget; /* charged for slots; kept by proctab_clear */
+	struct wb_budget *budget; /* charged for slots; kept by proctab_clear */
 };
 
 int proctab_init(struct proctab *pt, size_t max);
@@ -168,7 +151,7 @@ struct cgtab {
 	struct cg_entry *slots;
 	size_t cap, n, max;
 	uint32_t gen;
-	struct align_budget *budget; /* charged for slots */
+	struct wb_budget *budget; /* charged for slots */
 };
 
 int cgtab_init(struct cgtab *t, size_t max);
@@ -200,7 +183,7 @@ struct usage_state {
 
 /* budget (NULL: none) is charged for the process and cgroup tables. */
 int usage_init(struct usage_state *us, size_t max_procs, size_t max_cgroups,
-	       struct align_budget *budget);
+	       struct wb_budget *budget);
 void usage_free(struct usage_state *us);
 /* Forget the process table (new usaged epoch, host dropped); cgroup ids stay valid. */
 void usage_forget_procs(struct usage_state *us);

@@ -24,7 +24,7 @@ int cgtab_init(struct cgtab *t, size_t max)
 
 void cgtab_free(struct cgtab *t)
 {
-	budget_move(t->budget, t->cap * sizeof(*t->slots), 0);
+	wb_budget_move(t->budget, t->cap * sizeof(*t->slots), 0);
 	free(t->slots);
 	t->slots = NULL;
 	t->cap = t->n = 0;
@@ -34,12 +34,12 @@ static int rehash(struct cgtab *t, size_t cap, uint32_t keep_gen, bool sweep)
 {
 	struct cg_entry *old = t->slots;
 	size_t oldcap = t->cap;
-	if (cap > oldcap && !budget_fits(t->budget, (cap - oldcap) * sizeof(*old)))
+	if (cap > oldcap && !wb_budget_fits(t->budget, (cap - oldcap) * sizeof(*old)))
 		return -1;
 	struct cg_entry *slots = calloc(cap, sizeof(*slots));
 	if (!slots)
 		return -1;
-	budget_move(t->budget, oldcap * sizeof(*old), cap * sizeof(*slots));
+	wb_budget_move(t->budget, oldcap * sizeof(*old), cap * sizeof(*slots));
 	t->slots = slots;
 	t->cap = cap;
 	t->n = 0;

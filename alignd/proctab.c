@@ -33,7 +33,7 @@ int proctab_init(struct proctab *pt, size_t max)
 
 void proctab_free(struct proctab *pt)
 {
-	budget_move(pt->budget, pt->cap * sizeof(*pt->slots), 0);
+	wb_budget_move(pt->budget, pt->cap * sizeof(*pt->slots), 0);
 	free(pt->slots);
 	pt->slots = NULL;
 	pt->cap = pt->n = 0;
@@ -42,7 +42,7 @@ void proctab_free(struct proctab *pt)
 void proctab_clear(struct proctab *pt)
 {
 	size_t max = pt->max;
-	struct align_budget *budget = pt->budget;
+	struct wb_budget *budget = pt->budget;
 	proctab_free(pt);
 	proctab_init(pt, max);
 	pt->budget = budget;
@@ -52,12 +52,12 @@ static int rehash(struct proctab *pt, size_t cap, uint32_t keep_gen, bool sweep)
 {
 	struct proc_entry *old = pt->slots;
 	size_t oldcap = pt->cap;
-	if (cap > oldcap && !budget_fits(pt->budget, (cap - oldcap) * sizeof(*old)))
+	if (cap > oldcap && !wb_budget_fits(pt->budget, (cap - oldcap) * sizeof(*old)))
 		return -1;
 	struct proc_entry *slots = calloc(cap, sizeof(*slots));
 	if (!slots)
 		return -1;
-	budget_move(pt->budget, oldcap * sizeof(*old), cap * sizeof(*slots));
+	wb_budget_move(pt->budget, oldcap * sizeof(*old), cap * sizeof(*slots));
 	pt->slots = slots;
 	pt->cap = cap;
 	pt->n = 0;

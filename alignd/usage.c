@@ -16,7 +16,7 @@
 #include "alignd.h"
 
 int usage_init(struct usage_state *us, size_t max_procs, size_t max_cgroups,
-	       struct align_budget *budget)
+	       struct wb_budget *budget)
 {
 	memset(us, 0, sizeof(*us));
 	proctab_init(&us->procs, max_procs);
