@@ -6,9 +6,9 @@
 # - no counter of either exportd ever goes down (the killed exportd comes back
 #   on a new port, its node counters resumed from its state file);
 # - the node energy over the whole run of the witness, and of the killed and
-#   restarted exportd, equals what the meter advanced: exactly but for the 5 ms
-#   that alignd may extrapolate a slot end (snap) when the meter stops, far
-#   below one slot (20 J);
+#   restarted exportd, equals what the meter advanced, to the microjoule (a
+#   slot end snapped to the last power sample takes its value, so nothing is
+#   counted past a meter that stops);
 # - after each restart a slot ending within two slots of it reaches the
 #   estimates (for powerd: one measured, not extrapolated), and the restarted
 #   exportd serves values within two slots (plus 0.5 s of polling).
