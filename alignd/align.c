@@ -692,10 +692,10 @@ static int enqueue(struct align *a, struct uhost *uh, struct pending *pd, uint64
 /* ---- input ---- */
 
 /*
- * A frame from a host new to alignd is refused when its tables would not fit
- * the budget (the record made for it goes again); a known host's frame is
- * kept, with the processes and cgroups that fit (procs_dropped), so that
- * hosts already tracked keep their slots whatever others send.
+ * A frame from a host new to alignd is refused when its record and tables
+ * would not fit the budget (no record is made); a known host's frame is kept,
+ * with the processes and cgroups that fit (procs_dropped), so that hosts
+ * already tracked keep their slots whatever others send.
  */
 static bool budget_admits(struct align *a, const char *kind, const char *host, bool is_new,
 			  size_t growth)
@@ -731,14 +731,13 @@ static size_t power_growth(const struct phost *ph, const struct wb_power *p)
 void align_power(struct align *a, const struct wb_power *p, uint64_t recv_ns)
 {
 	check_skew(a, "power", p->env.host, p->t, recv_ns);
-	bool is_new = !zhashx_lookup(a->phosts, p->env.host);
-	struct phost *ph = phost_get(a, p->env.host);
-	if (!ph)
+	struct phost *ph = zhashx_lookup(a->phosts, p->env.host);
+	static const struct phost empty;
+	size_t growth = ph ? power_growth(ph, p) : PHOST_BYTES + power_growth(&empty, p);
+	if (!budget_admits(a, "power", p->env.host, !ph, growth))
 		return;
-	if (!budget_admits(a, "power", ph->name, is_new, power_growth(ph, p))) {
-		zhashx_delete(a->phosts, ph->name);
+	if (!ph && !(ph = phost_get(a, p->env.host)))
 		return;
-	}
 	ph->last_recv_ns = recv_ns;
 	if (ph->away) {
 		ph->away = false;
@@ -814,14 +813,20 @@ void align_power(struct align *a, const struct wb_power *p, uint64_t recv_ns)
 void align_usage(struct align *a, const struct wb_usage *u, uint64_t lost, uint64_t recv_ns)
 {
 	check_skew(a, "usage", u->env.host, u->t, recv_ns);
-	bool is_new = !zhashx_lookup(a->uhosts, u->env.host);
-	struct uhost *uh = uhost_get(a, u->env.host);
-	if (!uh)
-		return;
-	if (!budget_admits(a, "usage", uh->name, is_new, usage_growth(&uh->us, u))) {
-		zhashx_delete(a->uhosts, uh->name);
-		return;
+	/* Checked before a record is made: a refused host costs nothing, not even a log line. */
+	struct uhost *uh = zhashx_lookup(a->uhosts, u->env.host);
+	size_t growth;
+	if (uh) {
+		growth = usage_growth(&uh->us, u);
+	} else {
+		struct usage_state empty;
+		usage_init(&empty, a->conf.max_procs, a->conf.max_cgroups, NULL);
+		growth = UHOST_BYTES + usage_growth(&empty, u);
 	}
+	if (!budget_admits(a, "usage", u->env.host, !uh, growth))
+		return;
+	if (!uh && !(uh = uhost_get(a, u->env.host)))
+		return;
 	uh->last_recv_ns = recv_ns;
 	if (!uh->live) {
 		log_info("usage/%s: back after silence; the next slot spans it", uh->name);
