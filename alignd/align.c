@@ -35,6 +35,7 @@
 struct pending {
 	struct wb_msg msg; /* WB_ALIGNED, usage part filled */
 	uint64_t recv_ns;  /* arrival of the usage message that closed it */
+	size_t bytes;	   /* charged to the budget while it waits */
 };
 
 /* Energy of one zone handed out in a usage host's slots since its total_epoch. */
@@ -77,6 +78,7 @@ struct phost {
 	bool away;
 	struct curve **curves;
 	size_t ncurves;
+	struct wb_budget *budget;
 };
 
 struct align {
@@ -90,9 +92,15 @@ struct align {
 	uint64_t next_curve_id;
 	uint64_t last_total_epoch; /* total epochs are unique within this alignd */
 	uint64_t last_sweep_ns;
+	struct wb_budget budget;
 	struct align_counters cnt;
 	struct wb_ratelimit rl_skew, rl_power, rl_usage, rl_host, rl_state;
 };
+
+/* What a host record holds beyond its tables, charged to the budget while it exists. */
+#define UHOST_BYTES (sizeof(struct uhost) + TOTALS_MAX * sizeof(struct zone_total))
+#define PHOST_BYTES \
+	(sizeof(struct phost) + ALIGN_ZONES_MAX * (sizeof(struct curve) + sizeof(struct curve *)))
 
 /* ---- configuration ---- */
 
@@ -197,8 +205,13 @@ static void uhost_destroy(void **item)
 	struct uhost *uh = *item;
 	if (!uh)
 		return;
-	for (size_t i = 0; i < uh->qlen; i++)
-		wb_msg_clear(&uh->q[(uh->qhead + i) % uh->qcap].msg);
+	struct wb_budget *budget = uh->us.procs.budget;
+	for (size_t i = 0; i < uh->qlen; i++) {
+		struct pending *pd = &uh->q[(uh->qhead + i) % uh->qcap];
+		wb_budget_move(budget, pd->bytes, 0);
+		wb_msg_clear(&pd->msg);
+	}
+	wb_budget_move(budget, UHOST_BYTES, 0);
 	free(uh->q);
 	usage_free(&uh->us);
 	free(uh->carries);
@@ -214,6 +227,7 @@ static void phost_destroy(void **item)
 		return;
 	for (size_t i = 0; i < ph->ncurves; i++)
 		curve_destroy(&ph->curves[i]);
+	wb_budget_move(ph->budget, PHOST_BYTES, 0);
 	free(ph->curves);
 	free(ph);
 	*item = NULL;
@@ -232,6 +246,7 @@ struct align *align_new(const struct align_conf *conf, align_emit_fn *emit, void
 		align_destroy(&a);
 		return NULL;
 	}
+	a->budget.max = conf->budget_bytes;
 	zhashx_set_destructor(a->uhosts, uhost_destroy);
 	zhashx_set_destructor(a->phosts, phost_destroy);
 	a->rl_skew = a->rl_power = a->rl_usage = a->rl_host = a->rl_state =
@@ -256,6 +271,8 @@ int align_reconf(struct align *a, const struct align_conf *conf)
 {
 	if (conf_copy(&a->conf, conf) < 0)
 		return -1;
+	/* A lower budget refuses what comes next; what is held stays until its host goes. */
+	a->budget.max = conf->budget_bytes;
 	/* A remapped host starts new carries by itself: its carries name the old curves. */
 	for (struct uhost *uh = zhashx_first(a->uhosts); uh; uh = zhashx_next(a->uhosts)) {
 		uh->us.procs.max = conf->max_procs;
@@ -271,6 +288,11 @@ int align_reconf(struct align *a, const struct align_conf *conf)
 const struct align_counters *align_counters(const struct align *a)
 {
 	return &a->cnt;
+}
+
+size_t align_budget_used(const struct align *a)
+{
+	return a->budget.used;
 }
 
 size_t align_nhosts(const struct align *a, size_t *npower)
@@ -329,7 +351,8 @@ static struct uhost *uhost_get(struct align *a, const char *name)
 		return NULL;
 	snprintf(uh->name, sizeof(uh->name), "%s", name);
 	power_name_of(a, name, uh->power_name);
-	usage_init(&uh->us, a->conf.max_procs, a->conf.max_cgroups);
+	usage_init(&uh->us, a->conf.max_procs, a->conf.max_cgroups, &a->budget);
+	wb_budget_move(&a->budget, 0, UHOST_BYTES);
 	uh->live = true;
 	zhashx_insert(a->uhosts, uh->name, uh);
 	log_info("usage/%s: new usage host, power from %s", name, uh->power_name);
@@ -359,6 +382,8 @@ static struct phost *phost_get(struct align *a, const char *name)
 	if (!ph)
 		return NULL;
 	snprintf(ph->name, sizeof(ph->name), "%s", name);
+	ph->budget = &a->budget;
+	wb_budget_move(&a->budget, 0, PHOST_BYTES);
 	zhashx_insert(a->phosts, ph->name, ph);
 	log_info("power/%s: new power host", name);
 	return ph;
@@ -406,6 +431,7 @@ static struct curve *curve_of(struct align *a, struct phost *ph, const char *zon
 	if (!c)
 		return NULL;
 	snprintf(c->name, sizeof(c->name), "%s", zone_name);
+	c->budget = &a->budget;
 	cv[ph->ncurves++] = c;
 	return c;
 }
@@ -487,6 +513,22 @@ static void totals_make_room(struct align *a, struct uhost *uh, const struct pho
 	totals_start(a, uh, t_ns);
 }
 
+/*
+ * E(t) of curve c for a slot boundary. Within snap after the last sample the
+ * value is that sample's: usaged stamps the moment it read, a fraction of a
+ * millisecond after the grid instant powerd stamps, and an extrapolation over
+ * that span could hand out energy the meter never counts (it stops, or power
+ * drops), which no later slot could take back; the next slot gets the span.
+ */
+static enum curve_pos boundary_at(const struct align *a, const struct curve *c, uint64_t t_ns,
+				  uint64_t *e_uj)
+{
+	enum curve_pos p = curve_at(c, t_ns, e_uj);
+	if (p == CURVE_AFTER && t_ns - curve_last_t(c) <= a->conf.snap_ns)
+		p = curve_at(c, curve_last_t(c), e_uj); /* CURVE_INSIDE */
+	return p;
+}
+
 /* Fill the zones and quality of slot from the power host's curves. */
 static void fill_energy(struct align *a, struct uhost *uh, struct phost *ph,
 			struct wb_aligned *slot)
@@ -514,16 +556,15 @@ static void fill_energy(struct align *a, struct uhost *uh, struct phost *ph,
 		uint64_t e0, e1;
 		if (cy->curve_id != c->id) {
 			/* No baseline (first slot, new zone, power host back): E(t0) from it. */
-			enum curve_pos p0 = curve_at(c, t0, &e0);
+			enum curve_pos p0 = boundary_at(a, c, t0, &e0);
 			if (p0 == CURVE_NONE)
 				continue;
 			carry_set(cy, c->id, e0, p0 == CURVE_AFTER);
 			if (p0 != CURVE_INSIDE)
 				interpolated = false;
 		}
-		enum curve_pos p1 = curve_at(c, t1, &e1);
-		/* Within snap of the last sample counts as measured; the next slot corrects it. */
-		bool x1 = p1 == CURVE_AFTER && t1 - curve_last_t(c) > a->conf.snap_ns;
+		enum curve_pos p1 = boundary_at(a, c, t1, &e1);
+		bool x1 = p1 == CURVE_AFTER;
 		if (p1 == CURVE_NONE || p1 == CURVE_BEFORE)
 			continue; /* pruned past t1 (max_samples): nothing to say */
 		if (cy->ahead || x1)
@@ -603,6 +644,8 @@ static bool resolve_head(struct align *a, struct uhost *uh, uint64_t now_ns, boo
 	a->cnt.slots++;
 	a->emit(&pd->msg, a->arg);
 	wb_msg_clear(&pd->msg);
+	wb_budget_move(&a->budget, pd->bytes, 0);
+	pd->bytes = 0;
 	uh->qhead = (uh->qhead + 1) % uh->qcap;
 	uh->qlen--;
 	return true;
@@ -633,19 +676,68 @@ static int enqueue(struct align *a, struct uhost *uh, struct pending *pd, uint64
 		uh->qcap = cap;
 		uh->qhead = 0;
 	}
+	const struct wb_aligned *s = &pd->msg.aligned;
+	pd->bytes = 2 * sizeof(*pd) + s->n_procs * sizeof(*s->procs) +
+		    s->n_cgroups * sizeof(*s->cgroups) + s->n_counters * sizeof(*s->counters);
+	bool room = wb_budget_fits(&a->budget, pd->bytes);
+	wb_budget_move(&a->budget, 0, pd->bytes);
 	waiting_add(a, uh);
 	uh->q[(uh->qhead + uh->qlen) % uh->qcap] = *pd;
 	uh->qlen++;
+	/* Beyond the budget nothing waits for power: the host's slots go out now. */
+	if (!room)
+		resolve(a, uh, now_ns, true);
 	return 0;
 }
 
 /* ---- input ---- */
 
+/*
+ * A frame from a host new to alignd is refused when its record and tables
+ * would not fit the budget (no record is made); a known host's frame is kept,
+ * with the processes and cgroups that fit (procs_dropped), so that hosts
+ * already tracked keep their slots whatever others send.
+ */
+static bool budget_admits(struct align *a, const char *kind, const char *host, bool is_new,
+			  size_t growth)
+{
+	if (wb_budget_fits(&a->budget, growth))
+		return true;
+	if (is_new)
+		a->cnt.budget_refused++;
+	else
+		a->cnt.budget_short++;
+	log_rl(&a->rl_host, WB_LOG_WARN, "%s/%s: %s: it needs %zu KiB more and the memory budget has %zu of %zu MiB in use (budget_mib)", kind, host, is_new ? "refused" : "kept in part", growth >> 10, a->budget.used >> 20, a->budget.max >> 20);
+	return !is_new;
+}
+
+/* Bytes the curves of ph would grow by to take p's zones. */
+static size_t power_growth(const struct phost *ph, const struct wb_power *p)
+{
+	size_t bytes = 0;
+	for (size_t i = 0; i < p->n_zones; i++) {
+		const struct curve *c = NULL;
+		for (size_t k = 0; k < ph->ncurves && !c; k++)
+			if (strcmp(ph->curves[k]->name, p->zones[i].name) == 0)
+				c = ph->curves[k];
+		if (!c)
+			bytes += 16 * sizeof(struct curve_sample);
+		else if (c->n == c->cap && c->cap < c->max_samples)
+			bytes += (c->cap < c->max_samples - c->cap ? c->cap : c->max_samples - c->cap) *
+				 sizeof(struct curve_sample);
+	}
+	return bytes;
+}
+
 void align_power(struct align *a, const struct wb_power *p, uint64_t recv_ns)
 {
 	check_skew(a, "power", p->env.host, p->t, recv_ns);
-	struct phost *ph = phost_get(a, p->env.host);
-	if (!ph)
+	struct phost *ph = zhashx_lookup(a->phosts, p->env.host);
+	static const struct phost empty;
+	size_t growth = ph ? power_growth(ph, p) : PHOST_BYTES + power_growth(&empty, p);
+	if (!budget_admits(a, "power", p->env.host, !ph, growth))
+		return;
+	if (!ph && !(ph = phost_get(a, p->env.host)))
 		return;
 	ph->last_recv_ns = recv_ns;
 	if (ph->away) {
@@ -722,8 +814,19 @@ void align_power(struct align *a, const struct wb_power *p, uint64_t recv_ns)
 void align_usage(struct align *a, const struct wb_usage *u, uint64_t lost, uint64_t recv_ns)
 {
 	check_skew(a, "usage", u->env.host, u->t, recv_ns);
-	struct uhost *uh = uhost_get(a, u->env.host);
-	if (!uh)
+	/* Checked before a record is made: a refused host costs nothing, not even a log line. */
+	struct uhost *uh = zhashx_lookup(a->uhosts, u->env.host);
+	size_t growth;
+	if (uh) {
+		growth = usage_growth(&uh->us, u);
+	} else {
+		struct usage_state empty;
+		usage_init(&empty, a->conf.max_procs, a->conf.max_cgroups, NULL);
+		growth = UHOST_BYTES + usage_growth(&empty, u);
+	}
+	if (!budget_admits(a, "usage", u->env.host, !uh, growth))
+		return;
+	if (!uh && !(uh = uhost_get(a, u->env.host)))
 		return;
 	uh->last_recv_ns = recv_ns;
 	if (!uh->live) {

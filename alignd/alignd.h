@@ -10,7 +10,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "budget.h"
 #include "codec.h"
+
+/*
+ * Process and cgroup tables, power curves and slots waiting for power are
+ * charged to one budget (lib/budget.h) shared by every host; a table with no
+ * budget (NULL) is not limited.
+ */
 
 /* ---- curve.c: one zone's cumulative energy over time ---- */
 
@@ -41,6 +48,7 @@ struct curve {
 	uint64_t epoch;			   /* producer epoch of raw_last_uj */
 	uint64_t range_uj;		   /* max_energy_range_uj last announced */
 	uint64_t last_recv_ns;		   /* when this zone was last in a sample */
+	struct wb_budget *budget;	   /* charged for the samples (set by the owner) */
 };
 
 enum curve_event {
@@ -58,7 +66,8 @@ enum curve_pos {
 	CURVE_AFTER,  /* after the last sample: extrapolated from the last rate */
 };
 
-/* A new curve (id unique, given by the caller); NULL on ENOMEM. The caller owns it. */
+/* A new curve (id unique, given by the caller); NULL on ENOMEM. The caller owns it.
+ * Its samples are charged to c->budget once the caller sets it. */
 struct curve *curve_new(uint64_t id, size_t max_samples);
 void curve_destroy(struct curve **self_p);
 /*
@@ -113,17 +122,21 @@ struct proctab {
 	struct proc_entry *slots;
 	size_t cap, n, max;
 	uint32_t gen;
+	struct wb_budget *budget; /* charged for slots; kept by proctab_clear */
 };
 
 int proctab_init(struct proctab *pt, size_t max);
 void proctab_free(struct proctab *pt);
 void proctab_clear(struct proctab *pt);
 struct proc_entry *proctab_find(struct proctab *pt, uint64_t pid, uint64_t start_ns);
-/* Insert a zeroed entry; NULL when the table holds max entries or on ENOMEM. */
+/* Insert a zeroed entry; NULL when the table holds max entries, the budget has no room to
+ * grow it, or on ENOMEM. */
 struct proc_entry *proctab_insert(struct proctab *pt, uint64_t pid, uint64_t start_ns);
 void proctab_remove(struct proctab *pt, struct proc_entry *e);
 /* Remove every entry whose gen differs from gen; returns how many. */
 size_t proctab_sweep(struct proctab *pt, uint32_t gen);
+/* Bytes the table would hold after adding n entries not in it. */
+size_t proctab_bytes_for(const struct proctab *pt, size_t n);
 
 /* ---- cgtab.c: cgroup identity per id ---- */
 
@@ -138,6 +151,7 @@ struct cgtab {
 	struct cg_entry *slots;
 	size_t cap, n, max;
 	uint32_t gen;
+	struct wb_budget *budget; /* charged for slots */
 };
 
 int cgtab_init(struct cgtab *t, size_t max);
@@ -146,6 +160,8 @@ struct cg_entry *cgtab_find(struct cgtab *t, uint64_t id);
 /* Insert or update; NULL when full or on ENOMEM. */
 struct cg_entry *cgtab_put(struct cgtab *t, const struct wb_cgroup *cg);
 size_t cgtab_sweep(struct cgtab *t, uint32_t gen);
+/* Bytes the table would hold after adding n ids not in it. */
+size_t cgtab_bytes_for(const struct cgtab *t, size_t n);
 
 /* ---- usage.c: usage deltas of one host ---- */
 
@@ -165,7 +181,9 @@ struct usage_state {
 	uint64_t slot_stamp;
 };
 
-int usage_init(struct usage_state *us, size_t max_procs, size_t max_cgroups);
+/* budget (NULL: none) is charged for the process and cgroup tables. */
+int usage_init(struct usage_state *us, size_t max_procs, size_t max_cgroups,
+	       struct wb_budget *budget);
 void usage_free(struct usage_state *us);
 /* Forget the process table (new usaged epoch, host dropped); cgroup ids stay valid. */
 void usage_forget_procs(struct usage_state *us);
@@ -178,6 +196,8 @@ void usage_baseline(struct usage_state *us, const struct wb_usage *u, struct usa
  */
 int usage_slot(struct usage_state *us, const struct wb_usage *u, uint64_t t0_ns, uint64_t lost,
 	       struct wb_aligned *out, struct usage_counts *cnt);
+/* Bytes the tables would grow by to take u (its processes and cgroups not yet in them). */
+size_t usage_growth(struct usage_state *us, const struct wb_usage *u);
 
 /* ---- align.c: hosts, pairing, waiting, resolution ---- */
 
@@ -188,6 +208,7 @@ struct align_conf {
 	uint64_t max_skew_ns;	  /* |arrival - t| beyond this is logged and counted; 0: off */
 	double bridge_max_w;	  /* see curve_add; 0: no limit */
 	size_t max_hosts, max_procs, max_cgroups, max_pending, max_samples;
+	size_t budget_bytes; /* all hosts' tables, curves and waiting slots together; 0: no limit */
 	/* usage host -> power host ("node1=bmc1"); parsed by align_conf_map */
 	size_t nmap;
 	struct align_map {
@@ -209,6 +230,8 @@ struct align_counters {
 	uint64_t power_zones_evicted; /* past ALIGN_ZONES_MAX */
 	uint64_t usage_stale, usage_epochs, usage_baselines;
 	uint64_t clock_skew, hosts_dropped, hosts_refused;
+	uint64_t budget_refused; /* frames of new hosts refused: they would exceed budget_bytes */
+	uint64_t budget_short;	 /* frames of known hosts kept in part (procs_dropped, curves pruned) */
 	struct usage_counts usage;
 };
 
@@ -240,5 +263,7 @@ int align_save(struct align *a, const char *path, uint64_t now_ns);
 /* Resume from a state saved at most max_age_ns ago, before any message. 0, or -1: not used. */
 int align_load(struct align *a, const char *path, uint64_t now_ns, uint64_t max_age_ns);
 size_t align_nhosts(const struct align *a, size_t *npower);
+/* Bytes charged to the memory budget now. */
+size_t align_budget_used(const struct align *a);
 
 #endif

@@ -24,6 +24,7 @@ int cgtab_init(struct cgtab *t, size_t max)
 
 void cgtab_free(struct cgtab *t)
 {
+	wb_budget_move(t->budget, t->cap * sizeof(*t->slots), 0);
 	free(t->slots);
 	t->slots = NULL;
 	t->cap = t->n = 0;
@@ -33,9 +34,12 @@ static int rehash(struct cgtab *t, size_t cap, uint32_t keep_gen, bool sweep)
 {
 	struct cg_entry *old = t->slots;
 	size_t oldcap = t->cap;
+	if (cap > oldcap && !wb_budget_fits(t->budget, (cap - oldcap) * sizeof(*old)))
+		return -1;
 	struct cg_entry *slots = calloc(cap, sizeof(*slots));
 	if (!slots)
 		return -1;
+	wb_budget_move(t->budget, oldcap * sizeof(*old), cap * sizeof(*slots));
 	t->slots = slots;
 	t->cap = cap;
 	t->n = 0;
@@ -62,6 +66,14 @@ struct cg_entry *cgtab_find(struct cgtab *t, uint64_t id)
 		if (t->slots[i].cg.id == id)
 			return &t->slots[i];
 	}
+}
+
+size_t cgtab_bytes_for(const struct cgtab *t, size_t n)
+{
+	size_t room = t->max > t->n ? t->max - t->n : 0, cap = t->cap;
+	for (size_t want = t->n + (n < room ? n : room); want * 2 > cap;)
+		cap = cap ? cap * 2 : 64;
+	return cap * sizeof(*t->slots);
 }
 
 struct cg_entry *cgtab_put(struct cgtab *t, const struct wb_cgroup *cg)

@@ -23,6 +23,7 @@ void curve_destroy(struct curve **self_p)
 {
 	if (!self_p || !*self_p)
 		return;
+	wb_budget_move((*self_p)->budget, (*self_p)->cap * sizeof(*(*self_p)->s), 0);
 	free((*self_p)->s);
 	free(*self_p);
 	*self_p = NULL;
@@ -37,19 +38,24 @@ static int make_room(struct curve *c)
 {
 	if (c->n < c->cap)
 		return 0;
-	if (c->cap >= c->max_samples) {
+	size_t cap = c->cap ? c->cap * 2 : 16;
+	if (cap > c->max_samples)
+		cap = c->max_samples;
+	/* Out of budget the curve stays at its size, as at max_samples. */
+	bool room = wb_budget_fits(c->budget, (cap - c->cap) * sizeof(*c->s));
+	if (c->cap >= c->max_samples || (!room && c->n >= 4)) {
 		/* At the cap the oldest quarter goes: boundaries that old are long resolved. */
 		size_t drop = c->n / 4;
 		memmove(c->s, c->s + drop, (c->n - drop) * sizeof(*c->s));
 		c->n -= drop;
 		return 0;
 	}
-	size_t cap = c->cap ? c->cap * 2 : 16;
-	if (cap > c->max_samples)
-		cap = c->max_samples;
+	if (!room)
+		return -1;
 	struct curve_sample *s = realloc(c->s, cap * sizeof(*s));
 	if (!s)
 		return -1;
+	wb_budget_move(c->budget, c->cap * sizeof(*s), cap * sizeof(*s));
 	c->s = s;
 	c->cap = cap;
 	return 0;

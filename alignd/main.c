@@ -28,6 +28,7 @@ struct alignd_conf {
 	uint64_t tick_ns;
 	double bridge_max_w;
 	int64_t max_hosts, max_procs, max_cgroups, max_pending, max_samples;
+	int64_t budget_mib;
 };
 
 /* clang-format off */
@@ -66,6 +67,8 @@ static const struct wb_conf_key alignd_keys[] = {
 	  "slots per usage host waiting for power before the oldest is extrapolated"),
 	K("max_samples", WB_CONF_INT, max_samples, "16384", 4, 16777216,
 	  "power samples kept per zone"),
+	K("budget_mib", WB_CONF_INT, budget_mib, "512", 0, 1048576,
+	  "MiB that all hosts' process and cgroup tables, power curves and waiting slots may hold together; a new host beyond it is refused (0: no limit)"),
 };
 #undef K
 /* clang-format on */
@@ -84,6 +87,7 @@ static int conf_to_align(const struct alignd_conf *c, struct align_conf *ac, cha
 	    .max_cgroups = (size_t)c->max_cgroups,
 	    .max_pending = (size_t)c->max_pending,
 	    .max_samples = (size_t)c->max_samples,
+	    .budget_bytes = (size_t)c->budget_mib << 20,
 	};
 	return align_conf_map(ac, c->host_map.v, c->host_map.n, err, errlen);
 }
@@ -130,10 +134,14 @@ static void emit(struct wb_msg *msg, void *arg)
 static void on_msg(struct wb_daemon *d, const struct wb_msg *msg, const struct wb_rx *rx, void *arg)
 {
 	struct alignd *ad = arg;
+	uint64_t refused = align_counters(ad->align)->budget_refused;
 	if (msg->kind == WB_POWER)
 		align_power(ad->align, &msg->power, rx->recv_ns);
 	else if (msg->kind == WB_USAGE)
 		align_usage(ad->align, &msg->usage, rx->lost, rx->recv_ns);
+	/* A valid frame that the memory budget has no room for counts as rejected (budget). */
+	if (align_counters(ad->align)->budget_refused != refused)
+		wb_stats_reject(wb_daemon_stats(d), WB_R_BUDGET);
 }
 
 static void mirror_add(struct alignd *ad, const char *name, size_t off)
@@ -241,6 +249,7 @@ int main(int argc, char **argv)
 	M(usage.procs_backwards, "procs_backwards");
 	M(usage.procs_dropped, "procs_dropped");
 	M(usage.cpu_resets, "cpu_resets");
+	M(budget_short, "budget_short");
 #undef M
 
 	/*

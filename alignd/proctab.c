@@ -33,6 +33,7 @@ int proctab_init(struct proctab *pt, size_t max)
 
 void proctab_free(struct proctab *pt)
 {
+	wb_budget_move(pt->budget, pt->cap * sizeof(*pt->slots), 0);
 	free(pt->slots);
 	pt->slots = NULL;
 	pt->cap = pt->n = 0;
@@ -41,17 +42,22 @@ void proctab_free(struct proctab *pt)
 void proctab_clear(struct proctab *pt)
 {
 	size_t max = pt->max;
+	struct wb_budget *budget = pt->budget;
 	proctab_free(pt);
 	proctab_init(pt, max);
+	pt->budget = budget;
 }
 
 static int rehash(struct proctab *pt, size_t cap, uint32_t keep_gen, bool sweep)
 {
 	struct proc_entry *old = pt->slots;
 	size_t oldcap = pt->cap;
+	if (cap > oldcap && !wb_budget_fits(pt->budget, (cap - oldcap) * sizeof(*old)))
+		return -1;
 	struct proc_entry *slots = calloc(cap, sizeof(*slots));
 	if (!slots)
 		return -1;
+	wb_budget_move(pt->budget, oldcap * sizeof(*old), cap * sizeof(*slots));
 	pt->slots = slots;
 	pt->cap = cap;
 	pt->n = 0;
@@ -79,6 +85,20 @@ struct proc_entry *proctab_find(struct proctab *pt, uint64_t pid, uint64_t start
 		if (e->pid == pid && e->start_ns == start_ns)
 			return e;
 	}
+}
+
+/* The capacity after n entries were inserted one by one (load factor at most 1/2). */
+static size_t cap_for(size_t cap, size_t n)
+{
+	while (n * 2 > cap)
+		cap = cap ? cap * 2 : 256;
+	return cap;
+}
+
+size_t proctab_bytes_for(const struct proctab *pt, size_t n)
+{
+	size_t room = pt->max > pt->n ? pt->max - pt->n : 0;
+	return cap_for(pt->cap, pt->n + (n < room ? n : room)) * sizeof(*pt->slots);
 }
 
 struct proc_entry *proctab_insert(struct proctab *pt, uint64_t pid, uint64_t start_ns)

@@ -15,12 +15,27 @@
 
 #include "alignd.h"
 
-int usage_init(struct usage_state *us, size_t max_procs, size_t max_cgroups)
+int usage_init(struct usage_state *us, size_t max_procs, size_t max_cgroups,
+	       struct wb_budget *budget)
 {
 	memset(us, 0, sizeof(*us));
 	proctab_init(&us->procs, max_procs);
 	cgtab_init(&us->cgroups, max_cgroups);
+	us->procs.budget = us->cgroups.budget = budget;
 	return 0;
+}
+
+size_t usage_growth(struct usage_state *us, const struct wb_usage *u)
+{
+	size_t np = 0, nc = 0;
+	for (size_t i = 0; i < u->n_procs; i++)
+		np += !proctab_find(&us->procs, u->procs[i].pid, u->procs[i].start_ns);
+	for (size_t i = 0; i < u->n_cgroups; i++)
+		nc += !cgtab_find(&us->cgroups, u->cgroups[i].id);
+	size_t now = (us->procs.cap * sizeof(*us->procs.slots)) +
+		     (us->cgroups.cap * sizeof(*us->cgroups.slots));
+	size_t after = proctab_bytes_for(&us->procs, np) + cgtab_bytes_for(&us->cgroups, nc);
+	return after > now ? after - now : 0;
 }
 
 void usage_free(struct usage_state *us)

@@ -27,7 +27,8 @@ struct zone_state {
 
 struct host_state {
 	char host[64];
-	uint64_t used; /* estimator tick of the last slot: least recent goes first */
+	uint64_t used;	/* estimator tick of the last slot: least recent goes first */
+	size_t bytes;	/* charged to the budget: its zones' regressions and its trainer */
 	struct zone_state *zones;
 	size_t nzones;
 	struct trainer trainer;
@@ -67,6 +68,7 @@ struct estimator {
 	struct group_set groups[G_KINDS];
 	struct attrib_scratch scratch;
 	struct totals totals;
+	struct wb_budget budget; /* learning state and totals of all hosts */
 };
 
 static int grow(void **p, size_t *cap, size_t need, size_t elem)
@@ -84,8 +86,9 @@ static int grow(void **p, size_t *cap, size_t need, size_t elem)
 	return 0;
 }
 
-static void host_free(struct host_state *h)
+static void host_free(struct estimator *e, struct host_state *h)
 {
+	wb_budget_move(&e->budget, h->bytes, 0);
 	for (size_t i = 0; i < h->nzones; i++)
 		idle_reg_free(&h->zones[i].reg);
 	free(h->zones);
@@ -100,7 +103,9 @@ struct estimator *estimator_new(const struct est_conf *conf)
 	if (!e)
 		return NULL;
 	e->conf = *conf;
+	e->budget.max = conf->budget_bytes;
 	totals_init(&e->totals, TOTALS_HOSTS_MAX);
+	e->totals.budget = &e->budget;
 	return e;
 }
 
@@ -109,13 +114,18 @@ struct totals *estimator_totals(struct estimator *e)
 	return &e->totals;
 }
 
+size_t estimator_budget_used(const struct estimator *e)
+{
+	return e->budget.used;
+}
+
 void estimator_destroy(struct estimator **self_p)
 {
 	if (!self_p || !*self_p)
 		return;
 	struct estimator *e = *self_p;
 	for (size_t i = 0; i < e->nhosts; i++)
-		host_free(&e->hosts[i]);
+		host_free(e, &e->hosts[i]);
 	free(e->model);
 	free(e->zones);
 	free(e->procs);
@@ -143,11 +153,16 @@ int estimator_set_conf(struct estimator *e, const struct est_conf *conf)
 	    memcmp(&conf->train_conf, &e->conf.train_conf, sizeof(conf->train_conf)) != 0 ||
 	    conf->train != e->conf.train;
 	e->conf = *conf;
+	e->budget.max = conf->budget_bytes;
 	if (train_changed)
 		for (size_t i = 0; i < e->nhosts; i++)
 			if (e->hosts[i].trainer_ok) {
-				trainer_free(&e->hosts[i].trainer);
-				e->hosts[i].trainer_ok = false;
+				struct host_state *h = &e->hosts[i];
+				size_t tb = h->trainer.conf.window * sizeof(*h->trainer.ring);
+				trainer_free(&h->trainer);
+				h->trainer_ok = false;
+				wb_budget_move(&e->budget, tb, 0);
+				h->bytes -= tb < h->bytes ? tb : h->bytes;
 			}
 	return 0;
 }
@@ -188,24 +203,34 @@ static struct host_state *host_get(struct estimator *e, const char *host)
 		for (size_t i = 1; i < e->nhosts; i++)
 			if (e->hosts[i].used < h->used)
 				h = &e->hosts[i];
-		host_free(h);
+		host_free(e, h);
 	}
 	snprintf(h->host, sizeof(h->host), "%s", host);
 	h->used = e->tick;
 	return h;
 }
 
-static struct idle_reg *zone_reg(struct host_state *h, const char *name)
+/* The zone's regression; NULL when full or out of budget (res->budget_short: ratio instead). */
+static struct idle_reg *zone_reg(struct estimator *e, struct host_state *h, const char *name,
+				 struct est_result *res)
 {
 	for (size_t i = 0; i < h->nzones; i++)
 		if (strcmp(h->zones[i].name, name) == 0)
 			return &h->zones[i].reg;
 	if (h->nzones >= ZONE_STATE_MAX)
 		return NULL;
+	/* The regression keeps 2 x idle_window doubles once it learns. */
+	size_t bytes = sizeof(struct zone_state) + 2 * e->conf.idle.window * sizeof(double);
+	if (!wb_budget_fits(&e->budget, bytes)) {
+		res->budget_short = true;
+		return NULL;
+	}
 	struct zone_state *z = realloc(h->zones, (h->nzones + 1) * sizeof(*z));
 	if (!z)
 		return NULL;
 	h->zones = z;
+	wb_budget_move(&e->budget, 0, bytes);
+	h->bytes += bytes;
 	memset(&z[h->nzones], 0, sizeof(z[0]));
 	snprintf(z[h->nzones].name, sizeof(z[0].name), "%s", name);
 	return &z[h->nzones++].reg;
@@ -434,7 +459,7 @@ static void measured_zones(struct estimator *e, struct host_state *h, const stru
 		z->index = sz->index;
 		z->energy_uj = sz->energy_uj;
 		struct idle_reg *reg =
-		    e->conf.idle.method == IDLE_REGRESSION ? zone_reg(h, sz->name) : NULL;
+		    e->conf.idle.method == IDLE_REGRESSION ? zone_reg(e, h, sz->name, res) : NULL;
 		enum idle_method used =
 		    idle_split(&e->conf.idle, reg, sz->name, sz->zone, sz->energy_uj, slot_s, busy,
 			       total, &z->active_uj, &z->idle_uj);
@@ -524,9 +549,16 @@ static void train(struct estimator *e, struct host_state *h, const struct wb_ali
 		  struct est_result *res)
 {
 	if (!h->trainer_ok) {
+		size_t w = e->conf.train_conf.window < 4 ? 4 : e->conf.train_conf.window;
+		if (!wb_budget_fits(&e->budget, w * sizeof(*h->trainer.ring))) {
+			res->budget_short = true;
+			return;
+		}
 		if (trainer_init(&h->trainer, &e->conf.train_conf) < 0)
 			return;
 		h->trainer_ok = true;
+		wb_budget_move(&e->budget, 0, h->trainer.conf.window * sizeof(*h->trainer.ring));
+		h->bytes += h->trainer.conf.window * sizeof(*h->trainer.ring);
 	}
 	if (trainer_add(&h->trainer, a) != 1)
 		return;
@@ -578,6 +610,13 @@ int estimator_slot(struct estimator *e, const struct wb_aligned *a, struct wb_es
 	    grow((void **)&e->procs, &e->procs_cap, a->n_procs + 1, sizeof(*e->procs)) < 0)
 		goto nomem;
 
+	/* A host new to the totals whose records would not fit the budget is refused. */
+	size_t nz_in = measured ? a->n_zones : e->model ? e->model->nzones : 0;
+	if (!totals_admits(&e->totals, a->env.host, nz_in)) {
+		res->budget_refused = true;
+		snprintf(err, errlen, "slot from %s: refused, a new host and the memory budget (budget_mib) has %zu of %zu MiB in use", a->env.host, e->budget.used >> 20, e->budget.max >> 20);
+		return -1;
+	}
 	struct host_state *h = host_get(e, a->env.host);
 	uint64_t busy, total;
 	feat_cpu_busy(&a->cpu, &busy, &total);

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "budget.h"
 #include "wb_msgs.h"
 
 /* ---- features.c: Kepler's model features, computed from one slot, per second ---- */
@@ -250,12 +251,13 @@ struct tot_host {
 	uint64_t last_t1; /* end of the last slot counted */
 	uint64_t used;
 	struct tot_zone *z;
-	size_t nz;
+	size_t nz, zcap;
 };
 
 struct totals {
 	struct tot_host *h;
 	size_t n, cap, max;
+	struct wb_budget *budget; /* charged for the zones of every host (NULL: none) */
 	uint64_t last_epoch; /* total epochs are unique within this estimd */
 	uint64_t tick;
 };
@@ -267,6 +269,8 @@ struct tot_result {
 };
 
 int totals_init(struct totals *t, size_t max_hosts);
+/* Whether the totals count host, or a new record for it with nz zones fits the budget. */
+bool totals_admits(const struct totals *t, const char *host, size_t nz);
 void totals_free(struct totals *t);
 /*
  * Advance the host's totals by slot a, whose estimated zones are zones[0..nz)
@@ -300,6 +304,7 @@ struct est_conf {
 	bool train;
 	struct train_conf train_conf;
 	uint64_t model_cores; /* >0: the model's machine cores, overriding the file */
+	size_t budget_bytes;  /* learning state and totals of all hosts together; 0: no limit */
 };
 
 /* What happened in one slot, for counters and logs. */
@@ -312,6 +317,8 @@ struct est_result {
 	bool stale;		 /* ended no later than the host's last slot: totals unchanged */
 	uint64_t recovered_uj;	 /* energy of aligned slots never received, now in the totals */
 	char train_err[MODEL_ERR_MAX]; /* why a due fit failed, else "" */
+	bool budget_refused;	       /* a new host the memory budget has no room for: rejected */
+	bool budget_short; /* learning state left out for the budget (idle ratio, no training) */
 };
 
 struct estimator;
@@ -336,5 +343,7 @@ int estimator_slot(struct estimator *e, const struct wb_aligned *a, struct wb_es
 		   struct est_result *res, char *err, size_t errlen);
 /* The node totals (totals.c), to save and load them. */
 struct totals *estimator_totals(struct estimator *e);
+/* Bytes charged to the memory budget now. */
+size_t estimator_budget_used(const struct estimator *e);
 
 #endif

@@ -45,6 +45,7 @@ struct estimd_conf {
 	char *model_out;
 	char *state_file;
 	uint64_t state_every_ns;
+	int64_t budget_mib;
 };
 
 #define OFF(field) offsetof(struct estimd_conf, field)
@@ -92,6 +93,8 @@ static const struct wb_conf_key keys[] = {
     {"state_every", WB_CONF_DURATION, OFF(state_every_ns), "1s", 0, 3600e9, NULL,
      "also save the state this often while running, so that a crash loses no energy (0: at stop "
      "only)"},
+    {"budget_mib", WB_CONF_INT, OFF(budget_mib), "256", 0, 1048576, NULL,
+     "MiB that the learning state (idle regressions, training) and node totals of all hosts may hold together; a new host beyond it is refused (0: no limit)"},
 };
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
 
@@ -131,6 +134,7 @@ static int est_conf_from(const struct estimd_conf *c, struct est_conf *ec, char 
 		return -1;
 	}
 	ec->model_cores = (uint64_t)c->model_cores;
+	ec->budget_bytes = (size_t)c->budget_mib << 20;
 	return 0;
 }
 
@@ -187,7 +191,8 @@ struct app {
 	struct wb_ratelimit rl_slot, rl_model, rl_train, rl_mode, rl_state;
 	uint64_t *slots, *slots_measured, *slots_model, *slots_rejected, *slots_no_model,
 	    *idle_fallbacks, *model_nan, *models_trained, *models_received, *models_rejected,
-	    *model_write_failed, *slots_stale, *slots_recovered, *recovered_uj, *state_write_failed;
+	    *model_write_failed, *slots_stale, *slots_recovered, *recovered_uj, *state_write_failed,
+	    *budget_short;
 };
 
 static void use_model(struct app *app, struct model *m, const char *how)
@@ -258,6 +263,8 @@ static void on_aligned(struct wb_daemon *d, const struct wb_msg *msg, const stru
 	char err[MODEL_ERR_MAX];
 	(*app->slots)++;
 	if (estimator_slot(app->est, a, &out.estimate, &res, err, sizeof(err)) < 0) {
+		if (res.budget_refused)
+			wb_stats_reject(wb_daemon_stats(d), WB_R_BUDGET);
 		(*app->slots_rejected)++;
 		log_rl(&app->rl_slot, WB_LOG_WARN, "slot rejected: %s", err);
 		return;
@@ -279,6 +286,7 @@ static void on_aligned(struct wb_daemon *d, const struct wb_msg *msg, const stru
 		       a->env.host, res.recovered_uj, rx->lost, a->env.seq);
 	}
 	*app->idle_fallbacks += res.idle_fallbacks;
+	*app->budget_short += res.budget_short;
 	*app->model_nan += res.model_nan;
 	if (res.no_model) {
 		(*app->slots_no_model)++;
@@ -413,6 +421,7 @@ int main(int argc, char **argv)
 	    {&app.slots_recovered, "slots_recovered"},
 	    {&app.recovered_uj, "recovered_uj"},
 	    {&app.state_write_failed, "state_write_failed"},
+	    {&app.budget_short, "budget_short"},
 	};
 	for (size_t i = 0; i < sizeof(counters) / sizeof(counters[0]); i++)
 		if (!(*counters[i].dst = wb_stats_counter(st, counters[i].name)))

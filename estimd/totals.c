@@ -17,8 +17,9 @@
 #include "estimd.h"
 #include "json.h"
 
-static void host_clear(struct tot_host *h)
+static void host_clear(struct totals *t, struct tot_host *h)
 {
+	wb_budget_move(t->budget, h->zcap * sizeof(*h->z), 0);
 	free(h->z);
 	memset(h, 0, sizeof(*h));
 }
@@ -33,7 +34,7 @@ int totals_init(struct totals *t, size_t max_hosts)
 void totals_free(struct totals *t)
 {
 	for (size_t i = 0; i < t->n; i++)
-		host_clear(&t->h[i]);
+		host_clear(t, &t->h[i]);
 	free(t->h);
 	memset(t, 0, sizeof(*t));
 }
@@ -82,7 +83,7 @@ static struct tot_host *host_get(struct totals *t, const char *host, uint64_t t_
 		for (size_t i = 1; i < t->n; i++)
 			if (t->h[i].used < h->used)
 				h = &t->h[i];
-		host_clear(h);
+		host_clear(t, h);
 	}
 	snprintf(h->host, sizeof(h->host), "%s", host);
 	h->used = t->tick;
@@ -98,16 +99,44 @@ static struct tot_zone *zone_find(struct tot_host *h, const char *name)
 	return NULL;
 }
 
-/* The zone's record, created at 0; NULL when the host holds TOTALS_ZONES_MAX or on ENOMEM. */
-static struct tot_zone *zone_get(struct tot_host *h, const char *name)
+/* Zone records for n zones: grown by doubling from 4, up to TOTALS_ZONES_MAX. */
+static size_t zcap_for(size_t cap, size_t n)
+{
+	while (cap < n && cap < TOTALS_ZONES_MAX)
+		cap = cap ? cap * 2 : 4;
+	return cap;
+}
+
+bool totals_admits(const struct totals *t, const char *host, size_t nz)
+{
+	for (size_t i = 0; i < t->n; i++)
+		if (strcmp(t->h[i].host, host) == 0)
+			return true;
+	return wb_budget_fits(t->budget, zcap_for(0, nz) * sizeof(struct tot_zone));
+}
+
+/*
+ * The zone's record, created at 0; NULL when the host holds TOTALS_ZONES_MAX,
+ * the budget has no room to grow its records, or on ENOMEM.
+ */
+static struct tot_zone *zone_get(struct totals *t, struct tot_host *h, const char *name)
 {
 	struct tot_zone *z = zone_find(h, name);
 	if (z)
 		return z;
 	if (h->nz >= TOTALS_ZONES_MAX)
 		return NULL;
-	if (!h->z && !(h->z = calloc(TOTALS_ZONES_MAX, sizeof(*h->z))))
-		return NULL;
+	if (h->nz == h->zcap) {
+		size_t cap = zcap_for(h->zcap, h->nz + 1);
+		if (!wb_budget_fits(t->budget, (cap - h->zcap) * sizeof(*h->z)))
+			return NULL;
+		z = realloc(h->z, cap * sizeof(*z));
+		if (!z)
+			return NULL;
+		wb_budget_move(t->budget, h->zcap * sizeof(*z), cap * sizeof(*z));
+		h->z = z;
+		h->zcap = cap;
+	}
 	z = &h->z[h->nz++];
 	memset(z, 0, sizeof(*z));
 	snprintf(z->name, sizeof(z->name), "%s", name);
@@ -170,7 +199,7 @@ int totals_slot(struct totals *t, const struct wb_aligned *a, struct wb_est_zone
 	res->epoch = h->epoch;
 	for (size_t i = 0; i < nz; i++) {
 		struct wb_est_zone *ez = &zones[i];
-		struct tot_zone *z = zone_get(h, ez->name);
+		struct tot_zone *z = zone_get(t, h, ez->name);
 		if (!z)
 			continue;
 		uint64_t e = ez->energy_uj, d = 0, in = 0;
@@ -335,7 +364,7 @@ int totals_load(struct totals *t, const char *path, size_t *nhosts, char *err, s
 		json_array_foreach(json_object_get(o, "zones"), k, zo)
 		{
 			const char *zn = wb_json_str(zo, "name");
-			struct tot_zone *z = zn[0] && strlen(zn) <= 63 ? zone_get(h, zn) : NULL;
+			struct tot_zone *z = zn[0] && strlen(zn) <= 63 ? zone_get(t, h, zn) : NULL;
 			if (!z)
 				continue;
 			z->in_have = json_is_true(json_object_get(zo, "in_have"));

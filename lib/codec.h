@@ -23,6 +23,7 @@ enum wb_reason {
 	WB_R_DUPLICATE, /* the same key twice in one map */
 	WB_R_TOPIC,	/* topic is not KIND/HOST of the map, or the frame count is wrong */
 	WB_R_TOO_BIG,	/* frame larger than WB_FRAME_MAX */
+	WB_R_BUDGET,	/* valid, but keeping it would exceed the stage's memory budget */
 	WB_R_COUNT
 };
 

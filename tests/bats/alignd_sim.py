@@ -307,13 +307,15 @@ def grid_stamps(bus):
           % (max(s["quality"].get("lag_ns", 0) for s in slots) // 1000))
     check(not any(s["quality"].get("extrapolated") for s in slots), "none marked extrapolated")
     for s in slots:
-        want = p.e(s["t1"]) - p.e(s["t0"])
-        if abs(zone(s, "package-0") - want) > 10 * 1050:  # a 10 W step over at most 1.05 ms
+        # A snapped end takes the value of the sample on the grid; the first start is interpolated.
+        t0 = s["t0"] if s["t0"] == tu[0] else s["t0"] // S * S
+        want = p.e(s["t1"] // S * S) - p.e(t0)
+        if zone(s, "package-0") != want:
             fail("slot [%d, %d]: %d uJ, analytic %d" % (s["t0"] - b, s["t1"] - b, zone(s, "package-0"), want))
-    check(True, "each slot within a power step times the snapped span of the analytic energy")
+    check(True, "each slot holds the energy up to the power sample it snapped to")
     total = sum(zone(s, "package-0") for s in slots)
-    # The last end is 1.11 ms past its sample, at the last rate (160 W); the others were corrected.
-    check(total == p.e(b + 7 * S) + 160 * 1110000 // 1000 - p.e(tu[0]), "exact sum over the run: %d uJ" % total)
+    # Never ahead of the meter: the last end is 1.11 ms past its sample and takes its value.
+    check(total == p.e(b + 7 * S) - p.e(tu[0]), "exact sum over the run: %d uJ" % total)
 
 
 def restart_bridged(bus):
@@ -527,10 +529,73 @@ def stage_restart_2(bus, state):
     exact_slots(bus, before + slots, "h", "package-0", p, [b + t * S for t in range(11)])
 
 
+def rss_kib(pid):
+    for line in open("/proc/%d/status" % pid):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    fail("no VmRSS for pid %d" % pid)
+
+
+def budget_flood(bus, pid, budget_mib):
+    """A legitimate host, then 30 forged host names each with one usage message of 131,072
+    processes (about 14 MiB of process table each, 440 MiB for all): alignd holds no more than
+    its budget, refuses and counts the hosts beyond it, and the legitimate host keeps its slots."""
+    b = bus.t_base
+    p = Power((b, 100))
+    good = [{"pid": 100 + i, "comm": "w", "start_ns": 1, "cpu_ns": 0} for i in range(200)]
+
+    def good_slot(t):
+        for q in good:
+            q["cpu_ns"] += 1000
+        bus.power("good", b + t * S, S, [("package-0", p.e(b + t * S))])
+        bus.usage("good", b + t * S, procs=good, full=True)
+
+    for t in range(3):
+        good_slot(t)
+    bus.collect(2)
+    before = rss_kib(pid)
+    # The processes are packed once; each frame is a map whose last value is that array.
+    n = 131072
+    procs = msgpack.packb([{"pid": 10 + i, "comm": "x", "start_ns": 1, "cpu_ns": i} for i in range(n)])
+    for h in range(30):
+        host = "forged%d" % h
+        head = {"v": 1, "kind": "usage", "host": host, "src": "usaged", "epoch": 1, "seq": 0,
+                "t": b + 2 * S + 10 * MS, "interval_ns": S, "ncpu": 2, "full": True,
+                "cpu": {"user_ns": 0, "nice_ns": 0, "system_ns": 0, "idle_ns": 0, "iowait_ns": 0, "irq_ns": 0,
+                        "softirq_ns": 0, "steal_ns": 0}}
+        packed = msgpack.packb(head)
+        frame = bytes([0x80 | (len(head) + 1)]) + packed[1:] + msgpack.packb("procs") + procs
+        bus.raw("usage/" + host, frame)
+    # Every frame has been read once the counters say so.
+    end = time.time() + 120
+    refused = kept = 0
+    while refused + kept - 1 < 30 and time.time() < end:
+        bus.stat = None
+        bus.drain(0.2)  # alignd sends no stat while it reads a frame
+        if bus.stat:
+            refused = {c["name"]: c["value"] for c in bus.stat.get("rejected_by", [])}.get("budget", 0)
+            kept = {c["name"]: c["value"] for c in bus.stat.get("counters", [])}.get("usage_baselines", 0)
+    after = rss_kib(pid)
+    print("alignd RSS: %d KiB before the flood, %d KiB after; %d forged hosts refused (budget), %d kept"
+          % (before, after, refused, kept - 1))
+    check(refused + kept - 1 == 30, "every forged frame read: %d refused, %d kept" % (refused, kept - 1))
+    check(refused >= 30 - budget_mib // 14, "the forged hosts beyond the budget are refused and counted (%d)" % refused)
+    check(after - before < (budget_mib + 96) * 1024,
+          "RSS grew by %d MiB: no more than the budget (%d MiB) and the decoding of a frame (freed, kept by malloc)"
+          % ((after - before) // 1024, budget_mib))
+    for t in range(3, 6):
+        good_slot(t)
+    slots = bus.collect(5)
+    for t in range(3, 6):
+        s = slot(slots, "good", b + t * S)
+        check(zone(s, "package-0") == p.e(b + t * S) - p.e(b + (t - 1) * S) and len(s["procs"]) == 200,
+              "the legitimate host's slot ending at %d s: all its energy and its 200 processes" % t)
+
+
 SCENARIOS = {f.__name__: f for f in (grid_stamps, power1s_usage3s, power5s_usage1s, jitter, lost_power_interpolated,
                                       lost_power_extrapolated, restart_bridged, restart_gap, no_power, two_hosts,
                                       usage_deltas, host_timeout, skew, bad_frames, stage_restart_1,
-                                      stage_restart_2)}
+                                      stage_restart_2, budget_flood)}
 
 
 def main():
@@ -539,6 +604,8 @@ def main():
     ap.add_argument("--in", dest="ins", action="append", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--state", help="file the two halves of a stage restart share")
+    ap.add_argument("--pid", type=int, help="alignd's pid (budget_flood reads its RSS)")
+    ap.add_argument("--budget-mib", type=int, default=64, help="alignd's budget_mib (budget_flood)")
     a = ap.parse_args()
     t_base = None
     if a.scenario == "stage_restart_2":
@@ -547,6 +614,8 @@ def main():
     bus.ready()
     if a.scenario.startswith("stage_restart"):
         SCENARIOS[a.scenario](bus, a.state)
+    elif a.scenario == "budget_flood":
+        SCENARIOS[a.scenario](bus, a.pid, a.budget_mib)
     else:
         SCENARIOS[a.scenario](bus)
     print("ok")

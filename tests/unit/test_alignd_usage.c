@@ -179,7 +179,7 @@ static void deltas_against_last_seen(void)
 	struct usage_counts cnt = {0};
 	struct umsg m;
 	struct wb_aligned a;
-	usage_init(&us, 1000, 100);
+	usage_init(&us, 1000, 100, NULL);
 	umsg_init(&m, 10 * S, 4 * S, true);
 	add_proc(&m, 100, 5, 1000, 0, false);
 	add_proc(&m, 200, 6, 5000, 0, false);
@@ -223,7 +223,7 @@ static void first_seen_rules(void)
 	struct usage_counts cnt = {0};
 	struct umsg m;
 	struct wb_aligned a;
-	usage_init(&us, 1000, 100);
+	usage_init(&us, 1000, 100, NULL);
 
 	/* Baseline from a partial message: the table may miss idle processes. */
 	umsg_init(&m, 10 * S, 0, false);
@@ -288,7 +288,7 @@ static void exits_and_pid_reuse(void)
 	struct usage_counts cnt = {0};
 	struct umsg m;
 	struct wb_aligned a;
-	usage_init(&us, 1000, 100);
+	usage_init(&us, 1000, 100, NULL);
 	umsg_init(&m, 10 * S, 0, true);
 	add_proc(&m, 42, 1000, 500, 0, false);
 	usage_baseline(&us, &m.u, &cnt);
@@ -327,7 +327,7 @@ static void exited_listed_twice(void)
 	struct usage_counts cnt = {0};
 	struct umsg m;
 	struct wb_aligned a;
-	usage_init(&us, 1000, 100);
+	usage_init(&us, 1000, 100, NULL);
 	umsg_init(&m, 10 * S, 0, true);
 	add_proc(&m, 42, 1000, 500, 0, false);
 	usage_baseline(&us, &m.u, &cnt);
@@ -372,7 +372,7 @@ static void node_totals_and_reboot(void)
 	struct usage_counts cnt = {0};
 	struct umsg m;
 	struct wb_aligned a;
-	usage_init(&us, 10, 10);
+	usage_init(&us, 10, 10, NULL);
 	umsg_init(&m, 100 * S, 30 * S, true);
 	m.u.cpu.steal_ns = 5;
 	usage_baseline(&us, &m.u, &cnt);
@@ -401,7 +401,7 @@ static void cgroups_of_the_slot(void)
 	struct usage_counts cnt = {0};
 	struct umsg m;
 	struct wb_aligned a;
-	usage_init(&us, 100, 100);
+	usage_init(&us, 100, 100, NULL);
 	umsg_init(&m, 10 * S, 0, true);
 	m.cgroups[0] =
 	    (struct wb_cgroup){.id = 500, .path = "system.slice/a.service", .service = "a.service"};

@@ -287,12 +287,57 @@ static void model_mode_gap(void)
 	estimator_destroy(&e);
 }
 
+/*
+ * Forged host names, each with 200 zones and idle regression on: the learning
+ * state and totals of all hosts together stay within the budget, the new hosts
+ * beyond it are refused (budget_refused), and the host counted before keeps
+ * exact totals.
+ */
+static void budget_across_hosts(void)
+{
+	struct est_conf c = conf_default();
+	c.idle.method = IDLE_REGRESSION;
+	c.budget_bytes = 256 << 10;
+	struct estimator *e = estimator_new(&c);
+	struct sim sim = {.epoch = T0 - 5 * S};
+	struct wb_estimate out;
+	struct est_result res;
+	CHECK(feed(e, &sim, 0, false, &out, &res) == 0);
+	static struct wb_slot_zone zones[200];
+	size_t refused = 0;
+	for (int h = 0; h < 100; h++) {
+		struct wb_aligned a = {.t0 = T0, .t1 = T0 + S, .ncpu = 1, .zones = zones, .n_zones = 200};
+		snprintf(a.env.host, sizeof(a.env.host), "forged%d", h);
+		snprintf(a.env.src, sizeof(a.env.src), "alignd");
+		a.cpu.user_ns = a.cpu.idle_ns = S / 2;
+		for (int z = 0; z < 200; z++) {
+			snprintf(zones[z].name, sizeof(zones[z].name), "z%d", z);
+			snprintf(zones[z].zone, sizeof(zones[z].zone), "package");
+			zones[z].energy_uj = 1000;
+		}
+		char err[256];
+		if (estimator_slot(e, &a, &out, &res, err, sizeof(err)) < 0) {
+			CHECK(res.budget_refused && strstr(err, "budget_mib"));
+			refused++;
+		}
+		CHECK(estimator_budget_used(e) <= c.budget_bytes);
+	}
+	CHECK(refused >= 90);
+	for (uint64_t k = 1; k < 5; k++) {
+		CHECK(feed(e, &sim, k, false, &out, &res) == 0);
+		CHECK_U64(out.zones[0].total_uj, sim.total[0]);
+		CHECK_U64(out.zones[1].total_uj, sim.total[1]);
+	}
+	estimator_destroy(&e);
+}
+
 static const struct unit_case cases[] = {
     {"lost aligned slots recovered from alignd's totals", lost_slots_recovered},
     {"a restart from the state file continues the totals", restart_from_state},
     {"a new alignd count: slot values, then differences again", new_alignd_count},
     {"slots sent again are not counted twice", resent_slots},
     {"model mode: a gap is filled at the slot's power", model_mode_gap},
+    {"a memory budget across hosts", budget_across_hosts},
 };
 
 UNIT_MAIN(cases)
