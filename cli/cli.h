@@ -21,8 +21,16 @@ int cmd_doctor(int argc, char **argv);
 int cmd_top(int argc, char **argv);
 
 /* main.c: shared helpers */
-/* Parse a positive number of milliseconds or a duration ("2s"); exits 2 on error. */
+/*
+ * Flag values, parsed whole by lib/config's parsers: on a bad one they print
+ * "wattbus CMD: --OPT: 'TEXT' is not ..." and exit 2.
+ */
+/* A duration ("2s", "500ms"; a bare number is seconds). */
 uint64_t cli_duration_ns(const char *cmd, const char *opt, const char *text);
+/* An integer in [min, max]. */
+long long cli_int(const char *cmd, const char *opt, const char *text, long long min, long long max);
+/* A finite number above zero. */
+double cli_positive(const char *cmd, const char *opt, const char *text);
 /* True once SIGINT or SIGTERM arrived. */
 bool cli_interrupted(void);
 

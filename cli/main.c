@@ -2,6 +2,7 @@
  * wattbus: the user's tool for the bus. Subcommands tap, record, replay and pub
  * let a shell pipeline watch, save, replay or stand in for any stage.
  */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 
 #include "cli.h"
 #include "clock.h"
+#include "config.h"
 #include "log.h"
 
 static const struct {
@@ -42,6 +44,33 @@ uint64_t cli_duration_ns(const char *cmd, const char *opt, const char *text)
 		exit(2);
 	}
 	return ns;
+}
+
+long long cli_int(const char *cmd, const char *opt, const char *text, long long min, long long max)
+{
+	int64_t v;
+	if (wb_parse_int(text, &v) < 0) {
+		fprintf(stderr, "wattbus %s: %s: '%s' is not an integer\n", cmd, opt, text);
+		exit(2);
+	}
+	if (v < min || v > max) {
+		if (max == LLONG_MAX)
+			fprintf(stderr, "wattbus %s: %s: '%s' is below %lld\n", cmd, opt, text, min);
+		else
+			fprintf(stderr, "wattbus %s: %s: '%s' is outside [%lld, %lld]\n", cmd, opt, text, min, max);
+		exit(2);
+	}
+	return v;
+}
+
+double cli_positive(const char *cmd, const char *opt, const char *text)
+{
+	double v;
+	if (wb_parse_double(text, &v) < 0 || !(v > 0)) {
+		fprintf(stderr, "wattbus %s: %s: '%s' is not a number above 0\n", cmd, opt, text);
+		exit(2);
+	}
+	return v;
 }
 
 bool cli_interrupted(void)

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,7 +55,7 @@ int cmd_record(int argc, char **argv)
 	int c;
 	while ((c = getopt_long(argc, argv, "n:d:h", opts, NULL)) != -1) {
 		switch (c) {
-		case 'n': count = atoll(optarg); break;
+		case 'n': count = cli_int("record", "--count", optarg, 1, LLONG_MAX); break;
 		case 'd': duration_ns = cli_duration_ns("record", "--duration", optarg); break;
 		case 'h': record_usage(stdout); return 0;
 		default: record_usage(stderr); return 2;
@@ -221,13 +222,7 @@ int cmd_replay(int argc, char **argv)
 	int c;
 	while ((c = getopt_long(argc, argv, "s:fw:h", opts, NULL)) != -1) {
 		switch (c) {
-		case 's':
-			speed = atof(optarg);
-			if (!(speed > 0)) {
-				fprintf(stderr, "wattbus replay: --speed must be a positive number\n");
-				return 2;
-			}
-			break;
+		case 's': speed = cli_positive("replay", "--speed", optarg); break;
 		case 'f': fast = true; break;
 		case 'w': wait_ns = cli_duration_ns("replay", "--wait", optarg); break;
 		case 'h': replay_usage(stdout); return 0;

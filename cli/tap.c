@@ -5,6 +5,7 @@
  * and tap carries on.
  */
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,7 +59,7 @@ int cmd_tap(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "cn:t:Th", opts, NULL)) != -1) {
 		switch (c) {
 		case 'c': check = true; break;
-		case 'n': count = atoll(optarg); break;
+		case 'n': count = cli_int("tap", "--count", optarg, 1, LLONG_MAX); break;
 		case 't': timeout_ns = cli_duration_ns("tap", "--timeout", optarg); break;
 		case 'T': with_time = true; break;
 		case 'C': so.curve_cert = optarg; break;

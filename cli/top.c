@@ -368,20 +368,13 @@ int cmd_top(int argc, char **argv)
 	}
 	t->o.count = -1;
 	int c, rc = 0;
-	char *end;
 	while ((c = getopt_long(argc, argv, "1n:pt:H:r:w:h", opts, NULL)) != -1) {
 		switch (c) {
 		case '1':
 			t->o.count = 1;
 			break;
 		case 'n':
-			t->o.count = strtoll(optarg, &end, 10);
-			if (*end || t->o.count < 1) {
-				fprintf(stderr,
-					"wattbus top: --count: '%s' is not a positive number\n",
-					optarg);
-				rc = 2;
-			}
+			t->o.count = cli_int("top", "--count", optarg, 1, LLONG_MAX);
 			break;
 		case 'p':
 			t->o.plain = true;
@@ -393,17 +386,11 @@ int cmd_top(int argc, char **argv)
 			t->o.host = optarg;
 			break;
 		case 'r':
-		case 'w': {
-			long v = strtol(optarg, &end, 10);
-			if (*end || v < 1 || v > 100000) {
-				fprintf(stderr,
-					"wattbus top: --%s: '%s' is not a positive number\n",
-					c == 'r' ? "rows" : "width", optarg);
-				rc = 2;
-			}
-			*(c == 'r' ? &t->o.rows : &t->o.width) = (int)v;
+			t->o.rows = (int)cli_int("top", "--rows", optarg, 1, 100000);
 			break;
-		}
+		case 'w':
+			t->o.width = (int)cli_int("top", "--width", optarg, 1, 100000);
+			break;
 		case 'h':
 			top_usage(stdout);
 			free(t);

@@ -120,10 +120,31 @@ static bool bounded(const struct wb_conf_key *k)
 	return k->min != k->max;
 }
 
+int wb_parse_int(const char *text, int64_t *v)
+{
+	char *end;
+	errno = 0;
+	long long r = strtoll(text, &end, 0);
+	if (end == text || *end || errno)
+		return -1;
+	*v = r;
+	return 0;
+}
+
+int wb_parse_double(const char *text, double *v)
+{
+	char *end;
+	errno = 0;
+	double r = strtod(text, &end);
+	if (end == text || *end || errno || !isfinite(r))
+		return -1;
+	*v = r;
+	return 0;
+}
+
 static int set_value(const struct wb_conf_key *k, void *dst, const char *value, char *err, size_t errlen)
 {
 	char *slot = (char *)dst + k->off;
-	char *end;
 	switch (WB_CONF_TYPE(k)) {
 	case WB_CONF_STR:
 	case WB_CONF_UTF8:
@@ -164,14 +185,13 @@ static int set_value(const struct wb_conf_key *k, void *dst, const char *value, 
 		return 0;
 	}
 	case WB_CONF_INT: {
-		errno = 0;
-		long long v = strtoll(value, &end, 0);
-		if (end == value || *end || errno) {
+		int64_t v;
+		if (wb_parse_int(value, &v) < 0) {
 			snprintf(err, errlen, "'%s' is not an integer", value);
 			return -1;
 		}
 		if (bounded(k) && (v < k->min || v > k->max)) {
-			snprintf(err, errlen, "%lld is outside [%.0f, %.0f]", v, k->min, k->max);
+			snprintf(err, errlen, "%lld is outside [%.0f, %.0f]", (long long)v, k->min, k->max);
 			return -1;
 		}
 		*(int64_t *)slot = v;
@@ -210,9 +230,8 @@ static int set_value(const struct wb_conf_key *k, void *dst, const char *value, 
 		return -1;
 	}
 	case WB_CONF_DOUBLE: {
-		errno = 0;
-		double v = strtod(value, &end);
-		if (end == value || *end || errno || !isfinite(v)) {
+		double v;
+		if (wb_parse_double(value, &v) < 0) {
 			snprintf(err, errlen, "'%s' is not a number", value);
 			return -1;
 		}

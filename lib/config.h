@@ -87,4 +87,9 @@ void wb_conf_print_ini(const struct wb_conf_section *sec, const char *summary, v
 /* Print the keys as "--name VALUE  help (default: ...)" lines. */
 void wb_conf_usage(const struct wb_conf_section *sec, void *stream);
 
+/* The whole text as an integer (decimal, or 0x hex) / a finite number: the parsers
+ * behind INT and DOUBLE keys, for flags outside a key table too. Return 0 or -1. */
+int wb_parse_int(const char *text, int64_t *v);
+int wb_parse_double(const char *text, double *v);
+
 #endif

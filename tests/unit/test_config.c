@@ -199,6 +199,25 @@ static void test_missing_file_and_flags(void)
 	wb_conf_free(&sec, 1);
 }
 
+static void test_numbers(void)
+{
+	int64_t i;
+	double d;
+	CHECK(wb_parse_int("42", &i) == 0 && i == 42);
+	CHECK(wb_parse_int("-3", &i) == 0 && i == -3);
+	CHECK(wb_parse_int("0x10", &i) == 0 && i == 16);
+	CHECK(wb_parse_int("x", &i) < 0);
+	CHECK(wb_parse_int("2x", &i) < 0);
+	CHECK(wb_parse_int("", &i) < 0);
+	CHECK(wb_parse_int("1.5", &i) < 0);
+	CHECK(wb_parse_int("99999999999999999999", &i) < 0);
+	CHECK(wb_parse_double("2.5", &d) == 0 && d == 2.5);
+	CHECK(wb_parse_double("2x", &d) < 0);
+	CHECK(wb_parse_double("inf", &d) < 0);
+	CHECK(wb_parse_double("nan", &d) < 0);
+	CHECK(wb_parse_double("", &d) < 0);
+}
+
 static void test_durations(void)
 {
 	uint64_t ns;
@@ -224,6 +243,7 @@ static const struct unit_case cases[] = {
 	{"file values; other stages' sections skipped", test_file_values},
 	{"bad files fail with file:line and the reason", test_bad_files},
 	{"missing file, flags and their errors", test_missing_file_and_flags},
+	{"whole-text integers and numbers", test_numbers},
 	{"durations and the wall-clock grid", test_durations},
 	{"lines past inih's 200 bytes; UTF-8 and pattern keys", test_long_lines},
 	{"restart-only keys changed by a reload are named", test_restart_changes},
