@@ -111,6 +111,35 @@ static void ipc_protect(const char *ep, const char *group)
 	}
 }
 
+/* The socket file a bind made, so that a clean stop removes it and only it. */
+struct ipc_file {
+	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	dev_t dev;
+	ino_t ino;
+};
+
+static void ipc_remember(const char *ep, struct ipc_file *f)
+{
+	struct stat st;
+	f->path[0] = '\0';
+	if (strncmp(ep, "ipc://", 6) != 0 || ep[6] == '@' || strlen(ep + 6) >= sizeof(f->path) ||
+	    stat(ep + 6, &st) < 0 || !S_ISSOCK(st.st_mode))
+		return;
+	strcpy(f->path, ep + 6);
+	f->dev = st.st_dev;
+	f->ino = st.st_ino;
+}
+
+/* ZeroMQ leaves the file behind; a later instance may have bound the path anew, so check it is ours. */
+static void ipc_remove(struct ipc_file *f)
+{
+	struct stat st;
+	if (f->path[0] && stat(f->path, &st) == 0 && st.st_dev == f->dev && st.st_ino == f->ino &&
+	    unlink(f->path) < 0 && errno != ENOENT)
+		log_warn("ipc socket %s: cannot remove", f->path);
+	f->path[0] = '\0';
+}
+
 static bool curve_wanted(const struct wb_sockopts *o)
 {
 	return o && o->curve_cert && o->curve_cert[0];
@@ -175,6 +204,7 @@ struct wb_pub {
 	uint64_t sent;
 	zhashx_t *seqs; /* topic -> uint64_t next seq */
 	bool subscribed;
+	struct ipc_file file;
 };
 
 struct wb_pub *wb_pub_new(const char *endpoint, const char *src, const char *host, const struct wb_sockopts *opts)
@@ -207,6 +237,7 @@ struct wb_pub *wb_pub_new(const char *endpoint, const char *src, const char *hos
 			goto fail;
 		}
 		ipc_protect(ep, opts ? opts->ipc_group : NULL);
+		ipc_remember(ep, &self->file);
 	} else if (zsock_connect(self->sock, "%s", ep) < 0) {
 		log_errx("cannot connect to %s: %s", ep, zmq_strerror(zmq_errno()));
 		goto fail;
@@ -223,6 +254,7 @@ void wb_pub_destroy(struct wb_pub **self_p)
 		return;
 	struct wb_pub *self = *self_p;
 	zsock_destroy(&self->sock);
+	ipc_remove(&self->file);
 	zactor_destroy(&self->auth);
 	zhashx_destroy(&self->seqs);
 	free(self);
