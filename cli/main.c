@@ -2,17 +2,25 @@
  * wattbus: the user's tool for the bus. Subcommands tap, record, replay and pub
  * let a shell pipeline watch, save, replay or stand in for any stage.
  */
+#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 #include <czmq.h>
 
 #include "cli.h"
 #include "clock.h"
 #include "config.h"
+#include "daemon.h"
 #include "log.h"
+
+static const char *argv0 = "wattbus";
 
 static const struct {
 	const char *name;
@@ -73,6 +81,93 @@ double cli_positive(const char *cmd, const char *opt, const char *text)
 	return v;
 }
 
+/* What is at an ipc path: something listening, nothing, or a socket file left by a stopped process. */
+enum ipc_state { IPC_LISTENING, IPC_NONE, IPC_STALE };
+
+static enum ipc_state ipc_state(const char *path)
+{
+	struct stat st;
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	if (stat(path, &st) < 0)
+		return errno == ENOENT || errno == ENOTDIR ? IPC_NONE : IPC_LISTENING; /* not ours to tell */
+	if (!S_ISSOCK(st.st_mode))
+		return IPC_NONE;
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return IPC_LISTENING; /* ZeroMQ cannot use it either; let it say so */
+	strcpy(sa.sun_path, path);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return IPC_LISTENING;
+	bool refused = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 && errno == ECONNREFUSED;
+	close(fd);
+	return refused ? IPC_STALE : IPC_LISTENING;
+}
+
+bool cli_ipc_missing(const char *endpoints, char *path, size_t size)
+{
+	for (const char *p = endpoints; *p;) {
+		size_t n = strcspn(p, ",");
+		const char *ep = p;
+		size_t len = n;
+		if (len && *ep == '>') {
+			ep++;
+			len--;
+		}
+		/* ipc://@name is Linux's abstract namespace: no file to look for. */
+		if (len > 6 && !strncmp(ep, "ipc://", 6) && ep[6] != '@') {
+			snprintf(path, size, "%.*s", (int)(len - 6), ep + 6);
+			if (ipc_state(path) != IPC_LISTENING)
+				return true;
+		}
+		p += n + (p[n] == ',');
+	}
+	return false;
+}
+
+void cli_say_missing(const char *cmd, const char *path, uint64_t waited_ns)
+{
+	const char *what = ipc_state(path) == IPC_STALE ? "a socket left by a stopped process, nothing listens there" : "no such socket";
+	/* The note while waiting is for a person; a script reading stderr gets only the failure. */
+	if (!waited_ns && isatty(STDERR_FILENO))
+		fprintf(stderr, "wattbus %s: %s: %s yet; waiting for a stage to publish there\n", cmd, path, what);
+	else if (waited_ns)
+		fprintf(stderr, "wattbus %s: %s: %s after %.1f s: is the stage running, with its sockets there? (installed stages use /run/wattbus, make run uses build/run)\n", cmd, path, what, (double)waited_ns / 1e9);
+}
+
+int cli_find_socket(const char *file, char *ep, size_t size, char *looked, size_t looked_size)
+{
+	char dirs[2][PATH_MAX], path[2 * PATH_MAX];
+	size_t n = 0;
+	const char *env = getenv("WATTBUS_RUNTIME_DIR");
+	if (!env || !env[0]) {
+		/* make run keeps the sockets in run/ beside the programs it starts. */
+		char exe[PATH_MAX] = "";
+		if (strchr(argv0, '/')) {
+			snprintf(exe, sizeof(exe), "%s", argv0);
+		} else {
+			ssize_t len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+			exe[len > 0 ? len : 0] = '\0';
+		}
+		char *slash = strrchr(exe, '/');
+		if (slash) {
+			*slash = '\0';
+			snprintf(dirs[n++], sizeof(dirs[0]), "%s/run", exe);
+		}
+	}
+	wb_default_runtime_dir(dirs[n++], sizeof(dirs[0]));
+	looked[0] = '\0';
+	for (size_t i = 0; i < n; i++) {
+		int len = snprintf(path, sizeof(path), "%s/%s", dirs[i], file);
+		if (len > 0 && (size_t)len < sizeof(path) && ipc_state(path) == IPC_LISTENING) {
+			snprintf(ep, size, "ipc://%s", path);
+			return 0;
+		}
+		size_t used = strlen(looked);
+		snprintf(looked + used, looked_size - used, "%s%s", i ? " and " : "", path);
+	}
+	return -1;
+}
+
 bool cli_interrupted(void)
 {
 	return zsys_interrupted != 0;
@@ -81,6 +176,7 @@ bool cli_interrupted(void)
 int main(int argc, char **argv)
 {
 	log_init("wattbus", WB_LOG_INFO);
+	argv0 = argv[0];
 	if (argc < 2) {
 		usage(stderr);
 		return 2;

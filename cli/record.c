@@ -102,10 +102,23 @@ int cmd_record(int argc, char **argv)
 	msgpack_pack_uint64(&pk, wb_now_ns());
 	fflush(f);
 
+	char missing[PATH_MAX];
+	bool absent = cli_ipc_missing(endpoint, missing, sizeof(missing));
+	if (absent)
+		cli_say_missing("record", missing, 0);
 	uint64_t end = duration_ns ? wb_mono_ns() + duration_ns : 0;
 	long long n = 0;
 	int rc = 0;
-	while (!cli_interrupted() && (count < 0 || n < count) && (!end || wb_mono_ns() < end)) {
+	while (!cli_interrupted() && (count < 0 || n < count)) {
+		if (absent)
+			absent = cli_ipc_missing(endpoint, missing, sizeof(missing));
+		if (end && wb_mono_ns() >= end) {
+			if (absent) {
+				cli_say_missing("record", missing, duration_ns);
+				rc = 1;
+			}
+			break;
+		}
 		if (!wb_sub_wait(sub, 100))
 			continue;
 		char *topic, *body;

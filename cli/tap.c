@@ -80,14 +80,26 @@ int cmd_tap(int argc, char **argv)
 	for (int i = optind + 1; i < argc; i++)
 		wb_sub_subscribe(sub, argv[i]);
 
+	char missing[PATH_MAX];
+	bool absent = cli_ipc_missing(argv[optind], missing, sizeof(missing));
+	if (absent)
+		cli_say_missing("tap", missing, 0);
 	uint64_t end = timeout_ns ? wb_mono_ns() + timeout_ns : 0;
 	long long printed = 0;
+	int rc = 0;
 	while (!cli_interrupted() && (count < 0 || printed < count)) {
 		long wait_ms = 200;
+		if (absent)
+			absent = cli_ipc_missing(argv[optind], missing, sizeof(missing));
 		if (end) {
 			uint64_t now = wb_mono_ns();
-			if (now >= end)
+			if (now >= end) {
+				if (absent) {
+					cli_say_missing("tap", missing, timeout_ns);
+					rc = 1;
+				}
 				break;
+			}
 			if ((end - now) / WB_NS_PER_MS < (uint64_t)wait_ms)
 				wait_ms = (long)((end - now) / WB_NS_PER_MS) + 1;
 		}
@@ -129,5 +141,5 @@ int cmd_tap(int argc, char **argv)
 		free(body);
 	}
 	wb_sub_destroy(&sub);
-	return 0;
+	return rc;
 }

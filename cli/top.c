@@ -350,6 +350,30 @@ static void top_usage(FILE *out)
 	    "  -w, --width N    line width (default: $COLUMNS, the terminal's, or 80)\n");
 }
 
+/*
+ * No ENDPOINT: estimd's socket where the running stages keep theirs. While
+ * there is none, say where top looks and wait for one, up to --timeout.
+ */
+static int top_find(const struct top *t, char *ep, size_t size)
+{
+	char looked[4 * PATH_MAX];
+	if (cli_find_socket("estimd.sock", ep, size, looked, sizeof(looked)) == 0)
+		return 0;
+	fprintf(stderr, "wattbus top: no estimd socket yet: looked for %s; waiting (start the stages with make run or systemctl start wattbus.target, or give the ENDPOINT, or set WATTBUS_RUNTIME_DIR)\n", looked);
+	uint64_t start = wb_mono_ns();
+	struct timespec pause = {0, 100 * 1000 * 1000};
+	while (!cli_interrupted()) {
+		if (t->o.timeout_ns && wb_mono_ns() - start >= t->o.timeout_ns) {
+			fprintf(stderr, "wattbus top: no estimd socket after %.1f s: looked for %s\n", (double)t->o.timeout_ns / 1e9, looked);
+			return -1;
+		}
+		nanosleep(&pause, NULL);
+		if (cli_find_socket("estimd.sock", ep, size, looked, sizeof(looked)) == 0)
+			return 0;
+	}
+	return -1;
+}
+
 int cmd_top(int argc, char **argv)
 {
 	static const struct option opts[] = {{"once", no_argument, NULL, '1'},
@@ -408,13 +432,16 @@ int cmd_top(int argc, char **argv)
 		free(t);
 		return rc;
 	}
-	char ep[PATH_MAX + 32], dir[PATH_MAX];
+	char ep[PATH_MAX + 32], missing[PATH_MAX];
 	if (optind < argc) {
 		snprintf(ep, sizeof(ep), "%s", argv[optind]);
-	} else {
-		wb_default_runtime_dir(dir, sizeof(dir));
-		snprintf(ep, sizeof(ep), "ipc://%s/estimd.sock", dir);
+	} else if (top_find(t, ep, sizeof(ep)) < 0) {
+		free(t);
+		return cli_interrupted() ? 0 : 1;
 	}
+	bool absent = cli_ipc_missing(ep, missing, sizeof(missing));
+	if (absent)
+		cli_say_missing("top", missing, 0);
 	if (t->o.plain && !t->o.rows)
 		t->o.rows = 10;
 
@@ -434,9 +461,13 @@ int cmd_top(int argc, char **argv)
 	long long frames = 0;
 	uint64_t last = wb_mono_ns();
 	while (!cli_interrupted() && (t->o.count < 0 || frames < t->o.count)) {
+		if (absent)
+			absent = cli_ipc_missing(ep, missing, sizeof(missing));
 		if (t->o.timeout_ns && wb_mono_ns() - last >= t->o.timeout_ns) {
-			fprintf(stderr, "wattbus top: no estimate on %s for %.1f s\n", ep,
-				(double)t->o.timeout_ns / 1e9);
+			if (absent)
+				cli_say_missing("top", missing, t->o.timeout_ns);
+			else
+				fprintf(stderr, "wattbus top: no estimate on %s for %.1f s\n", ep, (double)t->o.timeout_ns / 1e9);
 			rc = 1;
 			break;
 		}

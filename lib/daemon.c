@@ -124,6 +124,9 @@ static void usage(struct wb_daemon *d, FILE *out)
 
 int wb_default_runtime_dir(char *buf, size_t size)
 {
+	const char *env = getenv("WATTBUS_RUNTIME_DIR");
+	if (env && env[0])
+		return snprintf(buf, size, "%s", env);
 	if (geteuid() == 0)
 		return snprintf(buf, size, "/run/wattbus");
 	const char *xdg = getenv("XDG_RUNTIME_DIR");

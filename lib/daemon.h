@@ -101,8 +101,8 @@ int wb_daemon_run(struct wb_daemon *d);
 /* Make wb_daemon_run return code at the next turn (fatal runtime errors). */
 void wb_daemon_stop(struct wb_daemon *d, int code);
 
-/* Where the ipc sockets go when [global] runtime_dir is unset: /run/wattbus as
- * root, else $XDG_RUNTIME_DIR/wattbus, else /tmp/wattbus-UID. */
+/* Where the ipc sockets go when [global] runtime_dir is unset: $WATTBUS_RUNTIME_DIR,
+ * else /run/wattbus as root, else $XDG_RUNTIME_DIR/wattbus, else /tmp/wattbus-UID. */
 int wb_default_runtime_dir(char *buf, size_t size);
 
 /* This process's CPU time (user + system) and resident set. */

@@ -158,7 +158,13 @@ teardown() {
 @test "no estimates: --timeout exits 1 with a message; usage errors exit 2" {
 	run "$WATTBUS" top --plain --once --timeout 300ms "$(wb_ep nothing)"
 	assert_failure 1
-	assert_output --partial "no estimate on $(wb_ep nothing) for 0.3 s"
+	assert_output --partial "$BATS_TEST_TMPDIR/nothing.sock: no such socket after 0.3 s"
+	# A socket that exists but gets no estimate.
+	wb_spawn quiet python3 -c 'import socket, sys, time; s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(); time.sleep(60)' "$BATS_TEST_TMPDIR/quiet.sock"
+	wb_wait_for 20 test -S "$BATS_TEST_TMPDIR/quiet.sock" || fail "$(cat "$BATS_TEST_TMPDIR/quiet.log")"
+	run "$WATTBUS" top --plain --once --timeout 300ms "$(wb_ep quiet)"
+	assert_failure 1
+	assert_output --partial "no estimate on $(wb_ep quiet) for 0.3 s"
 	run "$WATTBUS" top --count 0
 	assert_failure 2
 	run "$WATTBUS" top --rows x
