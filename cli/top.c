@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <termios.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -331,6 +332,52 @@ static bool top_take(struct top *t, struct wb_msg *msg)
 	return true;
 }
 
+/*
+ * Keys from the terminal: `q` quits. The terminal goes out of line mode (no
+ * echo, a key at a time; Ctrl-C still signals) while top runs, and back after.
+ */
+struct top_keys {
+	bool on, quit;
+	struct termios saved;
+};
+
+static void top_keys_open(struct top_keys *k, bool want)
+{
+	*k = (struct top_keys){0};
+	if (!want || !isatty(STDIN_FILENO) || tcgetattr(STDIN_FILENO, &k->saved) < 0)
+		return;
+	struct termios raw = k->saved;
+	raw.c_lflag &= ~(tcflag_t)(ICANON | ECHO);
+	raw.c_cc[VMIN] = 0;
+	raw.c_cc[VTIME] = 0;
+	k->on = tcsetattr(STDIN_FILENO, TCSANOW, &raw) == 0;
+}
+
+static void top_keys_close(struct top_keys *k)
+{
+	if (k->on)
+		tcsetattr(STDIN_FILENO, TCSANOW, &k->saved);
+	k->on = false;
+}
+
+/* Wait up to timeout_ms for an estimate (returns 1 when one is queued) or a key. */
+static int top_wait(struct wb_sub *sub, struct top_keys *k, long timeout_ms)
+{
+	zmq_pollitem_t it[2] = {{zsock_resolve(wb_sub_sock(sub)), 0, ZMQ_POLLIN, 0},
+				{NULL, STDIN_FILENO, ZMQ_POLLIN, 0}};
+	if (zmq_poll(it, k->on ? 2 : 1, timeout_ms) <= 0)
+		return 0;
+	if (k->on && (it[1].revents & ZMQ_POLLIN)) {
+		char buf[32];
+		ssize_t n = read(STDIN_FILENO, buf, sizeof(buf));
+		if (n <= 0)
+			top_keys_close(k); /* the terminal went away: keep drawing */
+		for (ssize_t i = 0; i < n; i++)
+			k->quit |= buf[i] == 'q' || buf[i] == 'Q';
+	}
+	return (it[0].revents & ZMQ_POLLIN) != 0;
+}
+
 static void top_usage(FILE *out)
 {
 	fprintf(
@@ -440,7 +487,7 @@ int cmd_top(int argc, char **argv)
 		return cli_interrupted() ? 0 : 1;
 	}
 	bool absent = cli_ipc_missing(ep, missing, sizeof(missing));
-	if (absent)
+	if (absent && t->o.plain)
 		cli_say_missing("top", missing, 0);
 	if (t->o.plain && !t->o.rows)
 		t->o.rows = 10;
@@ -454,13 +501,19 @@ int cmd_top(int argc, char **argv)
 		return 1;
 	}
 	if (!t->o.plain) {
+		int width = top_width(&t->o);
 		fputs("\033[H\033[2J", stdout);
-		printf("wattbus top: waiting for estimates on %s\n", ep);
+		put_line(width, "wattbus top: waiting for estimates on %s", ep);
+		if (absent)
+			put_line(width, "(nothing listens there yet)");
+		put_line(width, "q quits");
 		fflush(stdout);
 	}
+	struct top_keys keys;
+	top_keys_open(&keys, !t->o.plain);
 	long long frames = 0;
 	uint64_t last = wb_mono_ns();
-	while (!cli_interrupted() && (t->o.count < 0 || frames < t->o.count)) {
+	while (!cli_interrupted() && !keys.quit && (t->o.count < 0 || frames < t->o.count)) {
 		if (absent)
 			absent = cli_ipc_missing(ep, missing, sizeof(missing));
 		if (t->o.timeout_ns && wb_mono_ns() - last >= t->o.timeout_ns) {
@@ -471,7 +524,7 @@ int cmd_top(int argc, char **argv)
 			rc = 1;
 			break;
 		}
-		if (!wb_sub_wait(sub, 200))
+		if (!top_wait(sub, &keys, 200))
 			continue;
 		/* Drain what is queued, then draw once: a slow terminal never falls behind the bus.
 		 */
@@ -497,6 +550,7 @@ int cmd_top(int argc, char **argv)
 		render(t);
 		frames++;
 	}
+	top_keys_close(&keys);
 	for (size_t i = 0; i < t->nhosts; i++)
 		wb_msg_clear(&t->hosts[i].msg);
 	wb_sub_destroy(&sub);
