@@ -138,12 +138,27 @@ static int est_conf_from(const struct estimd_conf *c, struct est_conf *ec, char 
 	return 0;
 }
 
-/* The configured model file, or NULL when none is configured. Returns 0 or -1 (err). */
+/* The built-in default model is where `make install` puts it; a build tree runs without it. */
+static bool default_model_missing(const struct estimd_conf *c)
+{
+	return strcmp(c->model, DEFAULT_MODEL) == 0 && access(c->model, F_OK) < 0 && errno == ENOENT;
+}
+
+/*
+ * The configured model file, or NULL when none is configured or the default is
+ * not installed outside model mode (main warns). Returns 0 or -1 (err).
+ */
 static int load_model(const struct estimd_conf *c, struct model **out, char *err, size_t errlen)
 {
 	*out = NULL;
 	if (!c->model[0])
 		return 0;
+	if (default_model_missing(c)) {
+		if (strcmp(c->mode, "model") != 0)
+			return 0;
+		snprintf(err, errlen, "mode model needs a power model, and the default %s is not installed (make install puts it there): set --model FILE (model = FILE in [estimd]), e.g. data/models/*.json of the source tree", c->model);
+		return -1;
+	}
 	struct model *m = malloc(sizeof(*m));
 	if (!m) {
 		snprintf(err, errlen, "out of memory");
@@ -438,6 +453,8 @@ int main(int argc, char **argv)
 	}
 	if (!(app.est = estimator_new(&ec)))
 		fatalx(WB_EXIT_FAILURE, "out of memory");
+	if (default_model_missing(app.conf))
+		log_warnx("the default model %s is not installed (make install puts it there): a host without a meter gets no energy; set --model FILE (model = FILE in [estimd])", app.conf->model);
 	use_model(&app, m, "loaded");
 	if (app.conf->state_file[0]) {
 		size_t n;
