@@ -30,7 +30,7 @@ static const struct wb_conf_key global_keys[] = {
 	{"host", WB_CONF_UTF8 | WB_CONF_RESTART, offsetof(struct wb_global, host), "", 0, 0, NULL,
 	 "host name in topics and messages, UTF-8 without control characters (default: this machine's hostname)"},
 	{"runtime_dir", WB_CONF_STR | WB_CONF_RESTART, offsetof(struct wb_global, runtime_dir), "", 0, 0, NULL,
-	 "directory of the ipc sockets (default: /run/wattbus as root, else $XDG_RUNTIME_DIR/wattbus)"},
+	 "directory of the ipc sockets (default: $WATTBUS_RUNTIME_DIR, else /run/wattbus as root, else $XDG_RUNTIME_DIR/wattbus)"},
 	{"log_level", WB_CONF_ENUM, offsetof(struct wb_global, log_level), "info", 0, 0, "error|warning|info|debug",
 	 "least severe level logged"},
 	{"stat_interval", WB_CONF_DURATION | WB_CONF_RESTART, offsetof(struct wb_global, stat_interval_ns), "5s", 1e8, 3600e9, NULL,
