@@ -384,9 +384,9 @@ static void top_usage(FILE *out)
 	    out,
 	    "usage: wattbus top [--once | --count N] [--plain] [--timeout DURATION] [--host HOST]\n"
 	    "                   [--rows N] [--width N] [ENDPOINT]\n"
-	    "  ENDPOINT         estimd's publisher (default ipc://RUNTIME_DIR/estimd.sock: "
-	    "/run/wattbus as\n"
-	    "                   root, else $XDG_RUNTIME_DIR/wattbus, else /tmp/wattbus-UID)\n"
+	    "  ENDPOINT         estimd's publisher (default: estimd.sock in $WATTBUS_RUNTIME_DIR, else in\n"
+	    "                   run/ beside this program (make run's build/run/) or the default\n"
+	    "                   runtime dir: /run/wattbus as root, $XDG_RUNTIME_DIR/wattbus, /tmp/wattbus-UID)\n"
 	    "  -1, --once       draw one frame and exit (--count 1)\n"
 	    "  -n, --count N    exit after N frames\n"
 	    "  -p, --plain      no escape codes: frames one after another, for scripts\n"
@@ -394,7 +394,8 @@ static void top_usage(FILE *out)
 	    "10s)\n"
 	    "  -H, --host HOST  only this host's estimates\n"
 	    "  -r, --rows N     rows per table (default: fit the terminal; 10 with --plain)\n"
-	    "  -w, --width N    line width (default: $COLUMNS, the terminal's, or 80)\n");
+	    "  -w, --width N    line width (default: $COLUMNS, the terminal's, or 80)\n"
+	    "  q                quits\n");
 }
 
 /*
