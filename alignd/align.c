@@ -24,6 +24,7 @@
 #include "clock.h"
 #include "json.h"
 #include "log.h"
+#include "plaus.h"
 
 #define SWEEP_NS WB_NS_PER_SEC /* how often silent hosts and old samples are dropped */
 /* Power intervals past the last power sample a slot end may be extrapolated. */
@@ -462,8 +463,7 @@ static struct carry *carry_of(struct uhost *uh, const char *zone_name)
 /* Start a new count of totals for uh: t_ns (a time of the host) names it, unique in this alignd. */
 static void totals_start(struct align *a, struct uhost *uh, uint64_t t_ns)
 {
-	uh->total_epoch = t_ns > a->last_total_epoch ? t_ns : a->last_total_epoch + 1;
-	a->last_total_epoch = uh->total_epoch;
+	uh->total_epoch = wb_mark_next(&a->last_total_epoch, t_ns);
 	uh->ntotals = 0;
 }
 
@@ -574,7 +574,9 @@ static void fill_energy(struct align *a, struct uhost *uh, struct phost *ph,
 		z->energy_uj = carry_take(cy, e1, x1);
 		struct zone_total *zt = total_get(uh, c->name);
 		if (zt) {
-			zt->uj += z->energy_uj;
+			bool sat = false;
+			zt->uj = wb_sat_add(zt->uj, z->energy_uj, &sat);
+			a->cnt.totals_saturated += sat;
 			z->total_uj = zt->uj;
 		}
 		snprintf(z->name, sizeof(z->name), "%s", c->name);
@@ -867,6 +869,18 @@ void align_usage(struct align *a, const struct wb_usage *u, uint64_t lost, uint6
 		uh->have_t = true;
 		uh->lost_acc = 0;
 		a->cnt.usage_baselines++;
+		return;
+	}
+	if (a->conf.max_slot_ns && u->t - uh->last_t > a->conf.max_slot_ns) {
+		/* A slot that long would be refused downstream (max_slot): the span has no
+		 * slot and counting starts again from this sample. */
+		a->cnt.slots_too_long++;
+		log_rl(&a->rl_usage, WB_LOG_WARN, "usage/%s: %.0f s since its last sample, more than max_slot: no slot for the span, a new baseline at t=%" PRIu64, uh->name, (double)(u->t - uh->last_t) / 1e9, u->t);
+		resolve(a, uh, recv_ns, true);
+		uh->ncarries = 0; /* the next slot starts from E(t0), not from before the span */
+		usage_baseline(&uh->us, u, &a->cnt.usage);
+		uh->last_t = u->t;
+		uh->lost_acc = 0;
 		return;
 	}
 	uh->lost_acc += lost;

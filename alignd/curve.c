@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "alignd.h"
+#include "plaus.h"
 
 struct curve *curve_new(uint64_t id, size_t max_samples)
 {
@@ -118,6 +119,11 @@ enum curve_event curve_add(struct curve *c, uint64_t t_ns, uint64_t epoch, uint6
 		} else {
 			delta = energy_uj - c->raw_last_uj;
 		}
+		/* Slot energies and totals are differences of E: E past the wire's maximum
+		 * (a counter range near 2^63 bridged) would make every later slot unencodable. */
+		uint64_t room = last->e_uj < WB_WIRE_MAX ? WB_WIRE_MAX - last->e_uj : 0;
+		if (ev != CURVE_DISCONTINUITY && delta > room)
+			ev = CURVE_DISCONTINUITY;
 		if (ev == CURVE_DISCONTINUITY)
 			delta = 0;
 		e = last->e_uj + delta;
