@@ -64,6 +64,7 @@ struct uhost {
 	size_t ncarries, capcarries;
 	struct pending *q; /* ring of slots waiting for power */
 	size_t qhead, qlen, qcap;
+	struct wb_rewind rewind;
 	size_t widx;  /* index in align.waiting while waiting */
 	bool waiting; /* in align.waiting: has slots waiting for power */
 };
@@ -77,6 +78,7 @@ struct phost {
 	/* Silent for host_timeout: its slots go without zones, and each curve keeps its last
 	 * sample so that its return is bridged (or a gap) and the carries paid back exactly. */
 	bool away;
+	struct wb_rewind rewind;
 	struct curve **curves;
 	size_t ncurves;
 	struct wb_budget *budget;
@@ -747,7 +749,18 @@ void align_power(struct align *a, const struct wb_power *p, uint64_t recv_ns)
 		log_info("power/%s: back after silence; its zones continue from their last values",
 			 ph->name);
 	}
-	if (ph->have_t && p->t <= ph->last_t) {
+	if (ph->have_t && p->t <= ph->last_t && wb_rewind_see(&ph->rewind, p->t)) {
+		a->cnt.clock_rewinds++;
+		log_warnx("power/%s: %d samples in a row behind t=%" PRIu64 ": its clock was set back; the time line continues from t=%" PRIu64, p->env.host, WB_REWIND_SAMPLES, ph->last_t, p->t);
+		for (size_t i = 0; i < ph->ncurves; i++) {
+			struct curve *c = ph->curves[i];
+			if (curve_last_t(c) >= p->t && !curve_rewind(c, p->t)) {
+				/* only samples from the clock ahead: the curve starts over, its carries too */
+				c->n = 0;
+				c->id = ++a->next_curve_id;
+			}
+		}
+	} else if (ph->have_t && p->t <= ph->last_t) {
 		a->cnt.power_stale++;
 		log_rl(&a->rl_power, WB_LOG_WARN,
 		       "power/%s: sample at t=%" PRIu64 " is not after the last one (%" PRIu64
@@ -755,6 +768,7 @@ void align_power(struct align *a, const struct wb_power *p, uint64_t recv_ns)
 		       p->env.host, p->t, ph->last_t);
 		return;
 	}
+	wb_rewind_reset(&ph->rewind);
 	if (ph->have_t && p->env.epoch != ph->epoch)
 		log_info("power/%s: new power epoch %" PRIu64 " (was %" PRIu64 ")", p->env.host,
 			 p->env.epoch, ph->epoch);
@@ -852,6 +866,13 @@ void align_usage(struct align *a, const struct wb_usage *u, uint64_t lost, uint6
 			totals_start(a, uh,
 				     u->t); /* a new time line: consumers must not diff across */
 		}
+	} else if (uh->have_t && u->t <= uh->last_t && wb_rewind_see(&uh->rewind, u->t)) {
+		a->cnt.clock_rewinds++;
+		log_warnx("usage/%s: %d samples in a row behind t=%" PRIu64 ": its clock was set back; a new baseline at t=%" PRIu64, uh->name, WB_REWIND_SAMPLES, uh->last_t, u->t);
+		resolve(a, uh, recv_ns, true);
+		uh->have_t = false;
+		uh->ncarries = 0;
+		totals_start(a, uh, u->t); /* a new time line: consumers must not diff across */
 	} else if (uh->have_t && u->t <= uh->last_t) {
 		a->cnt.usage_stale++;
 		log_rl(&a->rl_usage, WB_LOG_WARN,
@@ -860,6 +881,7 @@ void align_usage(struct align *a, const struct wb_usage *u, uint64_t lost, uint6
 		       uh->name, u->t, uh->last_t);
 		return;
 	}
+	wb_rewind_reset(&uh->rewind);
 	uh->epoch = u->env.epoch;
 	if (!uh->total_epoch)
 		totals_start(a, uh, u->t);

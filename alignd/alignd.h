@@ -87,6 +87,12 @@ bool curve_gap_in(const struct curve *c, uint64_t t0_ns, uint64_t t1_ns);
 /* Drop samples no boundary at or after keep_from_ns needs (keeps the last one at or before it). */
 void curve_prune(struct curve *c, uint64_t keep_from_ns);
 uint64_t curve_last_t(const struct curve *c);
+/*
+ * The producer's clock was set back to t_ns: drop the samples at or after it (stamped
+ * by the clock that ran ahead), keeping the counter they read, so that the next
+ * sample's energy counts from the last sample kept. Returns the samples dropped.
+ */
+size_t curve_rewind(struct curve *c, uint64_t t_ns);
 
 /* ---- carry.c: integer slot energies whose sum is exact ---- */
 
@@ -235,6 +241,7 @@ struct align_counters {
 	uint64_t budget_refused; /* frames of new hosts refused: they would exceed budget_bytes */
 	uint64_t budget_short;	 /* frames of known hosts kept in part (procs_dropped, curves pruned) */
 	uint64_t slots_too_long;   /* usage samples further apart than max_slot: a new baseline */
+	uint64_t clock_rewinds;	   /* a host's time line set back after WB_REWIND_SAMPLES samples behind it */
 	uint64_t totals_saturated; /* a zone total held at the wire's maximum */
 	struct usage_counts usage;
 };

@@ -35,6 +35,25 @@ uint64_t curve_last_t(const struct curve *c)
 	return c->n ? c->s[c->n - 1].t_ns : 0;
 }
 
+size_t curve_rewind(struct curve *c, uint64_t t_ns)
+{
+	size_t keep = c->n;
+	while (keep > 1 && c->s[keep - 1].t_ns >= t_ns)
+		keep--;
+	if (keep == c->n || c->s[keep - 1].t_ns >= t_ns)
+		return 0; /* nothing to drop, or only the first sample: the caller starts the curve over */
+	/* The counter read at the dropped samples went up by what E did since the last kept one. */
+	uint64_t back = c->s[c->n - 1].e_uj - c->s[keep - 1].e_uj;
+	c->raw_last_uj = c->raw_last_uj >= back ? c->raw_last_uj - back : 0;
+	size_t dropped = c->n - keep;
+	c->n = keep;
+	size_t ng = c->ngaps < CURVE_GAPS ? c->ngaps : CURVE_GAPS;
+	for (size_t i = 0; i < ng; i++)
+		if (c->gaps[i].to_ns >= t_ns)
+			c->gaps[i] = (struct curve_gap){0, 0};
+	return dropped;
+}
+
 static int make_room(struct curve *c)
 {
 	if (c->n < c->cap)

@@ -247,6 +247,7 @@ int main(int argc, char **argv)
 	M(hosts_dropped, "hosts_dropped");
 	M(hosts_refused, "hosts_refused");
 	M(slots_too_long, "slots_too_long");
+	M(clock_rewinds, "clock_rewinds");
 	M(totals_saturated, "totals_saturated");
 	M(usage.procs_new, "procs_new");
 	M(usage.procs_baselined, "procs_baselined");

@@ -184,6 +184,15 @@ int totals_slot(struct totals *t, const struct wb_aligned *a, struct wb_est_zone
 		host_start(t, h, a->t1);
 
 	bool stale = h->have_t && a->t1 <= h->last_t1;
+	/* A slot resent after alignd's restart keeps its total_epoch; slots of a new count
+	 * that stay behind last_t1 come from a clock that ran ahead and was set back. */
+	if (stale && a->total_epoch != h->in_epoch && wb_rewind_see(&h->rewind, a->t1)) {
+		stale = false;
+		h->have_t = false;
+		res->rewound = true;
+	} else if (!stale) {
+		wb_rewind_reset(&h->rewind);
+	}
 	bool same = h->have_t && a->total_epoch && a->total_epoch == h->in_epoch &&
 		    strcmp(a->env.src, h->in_src) == 0;
 	uint64_t len = a->t1 - a->t0;

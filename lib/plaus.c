@@ -91,3 +91,13 @@ uint64_t wb_plaus_energy_max_uj(uint64_t dt_ns, double max_w)
 		return 0;
 	return e >= (double)WB_WIRE_MAX ? WB_WIRE_MAX : (uint64_t)e;
 }
+
+bool wb_rewind_see(struct wb_rewind *r, uint64_t t)
+{
+	r->n = r->n && t > r->last_t ? r->n + 1 : 1;
+	r->last_t = t;
+	if (r->n < WB_REWIND_SAMPLES)
+		return false;
+	r->n = 0;
+	return true;
+}

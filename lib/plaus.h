@@ -51,6 +51,28 @@ static inline uint64_t wb_sat_add(uint64_t a, uint64_t b, bool *saturated)
  */
 uint64_t wb_mark_next(uint64_t *last, uint64_t t);
 
+/*
+ * A producer's clock that jumped ahead for one sample and came back leaves every
+ * later sample "not after the last one" until the clock catches up. After
+ * WB_REWIND_SAMPLES consecutive samples behind the last accepted time, each later
+ * than the one before, the time line is taken to have been set back: the stage
+ * restarts it from the newest sample and counts it.
+ */
+#define WB_REWIND_SAMPLES 3
+
+struct wb_rewind {
+	uint64_t last_t; /* the last sample seen behind */
+	unsigned n;	 /* consecutive such samples, each after the one before */
+};
+
+/* Feed a sample at t that is not after the accepted time: true when the time line should restart at t. */
+bool wb_rewind_see(struct wb_rewind *r, uint64_t t);
+/* An accepted sample: the count starts over. */
+static inline void wb_rewind_reset(struct wb_rewind *r)
+{
+	r->n = 0;
+}
+
 /* The most energy (uJ) a zone drawing max_w can use in dt_ns, saturated at WB_WIRE_MAX. */
 uint64_t wb_plaus_energy_max_uj(uint64_t dt_ns, double max_w);
 

@@ -1054,7 +1054,38 @@ static void slot_longer_than_max_slot(void)
 	align_destroy(&a);
 }
 
+/* One sample of each stream stamped a minute ahead (a clock jump set right at once): after
+ * WB_REWIND_SAMPLES samples behind it the host's time line continues, counted; energy stays exact. */
+static void clock_jump_recovers(void)
+{
+	struct align_conf c = base_conf();
+	struct align *a = mk(&c);
+	for (uint64_t t = 10; t <= 14; t++) {
+		power1(a, "h", t * S, S, t * 1000000, t * S);
+		usage(a, "h", t * S, 0, t * S);
+	}
+	power1(a, "h", 74 * S, S, 15 * 1000000, 15 * S); /* read at 15 s, stamped 74 s */
+	usage(a, "h", 74 * S, 0, 15 * S);
+	align_tick(a, 20 * S); /* the slot ending at 74 s goes out extrapolated */
+	for (uint64_t t = 16; t <= 30; t++) {
+		power1(a, "h", t * S, S, t * 1000000, t * S);
+		usage(a, "h", t * S, 0, t * S);
+	}
+	align_tick(a, 31 * S);
+	CHECK_U64(align_counters(a)->clock_rewinds, 2);
+	CHECK(align_counters(a)->power_stale <= WB_REWIND_SAMPLES);
+	/* from the new baseline on, every slot exact at 1 W */
+	for (uint64_t t = 20; t <= 30; t++) {
+		struct got *g = slot_of("h", t * S);
+		CHECK(g != NULL);
+		if (g)
+			CHECK_U64(zone_e(g, "package-0"), 1000000);
+	}
+	align_destroy(&a);
+}
+
 static const struct unit_case cases[] = {
+    {"a one-sample clock jump recovers after a few samples", clock_jump_recovers},
     {"a usage frame at 2^63-1 does not poison total epochs", poisoned_total_epoch},
     {"a bridge across a range near 2^63 stays encodable", huge_range_bridge_stays_encodable},
     {"a span longer than max_slot is no slot", slot_longer_than_max_slot},

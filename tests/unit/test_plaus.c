@@ -86,7 +86,22 @@ static void test_sums_and_marks(void)
 	CHECK_U64(wb_plaus_energy_max_uj(UINT64_MAX, 1e9), WB_WIRE_MAX);
 }
 
+static void test_rewind(void)
+{
+	struct wb_rewind r = {0};
+	/* increasing samples behind: the third restarts the time line */
+	CHECK(!wb_rewind_see(&r, 10) && !wb_rewind_see(&r, 11) && wb_rewind_see(&r, 12));
+	/* a duplicate or a reordered one breaks the run */
+	CHECK(!wb_rewind_see(&r, 10) && !wb_rewind_see(&r, 10) && !wb_rewind_see(&r, 11));
+	CHECK(wb_rewind_see(&r, 12));
+	/* an accepted sample in between starts the count over */
+	CHECK(!wb_rewind_see(&r, 10) && !wb_rewind_see(&r, 11));
+	wb_rewind_reset(&r);
+	CHECK(!wb_rewind_see(&r, 12));
+}
+
 static const struct unit_case cases[] = {
+	{"a time line set back", test_rewind},
 	{"times around the receiver's clock and slot length", test_times},
 	{"saturating sums and marks", test_sums_and_marks},
 };
