@@ -1,4 +1,6 @@
 /* Sequence tracking: gaps, restarts, duplicates, and the bound on producers. */
+#include <errno.h>
+
 #include "bus.h"
 #include "unit.h"
 
@@ -128,7 +130,26 @@ static void test_interleaved_seq(void)
 	wb_seqtrack_destroy(&t);
 }
 
+/* A message past its schema bounds is not sent, and says so with EINVAL (wb_daemon_send counts encode_failed). */
+static void test_encode_failure(void)
+{
+	struct wb_pub *pub = wb_pub_new("inproc://plaus-encode", "test", "h", NULL);
+	CHECK(pub != NULL);
+	if (!pub)
+		return;
+	struct wb_msg m = {.kind = WB_POWER};
+	m.power.t = (uint64_t)INT64_MAX + 1;
+	m.power.interval_ns = 1000000000;
+	errno = 0;
+	CHECK(wb_pub_send(pub, &m) < 0 && errno == EINVAL);
+	CHECK_U64(wb_pub_sent(pub), 0);
+	m.power.t = 1;
+	CHECK(wb_pub_send(pub, &m) == 0);
+	wb_pub_destroy(&pub);
+}
+
 static const struct unit_case cases[] = {
+	{"a message that cannot be encoded is refused with EINVAL", test_encode_failure},
 	{"two producers alternating epochs", test_alternating_epochs},
 	{"two producers interleaving seq", test_interleaved_seq},
 	{"gaps, restarts and stale messages", test_gaps_and_epochs},
