@@ -202,7 +202,8 @@ int totals_slot(struct totals *t, const struct wb_aligned *a, struct wb_est_zone
 	uint64_t gap = h->have_t && a->t0 > h->last_t1 ? a->t0 - h->last_t1 : 0;
 	/* What a zone can have drawn since the last slot: alignd's totals advancing by more
 	 * (a hostile or broken peer, a jump of 2^62) are not trusted. */
-	uint64_t plausible_uj = wb_plaus_energy_max_uj(h->have_t && a->t1 > h->last_t1 ? a->t1 - h->last_t1 : len, WB_ZONE_MAX_W);
+	uint64_t since = h->have_t && a->t1 > h->last_t1 ? a->t1 - h->last_t1 : len;
+	uint64_t plausible_uj = wb_plaus_energy_max_uj(since, WB_ZONE_MAX_W);
 	if (!stale && !same)
 		for (size_t i = 0; i < h->nz; i++)
 			h->z[i].in_have = false; /* alignd's totals start over: a new baseline */

@@ -15,8 +15,10 @@ static const struct {
 } times[WB_NKINDS] = {
     [WB_POWER] = {"t", NULL, offsetof(struct wb_msg, power.t), 0},
     [WB_USAGE] = {"t", NULL, offsetof(struct wb_msg, usage.t), 0},
-    [WB_ALIGNED] = {"t0", "t1", offsetof(struct wb_msg, aligned.t0), offsetof(struct wb_msg, aligned.t1)},
-    [WB_ESTIMATE] = {"t0", "t1", offsetof(struct wb_msg, estimate.t0), offsetof(struct wb_msg, estimate.t1)},
+    [WB_ALIGNED] = {"t0", "t1", offsetof(struct wb_msg, aligned.t0),
+		    offsetof(struct wb_msg, aligned.t1)},
+    [WB_ESTIMATE] = {"t0", "t1", offsetof(struct wb_msg, estimate.t0),
+		     offsetof(struct wb_msg, estimate.t1)},
     [WB_MODEL] = {"t", NULL, offsetof(struct wb_msg, model.t), 0},
     [WB_STAT] = {"t", NULL, offsetof(struct wb_msg, stat.t), 0},
 };
@@ -26,26 +28,28 @@ static uint64_t field(const struct wb_msg *msg, size_t off)
 	return *(const uint64_t *)((const char *)msg + off);
 }
 
-static int time_check(const struct wb_plaus *p, const char *key, uint64_t t, uint64_t now_ns, struct wb_err *err)
+static int time_check(const struct wb_plaus *p, const char *key, uint64_t t, uint64_t now_ns,
+		      struct wb_err *err)
 {
 	if (p->max_ahead_ns && t > now_ns && t - now_ns > p->max_ahead_ns) {
 		err->reason = WB_R_IMPLAUSIBLE_TIME;
 		snprintf(err->msg, sizeof(err->msg),
-			 "%s %" PRIu64 " is %.3f s ahead of this host's clock (max_ahead %.3f s)", key, t,
-			 (double)(t - now_ns) / 1e9, (double)p->max_ahead_ns / 1e9);
+			 "%s %" PRIu64 " is %.3f s ahead of this host's clock (max_ahead %.3f s)",
+			 key, t, (double)(t - now_ns) / 1e9, (double)p->max_ahead_ns / 1e9);
 		return -1;
 	}
 	if (p->max_behind_ns && t < now_ns && now_ns - t > p->max_behind_ns) {
 		err->reason = WB_R_IMPLAUSIBLE_TIME;
 		snprintf(err->msg, sizeof(err->msg),
-			 "%s %" PRIu64 " is %.3f s behind this host's clock (max_behind %.3f s)", key, t,
-			 (double)(now_ns - t) / 1e9, (double)p->max_behind_ns / 1e9);
+			 "%s %" PRIu64 " is %.3f s behind this host's clock (max_behind %.3f s)",
+			 key, t, (double)(now_ns - t) / 1e9, (double)p->max_behind_ns / 1e9);
 		return -1;
 	}
 	return 0;
 }
 
-int wb_plaus_check(const struct wb_plaus *p, const struct wb_msg *msg, uint64_t now_ns, struct wb_err *err)
+int wb_plaus_check(const struct wb_plaus *p, const struct wb_msg *msg, uint64_t now_ns,
+		   struct wb_err *err)
 {
 	if (!p || msg->kind < 0 || msg->kind >= WB_NKINDS || !times[msg->kind].t0)
 		return 0;
@@ -59,14 +63,15 @@ int wb_plaus_check(const struct wb_plaus *p, const struct wb_msg *msg, uint64_t 
 		return -1;
 	if (t1 < t0) {
 		err->reason = WB_R_IMPLAUSIBLE_TIME;
-		snprintf(err->msg, sizeof(err->msg), "slot t0 %" PRIu64 " .. t1 %" PRIu64 " goes back",
-			 t0, t1);
+		snprintf(err->msg, sizeof(err->msg),
+			 "slot t0 %" PRIu64 " .. t1 %" PRIu64 " goes back", t0, t1);
 		return -1;
 	}
 	if (p->max_slot_ns && t1 - t0 > p->max_slot_ns) {
 		err->reason = WB_R_IMPLAUSIBLE_TIME;
-		snprintf(err->msg, sizeof(err->msg), "slot of %.3f s is longer than max_slot %.3f s",
-			 (double)(t1 - t0) / 1e9, (double)p->max_slot_ns / 1e9);
+		snprintf(err->msg, sizeof(err->msg),
+			 "slot of %.3f s is longer than max_slot %.3f s", (double)(t1 - t0) / 1e9,
+			 (double)p->max_slot_ns / 1e9);
 		return -1;
 	}
 	return 0;

@@ -15,7 +15,8 @@
 /* The largest integer any schema admits: a value past it cannot be encoded. */
 #define WB_WIRE_MAX ((uint64_t)INT64_MAX)
 
-/* The highest plausible power of one zone when nothing better is known (powerd's max_power_w default). */
+/* The highest plausible power of one zone when nothing better is known (powerd's max_power_w
+ * default). */
 #define WB_ZONE_MAX_W 5000.0
 
 /* Receive-side bounds ([global] max_ahead, max_behind, max_slot); 0 turns one off. */
@@ -29,7 +30,8 @@ struct wb_plaus {
  * Check every time a message carries (t, or t0 and t1) against now_ns. Returns 0,
  * or -1 with err filled (reason WB_R_IMPLAUSIBLE_TIME, naming the key).
  */
-int wb_plaus_check(const struct wb_plaus *p, const struct wb_msg *msg, uint64_t now_ns, struct wb_err *err);
+int wb_plaus_check(const struct wb_plaus *p, const struct wb_msg *msg, uint64_t now_ns,
+		   struct wb_err *err);
 
 /* a + b, or WB_WIRE_MAX when the sum would pass it (*saturated set, when given). */
 static inline uint64_t wb_sat_add(uint64_t a, uint64_t b, bool *saturated)
@@ -65,7 +67,8 @@ struct wb_rewind {
 	unsigned n;	 /* consecutive such samples, each after the one before */
 };
 
-/* Feed a sample at t that is not after the accepted time: true when the time line should restart at t. */
+/* Feed a sample at t that is not after the accepted time: true when the time line should restart at
+ * t. */
 bool wb_rewind_see(struct wb_rewind *r, uint64_t t);
 /* An accepted sample: the count starts over. */
 static inline void wb_rewind_reset(struct wb_rewind *r)

@@ -1,4 +1,5 @@
-/* Plausibility rules: message times around the receiver's clock, slot length, saturating sums and marks. */
+/* Plausibility rules: message times around the receiver's clock, slot length, saturating sums and
+ * marks. */
 #include <string.h>
 
 #include "plaus.h"
@@ -9,7 +10,8 @@
 
 static int check_t(enum wb_kind kind, uint64_t t0, uint64_t t1, struct wb_err *err)
 {
-	const struct wb_plaus p = {.max_ahead_ns = 300 * S, .max_behind_ns = 3600 * S, .max_slot_ns = 3600 * S};
+	const struct wb_plaus p = {
+	    .max_ahead_ns = 300 * S, .max_behind_ns = 3600 * S, .max_slot_ns = 3600 * S};
 	struct wb_msg m;
 	memset(&m, 0, sizeof(m));
 	m.kind = kind;
@@ -101,8 +103,8 @@ static void test_rewind(void)
 }
 
 static const struct unit_case cases[] = {
-	{"a time line set back", test_rewind},
-	{"times around the receiver's clock and slot length", test_times},
-	{"saturating sums and marks", test_sums_and_marks},
+    {"a time line set back", test_rewind},
+    {"times around the receiver's clock and slot length", test_times},
+    {"saturating sums and marks", test_sums_and_marks},
 };
 UNIT_MAIN(cases)
