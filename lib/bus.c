@@ -338,6 +338,7 @@ struct producer {
 	uint64_t prev_epoch;	      /* the epoch before this one: if it comes back, two are alive */
 	uint64_t refused[DUP_EPOCHS]; /* epochs of second producers (0: free) */
 	uint32_t refused_run;	      /* refused messages since the last accepted one */
+	uint32_t takeover;	      /* refused_run that lets a refused epoch take over (0: WB_DUP_TAKEOVER) */
 	uint64_t stale_seq;	      /* the last seq that was not after seq */
 	bool stale_run;		      /* stale_seq is set: a stale one continuing it is a second run */
 	bool interleaved;	      /* said so already */
@@ -425,12 +426,16 @@ void wb_seqtrack_see(struct wb_seqtrack *self, const struct wb_envelope *env, co
 		rx->first = true;
 	} else if (refused) {
 		p->seen_mono = wb_mono_ns();
-		if (++p->refused_run < WB_DUP_TAKEOVER) {
+		if (++p->refused_run < (p->takeover ? p->takeover : WB_DUP_TAKEOVER)) {
 			rx->duplicate = true;
 			return;
 		}
 		log_warnx("%s: epoch %llu takes over: %d of its messages and none of epoch %llu, which has stopped", key, (unsigned long long)env->epoch, WB_DUP_TAKEOVER, (unsigned long long)p->epoch);
 		*refused = 0;
+		/* The next takeover needs twice as many: a fast producer cannot keep displacing
+		 * a slow one that is still alive. */
+		uint32_t n = p->takeover ? p->takeover : WB_DUP_TAKEOVER;
+		p->takeover = n < 4096 ? 2 * n : 4096;
 		rx->new_epoch = true;
 		p->prev_epoch = p->epoch;
 	} else if (p->epoch != env->epoch) {

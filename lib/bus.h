@@ -109,7 +109,8 @@ int wb_frame_check(const char *topic, const void *body, size_t len, struct wb_ms
  * Two live producers under one name (cloned machines) show as an epoch that comes
  * back after a newer one, or as two interleaved runs of seq in one epoch: the one
  * that comes back is refused (rx->duplicate) until the other has been silent for
- * WB_DUP_TAKEOVER of its messages, so consumers switch producer at most once.
+ * WB_DUP_TAKEOVER of its messages (twice as many after each takeover), so consumers
+ * switch producer at most once while both are alive.
  */
 #define WB_DUP_TAKEOVER 8
 struct wb_seqtrack;
