@@ -119,7 +119,7 @@ struct alignd {
 		const char *name;
 		size_t off;
 		uint64_t *stat;
-	} mirror[24];
+	} mirror[WB_COUNTERS_MAX];
 	size_t nmirror;
 };
 
@@ -146,6 +146,10 @@ static void on_msg(struct wb_daemon *d, const struct wb_msg *msg, const struct w
 
 static void mirror_add(struct alignd *ad, const char *name, size_t off)
 {
+	if (ad->nmirror >= sizeof(ad->mirror) / sizeof(ad->mirror[0])) {
+		log_errx("stat counter %s: no room (more than %d counters)", name, WB_COUNTERS_MAX);
+		return;
+	}
 	ad->mirror[ad->nmirror].name = name;
 	ad->mirror[ad->nmirror].off = off;
 	ad->mirror[ad->nmirror].stat = wb_stats_counter(wb_daemon_stats(ad->d), name);
