@@ -24,6 +24,7 @@
 #include "clock.h"
 #include "json.h"
 #include "log.h"
+#include "plaus.h"
 
 #define SWEEP_NS WB_NS_PER_SEC /* how often silent hosts and old samples are dropped */
 /* Power intervals past the last power sample a slot end may be extrapolated. */
@@ -63,6 +64,7 @@ struct uhost {
 	size_t ncarries, capcarries;
 	struct pending *q; /* ring of slots waiting for power */
 	size_t qhead, qlen, qcap;
+	struct wb_rewind rewind;
 	size_t widx;  /* index in align.waiting while waiting */
 	bool waiting; /* in align.waiting: has slots waiting for power */
 };
@@ -76,6 +78,7 @@ struct phost {
 	/* Silent for host_timeout: its slots go without zones, and each curve keeps its last
 	 * sample so that its return is bridged (or a gap) and the carries paid back exactly. */
 	bool away;
+	struct wb_rewind rewind;
 	struct curve **curves;
 	size_t ncurves;
 	struct wb_budget *budget;
@@ -462,8 +465,7 @@ static struct carry *carry_of(struct uhost *uh, const char *zone_name)
 /* Start a new count of totals for uh: t_ns (a time of the host) names it, unique in this alignd. */
 static void totals_start(struct align *a, struct uhost *uh, uint64_t t_ns)
 {
-	uh->total_epoch = t_ns > a->last_total_epoch ? t_ns : a->last_total_epoch + 1;
-	a->last_total_epoch = uh->total_epoch;
+	uh->total_epoch = wb_mark_next(&a->last_total_epoch, t_ns);
 	uh->ntotals = 0;
 }
 
@@ -574,7 +576,9 @@ static void fill_energy(struct align *a, struct uhost *uh, struct phost *ph,
 		z->energy_uj = carry_take(cy, e1, x1);
 		struct zone_total *zt = total_get(uh, c->name);
 		if (zt) {
-			zt->uj += z->energy_uj;
+			bool sat = false;
+			zt->uj = wb_sat_add(zt->uj, z->energy_uj, &sat);
+			a->cnt.totals_saturated += sat;
 			z->total_uj = zt->uj;
 		}
 		snprintf(z->name, sizeof(z->name), "%s", c->name);
@@ -745,7 +749,18 @@ void align_power(struct align *a, const struct wb_power *p, uint64_t recv_ns)
 		log_info("power/%s: back after silence; its zones continue from their last values",
 			 ph->name);
 	}
-	if (ph->have_t && p->t <= ph->last_t) {
+	if (ph->have_t && p->t <= ph->last_t && wb_rewind_see(&ph->rewind, p->t)) {
+		a->cnt.clock_rewinds++;
+		log_warnx("power/%s: %d samples in a row behind t=%" PRIu64 ": its clock was set back; the time line continues from t=%" PRIu64, p->env.host, WB_REWIND_SAMPLES, ph->last_t, p->t);
+		for (size_t i = 0; i < ph->ncurves; i++) {
+			struct curve *c = ph->curves[i];
+			if (curve_last_t(c) >= p->t && !curve_rewind(c, p->t)) {
+				/* only samples from the clock ahead: the curve starts over, its carries too */
+				c->n = 0;
+				c->id = ++a->next_curve_id;
+			}
+		}
+	} else if (ph->have_t && p->t <= ph->last_t) {
 		a->cnt.power_stale++;
 		log_rl(&a->rl_power, WB_LOG_WARN,
 		       "power/%s: sample at t=%" PRIu64 " is not after the last one (%" PRIu64
@@ -753,6 +768,7 @@ void align_power(struct align *a, const struct wb_power *p, uint64_t recv_ns)
 		       p->env.host, p->t, ph->last_t);
 		return;
 	}
+	wb_rewind_reset(&ph->rewind);
 	if (ph->have_t && p->env.epoch != ph->epoch)
 		log_info("power/%s: new power epoch %" PRIu64 " (was %" PRIu64 ")", p->env.host,
 			 p->env.epoch, ph->epoch);
@@ -850,6 +866,13 @@ void align_usage(struct align *a, const struct wb_usage *u, uint64_t lost, uint6
 			totals_start(a, uh,
 				     u->t); /* a new time line: consumers must not diff across */
 		}
+	} else if (uh->have_t && u->t <= uh->last_t && wb_rewind_see(&uh->rewind, u->t)) {
+		a->cnt.clock_rewinds++;
+		log_warnx("usage/%s: %d samples in a row behind t=%" PRIu64 ": its clock was set back; a new baseline at t=%" PRIu64, uh->name, WB_REWIND_SAMPLES, uh->last_t, u->t);
+		resolve(a, uh, recv_ns, true);
+		uh->have_t = false;
+		uh->ncarries = 0;
+		totals_start(a, uh, u->t); /* a new time line: consumers must not diff across */
 	} else if (uh->have_t && u->t <= uh->last_t) {
 		a->cnt.usage_stale++;
 		log_rl(&a->rl_usage, WB_LOG_WARN,
@@ -858,6 +881,7 @@ void align_usage(struct align *a, const struct wb_usage *u, uint64_t lost, uint6
 		       uh->name, u->t, uh->last_t);
 		return;
 	}
+	wb_rewind_reset(&uh->rewind);
 	uh->epoch = u->env.epoch;
 	if (!uh->total_epoch)
 		totals_start(a, uh, u->t);
@@ -867,6 +891,18 @@ void align_usage(struct align *a, const struct wb_usage *u, uint64_t lost, uint6
 		uh->have_t = true;
 		uh->lost_acc = 0;
 		a->cnt.usage_baselines++;
+		return;
+	}
+	if (a->conf.max_slot_ns && u->t - uh->last_t > a->conf.max_slot_ns) {
+		/* A slot that long would be refused downstream (max_slot): the span has no
+		 * slot and counting starts again from this sample. */
+		a->cnt.slots_too_long++;
+		log_rl(&a->rl_usage, WB_LOG_WARN, "usage/%s: %.0f s since its last sample, more than max_slot: no slot for the span, a new baseline at t=%" PRIu64, uh->name, (double)(u->t - uh->last_t) / 1e9, u->t);
+		resolve(a, uh, recv_ns, true);
+		uh->ncarries = 0; /* the next slot starts from E(t0), not from before the span */
+		usage_baseline(&uh->us, u, &a->cnt.usage);
+		uh->last_t = u->t;
+		uh->lost_acc = 0;
 		return;
 	}
 	uh->lost_acc += lost;

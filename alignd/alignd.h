@@ -72,7 +72,8 @@ struct curve *curve_new(uint64_t id, size_t max_samples);
 void curve_destroy(struct curve **self_p);
 /*
  * Add a sample. bridge_max_w > 0 refuses to bridge a new epoch whose counter
- * continues but implies more than that average power over the outage.
+ * continues but implies more than that average power over the outage. A step
+ * that would take the curve past WB_WIRE_MAX is a discontinuity.
  * *delta_uj (optional) gets the energy the sample adds.
  */
 enum curve_event curve_add(struct curve *c, uint64_t t_ns, uint64_t epoch, uint64_t energy_uj,
@@ -86,6 +87,12 @@ bool curve_gap_in(const struct curve *c, uint64_t t0_ns, uint64_t t1_ns);
 /* Drop samples no boundary at or after keep_from_ns needs (keeps the last one at or before it). */
 void curve_prune(struct curve *c, uint64_t keep_from_ns);
 uint64_t curve_last_t(const struct curve *c);
+/*
+ * The producer's clock was set back to t_ns: drop the samples at or after it (stamped
+ * by the clock that ran ahead), keeping the counter they read, so that the next
+ * sample's energy counts from the last sample kept. Returns the samples dropped.
+ */
+size_t curve_rewind(struct curve *c, uint64_t t_ns);
 
 /* ---- carry.c: integer slot energies whose sum is exact ---- */
 
@@ -207,6 +214,7 @@ struct align_conf {
 	uint64_t host_timeout_ns; /* a host silent this long is dropped */
 	uint64_t max_skew_ns;	  /* |arrival - t| beyond this is logged and counted; 0: off */
 	double bridge_max_w;	  /* see curve_add; 0: no limit */
+	uint64_t max_slot_ns;	  /* [global] max_slot: a longer span between usage samples is no slot; 0: off */
 	size_t max_hosts, max_procs, max_cgroups, max_pending, max_samples;
 	size_t budget_bytes; /* all hosts' tables, curves and waiting slots together; 0: no limit */
 	/* usage host -> power host ("node1=bmc1"); parsed by align_conf_map */
@@ -232,6 +240,9 @@ struct align_counters {
 	uint64_t clock_skew, hosts_dropped, hosts_refused;
 	uint64_t budget_refused; /* frames of new hosts refused: they would exceed budget_bytes */
 	uint64_t budget_short;	 /* frames of known hosts kept in part (procs_dropped, curves pruned) */
+	uint64_t slots_too_long;   /* usage samples further apart than max_slot: a new baseline */
+	uint64_t clock_rewinds;	   /* a host's time line set back after WB_REWIND_SAMPLES samples behind it */
+	uint64_t totals_saturated; /* a zone total held at the wire's maximum */
 	struct usage_counts usage;
 };
 

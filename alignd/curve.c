@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "alignd.h"
+#include "plaus.h"
 
 struct curve *curve_new(uint64_t id, size_t max_samples)
 {
@@ -32,6 +33,25 @@ void curve_destroy(struct curve **self_p)
 uint64_t curve_last_t(const struct curve *c)
 {
 	return c->n ? c->s[c->n - 1].t_ns : 0;
+}
+
+size_t curve_rewind(struct curve *c, uint64_t t_ns)
+{
+	size_t keep = c->n;
+	while (keep > 1 && c->s[keep - 1].t_ns >= t_ns)
+		keep--;
+	if (keep == c->n || c->s[keep - 1].t_ns >= t_ns)
+		return 0; /* nothing to drop, or only the first sample: the caller starts the curve over */
+	/* The counter read at the dropped samples went up by what E did since the last kept one. */
+	uint64_t back = c->s[c->n - 1].e_uj - c->s[keep - 1].e_uj;
+	c->raw_last_uj = c->raw_last_uj >= back ? c->raw_last_uj - back : 0;
+	size_t dropped = c->n - keep;
+	c->n = keep;
+	size_t ng = c->ngaps < CURVE_GAPS ? c->ngaps : CURVE_GAPS;
+	for (size_t i = 0; i < ng; i++)
+		if (c->gaps[i].to_ns >= t_ns)
+			c->gaps[i] = (struct curve_gap){0, 0};
+	return dropped;
 }
 
 static int make_room(struct curve *c)
@@ -118,6 +138,11 @@ enum curve_event curve_add(struct curve *c, uint64_t t_ns, uint64_t epoch, uint6
 		} else {
 			delta = energy_uj - c->raw_last_uj;
 		}
+		/* Slot energies and totals are differences of E: E past the wire's maximum
+		 * (a counter range near 2^63 bridged) would make every later slot unencodable. */
+		uint64_t room = last->e_uj < WB_WIRE_MAX ? WB_WIRE_MAX - last->e_uj : 0;
+		if (ev != CURVE_DISCONTINUITY && delta > room)
+			ev = CURVE_DISCONTINUITY;
 		if (ev == CURVE_DISCONTINUITY)
 			delta = 0;
 		e = last->e_uj + delta;

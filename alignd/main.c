@@ -55,8 +55,8 @@ static const struct wb_conf_key alignd_keys[] = {
 	  "log and count messages whose time differs from their arrival by more (0: off)"),
 	K("tick", WB_CONF_DURATION, tick_ns, "20ms", 1e6, 1e9,
 	  "how often waiting slots and timeouts are checked"),
-	K("bridge_max_w", WB_CONF_DOUBLE, bridge_max_w, "0", 0, 1e9,
-	  "refuse to bridge a powerd restart implying more average power over the outage (0: no limit)"),
+	K("bridge_max_w", WB_CONF_DOUBLE, bridge_max_w, "5000", 0, 1e9,
+	  "refuse to bridge a powerd restart implying more average power over the outage (default: a zone's plausible maximum, powerd's max_power_w; 0: no limit)"),
 	K("max_hosts", WB_CONF_INT, max_hosts, "4096", 1, 1e6,
 	  "usage hosts and power hosts tracked, each"),
 	K("max_procs", WB_CONF_INT, max_procs, "262144", 1, 262144,
@@ -119,7 +119,7 @@ struct alignd {
 		const char *name;
 		size_t off;
 		uint64_t *stat;
-	} mirror[24];
+	} mirror[WB_COUNTERS_MAX];
 	size_t nmirror;
 };
 
@@ -146,6 +146,10 @@ static void on_msg(struct wb_daemon *d, const struct wb_msg *msg, const struct w
 
 static void mirror_add(struct alignd *ad, const char *name, size_t off)
 {
+	if (ad->nmirror >= sizeof(ad->mirror) / sizeof(ad->mirror[0])) {
+		log_errx("stat counter %s: no room (more than %d counters)", name, WB_COUNTERS_MAX);
+		return;
+	}
 	ad->mirror[ad->nmirror].name = name;
 	ad->mirror[ad->nmirror].off = off;
 	ad->mirror[ad->nmirror].stat = wb_stats_counter(wb_daemon_stats(ad->d), name);
@@ -195,6 +199,7 @@ static int on_reload(struct wb_daemon *d, void *new_conf, void *arg)
 		log_errx("reload: %s", err);
 		return -1;
 	}
+	ac.max_slot_ns = wb_daemon_global(d)->max_slot_ns;
 	int rc = align_reconf(ad->align, &ac);
 	align_conf_free(&ac);
 	if (rc < 0)
@@ -219,6 +224,7 @@ int main(int argc, char **argv)
 		wb_daemon_destroy(&ad.d);
 		return WB_EXIT_USAGE;
 	}
+	ac.max_slot_ns = wb_daemon_global(ad.d)->max_slot_ns;
 	ad.align = align_new(&ac, emit, &ad);
 	align_conf_free(&ac);
 	if (!ad.align) {
@@ -244,6 +250,9 @@ int main(int argc, char **argv)
 	M(clock_skew, "clock_skew");
 	M(hosts_dropped, "hosts_dropped");
 	M(hosts_refused, "hosts_refused");
+	M(slots_too_long, "slots_too_long");
+	M(clock_rewinds, "clock_rewinds");
+	M(totals_saturated, "totals_saturated");
 	M(usage.procs_new, "procs_new");
 	M(usage.procs_baselined, "procs_baselined");
 	M(usage.procs_backwards, "procs_backwards");

@@ -669,6 +669,9 @@ int estimator_slot(struct estimator *e, const struct wb_aligned *a, struct wb_es
 	out->total_epoch = tr.epoch;
 	res->stale = tr.stale;
 	res->recovered_uj = tr.recovered_uj;
+	res->totals_implausible = tr.implausible;
+	res->totals_saturated = tr.saturated;
+	res->clock_rewound = tr.rewound;
 	if (measured && e->conf.train)
 		train(e, h, a, res);
 	return 0;

@@ -12,6 +12,7 @@
 
 #include "budget.h"
 #include "wb_msgs.h"
+#include "plaus.h"
 
 /* ---- features.c: Kepler's model features, computed from one slot, per second ---- */
 
@@ -249,6 +250,7 @@ struct tot_host {
 	uint64_t in_epoch; /* alignd's total_epoch of the last slot */
 	bool have_t;
 	uint64_t last_t1; /* end of the last slot counted */
+	struct wb_rewind rewind; /* slots of a new alignd count behind last_t1: a clock set back */
 	uint64_t used;
 	struct tot_zone *z;
 	size_t nz, zcap;
@@ -266,6 +268,9 @@ struct tot_result {
 	bool stale;	       /* the slot ended no later than the last one: it added nothing */
 	uint64_t recovered_uj; /* energy beyond the slot's own: slots never received */
 	uint64_t epoch;	       /* total_epoch of the host */
+	unsigned implausible;  /* zones whose alignd total jumped more than a zone can draw: not trusted */
+	unsigned saturated;    /* zones whose total is held at the wire's maximum */
+	bool rewound;	       /* the host's time line was set back: counting continues from this slot */
 };
 
 int totals_init(struct totals *t, size_t max_hosts);
@@ -316,6 +321,8 @@ struct est_result {
 	struct model *trained;	 /* a new model from training; the caller owns it */
 	bool stale;		 /* ended no later than the host's last slot: totals unchanged */
 	uint64_t recovered_uj;	 /* energy of aligned slots never received, now in the totals */
+	unsigned totals_implausible, totals_saturated; /* see struct tot_result */
+	bool clock_rewound;			       /* see struct tot_result */
 	char train_err[MODEL_ERR_MAX]; /* why a due fit failed, else "" */
 	bool budget_refused;	       /* a new host the memory budget has no room for: rejected */
 	bool budget_short; /* learning state left out for the budget (idle ratio, no training) */

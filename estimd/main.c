@@ -208,6 +208,7 @@ struct app {
 	    *idle_fallbacks, *model_nan, *models_trained, *models_received, *models_rejected,
 	    *model_write_failed, *slots_stale, *slots_recovered, *recovered_uj, *state_write_failed,
 	    *budget_short;
+	uint64_t *totals_implausible, *totals_saturated, *clock_rewinds;
 };
 
 static void use_model(struct app *app, struct model *m, const char *how)
@@ -294,7 +295,7 @@ static void on_aligned(struct wb_daemon *d, const struct wb_msg *msg, const stru
 	}
 	if (res.recovered_uj) {
 		(*app->slots_recovered)++;
-		*app->recovered_uj += res.recovered_uj;
+		*app->recovered_uj = wb_sat_add(*app->recovered_uj, res.recovered_uj, NULL);
 		log_rl(&app->rl_slot, WB_LOG_INFO,
 		       "%s: %" PRIu64 " uJ of aligned slots never received (%" PRIu64
 		       " lost before seq %" PRIu64 ") carried into the node totals",
@@ -302,6 +303,14 @@ static void on_aligned(struct wb_daemon *d, const struct wb_msg *msg, const stru
 	}
 	*app->idle_fallbacks += res.idle_fallbacks;
 	*app->budget_short += res.budget_short;
+	*app->totals_implausible += res.totals_implausible;
+	*app->totals_saturated += res.totals_saturated;
+	if (res.clock_rewound) {
+		(*app->clock_rewinds)++;
+		log_warnx("%s: %d slots of a new alignd count in a row end before the last one counted: the host's clock was set back; its totals continue from slot [%" PRIu64 ", %" PRIu64 "]", a->env.host, WB_REWIND_SAMPLES, a->t0, a->t1);
+	}
+	if (res.totals_implausible)
+		log_rl(&app->rl_slot, WB_LOG_WARN, "%s: alignd's total_uj jumped by more than a zone can draw since the last slot (%.0f W): only the slot's own energy is counted", a->env.host, WB_ZONE_MAX_W);
 	*app->model_nan += res.model_nan;
 	if (res.no_model) {
 		(*app->slots_no_model)++;
@@ -435,6 +444,9 @@ int main(int argc, char **argv)
 	    {&app.slots_stale, "slots_stale"},
 	    {&app.slots_recovered, "slots_recovered"},
 	    {&app.recovered_uj, "recovered_uj"},
+	    {&app.totals_implausible, "totals_implausible"},
+	    {&app.totals_saturated, "totals_saturated"},
+	    {&app.clock_rewinds, "clock_rewinds"},
 	    {&app.state_write_failed, "state_write_failed"},
 	    {&app.budget_short, "budget_short"},
 	};

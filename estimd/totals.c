@@ -16,6 +16,7 @@
 
 #include "estimd.h"
 #include "json.h"
+#include "plaus.h"
 
 static void host_clear(struct totals *t, struct tot_host *h)
 {
@@ -42,8 +43,7 @@ void totals_free(struct totals *t)
 /* A new count for h, named by t_ns (a time of the host) and unique in this estimd. */
 static void host_start(struct totals *t, struct tot_host *h, uint64_t t_ns)
 {
-	h->epoch = t_ns > t->last_epoch ? t_ns : t->last_epoch + 1;
-	t->last_epoch = h->epoch;
+	h->epoch = wb_mark_next(&t->last_epoch, t_ns);
 	h->nz = 0;
 	h->have_t = false;
 }
@@ -184,6 +184,15 @@ int totals_slot(struct totals *t, const struct wb_aligned *a, struct wb_est_zone
 		host_start(t, h, a->t1);
 
 	bool stale = h->have_t && a->t1 <= h->last_t1;
+	/* A slot resent after alignd's restart keeps its total_epoch; slots of a new count
+	 * that stay behind last_t1 come from a clock that ran ahead and was set back. */
+	if (stale && a->total_epoch != h->in_epoch && wb_rewind_see(&h->rewind, a->t1)) {
+		stale = false;
+		h->have_t = false;
+		res->rewound = true;
+	} else if (!stale) {
+		wb_rewind_reset(&h->rewind);
+	}
 	bool same = h->have_t && a->total_epoch && a->total_epoch == h->in_epoch &&
 		    strcmp(a->env.src, h->in_src) == 0;
 	uint64_t len = a->t1 - a->t0;
@@ -191,6 +200,10 @@ int totals_slot(struct totals *t, const struct wb_aligned *a, struct wb_est_zone
 	 */
 	uint64_t fresh = h->have_t && a->t0 < h->last_t1 ? a->t1 - h->last_t1 : len;
 	uint64_t gap = h->have_t && a->t0 > h->last_t1 ? a->t0 - h->last_t1 : 0;
+	/* What a zone can have drawn since the last slot: alignd's totals advancing by more
+	 * (a hostile or broken peer, a jump of 2^62) are not trusted. */
+	uint64_t since = h->have_t && a->t1 > h->last_t1 ? a->t1 - h->last_t1 : len;
+	uint64_t plausible_uj = wb_plaus_energy_max_uj(since, WB_ZONE_MAX_W);
 	if (!stale && !same)
 		for (size_t i = 0; i < h->nz; i++)
 			h->z[i].in_have = false; /* alignd's totals start over: a new baseline */
@@ -207,8 +220,12 @@ int totals_slot(struct totals *t, const struct wb_aligned *a, struct wb_est_zone
 			in = a->zones[i].total_uj;
 		if (stale) {
 			d = 0; /* counted already */
-		} else if (measured && same && z->in_have && in && in >= z->in_uj) {
+		} else if (measured && same && z->in_have && in && in >= z->in_uj &&
+			   (in - z->in_uj <= e || in - z->in_uj <= plausible_uj)) {
 			d = in - z->in_uj; /* this slot and any lost since the last one */
+		} else if (measured && same && z->in_have && in && in >= z->in_uj) {
+			d = e; /* the slot's own energy; the jump in alignd's total is not */
+			res->implausible++;
 		} else if (!measured && same && gap) {
 			d = e + muldiv(e, gap, len); /* lost slots, modelled at this slot's power */
 		} else {
@@ -216,15 +233,17 @@ int totals_slot(struct totals *t, const struct wb_aligned *a, struct wb_est_zone
 		}
 		uint64_t act, idle;
 		split(d, ez, busy, total, &act, &idle);
-		z->total_uj += d;
-		z->active_uj += act;
-		z->idle_uj += idle;
+		bool sat = false;
+		z->total_uj = wb_sat_add(z->total_uj, d, &sat);
+		z->active_uj = wb_sat_add(z->active_uj, act, &sat);
+		z->idle_uj = z->total_uj - (z->active_uj < z->total_uj ? z->active_uj : z->total_uj);
+		res->saturated += sat;
 		if (!stale && in) {
 			z->in_uj = in;
 			z->in_have = true;
 		}
 		if (d > e)
-			res->recovered_uj += d - e;
+			res->recovered_uj = wb_sat_add(res->recovered_uj, d - e, NULL);
 		ez->total_uj = z->total_uj;
 		ez->active_total_uj = z->active_uj;
 		ez->idle_total_uj = z->idle_uj;

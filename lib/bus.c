@@ -312,6 +312,7 @@ int wb_pub_send(struct wb_pub *self, struct wb_msg *msg)
 	struct wb_err err;
 	if (wb_encode(msg, &buf, &len, &err) < 0) {
 		log_errx("cannot encode %s message: %s", topic, err.msg);
+		errno = EINVAL;
 		return -1;
 	}
 	int rc = wb_pub_send_raw(self, topic, buf, len);
@@ -360,10 +361,19 @@ int wb_pub_wait_subscriber(struct wb_pub *self, int timeout_ms)
 
 /* ---- sequence tracking ---- */
 
+#define DUP_EPOCHS 4 /* second producers' epochs remembered per name */
+
 struct producer {
 	uint64_t epoch;
 	uint64_t seq;
 	uint64_t seen_mono;
+	uint64_t prev_epoch;	      /* the epoch before this one: if it comes back, two are alive */
+	uint64_t refused[DUP_EPOCHS]; /* epochs of second producers (0: free) */
+	uint32_t refused_run;	      /* refused messages since the last accepted one */
+	uint32_t takeover;	      /* refused_run that lets a refused epoch take over (0: WB_DUP_TAKEOVER) */
+	uint64_t stale_seq;	      /* the last seq that was not after seq */
+	bool stale_run;		      /* stale_seq is set: a stale one continuing it is a second run */
+	bool interleaved;	      /* said so already */
 };
 
 struct wb_seqtrack {
@@ -411,13 +421,32 @@ static void seqtrack_evict_oldest(struct wb_seqtrack *self)
 	}
 }
 
+static uint64_t *refused_slot(struct producer *p, uint64_t epoch)
+{
+	for (size_t i = 0; i < DUP_EPOCHS; i++)
+		if (p->refused[i] == epoch)
+			return &p->refused[i];
+	return NULL;
+}
+
+static void refuse(struct producer *p, uint64_t epoch)
+{
+	uint64_t *free_slot = refused_slot(p, 0);
+	if (!free_slot) { /* full: the oldest goes */
+		memmove(p->refused, p->refused + 1, (DUP_EPOCHS - 1) * sizeof(p->refused[0]));
+		free_slot = &p->refused[DUP_EPOCHS - 1];
+	}
+	*free_slot = epoch;
+}
+
 void wb_seqtrack_see(struct wb_seqtrack *self, const struct wb_envelope *env, const char *kind, struct wb_rx *rx)
 {
 	char key[WB_TOPIC_MAX + 40];
 	snprintf(key, sizeof(key), "%s/%s/%s", kind, env->host, env->src);
 	rx->lost = 0;
-	rx->first = rx->new_epoch = rx->stale = false;
+	rx->first = rx->new_epoch = rx->stale = rx->duplicate = false;
 	struct producer *p = zhashx_lookup(self->map, key);
+	uint64_t *refused = p && env->epoch ? refused_slot(p, env->epoch) : NULL;
 	if (!p) {
 		if (zhashx_size(self->map) >= self->max)
 			seqtrack_evict_oldest(self);
@@ -427,15 +456,48 @@ void wb_seqtrack_see(struct wb_seqtrack *self, const struct wb_envelope *env, co
 			return;
 		}
 		rx->first = true;
-	} else if (p->epoch != env->epoch) {
+	} else if (refused) {
+		p->seen_mono = wb_mono_ns();
+		if (++p->refused_run < (p->takeover ? p->takeover : WB_DUP_TAKEOVER)) {
+			rx->duplicate = true;
+			return;
+		}
+		log_warnx("%s: epoch %llu takes over: %d of its messages and none of epoch %llu, which has stopped", key, (unsigned long long)env->epoch, WB_DUP_TAKEOVER, (unsigned long long)p->epoch);
+		*refused = 0;
+		/* The next takeover needs twice as many: a fast producer cannot keep displacing
+		 * a slow one that is still alive. */
+		uint32_t n = p->takeover ? p->takeover : WB_DUP_TAKEOVER;
+		p->takeover = n < 4096 ? 2 * n : 4096;
 		rx->new_epoch = true;
+		p->prev_epoch = p->epoch;
+	} else if (p->epoch != env->epoch) {
+		if (p->prev_epoch && env->epoch == p->prev_epoch) {
+			log_warnx("%s: two live producers: epoch %llu is back after %llu (one host name on two machines, a cloned VM?); refusing epoch %llu, counted as duplicate_producer", key, (unsigned long long)env->epoch, (unsigned long long)p->epoch, (unsigned long long)env->epoch);
+			refuse(p, env->epoch);
+			p->refused_run = 1;
+			p->seen_mono = wb_mono_ns();
+			rx->duplicate = true;
+			return;
+		}
+		rx->new_epoch = true;
+		p->prev_epoch = p->epoch;
 	} else if (env->seq <= p->seq) {
-		rx->stale = true;
+		if (p->stale_run && env->seq == p->stale_seq + 1) {
+			if (!p->interleaved)
+				log_warnx("%s: two live producers: two runs of seq interleave in epoch %llu (a second process with the same name and epoch); refusing the lower run, counted as duplicate_producer", key, (unsigned long long)env->epoch);
+			p->interleaved = true;
+			rx->duplicate = true;
+		} else {
+			rx->stale = true;
+		}
+		p->stale_seq = env->seq;
+		p->stale_run = true;
 		p->seen_mono = wb_mono_ns();
 		return;
 	} else {
 		rx->lost = env->seq - p->seq - 1;
 	}
+	p->refused_run = 0;
 	p->epoch = env->epoch;
 	p->seq = env->seq;
 	p->seen_mono = wb_mono_ns();
@@ -623,13 +685,25 @@ static int sub_recv(struct wb_sub *self, int flags, struct wb_msg *out, struct w
 	}
 	zmq_msg_close(&topic);
 	zmq_msg_close(&body);
+	if (rc == 0 && wb_plaus_check(&self->opts.plaus, out, rx->recv_ns, err) < 0) {
+		wb_msg_clear(out);
+		rc = -1;
+	}
+	if (rc == 0) {
+		wb_seqtrack_see(self->seq, &out->env, out->env.kind, rx);
+		if (rx->duplicate) {
+			err->reason = WB_R_DUP_PRODUCER;
+			snprintf(err->msg, sizeof(err->msg), "epoch %llu seq %llu of src '%s' is a second live producer", (unsigned long long)out->env.epoch, (unsigned long long)out->env.seq, out->env.src);
+			wb_msg_clear(out);
+			rc = -1;
+		}
+	}
 	if (rc < 0) {
 		wb_stats_reject(stats, err->reason);
 		log_rl(&self->rl, WB_LOG_WARN, "rejected frame on topic '%s' (%s): %s", rx->topic,
 		       wb_reason_name(err->reason), err->msg);
 		return 0;
 	}
-	wb_seqtrack_see(self->seq, &out->env, out->env.kind, rx);
 	if (stats) {
 		stats->lost += rx->lost;
 		stats->restarts += rx->new_epoch;

@@ -16,6 +16,7 @@
 #include <czmq.h>
 
 #include "codec.h"
+#include "plaus.h"
 
 #define WB_TOPIC_MAX 96
 #define WB_COUNTERS_MAX 48
@@ -43,6 +44,7 @@ struct wb_sockopts {
 	const char *curve_peer;	 /* SUB: the publisher's public certificate file */
 	const char *curve_allow; /* PUB: directory of client public certificates allowed in */
 	const char *ipc_group;	 /* PUB on ipc://: socket file mode 0660 with this group (NULL: 0660, own group) */
+	struct wb_plaus plaus;	 /* SUB: times refused on receipt (all 0: none) */
 };
 
 struct wb_pub;
@@ -52,7 +54,8 @@ struct wb_pub *wb_pub_new(const char *endpoint, const char *src, const char *hos
 void wb_pub_destroy(struct wb_pub **self_p);
 /*
  * Stamp msg (v, kind, src, epoch, next seq for its kind; host when empty),
- * encode and send it. Returns 0, or -1 when it could not be encoded (logged).
+ * encode and send it. Returns 0, or -1 when it could not be sent, with errno
+ * EINVAL when it could not be encoded (logged).
  */
 int wb_pub_send(struct wb_pub *self, struct wb_msg *msg);
 /* Send a ready frame pair as is (replay, pub --raw). */
@@ -73,6 +76,7 @@ struct wb_rx {
 	bool first;	   /* first message seen from this producer */
 	bool new_epoch;	   /* the producer restarted */
 	bool stale;	   /* seq not after the last one seen (duplicate or reordered) */
+	bool duplicate;	   /* from a second live producer of the same kind/host/src: refused */
 };
 
 struct wb_sub;
@@ -100,7 +104,15 @@ int wb_sub_recv_raw(struct wb_sub *self, char **topic, char **body, size_t *len,
 /* Check a decoded frame pair against its topic: decode, topic == KIND/HOST. Returns 0 or -1 (err). */
 int wb_frame_check(const char *topic, const void *body, size_t len, struct wb_msg *out, struct wb_err *err);
 
-/* Sequence tracking per producer (kind, host, src); bounded, least recent dropped first. */
+/*
+ * Sequence tracking per producer (kind, host, src); bounded, least recent dropped first.
+ * Two live producers under one name (cloned machines) show as an epoch that comes
+ * back after a newer one, or as two interleaved runs of seq in one epoch: the one
+ * that comes back is refused (rx->duplicate) until the other has been silent for
+ * WB_DUP_TAKEOVER of its messages (twice as many after each takeover), so consumers
+ * switch producer at most once while both are alive.
+ */
+#define WB_DUP_TAKEOVER 8
 struct wb_seqtrack;
 struct wb_seqtrack *wb_seqtrack_new(size_t max_producers);
 void wb_seqtrack_destroy(struct wb_seqtrack **self_p);

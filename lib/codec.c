@@ -24,6 +24,7 @@ static const char *const reason_names[WB_R_COUNT] = {
 	[WB_R_TYPE] = "type",		[WB_R_BOUND] = "bound",
 	[WB_R_DUPLICATE] = "duplicate", [WB_R_TOPIC] = "topic",
 	[WB_R_TOO_BIG] = "too_big",	[WB_R_BUDGET] = "budget",
+	[WB_R_IMPLAUSIBLE_TIME] = "implausible_time", [WB_R_DUP_PRODUCER] = "duplicate_producer",
 };
 
 const char *wb_reason_name(enum wb_reason reason)

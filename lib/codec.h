@@ -24,6 +24,9 @@ enum wb_reason {
 	WB_R_TOPIC,	/* topic is not KIND/HOST of the map, or the frame count is wrong */
 	WB_R_TOO_BIG,	/* frame larger than WB_FRAME_MAX */
 	WB_R_BUDGET,	/* valid, but keeping it would exceed the stage's memory budget */
+	/* Valid for the schema, refused on receipt (lib/plaus.c, lib/bus.c): */
+	WB_R_IMPLAUSIBLE_TIME, /* a time outside max_ahead/max_behind, a slot longer than max_slot */
+	WB_R_DUP_PRODUCER,     /* a second live producer under one kind/host/src */
 	WB_R_COUNT
 };
 

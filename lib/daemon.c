@@ -45,6 +45,12 @@ static const struct wb_conf_key global_keys[] = {
 	 "directory of public certificates allowed to subscribe (empty: any client with a valid key)"},
 	{"socket_group", WB_CONF_STR | WB_CONF_RESTART, offsetof(struct wb_global, socket_group), "", 0, 0, NULL,
 	 "group owning the ipc sockets (mode 0660) and the state files (0640); without it state files are 0600"},
+	{"max_ahead", WB_CONF_DURATION | WB_CONF_RESTART, offsetof(struct wb_global, max_ahead_ns), "5m", 0, 86400e9, NULL,
+	 "refuse a received message whose time is this far ahead of this host's clock (implausible_time); 0: off"},
+	{"max_behind", WB_CONF_DURATION | WB_CONF_RESTART, offsetof(struct wb_global, max_behind_ns), "0", 0, 3650 * 86400e9, NULL,
+	 "refuse a received message whose time is this far behind this host's clock; 0: off (replayed recordings are old)"},
+	{"max_slot", WB_CONF_DURATION | WB_CONF_RESTART, offsetof(struct wb_global, max_slot_ns), "1h", 0, 30 * 86400e9, NULL,
+	 "refuse a received slot (aligned, estimate) longer than this; alignd forms none longer; 0: off"},
 };
 #define NGLOBAL (sizeof(global_keys) / sizeof(global_keys[0]))
 
@@ -377,6 +383,7 @@ struct wb_daemon *wb_daemon_new(const struct wb_stage *stage, int argc, char **a
 		.curve_peer = d->global.curve_peer,
 		.curve_allow = d->global.curve_allow,
 		.ipc_group = d->global.socket_group,
+		.plaus = {d->global.max_ahead_ns, d->global.max_behind_ns, d->global.max_slot_ns},
 	};
 	struct wb_conf_section secs[2];
 	sections(d, &d->global, d->conf, secs);
@@ -470,8 +477,13 @@ void wb_daemon_set_mode(struct wb_daemon *d, const char *mode)
 
 int wb_daemon_send(struct wb_daemon *d, struct wb_msg *msg)
 {
-	if (wb_pub_send(d->pub, msg) < 0)
+	if (wb_pub_send(d->pub, msg) < 0) {
+		/* A value past its schema bound is a message lost here: counted, not just logged. */
+		uint64_t *n = errno == EINVAL ? wb_stats_counter(&d->stats, "encode_failed") : NULL;
+		if (n)
+			(*n)++;
 		return -1;
+	}
 	d->stats.frames_out++;
 	return 0;
 }

@@ -34,6 +34,7 @@ struct wb_global {
 	char *curve_peer;  /* publisher certificate to trust when subscribing */
 	char *curve_allow; /* directory of client certificates our PUB admits */
 	char *socket_group; /* group that owns ipc sockets (mode 0660) */
+	uint64_t max_ahead_ns, max_behind_ns, max_slot_ns; /* receive-side plausibility (lib/plaus.h) */
 };
 
 struct wb_stage {
@@ -59,7 +60,8 @@ zloop_t *wb_daemon_loop(struct wb_daemon *d);
 /* Mode shown in stat messages and the startup line ("rapl", "bpf", "model"). */
 void wb_daemon_set_mode(struct wb_daemon *d, const char *mode);
 
-/* Stamp, encode and publish on the stage's PUB socket (bound at startup from conf "pub"). */
+/* Stamp, encode and publish on the stage's PUB socket (bound at startup from conf "pub").
+ * A message that cannot be encoded is counted in the stat counter encode_failed. */
 int wb_daemon_send(struct wb_daemon *d, struct wb_msg *msg);
 struct wb_pub *wb_daemon_pub(struct wb_daemon *d);
 

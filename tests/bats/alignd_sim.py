@@ -149,6 +149,11 @@ class Bus:
                 return c["value"]
         return self.stat.get(name, 0)
 
+    def rejected(self, reason, timeout=3):
+        """Frames alignd rejected for reason, from its next stat message."""
+        self.counter("slots", timeout)
+        return {c["name"]: c["value"] for c in self.stat.get("rejected_by", [])}.get(reason, 0)
+
 
 def fail(why):
     print("FAIL: " + why)
@@ -503,6 +508,42 @@ def bad_frames(bus):
 RESTART_POWER = ((0, 100), (5 * S + 500 * MS, 300))
 
 
+def poisoned_time(bus):
+    """One usage frame at t = 2^63-1 (valid for the schema): refused on receipt (implausible_time);
+    a host that starts counting afterwards still gets its slots, with encodable total epochs."""
+    b = bus.t_base
+    cpu = {k: 0 for k in ("user_ns", "nice_ns", "system_ns", "idle_ns", "iowait_ns", "irq_ns", "softirq_ns", "steal_ns")}
+    bus.send("usage", "evil", {"t": 2**63 - 1, "interval_ns": S, "ncpu": 2, "full": False, "cpu": cpu, "procs": []})
+    p = Power((b, 80))
+    times = []
+    for t in range(5):
+        bus.power("h", b + t * S, S, [("package-0", p.e(b + t * S))])
+        bus.usage("h", b + t * S)
+        times.append(b + t * S)
+    slots = bus.collect(4)
+    exact_slots(bus, slots, "h", "package-0", p, times)
+    check(all(0 < s["total_epoch"] < 2**63 - 1 - 10**6 for s in slots), "total epochs near the clock, not near 2^63")
+    check(bus.rejected("implausible_time") == 1, "stat rejected_by implausible_time = 1")
+
+
+def duplicate_powerd(bus):
+    """Two powerds under one host name (cloned VMs), epochs alternating, meters 5 MJ apart: the
+    first switch is no bridge (more than a zone can draw), the one that comes back is refused
+    (duplicate_producer), and the slots follow one meter."""
+    b = bus.t_base
+    a = Power((b, 100))
+    c = Power((b, 50))
+    n = 12
+    for t in range(n):
+        bus.power("h", b + t * S, S, [("package-0", 10 * 10**12 + a.e(b + t * S))], epoch=1)
+        bus.power("h", b + t * S + S // 2, S, [("package-0", 15 * 10**12 + c.e(b + t * S + S // 2))], epoch=2)
+        bus.usage("h", b + t * S)
+    slots = bus.collect(n - 1)
+    check(all(zone(s, "package-0") <= 50 * 10**6 for s in slots), "no slot holds more than the second meter's 50 J")
+    check(all(zone(s, "package-0") == 50 * 10**6 for s in slots[1:]), "after the first, every slot is the second meter's 50 J")
+    check(bus.rejected("duplicate_producer") == n - 1, "stat rejected_by duplicate_producer = %d" % (n - 1))
+
+
 def stage_restart_1(bus, state):
     """Before alignd is restarted: 0..5 s, all slots out; what came out is kept for the second half."""
     b = bus.t_base
@@ -594,8 +635,8 @@ def budget_flood(bus, pid, budget_mib):
 
 SCENARIOS = {f.__name__: f for f in (grid_stamps, power1s_usage3s, power5s_usage1s, jitter, lost_power_interpolated,
                                       lost_power_extrapolated, restart_bridged, restart_gap, no_power, two_hosts,
-                                      usage_deltas, host_timeout, skew, bad_frames, stage_restart_1,
-                                      stage_restart_2, budget_flood)}
+                                      usage_deltas, host_timeout, skew, bad_frames, poisoned_time, duplicate_powerd,
+                                      stage_restart_1, stage_restart_2, budget_flood)}
 
 
 def main():

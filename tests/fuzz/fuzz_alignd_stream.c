@@ -111,7 +111,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		switch (op & 3) {
 		case 0: {
 			struct wb_power_zone z[3] = {
-			    {.name = "package-0"}, {.name = "dram-0"}, {.name = "psys"}};
+			    {.name = "package-0", .zone = "package"},
+			    {.name = "dram-0", .zone = "dram"},
+			    {.name = "psys", .zone = "psys"}};
 			struct wb_power p = {.t = t,
 					     .interval_ns = 1000000 * (1 + take(&in, 2)),
 					     .zones = z,

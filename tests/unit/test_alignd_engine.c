@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "../../alignd/alignd.h"
+#include "plaus.h"
 #include "unit.h"
 
 #define S 1000000000ull
@@ -973,7 +974,121 @@ static void budget_across_hosts(void)
 	align_destroy(&a);
 }
 
+/* One usage frame at 2^63-1 (valid for the schema) must not stop other hosts' totals. */
+static void poisoned_total_epoch(void)
+{
+	struct align_conf c = base_conf();
+	struct align *a = mk(&c);
+	usage(a, "evil", (uint64_t)INT64_MAX, 0, 10 * S);
+	for (uint64_t t = 10; t <= 13; t++) {
+		power1(a, "h2", t * S, S, t * 1000000, t * S);
+		usage(a, "h2", t * S, 0, t * S);
+	}
+	align_tick(a, 20 * S);
+	CHECK(ngot >= 3);
+	for (size_t i = 0; i < ngot; i++)
+		CHECK(got[i].total_epoch > 0 && got[i].total_epoch <= (uint64_t)INT64_MAX);
+	align_destroy(&a);
+}
+
+/* A bridge across a counter range near 2^63 must not take E (and the totals) past the wire. */
+static void huge_range_bridge(double bridge_max_w)
+{
+	struct align_conf c = base_conf();
+	c.bridge_max_w = bridge_max_w;
+	struct align *a = mk(&c);
+	const uint64_t range = (uint64_t)INT64_MAX;
+	struct zone_in z = {"package-0", 1000, range};
+	for (uint64_t t = 10; t <= 12; t++) {
+		z.energy_uj = 1000 + (t - 10) * 1000000;
+		power(a, "h", 1, t * S, S, &z, 1, t * S);
+		usage(a, "h", t * S, 0, t * S);
+	}
+	/* a new epoch claiming the counter jumped by almost 2^63 */
+	for (uint64_t t = 13; t <= 16; t++) {
+		z.energy_uj = range - 5000000 + (t - 13) * 1000000;
+		power(a, "h", 2, t * S, S, &z, 1, t * S);
+		usage(a, "h", t * S, 0, t * S);
+	}
+	/* and again, to the top of the range */
+	for (uint64_t t = 17; t <= 19; t++) {
+		z.energy_uj = range - (19 - t);
+		power(a, "h", 3, t * S, S, &z, 1, t * S);
+		usage(a, "h", t * S, 0, t * S);
+	}
+	align_tick(a, 30 * S);
+	CHECK(ngot >= 8); /* collect() checks every slot encodes */
+	for (size_t i = 0; i < ngot; i++) {
+		CHECK(got[i].total[0] <= (uint64_t)INT64_MAX);
+		/* with the default bound (a zone's plausible maximum) no bridge gives more */
+		if (bridge_max_w > 0)
+			CHECK(got[i].e[0] <= (uint64_t)(bridge_max_w * 1e6));
+	}
+	align_destroy(&a);
+}
+
+static void huge_range_bridge_stays_encodable(void)
+{
+	huge_range_bridge(0);
+	huge_range_bridge(WB_ZONE_MAX_W);
+}
+
+/* Usage samples further apart than max_slot give no slot: a new baseline, counted. */
+static void slot_longer_than_max_slot(void)
+{
+	struct align_conf c = base_conf();
+	c.max_slot_ns = 10 * S;
+	c.host_timeout_ns = 3600 * S;
+	struct align *a = mk(&c);
+	for (uint64_t t = 10; t <= 40; t++)
+		power1(a, "h", t * S, S, t * 1000000, t * S);
+	usage(a, "h", 10 * S, 0, 10 * S);
+	usage(a, "h", 11 * S, 0, 11 * S);
+	usage(a, "h", 30 * S, 0, 30 * S);
+	usage(a, "h", 31 * S, 0, 31 * S);
+	align_tick(a, 40 * S);
+	CHECK_U64(align_counters(a)->slots_too_long, 1);
+	CHECK_U64(ngot, 2);
+	CHECK(slot_of("h", 11 * S) && !slot_of("h", 30 * S) && slot_of("h", 31 * S));
+	CHECK_U64(zone_e(slot_of("h", 31 * S), "package-0"), 1000000);
+	align_destroy(&a);
+}
+
+/* One sample of each stream stamped a minute ahead (a clock jump set right at once): after
+ * WB_REWIND_SAMPLES samples behind it the host's time line continues, counted; energy stays exact. */
+static void clock_jump_recovers(void)
+{
+	struct align_conf c = base_conf();
+	struct align *a = mk(&c);
+	for (uint64_t t = 10; t <= 14; t++) {
+		power1(a, "h", t * S, S, t * 1000000, t * S);
+		usage(a, "h", t * S, 0, t * S);
+	}
+	power1(a, "h", 74 * S, S, 15 * 1000000, 15 * S); /* read at 15 s, stamped 74 s */
+	usage(a, "h", 74 * S, 0, 15 * S);
+	align_tick(a, 20 * S); /* the slot ending at 74 s goes out extrapolated */
+	for (uint64_t t = 16; t <= 30; t++) {
+		power1(a, "h", t * S, S, t * 1000000, t * S);
+		usage(a, "h", t * S, 0, t * S);
+	}
+	align_tick(a, 31 * S);
+	CHECK_U64(align_counters(a)->clock_rewinds, 2);
+	CHECK(align_counters(a)->power_stale <= WB_REWIND_SAMPLES);
+	/* from the new baseline on, every slot exact at 1 W */
+	for (uint64_t t = 20; t <= 30; t++) {
+		struct got *g = slot_of("h", t * S);
+		CHECK(g != NULL);
+		if (g)
+			CHECK_U64(zone_e(g, "package-0"), 1000000);
+	}
+	align_destroy(&a);
+}
+
 static const struct unit_case cases[] = {
+    {"a one-sample clock jump recovers after a few samples", clock_jump_recovers},
+    {"a usage frame at 2^63-1 does not poison total epochs", poisoned_total_epoch},
+    {"a bridge across a range near 2^63 stays encodable", huge_range_bridge_stays_encodable},
+    {"a span longer than max_slot is no slot", slot_longer_than_max_slot},
     {"power 1 s, usage 3 s", power_1s_usage_3s},
     {"power 5 s, usage 1 s", power_5s_usage_1s},
     {"jittered sampling", jittered},

@@ -331,7 +331,74 @@ static void budget_across_hosts(void)
 	estimator_destroy(&e);
 }
 
+/* alignd's total_uj jumping by 2^62, then twice by 2^61 (hostile or broken, valid for the
+ * schema): the slot's own energy is counted, the totals stay encodable. */
+static void implausible_total_jump(void)
+{
+	struct est_conf c = conf_default();
+	struct estimator *e = estimator_new(&c);
+	struct sim sim = {.epoch = T0 - 5 * S};
+	struct wb_estimate out;
+	struct est_result res;
+	uint64_t mine = 0;
+	unsigned implausible = 0;
+	for (uint64_t k = 0; k < 10; k++) {
+		if (k % 3 == 2)
+			sim.total[0] += k == 2 ? 1ull << 62 : 1ull << 61;
+		if (feed(e, &sim, k, false, &out, &res) != 0)
+			continue;
+		mine += out.zones[0].energy_uj;
+		implausible += res.totals_implausible;
+		CHECK_U64(out.zones[0].total_uj, mine);
+		CHECK(res.recovered_uj < (1ull << 40));
+		check_zone_sums(&out);
+		struct wb_msg m = {.kind = WB_ESTIMATE, .estimate = out};
+		m.env.v = wb_kinds[WB_ESTIMATE].version;
+		snprintf(m.env.kind, sizeof(m.env.kind), "estimate");
+		snprintf(m.env.host, sizeof(m.env.host), "h1");
+		snprintf(m.env.src, sizeof(m.env.src), "estimd");
+		char *buf;
+		size_t len;
+		struct wb_err err;
+		CHECK(wb_encode(&m, &buf, &len, &err) == 0);
+		free(buf);
+	}
+	CHECK_U64(implausible, 3);
+	estimator_destroy(&e);
+}
+
+/* One slot stamped 100 s ahead, then alignd's new count behind it (its clock set back): after
+ * WB_REWIND_SAMPLES such slots the totals continue, and never go back. */
+static void clock_set_back(void)
+{
+	struct est_conf c = conf_default();
+	struct estimator *e = estimator_new(&c);
+	struct sim sim = {.epoch = T0 - 5 * S};
+	struct wb_estimate out;
+	struct est_result res;
+	for (uint64_t k = 0; k < 5; k++)
+		feed(e, &sim, k, false, &out, &res);
+	feed(e, &sim, 100, false, &out, &res);
+	uint64_t total = out.zones[0].total_uj;
+	sim = (struct sim){.epoch = T0 + 6 * S};
+	unsigned stale = 0, rewound = 0;
+	for (uint64_t k = 6; k < 16; k++) {
+		feed(e, &sim, k, false, &out, &res);
+		stale += res.stale;
+		rewound += res.clock_rewound;
+		if (!res.stale)
+			total += out.zones[0].energy_uj;
+		CHECK_U64(out.zones[0].total_uj, total);
+		check_zone_sums(&out);
+	}
+	CHECK_U64(stale, WB_REWIND_SAMPLES - 1);
+	CHECK_U64(rewound, 1);
+	estimator_destroy(&e);
+}
+
 static const struct unit_case cases[] = {
+    {"a clock set back: totals continue after a few slots", clock_set_back},
+    {"alignd's total jumping by 2^62 is not trusted", implausible_total_jump},
     {"lost aligned slots recovered from alignd's totals", lost_slots_recovered},
     {"a restart from the state file continues the totals", restart_from_state},
     {"a new alignd count: slot values, then differences again", new_alignd_count},

@@ -1,4 +1,6 @@
 /* Sequence tracking: gaps, restarts, duplicates, and the bound on producers. */
+#include <errno.h>
+
 #include "bus.h"
 #include "unit.h"
 
@@ -71,7 +73,93 @@ static void test_stats_counters(void)
 	CHECK_U64(s.rejected_by[WB_R_TYPE], 2);
 }
 
+/* Two powerds under one host name (cloned VMs): epochs alternate. The first switch looks
+ * like a restart; the old epoch coming back is a second producer, refused from then on. */
+static void test_alternating_epochs(void)
+{
+	struct wb_seqtrack *t = wb_seqtrack_new(16);
+	CHECK(see(t, "h", "powerd", 100, 0).first);
+	struct wb_rx rx = see(t, "h", "powerd", 200, 0);
+	CHECK(rx.new_epoch && !rx.duplicate);
+	rx = see(t, "h", "powerd", 100, 1);
+	CHECK(rx.duplicate && !rx.new_epoch);
+	for (uint64_t i = 1; i < 20; i++) {
+		rx = see(t, "h", "powerd", 200, i);
+		CHECK(!rx.duplicate && !rx.new_epoch && rx.lost == 0);
+		rx = see(t, "h", "powerd", 100, i + 1);
+		CHECK(rx.duplicate);
+	}
+	/* The accepted one stops: the refused one takes over after WB_DUP_TAKEOVER messages. */
+	int refused = 0;
+	uint64_t seq = 21;
+	for (; refused < 100; refused++) {
+		rx = see(t, "h", "powerd", 100, seq++);
+		if (!rx.duplicate)
+			break;
+	}
+	/* one of 100's was refused already after 200's last message */
+	CHECK_U64(refused + 1, WB_DUP_TAKEOVER - 1);
+	CHECK(rx.new_epoch);
+	/* and the other is now the second one */
+	CHECK(see(t, "h", "powerd", 200, 20).duplicate);
+	CHECK(!see(t, "h", "powerd", 100, seq++).duplicate);
+	/* A faster producer cannot keep displacing a slower live one: the next takeover needs
+	 * twice as many messages. */
+	uint64_t seq2 = 21;
+	for (refused = 0; refused < 100; refused++)
+		if (!see(t, "h", "powerd", 200, seq2++).duplicate)
+			break;
+	CHECK_U64(refused, 2 * WB_DUP_TAKEOVER - 1);
+	CHECK(see(t, "h", "powerd", 100, seq++).duplicate);
+	/* A plain restart (an epoch that never comes back) is no duplicate. */
+	CHECK(see(t, "h", "powerd", 300, 0).new_epoch);
+	CHECK(!see(t, "h", "powerd", 300, 1).duplicate);
+	wb_seqtrack_destroy(&t);
+}
+
+/* One epoch, two interleaved runs of seq: the lower run is refused; one reordered frame is only stale. */
+static void test_interleaved_seq(void)
+{
+	struct wb_seqtrack *t = wb_seqtrack_new(16);
+	see(t, "h", "powerd", 100, 10);
+	struct wb_rx rx = see(t, "h", "powerd", 100, 3);
+	CHECK(rx.stale && !rx.duplicate);
+	CHECK(!see(t, "h", "powerd", 100, 11).duplicate);
+	rx = see(t, "h", "powerd", 100, 4);
+	CHECK(rx.duplicate && !rx.stale);
+	CHECK(!see(t, "h", "powerd", 100, 12).duplicate);
+	CHECK(see(t, "h", "powerd", 100, 5).duplicate);
+	wb_seqtrack_destroy(&t);
+	t = wb_seqtrack_new(16);
+	see(t, "h", "powerd", 100, 10);
+	CHECK(see(t, "h", "powerd", 100, 9).stale);
+	CHECK(!see(t, "h", "powerd", 100, 11).stale);
+	CHECK(!see(t, "h", "powerd", 100, 12).duplicate);
+	wb_seqtrack_destroy(&t);
+}
+
+/* A message past its schema bounds is not sent, and says so with EINVAL (wb_daemon_send counts encode_failed). */
+static void test_encode_failure(void)
+{
+	struct wb_pub *pub = wb_pub_new("inproc://plaus-encode", "test", "h", NULL);
+	CHECK(pub != NULL);
+	if (!pub)
+		return;
+	struct wb_msg m = {.kind = WB_POWER};
+	m.power.t = (uint64_t)INT64_MAX + 1;
+	m.power.interval_ns = 1000000000;
+	errno = 0;
+	CHECK(wb_pub_send(pub, &m) < 0 && errno == EINVAL);
+	CHECK_U64(wb_pub_sent(pub), 0);
+	m.power.t = 1;
+	CHECK(wb_pub_send(pub, &m) == 0);
+	wb_pub_destroy(&pub);
+}
+
 static const struct unit_case cases[] = {
+	{"a message that cannot be encoded is refused with EINVAL", test_encode_failure},
+	{"two producers alternating epochs", test_alternating_epochs},
+	{"two producers interleaving seq", test_interleaved_seq},
 	{"gaps, restarts and stale messages", test_gaps_and_epochs},
 	{"producer table is bounded", test_bounded},
 	{"stage counters", test_stats_counters},

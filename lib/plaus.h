@@ -1,0 +1,82 @@
+/*
+ * Plausibility: what a schema-valid message may still not claim. Times within a
+ * window around the receiver's clock, slots of bounded length, sums that stay
+ * within what the wire carries (0 .. 2^63-1), marks that never pass it, and
+ * energies a zone could have drawn. One rule per fault, shared by every stage.
+ */
+#ifndef WB_PLAUS_H
+#define WB_PLAUS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "codec.h"
+
+/* The largest integer any schema admits: a value past it cannot be encoded. */
+#define WB_WIRE_MAX ((uint64_t)INT64_MAX)
+
+/* The highest plausible power of one zone when nothing better is known (powerd's max_power_w
+ * default). */
+#define WB_ZONE_MAX_W 5000.0
+
+/* Receive-side bounds ([global] max_ahead, max_behind, max_slot); 0 turns one off. */
+struct wb_plaus {
+	uint64_t max_ahead_ns;	/* a time later than the receiver's clock by more is refused */
+	uint64_t max_behind_ns; /* a time earlier than the receiver's clock by more is refused */
+	uint64_t max_slot_ns;	/* a slot (t0, t1] longer than this is refused */
+};
+
+/*
+ * Check every time a message carries (t, or t0 and t1) against now_ns. Returns 0,
+ * or -1 with err filled (reason WB_R_IMPLAUSIBLE_TIME, naming the key).
+ */
+int wb_plaus_check(const struct wb_plaus *p, const struct wb_msg *msg, uint64_t now_ns,
+		   struct wb_err *err);
+
+/* a + b, or WB_WIRE_MAX when the sum would pass it (*saturated set, when given). */
+static inline uint64_t wb_sat_add(uint64_t a, uint64_t b, bool *saturated)
+{
+	uint64_t s;
+	if (__builtin_add_overflow(a, b, &s) || s > WB_WIRE_MAX) {
+		if (saturated)
+			*saturated = true;
+		return WB_WIRE_MAX;
+	}
+	return s;
+}
+
+/*
+ * The next value of a stage-wide mark that names counts (total epochs): t when it
+ * is past *last, else *last + 1. A mark that cannot advance within WB_WIRE_MAX
+ * (a poisoned value, saved and loaded again) starts again from t, so that one
+ * frame never stops a stage from naming new counts. *last is updated.
+ */
+uint64_t wb_mark_next(uint64_t *last, uint64_t t);
+
+/*
+ * A producer's clock that jumped ahead for one sample and came back leaves every
+ * later sample "not after the last one" until the clock catches up. After
+ * WB_REWIND_SAMPLES consecutive samples behind the last accepted time, each later
+ * than the one before, the time line is taken to have been set back: the stage
+ * restarts it from the newest sample and counts it.
+ */
+#define WB_REWIND_SAMPLES 3
+
+struct wb_rewind {
+	uint64_t last_t; /* the last sample seen behind */
+	unsigned n;	 /* consecutive such samples, each after the one before */
+};
+
+/* Feed a sample at t that is not after the accepted time: true when the time line should restart at
+ * t. */
+bool wb_rewind_see(struct wb_rewind *r, uint64_t t);
+/* An accepted sample: the count starts over. */
+static inline void wb_rewind_reset(struct wb_rewind *r)
+{
+	r->n = 0;
+}
+
+/* The most energy (uJ) a zone drawing max_w can use in dt_ns, saturated at WB_WIRE_MAX. */
+uint64_t wb_plaus_energy_max_uj(uint64_t dt_ns, double max_w);
+
+#endif
