@@ -17,6 +17,16 @@ static size_t nprocs = 10000;
 static uint64_t emitted, emitted_procs, frame_bytes;
 static bool encode_out;
 
+/* What wb_pub_send stamps before it encodes (v, kind, src, epoch): the codec refuses an envelope without them. */
+static void stamp(struct wb_msg *m, const char *src)
+{
+	m->env.v = wb_kinds[m->kind].version;
+	snprintf(m->env.kind, sizeof(m->env.kind), "%s", wb_kinds[m->kind].name);
+	snprintf(m->env.src, sizeof(m->env.src), "%s", src);
+	if (!m->env.epoch)
+		m->env.epoch = 1;
+}
+
 static void emit(struct wb_msg *m, void *arg)
 {
 	emitted++;
@@ -25,6 +35,7 @@ static void emit(struct wb_msg *m, void *arg)
 		char *buf;
 		size_t len;
 		struct wb_err err;
+		stamp(m, "alignd");
 		if (wb_encode(m, &buf, &len, &err) < 0) {
 			fprintf(stderr, "encode: %s\n", err.msg);
 			exit(1);
@@ -125,9 +136,7 @@ int main(int argc, char **argv)
 	size_t *lens = calloc(slots + 1, sizeof(*lens));
 	for (uint64_t k = 0; k <= slots; k++) {
 		struct wb_err err;
-		msgs[k].usage.env.v = 1;
-		snprintf(msgs[k].usage.env.kind, sizeof(msgs[k].usage.env.kind), "usage");
-		snprintf(msgs[k].usage.env.src, sizeof(msgs[k].usage.env.src), "bench");
+		stamp(&msgs[k], "usaged");
 		if (wb_encode(&msgs[k], &frames[k], &lens[k], &err) < 0) {
 			fprintf(stderr, "encode usage: %s\n", err.msg);
 			return 1;
