@@ -1014,6 +1014,27 @@ void align_tick(struct align *a, uint64_t now_ns)
 	}
 }
 
+uint64_t align_next_tick_ns(const struct align *a)
+{
+	uint64_t next = a->last_sweep_ns + SWEEP_NS;
+	for (size_t i = 0; i < a->nwaiting; i++) {
+		const struct uhost *uh = a->waiting[i];
+		if (!uh->qlen)
+			continue;
+		const struct pending *pd = &uh->q[uh->qhead];
+		const struct phost *ph = zhashx_lookup(a->phosts, uh->power_name);
+		/* The wait that resolve_head applies; a slot it would not hold is due now. */
+		uint64_t due = 0;
+		if (ph && !ph->away && ph->have_t) {
+			uint64_t lag = a->conf.max_lag_ns ? a->conf.max_lag_ns : 2 * ph->interval_ns;
+			due = pd->recv_ns + lag;
+		}
+		if (due < next)
+			next = due;
+	}
+	return next;
+}
+
 void align_flush(struct align *a, uint64_t now_ns)
 {
 	while (a->nwaiting)
@@ -1048,7 +1069,7 @@ static struct wb_cpu_times cpu_at_boundary(const struct uhost *uh)
  * published after it are published again, and consumers drop them by time
  * and by total_uj.
  */
-int align_save(struct align *a, const char *path, uint64_t now_ns)
+int align_save(struct align *a, const char *path, uint64_t now_ns, bool sync)
 {
 	json_t *power = json_array(), *usage = json_array();
 	json_t *root = json_pack("{s:i, s:I, s:o, s:o}", "version", 1, "saved_ns",
@@ -1109,7 +1130,7 @@ int align_save(struct align *a, const char *path, uint64_t now_ns)
 				     totals));
 	}
 	char err[512];
-	int rc = wb_json_save(root, path, err, sizeof(err));
+	int rc = wb_json_save(root, path, sync, err, sizeof(err));
 	json_decref(root);
 	if (rc < 0)
 		log_rl(&a->rl_state, WB_LOG_WARN, "state %s", err);

@@ -266,11 +266,17 @@ void align_power(struct align *a, const struct wb_power *p, uint64_t recv_ns);
 void align_usage(struct align *a, const struct wb_usage *u, uint64_t lost, uint64_t recv_ns);
 /* Resolve slots whose wait is over and drop silent hosts. */
 void align_tick(struct align *a, uint64_t now_ns);
+/*
+ * Wall-clock time at which align_tick next has work (a waiting slot's wait
+ * ends, or the sweep of silent hosts is due); at or before now: call it now.
+ * Valid until the next align_power, align_usage or align_tick.
+ */
+uint64_t align_next_tick_ns(const struct align *a);
 /* Resolve every waiting slot now (extrapolating), e.g. before exit. */
 void align_flush(struct align *a, uint64_t now_ns);
 const struct align_counters *align_counters(const struct align *a);
-/* Save what a restart needs to lose nothing (after align_flush). Returns 0 or -1 (logged). */
-int align_save(struct align *a, const char *path, uint64_t now_ns);
+/* Save what a restart needs to lose nothing (after align_flush; fsync'd when sync). Returns 0 or -1 (logged). */
+int align_save(struct align *a, const char *path, uint64_t now_ns, bool sync);
 /* Resume from a state saved at most max_age_ns ago, before any message. 0, or -1: not used. */
 int align_load(struct align *a, const char *path, uint64_t now_ns, uint64_t max_age_ns);
 size_t align_nhosts(const struct align *a, size_t *npower);

@@ -13,6 +13,7 @@
 #include "alignd.h"
 #include "clock.h"
 #include "daemon.h"
+#include "json.h"
 #include "log.h"
 
 struct alignd_conf {
@@ -54,7 +55,7 @@ static const struct wb_conf_key alignd_keys[] = {
 	K("max_skew", WB_CONF_DURATION, max_skew_ns, "2s", 0, 86400e9,
 	  "log and count messages whose time differs from their arrival by more (0: off)"),
 	K("tick", WB_CONF_DURATION, tick_ns, "20ms", 1e6, 1e9,
-	  "how often waiting slots and timeouts are checked"),
+	  "shortest wait between two checks of waiting slots and timeouts (alignd sleeps until the next one is due)"),
 	K("bridge_max_w", WB_CONF_DOUBLE, bridge_max_w, "5000", 0, 1e9,
 	  "refuse to bridge a powerd restart implying more average power over the outage (default: a zone's plausible maximum, powerd's max_power_w; 0: no limit)"),
 	K("max_hosts", WB_CONF_INT, max_hosts, "4096", 1, 1e6,
@@ -112,8 +113,11 @@ static const struct wb_stage alignd_stage = {
 struct alignd {
 	struct wb_daemon *d;
 	struct align *align;
-	int tick_id;
-	uint64_t next_save_ns; /* next checkpoint of the state file (monotonic clock) */
+	int tick_id;		/* the armed one-shot timer, or -1 */
+	uint64_t tick_at_ns;	/* when it fires (monotonic clock) */
+	uint64_t next_save_ns;	/* next checkpoint of the state file (monotonic clock) */
+	uint64_t next_sync_ns;	/* next checkpoint that also fsyncs (monotonic clock) */
+	bool dirty;		/* a message came in since the last checkpoint */
 	/* Engine counters mirrored into the stat message. */
 	struct {
 		const char *name;
@@ -131,6 +135,33 @@ static void emit(struct wb_msg *msg, void *arg)
 			  msg->aligned.env.host, msg->aligned.t0, msg->aligned.t1);
 }
 
+static int on_tick(zloop_t *loop, int timer_id, void *arg);
+
+/*
+ * Arm the timer for the engine's next deadline (a slot's wait for power, the
+ * sweep) or the next checkpoint, whichever comes first, but not sooner than
+ * tick: an idle alignd wakes about once a second, not every tick.
+ */
+static void arm(struct alignd *ad)
+{
+	const struct alignd_conf *conf = wb_daemon_conf(ad->d);
+	uint64_t now = wb_now_ns(), mono = wb_mono_ns();
+	uint64_t due = align_next_tick_ns(ad->align), at = mono + (due > now ? due - now : 0);
+	if (conf->state_file[0] && conf->state_every_ns && ad->next_save_ns < at)
+		at = ad->next_save_ns;
+	if (at < mono + conf->tick_ns)
+		at = mono + conf->tick_ns;
+	if (ad->tick_id >= 0 && ad->tick_at_ns <= at)
+		return; /* what is armed comes first */
+	wb_daemon_timer_end(ad->d, ad->tick_id);
+	ad->tick_id = wb_daemon_timer_once(ad->d, at - mono, on_tick, ad);
+	ad->tick_at_ns = at;
+	if (ad->tick_id < 0)
+		log_errx("cannot arm the timer: waiting slots resolve at the next message");
+}
+
+static void mirror_counters(struct alignd *ad);
+
 static void on_msg(struct wb_daemon *d, const struct wb_msg *msg, const struct wb_rx *rx, void *arg)
 {
 	struct alignd *ad = arg;
@@ -142,6 +173,9 @@ static void on_msg(struct wb_daemon *d, const struct wb_msg *msg, const struct w
 	/* A valid frame that the memory budget has no room for counts as rejected (budget). */
 	if (align_counters(ad->align)->budget_refused != refused)
 		wb_stats_reject(wb_daemon_stats(d), WB_R_BUDGET);
+	ad->dirty = true;
+	mirror_counters(ad); /* the stat message may go out before the next tick */
+	arm(ad);
 }
 
 static void mirror_add(struct alignd *ad, const char *name, size_t off)
@@ -166,7 +200,12 @@ static void mirror_counters(struct alignd *ad)
 	wb_daemon_set_mode(ad->d, npower ? "measured" : nusage ? "usage-only" : "waiting");
 }
 
-/* A checkpoint of the state file, so that a crash (no clean stop) resumes from it. */
+/*
+ * A checkpoint of the state file, so that a crash (no clean stop) resumes from
+ * it; only when a message came in since the last one. A crash of the process
+ * loses nothing written (rename); the file is fsync'd once a
+ * WB_JSON_SYNC_EVERY_NS, and at a clean stop.
+ */
 static void checkpoint(struct alignd *ad)
 {
 	const struct alignd_conf *conf = wb_daemon_conf(ad->d);
@@ -176,16 +215,26 @@ static void checkpoint(struct alignd *ad)
 	if (now < ad->next_save_ns)
 		return;
 	ad->next_save_ns = now + conf->state_every_ns;
-	if (align_save(ad->align, conf->state_file, wb_now_ns()) < 0)
+	if (!ad->dirty)
+		return;
+	bool sync = now >= ad->next_sync_ns;
+	if (align_save(ad->align, conf->state_file, wb_now_ns(), sync) < 0) {
 		wb_daemon_stats(ad->d)->checkpoint_failures++;
+		return;
+	}
+	ad->dirty = false;
+	if (sync)
+		ad->next_sync_ns = now + WB_JSON_SYNC_EVERY_NS;
 }
 
 static int on_tick(zloop_t *loop, int timer_id, void *arg)
 {
 	struct alignd *ad = arg;
+	ad->tick_id = -1; /* it fired once and is gone */
 	align_tick(ad->align, wb_now_ns());
 	mirror_counters(ad);
 	checkpoint(ad);
+	arm(ad);
 	return 0;
 }
 
@@ -280,7 +329,8 @@ int main(int argc, char **argv)
 		wb_daemon_destroy(&ad.d);
 		return WB_EXIT_FAILURE;
 	}
-	ad.tick_id = wb_daemon_timer(ad.d, conf->tick_ns, on_tick, &ad);
+	ad.tick_id = -1;
+	arm(&ad);
 	wb_daemon_on_reload(ad.d, on_reload, &ad);
 	mirror_counters(&ad);
 
@@ -290,7 +340,7 @@ int main(int argc, char **argv)
 	align_flush(ad.align, wb_now_ns());
 	conf = wb_daemon_conf(ad.d); /* a reload may have replaced it */
 	if (conf->state_file[0]) {
-		if (align_save(ad.align, conf->state_file, wb_now_ns()) == 0)
+		if (align_save(ad.align, conf->state_file, wb_now_ns(), true) == 0)
 			log_info("state saved to %s", conf->state_file);
 		else
 			wb_daemon_stats(ad.d)->checkpoint_failures++;

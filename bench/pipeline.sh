@@ -118,6 +118,14 @@ cpu_ns() { # all threads of a pid, ns on CPU (user + sys)
 	cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ s += $1 } END { printf "%d\n", s }'
 }
 
+ctxt() { # context switches (voluntary + involuntary) of all threads of a pid
+	cat /proc/"$1"/task/*/status 2>/dev/null | awk '/ctxt_switches/ { s += $2 } END { printf "%d\n", s }'
+}
+
+syscw() { # write system calls of a pid (all threads)
+	awk '/^syscw:/ { print $2 }' /proc/"$1"/io 2>/dev/null || echo 0
+}
+
 modes() { # "stage=mode ..." from wattbus_stage_info, once every stage has sent a stat message
 	local m i
 	for i in $(seq 30); do
@@ -149,7 +157,12 @@ overhead() {
 	sleep "$WARMUP"
 	local s c0 c1 t0 t1 w0 w1
 	declare -A c_start
-	for s in powerd usaged alignd estimd exportd; do c_start[$s]=$(cpu_ns "${pid_of[$s]}"); done
+	declare -A x_start w_start
+	for s in powerd usaged alignd estimd exportd; do
+		c_start[$s]=$(cpu_ns "${pid_of[$s]}")
+		x_start[$s]=$(ctxt "${pid_of[$s]}")
+		w_start[$s]=$(syscw "${pid_of[$s]}")
+	done
 	w0=$(cpu_ns "${pid_of[writer]}")
 	t0=$(date +%s%N)
 	local end=$((SECONDS + DURATION)) scrapes=0
@@ -158,34 +171,49 @@ overhead() {
 		[ $SECONDS -lt $end ] && curl -sf -o /dev/null -H 'Accept-Encoding: gzip' "$URL" && scrapes=$((scrapes + 1))
 	done
 	t1=$(date +%s%N)
-	local window=$((t1 - t0)) total=0 hwm_total=0 pss_total=0 hwm pss series
+	local window=$((t1 - t0)) total=0 hwm_total=0 rss_total=0 pss_total=0 x_total=0 w_total=0 hwm pss series
 	echo "pipeline overhead: $n sleepers + $BUSY busy processes, $(ls /proc | grep -c '^[0-9]') processes on the machine, $((window / 1000000)) ms window, $scrapes scrapes"
 	echo "modes: $(modes)"
 	series=$(curl -sf "$URL" | awk '/^wattbus_exportd_series\{level="process"\}/ { print $2 }')
 	echo "process series on /metrics: ${series:-?}"
-	printf "%-8s %10s %10s %12s\n" stage cpu_ms "%core" peak_rss_MiB
+	printf "%-8s %9s %8s %9s %9s %9s %6s %9s %9s\n" stage cpu_ms "%core" rss_MiB peak_MiB pss_MiB peak/rss wakeup/s writes/s
 	for s in powerd usaged alignd estimd exportd; do
-		c1=$(cpu_ns "${pid_of[$s]}")
-		hwm=$(awk '/VmHWM/ { print $2 }' "/proc/${pid_of[$s]}/status")
+		local p=${pid_of[$s]} secs cpu_d x_d w_d rss
+		c1=$(cpu_ns "$p")
+		cpu_d=$((c1 - c_start[$s]))
+		x_d=$(($(ctxt "$p") - x_start[$s]))
+		w_d=$(($(syscw "$p") - w_start[$s]))
+		hwm=$(awk '/^VmHWM/ { print $2 }' "/proc/$p/status")
+		rss=$(awk '/^VmRSS/ { print $2 }' "/proc/$p/status")
 		# PSS: shared library pages split between the processes that map them
-		pss=$(awk '/^Pss:/ { print $2 }' "/proc/${pid_of[$s]}/smaps_rollup")
-		total=$((total + c1 - c_start[$s]))
+		pss=$(awk '/^Pss:/ { print $2 }' "/proc/$p/smaps_rollup")
+		total=$((total + cpu_d))
 		hwm_total=$((hwm_total + hwm))
+		rss_total=$((rss_total + rss))
 		pss_total=$((pss_total + pss))
-		printf "%-8s %10.1f %10.3f %12.1f\n" "$s" "$(awk -v c=$((c1 - c_start[$s])) 'BEGIN { print c / 1e6 }')" \
-			"$(awk -v c=$((c1 - c_start[$s])) -v w=$window 'BEGIN { print c / w * 100 }')" \
-			"$(awk -v k="$hwm" 'BEGIN { print k / 1024 }')"
-		echo "BENCH pipeline.$n.$s.cpu_pct=$(awk -v c=$((c1 - c_start[$s])) -v w=$window 'BEGIN { printf "%.4f", c / w * 100 }')"
+		x_total=$((x_total + x_d))
+		w_total=$((w_total + w_d))
+		secs=$(awk -v w=$window 'BEGIN { print w / 1e9 }')
+		awk -v s="$s" -v c=$cpu_d -v w=$window -v r="$rss" -v h="$hwm" -v p="$pss" -v x=$x_d -v y=$w_d -v t="$secs" \
+			'BEGIN { printf "%-8s %9.1f %8.3f %9.1f %9.1f %9.1f %6.2fx %9.1f %9.1f\n", s, c / 1e6, c / w * 100, r / 1024, h / 1024, p / 1024, h / r, x / t, y / t }'
+		echo "BENCH pipeline.$n.$s.cpu_pct=$(awk -v c=$cpu_d -v w=$window 'BEGIN { printf "%.4f", c / w * 100 }')"
 		echo "BENCH pipeline.$n.$s.hwm_kib=$hwm"
+		echo "BENCH pipeline.$n.$s.rss_kib=$rss"
 		echo "BENCH pipeline.$n.$s.pss_kib=$pss"
+		echo "BENCH pipeline.$n.$s.wakeups_per_s=$(awk -v x=$x_d -v t="$secs" 'BEGIN { printf "%.1f", x / t }')"
+		echo "BENCH pipeline.$n.$s.writes_per_s=$(awk -v y=$w_d -v t="$secs" 'BEGIN { printf "%.1f", y / t }')"
 	done
-	printf "%-8s %10.1f %10.3f %12.1f\n" total "$(awk -v c=$total 'BEGIN { print c / 1e6 }')" \
-		"$(awk -v c=$total -v w=$window 'BEGIN { print c / w * 100 }')" "$(awk -v k=$hwm_total 'BEGIN { print k / 1024 }')"
+	awk -v c=$total -v w=$window -v r=$rss_total -v h=$hwm_total -v p=$pss_total -v x=$x_total -v y=$w_total \
+		'BEGIN { t = w / 1e9; printf "%-8s %9.1f %8.3f %9.1f %9.1f %9.1f %6s %9.1f %9.1f\n", "total", c / 1e6, c / w * 100, r / 1024, h / 1024, p / 1024, "", x / t, y / t }'
+	echo "(rss: VmRSS at the end, steady; peak: VmHWM; pss: Pss of /proc/PID/smaps_rollup at the end, shared pages split between the processes mapping them; wakeup/s: voluntary + involuntary context switches of all threads; writes/s: write system calls, /proc/PID/io syscw)"
 	w1=$(cpu_ns "${pid_of[writer]}")
 	echo "(not counted: the fake RAPL writer used $(awk -v c=$((w1 - w0)) 'BEGIN { printf "%.1f", c / 1e6 }') ms)"
 	echo "BENCH pipeline.$n.total.cpu_pct=$(awk -v c=$total -v w=$window 'BEGIN { printf "%.4f", c / w * 100 }')"
 	echo "BENCH pipeline.$n.total.hwm_kib=$hwm_total"
 	echo "BENCH pipeline.$n.total.pss_kib=$pss_total"
+	echo "BENCH pipeline.$n.total.rss_kib=$rss_total"
+	echo "BENCH pipeline.$n.total.wakeups_per_s=$(awk -v x=$x_total -v w=$window 'BEGIN { printf "%.1f", x / (w / 1e9) }')"
+	echo "BENCH pipeline.$n.total.writes_per_s=$(awk -v y=$w_total -v w=$window 'BEGIN { printf "%.1f", y / (w / 1e9) }')"
 	echo "(sum of PSS at the end, shared libraries counted once: $(awk -v k=$pss_total 'BEGIN { printf "%.1f", k / 1024 }') MiB)"
 	echo "BENCH pipeline.$n.seconds=$((window / 1000000000))"
 	echo "BENCH pipeline.$n.machine_procs=$(ls /proc | grep -c '^[0-9]')"

@@ -13,6 +13,9 @@
 # pipeline overhead run), BENCH_ONLY (names of the benchmarks to run, e.g.
 # "scale freshness"), POWERD_SECONDS (30), USAGED_WINDOW (20), FRESH_SLOTS (100),
 # SCALE_PROCS (100000), USAGED_ROUNDS (9), USAGE_INTERVAL (200ms, for freshness).
+# BENCH_QUICK=1: every benchmark at small sizes, a few seconds each (about 2
+# minutes in all), to check that each one runs and prints its figures (CI); the
+# figures of a quick run say nothing about the budgets.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
@@ -26,9 +29,15 @@ FIG=$OUT/figures.txt
 STATUS=$OUT/status.txt
 : >"$FIG"
 : >"$STATUS"
+if [ "${BENCH_QUICK:-0}" = 1 ]; then
+	: "${DURATION:=5}" "${POWERD_SECONDS:=3}" "${POWERD_10MS_SECONDS:=2}" "${USAGED_WINDOW:=3}" "${USAGED_ROUNDS:=1}"
+	: "${FRESH_SLOTS:=10}" "${SCALE_PROCS:=2000}" "${BIG_PROCS:=2000}" "${EXPORTD_PROCS:=1000}" "${LOSS_SECONDS:=4}"
+	export WARMUP=${WARMUP:-1} SCRAPE_EVERY=${SCRAPE_EVERY:-2} LOOPS=${LOOPS:-10000}
+fi
 DURATION=${DURATION:-60}
+BIG_PROCS=${BIG_PROCS:-10000}
 export DURATION
-ALL="powerd usaged alignd estimd exportd overhead1000 overhead10000 scale freshness loss"
+ALL="powerd usaged alignd estimd exportd callgrind overhead1000 overhead10000 scale freshness loss"
 ONLY=${BENCH_ONLY:-$ALL}
 started=$(date +%s)
 
@@ -41,6 +50,9 @@ started=$(date +%s)
 	echo "BENCH machine.revision=$(git -C "$root" describe --always --dirty 2>/dev/null || echo unknown)"
 	echo "BENCH machine.root=$([ "$(id -u)" -eq 0 ] && echo yes || echo no)"
 	echo "BENCH machine.duration=$DURATION"
+	echo "BENCH machine.quick=${BENCH_QUICK:-0}"
+	echo "BENCH machine.big_procs=$BIG_PROCS"
+	echo "BENCH machine.exportd_procs=${EXPORTD_PROCS:-10000}"
 } | sed 's/^BENCH //' >>"$FIG"
 
 # Ctrl-C or a TERM: the running benchmark's group gets it too (timeout passes it on).
@@ -76,16 +88,17 @@ run() {
 	fi
 }
 
-run powerd 180 env SECONDS_1S="${POWERD_SECONDS:-30}" SECONDS_10MS=10 "$here/powerd.sh"
-run usaged 400 env SIZES=10000 ROUNDS="${USAGED_ROUNDS:-9}" WINDOW="${USAGED_WINDOW:-20}" "$here/usaged.sh"
+run powerd 180 env SECONDS_1S="${POWERD_SECONDS:-30}" SECONDS_10MS="${POWERD_10MS_SECONDS:-10}" "$here/powerd.sh"
+run usaged 400 env SIZES="$BIG_PROCS" ROUNDS="${USAGED_ROUNDS:-9}" WINDOW="${USAGED_WINDOW:-20}" "$here/usaged.sh"
 run alignd 120 "$here/alignd.sh" 10 "${SCALE_PROCS:-100000}"
 run estimd 120 "$here/estimd.sh" "${SCALE_PROCS:-100000}" 21
-run exportd 240 bash -c '"$1/exportd.sh" 10000 0 && "$2/bench/exportd_bench" "$3" 1 5' _ "$here" "$B" "${SCALE_PROCS:-100000}"
+run exportd 240 bash -c '"$1/exportd.sh" "$4" 0 && "$2/bench/exportd_bench" "$3" 1 5' _ "$here" "$B" "${SCALE_PROCS:-100000}" "${EXPORTD_PROCS:-10000}"
+run callgrind 900 "$here/callgrind.sh" "${SCALE_PROCS:-100000}"
 run overhead1000 $((DURATION + 180)) "$here/pipeline.sh" overhead 1000
-run overhead10000 $((DURATION + 240)) "$here/pipeline.sh" overhead 10000
+run overhead10000 $((DURATION + 240)) "$here/pipeline.sh" overhead "$BIG_PROCS"
 run scale 180 "$here/pipeline.sh" scale "${SCALE_PROCS:-100000}"
 run freshness 300 "$here/pipeline.sh" freshness "${FRESH_SLOTS:-100}"
-run loss 120 /usr/bin/python3 "$here/loss.py" "$B"
+run loss 120 /usr/bin/python3 "$here/loss.py" "$B" --seconds "${LOSS_SECONDS:-12}"
 
 {
 	echo "machine.load_end=$(cut -d' ' -f1-3 /proc/loadavg)"

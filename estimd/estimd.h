@@ -289,8 +289,8 @@ void totals_free(struct totals *t);
  */
 int totals_slot(struct totals *t, const struct wb_aligned *a, struct wb_est_zone *zones, size_t nz,
 		bool measured, uint64_t busy, uint64_t total, struct tot_result *res);
-/* Write the totals to path atomically (JSON). Returns 0 or -1 (err names the file). */
-int totals_save(const struct totals *t, const char *path, uint64_t now_ns, char *err,
+/* Write the totals to path atomically (JSON; fsync'd when sync). Returns 0 or -1 (err names the file). */
+int totals_save(const struct totals *t, const char *path, uint64_t now_ns, bool sync, char *err,
 		size_t errlen);
 /* Resume from a saved state (before any slot). Returns 0 (*nhosts read) or -1 (err). */
 int totals_load(struct totals *t, const char *path, size_t *nhosts, char *err, size_t errlen);

@@ -14,6 +14,7 @@
 
 #include "clock.h"
 #include "daemon.h"
+#include "json.h"
 #include "estimd.h"
 #include "log.h"
 
@@ -203,6 +204,8 @@ struct app {
 	struct estimator *est;
 	char mode[32];
 	bool ratio_logged;
+	uint64_t saved_slots;  /* *slots at the last save: no new slot, nothing to save */
+	uint64_t next_sync_ns; /* next checkpoint that also fsyncs (monotonic clock) */
 	struct wb_ratelimit rl_slot, rl_model, rl_train, rl_mode, rl_state;
 	uint64_t *slots, *slots_measured, *slots_model, *slots_rejected, *slots_no_model,
 	    *idle_fallbacks, *model_nan, *models_trained, *models_received, *models_rejected,
@@ -366,23 +369,33 @@ static void on_model(struct wb_daemon *d, const struct wb_msg *msg, const struct
 	use_model(app, m, "switched to");
 }
 
-/* Save the node totals (stop, checkpoint). */
-static void save_state(struct app *app)
+/*
+ * Save the node totals: at a stop, and as a checkpoint when a slot came in since
+ * the last save. A crash of the process loses nothing written (rename); a
+ * checkpoint fsyncs once a WB_JSON_SYNC_EVERY_NS, the stop always.
+ */
+static void save_state(struct app *app, bool stop)
 {
 	char err[MODEL_ERR_MAX];
-	if (!app->conf->state_file[0])
+	if (!app->conf->state_file[0] || (!stop && *app->slots == app->saved_slots))
 		return;
-	if (totals_save(estimator_totals(app->est), app->conf->state_file, wb_now_ns(), err,
+	uint64_t mono = wb_mono_ns();
+	bool sync = stop || mono >= app->next_sync_ns;
+	if (totals_save(estimator_totals(app->est), app->conf->state_file, wb_now_ns(), sync, err,
 			sizeof(err)) < 0) {
 		(*app->state_write_failed)++;
 		wb_daemon_stats(app->d)->checkpoint_failures++;
 		log_rl(&app->rl_state, WB_LOG_WARN, "state %s", err);
+		return;
 	}
+	app->saved_slots = *app->slots;
+	if (sync)
+		app->next_sync_ns = mono + WB_JSON_SYNC_EVERY_NS;
 }
 
 static int on_checkpoint(zloop_t *loop, int timer_id, void *arg)
 {
-	save_state(arg);
+	save_state(arg, false);
 	return 0;
 }
 
@@ -503,7 +516,7 @@ int main(int argc, char **argv)
 		       : ec.mode == EST_MODEL  ? "model"
 					       : "auto");
 	rc = wb_daemon_run(d);
-	save_state(&app);
+	save_state(&app, true);
 out:
 	estimator_destroy(&app.est);
 	wb_daemon_destroy(&d);

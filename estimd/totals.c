@@ -259,7 +259,8 @@ int totals_slot(struct totals *t, const struct wb_aligned *a, struct wb_est_zone
 
 /* ---- state file ---- */
 
-int totals_save(const struct totals *t, const char *path, uint64_t now_ns, char *err, size_t errlen)
+int totals_save(const struct totals *t, const char *path, uint64_t now_ns, bool sync, char *err,
+		size_t errlen)
 {
 	json_t *hosts = json_array();
 	json_t *root =
@@ -287,7 +288,7 @@ int totals_save(const struct totals *t, const char *path, uint64_t now_ns, char 
 				     (json_int_t)h->in_epoch, "have_t", h->have_t, "last_t1",
 				     (json_int_t)h->last_t1, "zones", zones));
 	}
-	int rc = wb_json_save(root, path, err, errlen);
+	int rc = wb_json_save(root, path, sync, err, errlen);
 	json_decref(root);
 	return rc;
 }

@@ -1009,7 +1009,7 @@ int accum_save(const struct accum *self, const char *path, char *err, size_t err
 				     "tot_src", h->tot_src, "tot_epoch", (json_int_t)h->tot_epoch,
 				     "zones", zones, "totals", tots));
 	}
-	int rc = wb_json_save(root, path, err, errlen);
+	int rc = wb_json_save(root, path, true, err, errlen);
 	json_decref(root);
 	return rc;
 }

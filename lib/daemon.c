@@ -550,6 +550,18 @@ int wb_daemon_timer(struct wb_daemon *d, uint64_t interval_ns, zloop_timer_fn *f
 	return zloop_timer(d->loop, ms ? ms : 1, 0, fn, arg);
 }
 
+int wb_daemon_timer_once(struct wb_daemon *d, uint64_t delay_ns, zloop_timer_fn *fn, void *arg)
+{
+	size_t ms = (size_t)((delay_ns + WB_NS_PER_MS - 1) / WB_NS_PER_MS);
+	return zloop_timer(d->loop, ms ? ms : 1, 1, fn, arg);
+}
+
+void wb_daemon_timer_end(struct wb_daemon *d, int timer_id)
+{
+	if (timer_id >= 0)
+		zloop_timer_end(d->loop, timer_id);
+}
+
 /* Arm a periodic CLOCK_REALTIME timer at the next multiple of interval_ns; cancelled when the clock is set. */
 static int grid_arm(int fd, uint64_t interval_ns)
 {

@@ -76,6 +76,10 @@ int wb_daemon_subscribe(struct wb_daemon *d, const struct wb_strlist *endpoints,
 
 /* zloop timer (monotonic, not aligned); returns the timer id or -1. */
 int wb_daemon_timer(struct wb_daemon *d, uint64_t interval_ns, zloop_timer_fn *fn, void *arg);
+/* A zloop timer that fires once, after delay_ns (1 ms at least); returns the timer id or -1. */
+int wb_daemon_timer_once(struct wb_daemon *d, uint64_t delay_ns, zloop_timer_fn *fn, void *arg);
+/* Cancel a timer (one that already fired once: nothing happens; zloop does not reuse ids). */
+void wb_daemon_timer_end(struct wb_daemon *d, int timer_id);
 
 /*
  * A timer on the wall-clock grid: fn runs when CLOCK_REALTIME reaches each

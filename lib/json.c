@@ -181,14 +181,33 @@ int wb_json_to_msgpack(const json_t *json, char **out, size_t *len, struct wb_er
 	return 0;
 }
 
-int wb_json_save(json_t *root, const char *path, char *err, size_t errlen)
+int wb_json_save(json_t *root, const char *path, bool sync, char *err, size_t errlen)
 {
-	struct wb_state_tmp st;
-	if (wb_state_create(&st, path, err, errlen) < 0)
+	/* The whole document in memory first: json_dumpfd writes one token per write(). */
+	char *text = json_dumps(root, JSON_COMPACT);
+	if (!text) {
+		snprintf(err, errlen, "%s: cannot write: out of memory", path);
 		return -1;
-	errno = 0;
-	int rc = json_dumpfd(root, st.fd, JSON_COMPACT);
-	return wb_state_commit(&st, rc == 0, errno, true, err, errlen);
+	}
+	struct wb_state_tmp st;
+	if (wb_state_create(&st, path, err, errlen) < 0) {
+		free(text);
+		return -1;
+	}
+	int e = 0;
+	size_t len = strlen(text), off = 0;
+	while (off < len) {
+		ssize_t n = write(st.fd, text + off, len - off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			e = n < 0 ? errno : EIO;
+			break;
+		}
+		off += (size_t)n;
+	}
+	free(text);
+	return wb_state_commit(&st, e == 0, e, sync, err, errlen);
 }
 
 json_t *wb_json_load(const char *path, size_t flags, char *err, size_t errlen)

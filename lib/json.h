@@ -2,6 +2,8 @@
 #ifndef WB_JSON_H
 #define WB_JSON_H
 
+#include <stdbool.h>
+
 #include <jansson.h>
 
 #include "codec.h"
@@ -13,10 +15,14 @@ int wb_json_to_msgpack(const json_t *json, char **out, size_t *len, struct wb_er
 
 /*
  * Write root to path atomically: a temporary file of a fresh name beside it
- * (wb_state_create), fsync, rename, so a crash leaves the old file or the new
- * one. Takes no reference. 0, or -1 with err ("PATH: cannot write: reason").
+ * (wb_state_create) written with one write() of the whole document, fsync when
+ * sync, rename, so that a crash of the process leaves the old file or the new
+ * one; sync also makes that hold across a crash of the machine. Takes no
+ * reference. 0, or -1 with err ("PATH: cannot write: reason").
  */
-int wb_json_save(json_t *root, const char *path, char *err, size_t errlen);
+int wb_json_save(json_t *root, const char *path, bool sync, char *err, size_t errlen);
+/* How often state checkpoints also fsync (a clean stop always does). */
+#define WB_JSON_SYNC_EVERY_NS (60ull * 1000000000ull)
 /*
  * Read a state file written by wb_json_save (wb_state_open_read: no links, no
  * FIFOs). New reference, or NULL with err ("PATH: reason", "PATH:LINE: reason")

@@ -757,7 +757,7 @@ static void restart_of_alignd_itself(void)
 	}
 	usage(a, "h", 6 * S, 0, 6 * S + 2 * MS); /* waits for power at 6 s: flushed at the stop */
 	align_flush(a, 6 * S + 10 * MS);
-	CHECK(align_save(a, path, 6 * S + 10 * MS) == 0);
+	CHECK(align_save(a, path, 6 * S + 10 * MS, true) == 0);
 	align_destroy(&a);
 	CHECK_U64(ngot, 6);
 	uint64_t first_run = sum_of("h", "package-0");
@@ -780,7 +780,7 @@ static void restart_of_alignd_itself(void)
 
 	/* A state older than the limit is not used. */
 	a = align_new(&c, collect, NULL);
-	CHECK(align_save(a, path, 1 * S) == 0);
+	CHECK(align_save(a, path, 1 * S, true) == 0);
 	CHECK(align_load(a, path, 100 * S, 60 * S) < 0);
 	align_destroy(&a);
 	unlink(path);
@@ -879,7 +879,7 @@ static void crash_resumes_from_checkpoint(void)
 		usage(a, "h", t * S, 0, t * S + 2 * MS);
 	}
 	usage(a, "h", 5 * S, 0, 5 * S + 2 * MS); /* [4 s, 5 s] waits for power at 5 s */
-	CHECK(align_save(a, path, 5 * S + 10 * MS) == 0);
+	CHECK(align_save(a, path, 5 * S + 10 * MS, true) == 0);
 	uint64_t n_ckpt = ngot;
 	CHECK_U64(n_ckpt, 4);
 	/* Published after the checkpoint, then killed: no flush, no save. */
@@ -1084,6 +1084,35 @@ static void clock_jump_recovers(void)
 	align_destroy(&a);
 }
 
+/* alignd sleeps until align_next_tick_ns: a slot waiting for power is due at its wait's end, not before. */
+static void next_tick_is_the_wait_for_power(void)
+{
+	struct align_conf c = base_conf();
+	struct align *a = mk(&c);
+	power1(a, "h", 0, S, 1000000, 1 * MS);
+	usage(a, "h", 0, 0, 2 * MS);
+	align_tick(a, 3 * MS);
+	CHECK_U64(align_next_tick_ns(a), 1 * S); /* nothing waits: the first sweep */
+	usage(a, "h", 1 * S, 0, 1 * S + 2 * MS); /* [0, 1 s] waits for power at or after 1 s */
+	align_tick(a, 1 * S + 3 * MS);		 /* sweeps; the slot still waits */
+	CHECK_U64(ngot, 0);
+	CHECK_U64(align_next_tick_ns(a), 2 * S + 3 * MS); /* the next sweep comes first */
+	align_tick(a, 2 * S + 3 * MS);
+	CHECK_U64(align_next_tick_ns(a), 3 * S + 2 * MS); /* received + 2 power intervals */
+	align_tick(a, 3 * S + 2 * MS - 1);
+	CHECK_U64(ngot, 0);
+	align_tick(a, 3 * S + 2 * MS);
+	CHECK_U64(ngot, 1);
+	CHECK_U64(align_next_tick_ns(a), 3 * S + 3 * MS); /* nothing waits */
+	/* Power in time resolves the slot at once: no deadline is left for it. */
+	usage(a, "h", 2 * S, 0, 3 * S + 4 * MS);
+	CHECK_U64(align_next_tick_ns(a), 3 * S + 3 * MS);
+	CHECK_U64(ngot, 1);
+	power1(a, "h", 3 * S, S, 4000000, 3 * S + 5 * MS);
+	CHECK_U64(ngot, 2);
+	align_destroy(&a);
+}
+
 static const struct unit_case cases[] = {
     {"a one-sample clock jump recovers after a few samples", clock_jump_recovers},
     {"a usage frame at 2^63-1 does not poison total epochs", poisoned_total_epoch},
@@ -1110,6 +1139,7 @@ static const struct unit_case cases[] = {
     {"zones per power host are bounded", zones_per_power_host_are_bounded},
     {"power away past host_timeout: the run sums exactly", power_away_past_timeout_sums_exactly},
     {"a memory budget across hosts", budget_across_hosts},
+    {"the next tick is a waiting slot's deadline or the sweep", next_tick_is_the_wait_for_power},
 };
 
 UNIT_MAIN(cases)

@@ -77,7 +77,7 @@ static void load_without_memory(void)
 		usage1(a, t * S, t * S + 2 * MS);
 	}
 	align_flush(a, 4 * S);
-	CHECK(align_save(a, path, 4 * S) == 0);
+	CHECK(align_save(a, path, 4 * S, true) == 0);
 	align_destroy(&a);
 
 	a = align_new(&c, collect, NULL);

@@ -157,7 +157,7 @@ static void restart_from_state(void)
 	char err[256];
 	for (uint64_t k = 0; k < 10; k++)
 		feed(e, &sim, k, false, &out, &res);
-	CHECK(totals_save(estimator_totals(e), path, T0 + 10 * S, err, sizeof(err)) == 0);
+	CHECK(totals_save(estimator_totals(e), path, T0 + 10 * S, true, err, sizeof(err)) == 0);
 	for (uint64_t k = 10; k < 14; k++)
 		feed(e, &sim, k, false, &out, &res);
 	uint64_t epoch = out.total_epoch, before = out.zones[0].total_uj;
