@@ -100,7 +100,7 @@ pd_wait_stat() {
 }
 export -f pd_stat_counter pd_stat_mode pd_tap_lines pd_power_values pd_power_rows
 
-# pd_watts_ok FILE WATTS: FILE holds "t energy_uj" rows of one zone; the energy between the first
+# pd_watts_ok FILE WATTS: FILE holds "t energy_uj ..." rows of one zone; the energy between the first
 # and the last row is WATTS times the time between their t. Within 1 % (rounding), widened by what
 # the sampling lateness powerd measured allows: a sample read late next to one read on time is
 # integrated over the monotonic step (counter.c), which moves energy by at most WATTS times the
@@ -111,7 +111,7 @@ pd_watts_ok() {
 	pd_wait_stat samples $((${n:-0} + 1)) || return 1
 	python3 - "$f" "$w" "$(pd_stat_counter lateness_sum_ns)" <<-'PY'
 		import sys
-		rows = [tuple(map(int, l.split())) for l in open(sys.argv[1]) if l.strip()]
+		rows = [tuple(map(int, l.split()[:2])) for l in open(sys.argv[1]) if l.strip()]
 		w, late_ns = float(sys.argv[2]), int(sys.argv[3])
 		(t0, e0), (t1, e1) = rows[0], rows[-1]
 		want = (t1 - t0) / 1000 * w
