@@ -106,8 +106,8 @@ teardown() { wb_kill_all; }
 		import socket, sys, time
 		s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
 		s.bind(sys.argv[1])
-		s.settimeout(10)
-		end = time.time() + 10
+		s.settimeout(60)
+		end = time.time() + 60
 		while time.time() < end:
 		    try:
 		        msg = s.recv(4096).decode()
