@@ -78,6 +78,16 @@ uj() { python3 -c 'import sys; from decimal import Decimal; print(int(Decimal(sy
 
 now_ns() { date +%s%N; }
 
+# checkpointed_after NS: every stage's state file (alignd, estimd, both exportds) was written
+# after NS: what a stage killed next resumes from covers the last restart.
+checkpointed_after() {
+	python3 - "$RT" "$1" <<-'EOF'
+		import glob, os, sys
+		files = glob.glob(os.path.join(sys.argv[1], "*.state"))
+		sys.exit(0 if len(files) >= 4 and all(os.stat(f).st_mtime_ns > int(sys.argv[2]) for f in files) else 1)
+	EOF
+}
+
 # back_after NS [STAGE]: an estimate of a slot ending after NS has arrived (after powerd's
 # restart: one measured, not extrapolated).
 back_after() {
@@ -129,8 +139,10 @@ back_after() {
 			echo "$A" >"$OUT/a.url"
 			wb_wait_for 30 applied "$A" 1 || fail "the restarted exportd serves no value"
 		fi
-		# back before the next fault: a slot ending after the restart reached the estimates
+		# back before the next fault: a slot ending after the restart reached the estimates,
+		# and every stage has checkpointed (state_every) since
 		wb_wait_for 60 back_after "$r" "$s" || fail "no slot ending after $s restarted reached the estimates"
+		wb_wait_for 30 checkpointed_after "$(now_ns)" || fail "no checkpoint of every stage after $s restarted: $(ls -l --time-style=+%T.%N "$RT"/*.state)"
 	done
 	rm "$CTL"
 	f=$(now_ns)
