@@ -46,10 +46,9 @@ check_tap() {
 
 @test "wattbus pub in, wattbus tap out: analytic slot energies" {
 	alignd_start --max_skew 0
-	wb_spawn tap "$WATTBUS" tap --count 10 --timeout 30s "$OUT" aligned/
-	sleep 0.5
+	wb_tap tap "$OUT" aligned/
 	lines >"$BATS_TEST_TMPDIR/in.jsonl"
-	run "$WATTBUS" pub --wait 10s "$IN" <"$BATS_TEST_TMPDIR/in.jsonl"
+	run "$WATTBUS" pub --wait 30s "$IN" <"$BATS_TEST_TMPDIR/in.jsonl"
 	assert_success
 	wb_wait_lines "$BATS_TEST_TMPDIR/tap.log" 10 20
 	run check_tap "$BATS_TEST_TMPDIR/tap.log"
@@ -60,16 +59,15 @@ check_tap() {
 @test "a recorded stream replayed with wattbus replay gives the same slots" {
 	# Record what pub sends, then replay it into a fresh alignd.
 	rec_ep=$(wb_ep rec)
+	# pub binds $rec_ep and waits for record's subscription before its first line.
 	wb_spawn record "$WATTBUS" record --count 42 "$rec_ep" "$BATS_TEST_TMPDIR/stream.rec"
-	sleep 0.5
 	lines >"$BATS_TEST_TMPDIR/in.jsonl"
-	run "$WATTBUS" pub --wait 10s "$rec_ep" <"$BATS_TEST_TMPDIR/in.jsonl"
+	run "$WATTBUS" pub --wait 30s "$rec_ep" <"$BATS_TEST_TMPDIR/in.jsonl"
 	assert_success
-	wb_wait_for 10 bash -c "! kill -0 $PID_record 2>/dev/null" # record stops after 42 messages
+	wb_wait_for 30 bash -c "! kill -0 $PID_record 2>/dev/null" # record stops after 42 messages
 	alignd_start --max_skew 0
-	wb_spawn tap "$WATTBUS" tap --count 10 --timeout 30s "$OUT" aligned/
-	sleep 0.5
-	run "$WATTBUS" replay --fast --wait 10s "$BATS_TEST_TMPDIR/stream.rec" "$IN"
+	wb_tap tap "$OUT" aligned/
+	run "$WATTBUS" replay --fast --wait 30s "$BATS_TEST_TMPDIR/stream.rec" "$IN"
 	assert_success
 	wb_wait_lines "$BATS_TEST_TMPDIR/tap.log" 10 20
 	run check_tap "$BATS_TEST_TMPDIR/tap.log"

@@ -7,10 +7,11 @@ teardown() { wb_kill_all; }
 
 @test "garbage and mutated frames are each reported, then the valid message decodes" {
 	ep=$(wb_ep check)
-	wb_spawn tap "$WATTBUS" tap --check --count 11 --timeout 30s "$ep"
+	wb_spawn tap "$WATTBUS" tap --check --count 11 --timeout 60s "$ep"
 	python3 - "$ep" <<-'PY'
-		import msgpack, sys, time, zmq
-		s = zmq.Context().socket(zmq.XPUB)
+		import msgpack, sys, zmq
+		ctx = zmq.Context()
+		s = ctx.socket(zmq.XPUB)
 		s.bind(sys.argv[1])
 		s.recv()
 		good = {"v": 1, "kind": "power", "host": "h", "src": "t", "epoch": 1, "seq": 0,
@@ -33,7 +34,8 @@ teardown() { wb_kill_all; }
 		]
 		for f in frames:
 		    s.send_multipart(f)
-		time.sleep(0.5)
+		s.close(linger=30000)
+		ctx.term()  # returns once the frames are out
 	PY
 	wb_wait_lines "$BATS_TEST_TMPDIR/tap.log" 11 15
 	run jq -r 'if .rejected then .rejected else "valid:" + (.msg.zones[0].energy_uj | tostring) end' "$BATS_TEST_TMPDIR/tap.log"

@@ -29,7 +29,7 @@ top_bg() {
 }
 
 pub() {
-	tr -d '\n' | sed 's/}{"kind"/}\n{"kind"/g; $a\' | "$WATTBUS" pub --wait 10s "$@" "$(wb_ep est)" >/dev/null
+	tr -d '\n' | sed 's/}{"kind"/}\n{"kind"/g; $a\' | "$WATTBUS" pub --wait 30s "$@" "$(wb_ep est)" >/dev/null
 }
 
 teardown() {
@@ -150,7 +150,7 @@ teardown() {
 	echo $! >>"$BATS_TEST_TMPDIR/pids"
 	pid=$!
 	est h1 $T0 2000000000 "$PROCS" | tr -d '\n' | sed '$a\' |
-		"${as[@]}" "$bin" pub --wait 10s "ipc://$rt/wattbus/estimd.sock" >/dev/null
+		"${as[@]}" "$bin" pub --wait 30s "ipc://$rt/wattbus/estimd.sock" >/dev/null
 	wait "$pid"
 	grep -qE '^package-0 +10\.000' "$BATS_TEST_TMPDIR/frame"
 }

@@ -91,9 +91,8 @@ teardown() { wb_kill_all; }
 
 @test "a second instance does not steal a running stage's endpoint" {
 	wb_spawn first "$D" --runtime_dir "$RT" --sub "$(wb_ep nothing)"
-	wb_wait_for 10 test -S "$RT/alignd.sock"
-	sleep 0.2
-	run timeout 10 "$D" --runtime_dir "$RT" --sub "$(wb_ep nothing)"
+	wb_wait_for 10 grep -q "running" "$BATS_TEST_TMPDIR/first.log" # bound and listening
+	run timeout 60 "$D" --runtime_dir "$RT" --sub "$(wb_ep nothing)"
 	assert_failure 1
 	assert_output --partial "another process is listening there"
 	kill -0 "$PID_first"
@@ -107,8 +106,8 @@ teardown() { wb_kill_all; }
 		import socket, sys, time
 		s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
 		s.bind(sys.argv[1])
-		s.settimeout(10)
-		end = time.time() + 10
+		s.settimeout(60)
+		end = time.time() + 60
 		while time.time() < end:
 		    try:
 		        msg = s.recv(4096).decode()

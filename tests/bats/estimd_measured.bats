@@ -10,13 +10,13 @@ teardown() { wb_kill_all; }
 	in=$(wb_ep aligned)
 	out=$(wb_ep estimd)
 	wb_spawn estimd "$WB_BUILD/wattbus-estimd" --runtime_dir "$BATS_TEST_TMPDIR" --sub "$in" --pub "$out" \
-		--model "" --train_every 10 --train_min 8 --model_out "$BATS_TEST_TMPDIR/trained.json"
-	wb_spawn tap "$WATTBUS" tap --count 21 --timeout 30s "$out" estimate/ model/
-	sleep 0.5
+		--model "" --train_every 10 --train_min 8 --model_out "$BATS_TEST_TMPDIR/trained.json" --stat_interval 200ms
+	wb_tap tap "$out" estimate/ model/
 	python3 "$BATS_TEST_DIRNAME/estimd_slots.py" --count 20 >"$BATS_TEST_TMPDIR/slots.jsonl"
-	run "$WATTBUS" pub --wait 10s "$in" <"$BATS_TEST_TMPDIR/slots.jsonl"
+	run "$WATTBUS" pub --wait 30s "$in" <"$BATS_TEST_TMPDIR/slots.jsonl"
 	assert_success
-	wb_wait_lines "$BATS_TEST_TMPDIR/tap.log" 21 20
+	wb_wait_lines "$BATS_TEST_TMPDIR/tap.log" 20 60 '"topic":"estimate/'
+	wb_wait_lines "$BATS_TEST_TMPDIR/tap.log" 1 60 '"topic":"model/'
 
 	# Every estimate against its slot, in exact integers (python keeps them exact; jq would not).
 	run python3 - "$BATS_TEST_TMPDIR/slots.jsonl" "$BATS_TEST_TMPDIR/tap.log" <<-'EOF'

@@ -46,11 +46,10 @@ bad_model() { # FILE KIND
 	out=$(wb_ep estimd)
 	cp "$WB_ROOT/data/models/$SHIPPED.json" "$BATS_TEST_TMPDIR/model.json"
 	wb_spawn estimd "$WB_BUILD/wattbus-estimd" --runtime_dir "$BATS_TEST_TMPDIR" --sub "$in" --pub "$out" \
-		--model "$BATS_TEST_TMPDIR/model.json"
-	wb_spawn tap "$WATTBUS" tap --timeout 60s "$out" estimate/
-	sleep 0.5
+		--model "$BATS_TEST_TMPDIR/model.json" --stat_interval 200ms
+	wb_tap tap "$out" estimate/
 	feed() { python3 "$BATS_TEST_DIRNAME/estimd_slots.py" --host vm1 --no-power --count 1 --seed "$1" |
-		"$WATTBUS" pub --wait 10s "$in"; }
+		"$WATTBUS" pub --wait 30s "$in"; }
 
 	feed 1
 	wb_wait_lines "$BATS_TEST_TMPDIR/tap.log" 1 10

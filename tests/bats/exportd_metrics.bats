@@ -51,17 +51,19 @@ teardown() { wb_kill_all; }
 	ex_wait_estimates 2
 	# msgpack strings are bytes: a comm that is not UTF-8 is refused by the codec, never exported
 	python3 - "$(wb_ep stats)" <<-'EOF'
-		import sys, time, zmq, msgpack
-		s = zmq.Context().socket(zmq.PUB)
+		import sys, zmq, msgpack
+		ctx = zmq.Context()
+		s = ctx.socket(zmq.XPUB)
 		s.bind(sys.argv[1])
-		time.sleep(0.5)
+		s.recv()  # exportd's subscription
 		z = dict(name="package-0", zone="package", path="/sys/class/powercap/intel-rapl:0",
 		         energy_uj=10, active_uj=10, idle_uj=0)
 		m = {"v": 1, "kind": "estimate", "host": "node-b", "src": "py", "epoch": 1, "seq": 0,
 		     "t0": 10**18, "t1": 10**18 + 10**9, "mode": "measured", "ncpu": 1, "cpu_usage_ratio": 0.5,
 		     "zones": [z], "procs": [{"pid": 7, "comm": b"\xff\xfe", "cpu_ns": 1, "energy_uj": [10]}]}
 		s.send_multipart([b"estimate/node-b", msgpack.packb(m, use_bin_type=False)])
-		time.sleep(0.5)
+		s.close(linger=30000)
+		ctx.term()  # returns once the message is out
 	EOF
 	wb_wait_lines "$BATS_TEST_TMPDIR/exportd.log" 1 10 "estimate/node-b.*not valid UTF-8"
 	run ex_metrics

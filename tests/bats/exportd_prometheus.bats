@@ -163,7 +163,7 @@ near() {
 	wb_wait_for 40 bash -c '[ "$(curl -sS --get --data-urlencode "query=count_over_time(kepler_node_cpu_joules_total{zone=\"package\"}[1m])" "$0/api/v1/query" | jq -r ".data.result[0].value[1] // 0")" -ge 4 ]' "$PROM"
 	# estimd restarts: the new one starts 5 s back, so it replays slots exportd already has
 	kill -- "-$PID_feed1"
-	sleep 1.5
+	wb_wait_for 30 bash -c "! kill -0 -- -$PID_feed1 2>/dev/null" # gone, its endpoint free
 	feeder feed2 --start $(( ($(date +%s) - 5) * 1000000000 ))
 	wb_wait_lines "$BATS_TEST_TMPDIR/exportd.log" 1 10 'restarted (epoch'
 	n0=$(promval 'count_over_time(kepler_node_cpu_joules_total{zone="package"}[1m])')

@@ -29,15 +29,30 @@ wb_spawn() {
 wb_kill_all() {
 	[ -f "$BATS_TEST_TMPDIR/pids" ] || return 0
 	while read -r p; do kill -TERM -- "-$p" 2>/dev/null || kill -TERM "$p" 2>/dev/null || true; done <"$BATS_TEST_TMPDIR/pids"
-	sleep 0.2
+	# Give them up to 5 s to stop on SIGTERM (a stage saves its state then), no longer than they take.
+	local end=$((SECONDS + 5))
+	while [ $SECONDS -lt $end ] && wb_any_alive "$BATS_TEST_TMPDIR/pids"; do sleep 0.05; done
 	while read -r p; do kill -KILL -- "-$p" 2>/dev/null || kill -KILL "$p" 2>/dev/null || true; done <"$BATS_TEST_TMPDIR/pids"
 	rm -f "$BATS_TEST_TMPDIR/pids"
 }
 
-# Wait until a command succeeds, for at most $1 seconds.
+# Whether a process group listed in FILE still has a live member (a zombie is not one: an
+# orphan's is reaped by init when it gets to it).
+wb_any_alive() {
+	ps -eo pgid=,stat= | awk 'NR == FNR { want[$1] = 1; next } ($1 in want) && $2 !~ /^Z/ { found = 1 } END { exit !found }' "$1" -
+}
+
+# The shortest deadline a wait gets, in seconds. A deadline only bounds how long a failing
+# test hangs: a test never passes by waiting less, and a loaded machine (make check runs
+# suites in parallel, perhaps beside other work) can take many times what an idle one does.
+WB_WAIT_MIN=${WB_WAIT_MIN:-30}
+
+# Wait until a command succeeds, for at most $1 seconds (at least WB_WAIT_MIN).
+# Tests wait for the condition they need this way, never for a fixed time.
 wb_wait_for() {
 	local secs=$1
 	shift
+	[ "$secs" -ge "$WB_WAIT_MIN" ] || secs=$WB_WAIT_MIN
 	local end=$((SECONDS + secs))
 	until "$@"; do
 		[ $SECONDS -lt $end ] || return 1
@@ -50,6 +65,21 @@ wb_wait_for() {
 wb_wait_lines() {
 	local file=$1 n=$2 secs=${3:-10} pattern=${4:-}
 	wb_wait_for "$secs" bash -c '[ -f "$0" ] && [ "$(grep -c -- "${2:-}" "$0")" -ge "$1" ]' "$file" "$n" "$pattern"
+}
+
+# wb_tap NAME ENDPOINT PREFIX...: `wattbus tap` of a stage's ENDPOINT into NAME.log (the
+# messages under the PREFIXes, one JSON line each), returning once its subscription is live,
+# so that nothing the stage publishes next is missed. The tap also takes stat/ (NAME.all
+# has every line) and waits for the first one there: start the stage with a short --stat_interval.
+wb_tap() {
+	local name=$1 ep=$2
+	shift 2
+	wb_spawn "$name" bash -c '"$0" tap "$1" "${@:3}" stat/ | tee "$2" | grep --line-buffered -v "^{\"topic\":\"stat/"' \
+		"$WATTBUS" "$ep" "$BATS_TEST_TMPDIR/$name.all" "$@"
+	wb_wait_lines "$BATS_TEST_TMPDIR/$name.all" 1 30 '"topic":"stat/' || {
+		echo "wb_tap: no stat message from $ep" >&2
+		return 1
+	}
 }
 
 # An ipc endpoint in the test's temp dir.

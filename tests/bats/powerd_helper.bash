@@ -99,6 +99,29 @@ pd_wait_stat() {
 	wb_wait_for "${3:-10}" bash -c 'v=$(pd_stat_counter "$0"); [ -n "$v" ] && [ "$v" -ge "$1" ]' "$1" "$2"
 }
 export -f pd_stat_counter pd_stat_mode pd_tap_lines pd_power_values pd_power_rows
+
+# pd_watts_ok FILE WATTS: FILE holds "t energy_uj ..." rows of one zone; the energy between the first
+# and the last row is WATTS times the time between their t. Within 1 % (rounding), widened by what
+# the sampling lateness powerd measured allows: a sample read late next to one read on time is
+# integrated over the monotonic step (counter.c), which moves energy by at most WATTS times the
+# two latenesses; twice the sum of all latenesses bounds it. Reads a stat newer than the rows.
+pd_watts_ok() {
+	local f=$1 w=$2 n
+	n=$(pd_stat_counter samples)
+	pd_wait_stat samples $((${n:-0} + 1)) || return 1
+	python3 - "$f" "$w" "$(pd_stat_counter lateness_sum_ns)" <<-'PY'
+		import sys
+		rows = [tuple(map(int, l.split()[:2])) for l in open(sys.argv[1]) if l.strip()]
+		w, late_ns = float(sys.argv[2]), int(sys.argv[3])
+		(t0, e0), (t1, e1) = rows[0], rows[-1]
+		want = (t1 - t0) / 1000 * w
+		got = e1 - e0
+		tol = want / 100 + 2 * w * late_ns / 1000
+		print("%d uJ over %d ms, %g W gives %d uJ; allowed %d uJ off (lateness sum %d us)"
+		      % (got, (t1 - t0) // 10**6, w, want, tol, late_ns // 1000))
+		sys.exit(0 if want > 0 and abs(got - want) <= tol else 1)
+	PY
+}
 export TAPLOG
 
 # pd_values_ok ZONE EXPECTED...: every published value of ZONE is one of the expected totals, in order.

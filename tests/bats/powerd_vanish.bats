@@ -27,7 +27,7 @@ teardown() { wb_kill_all; }
 	pd_tap_lines | jq -c 'select(.topic == "power/testhost") | select([.msg.zones[].name] == ["package-0"])' | grep -q .
 	# the whole zone directory goes too, then comes back with a higher count
 	rm -r "$PDR/sys/class/powercap/intel-rapl:1"
-	sleep 0.3
+	pd_wait_stat read_errors $(($(pd_stat_counter read_errors) + 2)) # sampled while it is gone
 	pd_rapl_zone intel-rapl:1 package-1 5777 $RANGE
 	pd_wait_energy package-1 5777
 	pd_values_ok package-1 5000 5777

@@ -105,7 +105,7 @@ metrics_b() {
 	# A plain publisher and one with its own CURVE key sit where alignd also connects.
 	cat >"$BATS_TEST_TMPDIR/evil.sh" <<-'EOF'
 		t=$(date +%s)
-		for i in $(seq 1 60); do
+		for i in $(seq 1 30); do
 			echo "{\"kind\":\"usage\",\"host\":\"evil\",\"t\":$(( (t + i) * 1000000000 )),\"interval_ns\":1000000000,\"ncpu\":1,
 			\"cpu\":{\"user_ns\":$((i * 900000000)),\"nice_ns\":0,\"system_ns\":0,\"idle_ns\":$((i * 100000000)),\"iowait_ns\":0,\"irq_ns\":0,\"softirq_ns\":0,\"steal_ns\":0},
 			\"procs\":[{\"pid\":666,\"comm\":\"evil\",\"cpu_ns\":$((i * 900000000))}]}" | tr -d '\n\t'
@@ -113,11 +113,14 @@ metrics_b() {
 		done
 	EOF
 	bash "$BATS_TEST_TMPDIR/evil.sh" >"$BATS_TEST_TMPDIR/evil.jsonl"
-	wb_spawn evil_plain ip netns exec "$NSA" "$WATTBUS" pub --wait 100ms --interval 200ms "tcp://$A:5552" <"$BATS_TEST_TMPDIR/evil.jsonl"
-	wb_spawn evil_curve ip netns exec "$NSA" "$WATTBUS" pub --wait 100ms --interval 200ms --curve-cert "$K/rogue" \
+	wb_spawn aligned "$WATTBUS" tap "ipc://$BATS_TEST_TMPDIR/runB/alignd.sock" aligned/
+	wb_spawn evil_plain ip netns exec "$NSA" "$WATTBUS" pub --wait 100ms --interval 100ms "tcp://$A:5552" <"$BATS_TEST_TMPDIR/evil.jsonl"
+	wb_spawn evil_curve ip netns exec "$NSA" "$WATTBUS" pub --wait 100ms --interval 100ms --curve-cert "$K/rogue" \
 		"tcp://$A:5553" <"$BATS_TEST_TMPDIR/evil.jsonl"
-	wb_spawn aligned "$WATTBUS" tap --timeout 8s "ipc://$BATS_TEST_TMPDIR/runB/alignd.sock" aligned/
-	sleep 8.5
+	# Both have sent everything; then two more genuine slots, so that alignd is past all of it.
+	wb_wait_for 60 bash -c "! kill -0 $PID_evil_plain 2>/dev/null && ! kill -0 $PID_evil_curve 2>/dev/null"
+	n=$(grep -c '"topic":"aligned/nodea"' "$BATS_TEST_TMPDIR/aligned.log" || true)
+	wb_wait_lines "$BATS_TEST_TMPDIR/aligned.log" $((n + 2)) 60 '"topic":"aligned/nodea"'
 	# Genuine slots went through; nothing of host "evil" did.
 	grep -q '"topic":"aligned/nodea"' "$BATS_TEST_TMPDIR/aligned.log"
 	! grep -q evil "$BATS_TEST_TMPDIR/aligned.log"

@@ -21,7 +21,7 @@ teardown() { wb_kill_all; }
 foreign() {
 	local stage=$1
 	shift
-	run timeout 120 /usr/bin/python3 "$BATS_TEST_DIRNAME/system_foreign.py" "$stage" --valid "$(wb_ep valid)" \
+	run timeout 300 /usr/bin/python3 "$BATS_TEST_DIRNAME/system_foreign.py" "$stage" --valid "$(wb_ep valid)" \
 		--foreign "$(wb_ep foreign)" --out "ipc://$RT/$stage.sock" "$@"
 	echo "$output"
 	assert_success

@@ -23,6 +23,13 @@ metric() {
 	curl -sS --max-time 5 "$URL/metrics" | grep -v '^#' | grep -F -- "$1" | head -n 1 | awk '{print $NF}'
 }
 
+# positive 'metric{labels': the metric is there and above 0.
+positive() {
+	local v
+	v=$(metric "$1")
+	[ -n "$v" ] && [ "$v" -gt 0 ]
+}
+
 uj() { python3 -c 'import sys; from decimal import Decimal; print(int(Decimal(sys.argv[1]) * 1000000))' "$1"; }
 
 @test "high-water-mark drops are counted losses and node energy is still exact" {
@@ -32,7 +39,9 @@ uj() { python3 -c 'import sys; from decimal import Decimal; print(int(Decimal(sy
 		--sub "ipc://$RT/estimd.sock,ipc://$RT/alignd.sock,ipc://$RT/exportd.sock"
 	wb_wait_lines "$BATS_TEST_TMPDIR/exportd.log" 1 10 'port [0-9]'
 	URL=http://127.0.0.1:$(grep -o 'port [0-9]*' "$BATS_TEST_TMPDIR/exportd.log" | head -n 1 | cut -d' ' -f2)
-	sleep 0.5 # estimd and exportd subscribed
+	# exportd gets the stat messages of alignd and estimd: its subscriptions are live
+	wb_wait_for 30 positive 'wattbus_stage_up{host="flood",stage="alignd"'
+	wb_wait_for 30 positive 'wattbus_stage_up{host="flood",stage="estimd"'
 	run python3 "$BATS_TEST_DIRNAME/system_flood.py" --in "$(wb_ep flood)" --slots 600 --procs 1000 \
 		--estimd "$PID_estimd" --exportd "$PID_exportd"
 	echo "$output"
@@ -41,16 +50,17 @@ uj() { python3 -c 'import sys; from decimal import Decimal; print(int(Decimal(sy
 	want_dram=$(awk '$2 == "dram-0" { print $3 }' <<<"$output")
 
 	node() { uj "$(metric "kepler_node_cpu_joules_total{node_name=\"flood\",zone=\"$1\"")"; }
-	got_pkg= got_dram=
-	for _ in $(seq 50); do
+	exact() {
 		got_pkg=$(node package) got_dram=$(node dram)
-		[ "$got_pkg" = "$want_pkg" ] && [ "$got_dram" = "$want_dram" ] && break
-		sleep 0.2
-	done
+		[ "$got_pkg" = "$want_pkg" ] && [ "$got_dram" = "$want_dram" ]
+	}
+	wb_wait_for 30 exact || true
 	echo "node energy: package $got_pkg uJ (run: $want_pkg), dram $got_dram uJ (run: $want_dram)"
 
-	# Losses were counted: aligned slots that estimd missed, estimates that exportd missed.
-	sleep 0.5 # a stat message after the flood
+	# Losses were counted: aligned slots that estimd missed, estimates that exportd missed
+	# (in the stat messages after the flood).
+	wb_wait_for 30 positive 'wattbus_stage_messages_lost_total{host="flood",stage="estimd"'
+	wb_wait_for 30 positive 'wattbus_stage_messages_lost_total{host="flood",stage="exportd"'
 	lost_estimd=$(metric 'wattbus_stage_messages_lost_total{host="flood",stage="estimd"')
 	lost_exportd=$(metric 'wattbus_stage_messages_lost_total{host="flood",stage="exportd"')
 	rec_estimd=$(metric 'wattbus_stage_events_total{host="flood",stage="estimd",src="estimd",name="slots_recovered"}')
