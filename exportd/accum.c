@@ -849,11 +849,16 @@ int accum_add(struct accum *self, const struct wb_estimate *e, enum accum_reason
 		/* The counters advance by the totals' difference: this slot and any lost before. */
 		uint64_t add_tot = tot, add_act = act, add_idle = idle;
 		const struct ex_total *pt = same && tot_valid(e, ez) ? tot_find(h, ez->name) : NULL;
-		if (pt && ez->total_uj >= pt->total_uj && ez->active_total_uj >= pt->active_uj &&
-		    ez->idle_total_uj >= pt->idle_uj) {
+		if (pt && ez->total_uj >= pt->total_uj) {
 			add_tot = ez->total_uj - pt->total_uj;
-			add_act = ez->active_total_uj - pt->active_uj;
-			add_idle = ez->idle_total_uj - pt->idle_uj;
+			/* An estimd killed after its last checkpoint tells the total again exactly,
+			 * but may split what it had published since between active and idle
+			 * otherwise: the total counts as told, and neither part goes back. */
+			uint64_t da = ez->active_total_uj > pt->active_uj
+					  ? ez->active_total_uj - pt->active_uj
+					  : 0;
+			add_act = da < add_tot ? da : add_tot;
+			add_idle = add_tot - add_act;
 			if (add_tot > tot)
 				recovered += add_tot - tot;
 		}

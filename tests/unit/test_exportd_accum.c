@@ -253,6 +253,53 @@ static void test_node_totals_recover_lost(void)
 	accum_destroy(&a);
 }
 
+/*
+ * estimd killed after publishing past its last checkpoint: its next estimate tells the
+ * total again exactly, but with the part published since split otherwise (idle total
+ * below the last one seen here). The node counter takes the whole difference; neither
+ * active nor idle goes back.
+ */
+static void test_totals_resplit_after_kill(void)
+{
+	struct accum_limits lim = lim_default();
+	struct accum *a = accum_new(&lim);
+	struct wb_msg m;
+	uint64_t sum[2] = {0, 0};
+	for (uint64_t k = 0; k < 3; k++) {
+		est_with_totals(&m, k, 777, sum);
+		CHECK(accum_add(a, &m.estimate, NULL) == 0);
+		wb_msg_clear(&m);
+	}
+	struct ex_host *h = accum_host(a, "h1");
+	CHECK(h != NULL);
+	if (!h)
+		return;
+	uint64_t tot0 = h->zones[0].total_uj, act0 = h->zones[0].active_uj,
+		 idle0 = h->zones[0].idle_uj;
+	/* slot 3 lost; slot 4 comes from a restarted estimd (new epoch, same total_epoch) whose
+	 * idle totals are those of slot 1 and whose active totals hold the rest */
+	est_with_totals(&m, 3, 777, sum);
+	wb_msg_clear(&m);
+	est_with_totals(&m, 4, 777, sum);
+	m.estimate.env.epoch = 2;
+	m.estimate.env.seq = 0;
+	for (size_t z = 0; z < 2; z++) {
+		struct wb_est_zone *ez = &m.estimate.zones[z];
+		uint64_t idle1 = ((1 + z) + (2 + z)) * 1000000;
+		idle1 -= idle1 / 4;
+		ez->idle_total_uj = idle1;
+		ez->active_total_uj = ez->total_uj - idle1;
+	}
+	CHECK(accum_add(a, &m.estimate, NULL) == 0);
+	wb_msg_clear(&m);
+	CHECK_U64(h->zones[0].total_uj, sum[0] + sum[1]); /* every microjoule, once */
+	CHECK_U64(h->zones[0].total_uj - tot0, (4 + 5 + 5 + 6) * 1000000ull);
+	CHECK(h->zones[0].active_uj >= act0);
+	CHECK_U64(h->zones[0].idle_uj, idle0); /* idle was told lower: it stays */
+	CHECK_U64(h->zones[0].active_uj + h->zones[0].idle_uj, h->zones[0].total_uj);
+	accum_destroy(&a);
+}
+
 /* A host without zones (estimd in model mode without a model): processes count their CPU time. */
 static void test_no_zones(void)
 {
@@ -787,6 +834,7 @@ static const struct unit_case cases[] = {
     {"replayed slots after a restart count once", test_replay_and_restart},
     {"an overlapping slot counts only its new part", test_overlap_is_clipped},
     {"lost estimates: node counters follow the totals", test_node_totals_recover_lost},
+    {"totals re-split after an estimd kill: none goes back", test_totals_resplit_after_kill},
     {"a host without zones: processes count CPU time only", test_no_zones},
     {"bad estimates are refused by reason and change nothing", test_bad_estimates_change_nothing},
     {"zones of one kind on several sockets aggregate", test_sockets_aggregate},
