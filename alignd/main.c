@@ -263,7 +263,8 @@ static int on_reload(struct wb_daemon *d, void *new_conf, void *arg)
 
 int main(int argc, char **argv)
 {
-	struct alignd ad = {0};
+	/* dirty: the first checkpoint writes the file, so it shows from the start that saving works */
+	struct alignd ad = {.dirty = true};
 	ad.d = wb_daemon_new(&alignd_stage, argc, argv);
 	struct alignd_conf *conf = wb_daemon_conf(ad.d);
 	char err[WB_CONF_ERR_MAX];

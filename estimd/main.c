@@ -435,7 +435,9 @@ static int on_reload(struct wb_daemon *d, void *new_conf, void *arg)
 int main(int argc, char **argv)
 {
 	struct wb_daemon *d = wb_daemon_new(&stage, argc, argv);
-	struct app app = {.d = d, .conf = wb_daemon_conf(d)};
+	/* saved_slots unlike any count: the first checkpoint writes the file, so it shows from the
+	 * start that saving works */
+	struct app app = {.d = d, .conf = wb_daemon_conf(d), .saved_slots = UINT64_MAX};
 	app.rl_slot = app.rl_model = app.rl_train = app.rl_mode = app.rl_state =
 	    (struct wb_ratelimit)WB_RATELIMIT_INIT;
 	struct wb_stats *st = wb_daemon_stats(d);

@@ -131,12 +131,15 @@ stat_value() {
 
 @test "wattbus record creates its file 0600, and makes an existing one 0600" {
 	umask 022
-	run "$WATTBUS" record --duration 100ms "$(wb_ep nothing)" "$BATS_TEST_TMPDIR/new.rec"
+	# a stage to record from (recording a missing socket is an error)
+	wb_spawn alignd "$WB_BUILD/wattbus-alignd" --runtime_dir "$BATS_TEST_TMPDIR/rt" --sub "$(wb_ep nothing)" --stat_interval 100ms
+	wb_wait_for 30 test -S "$BATS_TEST_TMPDIR/rt/alignd.sock"
+	run "$WATTBUS" record --count 1 --duration 60s "ipc://$BATS_TEST_TMPDIR/rt/alignd.sock" "$BATS_TEST_TMPDIR/new.rec"
 	assert_success
 	run stat -c %a "$BATS_TEST_TMPDIR/new.rec"
 	assert_output 600
 	install -m 0644 /dev/null "$BATS_TEST_TMPDIR/old.rec"
-	run "$WATTBUS" record --duration 100ms "$(wb_ep nothing)" "$BATS_TEST_TMPDIR/old.rec"
+	run "$WATTBUS" record --count 1 --duration 60s "ipc://$BATS_TEST_TMPDIR/rt/alignd.sock" "$BATS_TEST_TMPDIR/old.rec"
 	assert_success
 	run stat -c %a "$BATS_TEST_TMPDIR/old.rec"
 	assert_output 600
