@@ -65,16 +65,17 @@ teardown() {
 @test "SIGHUP applies full_every and retire_after, keeps the interval until a restart" {
 	printf '[usaged]\ninterval = 200ms\nmode = procfs\nfull_every = 1000\n' >"$BATS_TEST_TMPDIR/w.conf"
 	usaged_start u -c "$BATS_TEST_TMPDIR/w.conf"
-	usaged_tap u 6 usage/
-	sleep 1
+	usaged_tap u 3600 usage/
+	wb_wait_lines "$(usaged_tapfile u)" 2 60 '"kind":"usage"'
 	printf '[usaged]\ninterval = 1s\nmode = procfs\nfull_every = 2\n' >"$BATS_TEST_TMPDIR/w.conf"
 	kill -HUP "$PID_u"
 	wb_wait_for 5 grep -q "reloaded" "$BATS_TEST_TMPDIR/u.log"
 	grep -q "reload: interval, mode, max_procs, counters, proc_root and pub change at the next restart" \
 		"$BATS_TEST_TMPDIR/u.log"
-	sleep 1.5
 	tap=$(usaged_tapfile u)
-	# still every 200 ms, and full every 2nd message since the reload
+	# full every 2nd message since the reload: wait for three of them
+	wb_wait_for 60 bash -c '[ "$('"$TAPQ"' "$0" check | wc -w)" -ge 4 ]' "$tap" || true
+	# still every 200 ms
 	run grep -c '"interval_ns":1000000000' "$tap"
 	assert_output 0
 	run $TAPQ "$tap" check

@@ -61,8 +61,10 @@ shared_dir() {
 		skip "this host counts cycles: see the software stand-in test"
 	fi
 	usaged_start u --interval 300ms
-	usaged_tap u 3 usage/ stat/
-	sleep 2
+	usaged_tap u 3600 usage/ stat/
+	# four usage messages and a stat message, however long the loaded host takes
+	wb_wait_lines "$(usaged_tapfile u)" 4 120 '"kind":"usage"'
+	wb_wait_lines "$(usaged_tapfile u)" 1 120 '"kind":"stat"'
 	grep -q "hardware counter cycles unavailable: perf_event_open" "$BATS_TEST_TMPDIR/u.log"
 	run grep -c '"counters":\["' "$(usaged_tapfile u)"
 	assert_output 0
@@ -81,15 +83,31 @@ shared_dir() {
 	assert_output 0
 }
 
+busy_published_over() {
+	local v
+	v=$($TAPQ "$(usaged_tapfile u)" cpu "$PID_busy")
+	[ "$v" != none ] && [ "$v" -gt "$1" ]
+}
+
+# What the scheduler counted is published, but for what a thread has pending below the fold (100 us).
+busy_published_final() {
+	local v ran
+	v=$($TAPQ "$(usaged_tapfile u)" cpu "$PID_busy")
+	ran=$(cut -d' ' -f1 "/proc/$PID_busy/schedstat")
+	[ "$v" != none ] && [ "$v" -le "$ran" ] && [ $((ran - v)) -le 100000 ]
+}
+
 @test "per-CPU counter arrays read on switch (software stand-in): a busy loop's counts follow its CPU time" {
 	usaged_need_bpf
 	WATTBUS_USAGED_TEST_SWCOUNTERS=1 usaged_start u --interval 300ms
-	usaged_tap u 10 usage/ stat/
+	usaged_tap u 3600 usage/ stat/
 	busy_loop busy
-	sleep 3
-	kill -STOP "$PID_busy" # final values on both sides
-	sleep 1
 	tap=$(usaged_tapfile u)
+	# a second of its CPU time published, however long the loaded host takes to give it
+	wb_wait_for 120 busy_published_over 1000000000
+	kill -STOP "$PID_busy"
+	# final values on both sides: what is published is what the scheduler counted
+	wb_wait_for 60 busy_published_final || true
 	grep -q '"counters":\["cycles","instructions","cache_misses"\]' "$tap"
 	cpu=$($TAPQ "$tap" cpu "$PID_busy")
 	cycles=$($TAPQ "$tap" field "$PID_busy" cycles)
