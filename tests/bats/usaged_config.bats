@@ -44,7 +44,7 @@ teardown() {
 	assert_success
 	usaged_start u -c "$BATS_TEST_TMPDIR/w.conf" --full_every 2
 	grep -q "running (mode procfs)" "$BATS_TEST_TMPDIR/u.log"
-	"$WATTBUS" tap --count 5 --timeout 5s "$(wb_ep u)" usage/ >"$BATS_TEST_TMPDIR/tap"
+	"$WATTBUS" tap --count 5 --timeout 60s "$(wb_ep u)" usage/ >"$BATS_TEST_TMPDIR/tap"
 	run grep -c '"interval_ns":250000000' "$BATS_TEST_TMPDIR/tap"
 	assert_output 5
 	# full snapshots every 2nd message (the flag), not every 4th (the file)
@@ -52,7 +52,16 @@ teardown() {
 	assert_success
 	read -r n fulls <<<"$output"
 	[ "$n" -eq 5 ]
-	case "$fulls" in "0 2 4" | "2 4") ;; *) echo "full at seq $fulls"; false ;; esac
+	# the tap may join a few messages late on a loaded host: every even seq it saw is full, no odd one
+	echo "full at seq $fulls"
+	set -- $fulls
+	[ $# -ge 2 ]
+	prev=""
+	for f in "$@"; do
+		[ $((f % 2)) -eq 0 ]
+		[ -z "$prev" ] || [ "$f" -eq $((prev + 2)) ]
+		prev=$f
+	done
 }
 
 @test "an unknown key is refused with file:line" {

@@ -16,7 +16,7 @@ teardown() {
 # A directory an unprivileged user can use (the test's temp dir is root's alone).
 shared_dir() {
 	SHARED=$(mktemp -d /tmp/usaged-fallback-XXXXXX)
-	chmod 0777 "$SHARED"
+	chmod 1777 "$SHARED" # sticky, as /tmp: a runtime dir writable by all without it is refused
 }
 
 @test "auto without privileges: procfs, the reason in one line, src usaged/procfs" {
@@ -31,7 +31,7 @@ shared_dir() {
 	run grep "eBPF unavailable" "$BATS_TEST_TMPDIR/u.log"
 	assert_output --partial "mode auto: using procfs, eBPF unavailable: not root (uid 65534"
 	# the first message sets each process's zero; later ones list what ran
-	run "$WATTBUS" tap --count 4 --timeout 5s "ipc://$SHARED/u.sock" usage/
+	run "$WATTBUS" tap --count 4 --timeout 60s "ipc://$SHARED/u.sock" usage/
 	assert_success
 	assert_output --partial '"src":"usaged/procfs"'
 	assert_output --partial '"procs":[{'
@@ -41,7 +41,7 @@ shared_dir() {
 	usaged_need_bpf
 	usaged_start u --interval 300ms
 	grep -q "running (mode bpf)" "$BATS_TEST_TMPDIR/u.log"
-	run "$WATTBUS" tap --count 1 --timeout 5s "$(wb_ep u)" usage/
+	run "$WATTBUS" tap --count 1 --timeout 60s "$(wb_ep u)" usage/
 	assert_output --partial '"src":"usaged/bpf"'
 }
 
