@@ -103,19 +103,30 @@ static __always_inline void key_of(struct task_struct *task, struct usaged_key *
 
 /* Make the entry of task's process (current must be task, for its cgroup). */
 static __always_inline struct usaged_proc *proc_new(struct task_struct *task,
-						    struct usaged_key *key, __u64 exit_ns)
+						    struct usaged_key *key)
 {
 	struct usaged_proc init = {};
 	long err;
 
 	bpf_probe_read_kernel_str(init.comm, sizeof(init.comm), task->group_leader->comm);
 	init.cgroup_id = bpf_get_current_cgroup_id();
-	init.exit_ns = exit_ns;
 	err = bpf_map_update_elem(&procs, key, &init, BPF_NOEXIST);
 	if (err == -E2BIG)
 		stat_inc(USAGED_STAT_MAP_FULL);
 	/* -EEXIST: another CPU made it first, which is as good. */
 	return bpf_map_lookup_elem(&procs, key);
+}
+
+/*
+ * Whether t is switching out for the last time: do_task_dead() sets TASK_DEAD
+ * with preemption off, right before that switch. The field is __state since
+ * 5.14, state before; CO-RE keeps the one the kernel has.
+ */
+static __always_inline bool task_dead(struct task_struct *t)
+{
+	if (bpf_core_field_exists(t->__state))
+		return BPF_CORE_READ(t, __state) & TASK_DEAD;
+	return BPF_CORE_READ((struct task_struct___pre514 *)t, state) & TASK_DEAD;
 }
 
 /*
@@ -142,7 +153,7 @@ static __always_inline int account(struct task_struct *prev, struct task_struct 
 	struct usaged_proc *p;
 	struct usaged_cpu *cur;
 	__u32 zero = 0;
-	bool paired, exiting;
+	bool paired, exiting, final = false;
 
 	cur = bpf_map_lookup_elem(&cpus, &zero);
 	if (!cur)
@@ -188,6 +199,8 @@ static __always_inline int account(struct task_struct *prev, struct task_struct 
 			th->pending[k] += ctr[k];
 		if (th->pending_ns < USAGED_FOLD_NS && !exiting)
 			goto switch_in;
+		/* A thread on_exit counted in its entry: its last charge makes the values final. */
+		final = th->dying && task_dead(prev);
 		delta = th->pending_ns;
 		th->pending_ns = 0;
 		for (int k = 0; k < USAGED_NCOUNTERS; k++) {
@@ -195,7 +208,7 @@ static __always_inline int account(struct task_struct *prev, struct task_struct 
 			th->pending[k] = 0;
 		}
 	}
-	if (!delta && !ctr[0] && !ctr[1] && !ctr[2])
+	if (!delta && !ctr[0] && !ctr[1] && !ctr[2] && !final)
 		goto switch_in;
 
 	if (paired)
@@ -212,7 +225,7 @@ static __always_inline int account(struct task_struct *prev, struct task_struct 
 		 */
 		if (exiting && prev->signal->live.counter == 0)
 			goto switch_in;
-		p = proc_new(prev, &key, 0);
+		p = proc_new(prev, &key);
 		if (!p)
 			goto switch_in;
 	}
@@ -222,6 +235,10 @@ static __always_inline int account(struct task_struct *prev, struct task_struct 
 		if (ctr[k])
 			__sync_fetch_and_add(&p->counters[k], ctr[k]);
 	p->cgroup_id = bpf_get_current_cgroup_id(); /* current is still prev */
+	if (final) {
+		th->dying = 0;
+		__sync_fetch_and_add(&p->dying, -1); /* after the charge: user space reads it last */
+	}
 switch_in:
 	cur->switches++;
 	cur->runtime_ns = next->se.sum_exec_runtime;
@@ -247,27 +264,37 @@ int BPF_PROG(on_switch_counters, bool preempt, struct task_struct *prev, struct 
 	return account(prev, next, true);
 }
 
-/* A process is gone when its last thread exits; mark its entry for user space to publish and
- * retire. */
+/*
+ * Every exiting thread is counted in its process's entry (dying) until its
+ * final switch-out charges its last run; a process is gone when its last
+ * thread exits (signal->live is 0: do_exit() drops it before this tracepoint
+ * on every kernel), which marks the entry with exit_ns. User space publishes
+ * the process as exited, and retires its entry, once both hold: its values are
+ * final then, however long the exit takes to reach that switch.
+ */
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(on_exit, struct task_struct *task)
 {
+	bool last = task->signal->live.counter == 0;
+	struct usaged_thread *th;
 	struct usaged_key key;
 	struct usaged_proc *p;
-	__u64 now;
 
-	if (task->signal->live.counter != 0)
-		return 0; /* other threads live on */
-	now = bpf_ktime_get_ns();
-	stat_inc(USAGED_STAT_EXITS);
+	if (last)
+		stat_inc(USAGED_STAT_EXITS);
 	key_of(task, &key);
 	p = bpf_map_lookup_elem(&procs, &key);
-	if (p) {
-		p->exit_ns = now;
-		return 0;
+	if (!p) /* it never switched out (or not with enough to charge): its last run goes here */
+		p = proc_new(task, &key);
+	if (!p)
+		return 0; /* a full map: user space sees it go from /proc, if it saw it run */
+	th = bpf_task_storage_get(&threads, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (th && !th->dying) {
+		th->dying = 1;
+		__sync_fetch_and_add(&p->dying, 1); /* before exit_ns, which user space reads first */
 	}
-	/* It never switched out: make its entry now so its last run is charged and published. */
-	proc_new(task, &key, now);
+	if (last)
+		p->exit_ns = bpf_ktime_get_ns();
 	return 0;
 }
 

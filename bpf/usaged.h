@@ -29,6 +29,10 @@ struct usaged_proc {
 	__u64 cgroup_id; /* cgroup v2 id the process last ran in */
 	__u64 exit_ns;	 /* bpf_ktime_get_ns() when its last thread exited; 0 while alive */
 	char comm[USAGED_COMM_LEN];
+	/* Threads past sched_process_exit whose final switch-out is not charged yet: with exit_ns,
+	 * 0 says the values are final. */
+	__u32 dying;
+	__u32 pad;
 };
 
 /*
@@ -39,6 +43,8 @@ struct usaged_thread {
 	__u64 charged_ns; /* sum_exec_runtime up to which it is counted; 0: not yet */
 	__u64 pending_ns; /* counted, not yet in the procs map */
 	__u64 pending[USAGED_NCOUNTERS];
+	__u32 dying; /* counted in its process's entry: uncount it at its final switch-out */
+	__u32 pad;
 };
 
 /* A thread's counts go to the procs map once this much is pending, and at its exit. */

@@ -67,6 +67,7 @@ struct bpf_perf_event_value {
 
 /* include/linux/sched.h */
 #define PF_EXITING 0x00000004
+#define TASK_DEAD 0x00000080 /* in __state from do_task_dead() to the final switch-out */
 
 #pragma clang attribute push(__attribute__((preserve_access_index)), apply_to = record)
 
@@ -83,6 +84,7 @@ struct sched_entity {
 };
 
 struct task_struct {
+	unsigned int __state; /* 5.14 and later */
 	unsigned int flags;
 	struct sched_entity se;
 	pid_t pid;
@@ -92,6 +94,11 @@ struct task_struct {
 	u64 start_boottime; /* ns since boot, what /proc/<pid>/stat field 22 shows in ticks */
 	char comm[16];
 	struct signal_struct *signal;
+};
+
+/* The same field before 5.14 (CO-RE flavour: the suffix after ___ is ignored when matching). */
+struct task_struct___pre514 {
+	long state;
 };
 
 #pragma clang attribute pop

@@ -21,9 +21,13 @@
 #include "usaged.h"
 #include "usaged.skel.h"
 
-/* How long after its exit a process's entry is kept, so that its final switch-out is charged first.
+/*
+ * An exited process is published once its every exiting thread was charged at
+ * its final switch-out (dying 0); this long after its exit it is published
+ * regardless (counted), so that one thread whose last switch went unseen
+ * cannot hold its exit back for ever.
  */
-#define EXIT_GRACE_NS (10 * WB_NS_PER_MS)
+#define EXIT_STALL_NS (10 * WB_NS_PER_SEC)
 #define BATCH 4096
 
 struct bpfsrc {
@@ -38,6 +42,7 @@ struct bpfsrc {
 	struct usaged_cpu *slots, *slots2; /* ncpus each */
 	uint64_t *statvals;		   /* ncpus */
 	uint64_t entries;		   /* in the map at the last scan */
+	uint64_t exits_forced;		   /* exits published before every thread's final switch-out */
 	struct wb_ratelimit rl;
 };
 
@@ -286,9 +291,19 @@ static uint64_t mono_ns(void)
 	return wb_mono_ns(); /* the clock of bpf_ktime_get_ns() */
 }
 
-static void sample_of(const struct usaged_key *k, const struct usaged_proc *v, uint64_t now,
-		      struct usaged_sample *s)
+static void sample_of(struct bpfsrc *self, int fd, const struct usaged_key *k,
+		      const struct usaged_proc *v, uint64_t now, struct usaged_sample *s)
 {
+	struct usaged_proc again;
+
+	if (v->exit_ns && !v->dying) {
+		/*
+		 * The copy read cpu_ns before dying: read the entry once more, so that
+		 * the last charge, made before dying dropped to 0, is in it.
+		 */
+		if (bpf_map_lookup_elem(fd, k, &again) == 0)
+			v = &again;
+	}
 	memset(s, 0, sizeof(*s));
 	s->pid = k->tgid;
 	s->start_ns = k->start_ns;
@@ -297,7 +312,13 @@ static void sample_of(const struct usaged_key *k, const struct usaged_proc *v, u
 	memcpy(s->counters, v->counters, sizeof(s->counters));
 	memcpy(s->comm, v->comm, sizeof(s->comm));
 	s->comm[sizeof(s->comm) - 1] = '\0';
-	s->exited = v->exit_ns && now > v->exit_ns + EXIT_GRACE_NS;
+	if (v->exit_ns && v->dying && now > v->exit_ns + EXIT_STALL_NS) {
+		self->exits_forced++;
+		log_rl(&self->rl, WB_LOG_WARN, "bpf procs map: pid %" PRIu32 " exited %.1f s ago with %" PRIu32 " threads not seen switching out for the last time; publishing it as exited", k->tgid, (double)(now - v->exit_ns) / 1e9, v->dying);
+		s->exited = true;
+	} else {
+		s->exited = v->exit_ns && !v->dying;
+	}
 }
 
 /* The whole procs map into tab. Returns 0 when every entry was read. */
@@ -341,7 +362,7 @@ static int read_map(struct bpfsrc *self, struct ptab *tab)
 			return -1;
 		}
 		for (__u32 i = 0; i < count; i++) {
-			sample_of(&self->keys[i], &self->vals[i], now, &s);
+			sample_of(self, fd, &self->keys[i], &self->vals[i], now, &s);
 			ptab_put(tab, &s);
 		}
 		self->entries += count;
@@ -359,7 +380,7 @@ static int read_map(struct bpfsrc *self, struct ptab *tab)
 		prev = &key;
 		if (bpf_map_lookup_elem(fd, &key, &val) < 0)
 			continue; /* retired meanwhile */
-		sample_of(&key, &val, now, &s);
+		sample_of(self, fd, &key, &val, now, &s);
 		ptab_put(tab, &s);
 		self->entries++;
 	}
@@ -405,7 +426,7 @@ static void read_running(struct bpfsrc *self, struct ptab *tab, struct procfs *p
 			if (procfs_read_pid(pf, slot->key.tgid, &p) == 0)
 				memcpy(val.comm, p.comm, sizeof(val.comm));
 		}
-		sample_of(&slot->key, &val, mono_ns(), &run[cpu]);
+		sample_of(self, procs_fd, &slot->key, &val, mono_ns(), &run[cpu]);
 		run[cpu].transient = transient;
 		delta[cpu].pid = slot->key.tgid;
 		delta[cpu].cpu_ns = runtime > slot->runtime_ns ? runtime - slot->runtime_ns : 0;
@@ -477,4 +498,5 @@ void bpfsrc_stats(struct bpfsrc *self, struct bpfsrc_stats *out)
 	out->unpaired = sums[USAGED_STAT_UNPAIRED];
 	out->no_storage = sums[USAGED_STAT_NO_STORAGE];
 	out->entries = self->entries;
+	out->exits_forced = self->exits_forced;
 }

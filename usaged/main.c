@@ -80,7 +80,7 @@ struct usaged {
 	uint64_t *c_procs, *c_exited, *c_scan_ns, *c_incomplete, *c_procstat_fail, *c_send_fail,
 	    *c_table_full;
 	uint64_t *c_cgroups, *c_map_full, *c_map_entries, *c_exits_seen, *c_perf_fail, *c_counters,
-	    *c_unpaired, *c_no_storage;
+	    *c_unpaired, *c_no_storage, *c_exits_forced;
 	struct wb_ratelimit rl;
 	struct wb_ratelimit rl_full; /* once a minute: a full map stays full */
 };
@@ -126,6 +126,7 @@ static void update_stats(struct usaged *u)
 	*u->c_perf_fail = bs.perf_fail;
 	*u->c_unpaired = bs.unpaired;
 	*u->c_no_storage = bs.no_storage;
+	*u->c_exits_forced = bs.exits_forced;
 }
 
 static void on_tick(struct wb_daemon *d, uint64_t t_ns, uint64_t late_ns, void *arg)
@@ -270,6 +271,7 @@ int main(int argc, char **argv)
 	u.c_counters = wb_stats_counter(st, "hw_counters");
 	u.c_unpaired = wb_stats_counter(st, "bpf_unpaired_switches");
 	u.c_no_storage = wb_stats_counter(st, "bpf_no_task_storage");
+	u.c_exits_forced = wb_stats_counter(st, "bpf_exits_forced");
 
 	u.pf = procfs_new(conf->proc_root);
 	if (!u.pf)

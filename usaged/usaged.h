@@ -170,6 +170,7 @@ struct bpfsrc_opts {
 };
 struct bpfsrc_stats {
 	uint64_t map_full, exits, perf_fail, unpaired, no_storage, entries;
+	uint64_t exits_forced; /* published as exited before every thread's final switch-out was seen */
 };
 struct bpfsrc;
 /* Load and attach. NULL on failure, with why (one line) filled. */

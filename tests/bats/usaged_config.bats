@@ -44,7 +44,7 @@ teardown() {
 	assert_success
 	usaged_start u -c "$BATS_TEST_TMPDIR/w.conf" --full_every 2
 	grep -q "running (mode procfs)" "$BATS_TEST_TMPDIR/u.log"
-	"$WATTBUS" tap --count 5 --timeout 5s "$(wb_ep u)" usage/ >"$BATS_TEST_TMPDIR/tap"
+	"$WATTBUS" tap --count 5 --timeout 60s "$(wb_ep u)" usage/ >"$BATS_TEST_TMPDIR/tap"
 	run grep -c '"interval_ns":250000000' "$BATS_TEST_TMPDIR/tap"
 	assert_output 5
 	# full snapshots every 2nd message (the flag), not every 4th (the file)
@@ -52,7 +52,16 @@ teardown() {
 	assert_success
 	read -r n fulls <<<"$output"
 	[ "$n" -eq 5 ]
-	case "$fulls" in "0 2 4" | "2 4") ;; *) echo "full at seq $fulls"; false ;; esac
+	# the tap may join a few messages late on a loaded host: every even seq it saw is full, no odd one
+	echo "full at seq $fulls"
+	set -- $fulls
+	[ $# -ge 2 ]
+	prev=""
+	for f in "$@"; do
+		[ $((f % 2)) -eq 0 ]
+		[ -z "$prev" ] || [ "$f" -eq $((prev + 2)) ]
+		prev=$f
+	done
 }
 
 @test "an unknown key is refused with file:line" {
@@ -65,16 +74,17 @@ teardown() {
 @test "SIGHUP applies full_every and retire_after, keeps the interval until a restart" {
 	printf '[usaged]\ninterval = 200ms\nmode = procfs\nfull_every = 1000\n' >"$BATS_TEST_TMPDIR/w.conf"
 	usaged_start u -c "$BATS_TEST_TMPDIR/w.conf"
-	usaged_tap u 6 usage/
-	sleep 1
+	usaged_tap u 3600 usage/
+	wb_wait_lines "$(usaged_tapfile u)" 2 60 '"kind":"usage"'
 	printf '[usaged]\ninterval = 1s\nmode = procfs\nfull_every = 2\n' >"$BATS_TEST_TMPDIR/w.conf"
 	kill -HUP "$PID_u"
 	wb_wait_for 5 grep -q "reloaded" "$BATS_TEST_TMPDIR/u.log"
 	grep -q "reload: interval, mode, max_procs, counters, proc_root and pub change at the next restart" \
 		"$BATS_TEST_TMPDIR/u.log"
-	sleep 1.5
 	tap=$(usaged_tapfile u)
-	# still every 200 ms, and full every 2nd message since the reload
+	# full every 2nd message since the reload: wait for three of them
+	wb_wait_for 60 bash -c '[ "$('"$TAPQ"' "$0" check | wc -w)" -ge 4 ]' "$tap" || true
+	# still every 200 ms
 	run grep -c '"interval_ns":1000000000' "$tap"
 	assert_output 0
 	run $TAPQ "$tap" check

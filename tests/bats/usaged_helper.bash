@@ -53,3 +53,8 @@ busy_loop() {
 	wb_spawn "$1" sh -c 'while :; do :; done'
 	eval "echo \$PID_$1" >"$BATS_TEST_TMPDIR/$1.pid"
 }
+
+# ns since boot now (CLOCK_BOOTTIME, the clock of start_ns), to 10 ms.
+usaged_boottime_ns() {
+	awk '{ printf "%.0f\n", $1 * 1000000000 }' /proc/uptime
+}

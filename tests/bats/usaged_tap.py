@@ -5,7 +5,10 @@ usage: usaged_tap.py FILE cpu PID          last cpu_ns published for PID
        usaged_tap.py FILE field PID KEY    last value of KEY (cycles, ...) for PID
        usaged_tap.py FILE cgroup PID       the identity of PID's last cgroup, as JSON
        usaged_tap.py FILE exited COMM      how many processes named COMM were published as exited
-       usaged_tap.py FILE pids PID...      "L E": how many of the PIDs were listed, and listed as exited
+       usaged_tap.py FILE pids [--started-before NS] PID...
+                                           "L E": how many of the PIDs were listed, and listed as exited
+                                           (only processes started before NS, ns since boot: not a later
+                                           process that reuses one of the pids)
        usaged_tap.py FILE stat NAME        last value of usaged's stat counter NAME
        usaged_tap.py FILE src              the src of the usage messages
        usaged_tap.py FILE check            consistency: seq +1, cpu_ns never down, full every N
@@ -63,11 +66,15 @@ def main():
                     seen.add((p["pid"], p.get("start_ns", 0)))
         print(len(seen))
     elif cmd == "pids":
-        want = {int(p) for p in sys.argv[3:]}
+        args = sys.argv[3:]
+        before = None
+        if args[:1] == ["--started-before"]:
+            before, args = int(args[1]), args[2:]
+        want = {int(p) for p in args}
         listed, exited = set(), set()
         for m in messages(path, "usage"):
             for p in m.get("procs", []):
-                if p["pid"] in want:
+                if p["pid"] in want and (before is None or p.get("start_ns", 0) < before):
                     listed.add(p["pid"])
                     if p.get("exited"):
                         exited.add(p["pid"])

@@ -1,0 +1,37 @@
+#!/usr/bin/env bats
+# An exited process is published with its final values: the CPU it spends
+# after sched_process_exit (here tearing down a large address space) is in
+# them, however long that takes on a loaded host.
+load helper
+load usaged_helper
+
+teardown() {
+	wb_kill_all
+}
+
+# Every child published as exited.
+kids_exited() {
+	local pids
+	pids=$(cut -d' ' -f1 "$BATS_TEST_TMPDIR/kids")
+	read -r listed exited < <($TAPQ "$(usaged_tapfile u)" pids $pids)
+	[ "$exited" -eq "$(wc -l <"$BATS_TEST_TMPDIR/kids")" ]
+}
+
+@test "bpf: an exit is published with the CPU time spent after sched_process_exit" {
+	usaged_need_bpf
+	usaged_start u --mode bpf --interval 100ms
+	usaged_tap u 3600 usage/
+	wb_wait_lines "$(usaged_tapfile u)" 1 60 '"kind":"usage"'
+	python3 "$BATS_TEST_DIRNAME/usaged_bigexit.py" 3 3072 >"$BATS_TEST_TMPDIR/kids"
+	wb_wait_for 120 kids_exited || true
+	while read -r pid ran; do
+		published=$($TAPQ "$(usaged_tapfile u)" cpu "$pid")
+		echo "pid $pid: ran $ran ns, published $published"
+		# rusage is the scheduler's count to the us; the parent may read it a moment before the
+		# child's final switch-out
+		[ "$published" != none ]
+		[ "$published" -ge $((ran - 2000000)) ]
+		[ "$published" -le $((ran + 2000000)) ]
+	done <"$BATS_TEST_TMPDIR/kids"
+	kids_exited
+}
