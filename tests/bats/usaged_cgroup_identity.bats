@@ -49,7 +49,7 @@ check_identity() {
 	mkcg "$cg2$docker"
 	mkcg "$cg2$pod"
 	usaged_start u --mode "$1" --interval 300ms
-	usaged_tap u 10 usage/
+	usaged_tap u 3600 usage/
 	busy_loop a
 	busy_loop b
 	sleep 1 # seen first where they started
@@ -92,7 +92,7 @@ check_identity() {
 	mkcg "$v1/docker/$CID"
 	# A move within v1 does not change the kernel's (v2) id: usaged looks again at full snapshots.
 	usaged_start u --mode bpf --interval 300ms --full_every 4
-	usaged_tap u 10 usage/
+	usaged_tap u 3600 usage/
 	sleep 0.5
 	echo "$PID_a" >"$v1/docker/$CID/cgroup.procs"
 	sleep 2.5

@@ -14,7 +14,7 @@ teardown() {
 	usaged_need_bpf
 	command -v stress-ng >/dev/null || skip "stress-ng not installed"
 	usaged_start u --mode bpf --interval 500ms
-	usaged_tap u 30 usage/
+	usaged_tap u 3600 usage/
 	# Started after usaged attached: all of their CPU time is usaged's to count.
 	busy_loop busy
 	wb_spawn stress stress-ng --cpu 1 --cpu-load 50 --cpu-method loop -q

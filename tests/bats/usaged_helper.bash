@@ -26,7 +26,9 @@ usaged_tap() {
 	local name=$1 secs=$2
 	shift 2
 	wb_spawn "tap_$name" "$WATTBUS" tap --timeout "${secs}s" "$(wb_ep "$name")" "$@"
-	# the tap's output is its log file; give the subscription a moment to join
+	# Callers give it an hour: it runs until teardown (its output is its log file), so a
+	# loaded machine cannot end a capture before the test has read what it waits for. The
+	# values are cumulative: a message before the subscription joined costs nothing.
 	sleep 0.3
 }
 

@@ -15,8 +15,8 @@ teardown() {
 	command -v stress-ng >/dev/null || skip "stress-ng not installed"
 	usaged_start b --mode bpf --interval 500ms
 	usaged_start p --mode procfs --interval 500ms
-	usaged_tap b 30 usage/
-	usaged_tap p 30 usage/
+	usaged_tap b 3600 usage/
+	usaged_tap p 3600 usage/
 	busy_loop busy
 	wb_spawn stress stress-ng --cpu 1 --cpu-load 50 --cpu-method loop -q
 	sleep 10
@@ -46,7 +46,7 @@ teardown() {
 	sleep 2
 	before=$(proc_cpu_ns "$PID_early")
 	usaged_start p --mode procfs --interval 500ms
-	usaged_tap p 8 usage/
+	usaged_tap p 3600 usage/
 	sleep 3
 	kill -STOP "$PID_early"
 	STOPPED=$PID_early

@@ -51,7 +51,7 @@ listed_cpu() {
 	echo "0::/system.slice/docker-$CID.scope" >"$P/10/cgroup"
 	fake_proc 11 idle 5 5
 	usaged_start u --mode procfs --proc_root "$P" --interval 200ms --retire_after 2 --full_every 1000
-	usaged_tap u 20 usage/ stat/
+	usaged_tap u 3600 usage/ stat/
 	sleep 0.6
 	# nothing ran since the first scan: nothing listed
 	run grep -c '"pid":1[01],' "$(usaged_tapfile u)"
@@ -95,7 +95,7 @@ print(n)"
 @test "procfs over a fake /proc: a broken /proc/stat is counted and logged, usaged goes on" {
 	fake_proc 10 worker 100 20
 	usaged_start u --mode procfs --proc_root "$P" --interval 200ms
-	usaged_tap u 20 usage/ stat/
+	usaged_tap u 3600 usage/ stat/
 	sleep 0.5
 	echo "garbage" >"$P/stat"
 	sleep 1.5
@@ -120,7 +120,7 @@ print(n)"
 	echo "cpu  $USER 0 $USER $IDLE 0 0 0 0 0 0" >"$P/stat"
 	fake_proc 10 worker 100 20
 	usaged_start u --mode procfs --proc_root "$P" --interval 200ms
-	usaged_tap u 20 usage/ stat/
+	usaged_tap u 3600 usage/ stat/
 	sleep 0.5
 	echo "cpu  $((USER + 30)) 0 $((USER + 2)) $((IDLE + 400)) 0 0 0 0 0 0" >"$P/stat"
 	sleep 0.8
