@@ -21,7 +21,7 @@ import urllib.request
 
 out = sys.argv[1]
 targets = [a.split("=", 1) for a in sys.argv[2:]]
-state = {name: {"url": None, "last": {}, "scrapes": 0} for name, _ in targets}
+state = {name: {"url": None, "last": {}, "scrapes": 0, "dups": set()} for name, _ in targets}
 files = {name: {k: open(os.path.join(out, f"{name}.{k}"), "w")
                 for k in ("violations", "scrapes", "first")} for name, _ in targets}
 
@@ -54,14 +54,15 @@ while not os.path.exists(os.path.join(out, "stop")):
         if url != st["url"]:
             if st["url"] is not None:
                 f["scrapes"].write(f"{st['url']} {st['scrapes']}\n")
-            st.update(url=url, last={}, scrapes=0)
+            st.update(url=url, last={}, scrapes=0, dups=set())
         try:
             with urllib.request.urlopen(url + "/metrics", timeout=2) as r:
                 vals, dups = counters(r.read().decode())
         except OSError:
             continue
-        for k in dups:
+        for k in set(dups) - st["dups"]:
             f["violations"].write(f"{url} {k}: twice in one scrape\n")
+        st["dups"].update(dups)
         if st["scrapes"] == 0:
             f["first"].write(f"{url}\n")
             for k, v in sorted(vals.items()):
