@@ -277,7 +277,7 @@ static struct ex_work *work_get(struct accum *self, struct ex_host *h, enum ex_l
 		work_remove(self, h, old);
 		self->pid_reused++;
 	}
-	unsigned ns = work_series(level, h->nzones);
+	unsigned ns = work_series(level, h->nkinds);
 	while (accum_series(self) + ns > self->lim.max_series) {
 		if (!evict_one(self, h, level)) {
 			self->dropped[level] += ns;
@@ -292,7 +292,7 @@ static struct ex_work *work_get(struct accum *self, struct ex_host *h, enum ex_l
 		w->start_ns = start_ns;
 		w->nseries = ns;
 	}
-	if (!w || work_resize(w, h->nzones) < 0 || (level != EX_PROCESS && !(w->id = strdup(id))) ||
+	if (!w || work_resize(w, h->nkinds) < 0 || (level != EX_PROCESS && !(w->id = strdup(id))) ||
 	    wmap_put(&h->works[level], w) < 0) {
 		log_warnx("exportd: out of memory tracking a %s of host %s", ex_level_names[level],
 			  h->name);
@@ -407,10 +407,10 @@ static void host_free(struct ex_host *h)
 			work_free(m->slots[i]);
 		free(m->slots);
 	}
-	for (size_t z = 0; z < h->nzones; z++) {
+	for (size_t z = 0; z < h->nzones; z++)
 		free(h->zones[z].labels);
-		free(h->zones[z].zlabel);
-	}
+	for (size_t k = 0; k < h->nkinds; k++)
+		free(h->kinds[k].zlabel);
 	free(h->node_label);
 	free(h);
 }
@@ -504,8 +504,8 @@ static struct ex_host *host_get(struct accum *self, const char *name, uint64_t n
 /*
  * Zone paths change over a host's life (hwmonN renumbered at boot, an exec
  * command edited): when the table is full, the zone silent longest, and longer
- * than forget_after, gives its place up, and every workload's share of it is
- * cleared so nothing carries over to the new zone.
+ * than forget_after, gives its place up. Workloads keep their share of its kind
+ * (kind_get clears it when no zone is left of that kind and its place is taken).
  */
 static int zone_evict_silent(struct accum *self, struct ex_host *h, uint64_t now_t1)
 {
@@ -516,18 +516,54 @@ static int zone_evict_silent(struct accum *self, struct ex_host *h, uint64_t now
 			victim = (int)z;
 	if (victim < 0)
 		return -1;
-	for (int l = 0; l < EX_NLEVELS; l++) {
-		struct ex_wmap *m = &h->works[l];
-		for (size_t i = 0; i < m->cap; i++) {
-			struct ex_work *w = m->slots[i];
-			if (w && (size_t)victim < w->nz)
-				w->uj[victim] = w->uj[w->nz + victim] = 0;
-		}
-	}
 	free(h->zones[victim].labels);
-	free(h->zones[victim].zlabel);
+	h->zones[victim].labels = NULL;
 	self->evicted_zones++;
 	return victim;
+}
+
+/*
+ * The kind of zone named zone; a new kind takes the place of one no zone but
+ * slot `filling` has any more, and every workload's share of that one is
+ * cleared so nothing carries over to the new kind.
+ */
+static int kind_get(struct ex_host *h, const char *zone, size_t filling)
+{
+	for (size_t k = 0; k < h->nkinds; k++)
+		if (!strcmp(h->kinds[k].zone, zone))
+			return (int)k;
+	int slot = (int)h->nkinds;
+	if (h->nkinds >= EX_MAX_ZONES) {
+		bool used[EX_MAX_ZONES] = {0};
+		for (size_t z = 0; z < h->nzones; z++)
+			if (z != filling)
+				used[h->zones[z].kind] = true;
+		for (slot = 0; slot < EX_MAX_ZONES && used[slot]; slot++)
+			;
+		if (slot == EX_MAX_ZONES)
+			return -1; /* not reached: at most EX_MAX_ZONES - 1 other zones */
+		for (int l = 0; l < EX_NLEVELS; l++) {
+			struct ex_wmap *m = &h->works[l];
+			for (size_t i = 0; i < m->cap; i++) {
+				struct ex_work *w = m->slots[i];
+				if (w && (size_t)slot < w->nz)
+					w->uj[slot] = w->uj[w->nz + slot] = 0;
+			}
+		}
+	}
+	struct ex_kind *k = &h->kinds[slot];
+	struct rbuf b = {0};
+	rbuf_label(&b, true, "zone", zone, sizeof k->zone);
+	rbuf_putc(&b, '\0');
+	size_t len;
+	if (b.oom)
+		return -1;
+	free(k->zlabel);
+	k->zlabel = rbuf_steal(&b, &len);
+	snprintf(k->zone, sizeof k->zone, "%s", zone);
+	if (slot == (int)h->nkinds)
+		h->nkinds++;
+	return slot;
 }
 
 static int zone_get(struct accum *self, struct ex_host *h, const char *zone, const char *path, uint64_t now_t1)
@@ -538,24 +574,20 @@ static int zone_get(struct accum *self, struct ex_host *h, const char *zone, con
 	int slot = (int)h->nzones;
 	if (h->nzones >= EX_MAX_ZONES && (slot = zone_evict_silent(self, h, now_t1)) < 0)
 		return -1;
+	int kind = kind_get(h, zone, (size_t)slot);
+	if (kind < 0)
+		return -1;
 	struct ex_zone *ez = &h->zones[slot];
-	*ez = (struct ex_zone){0};
-	snprintf(ez->zone, sizeof ez->zone, "%s", zone);
-	snprintf(ez->path, sizeof ez->path, "%s", path);
 	struct rbuf b = {0};
 	rbuf_label(&b, true, "zone", zone, sizeof ez->zone);
+	rbuf_label(&b, false, "path", path, sizeof ez->path);
 	rbuf_putc(&b, '\0');
 	size_t len;
 	if (b.oom)
 		return -1;
-	ez->zlabel = rbuf_steal(&b, &len);
-	rbuf_label(&b, true, "zone", zone, sizeof ez->zone);
-	rbuf_label(&b, false, "path", path, sizeof ez->path);
-	rbuf_putc(&b, '\0');
-	if (b.oom) {
-		free(ez->zlabel);
-		return -1;
-	}
+	*ez = (struct ex_zone){.kind = (uint8_t)kind};
+	snprintf(ez->zone, sizeof ez->zone, "%s", zone);
+	snprintf(ez->path, sizeof ez->path, "%s", path);
 	ez->labels = rbuf_steal(&b, &len);
 	if (slot == (int)h->nzones)
 		h->nzones++;
@@ -687,6 +719,7 @@ struct slot_ctx {
 	uint64_t t1;
 	uint64_t num, den; /* energies scale by num/den when the slot overlapped the last one */
 	int zmap[256];	   /* estimate zone -> exported zone */
+	int kmap[256];	   /* estimate zone -> its kind (workloads) */
 	size_t nz;
 	struct rbuf tmp;
 };
@@ -702,13 +735,13 @@ static void work_add(struct slot_ctx *c, struct ex_work *w, uint64_t cpu_ns,
 		     const uint64_t *energy_uj)
 {
 	struct ex_host *h = c->h;
-	if (w->nz < h->nzones) {
-		/* a zone appeared on the host: the workload's new series count against the cap too
-		 */
-		unsigned old = w->nseries, ns = work_series(w->level, h->nzones);
+	if (w->nz < h->nkinds) {
+		/* a zone kind appeared on the host: the workload's new series count against the cap
+		 * too */
+		unsigned old = w->nseries, ns = work_series(w->level, h->nkinds);
 		if (accum_series(c->self) + (ns - old) > c->self->lim.max_series)
 			c->self->dropped[w->level] += ns - old;
-		else if (work_resize(w, h->nzones) == 0) {
+		else if (work_resize(w, h->nkinds) == 0) {
 			w->nseries = ns;
 			c->self->series[w->level] += ns - old;
 		}
@@ -722,7 +755,7 @@ static void work_add(struct slot_ctx *c, struct ex_work *w, uint64_t cpu_ns,
 	}
 	w->cpu_ns += scale(c, cpu_ns);
 	for (size_t z = 0; z < c->nz; z++) {
-		int ez = c->zmap[z];
+		int ez = c->kmap[z];
 		if (ez >= w->nz)
 			continue;
 		uint64_t v = scale(c, energy_uj[z]);
@@ -828,6 +861,7 @@ int accum_add(struct accum *self, const struct wb_estimate *e, enum accum_reason
 			r = ACC_R_ZONES;
 			goto reject;
 		}
+		c.kmap[z] = h->zones[c.zmap[z]].kind;
 	}
 
 	for (size_t z = 0; z < h->nzones; z++) {

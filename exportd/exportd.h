@@ -76,10 +76,20 @@ struct ex_zone {
 	char zone[16];
 	char path[272];
 	char *labels; /* zone="..",path=".." */
-	char *zlabel; /* zone=".." */
+	uint8_t kind; /* its place in the host's kinds */
 	uint64_t total_uj, active_uj, idle_uj;
 	uint64_t slot_total_uj, slot_active_uj, slot_idle_uj;
 	uint64_t slot_t1; /* t1 of the slot the slot_* values belong to */
+};
+
+/*
+ * A zone kind, the only zone label workload series have: every exported zone of
+ * one kind, whatever its path (a measured zone and estimd's model zone while the
+ * meter was late, a renumbered hwmon), adds to the same workload series.
+ */
+struct ex_kind {
+	char zone[16];
+	char *zlabel; /* zone=".." */
 };
 
 #define EX_MAX_ZONES 32
@@ -96,7 +106,7 @@ struct ex_total {
 struct ex_work {
 	uint8_t level;
 	bool terminated;
-	uint8_t nz;	  /* zones in uj */
+	uint8_t nz;	  /* zone kinds in uj */
 	uint32_t nseries; /* series it accounts for in the cap */
 	uint64_t hash;
 	/* identity: processes by (pid, start_ns), groups by id */
@@ -127,6 +137,8 @@ struct ex_host {
 	uint64_t last_recv_ns; /* wall clock when the last estimate was applied (main sets it) */
 	size_t nzones;
 	struct ex_zone zones[EX_MAX_ZONES];
+	size_t nkinds; /* workloads' energies are per kind */
+	struct ex_kind kinds[EX_MAX_ZONES];
 	/* Node counters advance by the difference of these within one (src, total_epoch). */
 	bool tot_have;
 	char tot_src[32];

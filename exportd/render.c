@@ -224,11 +224,11 @@ static void work_energy_family(struct ctx *c, enum ex_level level, const char *n
 			if (!w || !w->labels)
 				continue;
 			bool in_last = w->last_t1 == h->last_t1;
-			for (size_t z = 0; z < w->nz && z < h->nzones; z++) {
+			for (size_t z = 0; z < w->nz && z < h->nkinds; z++) {
 				work_prefix(c, h, w);
 				rbuf_puts(c->b, w->terminated ? ",state=\"terminated\","
 							      : ",state=\"running\",");
-				rbuf_puts(c->b, h->zones[z].zlabel);
+				rbuf_puts(c->b, h->kinds[z].zlabel);
 				if (watts)
 					end_fixed(
 					    c,

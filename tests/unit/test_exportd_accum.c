@@ -4,6 +4,7 @@
  * retention and the series cap hold.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -757,6 +758,117 @@ static void test_zones_turn_over(void)
 	accum_destroy(&a);
 }
 
+/* The lines of text starting with prefix, and the value of the last one. */
+static int series_count(const char *text, const char *prefix, double *value)
+{
+	int n = 0;
+	for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+		if (strncmp(l, prefix, strlen(prefix)) != 0)
+			continue;
+		n++;
+		const char *sp = strchr(l, ' ');
+		*value = sp ? strtod(sp + 1, NULL) : -1;
+	}
+	return n;
+}
+
+/*
+ * estimd falls back to its model for a slot whose power came late: zones of the
+ * same kinds without paths. The host then has two exported "package" zones
+ * (node series told apart by path); workload series have only zone="package",
+ * so each process must keep one series per kind that counts both, and never a
+ * second one with the same labels that a scraper reads as the counter going down.
+ */
+static void test_zone_kind_one_series(void)
+{
+	struct accum_limits lim = lim_default();
+	lim.node_name = "n";
+	struct accum *a = accum_new(&lim);
+	struct wb_msg m;
+	static const uint64_t pkg[] = {600, 50, 300}, dram[] = {100, 5, 60};
+	for (int i = 0; i < 3; i++) {
+		bool model = i == 1;
+		est_init(&m, "h", (10 + (uint64_t)i) * S, (11 + (uint64_t)i) * S, 2, 1);
+		snprintf(m.estimate.mode, sizeof m.estimate.mode, "%s",
+			 model ? "model" : "measured");
+		snprintf(m.estimate.zones[0].name, 64, "%s", model ? "package" : "package-0");
+		snprintf(m.estimate.zones[0].zone, 16, "package");
+		snprintf(m.estimate.zones[1].name, 64, "%s", model ? "dram" : "dram-0");
+		snprintf(m.estimate.zones[1].zone, 16, "dram");
+		if (model)
+			m.estimate.zones[0].path[0] = m.estimate.zones[1].path[0] = '\0';
+		est_zone(&m, 0, 1000, 800);
+		est_zone(&m, 1, 200, 150);
+		m.estimate.procs[0].energy_uj[0] = pkg[i];
+		m.estimate.procs[0].energy_uj[1] = dram[i];
+		CHECK(accum_add(a, &m.estimate, NULL) == 0);
+		wb_msg_clear(&m);
+	}
+	CHECK_U64(accum_host(a, "h")->nzones, 4); /* node series: two paths per kind */
+	struct ex_work *p = find_proc(a, "h", 100, 5000);
+	CHECK(p != NULL);
+	if (p)
+		CHECK_U64(p->nz, 2);
+	CHECK_U64(accum_series(a), 2 * 2 + 1);
+
+	struct rbuf b = {0};
+	struct render_filter all = {.levels = EX_LEVELS_ALL};
+	struct render_input in = {.acc = a, .now_ns = 20 * S, .version = "0.1.0"};
+	render_metrics(&in, &all, &b);
+	rbuf_putc(&b, '\0');
+	const char *proc = "kepler_process_cpu_joules_total{node_name=\"n\",pid=\"100\",";
+	char one[512];
+	double v = 0;
+	CHECK(series_count(b.p, proc, &v) == 2);
+	snprintf(one, sizeof one, "%s%s", proc,
+		 "comm=\"proc0\",exe=\"\",type=\"regular\",container_id=\"\",vm_id=\"\","
+		 "state=\"running\",zone=\"package\"}");
+	CHECK(series_count(b.p, one, &v) == 1);
+	CHECK(v == 0.00095); /* 600 + 50 + 300 uJ */
+	snprintf(one, sizeof one, "%s%s", proc,
+		 "comm=\"proc0\",exe=\"\",type=\"regular\",container_id=\"\",vm_id=\"\","
+		 "state=\"running\",zone=\"dram\"}");
+	CHECK(series_count(b.p, one, &v) == 1);
+	CHECK(v == 0.000165);
+	CHECK(series_count(b.p, "kepler_node_cpu_joules_total{node_name=\"n\",zone=\"package\"",
+			   &v) == 2);
+	rbuf_free(&b);
+	accum_destroy(&a);
+}
+
+/* Zones of ever new kinds: a kind no zone has any more makes room, and workloads start it at 0. */
+static void test_zone_kinds_turn_over(void)
+{
+	struct accum_limits lim = lim_default();
+	struct accum *a = accum_new(&lim);
+	struct wb_msg m;
+	uint64_t step = (lim.stale_after_ns > lim.terminated_ttl_ns ? lim.stale_after_ns
+								    : lim.terminated_ttl_ns) +
+			S;
+	for (int i = 0; i < EX_MAX_ZONES + 5; i++) {
+		uint64_t t = 10 * S + (uint64_t)i * step;
+		est_init(&m, "h", t, t + S, 1, 1);
+		est_zone(&m, 0, 1000, 400);
+		snprintf(m.estimate.zones[0].zone, sizeof m.estimate.zones[0].zone, "k%d", i);
+		m.estimate.procs[0].energy_uj[0] = 10 + (uint64_t)i;
+		CHECK(accum_add(a, &m.estimate, NULL) == 0);
+		wb_msg_clear(&m);
+	}
+	struct ex_host *h = accum_host(a, "h");
+	CHECK_U64(h->nzones, EX_MAX_ZONES);
+	CHECK_U64(h->nkinds, EX_MAX_ZONES);
+	struct ex_work *p = find_proc(a, "h", 100, 5000);
+	CHECK(p != NULL);
+	bool last = false;
+	for (size_t k = 0; p && k < h->nkinds; k++) {
+		int i = atoi(h->kinds[k].zone + 1);
+		last |= i == EX_MAX_ZONES + 4;
+		CHECK_U64(p->uj[k], 10 + (uint64_t)i); /* nothing of the kind before in its place */
+	}
+	CHECK(last);
+	accum_destroy(&a);
+}
+
 /*
  * exportd restarted from its state file: killed after a checkpoint, with
  * estimates applied after it and others lost while it was down, the node
@@ -848,6 +960,8 @@ static const struct unit_case cases[] = {
     {"silent zones make room for new ones", test_zones_turn_over},
     {"a reused pid keeps one series", test_pid_reuse_one_series},
     {"node counters continue from the state file", test_state_file_restart},
+    {"zones of one kind on two paths: one workload series", test_zone_kind_one_series},
+    {"silent zone kinds make room for new ones", test_zone_kinds_turn_over},
 };
 
 UNIT_MAIN(cases)
