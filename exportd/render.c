@@ -5,6 +5,7 @@
  * memcpy and integer formatting.
  */
 #include <fnmatch.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -531,27 +532,30 @@ static void exportd_metrics(struct ctx *c)
 		for (int i = 0; i < 6; i++)
 			by_reason(c, "code", cls[i], k->http_requests[i]);
 	}
-	if (k && family(c, "wattbus_exportd_http_connections", "gauge",
-			"HTTP connections open, this scrape's included", NO_LEVEL))
-		plain(c, k->http_connections);
-	if (k && family(c, "wattbus_exportd_http_connections_refused_total", "counter",
-			"Connections refused because only reserved_connections were left and the "
-			"address held one already",
-			NO_LEVEL))
-		plain(c, k->http_refused);
-	if (k && family(c, "wattbus_exportd_http_request_timeouts_total", "counter",
-			"Connections closed because their request was not received and answered "
-			"within http_request_timeout",
-			NO_LEVEL))
-		plain(c, k->http_request_timeouts);
-	if (k && family(c, "wattbus_exportd_auth_failures_total", "counter",
-			"Requests for /metrics with a wrong user or password", NO_LEVEL))
-		plain(c, k->auth_failures);
-	if (k && family(c, "wattbus_exportd_auth_throttled_total", "counter",
-			"Requests answered 429 because their address served a penalty for wrong "
-			"passwords",
-			NO_LEVEL))
-		plain(c, k->auth_throttled);
+	/* exportd's own single-valued HTTP figures: one row each */
+	static const struct {
+		const char *name, *type, *help;
+		size_t off;
+	} http_plain[] = {
+	    {"wattbus_exportd_http_connections", "gauge",
+	     "HTTP connections open, this scrape's included",
+	     offsetof(struct exportd_counters, http_connections)},
+	    {"wattbus_exportd_http_connections_refused_total", "counter",
+	     "Connections refused because only reserved_connections were left and the address held one already",
+	     offsetof(struct exportd_counters, http_refused)},
+	    {"wattbus_exportd_http_request_timeouts_total", "counter",
+	     "Connections closed because their request was not received and answered within http_request_timeout",
+	     offsetof(struct exportd_counters, http_request_timeouts)},
+	    {"wattbus_exportd_auth_failures_total", "counter",
+	     "Requests for /metrics with a wrong user or password",
+	     offsetof(struct exportd_counters, auth_failures)},
+	    {"wattbus_exportd_auth_throttled_total", "counter",
+	     "Requests answered 429 because their address served a penalty for wrong passwords",
+	     offsetof(struct exportd_counters, auth_throttled)},
+	};
+	for (size_t i = 0; k && i < sizeof(http_plain) / sizeof(http_plain[0]); i++)
+		if (family(c, http_plain[i].name, http_plain[i].type, http_plain[i].help, NO_LEVEL))
+			plain(c, *(const uint64_t *)((const char *)k + http_plain[i].off));
 	if (k && family(c, "wattbus_exportd_render_seconds", "gauge",
 			"Time the previous /metrics took to render", NO_LEVEL)) {
 		rbuf_put(c->b, c->name, c->namelen);
