@@ -39,8 +39,8 @@ teardown() { wb_kill_all; }
 	pd_watts_ok "$BATS_TEST_TMPDIR/gpu.tsv" 20 >&3
 	# then 40 W: the step in between is a trapezoid, after it 40 W x time. A sample whose
 	# grid time is after the change was read after it.
-	changed=$(date +%s%N)
 	pd_put "$HW/hwmon2/power1_input" 40000000
+	changed=$(date +%s%N) # after the write: a sample stamped later was read after it
 	pd_wait_power $(($(pd_power_rows - | wc -l) + 12))
 	pd_power_rows gpu-0 | awk -v c="$changed" '$1 > c {print $1, $4}' >"$BATS_TEST_TMPDIR/gpu40.tsv"
 	[ "$(wc -l <"$BATS_TEST_TMPDIR/gpu40.tsv")" -ge 10 ]
