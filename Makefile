@@ -33,7 +33,8 @@ Q := @
 say = @printf '  %-8s %s\n' $(1) $(2);
 endif
 
-PKGS := libczmq libzmq msgpack jansson inih libsystemd
+# libcurl is linked only where lib/httpc.c is used (--as-needed drops it elsewhere).
+PKGS := libczmq libzmq msgpack jansson inih libsystemd libcurl
 PKGS_exportd := libmicrohttpd zlib
 PKGS_usaged := libbpf libelf zlib
 ALL_PKGS := $(PKGS) libmicrohttpd zlib libbpf libelf
@@ -64,7 +65,7 @@ comma := ,
 SAN_FLAGS := $(if $(SANITIZE),-fsanitize=address$(comma)undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
 ALL_CFLAGS := -std=gnu11 $(WARNINGS) $(CFLAGS) $(SAN_FLAGS) -MMD -MP -D_GNU_SOURCE \
 	-DWB_VERSION='"$(VERSION)"' -DWB_DATADIR='"$(DATADIR)"' -DWB_SYSCONFDIR='"$(SYSCONFDIR)"' -Ilib -I$(BUILD)/gen -I$(BUILD)/bpf $(call pkg_cflags,$(ALL_PKGS))
-ALL_LDFLAGS := $(LDFLAGS) $(SAN_FLAGS)
+ALL_LDFLAGS := $(LDFLAGS) $(SAN_FLAGS) -Wl,--as-needed
 LIBS := $(call pkg_libs,$(PKGS)) -lm
 
 STAGES := powerd usaged alignd estimd exportd

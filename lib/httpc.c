@@ -1,0 +1,336 @@
+/* The HTTP client over libcurl (httpc.h). */
+#include "httpc.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+
+#define DEFAULT_TIMEOUT_MS 10000L
+#define DEFAULT_MAX_BODY (4u << 20)
+
+static const char *const result_names[WB_HTTPC_NRESULTS] = {
+	[WB_HTTPC_OK] = "ok",           [WB_HTTPC_STATUS] = "status",   [WB_HTTPC_CONNECT] = "connect",
+	[WB_HTTPC_TIMEOUT] = "timeout", [WB_HTTPC_TLS] = "tls",         [WB_HTTPC_TOO_BIG] = "too_big",
+	[WB_HTTPC_ERROR] = "error",
+};
+
+const char *wb_httpc_result_name(enum wb_httpc_result r)
+{
+	return (unsigned)r < WB_HTTPC_NRESULTS ? result_names[r] : "error";
+}
+
+static pthread_once_t global_once = PTHREAD_ONCE_INIT;
+static CURLcode global_rc;
+
+static void global_init(void)
+{
+	global_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+struct sink {
+	struct wb_httpc_resp *resp;
+	size_t cap, max;
+	bool too_big;
+};
+
+static size_t on_data(char *data, size_t size, size_t n, void *arg)
+{
+	struct sink *s = arg;
+	size_t add = size * n;
+	if (add > s->max - s->resp->len) {
+		s->too_big = true;
+		return 0;
+	}
+	if (s->resp->len + add + 1 > s->cap) {
+		size_t cap = s->cap ? s->cap : 4096;
+		while (cap < s->resp->len + add + 1)
+			cap *= 2;
+		char *b = realloc(s->resp->body, cap);
+		if (!b)
+			return 0;
+		s->resp->body = b;
+		s->cap = cap;
+	}
+	memcpy(s->resp->body + s->resp->len, data, add);
+	s->resp->len += add;
+	s->resp->body[s->resp->len] = '\0';
+	return add;
+}
+
+static enum wb_httpc_result classify(CURLcode rc)
+{
+	switch (rc) {
+	case CURLE_COULDNT_CONNECT:
+	case CURLE_COULDNT_RESOLVE_HOST:
+	case CURLE_COULDNT_RESOLVE_PROXY:
+		return WB_HTTPC_CONNECT;
+	case CURLE_OPERATION_TIMEDOUT:
+		return WB_HTTPC_TIMEOUT;
+	case CURLE_SSL_CONNECT_ERROR:
+	case CURLE_PEER_FAILED_VERIFICATION:
+	case CURLE_SSL_CERTPROBLEM:
+	case CURLE_SSL_CIPHER:
+	case CURLE_SSL_CACERT_BADFILE:
+	case CURLE_SSL_ISSUER_ERROR:
+	case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
+	case CURLE_SSL_INVALIDCERTSTATUS:
+		return WB_HTTPC_TLS;
+	default:
+		return WB_HTTPC_ERROR;
+	}
+}
+
+/* The first bytes of a body, printable, for a message. */
+static void body_excerpt(const struct wb_httpc_resp *r, char *out, size_t outlen)
+{
+	size_t n = 0;
+	for (size_t i = 0; r->body && i < r->len && n + 1 < outlen && n < 120; i++)
+		out[n++] = (r->body[i] >= 0x20 && r->body[i] < 0x7f) ? r->body[i] : ' ';
+	out[n] = '\0';
+}
+
+enum wb_httpc_result wb_httpc_request(const char *method, const char *url, const void *body,
+				      size_t body_len, const struct wb_httpc_opts *opts,
+				      struct wb_httpc_resp *resp, char *err, size_t errlen)
+{
+	static const struct wb_httpc_opts none;
+	const struct wb_httpc_opts *o = opts ? opts : &none;
+	memset(resp, 0, sizeof(*resp));
+	if (err && errlen)
+		err[0] = '\0';
+	pthread_once(&global_once, global_init);
+	if (global_rc != CURLE_OK) {
+		snprintf(err, errlen, "%s %s: libcurl: %s", method, url, curl_easy_strerror(global_rc));
+		return WB_HTTPC_ERROR;
+	}
+	CURL *c = curl_easy_init();
+	if (!c) {
+		snprintf(err, errlen, "%s %s: libcurl: cannot start a transfer", method, url);
+		return WB_HTTPC_ERROR;
+	}
+	struct sink sink = {.resp = resp, .max = o->max_body ? o->max_body : DEFAULT_MAX_BODY};
+	struct curl_slist *hdr = NULL;
+	char line[4096];
+	char curl_err[CURL_ERROR_SIZE] = "";
+	long timeout = o->timeout_ms > 0 ? o->timeout_ms : DEFAULT_TIMEOUT_MS;
+
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, curl_err);
+	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
+	curl_easy_setopt(c, CURLOPT_MAXREDIRS, 3L);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, timeout);
+	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS,
+			 o->connect_timeout_ms > 0 ? o->connect_timeout_ms : timeout);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, &sink);
+	curl_easy_setopt(c, CURLOPT_ACCEPT_ENCODING, "");
+	curl_easy_setopt(c, CURLOPT_USERAGENT, "wattbus/" WB_VERSION);
+	if (o->unix_socket)
+		curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, o->unix_socket);
+	if (o->ca_file)
+		curl_easy_setopt(c, CURLOPT_CAINFO, o->ca_file);
+	if (o->insecure) {
+		curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 0L);
+		curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 0L);
+	}
+	if (o->user) {
+		curl_easy_setopt(c, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
+		curl_easy_setopt(c, CURLOPT_USERNAME, o->user);
+		curl_easy_setopt(c, CURLOPT_PASSWORD, o->password ? o->password : "");
+	}
+	if (o->bearer) {
+		snprintf(line, sizeof(line), "Authorization: Bearer %s", o->bearer);
+		hdr = curl_slist_append(hdr, line);
+	}
+	if (o->accept) {
+		snprintf(line, sizeof(line), "Accept: %s", o->accept);
+		hdr = curl_slist_append(hdr, line);
+	}
+	if (body) {
+		snprintf(line, sizeof(line), "Content-Type: %s",
+			 o->content_type ? o->content_type : "application/json");
+		hdr = curl_slist_append(hdr, line);
+		curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+		curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body_len);
+	}
+	if (hdr)
+		curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdr);
+
+	CURLcode rc = curl_easy_perform(c);
+	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &resp->status);
+	enum wb_httpc_result res;
+	if (sink.too_big) {
+		res = WB_HTTPC_TOO_BIG;
+		snprintf(err, errlen, "%s %s: answer longer than %zu bytes", method, url, sink.max);
+	} else if (rc != CURLE_OK) {
+		res = classify(rc);
+		snprintf(err, errlen, "%s %s: %s", method, url,
+			 curl_err[0] ? curl_err : curl_easy_strerror(rc));
+	} else if (resp->status < 200 || resp->status > 299) {
+		char ex[128];
+		body_excerpt(resp, ex, sizeof(ex));
+		res = WB_HTTPC_STATUS;
+		snprintf(err, errlen, "%s %s: HTTP %ld%s%s", method, url, resp->status, ex[0] ? ": " : "",
+			 ex);
+	} else {
+		res = WB_HTTPC_OK;
+	}
+	curl_slist_free_all(hdr);
+	curl_easy_cleanup(c);
+	return res;
+}
+
+void wb_httpc_resp_free(struct wb_httpc_resp *resp)
+{
+	if (!resp)
+		return;
+	free(resp->body);
+	resp->body = NULL;
+	resp->len = 0;
+}
+
+json_t *wb_httpc_json(const struct wb_httpc_resp *resp, const char *url, char *err, size_t errlen)
+{
+	json_error_t je;
+	if (!resp->body || resp->len == 0) {
+		snprintf(err, errlen, "%s: not JSON: empty answer", url);
+		return NULL;
+	}
+	json_t *j = json_loadb(resp->body, resp->len, JSON_REJECT_DUPLICATES, &je);
+	if (!j)
+		snprintf(err, errlen, "%s: not JSON: line %d: %s", url, je.line, je.text);
+	return j;
+}
+
+/* ---- a request on a thread of its own ---- */
+
+struct wb_httpc_job {
+	pthread_t thread;
+	int fd;
+	atomic_bool done;
+	char *method, *url, *body;
+	size_t body_len;
+	struct wb_httpc_opts opts;
+	enum wb_httpc_result res;
+	struct wb_httpc_resp resp;
+	char err[1024];
+};
+
+static char *dup_or_null(const char *s, bool *ok)
+{
+	if (!s)
+		return NULL;
+	char *d = strdup(s);
+	if (!d)
+		*ok = false;
+	return d;
+}
+
+static void job_free(struct wb_httpc_job *j)
+{
+	if (j->fd >= 0)
+		close(j->fd);
+	free(j->method);
+	free(j->url);
+	free(j->body);
+	free((char *)j->opts.ca_file);
+	free((char *)j->opts.bearer);
+	free((char *)j->opts.user);
+	free((char *)j->opts.password);
+	free((char *)j->opts.content_type);
+	free((char *)j->opts.accept);
+	free((char *)j->opts.unix_socket);
+	wb_httpc_resp_free(&j->resp);
+	free(j);
+}
+
+static void *job_run(void *arg)
+{
+	struct wb_httpc_job *j = arg;
+	j->res = wb_httpc_request(j->method, j->url, j->body, j->body_len, &j->opts, &j->resp, j->err,
+				  sizeof(j->err));
+	atomic_store(&j->done, true);
+	uint64_t one = 1;
+	while (write(j->fd, &one, sizeof(one)) < 0 && errno == EINTR)
+		;
+	return NULL;
+}
+
+struct wb_httpc_job *wb_httpc_start(const char *method, const char *url, const void *body,
+				    size_t body_len, const struct wb_httpc_opts *opts, char *err,
+				    size_t errlen)
+{
+	struct wb_httpc_job *j = calloc(1, sizeof(*j));
+	if (!j) {
+		snprintf(err, errlen, "%s %s: out of memory", method, url);
+		return NULL;
+	}
+	j->fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	bool ok = j->fd >= 0;
+	j->method = dup_or_null(method, &ok);
+	j->url = dup_or_null(url, &ok);
+	if (body) {
+		j->body = malloc(body_len + 1);
+		if (j->body) {
+			memcpy(j->body, body, body_len);
+			j->body[body_len] = '\0';
+		} else {
+			ok = false;
+		}
+		j->body_len = body_len;
+	}
+	if (opts) {
+		j->opts = *opts;
+		j->opts.ca_file = dup_or_null(opts->ca_file, &ok);
+		j->opts.bearer = dup_or_null(opts->bearer, &ok);
+		j->opts.user = dup_or_null(opts->user, &ok);
+		j->opts.password = dup_or_null(opts->password, &ok);
+		j->opts.content_type = dup_or_null(opts->content_type, &ok);
+		j->opts.accept = dup_or_null(opts->accept, &ok);
+		j->opts.unix_socket = dup_or_null(opts->unix_socket, &ok);
+	}
+	/* curl_global_init is not thread-safe: run it here, before the thread. */
+	pthread_once(&global_once, global_init);
+	int rc = ok ? pthread_create(&j->thread, NULL, job_run, j) : ENOMEM;
+	if (rc != 0) {
+		snprintf(err, errlen, "%s %s: cannot start the request: %s", method, url,
+			 ok ? strerror(rc) : "out of memory");
+		job_free(j);
+		return NULL;
+	}
+	return j;
+}
+
+int wb_httpc_job_fd(const struct wb_httpc_job *job)
+{
+	return job->fd;
+}
+
+bool wb_httpc_job_done(const struct wb_httpc_job *job)
+{
+	return atomic_load(&job->done);
+}
+
+enum wb_httpc_result wb_httpc_job_finish(struct wb_httpc_job *job, struct wb_httpc_resp *resp,
+					 char *err, size_t errlen)
+{
+	pthread_join(job->thread, NULL);
+	enum wb_httpc_result res = job->res;
+	*resp = job->resp;
+	memset(&job->resp, 0, sizeof(job->resp));
+	snprintf(err, errlen, "%s", job->err);
+	job_free(job);
+	return res;
+}
