@@ -77,6 +77,11 @@ struct fdwatch {
 	uint64_t interval_ns;
 };
 
+/* A grid timer is an fd watch whose fd is its timerfd. */
+struct wb_grid {
+	struct fdwatch w;
+};
+
 struct wb_daemon {
 	const struct wb_stage *stage;
 	struct wb_global global;
@@ -562,7 +567,19 @@ void wb_daemon_timer_end(struct wb_daemon *d, int timer_id)
 		zloop_timer_end(d->loop, timer_id);
 }
 
-/* Arm a periodic CLOCK_REALTIME timer at the next multiple of interval_ns; cancelled when the clock is set. */
+void wb_grid_tick_at(uint64_t now_ns, uint64_t interval_ns, uint64_t expirations,
+		     struct wb_grid_tick *tick)
+{
+	tick->t_ns = now_ns - now_ns % interval_ns; /* the last grid instant not after now */
+	tick->late_ns = now_ns - tick->t_ns;
+	tick->missed = expirations > 1 ? expirations - 1 : 0;
+}
+
+/*
+ * Arm a periodic CLOCK_REALTIME timer at the next multiple of interval_ns; the
+ * kernel keeps it on the grid and counts the expirations a late read missed.
+ * Cancelled (ECANCELED) when the clock is set.
+ */
 static int grid_arm(int fd, uint64_t interval_ns)
 {
 	uint64_t first = wb_grid_next(wb_now_ns(), interval_ns);
@@ -577,24 +594,29 @@ static int grid_arm(int fd, uint64_t interval_ns)
 	return 0;
 }
 
+static void grid_fire(struct fdwatch *w)
+{
+	uint64_t expirations;
+	ssize_t got = read(w->fd, &expirations, sizeof(expirations));
+	if (got < 0 && errno == ECANCELED) {
+		/* The wall clock was set: a periodic absolute timer would wait out a step back,
+		 * so arm it again on the grid of the new time. */
+		log_info("wall clock changed; sampling grid re-armed");
+		grid_arm(w->fd, w->interval_ns);
+		return;
+	}
+	if (got != sizeof(expirations) || expirations == 0)
+		return; /* spurious wake-up */
+	struct wb_grid_tick tick;
+	wb_grid_tick_at(wb_now_ns(), w->interval_ns, expirations, &tick);
+	w->grid_fn(w->d, &tick, w->arg);
+}
+
 static int on_fd(zloop_t *loop, zmq_pollitem_t *item, void *arg)
 {
 	struct fdwatch *w = arg;
 	if (w->grid_fn) {
-		uint64_t expirations;
-		ssize_t got = read(w->fd, &expirations, sizeof(expirations));
-		if (got < 0 && errno == ECANCELED) {
-			/* The wall clock was set: a periodic absolute timer would wait out a step
-			 * back, so arm it again on the grid of the new time. */
-			log_info("wall clock changed; sampling grid re-armed");
-			grid_arm(w->fd, w->interval_ns);
-			return 0;
-		}
-		if (got != sizeof(expirations))
-			return 0; /* spurious wake-up */
-		uint64_t now = wb_now_ns();
-		uint64_t t = now - now % w->interval_ns;
-		w->grid_fn(w->d, t, now - t, w->arg);
+		grid_fire(w);
 		return 0;
 	}
 	if (w->fn(w->d, w->fd, w->arg) < 0) {
@@ -629,26 +651,39 @@ int wb_daemon_watch_fd(struct wb_daemon *d, int fd, wb_fd_fn *fn, void *arg)
 	return watch(d, w);
 }
 
-int wb_daemon_grid_timer(struct wb_daemon *d, uint64_t interval_ns, wb_grid_fn *fn, void *arg)
+struct wb_grid *wb_daemon_grid_timer(struct wb_daemon *d, uint64_t interval_ns, wb_grid_fn *fn,
+				     void *arg)
 {
 	if (interval_ns == 0)
-		return -1;
+		return NULL;
 	int fd = timerfd_create(CLOCK_REALTIME, TFD_CLOEXEC | TFD_NONBLOCK);
 	if (fd < 0) {
 		log_warn("timerfd_create");
-		return -1;
+		return NULL;
 	}
 	if (grid_arm(fd, interval_ns) < 0) {
 		close(fd);
-		return -1;
+		return NULL;
 	}
-	struct fdwatch *w = calloc(1, sizeof(*w));
-	if (!w) {
+	struct wb_grid *g = calloc(1, sizeof(*g));
+	if (!g) {
 		close(fd);
-		return -1;
+		return NULL;
 	}
-	*w = (struct fdwatch){.d = d, .fd = fd, .grid_fn = fn, .arg = arg, .interval_ns = interval_ns};
-	return watch(d, w);
+	g->w = (struct fdwatch){.d = d, .fd = fd, .grid_fn = fn, .arg = arg, .interval_ns = interval_ns};
+	if (watch(d, &g->w) < 0) { /* watch frees g */
+		close(fd);
+		return NULL;
+	}
+	return g;
+}
+
+int wb_grid_rearm(struct wb_grid *g, uint64_t interval_ns)
+{
+	if (interval_ns == 0 || grid_arm(g->w.fd, interval_ns) < 0)
+		return -1;
+	g->w.interval_ns = interval_ns;
+	return 0;
 }
 
 void wb_daemon_on_reload(struct wb_daemon *d, wb_reload_fn *fn, void *arg)

@@ -83,12 +83,27 @@ void wb_daemon_timer_end(struct wb_daemon *d, int timer_id);
 
 /*
  * A timer on the wall-clock grid: fn runs when CLOCK_REALTIME reaches each
- * multiple of interval_ns (t mod interval == 0), with that grid instant as t_ns,
- * so that hosts sample at the same instants. late_ns is how far after t_ns it
- * ran. Missed ticks (a busy or suspended process) are skipped, not replayed.
+ * multiple of interval_ns (t mod interval == 0), with that grid instant as
+ * t_ns, so that hosts sample at the same instants. late_ns is how far after
+ * t_ns it ran; missed counts the grid instants skipped since the last run (a
+ * busy or suspended process): they are not replayed. A clock set re-arms it on
+ * the new time's grid.
  */
-typedef void(wb_grid_fn)(struct wb_daemon *d, uint64_t t_ns, uint64_t late_ns, void *arg);
-int wb_daemon_grid_timer(struct wb_daemon *d, uint64_t interval_ns, wb_grid_fn *fn, void *arg);
+struct wb_grid_tick {
+	uint64_t t_ns;
+	uint64_t late_ns;
+	uint64_t missed;
+};
+/* The tick for a timer read at now_ns that reported expirations (>= 1) since the last read. */
+void wb_grid_tick_at(uint64_t now_ns, uint64_t interval_ns, uint64_t expirations,
+		     struct wb_grid_tick *tick);
+struct wb_grid;
+typedef void(wb_grid_fn)(struct wb_daemon *d, const struct wb_grid_tick *tick, void *arg);
+/* NULL when no timer could be made (logged). The daemon owns it. */
+struct wb_grid *wb_daemon_grid_timer(struct wb_daemon *d, uint64_t interval_ns, wb_grid_fn *fn,
+				     void *arg);
+/* A new interval, from the next multiple of it on (SIGHUP). 0, or -1 (logged; the old one runs). */
+int wb_grid_rearm(struct wb_grid *g, uint64_t interval_ns);
 
 /* Watch a file descriptor for input; fn returns 0, or -1 to stop watching it. */
 typedef int(wb_fd_fn)(struct wb_daemon *d, int fd, void *arg);

@@ -102,7 +102,7 @@ struct powerd {
 	struct pd_watch watch[PD_SOURCES_MAX];
 	struct pd_opts opts;
 	struct pd_set *set;
-	struct pd_grid grid;
+	struct wb_grid *grid;
 	uint64_t last_t_ns;
 	struct {
 		uint64_t *samples, *samples_missed, *zone_samples_skipped, *read_errors,
@@ -164,39 +164,35 @@ static int on_source_fd(struct wb_daemon *d, int fd, void *arg)
 	return 0;
 }
 
-static int on_tick(struct wb_daemon *d, int fd, void *arg)
+static void on_tick(struct wb_daemon *d, const struct wb_grid_tick *tick, void *arg)
 {
 	struct powerd *pd = arg;
-	struct pd_tick tick;
-	if (grid_fire(&pd->grid, &tick) <= 0)
-		return 0;
 	uint64_t mono = wb_mono_ns();
 	struct pd_counts *c = &pd->set->counts;
-	c->samples_missed += tick.missed;
-	c->lateness_sum_ns += tick.lateness_ns;
-	if (tick.lateness_ns > c->lateness_max_ns)
-		c->lateness_max_ns = tick.lateness_ns;
+	c->samples_missed += tick->missed;
+	c->lateness_sum_ns += tick->late_ns;
+	if (tick->late_ns > c->lateness_max_ns)
+		c->lateness_max_ns = tick->late_ns;
 	for (unsigned s = 0; s < pd_nsources; s++)
 		if ((pd->set->used & (1u << s)) && pd_sources[s]->tend)
 			pd_sources[s]->tend(pd->set);
 
 	struct wb_msg msg = {.kind = WB_POWER};
-	size_t n = pd_set_sample(pd->set, tick.t_ns, mono, &msg.power);
-	if (tick.t_ns <= pd->last_t_ns) {
+	size_t n = pd_set_sample(pd->set, tick->t_ns, mono, &msg.power);
+	if (tick->t_ns <= pd->last_t_ns) {
 		/* The clock went back: the counters were read (no wrap goes unseen) but t must not
 		 * repeat. */
 		pd->clock_steps++;
 		log_warnx(
 		    "sample time %llu is not after the last one published (%llu): clock set back; "
 		    "not published",
-		    (unsigned long long)tick.t_ns, (unsigned long long)pd->last_t_ns);
+		    (unsigned long long)tick->t_ns, (unsigned long long)pd->last_t_ns);
 	} else if (n > 0) {
 		if (wb_daemon_send(d, &msg) == 0)
-			pd->last_t_ns = tick.t_ns;
+			pd->last_t_ns = tick->t_ns;
 	}
 	wb_msg_clear(&msg);
 	stat_update(pd);
-	return 0;
 }
 
 static size_t open_sources(struct powerd *pd, const struct powerd_conf *conf)
@@ -273,13 +269,13 @@ static int on_reload(struct wb_daemon *d, void *new_confp, void *arg)
 		pd->set->zones[i].integ.max_uw = max_uw;
 	}
 	if (old->interval_ns != conf->interval_ns)
-		grid_rearm(&pd->grid, conf->interval_ns);
+		wb_grid_rearm(pd->grid, conf->interval_ns);
 	return 0;
 }
 
 int main(int argc, char **argv)
 {
-	struct powerd pd = {.grid = {.fd = -1}};
+	struct powerd pd = {0};
 	pd.d = wb_daemon_new(&powerd_stage, argc, argv);
 	struct powerd_conf *conf = wb_daemon_conf(pd.d);
 	opts_from_conf(&pd.opts, conf);
@@ -293,8 +289,8 @@ int main(int argc, char **argv)
 	 */
 	uint64_t slack_ns = conf->interval_ns / 1000;
 	prctl(PR_SET_TIMERSLACK, slack_ns < 1000 ? 1000 : slack_ns > 50000 ? 50000 : slack_ns);
-	if (grid_open(&pd.grid, conf->interval_ns) < 0 ||
-	    wb_daemon_watch_fd(pd.d, pd.grid.fd, on_tick, &pd) < 0) {
+	pd.grid = wb_daemon_grid_timer(pd.d, conf->interval_ns, on_tick, &pd);
+	if (!pd.grid) {
 		log_errx("cannot set up the sampling timer");
 		pd_set_destroy(&pd.set);
 		wb_daemon_destroy(&pd.d);
@@ -313,7 +309,6 @@ int main(int argc, char **argv)
 		 (unsigned long long)c->samples, (unsigned long long)c->samples_missed,
 		 c->samples ? (double)c->lateness_sum_ns / (double)c->samples / 1e3 : 0.0,
 		 (double)c->lateness_max_ns / 1e3, (unsigned long long)c->zone_samples_skipped);
-	grid_close(&pd.grid);
 	pd_set_destroy(&pd.set);
 	wb_daemon_destroy(&pd.d);
 	return rc;

@@ -310,27 +310,4 @@ void detect_mode(const struct pd_set *set, char *buf, size_t size);
 /* Log each zone with its range and minimum safe interval; warn when the interval is not safe. */
 void detect_log_zones(const struct pd_set *set);
 
-/* ---- grid.c: the wall-clock sampling grid ---- */
-
-struct pd_grid {
-	uint64_t interval_ns;
-	uint64_t next_ns; /* the grid time the timer is armed for */
-	int fd;		  /* timerfd on CLOCK_REALTIME */
-};
-
-struct pd_tick {
-	uint64_t t_ns;	      /* the grid time this sample stands for */
-	uint64_t lateness_ns; /* how long after t_ns it woke */
-	uint64_t missed;      /* grid times skipped because it woke too late */
-};
-
-/* Pure: given the time the timer was armed for and the time it woke, which grid time to sample. */
-void grid_tick_at(uint64_t armed_ns, uint64_t now_ns, uint64_t interval_ns, struct pd_tick *tick);
-int grid_open(struct pd_grid *g, uint64_t interval_ns);
-/* Consume the timer's expiry and arm the next one. Returns 1 with tick filled, 0 when spurious
- * (clock set). */
-int grid_fire(struct pd_grid *g, struct pd_tick *tick);
-int grid_rearm(struct pd_grid *g, uint64_t interval_ns);
-void grid_close(struct pd_grid *g);
-
 #endif

@@ -75,7 +75,8 @@ struct usaged {
 	struct cgroups *cg;
 	struct bpfsrc *bpf; /* NULL in procfs mode */
 	const char *src;
-	uint64_t interval_ns; /* of the running timer; changes need a restart */
+	uint64_t interval_ns; /* of the running timer */
+	struct wb_grid *grid;
 	uint64_t msgno;
 	uint64_t *c_procs, *c_exited, *c_scan_ns, *c_incomplete, *c_procstat_fail, *c_send_fail,
 	    *c_table_full;
@@ -129,7 +130,7 @@ static void update_stats(struct usaged *u)
 	*u->c_exits_forced = bs.exits_forced;
 }
 
-static void on_tick(struct wb_daemon *d, uint64_t t_ns, uint64_t late_ns, void *arg)
+static void on_tick(struct wb_daemon *d, const struct wb_grid_tick *tick, void *arg)
 {
 	struct usaged *u = arg;
 	const struct usaged_conf *conf = wb_daemon_conf(d);
@@ -194,7 +195,7 @@ static void on_tick(struct wb_daemon *d, uint64_t t_ns, uint64_t late_ns, void *
 	*u->c_scan_ns = wb_mono_ns() - mono0;
 	log_debug("usage %llu: %zu processes tracked, scan %.1f ms, late %.1f ms",
 		  (unsigned long long)u->msgno, ptab_count(u->tab), (double)*u->c_scan_ns / 1e6,
-		  (double)late_ns / 1e6);
+		  (double)tick->late_ns / 1e6);
 }
 
 static int on_reload(struct wb_daemon *d, void *new_conf, void *arg)
@@ -202,13 +203,19 @@ static int on_reload(struct wb_daemon *d, void *new_conf, void *arg)
 	struct usaged *u = arg;
 	struct usaged_conf *nc = new_conf;
 	const struct usaged_conf *oc = wb_daemon_conf(d);
-	if (nc->interval_ns != oc->interval_ns || strcmp(nc->mode, oc->mode) != 0 ||
-	    nc->max_procs != oc->max_procs || nc->counters != oc->counters ||
-	    strcmp(nc->proc_root, oc->proc_root) != 0 || strcmp(nc->pub, oc->pub) != 0)
-		log_warnx("reload: interval, mode, max_procs, counters, proc_root and pub change "
-			  "at the next "
-			  "restart; full_every and retire_after apply now");
-	nc->interval_ns = u->interval_ns; /* what the messages say must match the running timer */
+	if (strcmp(nc->mode, oc->mode) != 0 || nc->max_procs != oc->max_procs ||
+	    nc->counters != oc->counters || strcmp(nc->proc_root, oc->proc_root) != 0 ||
+	    strcmp(nc->pub, oc->pub) != 0)
+		log_warnx("reload: mode, max_procs, counters, proc_root and pub change at the next restart; interval, full_every and retire_after apply now");
+	if (nc->interval_ns != u->interval_ns) {
+		/* Values are cumulative, so the message that spans the change loses nothing. */
+		if (wb_grid_rearm(u->grid, nc->interval_ns) < 0) {
+			log_warnx("reload: cannot re-arm the timer; keeping the running config");
+			return -1;
+		}
+		log_info("reload: publishing every %.3g s from the next multiple of it on", (double)nc->interval_ns / 1e9);
+		u->interval_ns = nc->interval_ns;
+	}
 	return 0;
 }
 
@@ -283,7 +290,8 @@ int main(int argc, char **argv)
 		goto out;
 	log_info("publishing usage every %.3g s as %s; %s", (double)u.interval_ns / 1e9, u.src,
 		 cgroups_describe(u.cg));
-	if (wb_daemon_grid_timer(u.d, u.interval_ns, on_tick, &u) < 0) {
+	u.grid = wb_daemon_grid_timer(u.d, u.interval_ns, on_tick, &u);
+	if (!u.grid) {
 		log_errx("cannot start the interval timer");
 		goto out;
 	}

@@ -1,6 +1,6 @@
 /*
  * powerd's arithmetic: wrap correction, rejected readings and restarts of the
- * energy counters, trapezoid integration of power, and the sampling grid.
+ * energy counters, trapezoid integration of power. (The sampling grid is lib/daemon.c's: test_daemon_grid.c.)
  */
 #include "../../powerd/powerd.h"
 #include "unit.h"
@@ -193,23 +193,6 @@ static void test_integ_clock_step(void)
 	CHECK_U64(in.total_uj, 20000000);
 }
 
-static void test_grid_tick(void)
-{
-	struct pd_tick tk;
-	grid_tick_at(10 * S, 10 * S + 120000, S, &tk);
-	CHECK_U64(tk.t_ns, 10 * S);
-	CHECK_U64(tk.lateness_ns, 120000);
-	CHECK_U64(tk.missed, 0);
-	/* woke 2.3 intervals late: two grid times skipped, the sample stands for the latest */
-	grid_tick_at(10 * S, 12 * S + 300 * MS, S, &tk);
-	CHECK_U64(tk.t_ns, 12 * S);
-	CHECK_U64(tk.lateness_ns, 300 * MS);
-	CHECK_U64(tk.missed, 2);
-	grid_tick_at(20 * MS, 20 * MS, 10 * MS, &tk);
-	CHECK_U64(tk.t_ns, 20 * MS);
-	CHECK_U64(tk.lateness_ns, 0);
-}
-
 static const struct unit_case cases[] = {
     {"sum of increments across wraps is exact", test_wrap_sum_exact},
     {"wrap from the top value to 0", test_exact_wrap_to_zero},
@@ -223,7 +206,6 @@ static const struct unit_case cases[] = {
     {"sub-microjoule remainder kept", test_integ_remainder},
     {"power out of range, stale, long gaps", test_integ_rejects},
     {"wall clock stepped between readings", test_integ_clock_step},
-    {"grid tick, lateness and missed ticks", test_grid_tick},
 };
 
 UNIT_MAIN(cases)
