@@ -10,9 +10,7 @@
 
 static size_t home(const struct cgtab *t, uint64_t id)
 {
-	uint64_t x = id * 0x9e3779b97f4a7c15ull;
-	x ^= x >> 29;
-	return (size_t)x & (t->cap - 1);
+	return (size_t)wb_mix64(id) & (t->cap - 1);
 }
 
 int cgtab_init(struct cgtab *t, size_t max)

@@ -9,19 +9,9 @@
 
 #include "alignd.h"
 
-static uint64_t mix64(uint64_t x)
-{
-	x ^= x >> 30;
-	x *= 0xbf58476d1ce4e5b9ull;
-	x ^= x >> 27;
-	x *= 0x94d049bb133111ebull;
-	x ^= x >> 31;
-	return x;
-}
-
 static size_t home(const struct proctab *pt, uint64_t pid, uint64_t start_ns)
 {
-	return (size_t)mix64(pid * 0x9e3779b97f4a7c15ull ^ start_ns) & (pt->cap - 1);
+	return (size_t)wb_hash2(pid, start_ns) & (pt->cap - 1);
 }
 
 int proctab_init(struct proctab *pt, size_t max)

@@ -60,7 +60,7 @@ static uint64_t hash_str(uint64_t h, const char *s, size_t maxlen)
  */
 static uint64_t hash_proc(uint64_t pid)
 {
-	return wb_mix64(pid * 0x9e3779b97f4a7c15ull);
+	return wb_hash2(pid, 0);
 }
 
 /* ---- an open-addressing map of workloads (linear probing, backward-shift delete) ---- */

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "hash.h"
 #include "wb_msgs.h"
 
 /* Why a frame was rejected; counted per reason in stat messages. */
@@ -64,17 +65,6 @@ int wb_encode(const struct wb_msg *msg, char **out, size_t *out_len, struct wb_e
 
 /* Length (1-4) of the valid UTF-8 sequence at s within n bytes, or 0: the codec's rule for strings. */
 size_t wb_utf8_seq_len(const unsigned char *s, size_t n);
-
-/* A 64-bit mixer (splitmix64's finaliser) for the stages' hash tables. */
-static inline uint64_t wb_mix64(uint64_t x)
-{
-	x ^= x >> 30;
-	x *= 0xbf58476d1ce4e5b9ull;
-	x ^= x >> 27;
-	x *= 0x94d049bb133111ebull;
-	x ^= x >> 31;
-	return x;
-}
 
 /* Allocate n zeroed elements for an array field; returns NULL on overflow or ENOMEM. */
 void *wb_array_new(size_t n, size_t elem_size);

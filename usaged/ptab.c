@@ -44,12 +44,7 @@ struct ptab {
 
 static uint64_t hash(uint32_t pid, uint64_t start_ns)
 {
-	uint64_t x = ((uint64_t)pid << 32) ^ start_ns ^ 0x9e3779b97f4a7c15ull;
-	x ^= x >> 30;
-	x *= 0xbf58476d1ce4e5b9ull;
-	x ^= x >> 27;
-	x *= 0x94d049bb133111ebull;
-	return x ^ (x >> 31);
+	return wb_hash2(pid, start_ns);
 }
 
 struct ptab *ptab_new(size_t max, bool baseline_first)

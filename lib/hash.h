@@ -1,0 +1,24 @@
+/* The one hash mixer of the stages' tables. */
+#ifndef WB_HASH_H
+#define WB_HASH_H
+
+#include <stdint.h>
+
+/* A 64-bit mixer (splitmix64's finaliser): every input bit reaches every output bit. */
+static inline uint64_t wb_mix64(uint64_t x)
+{
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ull;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebull;
+	x ^= x >> 31;
+	return x;
+}
+
+/* Two keys into one hash (a process: pid and start time). */
+static inline uint64_t wb_hash2(uint64_t a, uint64_t b)
+{
+	return wb_mix64(a * 0x9e3779b97f4a7c15ull ^ b);
+}
+
+#endif
