@@ -17,12 +17,9 @@
 #include <string.h>
 
 #include <czmq.h>
-#include <jansson.h>
-#include <unistd.h>
 
-#include "alignd.h"
+#include "align_int.h"
 #include "clock.h"
-#include "json.h"
 #include "log.h"
 #include "plaus.h"
 
@@ -30,75 +27,6 @@
 /* Power intervals past the last power sample a slot end may be extrapolated. */
 #define EXTRAP_INTERVALS 4
 
-/* Distinct zone names whose totals one usage host keeps: a total_epoch holds at most this many. */
-#define TOTALS_MAX 256
-
-struct pending {
-	struct wb_msg msg; /* WB_ALIGNED, usage part filled */
-	uint64_t recv_ns;  /* arrival of the usage message that closed it */
-	size_t bytes;	   /* charged to the budget while it waits */
-};
-
-/* Energy of one zone handed out in a usage host's slots since its total_epoch. */
-struct zone_total {
-	char name[64];
-	uint64_t uj;
-};
-
-struct uhost {
-	char name[64];
-	char power_name[64];
-	/* Cumulative totals on the wire (aligned.total_epoch, zones[].total_uj): they let a
-	 * consumer recover the energy of slots it never received. */
-	uint64_t total_epoch; /* 0: not started */
-	struct zone_total *totals;
-	size_t ntotals;
-	bool live;   /* tables present; false once silent for host_timeout */
-	bool have_t; /* last_t, epoch and the node totals are known */
-	uint64_t last_recv_ns;
-	uint64_t epoch;
-	uint64_t last_t;   /* t0 of the next slot */
-	uint64_t lost_acc; /* usage messages lost since the last slot */
-	struct usage_state us;
-	struct carry *carries;
-	size_t ncarries, capcarries;
-	struct pending *q; /* ring of slots waiting for power */
-	size_t qhead, qlen, qcap;
-	struct wb_rewind rewind;
-	size_t widx;  /* index in align.waiting while waiting */
-	bool waiting; /* in align.waiting: has slots waiting for power */
-};
-
-struct phost {
-	char name[64];
-	bool have_t;
-	uint64_t last_recv_ns, last_t, interval_ns;
-	uint64_t epoch;
-	uint64_t keep_from_ns; /* scratch for pruning */
-	/* Silent for host_timeout: its slots go without zones, and each curve keeps its last
-	 * sample so that its return is bridged (or a gap) and the carries paid back exactly. */
-	bool away;
-	struct wb_rewind rewind;
-	struct curve **curves;
-	size_t ncurves;
-	struct wb_budget *budget;
-};
-
-struct align {
-	struct align_conf conf;
-	align_emit_fn *emit;
-	void *arg;
-	zhashx_t *uhosts; /* name -> struct uhost */
-	zhashx_t *phosts; /* name -> struct phost */
-	struct uhost **waiting;
-	size_t nwaiting, capwaiting;
-	uint64_t next_curve_id;
-	uint64_t last_total_epoch; /* total epochs are unique within this alignd */
-	uint64_t last_sweep_ns;
-	struct wb_budget budget;
-	struct align_counters cnt;
-	struct wb_ratelimit rl_skew, rl_power, rl_usage, rl_host, rl_state;
-};
 
 /* What a host record holds beyond its tables, charged to the budget while it exists. */
 #define UHOST_BYTES (sizeof(struct uhost) + TOTALS_MAX * sizeof(struct zone_total))
@@ -337,7 +265,7 @@ static bool evict_one(struct align *a)
 	return true;
 }
 
-static struct uhost *uhost_get(struct align *a, const char *name)
+struct uhost *uhost_get(struct align *a, const char *name)
 {
 	struct uhost *uh = zhashx_lookup(a->uhosts, name);
 	if (uh)
@@ -362,7 +290,7 @@ static struct uhost *uhost_get(struct align *a, const char *name)
 	return uh;
 }
 
-static struct phost *phost_get(struct align *a, const char *name)
+struct phost *phost_get(struct align *a, const char *name)
 {
 	struct phost *ph = zhashx_lookup(a->phosts, name);
 	if (ph)
@@ -418,7 +346,7 @@ static bool curve_evict(struct align *a, struct phost *ph, const char *zone_name
 	return true;
 }
 
-static struct curve *curve_of(struct align *a, struct phost *ph, const char *zone_name,
+struct curve *curve_of(struct align *a, struct phost *ph, const char *zone_name,
 			      uint64_t recv_ns)
 {
 	for (size_t i = 0; i < ph->ncurves; i++)
@@ -441,7 +369,7 @@ static struct curve *curve_of(struct align *a, struct phost *ph, const char *zon
 
 /* ---- resolution ---- */
 
-static struct carry *carry_of(struct uhost *uh, const char *zone_name)
+struct carry *carry_of(struct uhost *uh, const char *zone_name)
 {
 	for (size_t i = 0; i < uh->ncarries; i++)
 		if (strcmp(uh->carries[i].name, zone_name) == 0)
@@ -478,7 +406,7 @@ static struct zone_total *total_find(struct uhost *uh, const char *name)
 }
 
 /* The zone's total, created at 0; NULL when the table is full or on ENOMEM. */
-static struct zone_total *total_get(struct uhost *uh, const char *name)
+struct zone_total *total_get(struct uhost *uh, const char *name)
 {
 	struct zone_total *zt = total_find(uh, name);
 	if (zt)
@@ -1045,7 +973,7 @@ void align_flush(struct align *a, uint64_t now_ns)
 
 /* Node CPU totals at the start of uh's oldest waiting slot: the last ones minus the waiting deltas.
  */
-static struct wb_cpu_times cpu_at_boundary(const struct uhost *uh)
+struct wb_cpu_times cpu_at_boundary(const struct uhost *uh)
 {
 	struct wb_cpu_times c = uh->us.cpu;
 	uint64_t *ct = (uint64_t *)&c;
@@ -1056,298 +984,4 @@ static struct wb_cpu_times cpu_at_boundary(const struct uhost *uh)
 			ct[k] = ct[k] > d[k] ? ct[k] - d[k] : 0; /* a reboot inside: near enough */
 	}
 	return c;
-}
-
-/*
- * What alignd needs to continue where it stopped: per power zone its last
- * sample (so the next one adds on, or bridges a powerd restart), per usage
- * host the boundary after its last published slot, node CPU totals there,
- * carries and totals. Slots still waiting for power are not in it: the first
- * slot after a restart starts where the published ones ended. Saved at a
- * clean stop and, as a checkpoint, every state_every while running, so that
- * after a crash (SIGKILL) a restart continues from the last checkpoint: slots
- * published after it are published again, and consumers drop them by time
- * and by total_uj.
- */
-int align_save(struct align *a, const char *path, uint64_t now_ns, bool sync)
-{
-	json_t *power = json_array(), *usage = json_array();
-	json_t *root = json_pack("{s:i, s:I, s:o, s:o}", "version", 1, "saved_ns",
-				 (json_int_t)now_ns, "power", power, "usage", usage);
-	if (!root)
-		return -1;
-	for (struct phost *ph = zhashx_first(a->phosts); ph; ph = zhashx_next(a->phosts)) {
-		if (!ph->have_t)
-			continue;
-		json_t *zones = json_array();
-		for (size_t i = 0; i < ph->ncurves; i++) {
-			const struct curve *c = ph->curves[i];
-			if (!c->n)
-				continue;
-			const struct curve_sample *last = &c->s[c->n - 1];
-			json_array_append_new(
-			    zones,
-			    json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "name",
-				      c->name, "zone", c->zone, "path", c->path, "index",
-				      (json_int_t)c->index, "first_t", (json_int_t)c->first_t_ns,
-				      "t", (json_int_t)last->t_ns, "e", (json_int_t)last->e_uj,
-				      "raw", (json_int_t)c->raw_last_uj, "epoch",
-				      (json_int_t)c->epoch, "range", (json_int_t)c->range_uj));
-		}
-		json_array_append_new(power,
-				      json_pack("{s:s, s:I, s:I, s:I, s:o}", "host", ph->name,
-						"epoch", (json_int_t)ph->epoch, "interval_ns",
-						(json_int_t)ph->interval_ns, "last_t",
-						(json_int_t)ph->last_t, "zones", zones));
-	}
-	for (struct uhost *uh = zhashx_first(a->uhosts); uh; uh = zhashx_next(a->uhosts)) {
-		if (!uh->have_t)
-			continue;
-		json_t *carries = json_array(), *totals = json_array();
-		for (size_t i = 0; i < uh->ncarries; i++)
-			if (uh->carries[i].curve_id)
-				json_array_append_new(
-				    carries,
-				    json_pack("{s:s, s:I, s:b}", "zone", uh->carries[i].name,
-					      "emitted_uj", (json_int_t)uh->carries[i].emitted_uj,
-					      "ahead", uh->carries[i].ahead));
-		for (size_t i = 0; i < uh->ntotals; i++)
-			json_array_append_new(totals,
-					      json_pack("{s:s, s:I}", "zone", uh->totals[i].name,
-							"uj", (json_int_t)uh->totals[i].uj));
-		struct wb_cpu_times cb = cpu_at_boundary(uh);
-		const struct wb_cpu_times *c = &cb;
-		uint64_t boundary = uh->qlen ? uh->q[uh->qhead].msg.aligned.t0 : uh->last_t;
-		json_array_append_new(
-		    usage, json_pack("{s:s, s:s, s:I, s:I, s:[I,I,I,I,I,I,I,I], s:o, s:I, s:o}",
-				     "host", uh->name, "power_host", uh->power_name, "epoch",
-				     (json_int_t)uh->epoch, "last_t", (json_int_t)boundary, "cpu",
-				     (json_int_t)c->user_ns, (json_int_t)c->nice_ns,
-				     (json_int_t)c->system_ns, (json_int_t)c->idle_ns,
-				     (json_int_t)c->iowait_ns, (json_int_t)c->irq_ns,
-				     (json_int_t)c->softirq_ns, (json_int_t)c->steal_ns, "carries",
-				     carries, "total_epoch", (json_int_t)uh->total_epoch, "totals",
-				     totals));
-	}
-	char err[512];
-	int rc = wb_json_save(root, path, sync, err, sizeof(err));
-	json_decref(root);
-	if (rc < 0)
-		log_rl(&a->rl_state, WB_LOG_WARN, "state %s", err);
-	return rc;
-}
-
-/* A host or zone name as the bus carries it: 1 to 63 bytes (jansson checked the UTF-8). */
-static bool state_name_ok(const json_t *obj, const char *key)
-{
-	const char *s = json_string_value(json_object_get(obj, key));
-	return s && s[0] && strlen(s) <= 63;
-}
-
-/* Each of the NULL-terminated keys, where present, is a non-negative integer. */
-static bool state_uints_ok(const json_t *obj, ...)
-{
-	va_list ap;
-	va_start(ap, obj);
-	bool ok = true;
-	for (const char *k; ok && (k = va_arg(ap, const char *));) {
-		const json_t *v = json_object_get(obj, k);
-		ok = !v || (json_is_integer(v) && json_integer_value(v) >= 0);
-	}
-	va_end(ap);
-	return ok;
-}
-
-/* Objects in an array member; an absent member is an empty array. */
-static bool state_objects_ok(const json_t *obj, const char *key)
-{
-	const json_t *a = json_object_get(obj, key), *v;
-	size_t i;
-	if (!a)
-		return true;
-	if (!json_is_array(a))
-		return false;
-	json_array_foreach(a, i, v)
-	{
-		if (!json_is_object(v))
-			return false;
-	}
-	return true;
-}
-
-/*
- * The whole file is checked before anything in it is used: a damaged or
- * planted file is refused as a whole and alignd starts clean, rather than
- * resuming half of it or a host with no name.
- */
-static int state_check(const json_t *root, char *why, size_t len)
-{
-	size_t i, j;
-	const json_t *o, *z;
-	if (!json_is_object(root) || !state_uints_ok(root, "version", "saved_ns", NULL) ||
-	    !json_is_array(json_object_get(root, "power")) ||
-	    !json_is_array(json_object_get(root, "usage")) || !state_objects_ok(root, "power") ||
-	    !state_objects_ok(root, "usage")) {
-		snprintf(why, len, "not an alignd state (an object with version, saved_ns, power and usage)");
-		return -1;
-	}
-	json_array_foreach(json_object_get(root, "power"), i, o)
-	{
-		if (!state_name_ok(o, "host") || !state_objects_ok(o, "zones") ||
-		    !state_uints_ok(o, "epoch", "interval_ns", "last_t", NULL)) {
-			snprintf(why, len, "power[%zu]: needs a host of 1 to 63 bytes, zones and non-negative integers", i);
-			return -1;
-		}
-		json_array_foreach(json_object_get(o, "zones"), j, z)
-		{
-			if (state_name_ok(z, "name") &&
-			    state_uints_ok(z, "index", "first_t", "t", "e", "raw", "epoch", "range", NULL))
-				continue;
-			snprintf(why, len, "power[%zu].zones[%zu]: needs a name of 1 to 63 bytes and non-negative integers", i, j);
-			return -1;
-		}
-	}
-	json_array_foreach(json_object_get(root, "usage"), i, o)
-	{
-		const json_t *cpu = json_object_get(o, "cpu");
-		if (!state_name_ok(o, "host") || !json_is_string(json_object_get(o, "power_host")) ||
-		    strlen(wb_json_str(o, "power_host")) > 63 || !state_objects_ok(o, "carries") ||
-		    !state_objects_ok(o, "totals") || (cpu && !json_is_array(cpu)) ||
-		    !state_uints_ok(o, "epoch", "last_t", "total_epoch", NULL)) {
-			snprintf(why, len, "usage[%zu]: needs a host of 1 to 63 bytes, a power_host, carries, totals and non-negative integers", i);
-			return -1;
-		}
-		json_array_foreach(cpu, j, z)
-		{
-			if (json_is_integer(z) && json_integer_value(z) >= 0)
-				continue;
-			snprintf(why, len, "usage[%zu].cpu[%zu]: not a non-negative integer", i, j);
-			return -1;
-		}
-		json_array_foreach(json_object_get(o, "carries"), j, z)
-		{
-			if (state_name_ok(z, "zone") && state_uints_ok(z, "emitted_uj", NULL))
-				continue;
-			snprintf(why, len, "usage[%zu].carries[%zu]: needs a zone of 1 to 63 bytes and a non-negative emitted_uj", i, j);
-			return -1;
-		}
-		json_array_foreach(json_object_get(o, "totals"), j, z)
-		{
-			if (state_name_ok(z, "zone") && state_uints_ok(z, "uj", NULL))
-				continue;
-			snprintf(why, len, "usage[%zu].totals[%zu]: needs a zone of 1 to 63 bytes and a non-negative uj", i, j);
-			return -1;
-		}
-	}
-	return 0;
-}
-
-int align_load(struct align *a, const char *path, uint64_t now_ns, uint64_t max_age_ns)
-{
-	char err[512], why[256];
-	json_t *root = wb_json_load(path, JSON_REJECT_DUPLICATES, err, sizeof(err));
-	if (!root) {
-		if (errno != ENOENT)
-			log_warnx("state %s: ignored, starting clean", err);
-		return -1;
-	}
-	if (state_check(root, why, sizeof(why)) < 0) {
-		log_warnx("state %s: %s: ignored, starting clean", path, why);
-		json_decref(root);
-		return -1;
-	}
-	uint64_t saved = wb_json_u64(root, "saved_ns");
-	if (wb_json_u64(root, "version") != 1 || saved > now_ns || now_ns - saved > max_age_ns) {
-		log_info("state %s: %s, not used", path,
-			 wb_json_u64(root, "version") != 1 ? "unknown version"
-						    : "older than host_timeout");
-		json_decref(root);
-		return -1;
-	}
-	size_t i, j, npower = 0, nusage = 0;
-	json_t *o, *z;
-	json_array_foreach(json_object_get(root, "power"), i, o)
-	{
-		struct phost *ph = phost_get(a, wb_json_str(o, "host"));
-		if (!ph || ph->have_t)
-			continue;
-		ph->epoch = wb_json_u64(o, "epoch");
-		ph->interval_ns = wb_json_u64(o, "interval_ns");
-		ph->last_t = wb_json_u64(o, "last_t");
-		ph->last_recv_ns = now_ns;
-		ph->have_t = true;
-		json_array_foreach(json_object_get(o, "zones"), j, z)
-		{
-			struct curve *c = curve_of(a, ph, wb_json_str(z, "name"), now_ns);
-			if (!c || c->n)
-				continue;
-			snprintf(c->zone, sizeof(c->zone), "%s", wb_json_str(z, "zone"));
-			snprintf(c->path, sizeof(c->path), "%s", wb_json_str(z, "path"));
-			c->index = wb_json_u64(z, "index");
-			/* One sample, as if just received: the next real one continues from it. */
-			if (curve_add(c, wb_json_u64(z, "t"), wb_json_u64(z, "epoch"), wb_json_u64(z, "raw"),
-				      wb_json_u64(z, "range"), 0, NULL) != CURVE_APPENDED) {
-				/* Empty, the curve starts over from the zone's next sample. */
-				log_rl(&a->rl_state, WB_LOG_WARN,
-				       "state %s: power/%s zone %s: out of memory: not resumed",
-				       path, ph->name, c->name);
-				continue;
-			}
-			c->s[0].e_uj = wb_json_u64(z, "e");
-			c->first_t_ns = wb_json_u64(z, "first_t");
-			c->last_recv_ns = now_ns;
-		}
-		npower++;
-	}
-	json_array_foreach(json_object_get(root, "usage"), i, o)
-	{
-		struct uhost *uh = uhost_get(a, wb_json_str(o, "host"));
-		if (!uh || uh->have_t)
-			continue;
-		uh->epoch = wb_json_u64(o, "epoch");
-		uh->last_t = wb_json_u64(o, "last_t");
-		uh->have_t = true;
-		/* The totals continue, so that consumers diff across the restart. */
-		uh->total_epoch = wb_json_u64(o, "total_epoch");
-		if (uh->total_epoch > a->last_total_epoch)
-			a->last_total_epoch = uh->total_epoch;
-		json_array_foreach(json_object_get(o, "totals"), j, z)
-		{
-			struct zone_total *zt =
-			    wb_json_str(z, "zone")[0] ? total_get(uh, wb_json_str(z, "zone")) : NULL;
-			if (zt)
-				zt->uj = wb_json_u64(z, "uj");
-		}
-		uh->live = false; /* no process table: it restarts at the next message */
-		uh->last_recv_ns = now_ns;
-		json_t *cpu = json_object_get(o, "cpu");
-		uint64_t *ct = (uint64_t *)&uh->us.cpu;
-		for (j = 0; j < sizeof(uh->us.cpu) / sizeof(uint64_t); j++)
-			ct[j] = json_is_integer(json_array_get(cpu, j))
-				    ? (uint64_t)json_integer_value(json_array_get(cpu, j))
-				    : 0;
-		/* Carries continue only on the same power host's curves. */
-		struct phost *ph = zhashx_lookup(a->phosts, uh->power_name);
-		if (ph && strcmp(wb_json_str(o, "power_host"), uh->power_name) == 0)
-			json_array_foreach(json_object_get(o, "carries"), j, z)
-			{
-				for (size_t k = 0; k < ph->ncurves; k++) {
-					/* A zone not resumed (no memory) has no value to carry on
-					 * from. */
-					if (strcmp(ph->curves[k]->name, wb_json_str(z, "zone")) != 0 ||
-					    !ph->curves[k]->n)
-						continue;
-					struct carry *cy = carry_of(uh, ph->curves[k]->name);
-					if (cy)
-						carry_set(
-						    cy, ph->curves[k]->id, wb_json_u64(z, "emitted_uj"),
-						    json_is_true(json_object_get(z, "ahead")));
-				}
-			}
-		nusage++;
-	}
-	json_decref(root);
-	log_info("state %s: resumed %zu power hosts and %zu usage hosts saved %.1f s ago", path,
-		 npower, nusage, (double)(now_ns - saved) / 1e9);
-	return 0;
 }

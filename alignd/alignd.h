@@ -1,7 +1,8 @@
 /*
  * alignd's private header: prototypes grouped by file. alignd turns power
  * samples and usage samples into aligned slots; everything here is pure code
- * (no sockets, no clocks read), driven by main.c and the unit tests.
+ * (no sockets, no clocks read, no files), driven by main.c and the unit tests,
+ * except state.c's align_save and align_load, which write and read the state file.
  */
 #ifndef ALIGND_H
 #define ALIGND_H
@@ -275,6 +276,7 @@ uint64_t align_next_tick_ns(const struct align *a);
 /* Resolve every waiting slot now (extrapolating), e.g. before exit. */
 void align_flush(struct align *a, uint64_t now_ns);
 const struct align_counters *align_counters(const struct align *a);
+/* ---- state.c: the state file ---- */
 /* Save what a restart needs to lose nothing (after align_flush; fsync'd when sync). Returns 0 or -1 (logged). */
 int align_save(struct align *a, const char *path, uint64_t now_ns, bool sync);
 /* Resume from a state saved at most max_age_ns ago, before any message. 0, or -1: not used. */
