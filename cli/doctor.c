@@ -23,12 +23,10 @@
 
 #include "cli.h"
 #include "../powerd/powerd.h"
+#include "../usaged/usaged.h"
 
 #define DR_TEXT 8192 /* above PATH_MAX: details quote paths */
 #define DR_LIST 2048 /* a list of zones or meters inside a detail */
-#define CAP_SYS_ADMIN_BIT 21
-#define CAP_PERFMON_BIT 38
-#define CAP_BPF_BIT 39
 
 struct roots {
 	const char *sys;
@@ -382,21 +380,6 @@ static void probe_hwmon(struct doctor *d)
 
 /* ---- BPF ---- */
 
-static unsigned long long cap_eff(const struct roots *r)
-{
-	char path[PATH_MAX], line[256];
-	unsigned long long eff = 0;
-	snprintf(path, sizeof(path), "%s/self/status", r->proc);
-	FILE *f = fopen(path, "re");
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "CapEff: %llx", &eff) == 1)
-			break;
-	fclose(f);
-	return eff;
-}
-
 static void kernel_release(const struct roots *r, char *out, size_t size)
 {
 	char path[PATH_MAX];
@@ -410,41 +393,22 @@ static void kernel_release(const struct roots *r, char *out, size_t size)
 static void probe_bpf(struct doctor *d)
 {
 	struct finding *f = &d->f[F_BPF];
-	char btf[PATH_MAX], rel[128];
-	snprintf(btf, sizeof(btf), "%s/kernel/btf/vmlinux", d->r.sys);
+	char rel[128], status[PATH_MAX];
+	struct usaged_bpf_probe p;
 	kernel_release(&d->r, rel, sizeof(rel));
-	int major = 0, minor = 0;
-	sscanf(rel, "%d.%d", &major, &minor);
-	bool have_btf = access(btf, R_OK) == 0;
-	unsigned long long eff = cap_eff(&d->r);
-	bool sys_admin = eff & (1ull << CAP_SYS_ADMIN_BIT);
-	bool bpf_perfmon = (eff & (1ull << CAP_BPF_BIT)) && (eff & (1ull << CAP_PERFMON_BIT));
-	bool privileged = sys_admin || bpf_perfmon;
-	bool new_enough = major > 5 || (major == 5 && minor >= 8);
-	d->bpf_usable = have_btf && privileged;
-	f->extra =
-	    json_pack("{s:s, s:b, s:s, s:b, s:b}", "btf", btf, "btf_present", have_btf, "kernel",
-		      rel, "cap_bpf_perfmon", bpf_perfmon, "cap_sys_admin", sys_admin);
-	snprintf(f->detail, sizeof(f->detail), "kernel %s; BTF %s %s; %s", rel, btf,
-		 have_btf ? "present" : "missing",
-		 privileged ? (bpf_perfmon ? "CAP_BPF and CAP_PERFMON held" : "CAP_SYS_ADMIN held")
+	snprintf(status, sizeof(status), "%s/self/status", d->r.proc);
+	d->bpf_usable = usaged_bpf_probe(d->r.sys, status, rel, &p);
+	bool privileged = p.sys_admin || p.bpf_perfmon;
+	f->extra = json_pack("{s:s, s:b, s:s, s:b, s:b}", "btf", p.btf, "btf_present", p.have_btf,
+			     "kernel", rel, "cap_bpf_perfmon", p.bpf_perfmon, "cap_sys_admin",
+			     p.sys_admin);
+	snprintf(f->detail, sizeof(f->detail), "kernel %s; BTF %s %s; %s", rel, p.btf,
+		 p.have_btf ? "present" : "missing",
+		 privileged ? (p.bpf_perfmon ? "CAP_BPF and CAP_PERFMON held" : "CAP_SYS_ADMIN held")
 			    : "no CAP_BPF+CAP_PERFMON (not root)");
-	if (d->bpf_usable) {
-		snprintf(f->state, sizeof(f->state), "usable");
-		return;
-	}
-	snprintf(f->state, sizeof(f->state), have_btf ? "unprivileged" : "no-btf");
-	if (!have_btf)
-		snprintf(f->fix, sizeof(f->fix),
-			 "a kernel built with CONFIG_DEBUG_INFO_BTF=y (Debian's is, since 5.10): "
-			 "usaged's CO-RE program "
-			 "needs it");
-	else
-		snprintf(f->fix, sizeof(f->fix),
-			 "run usaged as root or with CAP_BPF and CAP_PERFMON%s: "
-			 "wattbus-usaged.service grants exactly "
-			 "those",
-			 new_enough ? "" : " (kernels before 5.8: CAP_SYS_ADMIN)");
+	snprintf(f->state, sizeof(f->state), "%s",
+		 d->bpf_usable ? "usable" : p.have_btf ? "unprivileged" : "no-btf");
+	snprintf(f->fix, sizeof(f->fix), "%s", p.fix);
 }
 
 /* ---- perf counters ---- */

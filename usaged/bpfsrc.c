@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include "clock.h"
@@ -92,25 +93,11 @@ static void why_failed(char *why, size_t whylen, const char *what, int err)
 
 const char *bpfsrc_unsupported(void)
 {
-	static char why[128];
-	FILE *f = fopen("/proc/self/status", "re");
-	unsigned long long eff = 0;
-	char line[256];
-
-	if (access("/sys/kernel/btf/vmlinux", R_OK) != 0)
-		return "no kernel BTF (/sys/kernel/btf/vmlinux; needs CONFIG_DEBUG_INFO_BTF)";
-	while (f && fgets(line, sizeof(line), f))
-		if (sscanf(line, "CapEff: %llx", &eff) == 1)
-			break;
-	if (f)
-		fclose(f);
-	/* CAP_SYS_ADMIN (21), or CAP_BPF (39) with CAP_PERFMON (38). */
-	if (!(eff & (1ull << 21)) && !((eff & (1ull << 39)) && (eff & (1ull << 38)))) {
-		snprintf(why, sizeof(why), "not root (uid %u, needs CAP_BPF and CAP_PERFMON)",
-			 (unsigned)geteuid());
-		return why;
-	}
-	return NULL;
+	static struct usaged_bpf_probe p;
+	struct utsname u;
+	if (usaged_bpf_probe("/sys", "/proc/self/status", uname(&u) == 0 ? u.release : NULL, &p))
+		return NULL;
+	return p.why;
 }
 
 static const struct {

@@ -187,7 +187,24 @@ int bpfsrc_scan(struct bpfsrc *self, struct ptab *tab, struct procfs *pf);
 /* Delete an exited process's entry (ptab_retire_fn). */
 void bpfsrc_retire(void *self, uint32_t pid, uint64_t start_ns);
 void bpfsrc_stats(struct bpfsrc *self, struct bpfsrc_stats *out);
-/* Why bpf cannot run here (not root, no BTF), or NULL when it may. */
+/* Why bpf cannot run here (not root, no BTF), or NULL when it may: usaged_bpf_probe on this host. */
 const char *bpfsrc_unsupported(void);
+
+/* ---- bpfprobe.c: can the eBPF source run here (usaged and wattbus doctor) ---- */
+struct usaged_bpf_probe {
+	char btf[512];	  /* the kernel BTF file looked for */
+	bool have_btf;
+	bool sys_admin;	  /* CAP_SYS_ADMIN held */
+	bool bpf_perfmon; /* CAP_BPF and CAP_PERFMON held */
+	char why[768];	  /* why not, "" when it can */
+	char fix[256];	  /* what to do about it, "" when it can */
+};
+/*
+ * sys_root: /sys or a test tree; status_path: the /proc/PID/status whose CapEff
+ * counts; kernel_release: for the advice on kernels before 5.8 (may be NULL).
+ * true when BTF and the privileges are there.
+ */
+bool usaged_bpf_probe(const char *sys_root, const char *status_path, const char *kernel_release,
+		      struct usaged_bpf_probe *p);
 
 #endif
