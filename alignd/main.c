@@ -118,13 +118,6 @@ struct alignd {
 	uint64_t next_save_ns;	/* next checkpoint of the state file (monotonic clock) */
 	uint64_t next_sync_ns;	/* next checkpoint that also fsyncs (monotonic clock) */
 	bool dirty;		/* a message came in since the last checkpoint */
-	/* Engine counters mirrored into the stat message. */
-	struct {
-		const char *name;
-		size_t off;
-		uint64_t *stat;
-	} mirror[WB_COUNTERS_MAX];
-	size_t nmirror;
 };
 
 static void emit(struct wb_msg *msg, void *arg)
@@ -178,24 +171,39 @@ static void on_msg(struct wb_daemon *d, const struct wb_msg *msg, const struct w
 	arm(ad);
 }
 
-static void mirror_add(struct alignd *ad, const char *name, size_t off)
-{
-	if (ad->nmirror >= sizeof(ad->mirror) / sizeof(ad->mirror[0])) {
-		log_errx("stat counter %s: no room (more than %d counters)", name, WB_COUNTERS_MAX);
-		return;
-	}
-	ad->mirror[ad->nmirror].name = name;
-	ad->mirror[ad->nmirror].off = off;
-	ad->mirror[ad->nmirror].stat = wb_stats_counter(wb_daemon_stats(ad->d), name);
-	ad->nmirror++;
-}
+/* The engine's counters, mirrored into the stat message under these names. */
+static const struct wb_stat_row engine_counters[] = {
+    WB_STAT_ROW(struct align_counters, slots, "slots"),
+    WB_STAT_ROW(struct align_counters, slots_no_power, "slots_no_power"),
+    WB_STAT_ROW(struct align_counters, slots_extrapolated, "slots_extrapolated"),
+    WB_STAT_ROW(struct align_counters, slots_gap, "slots_gap"),
+    WB_STAT_ROW(struct align_counters, slots_forced, "slots_forced"),
+    WB_STAT_ROW(struct align_counters, power_samples, "power_samples"),
+    WB_STAT_ROW(struct align_counters, power_bridged, "power_bridged"),
+    WB_STAT_ROW(struct align_counters, power_discontinuities, "power_discontinuities"),
+    WB_STAT_ROW(struct align_counters, power_stale, "power_stale"),
+    WB_STAT_ROW(struct align_counters, power_zones_evicted, "power_zones_evicted"),
+    WB_STAT_ROW(struct align_counters, usage_stale, "usage_stale"),
+    WB_STAT_ROW(struct align_counters, usage_epochs, "usage_epochs"),
+    WB_STAT_ROW(struct align_counters, usage_baselines, "usage_baselines"),
+    WB_STAT_ROW(struct align_counters, clock_skew, "clock_skew"),
+    WB_STAT_ROW(struct align_counters, hosts_dropped, "hosts_dropped"),
+    WB_STAT_ROW(struct align_counters, hosts_refused, "hosts_refused"),
+    WB_STAT_ROW(struct align_counters, slots_too_long, "slots_too_long"),
+    WB_STAT_ROW(struct align_counters, clock_rewinds, "clock_rewinds"),
+    WB_STAT_ROW(struct align_counters, totals_saturated, "totals_saturated"),
+    WB_STAT_ROW(struct align_counters, usage.procs_new, "procs_new"),
+    WB_STAT_ROW(struct align_counters, usage.procs_baselined, "procs_baselined"),
+    WB_STAT_ROW(struct align_counters, usage.procs_backwards, "procs_backwards"),
+    WB_STAT_ROW(struct align_counters, usage.procs_dropped, "procs_dropped"),
+    WB_STAT_ROW(struct align_counters, usage.cpu_resets, "cpu_resets"),
+    WB_STAT_ROW(struct align_counters, budget_short, "budget_short"),
+};
 
 static void mirror_counters(struct alignd *ad)
 {
-	const char *base = (const char *)align_counters(ad->align);
-	for (size_t i = 0; i < ad->nmirror; i++)
-		if (ad->mirror[i].stat)
-			*ad->mirror[i].stat = *(const uint64_t *)(base + ad->mirror[i].off);
+	wb_stats_mirror(wb_daemon_stats(ad->d), align_counters(ad->align), engine_counters,
+			sizeof(engine_counters) / sizeof(engine_counters[0]));
 	size_t npower, nusage = align_nhosts(ad->align, &npower);
 	wb_daemon_set_mode(ad->d, npower ? "measured" : nusage ? "usage-only" : "waiting");
 }
@@ -282,34 +290,6 @@ int main(int argc, char **argv)
 		wb_daemon_destroy(&ad.d);
 		return WB_EXIT_FAILURE;
 	}
-	/* Stat counters, named after the engine's fields. */
-#define M(field, name) mirror_add(&ad, name, offsetof(struct align_counters, field))
-	M(slots, "slots");
-	M(slots_no_power, "slots_no_power");
-	M(slots_extrapolated, "slots_extrapolated");
-	M(slots_gap, "slots_gap");
-	M(slots_forced, "slots_forced");
-	M(power_samples, "power_samples");
-	M(power_bridged, "power_bridged");
-	M(power_discontinuities, "power_discontinuities");
-	M(power_stale, "power_stale");
-	M(power_zones_evicted, "power_zones_evicted");
-	M(usage_stale, "usage_stale");
-	M(usage_epochs, "usage_epochs");
-	M(usage_baselines, "usage_baselines");
-	M(clock_skew, "clock_skew");
-	M(hosts_dropped, "hosts_dropped");
-	M(hosts_refused, "hosts_refused");
-	M(slots_too_long, "slots_too_long");
-	M(clock_rewinds, "clock_rewinds");
-	M(totals_saturated, "totals_saturated");
-	M(usage.procs_new, "procs_new");
-	M(usage.procs_baselined, "procs_baselined");
-	M(usage.procs_backwards, "procs_backwards");
-	M(usage.procs_dropped, "procs_dropped");
-	M(usage.cpu_resets, "cpu_resets");
-	M(budget_short, "budget_short");
-#undef M
 
 	/*
 	 * Without checkpoints the file is used once: after a crash that follows,

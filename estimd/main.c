@@ -441,33 +441,28 @@ int main(int argc, char **argv)
 	app.rl_slot = app.rl_model = app.rl_train = app.rl_mode = app.rl_state =
 	    (struct wb_ratelimit)WB_RATELIMIT_INIT;
 	struct wb_stats *st = wb_daemon_stats(d);
-	struct {
-		uint64_t **dst;
-		const char *name;
-	} counters[] = {
-	    {&app.slots, "slots"},
-	    {&app.slots_measured, "slots_measured"},
-	    {&app.slots_model, "slots_model"},
-	    {&app.slots_rejected, "slots_rejected"},
-	    {&app.slots_no_model, "slots_no_model"},
-	    {&app.idle_fallbacks, "idle_fallbacks"},
-	    {&app.model_nan, "model_nan"},
-	    {&app.models_trained, "models_trained"},
-	    {&app.models_received, "models_received"},
-	    {&app.models_rejected, "models_rejected"},
-	    {&app.model_write_failed, "model_write_failed"},
-	    {&app.slots_stale, "slots_stale"},
-	    {&app.slots_recovered, "slots_recovered"},
-	    {&app.recovered_uj, "recovered_uj"},
-	    {&app.totals_implausible, "totals_implausible"},
-	    {&app.totals_saturated, "totals_saturated"},
-	    {&app.clock_rewinds, "clock_rewinds"},
-	    {&app.state_write_failed, "state_write_failed"},
-	    {&app.budget_short, "budget_short"},
+	static const struct wb_stat_row counters[] = {
+	    WB_STAT_ROW(struct app, slots, "slots"),
+	    WB_STAT_ROW(struct app, slots_measured, "slots_measured"),
+	    WB_STAT_ROW(struct app, slots_model, "slots_model"),
+	    WB_STAT_ROW(struct app, slots_rejected, "slots_rejected"),
+	    WB_STAT_ROW(struct app, slots_no_model, "slots_no_model"),
+	    WB_STAT_ROW(struct app, idle_fallbacks, "idle_fallbacks"),
+	    WB_STAT_ROW(struct app, model_nan, "model_nan"),
+	    WB_STAT_ROW(struct app, models_trained, "models_trained"),
+	    WB_STAT_ROW(struct app, models_received, "models_received"),
+	    WB_STAT_ROW(struct app, models_rejected, "models_rejected"),
+	    WB_STAT_ROW(struct app, model_write_failed, "model_write_failed"),
+	    WB_STAT_ROW(struct app, slots_stale, "slots_stale"),
+	    WB_STAT_ROW(struct app, slots_recovered, "slots_recovered"),
+	    WB_STAT_ROW(struct app, recovered_uj, "recovered_uj"),
+	    WB_STAT_ROW(struct app, totals_implausible, "totals_implausible"),
+	    WB_STAT_ROW(struct app, totals_saturated, "totals_saturated"),
+	    WB_STAT_ROW(struct app, clock_rewinds, "clock_rewinds"),
+	    WB_STAT_ROW(struct app, state_write_failed, "state_write_failed"),
+	    WB_STAT_ROW(struct app, budget_short, "budget_short"),
 	};
-	for (size_t i = 0; i < sizeof(counters) / sizeof(counters[0]); i++)
-		if (!(*counters[i].dst = wb_stats_counter(st, counters[i].name)))
-			fatalx(WB_EXIT_FAILURE, "stat counter table full");
+	wb_stats_bind(st, &app, counters, sizeof(counters) / sizeof(counters[0]));
 
 	char err[MODEL_ERR_MAX];
 	struct est_conf ec;

@@ -446,19 +446,17 @@ int main(int argc, char **argv)
 	arch_name(x.arch, sizeof x.arch);
 	load_cpuinfo(&x, c);
 
-	struct wb_stats *stats = wb_daemon_stats(x.d);
-	x.c_estimates = wb_stats_counter(stats, "estimates");
-	x.c_rejected = wb_stats_counter(stats, "estimates_rejected");
-	x.c_stat_rejected = wb_stats_counter(stats, "stats_rejected");
-	x.c_series = wb_stats_counter(stats, "series");
-	x.c_dropped = wb_stats_counter(stats, "series_dropped");
-	x.c_scrapes = wb_stats_counter(stats, "http_2xx");
-	x.c_state_write_failed = wb_stats_counter(stats, "state_write_failed");
-	x.c_state_load_failed = wb_stats_counter(stats, "state_load_failed");
-	if (!x.c_state_write_failed || !x.c_state_load_failed) {
-		log_errx("out of memory");
-		goto out;
-	}
+	static const struct wb_stat_row rows[] = {
+	    WB_STAT_ROW(struct exportd, c_estimates, "estimates"),
+	    WB_STAT_ROW(struct exportd, c_rejected, "estimates_rejected"),
+	    WB_STAT_ROW(struct exportd, c_stat_rejected, "stats_rejected"),
+	    WB_STAT_ROW(struct exportd, c_series, "series"),
+	    WB_STAT_ROW(struct exportd, c_dropped, "series_dropped"),
+	    WB_STAT_ROW(struct exportd, c_scrapes, "http_2xx"),
+	    WB_STAT_ROW(struct exportd, c_state_write_failed, "state_write_failed"),
+	    WB_STAT_ROW(struct exportd, c_state_load_failed, "state_load_failed"),
+	};
+	wb_stats_bind(wb_daemon_stats(x.d), &x, rows, sizeof(rows) / sizeof(rows[0]));
 	load_state(&x, c->state_file);
 
 	if (c->auth_user[0] && !(password = read_password(c->auth_password_file))) {

@@ -32,6 +32,30 @@ uint64_t *wb_stats_counter(struct wb_stats *stats, const char *name)
 	return &stats->counters[i].value;
 }
 
+static uint64_t *counter_or_die(struct wb_stats *stats, const char *name)
+{
+	uint64_t *c = wb_stats_counter(stats, name);
+	if (!c)
+		fatalx(1 /* WB_EXIT_FAILURE */, "stat counter %s: more than %d counters (WB_COUNTERS_MAX)", name, WB_COUNTERS_MAX);
+	return c;
+}
+
+void wb_stats_bind(struct wb_stats *stats, void *base, const struct wb_stat_row *rows, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		uint64_t *c = counter_or_die(stats, rows[i].name);
+		memcpy((char *)base + rows[i].off, &c, sizeof(c));
+	}
+}
+
+void wb_stats_mirror(struct wb_stats *stats, const void *base, const struct wb_stat_row *rows,
+		     size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		memcpy(counter_or_die(stats, rows[i].name), (const char *)base + rows[i].off,
+		       sizeof(uint64_t));
+}
+
 void wb_stats_reject(struct wb_stats *stats, enum wb_reason reason)
 {
 	if (!stats)

@@ -19,7 +19,7 @@
 #include "plaus.h"
 
 #define WB_TOPIC_MAX 96
-#define WB_COUNTERS_MAX 48
+#define WB_COUNTERS_MAX 64 /* schemas/stat.json: counters maxItems */
 
 /* What a stage counts; published in its stat messages. */
 struct wb_stats {
@@ -35,6 +35,28 @@ struct wb_stats {
 
 /* A named stage-specific counter, created at 0 on first use; NULL when the table is full. */
 uint64_t *wb_stats_counter(struct wb_stats *stats, const char *name);
+
+/*
+ * How a stage binds its counters: one table of rows, each a counter's name and
+ * the offset of a field in the stage's own struct (offsetof).
+ */
+struct wb_stat_row {
+	const char *name;
+	size_t off;
+};
+#define WB_STAT_ROW(type, field, name) {(name), offsetof(type, field)}
+/*
+ * Point each row's `uint64_t *` field of base at its named counter (created at
+ * 0), so that the stage counts with `(*x->field)++`. Never leaves a field NULL:
+ * more counters than WB_COUNTERS_MAX is a programming error, fatal at start.
+ */
+void wb_stats_bind(struct wb_stats *stats, void *base, const struct wb_stat_row *rows, size_t n);
+/*
+ * Copy each row's `uint64_t` field of base into its named counter: for the
+ * counters a pure module keeps in a struct of its own (alignd's engine).
+ */
+void wb_stats_mirror(struct wb_stats *stats, const void *base, const struct wb_stat_row *rows,
+		     size_t n);
 void wb_stats_reject(struct wb_stats *stats, enum wb_reason reason);
 
 /* Options for sockets: ZeroMQ high-water mark and CURVE keys (NULL: plain). */

@@ -115,25 +115,15 @@ struct powerd {
 
 static void stat_bind(struct powerd *pd)
 {
-	struct wb_stats *st = wb_daemon_stats(pd->d);
-	static uint64_t spare;
-#define BIND(f) pd->stat.f = wb_stats_counter(st, #f) ? wb_stats_counter(st, #f) : &spare
-	BIND(samples);
-	BIND(samples_missed);
-	BIND(zone_samples_skipped);
-	BIND(read_errors);
-	BIND(parse_errors);
-	BIND(backwards);
-	BIND(implausible);
-	BIND(rebased);
-	BIND(wraps);
-	BIND(exec_failures);
-	BIND(exec_burst_lines);
-	BIND(lateness_max_ns);
-	BIND(lateness_mean_ns);
-	BIND(lateness_sum_ns);
-	BIND(clock_steps);
-#undef BIND
+#define R(f) WB_STAT_ROW(struct powerd, stat.f, #f)
+	static const struct wb_stat_row rows[] = {
+	    R(samples),		R(samples_missed),   R(zone_samples_skipped), R(read_errors),
+	    R(parse_errors),	R(backwards),	     R(implausible),	      R(rebased),
+	    R(wraps),		R(exec_failures),    R(exec_burst_lines),     R(lateness_max_ns),
+	    R(lateness_mean_ns), R(lateness_sum_ns), R(clock_steps),
+	};
+#undef R
+	wb_stats_bind(wb_daemon_stats(pd->d), pd, rows, sizeof(rows) / sizeof(rows[0]));
 }
 
 static void stat_update(struct powerd *pd)

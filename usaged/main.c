@@ -263,22 +263,25 @@ int main(int argc, char **argv)
 	const struct usaged_conf *conf = wb_daemon_conf(u.d);
 	struct wb_stats *st = wb_daemon_stats(u.d);
 	u.interval_ns = conf->interval_ns;
-	u.c_procs = wb_stats_counter(st, "procs_tracked");
-	u.c_exited = wb_stats_counter(st, "procs_exited");
-	u.c_scan_ns = wb_stats_counter(st, "scan_ns");
-	u.c_incomplete = wb_stats_counter(st, "scans_incomplete");
-	u.c_procstat_fail = wb_stats_counter(st, "proc_stat_errors");
-	u.c_send_fail = wb_stats_counter(st, "send_errors");
-	u.c_table_full = wb_stats_counter(st, "table_full");
-	u.c_cgroups = wb_stats_counter(st, "cgroups");
-	u.c_map_full = wb_stats_counter(st, "bpf_map_full");
-	u.c_map_entries = wb_stats_counter(st, "bpf_map_entries");
-	u.c_exits_seen = wb_stats_counter(st, "bpf_exits");
-	u.c_perf_fail = wb_stats_counter(st, "bpf_perf_errors");
-	u.c_counters = wb_stats_counter(st, "hw_counters");
-	u.c_unpaired = wb_stats_counter(st, "bpf_unpaired_switches");
-	u.c_no_storage = wb_stats_counter(st, "bpf_no_task_storage");
-	u.c_exits_forced = wb_stats_counter(st, "bpf_exits_forced");
+	static const struct wb_stat_row rows[] = {
+	    WB_STAT_ROW(struct usaged, c_procs, "procs_tracked"),
+	    WB_STAT_ROW(struct usaged, c_exited, "procs_exited"),
+	    WB_STAT_ROW(struct usaged, c_scan_ns, "scan_ns"),
+	    WB_STAT_ROW(struct usaged, c_incomplete, "scans_incomplete"),
+	    WB_STAT_ROW(struct usaged, c_procstat_fail, "proc_stat_errors"),
+	    WB_STAT_ROW(struct usaged, c_send_fail, "send_errors"),
+	    WB_STAT_ROW(struct usaged, c_table_full, "table_full"),
+	    WB_STAT_ROW(struct usaged, c_cgroups, "cgroups"),
+	    WB_STAT_ROW(struct usaged, c_map_full, "bpf_map_full"),
+	    WB_STAT_ROW(struct usaged, c_map_entries, "bpf_map_entries"),
+	    WB_STAT_ROW(struct usaged, c_exits_seen, "bpf_exits"),
+	    WB_STAT_ROW(struct usaged, c_perf_fail, "bpf_perf_errors"),
+	    WB_STAT_ROW(struct usaged, c_counters, "hw_counters"),
+	    WB_STAT_ROW(struct usaged, c_unpaired, "bpf_unpaired_switches"),
+	    WB_STAT_ROW(struct usaged, c_no_storage, "bpf_no_task_storage"),
+	    WB_STAT_ROW(struct usaged, c_exits_forced, "bpf_exits_forced"),
+	};
+	wb_stats_bind(st, &u, rows, sizeof(rows) / sizeof(rows[0]));
 
 	u.pf = procfs_new(conf->proc_root);
 	if (!u.pf)

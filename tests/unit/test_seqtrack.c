@@ -73,6 +73,37 @@ static void test_stats_counters(void)
 	CHECK_U64(s.rejected_by[WB_R_TYPE], 2);
 }
 
+/* A stage's binding table: fields point at their counters; a mirror copies values in. */
+static void test_stats_bind_and_mirror(void)
+{
+	struct wb_stats s = {0};
+	struct stage {
+		uint64_t *slots, *dropped;
+	} st = {0};
+	static const struct wb_stat_row rows[] = {
+	    WB_STAT_ROW(struct stage, slots, "slots"),
+	    WB_STAT_ROW(struct stage, dropped, "dropped"),
+	};
+	wb_stats_bind(&s, &st, rows, 2);
+	CHECK(st.slots && st.dropped && st.slots != st.dropped);
+	(*st.slots) += 3;
+	(*st.dropped)++;
+	CHECK_U64(*wb_stats_counter(&s, "slots"), 3);
+	CHECK_U64(*wb_stats_counter(&s, "dropped"), 1);
+
+	struct engine {
+		uint64_t a, b;
+	} e = {.a = 7, .b = 9};
+	static const struct wb_stat_row mrows[] = {
+	    WB_STAT_ROW(struct engine, b, "engine_b"),
+	    WB_STAT_ROW(struct engine, a, "slots"), /* the same name: the same counter */
+	};
+	wb_stats_mirror(&s, &e, mrows, 2);
+	CHECK_U64(*wb_stats_counter(&s, "engine_b"), 9);
+	CHECK_U64(*st.slots, 7);
+	CHECK_U64(s.ncounters, 3);
+}
+
 /* Two powerds under one host name (cloned VMs): epochs alternate. The first switch looks
  * like a restart; the old epoch coming back is a second producer, refused from then on. */
 static void test_alternating_epochs(void)
@@ -163,5 +194,6 @@ static const struct unit_case cases[] = {
 	{"gaps, restarts and stale messages", test_gaps_and_epochs},
 	{"producer table is bounded", test_bounded},
 	{"stage counters", test_stats_counters},
+	{"stage counters bound and mirrored from a table", test_stats_bind_and_mirror},
 };
 UNIT_MAIN(cases)
