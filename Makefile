@@ -147,8 +147,9 @@ $(foreach s,$(STAGES),$(eval $(call stage_rules,$(s))))
 CLI_SRCS := $(wildcard cli/*.c)
 CLI_OBJS := $(CLI_SRCS:%.c=$(BUILD)/%.o)
 BINS += $(BUILD)/wattbus
-# doctor runs powerd's own source discovery (powerd/sources.c) and usaged's BPF probe.
-$(BUILD)/wattbus: $(CLI_OBJS) $(powerd_OBJS) $(BUILD)/usaged/bpfprobe.o $(LIBWB)
+# doctor and probe run powerd's own sources (powerd/sources.c), doctor usaged's BPF probe;
+# compare aligns with alignd's curves.
+$(BUILD)/wattbus: $(CLI_OBJS) $(powerd_OBJS) $(alignd_OBJS) $(BUILD)/usaged/bpfprobe.o $(LIBWB)
 	$(call say,LD,$@)
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
 

@@ -3,6 +3,7 @@
 #define WB_CLI_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* tap.c */
@@ -10,6 +11,14 @@ int cmd_tap(int argc, char **argv);
 /* record.c */
 int cmd_record(int argc, char **argv);
 int cmd_replay(int argc, char **argv);
+/*
+ * Call fn for every message of a recording (docs/RECORDING.md), in order: its
+ * receive time, topic and body. fn returns 0 to go on, anything else to stop.
+ * Returns 0 (the whole file read or fn stopped), or -1 (not a recording, or
+ * unreadable; logged with the path).
+ */
+typedef int(record_fn)(uint64_t recv_ns, const char *topic, const void *body, size_t len, void *arg);
+int record_each(const char *path, record_fn *fn, void *arg);
 /* pub.c */
 int cmd_pub(int argc, char **argv);
 
@@ -19,6 +28,49 @@ int cmd_keygen(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
 /* top.c */
 int cmd_top(int argc, char **argv);
+
+/* probe.c */
+int cmd_probe(int argc, char **argv);
+/* compare.c */
+int cmd_compare(int argc, char **argv);
+
+/* series.c: statistics of sampled meters (pure) */
+struct series {
+	uint64_t *t_ns; /* when each value was read (monotonic or wall clock, one per series) */
+	double *v;	/* uJ (a counter) or uW (a power reading) */
+	size_t n, cap;
+};
+int series_add(struct series *s, uint64_t t_ns, double v);
+void series_free(struct series *s);
+/* The q-quantile (0..1) of n values, interpolated; NAN when n is 0. */
+double series_quantile(const double *v, size_t n, double q);
+
+struct meter_stats {
+	size_t samples, changes;
+	double spacing_s;		       /* median time between samples */
+	double period_s;		       /* median time between changes: the update interval */
+	double period_p10_s, period_p90_s;     /* its spread */
+	bool period_bounded;		       /* nearly every sample changed: the period is at most spacing_s */
+	double step_min;		       /* smallest change: uJ (counter) or uW (power) */
+	double mean_w;			       /* average power over the run */
+	double noise_w;			       /* standard deviation of the power of each update */
+};
+/* What the samples of one zone say; range_uj: where a counter wraps (0: never). NAN where unknown. */
+void meter_analyze(const struct series *s, bool is_power, double range_uj, struct meter_stats *st);
+
+struct meter_advice {
+	double interval_s; /* powerd and usaged `interval` */
+	double max_lag_s;  /* alignd `max_lag` */
+};
+void meter_suggest(const struct meter_stats *st, double latency_max_s, struct meter_advice *adv);
+
+struct lin_fit {
+	size_t n;
+	double gain, offset, r2; /* y = gain * x + offset; NAN when x does not vary */
+};
+void fit_linear(const double *x, const double *y, size_t n, struct lin_fit *f);
+/* Pearson's r of x and y; NAN when either is constant. */
+double correlation(const double *x, const double *y, size_t n);
 
 /* main.c: shared helpers */
 /*

@@ -33,6 +33,8 @@ static const struct {
 	{"pub", cmd_pub, "ENDPOINT   publish JSON lines from stdin as msgpack messages"},
 	{"keygen", cmd_keygen, "NAME   make a CURVE certificate pair (NAME, NAME_secret) for tcp:// endpoints"},
 	{"doctor", cmd_doctor, "   what this machine offers (RAPL, MSR, hwmon, BPF, perf, cgroups) and each stage's mode"},
+	{"probe", cmd_probe, "[--exec CMD | --sub ENDPOINT]   each meter's update period, step, noise, wrap and cost; alignd settings"},
+	{"compare", cmd_compare, "A B --from FILE | --sub ENDPOINT   one meter against another: lag, gain, offset, R^2, MAE"},
 	{"top", cmd_top, "[ENDPOINT]   live watts per zone, process, container and pod from estimd (--plain for scripts)"},
 };
 

@@ -214,6 +214,43 @@ static int check_header(struct reader *r)
 	return 0;
 }
 
+int record_each(const char *path, record_fn *fn, void *arg)
+{
+	struct reader r = {.path = path};
+	r.f = fopen(path, "rb");
+	if (!r.f) {
+		log_errx("%s: cannot open: %s", path, strerror(errno));
+		return -1;
+	}
+	msgpack_unpacker_init(&r.up, 65536);
+	msgpack_unpacked_init(&r.res);
+	int rc = -1, got;
+	if (reader_next(&r) != 1 || check_header(&r) < 0)
+		goto out;
+	while ((got = reader_next(&r)) == 1) {
+		const msgpack_object *o = &r.res.data;
+		if (o->type != MSGPACK_OBJECT_ARRAY || o->via.array.size != 3 ||
+		    o->via.array.ptr[0].type != MSGPACK_OBJECT_POSITIVE_INTEGER ||
+		    o->via.array.ptr[1].type != MSGPACK_OBJECT_STR || o->via.array.ptr[2].type != MSGPACK_OBJECT_BIN) {
+			log_errx("%s: record %ld is not [recv_ns, topic, body]; skipped", r.path, r.index);
+			continue;
+		}
+		char topic[WB_TOPIC_MAX];
+		const msgpack_object_str *ts = &o->via.array.ptr[1].via.str;
+		snprintf(topic, sizeof(topic), "%.*s", (int)(ts->size < WB_TOPIC_MAX ? ts->size : WB_TOPIC_MAX - 1),
+			 ts->ptr);
+		if (fn(o->via.array.ptr[0].via.u64, topic, o->via.array.ptr[2].via.bin.ptr,
+		       o->via.array.ptr[2].via.bin.size, arg))
+			break;
+	}
+	rc = got < 0 ? -1 : 0;
+out:
+	msgpack_unpacked_destroy(&r.res);
+	msgpack_unpacker_destroy(&r.up);
+	fclose(r.f);
+	return rc;
+}
+
 static void replay_usage(FILE *out)
 {
 	fprintf(out, "usage: wattbus replay [--speed N | --fast] [--wait DURATION] FILE ENDPOINT\n"

@@ -1,0 +1,572 @@
+/*
+ * wattbus compare: verify one meter against another. Two power streams (two
+ * zones, or two hosts), live from the bus or from a recording, are put into
+ * common slots with alignd's own curves (alignd/curve.c: exact interpolation,
+ * restarts bridged, gaps kept) and compared: lag by cross-correlation, gain
+ * and offset by a linear fit, R², MAE and MAPE, and what each side dropped.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include <jansson.h>
+
+#include "bus.h"
+#include "cli.h"
+#include "clock.h"
+#include "codec.h"
+#include "log.h"
+#include "../alignd/alignd.h"
+
+#define CMP_MAX_SAMPLES (1u << 22) /* a day of 20 ms samples */
+
+struct side {
+	const char *spec;
+	char host[64], zone[64]; /* wanted; host "" takes the first host with the zone */
+	char kind[16], source[16];
+	struct curve *c;
+	uint64_t messages, lost, discontinuities, bridged, stale, missing; /* missing: slots without it */
+	double *lag_s; /* per message: receive time minus sample time */
+	size_t nlag, lagcap;
+};
+
+struct cmp {
+	struct side s[2];
+	struct wb_seqtrack *seq;
+	uint64_t rejected;
+	uint64_t slot_ns, max_lag_ns;
+	/* results */
+	size_t nslots, nvalid;
+	uint64_t t0_ns;	 /* first slot's start */
+	double *a_w, *b_w; /* per slot at the best lag; NAN where missing */
+	double lag_s, lag_r;
+	bool lag_known;
+	struct lin_fit fit, fit0;
+	double mae_w, mape_pct, bias_w, r2_0;
+};
+
+static int parse_spec(struct side *s, const char *spec)
+{
+	s->spec = spec;
+	const char *slash = strchr(spec, '/');
+	const char *zone = slash ? slash + 1 : spec;
+	size_t hlen = slash ? (size_t)(slash - spec) : 0;
+	if (!*zone || strlen(zone) >= sizeof(s->zone) || hlen >= sizeof(s->host) || (slash && !hlen)) {
+		fprintf(stderr, "wattbus compare: '%s' is not a power stream: give ZONE or HOST/ZONE (e.g. package-0, node1/platform)\n", spec);
+		return -1;
+	}
+	snprintf(s->zone, sizeof(s->zone), "%s", zone);
+	snprintf(s->host, sizeof(s->host), "%.*s", (int)hlen, spec);
+	return 0;
+}
+
+static void add_lag(struct side *s, double v)
+{
+	if (s->nlag == s->lagcap) {
+		size_t cap = s->lagcap ? s->lagcap * 2 : 256;
+		double *l = realloc(s->lag_s, cap * sizeof(*l));
+		if (!l)
+			return;
+		s->lag_s = l;
+		s->lagcap = cap;
+	}
+	s->lag_s[s->nlag++] = v;
+}
+
+/* One power message, received at recv_ns, lost: messages of its producer missed before it. */
+static void feed(struct cmp *k, const struct wb_power *pw, uint64_t recv_ns, uint64_t lost)
+{
+	for (int i = 0; i < 2; i++) {
+		struct side *s = &k->s[i];
+		if (s->host[0] && strcmp(s->host, pw->env.host) != 0)
+			continue;
+		for (size_t z = 0; z < pw->n_zones; z++) {
+			const struct wb_power_zone *wz = &pw->zones[z];
+			if (strcmp(wz->name, s->zone) != 0)
+				continue;
+			if (!s->host[0])
+				snprintf(s->host, sizeof(s->host), "%s", pw->env.host); /* from now on, this host's */
+			snprintf(s->kind, sizeof(s->kind), "%s", wz->zone);
+			snprintf(s->source, sizeof(s->source), "%s", wz->source);
+			if (s->messages)
+				s->lost += lost;
+			s->messages++;
+			add_lag(s, recv_ns > pw->t ? (double)(recv_ns - pw->t) / 1e9 : 0);
+			switch (curve_add(s->c, pw->t, pw->env.epoch, wz->energy_uj, wz->max_energy_range_uj, 0, NULL)) {
+			case CURVE_DISCONTINUITY: s->discontinuities++; break;
+			case CURVE_BRIDGED: s->bridged++; break;
+			case CURVE_STALE: s->stale++; break;
+			case CURVE_NOMEM: log_warnx("%s: out of memory for its samples", s->spec); break;
+			case CURVE_APPENDED: break;
+			}
+			break;
+		}
+	}
+}
+
+static int feed_record(uint64_t recv_ns, const char *topic, const void *body, size_t len, void *arg)
+{
+	struct cmp *k = arg;
+	if (strncmp(topic, "power/", 6) != 0)
+		return 0;
+	struct wb_msg msg = {0};
+	struct wb_err err;
+	if (wb_frame_check(topic, body, len, &msg, &err) < 0) {
+		k->rejected++;
+		return 0;
+	}
+	struct wb_rx rx = {0};
+	wb_seqtrack_see(k->seq, &msg.env, "power", &rx);
+	if (!rx.duplicate && !rx.stale)
+		feed(k, &msg.power, recv_ns, rx.lost);
+	wb_msg_clear(&msg);
+	return 0;
+}
+
+static int feed_bus(struct cmp *k, const char *endpoints, uint64_t duration_ns, const struct wb_sockopts *so)
+{
+	struct wb_sub *sub = wb_sub_new(so);
+	if (!sub || wb_sub_connect(sub, endpoints) < 0) {
+		wb_sub_destroy(&sub);
+		return -1;
+	}
+	wb_sub_subscribe(sub, "power/");
+	uint64_t end = wb_mono_ns() + duration_ns;
+	while (wb_mono_ns() < end && !cli_interrupted()) {
+		if (!wb_sub_wait(sub, 100))
+			continue;
+		struct wb_msg msg = {0};
+		struct wb_rx rx;
+		struct wb_err err;
+		int rc = wb_sub_recv(sub, &msg, &rx, &err, NULL);
+		if (rc < 0)
+			break;
+		if (rc == 0) {
+			k->rejected++;
+			continue;
+		}
+		if (msg.kind == WB_POWER && !rx.duplicate && !rx.stale)
+			feed(k, &msg.power, rx.recv_ns, rx.lost);
+		wb_msg_clear(&msg);
+	}
+	wb_sub_destroy(&sub);
+	return 0;
+}
+
+/* Average watts of a side over [t0, t1]: both ends inside its samples and no gap between. */
+static double slot_w(const struct side *s, uint64_t t0, uint64_t t1)
+{
+	uint64_t e0, e1;
+	if (curve_covered_ns(s->c, t0, t1) < t1 - t0)
+		return NAN;
+	if (curve_at(s->c, t0, &e0) != CURVE_INSIDE || curve_at(s->c, t1, &e1) != CURVE_INSIDE || e1 < e0)
+		return NAN;
+	return (double)(e1 - e0) / (double)(t1 - t0) * 1e3; /* uJ per ns is kW */
+}
+
+static double spacing_s(const struct curve *c)
+{
+	if (c->n < 2)
+		return NAN;
+	double *g = malloc((c->n - 1) * sizeof(*g));
+	if (!g)
+		return NAN;
+	for (size_t i = 1; i < c->n; i++)
+		g[i - 1] = (double)(c->s[i].t_ns - c->s[i - 1].t_ns) / 1e9;
+	double m = series_quantile(g, c->n - 1, 0.5);
+	free(g);
+	return m;
+}
+
+/* Slot powers of A and of B shifted by lag_ns (B at [t0 + lag, t1 + lag]); returns the slots where both are known. */
+static size_t slot_pairs(const struct cmp *k, int64_t lag_ns, double *a, double *b, double *xa, double *xb)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < k->nslots; i++) {
+		uint64_t t0 = k->t0_ns + i * k->slot_ns, t1 = t0 + k->slot_ns;
+		double pa = slot_w(&k->s[0], t0, t1);
+		double pb = slot_w(&k->s[1], (uint64_t)((int64_t)t0 + lag_ns), (uint64_t)((int64_t)t1 + lag_ns));
+		if (a) {
+			a[i] = pa;
+			b[i] = pb;
+		}
+		if (isfinite(pa) && isfinite(pb)) {
+			xa[n] = pa;
+			xb[n] = pb;
+			n++;
+		}
+	}
+	return n;
+}
+
+static int analyze(struct cmp *k)
+{
+	const struct curve *ca = k->s[0].c, *cb = k->s[1].c;
+	if (ca->n < 2 || cb->n < 2)
+		return -1;
+	if (!k->slot_ns) {
+		/* Four samples of the coarser meter: interpolation at the edges then moves little. */
+		double sp = fmax(spacing_s(ca), spacing_s(cb));
+		k->slot_ns = (uint64_t)ceil(4 * sp * 1e3) * WB_NS_PER_MS;
+		if (!k->slot_ns)
+			k->slot_ns = WB_NS_PER_MS;
+	}
+	uint64_t from = ca->s[0].t_ns > cb->s[0].t_ns ? ca->s[0].t_ns : cb->s[0].t_ns;
+	uint64_t to = ca->s[ca->n - 1].t_ns < cb->s[cb->n - 1].t_ns ? ca->s[ca->n - 1].t_ns : cb->s[cb->n - 1].t_ns;
+	if (to <= from || to - from < 4 * k->slot_ns)
+		return -1;
+	if (!k->max_lag_ns)
+		k->max_lag_ns = 10 * k->slot_ns;
+	if (k->max_lag_ns > (to - from) / 4)
+		k->max_lag_ns = (to - from) / 4;
+	/* Slots on the slot grid; B may be read up to max_lag either side of each. */
+	uint64_t start = ((from + k->max_lag_ns) / k->slot_ns + 1) * k->slot_ns;
+	uint64_t stop = to - k->max_lag_ns;
+	k->t0_ns = start;
+	k->nslots = stop > start ? (stop - start) / k->slot_ns : 0;
+	if (k->nslots < 3)
+		return -1;
+	k->a_w = calloc(k->nslots, sizeof(double));
+	k->b_w = calloc(k->nslots, sizeof(double));
+	double *xa = calloc(k->nslots, sizeof(double)), *xb = calloc(k->nslots, sizeof(double));
+	if (!k->a_w || !k->b_w || !xa || !xb) {
+		free(xa);
+		free(xb);
+		return -1;
+	}
+	/* Cross-correlation over lags in tenths of a slot: the lag where B follows A best. */
+	/* Steps of a tenth of the finer meter's spacing (or of the slot, if shorter). */
+	double fine_s = fmin(fmin(spacing_s(ca), spacing_s(cb)), (double)k->slot_ns / 1e9);
+	int64_t step = (int64_t)(fine_s * 1e8);
+	if (step < 1000)
+		step = 1000;
+	int64_t best = 0;
+	double best_r = -INFINITY;
+	for (int64_t lag = -(int64_t)k->max_lag_ns; lag <= (int64_t)k->max_lag_ns; lag += step) {
+		size_t n = slot_pairs(k, lag, NULL, NULL, xa, xb);
+		double r = n >= 3 ? correlation(xa, xb, n) : NAN;
+		if (isfinite(r) && (r > best_r + 1e-12 || (fabs(r - best_r) <= 1e-12 && llabs(lag) < llabs(best)))) {
+			best_r = r;
+			best = lag;
+		}
+	}
+	k->lag_known = isfinite(best_r);
+	k->lag_s = k->lag_known ? (double)best / 1e9 : 0;
+	k->lag_r = k->lag_known ? best_r : NAN;
+	size_t n0 = slot_pairs(k, 0, NULL, NULL, xa, xb);
+	fit_linear(xa, xb, n0, &k->fit0);
+	/*
+	 * Slot edges on the sample times of the coarser meter (as alignd puts slot edges
+	 * on usage samples): its slot energies are then read, not interpolated, and only
+	 * the finer meter is interpolated, within its shorter spacing.
+	 */
+	bool b_coarser = spacing_s(cb) >= spacing_s(ca);
+	int64_t shift = b_coarser && k->lag_known ? best : 0;
+	uint64_t anchor = (uint64_t)((int64_t)(b_coarser ? cb->s[0].t_ns : ca->s[0].t_ns) - shift);
+	uint64_t phase = anchor % k->slot_ns;
+	uint64_t t0 = start - start % k->slot_ns + phase;
+	if (t0 < start)
+		t0 += k->slot_ns;
+	k->t0_ns = t0;
+	k->nslots = stop > t0 ? (stop - t0) / k->slot_ns : 0;
+	size_t n = slot_pairs(k, k->lag_known ? best : 0, k->a_w, k->b_w, xa, xb);
+	k->nvalid = n;
+	fit_linear(xa, xb, n, &k->fit);
+	double ae = 0, ape = 0, bias = 0;
+	size_t npct = 0;
+	for (size_t i = 0; i < n; i++) {
+		ae += fabs(xb[i] - xa[i]);
+		bias += xb[i] - xa[i];
+		if (xa[i] > 0) {
+			ape += fabs(xb[i] - xa[i]) / xa[i];
+			npct++;
+		}
+	}
+	k->mae_w = n ? ae / (double)n : NAN;
+	k->bias_w = n ? bias / (double)n : NAN;
+	k->mape_pct = npct ? 100 * ape / (double)npct : NAN;
+	for (size_t i = 0; i < k->nslots; i++) {
+		if (!isfinite(k->a_w[i]))
+			k->s[0].missing++;
+		if (!isfinite(k->b_w[i]))
+			k->s[1].missing++;
+	}
+	free(xa);
+	free(xb);
+	return 0;
+}
+
+/* ---- output ---- */
+
+static json_t *jnum(double x)
+{
+	return isfinite(x) ? json_real(x) : json_null();
+}
+
+static double lag_q(const struct side *s, double q)
+{
+	return s->nlag ? series_quantile(s->lag_s, s->nlag, q) : NAN;
+}
+
+static void say_side(const struct side *s, char which)
+{
+	printf("%c = %s/%s (%s, %s): %llu samples %.3g s apart, %llu lost, %llu discontinuities, %llu restarts bridged, "
+	       "arrival %.3g s late (median; max %.3g s), missing from %llu slots\n",
+	       which, s->host, s->zone, s->kind, s->source, (unsigned long long)s->messages, spacing_s(s->c),
+	       (unsigned long long)s->lost, (unsigned long long)s->discontinuities, (unsigned long long)s->bridged,
+	       lag_q(s, 0.5), lag_q(s, 1), (unsigned long long)s->missing);
+}
+
+static void print_text(const struct cmp *k, bool slots)
+{
+	if (slots) {
+		printf("%10s %10s %10s %10s %8s\n", "T_S", "A_W", "B_W", "B-A_W", "B-A_%");
+		for (size_t i = 0; i < k->nslots; i++) {
+			double t = (double)(i * k->slot_ns) / 1e9, a = k->a_w[i], b = k->b_w[i];
+			if (!isfinite(a) || !isfinite(b)) {
+				printf("%10.3f %10s %10s %10s %8s  %s\n", t, isfinite(a) ? "" : "-", isfinite(b) ? "" : "-", "",
+				       "", !isfinite(a) && !isfinite(b) ? "both missing" : !isfinite(a) ? "A missing" : "B missing");
+				continue;
+			}
+			printf("%10.3f %10.3f %10.3f %10.3f %8.2f\n", t, a, b, b - a, a > 0 ? 100 * (b - a) / a : NAN);
+		}
+		printf("\n");
+	}
+	say_side(&k->s[0], 'A');
+	say_side(&k->s[1], 'B');
+	printf("slots: %zu of %.3g s from %.3f (wall clock), %zu with both meters\n", k->nslots,
+	       (double)k->slot_ns / 1e9, (double)k->t0_ns / 1e9, k->nvalid);
+	if (k->lag_known)
+		printf("lag: B follows A by %+.3f s (correlation %.4f at that lag; searched +-%.3g s)\n", k->lag_s, k->lag_r,
+		       (double)k->max_lag_ns / 1e9);
+	else
+		printf("lag: unknown (a meter stayed constant: nothing to correlate)\n");
+	printf("fit: B = %.4f * A %+.3f W, R^2 %.4f (at lag 0: R^2 %.4f)\n", k->fit.gain, k->fit.offset, k->fit.r2,
+	       k->fit0.r2);
+	printf("error of B against A: MAE %.3f W, MAPE %.2f %%, bias %+.3f W\n", k->mae_w, k->mape_pct, k->bias_w);
+}
+
+static json_t *side_json(const struct side *s)
+{
+	json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I}", "spec", s->spec, "host", s->host,
+			      "zone", s->zone, "kind", s->kind, "source", s->source, "samples",
+			      (json_int_t)s->messages, "lost", (json_int_t)s->lost, "discontinuities",
+			      (json_int_t)s->discontinuities, "bridged", (json_int_t)s->bridged, "slots_missing",
+			      (json_int_t)s->missing);
+	json_object_set_new(o, "spacing_s", jnum(spacing_s(s->c)));
+	json_object_set_new(o, "arrival_lag_s", json_pack("{s:o, s:o}", "median", jnum(lag_q(s, 0.5)), "max", jnum(lag_q(s, 1))));
+	return o;
+}
+
+static json_t *fit_json(const struct lin_fit *f)
+{
+	return json_pack("{s:o, s:o, s:o, s:I}", "gain", jnum(f->gain), "offset_w", jnum(f->offset), "r2", jnum(f->r2),
+			 "n", (json_int_t)f->n);
+}
+
+static int print_json(const struct cmp *k, bool slots)
+{
+	json_t *root = json_pack("{s:o, s:o, s:f, s:I, s:I, s:I}", "a", side_json(&k->s[0]), "b", side_json(&k->s[1]),
+				 "slot_s", (double)k->slot_ns / 1e9, "t0_ns", (json_int_t)k->t0_ns, "slots",
+				 (json_int_t)k->nslots, "slots_both", (json_int_t)k->nvalid);
+	json_object_set_new(root, "lag_s", k->lag_known ? json_real(k->lag_s) : json_null());
+	json_object_set_new(root, "lag_r", jnum(k->lag_r));
+	json_object_set_new(root, "max_lag_s", json_real((double)k->max_lag_ns / 1e9));
+	json_object_set_new(root, "fit", fit_json(&k->fit));
+	json_object_set_new(root, "fit_lag0", fit_json(&k->fit0));
+	json_object_set_new(root, "mae_w", jnum(k->mae_w));
+	json_object_set_new(root, "mape_pct", jnum(k->mape_pct));
+	json_object_set_new(root, "bias_w", jnum(k->bias_w));
+	json_object_set_new(root, "rejected", json_integer((json_int_t)k->rejected));
+	if (slots) {
+		json_t *arr = json_array();
+		for (size_t i = 0; i < k->nslots; i++)
+			json_array_append_new(arr, json_pack("{s:f, s:o, s:o}", "t_s", (double)(i * k->slot_ns) / 1e9,
+							     "a_w", jnum(k->a_w[i]), "b_w", jnum(k->b_w[i])));
+		json_object_set_new(root, "per_slot", arr);
+	}
+	char *s = json_dumps(root, JSON_INDENT(2) | JSON_ENSURE_ASCII);
+	json_decref(root);
+	if (!s)
+		return 1;
+	puts(s);
+	free(s);
+	return 0;
+}
+
+/* A text for gnuplot between single quotes (a quote is doubled). */
+static void gp_quote(FILE *f, const char *s)
+{
+	fputc('\'', f);
+	for (; *s; s++) {
+		if (*s == '\'')
+			fputc('\'', f);
+		fputc(*s, f);
+	}
+	fputc('\'', f);
+}
+
+/* Both meters over time and B against A with the fit, as SVG, by gnuplot. */
+static int plot_svg(const struct cmp *k, const char *path)
+{
+	FILE *gp = popen("gnuplot 2>&1", "w");
+	if (!gp) {
+		fprintf(stderr, "wattbus compare: --plot: cannot run gnuplot: %s\n", strerror(errno));
+		return -1;
+	}
+	fprintf(gp, "set terminal svg size 1000,800 dynamic enhanced font 'sans,11'\nset output ");
+	gp_quote(gp, path);
+	fprintf(gp, "\n$D << EOD\n");
+	for (size_t i = 0; i < k->nslots; i++)
+		if (isfinite(k->a_w[i]) && isfinite(k->b_w[i]))
+			fprintf(gp, "%.6f %.6f %.6f\n", (double)(i * k->slot_ns) / 1e9, k->a_w[i], k->b_w[i]);
+	fprintf(gp, "EOD\nset multiplot layout 2,1\nset grid\nset key top left noenhanced\n"
+		    "set xlabel 's'\nset ylabel 'W'\nset title ");
+	char title[512];
+	snprintf(title, sizeof(title), "A = %s/%s, B = %s/%s (B shifted by %.3f s)", k->s[0].host, k->s[0].zone,
+		 k->s[1].host, k->s[1].zone, k->lag_s);
+	gp_quote(gp, title);
+	fprintf(gp, " noenhanced\nplot $D using 1:2 with lines title 'A', $D using 1:3 with lines title 'B'\n");
+	snprintf(title, sizeof(title), "B = %.4f A %+.3f W, R^2 %.4f, MAE %.3f W", k->fit.gain, k->fit.offset,
+		 k->fit.r2, k->mae_w);
+	fprintf(gp, "set xlabel 'A (W)'\nset ylabel 'B (W)'\nset title ");
+	gp_quote(gp, title);
+	fprintf(gp, " noenhanced\nplot $D using 2:3 with points pt 7 ps 0.4 title 'slots', %.9g * x + %.9g with lines title 'fit'\n"
+		    "unset multiplot\n", k->fit.gain, k->fit.offset);
+	int st = pclose(gp);
+	if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+		fprintf(stderr, "wattbus compare: --plot %s: gnuplot failed (%s); install gnuplot-nox for plots\n", path,
+			st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 127 ? "not installed" : "see its message above");
+		return -1;
+	}
+	return 0;
+}
+
+static void compare_usage(FILE *out)
+{
+	fprintf(out, "usage: wattbus compare [--from FILE]... [--sub ENDPOINT]... [--duration D] [--slot D] [--max-lag D]\n"
+		     "                       [--json] [--summary] [--plot FILE.svg] A B\n"
+		     "  A, B             power streams: ZONE (any host) or HOST/ZONE, e.g. node1/psys bmc/platform\n"
+		     "  --from FILE      read a `wattbus record` file (repeatable) instead of the bus\n"
+		     "  --sub ENDPOINT   subscribe to this publisher (repeatable, or comma-separated)\n"
+		     "  --duration D     how long to listen on the bus (default 60s; Ctrl-C ends it early)\n"
+		     "  --slot D         slot length (default: four samples of the coarser meter)\n"
+		     "  --max-lag D      largest lag searched either way (default 10 slots)\n"
+		     "  --json           one JSON object (per-slot values under per_slot)\n"
+		     "  --summary        leave out the per-slot table\n"
+		     "  --plot FILE.svg  both meters and B against A, drawn by gnuplot\n"
+		     "  --curve-cert FILE, --curve-peer FILE   CURVE for tcp:// endpoints\n");
+}
+
+int cmd_compare(int argc, char **argv)
+{
+	static const struct option opts[] = {{"from", required_argument, NULL, 'f'},
+					     {"sub", required_argument, NULL, 's'},
+					     {"duration", required_argument, NULL, 'd'},
+					     {"slot", required_argument, NULL, 'S'},
+					     {"max-lag", required_argument, NULL, 'L'},
+					     {"json", no_argument, NULL, 'j'},
+					     {"summary", no_argument, NULL, 'u'},
+					     {"plot", required_argument, NULL, 'p'},
+					     {"curve-cert", required_argument, NULL, 'C'},
+					     {"curve-peer", required_argument, NULL, 'P'},
+					     {"help", no_argument, NULL, 'h'},
+					     {NULL, 0, NULL, 0}};
+	struct cmp k = {0};
+	struct wb_sockopts so = {0};
+	const char *from[16], *plot = NULL;
+	size_t nfrom = 0;
+	char subs[4096] = "";
+	uint64_t duration_ns = 60 * WB_NS_PER_SEC;
+	bool json = false, summary = false;
+	int c, rc = 2;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'f':
+			if (nfrom == sizeof(from) / sizeof(from[0])) {
+				fprintf(stderr, "wattbus compare: --from: at most 16 recordings\n");
+				return 2;
+			}
+			from[nfrom++] = optarg;
+			break;
+		case 's': {
+			size_t len = strlen(subs);
+			snprintf(subs + len, sizeof(subs) - len, "%s%s", len ? "," : "", optarg);
+			break;
+		}
+		case 'd': duration_ns = cli_duration_ns("compare", "--duration", optarg); break;
+		case 'S': k.slot_ns = cli_duration_ns("compare", "--slot", optarg); break;
+		case 'L': k.max_lag_ns = cli_duration_ns("compare", "--max-lag", optarg); break;
+		case 'j': json = true; break;
+		case 'u': summary = true; break;
+		case 'p': plot = optarg; break;
+		case 'C': so.curve_cert = optarg; break;
+		case 'P': so.curve_peer = optarg; break;
+		case 'h': compare_usage(stdout); return 0;
+		default: compare_usage(stderr); return 2;
+		}
+	}
+	if (argc - optind != 2) {
+		fprintf(stderr, "wattbus compare: give two power streams, A and B\n");
+		compare_usage(stderr);
+		return 2;
+	}
+	if (!nfrom == !subs[0]) {
+		fprintf(stderr, "wattbus compare: give --from FILE (a recording) or --sub ENDPOINT (the bus), not %s\n",
+			nfrom ? "both" : "neither");
+		return 2;
+	}
+	if (k.slot_ns && k.slot_ns < WB_NS_PER_MS) {
+		fprintf(stderr, "wattbus compare: --slot: below 1 ms is finer than any meter here\n");
+		return 2;
+	}
+	if (parse_spec(&k.s[0], argv[optind]) < 0 || parse_spec(&k.s[1], argv[optind + 1]) < 0)
+		return 2;
+	if (!strcmp(k.s[0].host, k.s[1].host) && !strcmp(k.s[0].zone, k.s[1].zone)) {
+		fprintf(stderr, "wattbus compare: A and B are the same stream (%s)\n", argv[optind]);
+		return 2;
+	}
+	rc = 1;
+	k.s[0].c = curve_new(1, CMP_MAX_SAMPLES);
+	k.s[1].c = curve_new(2, CMP_MAX_SAMPLES);
+	k.seq = wb_seqtrack_new(1024);
+	if (!k.s[0].c || !k.s[1].c || !k.seq) {
+		fprintf(stderr, "wattbus compare: out of memory\n");
+		goto out;
+	}
+	for (size_t i = 0; i < nfrom; i++)
+		if (record_each(from[i], feed_record, &k) < 0)
+			goto out;
+	if (subs[0] && feed_bus(&k, subs, duration_ns, &so) < 0)
+		goto out;
+	for (int i = 0; i < 2; i++)
+		if (k.s[i].c->n < 2) {
+			fprintf(stderr, "wattbus compare: %s: %s power samples of zone %s%s%s in %s%s\n", k.s[i].spec,
+				k.s[i].c->n ? "only one of the" : "no", k.s[i].zone, k.s[i].host[0] ? " from host " : "",
+				k.s[i].host, nfrom ? "the recording" : "what the bus sent",
+				k.rejected ? " (some frames were rejected as invalid)" : "");
+			goto out;
+		}
+	if (analyze(&k) < 0) {
+		fprintf(stderr, "wattbus compare: %s and %s overlap for too short a time: need at least 4 slots (%.3g s each) plus the lag searched\n",
+			k.s[0].spec, k.s[1].spec, (double)k.slot_ns / 1e9);
+		goto out;
+	}
+	rc = json ? print_json(&k, !summary) : (print_text(&k, !summary), 0);
+	if (plot && plot_svg(&k, plot) < 0)
+		rc = 1;
+out:
+	for (int i = 0; i < 2; i++) {
+		curve_destroy(&k.s[i].c);
+		free(k.s[i].lag_s);
+	}
+	wb_seqtrack_destroy(&k.seq);
+	free(k.a_w);
+	free(k.b_w);
+	return rc;
+}

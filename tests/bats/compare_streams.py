@@ -1,0 +1,87 @@
+#!/usr/bin/python3
+"""Two power streams of known relation, as a `wattbus record` file (docs/RECORDING.md).
+
+  compare_streams.py FILE [--gain G] [--offset W] [--lag S] [--noise W] [--drop N]
+                     [--seconds S] [--seed N]
+
+Host "ref", zone "platform": a reference meter sampled every 0.25 s whose
+power is a pseudo-random staircase (a new level in 40..160 W every 1-4 s).
+Host "dut", zone "meter-0": the meter under test, sampled every 0.5 s at
+another phase (0.1 s after the reference's grid), that reads
+G * P(t - LAG) + OFFSET plus white noise of NOISE W (standard deviation)
+per sample interval. Both are cumulative uJ counters, as powerd publishes them.
+--drop N leaves out every Nth dut message (its seq still advances: a loss).
+"""
+import argparse
+import random
+
+import msgpack
+
+T0 = 1_800_000_000 * 10**9
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("file")
+    ap.add_argument("--gain", type=float, default=1.0)
+    ap.add_argument("--offset", type=float, default=0.0)
+    ap.add_argument("--lag", type=float, default=0.0)
+    ap.add_argument("--noise", type=float, default=0.0)
+    ap.add_argument("--drop", type=int, default=0)
+    ap.add_argument("--seconds", type=float, default=120)
+    ap.add_argument("--seed", type=int, default=1)
+    a = ap.parse_args()
+    rng = random.Random(a.seed)
+    # The staircase: (start_s, watts), from well before 0 to past the end.
+    steps, t = [], -10.0
+    while t < a.seconds + 10:
+        steps.append((t, rng.uniform(40, 160)))
+        t += rng.uniform(1, 4)
+
+    def energy_j(t):
+        """Reference energy from -10 s to t (exact integral of the staircase)."""
+        e = 0.0
+        for i, (s, w) in enumerate(steps):
+            end = steps[i + 1][0] if i + 1 < len(steps) else float("inf")
+            if t <= s:
+                break
+            e += w * (min(t, end) - s)
+        return e
+
+    records = []
+
+    def msg(host, src, seq, t_s, interval_ns, zone, kind, uj):
+        t_ns = T0 + int(round(t_s * 1e9))
+        body = {"v": 1, "kind": "power", "host": host, "src": src, "epoch": 7, "seq": seq, "t": t_ns,
+                "interval_ns": interval_ns,
+                "zones": [{"name": zone, "zone": kind, "source": "exec", "energy_uj": uj}]}
+        records.append([t_ns + 2_000_000, "power/" + host, msgpack.packb(body, use_bin_type=True)])
+
+    base = energy_j(0)
+    n = int(a.seconds / 0.25)
+    for i in range(n + 1):
+        t = i * 0.25
+        msg("ref", "powerd", i + 1, t, 250_000_000, "platform", "platform",
+            10**9 + int((energy_j(t) - base) * 1e6))
+    dut_e, prev_t = 5 * 10**8, None
+    for i in range(int(a.seconds / 0.5)):
+        t = 0.1 + i * 0.5
+        if prev_t is not None:
+            dt = t - prev_t
+            e = a.gain * (energy_j(t - a.lag) - energy_j(prev_t - a.lag)) + a.offset * dt
+            e += rng.gauss(0, a.noise) * dt
+            dut_e += max(0, int(e * 1e6))
+        prev_t = t
+        if a.drop and i % a.drop == a.drop - 1:
+            continue
+        msg("dut", "meter.sh", i + 1, t, 500_000_000, "meter-0", "platform", dut_e)
+    records.sort(key=lambda r: r[0])
+    with open(a.file, "wb") as f:
+        f.write(msgpack.packb({"format": "wattbus-record", "version": 1, "endpoint": "synthetic",
+                               "start_ns": T0}, use_bin_type=True))
+        for r in records:
+            f.write(msgpack.packb(r, use_bin_type=True))
+
+
+if __name__ == "__main__":
+    main()
