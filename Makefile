@@ -159,7 +159,9 @@ all: $(BINS)
 # tests/unit/test_<stage>_*.c link the stage's modules; the others only libwattbus.
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
-test_stage = $(filter $(STAGES),$(firstword $(subst _, ,$(1))))
+# tests/unit/test_cli_*.c link the CLI's pure modules.
+cli_OBJS := $(BUILD)/cli/series.o
+test_stage = $(filter $(STAGES) cli,$(firstword $(subst _, ,$(1))))
 test_objs = $(foreach s,$(call test_stage,$(1)),$($(s)_OBJS))
 test_libs = $(foreach s,$(call test_stage,$(1)),$($(s)_LIBS))
 

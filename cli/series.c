@@ -96,14 +96,14 @@ void meter_analyze(const struct series *s, bool is_power, double range_uj, struc
 	st->changes = nc;
 	if (isfinite(step))
 		st->step_min = step;
-	/* Nearly every sample saw a change: the meter updates at least as often as it was read. */
-	st->period_bounded = nc > 0 && (double)nc >= 0.5 * (double)(s->n - 1);
 	for (size_t k = 1; k < nc; k++)
 		chg_t[k - 1] = (double)(s->t_ns[chg_i[k]] - s->t_ns[chg_i[k - 1]]) / 1e9;
 	if (nc >= 2) {
 		st->period_s = series_quantile(chg_t, nc - 1, 0.5);
 		st->period_p10_s = series_quantile(chg_t, nc - 1, 0.1);
 		st->period_p90_s = series_quantile(chg_t, nc - 1, 0.9);
+		/* Changes at (nearly) every reading: the meter updates at least as often as it was read. */
+		st->period_bounded = st->period_s < 1.5 * st->spacing_s;
 	}
 	if (is_power) {
 		/* Readings in uW: their mean and spread. */
