@@ -53,7 +53,7 @@ struct meter_stats {
 	bool period_bounded;		       /* nearly every sample changed: the period is at most spacing_s */
 	double step_min;		       /* smallest change: uJ (counter) or uW (power) */
 	double mean_w;			       /* average power over the run */
-	double noise_w;			       /* standard deviation of the power of each update */
+	double noise_w;			       /* standard deviation of the power over windows of 10 updates */
 };
 /* What the samples of one zone say; range_uj: where a counter wraps (0: never). NAN where unknown. */
 void meter_analyze(const struct series *s, bool is_power, double range_uj, struct meter_stats *st);

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 
 #include <jansson.h>
 
@@ -221,7 +222,7 @@ static int analyze(struct cmp *k)
 	if (to <= from || to - from < 4 * k->slot_ns)
 		return -1;
 	if (!k->max_lag_ns)
-		k->max_lag_ns = 10 * k->slot_ns;
+		k->max_lag_ns = (uint64_t)(10 * fmax(spacing_s(ca), spacing_s(cb)) * 1e9);
 	if (k->max_lag_ns > (to - from) / 4)
 		k->max_lag_ns = (to - from) / 4;
 	/* Slots on the slot grid; B may be read up to max_lag either side of each. */
@@ -339,8 +340,12 @@ static void print_text(const struct cmp *k, bool slots)
 	}
 	say_side(&k->s[0], 'A');
 	say_side(&k->s[1], 'B');
-	printf("slots: %zu of %.3g s from %.3f (wall clock), %zu with both meters\n", k->nslots,
-	       (double)k->slot_ns / 1e9, (double)k->t0_ns / 1e9, k->nvalid);
+	char from[64];
+	time_t secs = (time_t)(k->t0_ns / WB_NS_PER_SEC);
+	struct tm tm;
+	strftime(from, sizeof(from), "%Y-%m-%d %H:%M:%S UTC", gmtime_r(&secs, &tm));
+	printf("slots: %zu of %.3g s from %s (T_S 0), %zu with both meters\n", k->nslots, (double)k->slot_ns / 1e9,
+	       from, k->nvalid);
 	if (k->lag_known)
 		printf("lag: B follows A by %+.3f s (correlation %.4f at that lag; searched +-%.3g s)\n", k->lag_s, k->lag_r,
 		       (double)k->max_lag_ns / 1e9);
@@ -456,7 +461,7 @@ static void compare_usage(FILE *out)
 		     "  --sub ENDPOINT   subscribe to this publisher (repeatable, or comma-separated)\n"
 		     "  --duration D     how long to listen on the bus (default 60s; Ctrl-C ends it early)\n"
 		     "  --slot D         slot length (default: four samples of the coarser meter)\n"
-		     "  --max-lag D      largest lag searched either way (default 10 slots)\n"
+		     "  --max-lag D      largest lag searched either way (default 10 samples of the coarser meter)\n"
 		     "  --json           one JSON object (per-slot values under per_slot)\n"
 		     "  --summary        leave out the per-slot table\n"
 		     "  --plot FILE.svg  both meters and B against A, drawn by gnuplot\n"

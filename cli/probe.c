@@ -348,6 +348,8 @@ static void fmt_step(char *buf, size_t size, const struct pzone *z)
 		snprintf(buf, size, "%.4g W", z->st.step_min / 1e6);
 	else if (z->st.step_min >= 1e6)
 		snprintf(buf, size, "%.4g J", z->st.step_min / 1e6);
+	else if (z->st.step_min >= 1e3)
+		snprintf(buf, size, "%.4g mJ", z->st.step_min / 1e3);
 	else
 		snprintf(buf, size, "%.4g uJ", z->st.step_min);
 }
@@ -423,7 +425,9 @@ static void print_text(const struct probe *p, const struct meter_advice *all)
 			printf("; %llu read errors (last: %s)", (unsigned long long)z->read_errors, z->last_err);
 		if (z->lost)
 			printf("; %llu messages lost", (unsigned long long)z->lost);
-		if (z->st.period_bounded)
+		if (z->st.period_bounded && (p->o.exec_stream || !strcmp(p->mode, "bus")))
+			printf("; it changed at nearly every %s: it updates at least that often", p->o.exec_stream ? "line" : "message");
+		else if (z->st.period_bounded)
 			printf("; it changed at nearly every reading: read it faster (--spacing) for its real period");
 		else if (z->st.changes < 2)
 			printf("; it did not change twice: probe longer (--duration) or under load");

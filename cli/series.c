@@ -116,13 +116,22 @@ void meter_analyze(const struct series *s, bool is_power, double range_uj, struc
 		st->mean_w = mean / 1e6;
 		st->noise_w = sqrt(sq / (double)s->n) / 1e6;
 	} else if (nc >= 2) {
-		/* Counter in uJ: the power of each update period (uJ per ns is kW). */
+		/*
+		 * Counter in uJ: the power over windows of up to 10 updates (uJ per ns is kW).
+		 * A change is seen up to one reading late; over one update that timing error
+		 * would pass for noise, over ten it weighs a tenth.
+		 */
+		size_t w = (nc - 1) / 3;
+		w = w > 10 ? 10 : w < 1 ? 1 : w;
 		double total = 0, sum = 0, sq = 0;
 		size_t np = 0;
-		for (size_t k = 1; k < nc; k++) {
-			double d = counter_delta(s->v[chg_i[k - 1]], s->v[chg_i[k]], range_uj);
-			total += d;
-			gap[np++] = d / (double)(s->t_ns[chg_i[k]] - s->t_ns[chg_i[k - 1]]) * 1e3;
+		for (size_t k = 1; k < nc; k++)
+			total += counter_delta(s->v[chg_i[k - 1]], s->v[chg_i[k]], range_uj);
+		for (size_t k = 0; k + w < nc; k += w) {
+			double d = 0;
+			for (size_t j = k + 1; j <= k + w; j++)
+				d += counter_delta(s->v[chg_i[j - 1]], s->v[chg_i[j]], range_uj);
+			gap[np++] = d / (double)(s->t_ns[chg_i[k + w]] - s->t_ns[chg_i[k]]) * 1e3;
 		}
 		double span_ns = (double)(s->t_ns[chg_i[nc - 1]] - s->t_ns[chg_i[0]]);
 		st->mean_w = total / span_ns * 1e3;
@@ -152,13 +161,18 @@ static double nice_up(double s)
 void meter_suggest(const struct meter_stats *st, double latency_max_s, struct meter_advice *adv)
 {
 	double period = isfinite(st->period_s) ? st->period_s : 0;
-	if (st->period_bounded && isfinite(st->spacing_s) && st->spacing_s > period)
-		period = st->spacing_s; /* only an upper bound is known */
 	/*
 	 * Two updates per sample at least: a slot edge is then off by at most one update's
-	 * energy, half a sample's; never below powerd's default of 1 s.
+	 * energy, half a sample's; never below powerd's default of 1 s. When the meter
+	 * changed at every reading, only a bound is known: it updates at least as often
+	 * as it was read, so sampling that often is enough.
 	 */
-	adv->interval_s = nice_up(2 * period > 1 ? 2 * period : 1);
+	double want = 2 * period;
+	if (st->period_bounded && isfinite(st->spacing_s)) {
+		period = st->spacing_s;
+		want = period;
+	}
+	adv->interval_s = nice_up(want > 1 ? want : 1);
 	/*
 	 * alignd waits for the first sample after a slot's end: up to one interval, plus
 	 * the update period (a reading shows energy up to its last update), plus twice

@@ -65,8 +65,8 @@ print("%s vs %s (+-%g%%): %s" % (v, w, r * 100, "ok" if ok else "OFF")); sys.exi
 	# the table says the same
 	run "$WATTBUS" probe --sysfs-root "$PDR/sys" --dev-root "$PDR/dev" --proc-root "$PDR/proc" --duration 1s --source rapl
 	assert_success
-	assert_line --regexp '^package-0 +package +rapl +[0-9.]+ ms +3000 uJ '
-	assert_line --regexp '^dram-0 +dram +rapl +[0-9.]+ ms +1500 uJ '
+	assert_line --regexp '^package-0 +package +rapl +[0-9.]+ ms +3 mJ '
+	assert_line --regexp '^dram-0 +dram +rapl +[0-9.]+ ms +1.5 mJ '
 	assert_output --partial "settings for all zones together: [powerd] interval = 1s"
 }
 

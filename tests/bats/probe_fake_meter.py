@@ -5,9 +5,16 @@
       a powercap tree; each zone's energy_uj advances by STEP_UJ once every
       PERIOD_S seconds (wrapping past RANGE_UJ as the hardware does), written
       by rename as sysfs never shows a half-written value. Runs until killed.
+      With --follow-cpu first, each step is scaled by 0.3 + 0.7 * this machine's
+      CPU utilisation since the previous update (/proc/stat): a meter that
+      follows the load, for demonstrations (docs/BRINGUP.md).
   probe_fake_meter.py exec PERIOD_S STEP_UJ [RANGE_UJ]
       an exec stream meter: every 5 ms a line "meter-0 VALUE uj kind=platform"
       whose VALUE has advanced by STEP_UJ once every PERIOD_S seconds.
+  probe_fake_meter.py board ENERGY_FILE GAIN OFFSET_W PERIOD_S
+      a board meter that reads another meter's energy_uj every PERIOD_S and
+      prints "board VALUE uj kind=platform" with VALUE growing by GAIN times
+      that meter's energy plus OFFSET_W watts.
 A stall of the writer (a loaded machine) skips updates, never bursts them,
 so that every change seen is one step.
 """
@@ -22,7 +29,18 @@ def put(path, value):
     os.rename(path + ".t", path)
 
 
+def cpu_busy_total():
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    idle = v[3] + (v[4] if len(v) > 4 else 0)
+    return sum(v) - idle, sum(v)
+
+
 def rapl(root, specs):
+    follow = specs and specs[0] == "--follow-cpu"
+    if follow:
+        specs = specs[1:]
+    last = cpu_busy_total()
     zones = []
     for spec in specs:
         d, name, period, step, rng = spec.split(",")
@@ -32,12 +50,21 @@ def rapl(root, specs):
         put(os.path.join(z, "max_energy_range_uj"), int(rng))
         value = int(rng) - 5 * int(step)  # wraps within the first updates
         put(os.path.join(z, "energy_uj"), value)
-        zones.append([z, float(period), int(step), int(rng), value, time.monotonic() + float(period)])
+        zones.append([z, float(period), int(step), int(rng), value, time.monotonic() + float(period), last])
     while True:
         now = time.monotonic()
         for zz in zones:
-            z, period, step, rng, value, due = zz
+            z, period, step, rng, value, due, last = zz
             if now >= due:
+                if follow:
+                    cur = cpu_busy_total()
+                    if cur[1] > last[1]:  # /proc/stat moves in ticks: wait for one
+                        zz[6] = cur
+                        util = (cur[0] - last[0]) / (cur[1] - last[1])
+                        step = int(step * (0.3 + 0.7 * util))
+                    else:
+                        zz[5] = now + period
+                        continue
                 zz[4] = (value + step) % (rng + 1)
                 put(os.path.join(z, "energy_uj"), zz[4])
                 while due <= now:
@@ -58,8 +85,24 @@ def exec_meter(period, step, rng):
         time.sleep(0.005)
 
 
+def board(path, gain, offset_w, period):
+    def read():
+        with open(path) as f:
+            return int(f.read())
+    prev, t_prev, value = read(), time.monotonic(), 1000
+    while True:
+        time.sleep(period)
+        cur, now = read(), time.monotonic()
+        value += int(gain * (cur - prev) + offset_w * (now - t_prev) * 1e6)
+        prev, t_prev = cur, now
+        sys.stdout.write("board %d uj kind=platform\n" % value)
+        sys.stdout.flush()
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "rapl":
         rapl(sys.argv[2], sys.argv[3:])
+    elif sys.argv[1] == "board":
+        board(sys.argv[2], float(sys.argv[3]), float(sys.argv[4]), float(sys.argv[5]))
     else:
         exec_meter(float(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]) if len(sys.argv) > 4 else 0)

@@ -110,9 +110,14 @@ static void test_suggest(void)
 	CHECK(near(a.interval_s, 2, 0));
 	CHECK(near(a.max_lag_s, 2.7, 1e-9));
 	/* Only a bound: the spacing it was read at stands for the period. */
-	st = (struct meter_stats){.period_s = 0.1, .spacing_s = 3, .period_bounded = true};
+	st = (struct meter_stats){.period_s = 3, .spacing_s = 3, .period_bounded = true};
 	meter_suggest(&st, 0, &a);
-	CHECK(near(a.interval_s, 10, 0));
+	CHECK(near(a.interval_s, 5, 0));
+	CHECK(near(a.max_lag_s, 8, 1e-9));
+	st = (struct meter_stats){.period_s = 1, .spacing_s = 1, .period_bounded = true}; /* powerd's 1 s on the bus */
+	meter_suggest(&st, 0.015, &a);
+	CHECK(near(a.interval_s, 1, 0));
+	CHECK(near(a.max_lag_s, 2.1, 1e-9));
 }
 
 static void test_fit(void)
