@@ -354,6 +354,8 @@ static void print_text(const struct cmp *k, bool slots)
 	printf("fit: B = %.4f * A %+.3f W, R^2 %.4f (at lag 0: R^2 %.4f)\n", k->fit.gain, k->fit.offset, k->fit.r2,
 	       k->fit0.r2);
 	printf("error of B against A: MAE %.3f W, MAPE %.2f %%, bias %+.3f W\n", k->mae_w, k->mape_pct, k->bias_w);
+	if (k->rejected)
+		printf("%llu power frames rejected as invalid (left out)\n", (unsigned long long)k->rejected);
 }
 
 static json_t *side_json(const struct side *s)

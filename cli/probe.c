@@ -257,6 +257,15 @@ static void sample_exec(struct probe *p, struct pd_set *set)
 		}
 	}
 	p->child_cpu_s = cpu_s(RUSAGE_CHILDREN) - child0;
+	/* Failed runs and lines powerd would refuse: every zone of the command shares them. */
+	for (size_t i = 0; i < p->nz; i++) {
+		const struct pd_counts *c = &set->counts;
+		uint64_t refused = c->implausible + c->backwards;
+		p->z[i].read_errors = c->exec_failures + c->parse_errors + refused;
+		if (p->z[i].read_errors)
+			snprintf(p->z[i].last_err, sizeof(p->z[i].last_err), "%llu failed runs, %llu lines unreadable, %llu readings implausible: see the warnings",
+				 (unsigned long long)c->exec_failures, (unsigned long long)c->parse_errors, (unsigned long long)refused);
+	}
 	if (!p->o.exec_stream)
 		for (size_t i = 0; i < p->nz; i++)
 			p->z[i].cpu_s = p->child_cpu_s; /* one run reads every zone */
@@ -422,7 +431,7 @@ static void print_text(const struct probe *p, const struct meter_advice *all)
 		       z->host, z->host[0] ? "/" : "", z->name, covers(z->kind), z->st.samples, sp,
 		       z->st.changes, p10, p90, strcmp(p->mode, "bus") ? "read" : "arrival", lmax);
 		if (z->read_errors)
-			printf("; %llu read errors (last: %s)", (unsigned long long)z->read_errors, z->last_err);
+			printf("; %llu read errors (%s)", (unsigned long long)z->read_errors, z->last_err);
 		if (z->lost)
 			printf("; %llu messages lost", (unsigned long long)z->lost);
 		if (z->st.period_bounded && (p->o.exec_stream || !strcmp(p->mode, "bus")))
