@@ -31,9 +31,19 @@ struct side {
 	char host[64], zone[64]; /* wanted; host "" takes the first host with the zone */
 	char kind[16], source[16];
 	struct curve *c;
-	uint64_t messages, lost, discontinuities, bridged, stale, missing; /* missing: slots without it */
+	uint64_t messages, lost, discontinuities, bridged, stale;
 	double *lag_s; /* per message: receive time minus sample time */
 	size_t nlag, lagcap;
+};
+
+/* How well B follows A over slots [i0, i1). */
+struct agree {
+	size_t i0, i1, n; /* n: slots with both meters */
+	bool lag_known;
+	double lag_s, lag_r;	  /* B follows A by lag_s; the correlation there */
+	struct lin_fit fit, fit0; /* B against A at that lag, and at lag 0 */
+	double mae_w, mape_pct, bias_w;
+	uint64_t missing_a, missing_b;
 };
 
 struct cmp {
@@ -41,14 +51,14 @@ struct cmp {
 	struct wb_seqtrack *seq;
 	uint64_t rejected;
 	uint64_t slot_ns, max_lag_ns;
+	uint64_t window_ns; /* 0: no per-window report */
 	/* results */
-	size_t nslots, nvalid;
+	size_t nslots;
 	uint64_t t0_ns;	 /* first slot's start */
-	double *a_w, *b_w; /* per slot at the best lag; NAN where missing */
-	double lag_s, lag_r;
-	bool lag_known;
-	struct lin_fit fit, fit0;
-	double mae_w, mape_pct, bias_w, r2_0;
+	double *a_w, *b_w; /* per slot at the overall lag; NAN where missing */
+	struct agree all;
+	struct agree *win;
+	size_t nwin;
 };
 
 static int parse_spec(struct side *s, const char *spec)
@@ -185,10 +195,11 @@ static double spacing_s(const struct curve *c)
 }
 
 /* Slot powers of A and of B shifted by lag_ns (B at [t0 + lag, t1 + lag]); returns the slots where both are known. */
-static size_t slot_pairs(const struct cmp *k, int64_t lag_ns, double *a, double *b, double *xa, double *xb)
+static size_t slot_pairs(const struct cmp *k, size_t i0, size_t i1, int64_t lag_ns, double *a, double *b, double *xa,
+			 double *xb)
 {
 	size_t n = 0;
-	for (size_t i = 0; i < k->nslots; i++) {
+	for (size_t i = i0; i < i1; i++) {
 		uint64_t t0 = k->t0_ns + i * k->slot_ns, t1 = t0 + k->slot_ns;
 		double pa = slot_w(&k->s[0], t0, t1);
 		double pb = slot_w(&k->s[1], (uint64_t)((int64_t)t0 + lag_ns), (uint64_t)((int64_t)t1 + lag_ns));
@@ -203,6 +214,65 @@ static size_t slot_pairs(const struct cmp *k, int64_t lag_ns, double *a, double 
 		}
 	}
 	return n;
+}
+
+/*
+ * Cross-correlation over lags from -max_lag to +max_lag in steps of step_ns: the lag
+ * where B follows A best over slots [i0, i1) (the smallest such lag on a tie); also
+ * the fit at lag 0. Returns that lag in ns (0 when nothing varies).
+ */
+static int64_t find_lag(const struct cmp *k, size_t i0, size_t i1, int64_t step_ns, double *xa, double *xb,
+			struct agree *g)
+{
+	int64_t best = 0;
+	double best_r = -INFINITY;
+	for (int64_t lag = -(int64_t)k->max_lag_ns; lag <= (int64_t)k->max_lag_ns; lag += step_ns) {
+		size_t n = slot_pairs(k, i0, i1, lag, NULL, NULL, xa, xb);
+		double r = n >= 3 ? correlation(xa, xb, n) : NAN;
+		if (isfinite(r) && (r > best_r + 1e-12 || (fabs(r - best_r) <= 1e-12 && llabs(lag) < llabs(best)))) {
+			best_r = r;
+			best = lag;
+		}
+	}
+	g->lag_known = isfinite(best_r);
+	g->lag_s = (double)best / 1e9;
+	g->lag_r = g->lag_known ? best_r : NAN;
+	size_t n0 = slot_pairs(k, i0, i1, 0, NULL, NULL, xa, xb);
+	fit_linear(xa, xb, n0, &g->fit0);
+	return best;
+}
+
+/* The fit and the errors of B against A over slots [i0, i1) of k->a_w and k->b_w. */
+static void agree_fill(const struct cmp *k, size_t i0, size_t i1, double *xa, double *xb, struct agree *g)
+{
+	size_t n = 0;
+	g->i0 = i0;
+	g->i1 = i1;
+	g->missing_a = g->missing_b = 0;
+	for (size_t i = i0; i < i1; i++) {
+		g->missing_a += !isfinite(k->a_w[i]);
+		g->missing_b += !isfinite(k->b_w[i]);
+		if (isfinite(k->a_w[i]) && isfinite(k->b_w[i])) {
+			xa[n] = k->a_w[i];
+			xb[n] = k->b_w[i];
+			n++;
+		}
+	}
+	g->n = n;
+	fit_linear(xa, xb, n, &g->fit);
+	double ae = 0, ape = 0, bias = 0;
+	size_t npct = 0;
+	for (size_t i = 0; i < n; i++) {
+		ae += fabs(xb[i] - xa[i]);
+		bias += xb[i] - xa[i];
+		if (xa[i] > 0) {
+			ape += fabs(xb[i] - xa[i]) / xa[i];
+			npct++;
+		}
+	}
+	g->mae_w = n ? ae / (double)n : NAN;
+	g->bias_w = n ? bias / (double)n : NAN;
+	g->mape_pct = npct ? 100 * ape / (double)npct : NAN;
 }
 
 static int analyze(struct cmp *k)
@@ -240,34 +310,19 @@ static int analyze(struct cmp *k)
 		free(xb);
 		return -1;
 	}
-	/* Cross-correlation over lags in tenths of a slot: the lag where B follows A best. */
 	/* Steps of a tenth of the finer meter's spacing (or of the slot, if shorter). */
 	double fine_s = fmin(fmin(spacing_s(ca), spacing_s(cb)), (double)k->slot_ns / 1e9);
 	int64_t step = (int64_t)(fine_s * 1e8);
 	if (step < 1000)
 		step = 1000;
-	int64_t best = 0;
-	double best_r = -INFINITY;
-	for (int64_t lag = -(int64_t)k->max_lag_ns; lag <= (int64_t)k->max_lag_ns; lag += step) {
-		size_t n = slot_pairs(k, lag, NULL, NULL, xa, xb);
-		double r = n >= 3 ? correlation(xa, xb, n) : NAN;
-		if (isfinite(r) && (r > best_r + 1e-12 || (fabs(r - best_r) <= 1e-12 && llabs(lag) < llabs(best)))) {
-			best_r = r;
-			best = lag;
-		}
-	}
-	k->lag_known = isfinite(best_r);
-	k->lag_s = k->lag_known ? (double)best / 1e9 : 0;
-	k->lag_r = k->lag_known ? best_r : NAN;
-	size_t n0 = slot_pairs(k, 0, NULL, NULL, xa, xb);
-	fit_linear(xa, xb, n0, &k->fit0);
+	int64_t best = find_lag(k, 0, k->nslots, step, xa, xb, &k->all);
 	/*
 	 * Slot edges on the sample times of the coarser meter (as alignd puts slot edges
 	 * on usage samples): its slot energies are then read, not interpolated, and only
 	 * the finer meter is interpolated, within its shorter spacing.
 	 */
 	bool b_coarser = spacing_s(cb) >= spacing_s(ca);
-	int64_t shift = b_coarser && k->lag_known ? best : 0;
+	int64_t shift = b_coarser ? best : 0;
 	uint64_t anchor = (uint64_t)((int64_t)(b_coarser ? cb->s[0].t_ns : ca->s[0].t_ns) - shift);
 	uint64_t phase = anchor % k->slot_ns;
 	uint64_t t0 = start - start % k->slot_ns + phase;
@@ -275,27 +330,19 @@ static int analyze(struct cmp *k)
 		t0 += k->slot_ns;
 	k->t0_ns = t0;
 	k->nslots = stop > t0 ? (stop - t0) / k->slot_ns : 0;
-	size_t n = slot_pairs(k, k->lag_known ? best : 0, k->a_w, k->b_w, xa, xb);
-	k->nvalid = n;
-	fit_linear(xa, xb, n, &k->fit);
-	double ae = 0, ape = 0, bias = 0;
-	size_t npct = 0;
-	for (size_t i = 0; i < n; i++) {
-		ae += fabs(xb[i] - xa[i]);
-		bias += xb[i] - xa[i];
-		if (xa[i] > 0) {
-			ape += fabs(xb[i] - xa[i]) / xa[i];
-			npct++;
+	slot_pairs(k, 0, k->nslots, best, k->a_w, k->b_w, xa, xb);
+	agree_fill(k, 0, k->nslots, xa, xb, &k->all);
+	/* Windows: the lag each finds for itself; the fit on the slots at the overall lag. */
+	size_t per = k->window_ns ? (size_t)(k->window_ns / k->slot_ns) : 0;
+	if (per >= 3) {
+		k->nwin = k->nslots / per;
+		k->win = calloc(k->nwin ? k->nwin : 1, sizeof(*k->win));
+		if (!k->win)
+			k->nwin = 0;
+		for (size_t w = 0; w < k->nwin; w++) {
+			find_lag(k, w * per, (w + 1) * per, step, xa, xb, &k->win[w]);
+			agree_fill(k, w * per, (w + 1) * per, xa, xb, &k->win[w]);
 		}
-	}
-	k->mae_w = n ? ae / (double)n : NAN;
-	k->bias_w = n ? bias / (double)n : NAN;
-	k->mape_pct = npct ? 100 * ape / (double)npct : NAN;
-	for (size_t i = 0; i < k->nslots; i++) {
-		if (!isfinite(k->a_w[i]))
-			k->s[0].missing++;
-		if (!isfinite(k->b_w[i]))
-			k->s[1].missing++;
 	}
 	free(xa);
 	free(xb);
@@ -314,13 +361,13 @@ static double lag_q(const struct side *s, double q)
 	return s->nlag ? series_quantile(s->lag_s, s->nlag, q) : NAN;
 }
 
-static void say_side(const struct side *s, char which)
+static void say_side(const struct side *s, char which, uint64_t missing)
 {
 	printf("%c = %s/%s (%s, %s): %llu samples %.3g s apart, %llu lost, %llu discontinuities, %llu restarts bridged, "
 	       "arrival %.3g s late (median; max %.3g s), missing from %llu slots\n",
 	       which, s->host, s->zone, s->kind, s->source, (unsigned long long)s->messages, spacing_s(s->c),
 	       (unsigned long long)s->lost, (unsigned long long)s->discontinuities, (unsigned long long)s->bridged,
-	       lag_q(s, 0.5), lag_q(s, 1), (unsigned long long)s->missing);
+	       lag_q(s, 0.5), lag_q(s, 1), (unsigned long long)missing);
 }
 
 static void print_text(const struct cmp *k, bool slots)
@@ -338,33 +385,45 @@ static void print_text(const struct cmp *k, bool slots)
 		}
 		printf("\n");
 	}
-	say_side(&k->s[0], 'A');
-	say_side(&k->s[1], 'B');
+	const struct agree *g = &k->all;
+	say_side(&k->s[0], 'A', g->missing_a);
+	say_side(&k->s[1], 'B', g->missing_b);
 	char from[64];
 	time_t secs = (time_t)(k->t0_ns / WB_NS_PER_SEC);
 	struct tm tm;
 	strftime(from, sizeof(from), "%Y-%m-%d %H:%M:%S UTC", gmtime_r(&secs, &tm));
 	printf("slots: %zu of %.3g s from %s (T_S 0), %zu with both meters\n", k->nslots, (double)k->slot_ns / 1e9,
-	       from, k->nvalid);
-	if (k->lag_known)
-		printf("lag: B follows A by %+.3f s (correlation %.4f at that lag; searched +-%.3g s)\n", k->lag_s, k->lag_r,
+	       from, g->n);
+	if (g->lag_known)
+		printf("lag: B follows A by %+.3f s (correlation %.4f at that lag; searched +-%.3g s)\n", g->lag_s, g->lag_r,
 		       (double)k->max_lag_ns / 1e9);
 	else
 		printf("lag: unknown (a meter stayed constant: nothing to correlate)\n");
-	printf("fit: B = %.4f * A %+.3f W, R^2 %.4f (at lag 0: R^2 %.4f)\n", k->fit.gain, k->fit.offset, k->fit.r2,
-	       k->fit0.r2);
-	printf("error of B against A: MAE %.3f W, MAPE %.2f %%, bias %+.3f W\n", k->mae_w, k->mape_pct, k->bias_w);
+	printf("fit: B = %.4f * A %+.3f W, R^2 %.4f (at lag 0: R^2 %.4f)\n", g->fit.gain, g->fit.offset, g->fit.r2,
+	       g->fit0.r2);
+	printf("error of B against A: MAE %.3f W, MAPE %.2f %%, bias %+.3f W\n", g->mae_w, g->mape_pct, g->bias_w);
+	if (k->nwin) {
+		printf("\n%10s %6s %8s %8s %9s %7s %8s %7s %9s %9s\n", "WINDOW_S", "SLOTS", "LAG_S", "GAIN", "OFFSET_W",
+		       "R2", "MAE_W", "MAPE_%", "A_MISSING", "B_MISSING");
+		for (size_t w = 0; w < k->nwin; w++) {
+			const struct agree *x = &k->win[w];
+			printf("%10.1f %6zu %+8.3f %8.4f %+9.3f %7.4f %8.3f %7.2f %9llu %9llu\n",
+			       (double)(x->i0 * k->slot_ns) / 1e9, x->n, x->lag_known ? x->lag_s : NAN, x->fit.gain,
+			       x->fit.offset, x->fit.r2, x->mae_w, x->mape_pct, (unsigned long long)x->missing_a,
+			       (unsigned long long)x->missing_b);
+		}
+	}
 	if (k->rejected)
 		printf("%llu power frames rejected as invalid (left out)\n", (unsigned long long)k->rejected);
 }
 
-static json_t *side_json(const struct side *s)
+static json_t *side_json(const struct side *s, uint64_t missing)
 {
 	json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I}", "spec", s->spec, "host", s->host,
 			      "zone", s->zone, "kind", s->kind, "source", s->source, "samples",
 			      (json_int_t)s->messages, "lost", (json_int_t)s->lost, "discontinuities",
 			      (json_int_t)s->discontinuities, "bridged", (json_int_t)s->bridged, "slots_missing",
-			      (json_int_t)s->missing);
+			      (json_int_t)missing);
 	json_object_set_new(o, "spacing_s", jnum(spacing_s(s->c)));
 	json_object_set_new(o, "arrival_lag_s", json_pack("{s:o, s:o}", "median", jnum(lag_q(s, 0.5)), "max", jnum(lag_q(s, 1))));
 	return o;
@@ -376,19 +435,36 @@ static json_t *fit_json(const struct lin_fit *f)
 			 "n", (json_int_t)f->n);
 }
 
+/* An agreement as JSON: slots_both, lag_s, lag_r, fit, fit_lag0, mae_w, mape_pct, bias_w, slots_missing. */
+static json_t *agree_json(const struct agree *g)
+{
+	json_t *o = json_pack("{s:I, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:{s:I, s:I}}", "slots_both", (json_int_t)g->n,
+			      "lag_s", g->lag_known ? json_real(g->lag_s) : json_null(), "lag_r", jnum(g->lag_r), "fit",
+			      fit_json(&g->fit), "fit_lag0", fit_json(&g->fit0), "mae_w", jnum(g->mae_w), "mape_pct",
+			      jnum(g->mape_pct), "bias_w", jnum(g->bias_w), "slots_missing", "a",
+			      (json_int_t)g->missing_a, "b", (json_int_t)g->missing_b);
+	return o;
+}
+
 static int print_json(const struct cmp *k, bool slots)
 {
-	json_t *root = json_pack("{s:o, s:o, s:f, s:I, s:I, s:I}", "a", side_json(&k->s[0]), "b", side_json(&k->s[1]),
-				 "slot_s", (double)k->slot_ns / 1e9, "t0_ns", (json_int_t)k->t0_ns, "slots",
-				 (json_int_t)k->nslots, "slots_both", (json_int_t)k->nvalid);
-	json_object_set_new(root, "lag_s", k->lag_known ? json_real(k->lag_s) : json_null());
-	json_object_set_new(root, "lag_r", jnum(k->lag_r));
+	const struct agree *g = &k->all;
+	json_t *root = json_pack("{s:o, s:o, s:f, s:I, s:I}", "a", side_json(&k->s[0], g->missing_a), "b",
+				 side_json(&k->s[1], g->missing_b), "slot_s", (double)k->slot_ns / 1e9, "t0_ns",
+				 (json_int_t)k->t0_ns, "slots", (json_int_t)k->nslots);
+	json_t *all = agree_json(g);
+	json_object_update(root, all);
+	json_decref(all);
 	json_object_set_new(root, "max_lag_s", json_real((double)k->max_lag_ns / 1e9));
-	json_object_set_new(root, "fit", fit_json(&k->fit));
-	json_object_set_new(root, "fit_lag0", fit_json(&k->fit0));
-	json_object_set_new(root, "mae_w", jnum(k->mae_w));
-	json_object_set_new(root, "mape_pct", jnum(k->mape_pct));
-	json_object_set_new(root, "bias_w", jnum(k->bias_w));
+	if (k->nwin) {
+		json_t *arr = json_array();
+		for (size_t w = 0; w < k->nwin; w++) {
+			json_t *o = agree_json(&k->win[w]);
+			json_object_set_new(o, "t_s", json_real((double)(k->win[w].i0 * k->slot_ns) / 1e9));
+			json_array_append_new(arr, o);
+		}
+		json_object_set_new(root, "windows", arr);
+	}
 	json_object_set_new(root, "rejected", json_integer((json_int_t)k->rejected));
 	if (slots) {
 		json_t *arr = json_array();
@@ -436,15 +512,15 @@ static int plot_svg(const struct cmp *k, const char *path)
 		    "set xlabel 's'\nset ylabel 'W'\nset title ");
 	char title[512];
 	snprintf(title, sizeof(title), "A = %s/%s, B = %s/%s (B shifted by %.3f s)", k->s[0].host, k->s[0].zone,
-		 k->s[1].host, k->s[1].zone, k->lag_s);
+		 k->s[1].host, k->s[1].zone, k->all.lag_s);
 	gp_quote(gp, title);
 	fprintf(gp, " noenhanced\nplot $D using 1:2 with lines title 'A', $D using 1:3 with lines title 'B'\n");
-	snprintf(title, sizeof(title), "B = %.4f A %+.3f W, R^2 %.4f, MAE %.3f W", k->fit.gain, k->fit.offset,
-		 k->fit.r2, k->mae_w);
+	snprintf(title, sizeof(title), "B = %.4f A %+.3f W, R^2 %.4f, MAE %.3f W", k->all.fit.gain, k->all.fit.offset,
+		 k->all.fit.r2, k->all.mae_w);
 	fprintf(gp, "set xlabel 'A (W)'\nset ylabel 'B (W)'\nset title ");
 	gp_quote(gp, title);
 	fprintf(gp, " noenhanced\nplot $D using 2:3 with points pt 7 ps 0.4 title 'slots', %.9g * x + %.9g with lines title 'fit'\n"
-		    "unset multiplot\n", k->fit.gain, k->fit.offset);
+		    "unset multiplot\n", k->all.fit.gain, k->all.fit.offset);
 	int st = pclose(gp);
 	if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
 		fprintf(stderr, "wattbus compare: --plot %s: gnuplot failed (%s); install gnuplot-nox for plots\n", path,
@@ -456,7 +532,7 @@ static int plot_svg(const struct cmp *k, const char *path)
 
 static void compare_usage(FILE *out)
 {
-	fprintf(out, "usage: wattbus compare [--from FILE]... [--sub ENDPOINT]... [--duration D] [--slot D] [--max-lag D]\n"
+	fprintf(out, "usage: wattbus compare [--from FILE]... [--sub ENDPOINT]... [--duration D] [--slot D] [--max-lag D] [--window D]\n"
 		     "                       [--json] [--summary] [--plot FILE.svg] A B\n"
 		     "  A, B             power streams: ZONE (any host) or HOST/ZONE, e.g. node1/psys bmc/platform\n"
 		     "  --from FILE      read a `wattbus record` file (repeatable) instead of the bus\n"
@@ -464,7 +540,8 @@ static void compare_usage(FILE *out)
 		     "  --duration D     how long to listen on the bus (default 60s; Ctrl-C ends it early)\n"
 		     "  --slot D         slot length (default: four samples of the coarser meter)\n"
 		     "  --max-lag D      largest lag searched either way (default 10 samples of the coarser meter)\n"
-		     "  --json           one JSON object (per-slot values under per_slot)\n"
+		     "  --window D       also lag, fit and errors per window of D (at least 3 slots), to see drift\n"
+		     "  --json           one JSON object (per-slot values under per_slot, windows under windows)\n"
 		     "  --summary        leave out the per-slot table\n"
 		     "  --plot FILE.svg  both meters and B against A, drawn by gnuplot\n"
 		     "  --curve-cert FILE, --curve-peer FILE   CURVE for tcp:// endpoints\n");
@@ -477,6 +554,7 @@ int cmd_compare(int argc, char **argv)
 					     {"duration", required_argument, NULL, 'd'},
 					     {"slot", required_argument, NULL, 'S'},
 					     {"max-lag", required_argument, NULL, 'L'},
+					     {"window", required_argument, NULL, 'W'},
 					     {"json", no_argument, NULL, 'j'},
 					     {"summary", no_argument, NULL, 'u'},
 					     {"plot", required_argument, NULL, 'p'},
@@ -509,6 +587,7 @@ int cmd_compare(int argc, char **argv)
 		case 'd': duration_ns = cli_duration_ns("compare", "--duration", optarg); break;
 		case 'S': k.slot_ns = cli_duration_ns("compare", "--slot", optarg); break;
 		case 'L': k.max_lag_ns = cli_duration_ns("compare", "--max-lag", optarg); break;
+		case 'W': k.window_ns = cli_duration_ns("compare", "--window", optarg); break;
 		case 'j': json = true; break;
 		case 'u': summary = true; break;
 		case 'p': plot = optarg; break;
@@ -564,6 +643,9 @@ int cmd_compare(int argc, char **argv)
 			k.s[0].spec, k.s[1].spec, (double)k.slot_ns / 1e9);
 		goto out;
 	}
+	if (k.window_ns && !k.nwin)
+		fprintf(stderr, "wattbus compare: --window: %.3g s %s; no windows reported\n", (double)k.window_ns / 1e9,
+			k.window_ns / k.slot_ns < 3 ? "holds fewer than 3 slots" : "is longer than the slots compared");
 	rc = json ? print_json(&k, !summary) : (print_text(&k, !summary), 0);
 	if (plot && plot_svg(&k, plot) < 0)
 		rc = 1;
@@ -575,5 +657,6 @@ out:
 	wb_seqtrack_destroy(&k.seq);
 	free(k.a_w);
 	free(k.b_w);
+	free(k.win);
 	return rc;
 }

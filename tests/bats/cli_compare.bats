@@ -71,6 +71,29 @@ print("%s vs %s (+-%g): %s" % (v, w, a, "ok" if ok else "OFF")); sys.exit(0 if o
 	fi
 }
 
+@test "a meter that drifts: per-window gain shows when" {
+	rec=$BATS_TEST_TMPDIR/drift.rec
+	python3 "$GEN" "$rec" --gain 1.0 --gain2 1.2 --lag 1 --seconds 240
+	run compare_json --from "$rec" --window 40s --summary ref/platform dut/meter-0
+	assert_success
+	j=$output
+	[ "$(jq -r '.windows | length' <<<"$j")" -ge 4 ]
+	near "$(jq -r '.windows[0].fit.gain' <<<"$j")" 1.0 0.025
+	near "$(jq -r '.windows[-1].fit.gain' <<<"$j")" 1.2 0.03
+	near "$(jq -r '.windows[0].lag_s' <<<"$j")" 1 0.1
+	near "$(jq -r '.windows[-1].lag_s' <<<"$j")" 1 0.1
+	[ "$(jq -r '.per_slot' <<<"$j")" = null ]
+	# one line fits the whole run worse than either end, and the error grows with the drift
+	[ "$(jq -r '.fit.r2 < .windows[0].fit.r2 and .fit.r2 < .windows[-1].fit.r2' <<<"$j")" = true ]
+	[ "$(jq -r '.windows[-1].mae_w > 10 * .windows[0].mae_w + 5' <<<"$j")" = true ]
+	run "$WATTBUS" compare --from "$rec" --window 40s --summary ref/platform dut/meter-0
+	assert_success
+	assert_line --regexp '^ +WINDOW_S +SLOTS +LAG_S +GAIN '
+	run "$WATTBUS" compare --from "$rec" --window 1s --summary ref/platform dut/meter-0
+	assert_success
+	assert_output --partial "--window: 1 s holds fewer than 3 slots; no windows reported"
+}
+
 @test "live from the bus: a replayed recording gives the same lag and gain" {
 	rec=$BATS_TEST_TMPDIR/s.rec
 	python3 "$GEN" "$rec" --gain 0.9 --offset 5 --lag 0.75 --seconds 60

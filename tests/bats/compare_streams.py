@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Two power streams of known relation, as a `wattbus record` file (docs/RECORDING.md).
 
-  compare_streams.py FILE [--gain G] [--offset W] [--lag S] [--noise W] [--drop N]
+  compare_streams.py FILE [--gain G] [--offset W] [--lag S] [--noise W] [--drop N] [--gain2 G2]
                      [--seconds S] [--seed N]
 
 Host "ref", zone "platform": a reference meter sampled every 0.25 s whose
@@ -11,6 +11,7 @@ another phase (0.1 s after the reference's grid), that reads
 G * P(t - LAG) + OFFSET plus white noise of NOISE W (standard deviation)
 per sample interval. Both are cumulative uJ counters, as powerd publishes them.
 --drop N leaves out every Nth dut message (its seq still advances: a loss).
+--gain2 G2: the meter under test drifts to gain G2 for the second half.
 """
 import argparse
 import random
@@ -28,6 +29,7 @@ def main():
     ap.add_argument("--lag", type=float, default=0.0)
     ap.add_argument("--noise", type=float, default=0.0)
     ap.add_argument("--drop", type=int, default=0)
+    ap.add_argument("--gain2", type=float)
     ap.add_argument("--seconds", type=float, default=120)
     ap.add_argument("--seed", type=int, default=1)
     a = ap.parse_args()
@@ -68,7 +70,8 @@ def main():
         t = 0.1 + i * 0.5
         if prev_t is not None:
             dt = t - prev_t
-            e = a.gain * (energy_j(t - a.lag) - energy_j(prev_t - a.lag)) + a.offset * dt
+            g = a.gain2 if a.gain2 is not None and t > a.seconds / 2 else a.gain
+            e = g * (energy_j(t - a.lag) - energy_j(prev_t - a.lag)) + a.offset * dt
             e += rng.gauss(0, a.noise) * dt
             dut_e += max(0, int(e * 1e6))
         prev_t = t
