@@ -78,6 +78,7 @@ struct probe {
 	struct pzone *z;
 	size_t nz;
 	double child_cpu_s; /* exec sample mode: CPU of the command's runs */
+	uint64_t rejected;  /* bus mode: invalid frames left out */
 };
 
 static struct pzone *zone_add(struct probe *p)
@@ -293,7 +294,11 @@ static int sample_bus(struct probe *p, const char *endpoint, const char *host, c
 		int rc = wb_sub_recv(sub, &msg, &rx, &err, NULL);
 		if (rc < 0)
 			break;
-		if (rc == 0 || msg.kind != WB_POWER) {
+		if (rc == 0) {
+			p->rejected++; /* bus.c logged why, rate-limited */
+			continue;
+		}
+		if (msg.kind != WB_POWER) {
 			wb_msg_clear(&msg);
 			continue;
 		}
@@ -448,6 +453,8 @@ static void print_text(const struct probe *p, const struct meter_advice *all)
 	if (p->nz)
 		printf("\nsettings for all zones together: [powerd] interval = %gs, [alignd] max_lag = %gs\n",
 		       all->interval_s, all->max_lag_s);
+	if (p->rejected)
+		printf("%llu power frames rejected as invalid (left out)\n", (unsigned long long)p->rejected);
 }
 
 static int print_json(const struct probe *p, const struct meter_advice *all)
@@ -488,6 +495,7 @@ static int print_json(const struct probe *p, const struct meter_advice *all)
 		if (!p->sets[i])
 			json_object_set_new(why, p->set_why[i], json_string(p->why[i]));
 	json_object_set_new(root, "sources_unusable", why);
+	json_object_set_new(root, "rejected", json_integer((json_int_t)p->rejected));
 	char *s = json_dumps(root, JSON_INDENT(2) | JSON_ENSURE_ASCII);
 	json_decref(root);
 	if (!s)
@@ -595,8 +603,9 @@ int cmd_probe(int argc, char **argv)
 		if (sample_bus(p, sub, host, &so) < 0)
 			goto out;
 		if (!p->nz) {
-			fprintf(stderr, "wattbus probe: no power message from %s%s%s in %.1f s\n", sub,
-				host ? " for host " : "", host ? host : "", (double)p->duration_ns / 1e9);
+			fprintf(stderr, "wattbus probe: no power message from %s%s%s in %.1f s%s\n", sub,
+				host ? " for host " : "", host ? host : "", (double)p->duration_ns / 1e9,
+				p->rejected ? " that was valid (see the rejections above)" : "");
 			goto out;
 		}
 	} else if (p->o.exec_cmd) {

@@ -111,6 +111,27 @@ print("%s vs %s (+-%g%%): %s" % (v, w, r * 100, "ok" if ok else "OFF")); sys.exi
 	[ "$(jq -r '.zones[] | select(.name == "dram-0") | .arrival_lag_s.median >= 0' <<<"$j")" = true ]
 }
 
+@test "a published stream with invalid frames among it: the frames are counted, the stream still measured" {
+	# sample times 1 s apart; the counter steps 5 J every second sample: period 2 s, 2.5 W
+	for i in $(seq 1 30); do
+		t=$(((1800000000 + i) * 1000000000))
+		echo "{\"topic\":\"power/h1\",\"msg\":{\"v\":1,\"src\":\"t\",\"epoch\":1,\"seq\":$((2 * i)),\"host\":\"h1\",\"kind\":\"power\",\"t\":$t,\"interval_ns\":1000000000,\"zones\":[{\"name\":\"wall\",\"zone\":\"platform\",\"energy_uj\":$((i / 2 * 5000000))}]}}"
+		echo "{\"topic\":\"power/h1\",\"msg\":{\"v\":1,\"src\":\"t\",\"epoch\":1,\"seq\":$((2 * i + 1)),\"host\":\"h1\",\"kind\":\"power\",\"t\":\"bad\"}}"
+	done >"$BATS_TEST_TMPDIR/lines"
+	ep=$(wb_ep pub)
+	wb_spawn pub bash -c '"$0" pub --raw --wait 60s --interval 10ms "$1" <"$2"' "$WATTBUS" "$ep" "$BATS_TEST_TMPDIR/lines"
+	wb_wait_for 30 test -S "$BATS_TEST_TMPDIR/pub.sock"
+	run probe_json --sub "$ep" --host h1 --duration 5s
+	assert_success
+	j=$output
+	[ "$(jq -r .rejected <<<"$j")" -ge 1 ]
+	[ "$(zone_field "$j" wall period_s)" = 2 ]
+	[ "$(zone_field "$j" wall step_uj)" = 5000000 ]
+	[ "$(zone_field "$j" wall mean_w)" = 2.5 ]
+	[ "$(zone_field "$j" wall kind)" = platform ]
+	grep -q "rejected frame on topic 'power/h1'" "$BATS_TEST_TMPDIR/probe.err"
+}
+
 @test "bad input: a clear message and exit 2; no meter: exit 1 with what was tried" {
 	run "$WATTBUS" probe --duration 10ms
 	assert_failure 2
