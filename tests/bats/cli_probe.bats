@@ -70,6 +70,24 @@ print("%s vs %s (+-%g%%): %s" % (v, w, r * 100, "ok" if ok else "OFF")); sys.exi
 	assert_output --partial "settings for all zones together: [powerd] interval = 1s"
 }
 
+@test "an ACPI power meter (hwmon power1_average): period and step of its readings, in uW" {
+	HW=$PDR/sys/class/hwmon/hwmon0
+	pd_put "$HW/name" power_meter
+	pd_put "$HW/device/power1_average_interval" 300
+	pd_put "$HW/device/power1_average" 240000000
+	wb_spawn writer python3 "$FAKE" hwmon "$HW/device/power1_average" 0.3 240000000 250500000
+	run probe_json --sysfs-root "$PDR/sys" --dev-root "$PDR/dev" --proc-root "$PDR/proc" --source hwmon --duration 3s
+	assert_success
+	j=$output
+	[ "$(jq -r '.zones | length' <<<"$j")" = 1 ]
+	[ "$(jq -r '.zones[0].kind + " " + .zones[0].unit + " " + .zones[0].source' <<<"$j")" = "platform uW hwmon" ]
+	within "$(jq -r '.zones[0].period_s' <<<"$j")" 0.3 0.2
+	[ "$(jq -r '.zones[0].step_uw' <<<"$j")" = 10500000 ]
+	within "$(jq -r '.zones[0].mean_w' <<<"$j")" 245.25 0.03
+	[ "$(jq -r '.zones[0].range_uj' <<<"$j")" = null ]
+	[ "$(jq -r '.zones[0].wrap_s' <<<"$j")" = null ]
+}
+
 @test "exec meters: a stream and a command run again and again" {
 	start_writer
 	run probe_json --exec "python3 -u $FAKE exec 0.1 2500 999999" --exec-stream --duration 3s

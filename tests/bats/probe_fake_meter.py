@@ -11,6 +11,9 @@
   probe_fake_meter.py exec PERIOD_S STEP_UJ [RANGE_UJ]
       an exec stream meter: every 5 ms a line "meter-0 VALUE uj kind=platform"
       whose VALUE has advanced by STEP_UJ once every PERIOD_S seconds.
+  probe_fake_meter.py hwmon FILE PERIOD_S LOW_UW HIGH_UW
+      a power reading (an ACPI meter's power1_average) that alternates between
+      LOW_UW and HIGH_UW once every PERIOD_S.
   probe_fake_meter.py board ENERGY_FILE GAIN OFFSET_W PERIOD_S
       a board meter that reads another meter's energy_uj every PERIOD_S and
       prints "board VALUE uj kind=platform" with VALUE growing by GAIN times
@@ -85,6 +88,17 @@ def exec_meter(period, step, rng):
         time.sleep(0.005)
 
 
+def hwmon(path, period, low, high):
+    due, n = time.monotonic(), 0
+    while True:
+        put(path, high if n % 2 else low)
+        n += 1
+        due += period
+        while due <= time.monotonic():
+            due += period
+        time.sleep(max(0.0, due - time.monotonic()))
+
+
 def board(path, gain, offset_w, period):
     def read():
         with open(path) as f:
@@ -102,6 +116,8 @@ def board(path, gain, offset_w, period):
 if __name__ == "__main__":
     if sys.argv[1] == "rapl":
         rapl(sys.argv[2], sys.argv[3:])
+    elif sys.argv[1] == "hwmon":
+        hwmon(sys.argv[2], float(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]))
     elif sys.argv[1] == "board":
         board(sys.argv[2], float(sys.argv[3]), float(sys.argv[4]), float(sys.argv[5]))
     else:
