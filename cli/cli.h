@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../powerd/powerd.h"
+
 /* tap.c */
 int cmd_tap(int argc, char **argv);
 /* record.c */
@@ -33,6 +35,26 @@ int cmd_top(int argc, char **argv);
 int cmd_probe(int argc, char **argv);
 /* compare.c */
 int cmd_compare(int argc, char **argv);
+
+/* sources.c: powerd's own meter sources, as doctor and probe run them */
+struct cli_pd_roots {
+	struct pd_opts o; /* points into the two paths below */
+	char msr_root[4096], cpuinfo[4096];
+};
+/* powerd's options on these roots (sysfs, /dev, /proc), with its defaults. */
+void cli_pd_opts(struct cli_pd_roots *r, const char *sys, const char *dev, const char *proc);
+struct cli_pd_try {
+	const char *name;     /* the source */
+	struct pd_set *set;   /* its zones (caller destroys), NULL when it has none */
+	int zones;	      /* what discover returned */
+	char why[PD_WHY_MAX]; /* why none, in powerd's words */
+};
+/*
+ * Try each source `source = auto` tries (or only the one named), in powerd's
+ * order, every one of them, not only up to the first usable; up to max.
+ * Returns how many were tried.
+ */
+unsigned cli_pd_discover(const struct pd_opts *o, const char *only, struct cli_pd_try *out, unsigned max);
 
 /* series.c: statistics of sampled meters (pure) */
 struct series {

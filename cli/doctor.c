@@ -547,31 +547,19 @@ static void probe_cgroup(struct doctor *d)
  */
 static void probe_powerd(struct doctor *d)
 {
-	char msr_root[PATH_MAX], cpuinfo[PATH_MAX];
-	snprintf(msr_root, sizeof(msr_root), "%s/cpu", d->r.dev);
-	snprintf(cpuinfo, sizeof(cpuinfo), "%s/cpuinfo", d->r.proc);
-	struct pd_opts o = {.sysfs_root = d->r.sys,
-			    .msr_root = msr_root,
-			    .cpuinfo_path = cpuinfo,
-			    .max_power_w = 5000,
-			    .interval_ns = 1000000000ull};
-	int level = log_get_level();
-	log_set_level(WB_LOG_ERR); /* the sources' start-up lines are powerd's, not doctor's */
-	for (unsigned i = 0; i < pd_nsources && d->npd < PD_SOURCES_MAX; i++) {
-		const struct pd_source *src = pd_sources[i];
-		if (!src->in_auto)
-			continue;
-		struct pd_set *set = pd_set_new(&o);
-		if (!set)
-			break;
-		__typeof__(d->pd[0]) *r = &d->pd[d->npd++];
-		r->name = src->name;
-		r->zones = src->discover(set, &o, r->why, sizeof(r->why));
-		for (size_t k = 0; k < set->n; k++)
-			cat(r->list, sizeof(r->list), "%s%s", k ? ", " : "", set->zones[k].name);
-		pd_set_destroy(&set);
+	struct cli_pd_roots r;
+	cli_pd_opts(&r, d->r.sys, d->r.dev, d->r.proc);
+	struct cli_pd_try tries[PD_SOURCES_MAX];
+	unsigned n = cli_pd_discover(&r.o, NULL, tries, PD_SOURCES_MAX);
+	for (unsigned i = 0; i < n; i++) {
+		__typeof__(d->pd[0]) *p = &d->pd[d->npd++];
+		p->name = tries[i].name;
+		p->zones = tries[i].zones;
+		snprintf(p->why, sizeof(p->why), "%s", tries[i].why);
+		for (size_t k = 0; tries[i].set && k < tries[i].set->n; k++)
+			cat(p->list, sizeof(p->list), "%s%s", k ? ", " : "", tries[i].set->zones[k].name);
+		pd_set_destroy(&tries[i].set);
 	}
-	log_set_level(level);
 }
 
 /* ---- which mode each stage takes ---- */

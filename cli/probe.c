@@ -70,7 +70,7 @@ struct pzone {
 struct probe {
 	const char *mode; /* "powerd", "exec", "bus" */
 	uint64_t duration_ns, spacing_ns;
-	struct pd_opts o;
+	struct cli_pd_roots r; /* r.o: the options powerd would run with */
 	struct pd_set *sets[PROBE_SETS_MAX];
 	const char *set_why[PROBE_SETS_MAX];
 	char why[PROBE_SETS_MAX][PD_WHY_MAX];
@@ -155,28 +155,17 @@ static void take_zones(struct probe *p, struct pd_set *set)
 }
 
 /* Open powerd's sources on the roots, as `source = auto` would try them (or the one named). */
-static int open_powerd(struct probe *p, const char *only)
+static void open_powerd(struct probe *p, const char *only)
 {
-	int level = log_get_level();
-	log_set_level(WB_LOG_ERR); /* the sources' start-up lines are powerd's, not the probe's */
-	for (unsigned i = 0; i < pd_nsources && p->nsets < PROBE_SETS_MAX; i++) {
-		const struct pd_source *src = pd_sources[i];
-		if (only ? strcmp(src->name, only) != 0 : !src->in_auto)
-			continue;
-		struct pd_set *set = pd_set_new(&p->o);
-		if (!set)
-			break;
-		unsigned k = p->nsets++;
-		p->set_why[k] = src->name;
-		if (src->discover(set, &p->o, p->why[k], sizeof(p->why[k])) > 0) {
-			p->sets[k] = set;
-			take_zones(p, set);
-		} else {
-			pd_set_destroy(&set);
-		}
+	struct cli_pd_try tries[PROBE_SETS_MAX];
+	p->nsets = cli_pd_discover(&p->r.o, only, tries, PROBE_SETS_MAX);
+	for (unsigned k = 0; k < p->nsets; k++) {
+		p->set_why[k] = tries[k].name;
+		snprintf(p->why[k], sizeof(p->why[k]), "%s", tries[k].why);
+		p->sets[k] = tries[k].set;
+		if (p->sets[k])
+			take_zones(p, p->sets[k]);
 	}
-	log_set_level(level);
-	return 0;
 }
 
 static struct pd_zone *pd_of(struct pzone *z)
@@ -234,7 +223,7 @@ static void sample_exec(struct probe *p, struct pd_set *set)
 	uint64_t end = wb_mono_ns() + p->duration_ns;
 	double child0 = cpu_s(RUSAGE_CHILDREN);
 	while (wb_mono_ns() < end && !cli_interrupted()) {
-		if (p->o.exec_stream) {
+		if (p->r.o.exec_stream) {
 			int fd = exec_stream_fd(set);
 			uint64_t left = end - wb_mono_ns();
 			if (exec_stream_running(set)) {
@@ -267,7 +256,7 @@ static void sample_exec(struct probe *p, struct pd_set *set)
 			snprintf(p->z[i].last_err, sizeof(p->z[i].last_err), "%llu failed runs, %llu lines unreadable, %llu readings implausible: see the warnings",
 				 (unsigned long long)c->exec_failures, (unsigned long long)c->parse_errors, (unsigned long long)refused);
 	}
-	if (!p->o.exec_stream)
+	if (!p->r.o.exec_stream)
 		for (size_t i = 0; i < p->nz; i++)
 			p->z[i].cpu_s = p->child_cpu_s; /* one run reads every zone */
 }
@@ -381,7 +370,7 @@ static double lat_q(const struct pzone *z, double q)
 /* CPU time one read costs; NAN where the probe cannot tell (the bus, an exec stream). */
 static double cpu_per_read(const struct probe *p, const struct pzone *z)
 {
-	if (!strcmp(p->mode, "bus") || p->o.exec_stream || !z->reads)
+	if (!strcmp(p->mode, "bus") || p->r.o.exec_stream || !z->reads)
 		return NAN;
 	return z->cpu_s / (double)z->reads;
 }
@@ -439,8 +428,8 @@ static void print_text(const struct probe *p, const struct meter_advice *all)
 			printf("; %llu read errors (%s)", (unsigned long long)z->read_errors, z->last_err);
 		if (z->lost)
 			printf("; %llu messages lost", (unsigned long long)z->lost);
-		if (z->st.period_bounded && (p->o.exec_stream || !strcmp(p->mode, "bus")))
-			printf("; it changed at nearly every %s: it updates at least that often", p->o.exec_stream ? "line" : "message");
+		if (z->st.period_bounded && (p->r.o.exec_stream || !strcmp(p->mode, "bus")))
+			printf("; it changed at nearly every %s: it updates at least that often", p->r.o.exec_stream ? "line" : "message");
 		else if (z->st.period_bounded)
 			printf("; it changed at nearly every reading: read it faster (--spacing) for its real period");
 		else if (z->st.changes < 2)
@@ -545,12 +534,10 @@ int cmd_probe(int argc, char **argv)
 	}
 	struct wb_sockopts so = {0};
 	const char *sys = "/sys", *dev = "/dev", *proc = "/proc", *only = NULL, *sub = NULL, *host = NULL;
-	bool json = false;
+	const char *exec_cmd = NULL;
+	bool json = false, exec_stream = false;
 	p->duration_ns = 3 * WB_NS_PER_SEC;
 	p->spacing_ns = 100 * 1000;
-	p->o.max_power_w = 5000;
-	p->o.interval_ns = WB_NS_PER_SEC;
-	p->o.exec_timeout_ns = WB_NS_PER_SEC;
 	int c, rc = 2;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
@@ -561,8 +548,8 @@ int cmd_probe(int argc, char **argv)
 		case 'y': sys = optarg; break;
 		case 'D': dev = optarg; break;
 		case 'p': proc = optarg; break;
-		case 'e': p->o.exec_cmd = optarg; break;
-		case 'E': p->o.exec_stream = true; break;
+		case 'e': exec_cmd = optarg; break;
+		case 'E': exec_stream = true; break;
 		case 'b': sub = optarg; break;
 		case 'H': host = optarg; break;
 		case 'C': so.curve_cert = optarg; break;
@@ -581,7 +568,7 @@ int cmd_probe(int argc, char **argv)
 			(double)p->duration_ns / 1e9);
 		goto out;
 	}
-	if ((sub != NULL) + (p->o.exec_cmd != NULL) + (only != NULL) > 1) {
+	if ((sub != NULL) + (exec_cmd != NULL) + (only != NULL) > 1) {
 		fprintf(stderr, "wattbus probe: --sub, --exec and --source each pick what to probe: give one\n");
 		goto out;
 	}
@@ -591,12 +578,9 @@ int cmd_probe(int argc, char **argv)
 		fprintf(stderr, "wattbus probe: --source: '%s' is not one of %s (exec: use --exec)\n", only, names);
 		goto out;
 	}
-	char msr_root[PATH_MAX], cpuinfo[PATH_MAX];
-	snprintf(msr_root, sizeof(msr_root), "%s/cpu", dev);
-	snprintf(cpuinfo, sizeof(cpuinfo), "%s/cpuinfo", proc);
-	p->o.sysfs_root = sys;
-	p->o.msr_root = msr_root;
-	p->o.cpuinfo_path = cpuinfo;
+	cli_pd_opts(&p->r, sys, dev, proc);
+	p->r.o.exec_cmd = exec_cmd;
+	p->r.o.exec_stream = exec_stream;
 	rc = 1;
 	if (sub) {
 		p->mode = "bus";
@@ -608,7 +592,7 @@ int cmd_probe(int argc, char **argv)
 				p->rejected ? " that was valid (see the rejections above)" : "");
 			goto out;
 		}
-	} else if (p->o.exec_cmd) {
+	} else if (p->r.o.exec_cmd) {
 		p->mode = "exec";
 		open_powerd(p, "exec");
 		if (!p->sets[0]) {
@@ -619,6 +603,11 @@ int cmd_probe(int argc, char **argv)
 		log_set_level(WB_LOG_WARN); /* new zones are in the table; the meter's faults are worth a line */
 		sample_exec(p, p->sets[0]);
 		log_set_level(level);
+		if (!p->nz) {
+			fprintf(stderr, "wattbus probe: --exec: '%s' printed no valid reading in %.1f s\n", exec_cmd,
+				(double)p->duration_ns / 1e9);
+			goto out;
+		}
 	} else {
 		p->mode = "powerd";
 		open_powerd(p, only);

@@ -90,7 +90,8 @@ print("%s vs %s (+-%g%%): %s" % (v, w, r * 100, "ok" if ok else "OFF")); sys.exi
 
 @test "exec meters: a stream and a command run again and again" {
 	start_writer
-	run probe_json --exec "python3 -u $FAKE exec 0.1 2500 999999" --exec-stream --duration 3s
+	# /usr/bin/python3: the command runs under sh, where python3 may be a slow-starting shim
+	run probe_json --exec "/usr/bin/python3 -u $FAKE exec 0.1 2500 999999" --exec-stream --duration 5s
 	assert_success
 	j=$output
 	[ "$(jq -r '.mode' <<<"$j")" = exec ]
