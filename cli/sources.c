@@ -39,6 +39,7 @@ unsigned cli_pd_discover(const struct pd_opts *o, const char *only, struct cli_p
 			break;
 		struct cli_pd_try *t = &out[n++];
 		t->name = src->name;
+		t->set = NULL;
 		t->why[0] = '\0';
 		t->zones = src->discover(set, o, t->why, sizeof(t->why));
 		if (t->zones > 0)
