@@ -557,7 +557,8 @@ static void probe_powerd(struct doctor *d)
 		p->zones = tries[i].zones;
 		snprintf(p->why, sizeof(p->why), "%s", tries[i].why);
 		for (size_t k = 0; tries[i].set && k < tries[i].set->n; k++)
-			cat(p->list, sizeof(p->list), "%s%s", k ? ", " : "", tries[i].set->zones[k].name);
+			cat(p->list, sizeof(p->list), "%s%s", k ? ", " : "",
+			    tries[i].set->zones[k].name);
 		pd_set_destroy(&tries[i].set);
 	}
 }
