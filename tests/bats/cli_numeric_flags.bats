@@ -43,6 +43,11 @@ refused() {
 		refused pub --wait "$v" "$ep"
 		refused pub --interval "$v" "$ep"
 		refused replay --wait "$v" "$BATS_TEST_TMPDIR/none.rec" "$ep"
+		refused probe --duration "$v" --sub "$ep"
+		refused probe --spacing "$v"
+		for f in --duration --slot --max-lag --window; do
+			refused compare "$f" "$v" --sub "$ep" a b
+		done
 	done
 }
 
