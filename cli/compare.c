@@ -330,6 +330,11 @@ static int analyze(struct cmp *k)
 		t0 += k->slot_ns;
 	k->t0_ns = t0;
 	k->nslots = stop > t0 ? (stop - t0) / k->slot_ns : 0;
+	if (k->nslots < 3) {
+		free(xa);
+		free(xb);
+		return -1;
+	}
 	slot_pairs(k, 0, k->nslots, best, k->a_w, k->b_w, xa, xb);
 	agree_fill(k, 0, k->nslots, xa, xb, &k->all);
 	/* Windows: the lag each finds for itself; the fit on the slots at the overall lag. */

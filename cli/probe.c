@@ -62,6 +62,7 @@ struct pzone {
 	size_t nlat, latcap;
 	double cpu_s; /* CPU time spent reading (powerd mode) */
 	uint64_t reads, read_errors, lost;
+	bool full; /* readings stopped at PROBE_READINGS_MAX (or memory ran out) */
 	char last_err[256];
 	struct meter_stats st;
 	struct meter_advice adv;
@@ -80,6 +81,16 @@ struct probe {
 	double child_cpu_s; /* exec sample mode: CPU of the command's runs */
 	uint64_t rejected;  /* bus mode: invalid frames left out */
 };
+
+/* Readings kept per zone (16 bytes each): at 100 us spacing, some seven minutes. */
+#define PROBE_READINGS_MAX (4u << 20)
+
+/* Keep one reading; past PROBE_READINGS_MAX the zone stops taking any (said in the report). */
+static void zone_reading(struct pzone *z, uint64_t t_ns, double v)
+{
+	if (z->s.n >= PROBE_READINGS_MAX || series_add(&z->s, t_ns, v) < 0)
+		z->full = true;
+}
 
 static struct pzone *zone_add(struct probe *p)
 {
@@ -194,7 +205,7 @@ static void sample_reads(struct probe *p)
 				z->read_errors++;
 				continue;
 			}
-			series_add(&z->s, t1, z->is_power ? (double)v : (double)v * z->uj_per_tick);
+			zone_reading(z, t1, z->is_power ? (double)v : (double)v * z->uj_per_tick);
 			add_lat(z, (double)(t1 - t0) / 1e9);
 		}
 		if (p->spacing_ns)
@@ -212,7 +223,7 @@ static void take_exec_readings(struct probe *p, uint64_t mono_ns, double run_s)
 			continue;
 		pz->updated = false;
 		z->reads++;
-		series_add(&z->s, mono_ns, pz->is_power ? (double)pz->integ.last_uw : (double)pz->ctr.last_raw);
+		zone_reading(z, mono_ns, pz->is_power ? (double)pz->integ.last_uw : (double)pz->ctr.last_raw);
 		if (run_s >= 0)
 			add_lat(z, run_s);
 	}
@@ -316,7 +327,7 @@ static int sample_bus(struct probe *p, const char *endpoint, const char *host, c
 			}
 			z->range_uj = (double)wz->max_energy_range_uj; /* published values are already wrap-corrected */
 			z->reads++;
-			series_add(&z->s, pw->t, (double)wz->energy_uj);
+			zone_reading(z, pw->t, (double)wz->energy_uj);
 			add_lat(z, rx.recv_ns > pw->t ? (double)(rx.recv_ns - pw->t) / 1e9 : 0);
 		}
 		wb_msg_clear(&msg);
@@ -428,6 +439,8 @@ static void print_text(const struct probe *p, const struct meter_advice *all)
 			printf("; %llu read errors (%s)", (unsigned long long)z->read_errors, z->last_err);
 		if (z->lost)
 			printf("; %llu messages lost", (unsigned long long)z->lost);
+		if (z->full)
+			printf("; readings stopped at %zu: a longer --duration needs a wider --spacing", z->s.n);
 		if (z->st.period_bounded && (p->r.o.exec_stream || !strcmp(p->mode, "bus")))
 			printf("; it changed at nearly every %s: it updates at least that often", p->r.o.exec_stream ? "line" : "message");
 		else if (z->st.period_bounded)
@@ -457,6 +470,7 @@ static int print_json(const struct probe *p, const struct meter_advice *all)
 				      "samples", (json_int_t)z->st.samples, "changes", (json_int_t)z->st.changes,
 				      "period_bounded", z->st.period_bounded, "read_errors",
 				      (json_int_t)z->read_errors, "lost", (json_int_t)z->lost);
+		json_object_set_new(o, "readings_capped", json_boolean(z->full));
 		json_object_set_new(o, "spacing_s", jnum(z->st.spacing_s));
 		json_object_set_new(o, "period_s", jnum(z->st.period_s));
 		json_object_set_new(o, "period_p10_s", jnum(z->st.period_p10_s));
