@@ -29,23 +29,24 @@ rm -rf "$root/usr/share/man" "$root/usr/lib/systemd" "$root/usr/lib/tmpfiles.d" 
 
 # The shared libraries of every binary, at the paths the loader looks for them.
 bins="$root/usr/bin/wattbus $(ls "$root"/usr/lib/wattbus/wattbus-*)"
+# shellcheck disable=SC2086 # $bins is a list of paths without blanks
+if ldd $bins | grep 'not found' >&2; then
+	echo "image: a shared library is missing on this host" >&2
+	exit 1
+fi
 for b in $bins; do
 	ldd "$b" | awk '/=> \// { print $3 } /^\t\// { print $1 }'
 done | sort -u | while read -r lib; do
 	mkdir -p "$root$(dirname "$lib")"
 	cp -L "$lib" "$root$lib"
 done
-if ldd $bins | grep -q 'not found'; then
-	ldd $bins | grep 'not found' >&2
-	echo "image: a shared library is missing on this host" >&2
-	exit 1
-fi
 
 mkdir -p "$root/etc" "$root/run/wattbus" "$root/var/lib/wattbus/models" "$root/tmp"
 chmod 1777 "$root/tmp"
 printf 'root:x:0:0:root:/:/usr/sbin/nologin\nwattbus:x:%s:%s:wattbus:/nonexistent:/usr/sbin/nologin\n' $uid $gid >"$root/etc/passwd"
 printf 'root:x:0:\nwattbus:x:%s:\n' $gid >"$root/etc/group"
-chown -R $uid:$gid "$root/run/wattbus" "$root/var/lib/wattbus"
+# Mount points in a pod; for `podman run` without volumes, the wattbus user's (root can give them).
+[ "$(id -u)" -ne 0 ] || chown -R $uid:$gid "$root/run/wattbus" "$root/var/lib/wattbus"
 
 cp deploy/image/Containerfile "$ctx/Containerfile"
 "$podman" build --quiet --no-cache -t "$image" -f "$ctx/Containerfile" "$ctx" >/dev/null
