@@ -49,7 +49,11 @@ printf 'root:x:0:\nwattbus:x:%s:\n' $gid >"$root/etc/group"
 [ "$(id -u)" -ne 0 ] || chown -R $uid:$gid "$root/run/wattbus" "$root/var/lib/wattbus"
 
 cp deploy/image/Containerfile "$ctx/Containerfile"
+old=$("$podman" image inspect --format '{{.Id}}' "$image" 2>/dev/null || true)
 "$podman" build --quiet --no-cache -t "$image" -f "$ctx/Containerfile" "$ctx" >/dev/null
+# The image this tag named before, now nameless, unless a container still uses it.
+new=$("$podman" image inspect --format '{{.Id}}' "$image")
+[ -z "$old" ] || [ "$old" = "$new" ] || "$podman" rmi "$old" >/dev/null 2>&1 || true
 size=$("$podman" image inspect --format '{{.Size}}' "$image")
 echo "image: $image, $((size / 1024)) KiB, $(echo "$bins" | wc -w) binaries"
 [ -z "${KEEP_CONTEXT:-}" ] || echo "image: context kept in $ctx"
