@@ -1,5 +1,5 @@
 # wattbus: one Makefile, no recursion. `make`, `make check`, `make run`,
-# `make install` (PREFIX, DESTDIR), `make bench`, `make fuzz`, `make clean`;
+# `make install` (PREFIX, DESTDIR), `make bench`, `make fuzz`, `make image`, `make clean`;
 # V=1 shows the commands, SANITIZE=1 builds with ASan+UBSan into build-san/.
 
 .DELETE_ON_ERROR:
@@ -236,6 +236,10 @@ uninstall:
 	rm -f $(DESTDIR)$(TMPFILESDIR)/wattbus.conf $(DESTDIR)$(SYSUSERSDIR)/wattbus.conf
 	@echo "kept $(DESTDIR)$(SYSCONFDIR)/wattbus/wattbus.conf (remove it by hand if you want)"
 
+# ---- the container image (podman; not part of check) ----
+image:
+	$(Q)scripts/image.sh $(IMAGE)
+
 format:
 	clang-format -i $(wildcard lib/*.[ch] cli/*.[ch] $(STAGES:%=%/*.[ch]) bpf/*.bpf.c tests/unit/*.[ch])
 
@@ -245,6 +249,6 @@ clean:
 conf: all
 	tools/genconf.sh $(BUILD) > docs/wattbus.conf
 
-.PHONY: FORCE conf all check fuzz fuzz-build bench run deps deps-test install uninstall format clean
+.PHONY: FORCE image conf all check fuzz fuzz-build bench run deps deps-test install uninstall format clean
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -3,6 +3,7 @@
  * table, so the file, the defaults and the command-line flags all go through
  * the same typed setter and report errors the same way.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -269,6 +270,61 @@ int wb_conf_set(const struct wb_conf_section *sec, const char *key, const char *
 		return -1;
 	}
 	return 0;
+}
+
+#define ENV_PREFIX "WATTBUS_"
+
+/* "EXPORTD_" for section exportd: does name start with the section's upper-case name and '_'? */
+static const char *after_section(const char *name, const char *section)
+{
+	for (; *section; section++, name++)
+		if (*name != toupper((unsigned char)*section))
+			return NULL;
+	return *name == '_' ? name + 1 : NULL;
+}
+
+int wb_conf_env(const struct wb_conf_section *secs, size_t nsecs, char *const *envp, wb_conf_env_fn *fn, void *arg,
+		char *err, size_t errlen)
+{
+	int set = 0;
+	for (char *const *e = envp; e && *e; e++) {
+		const char *eq = strchr(*e, '=');
+		if (!eq || strncmp(*e, ENV_PREFIX, strlen(ENV_PREFIX)) != 0)
+			continue;
+		char var[256];
+		if ((size_t)(eq - *e) >= sizeof(var))
+			continue; /* longer than any key's name */
+		snprintf(var, sizeof(var), "%.*s", (int)(eq - *e), *e);
+		for (size_t s = 0; s < nsecs; s++) {
+			const char *rest = after_section(var + strlen(ENV_PREFIX), secs[s].name);
+			if (!rest || !*rest)
+				continue;
+			/* Key names are lower case; the variable spells them in upper case only. */
+			char key[sizeof(var)];
+			size_t n = 0;
+			for (const char *p = rest; *p; p++) {
+				if (!(isupper((unsigned char)*p) || isdigit((unsigned char)*p) || *p == '_'))
+					break;
+				key[n++] = (char)tolower((unsigned char)*p);
+			}
+			if (rest[n])
+				continue; /* not in the convention's spelling: not ours */
+			key[n] = '\0';
+			const struct wb_conf_key *k = wb_conf_find(&secs[s], key);
+			if (!k) {
+				if (strcmp(key, "opts") == 0 || strncmp(key, "test_", 5) == 0)
+					continue;
+				snprintf(err, errlen, "%s: [%s] has no key '%s' (see --help)", var, secs[s].name, key);
+				return -1;
+			}
+			if (wb_conf_set(&secs[s], key, eq + 1, var, err, errlen) < 0)
+				return -1;
+			if (fn)
+				fn(var, &secs[s], k, eq + 1, arg);
+			set++;
+		}
+	}
+	return set;
 }
 
 int wb_conf_defaults(const struct wb_conf_section *secs, size_t nsecs, char *err, size_t errlen)

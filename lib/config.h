@@ -70,6 +70,20 @@ int wb_conf_load(const char *path, const struct wb_conf_section *secs, size_t ns
 /* Set one key from text (a flag); origin names it in errors ("--interval"). */
 int wb_conf_set(const struct wb_conf_section *sec, const char *key, const char *value, const char *origin,
 		char *err, size_t errlen);
+/*
+ * Environment overrides, the convention containers expect: WATTBUS_<SECTION>_<KEY>
+ * (upper case, "WATTBUS_EXPORTD_LISTEN") sets the key of one of secs, after the
+ * file and before the flags. envp is "NAME=value" strings, NULL-terminated
+ * (environ). A variable naming one of secs but none of its keys is an error, as
+ * an unknown key in the file is, except WATTBUS_<SECTION>_OPTS (the systemd
+ * units' extra flags) and WATTBUS_<SECTION>_TEST_* (test hooks). Variables for
+ * other sections are left alone. fn, when given, is told of each key set.
+ * Returns how many keys were set, or -1 with "NAME: ..." in err.
+ */
+typedef void(wb_conf_env_fn)(const char *var, const struct wb_conf_section *sec, const struct wb_conf_key *k,
+			     const char *value, void *arg);
+int wb_conf_env(const struct wb_conf_section *secs, size_t nsecs, char *const *envp, wb_conf_env_fn *fn, void *arg,
+		char *err, size_t errlen);
 /* Find the section and key a flag name refers to. */
 const struct wb_conf_key *wb_conf_find(const struct wb_conf_section *sec, const char *key);
 /* Expand %r and %h in every string and list value. */

@@ -90,6 +90,8 @@ struct wb_daemon {
 	bool config_explicit;
 	struct flag *flags;
 	size_t nflags;
+	char **envset; /* "WATTBUS_X_Y: [x] y = value" for each key the environment set */
+	size_t nenvset;
 	bool verbose;
 
 	zloop_t *loop;
@@ -125,6 +127,7 @@ static void usage(struct wb_daemon *d, FILE *out)
 		"      --print-config       print [global] and [%s] as a commented config file\n"
 		"  -h, --help               this text\n"
 		"  -V, --version            print the version\n\n"
+		"Every key is also a variable WATTBUS_<SECTION>_<KEY> (WATTBUS_GLOBAL_HOST): flags override it, it overrides the file.\n\n"
 		"[%s] keys, also flags:\n",
 		d->stage->name, d->stage->summary, DEFAULT_CONFIG, d->stage->name, d->stage->name);
 	wb_conf_usage(&secs[1], out);
@@ -146,7 +149,35 @@ int wb_default_runtime_dir(char *buf, size_t size)
 	return snprintf(buf, size, "/tmp/wattbus-%u", (unsigned)geteuid());
 }
 
-/* defaults -> file -> flags -> %r/%h -> stage check, into g and conf. */
+static void envset_clear(struct wb_daemon *d)
+{
+	for (size_t i = 0; i < d->nenvset; i++)
+		free(d->envset[i]);
+	free(d->envset);
+	d->envset = NULL;
+	d->nenvset = 0;
+}
+
+/* Note a key the environment set, and the flag that overrides it if any (for -n and the startup log). */
+static void on_env(const char *var, const struct wb_conf_section *sec, const struct wb_conf_key *k, const char *value,
+		   void *arg)
+{
+	struct wb_daemon *d = arg;
+	const char *flag = NULL;
+	for (size_t i = 0; i < d->nflags; i++)
+		if (d->flags[i].sec == (strcmp(sec->name, "global") == 0 ? 0 : 1) && strcmp(d->flags[i].key, k->name) == 0)
+			flag = d->flags[i].key;
+	char *line, **v = realloc(d->envset, (d->nenvset + 1) * sizeof(*v));
+	if (!v)
+		return;
+	d->envset = v;
+	if (asprintf(&line, "%s: [%s] %s = %s%s%s", var, sec->name, k->name, value, flag ? ", overridden by --" : "",
+		     flag ? flag : "") < 0)
+		return;
+	v[d->nenvset++] = line;
+}
+
+/* defaults -> file -> WATTBUS_<SECTION>_<KEY> -> flags -> %r/%h -> stage check, into g and conf. */
 static int load_config(struct wb_daemon *d, struct wb_global *g, void *conf, char *err, size_t errlen)
 {
 	struct wb_conf_section secs[2];
@@ -154,6 +185,9 @@ static int load_config(struct wb_daemon *d, struct wb_global *g, void *conf, cha
 	if (wb_conf_defaults(secs, 2, err, errlen) < 0)
 		return -1;
 	if (d->config_path && wb_conf_load(d->config_path, secs, 2, err, errlen) < 0)
+		return -1;
+	envset_clear(d);
+	if (wb_conf_env(secs, 2, environ, on_env, d, err, errlen) < 0)
 		return -1;
 	for (size_t i = 0; i < d->nflags; i++) {
 		char origin[80];
@@ -186,8 +220,17 @@ static int load_config(struct wb_daemon *d, struct wb_global *g, void *conf, cha
 		snprintf(err, errlen, "stage %s has no 'pub' key (programming error)", d->stage->name);
 		return -1;
 	}
-	if (d->stage->check && d->stage->check(conf, err, errlen) < 0)
+	if (d->stage->check && d->stage->check(conf, err, errlen) < 0) {
+		/* The check names keys; say which of them came from the environment. */
+		for (size_t i = 0, used = strlen(err); i < d->nenvset && used + 1 < errlen; i++) {
+			int w = snprintf(err + used, errlen - used, "%s%.*s", i ? ", " : " (environment: ",
+					 (int)strcspn(d->envset[i], ":"), d->envset[i]);
+			used = w < 0 ? errlen : used + (size_t)w;
+			if (i + 1 == d->nenvset && used + 1 < errlen)
+				snprintf(err + used, errlen - used, ")");
+		}
 		return -1;
+	}
 	return 0;
 }
 
@@ -345,9 +388,13 @@ struct wb_daemon *wb_daemon_new(const struct wb_stage *stage, int argc, char **a
 	}
 	if (check_only) {
 		printf("%s: ok\n", d->config_path ? d->config_path : "(built-in defaults)");
+		for (size_t i = 0; i < d->nenvset; i++)
+			printf("%s\n", d->envset[i]);
 		exit(WB_EXIT_OK);
 	}
 	log_set_level(d->verbose ? WB_LOG_DEBUG : log_level_parse(d->global.log_level));
+	for (size_t i = 0; i < d->nenvset; i++)
+		log_info("environment %s", d->envset[i]);
 
 	/* Block the signals before ZeroMQ starts its threads, so only the signalfd sees them. */
 	/* A shell starts background jobs with SIGINT ignored; an ignored signal never
@@ -433,6 +480,7 @@ void wb_daemon_destroy(struct wb_daemon **self_p)
 	for (size_t i = 0; i < d->nflags; i++)
 		free(d->flags[i].value);
 	free(d->flags);
+	envset_clear(d);
 	free(d->config_path);
 	if (d->sigfd >= 0)
 		close(d->sigfd);

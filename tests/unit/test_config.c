@@ -238,6 +238,67 @@ static void test_durations(void)
 	CHECK_U64(wb_grid_next(15, 10), 20);
 }
 
+struct env_seen {
+	int n;
+	char last[64];
+};
+
+static void note_env(const char *var, const struct wb_conf_section *s, const struct wb_conf_key *k, const char *value,
+		     void *arg)
+{
+	struct env_seen *seen = arg;
+	seen->n++;
+	snprintf(seen->last, sizeof(seen->last), "%s %s=%s", var, k->name, value);
+}
+
+static void test_env(void)
+{
+	char err[WB_CONF_ERR_MAX];
+	struct env_seen seen = {0};
+	memset(&c, 0, sizeof(c));
+	wb_conf_defaults(&sec, 1, err, sizeof(err));
+	char *const env[] = {
+		"PATH=/bin",
+		"WATTBUS_CONF=/etc/wattbus/wattbus.conf", /* not a section: left alone */
+		"WATTBUS_RUNTIME_DIR=/run/x",
+		"WATTBUS_EXPORTD_LISTEN=:1",		  /* another stage's section: left alone */
+		"WATTBUS_ALIGND_INTERVAL=250ms",
+		"WATTBUS_ALIGND_SUB=tcp://a:1, tcp://b:2",
+		"WATTBUS_ALIGND_TRAIN=yes",
+		"WATTBUS_ALIGND_OPTS=--level 9",	  /* the systemd units' flag list */
+		"WATTBUS_ALIGND_TEST_HOOK=1",
+		"WATTBUS_alignd_level=9",		  /* not the convention's spelling */
+		"WATTBUS_ALIGNDX_LEVEL=9",
+		NULL,
+	};
+	CHECK(wb_conf_env(&sec, 1, env, note_env, &seen, err, sizeof(err)) == 3);
+	CHECK_U64(c.interval_ns, 250000000);
+	CHECK_U64(c.sub.n, 2);
+	CHECK_STR(c.sub.v[1], "tcp://b:2");
+	CHECK(c.train);
+	CHECK_U64(c.level, 3);
+	CHECK_U64(seen.n, 3);
+	CHECK_STR(seen.last, "WATTBUS_ALIGND_TRAIN train=yes");
+
+	/* Bad values and unknown keys fail naming the variable; the flag set later wins. */
+	char *const bad_int[] = {"WATTBUS_ALIGND_LEVEL=11", NULL};
+	CHECK(wb_conf_env(&sec, 1, bad_int, NULL, NULL, err, sizeof(err)) < 0);
+	CHECK_STR(err, "WATTBUS_ALIGND_LEVEL: [alignd] level: 11 is outside [1, 10]");
+	char *const bad_enum[] = {"WATTBUS_ALIGND_METHOD=guess", NULL};
+	CHECK(wb_conf_env(&sec, 1, bad_enum, NULL, NULL, err, sizeof(err)) < 0);
+	CHECK_STR(err, "WATTBUS_ALIGND_METHOD: [alignd] method: 'guess' is not one of ratio|fixed|regression");
+	char *const bad_dur[] = {"WATTBUS_ALIGND_INTERVAL=", NULL};
+	CHECK(wb_conf_env(&sec, 1, bad_dur, NULL, NULL, err, sizeof(err)) < 0);
+	CHECK(strstr(err, "WATTBUS_ALIGND_INTERVAL: [alignd] interval: '' is not a duration") == err);
+	char *const typo[] = {"WATTBUS_ALIGND_INTERVALL=1s", NULL};
+	CHECK(wb_conf_env(&sec, 1, typo, NULL, NULL, err, sizeof(err)) < 0);
+	CHECK_STR(err, "WATTBUS_ALIGND_INTERVALL: [alignd] has no key 'intervall' (see --help)");
+	CHECK(wb_conf_set(&sec, "interval", "2s", "--interval", err, sizeof(err)) == 0);
+	CHECK_U64(c.interval_ns, 2000000000);
+	CHECK(wb_conf_env(&sec, 1, NULL, NULL, NULL, err, sizeof(err)) == 0);
+	wb_conf_free(&sec, 1);
+}
+
 static const struct unit_case cases[] = {
 	{"defaults and %r expansion", test_defaults_and_expand},
 	{"file values; other stages' sections skipped", test_file_values},
@@ -247,5 +308,6 @@ static const struct unit_case cases[] = {
 	{"durations and the wall-clock grid", test_durations},
 	{"lines past inih's 200 bytes; UTF-8 and pattern keys", test_long_lines},
 	{"restart-only keys changed by a reload are named", test_restart_changes},
+	{"WATTBUS_<SECTION>_<KEY> variables; bad ones named", test_env},
 };
 UNIT_MAIN(cases)
