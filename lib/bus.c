@@ -554,8 +554,10 @@ struct wb_sub *wb_sub_new(const struct wb_sockopts *opts)
 	zsock_set_maxmsgsize(self->sock, (int)WB_FRAME_MAX);
 	if (opts)
 		self->opts = *opts;
-	if (curve_wanted(opts)) {
-		/* Check the certificates now, so a bad path is a startup error. */
+	if (curve_wanted(opts) && opts->curve_peer && opts->curve_peer[0]) {
+		/* Check the certificates now, so a bad path is a startup error. Without a
+		 * curve_peer, a stage that publishes with CURVE may still subscribe over ipc://;
+		 * a tcp:// endpoint is refused when it is connected. */
 		zactor_t *none = NULL;
 		if (apply_curve(self->sock, opts, false, &none) < 0)
 			goto fail;

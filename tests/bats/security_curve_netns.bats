@@ -127,3 +127,16 @@ metrics_b() {
 	run metrics_b
 	refute_output --partial 'evil'
 }
+
+@test "a stage that publishes with CURVE still subscribes over ipc without curve_peer; tcp without it is refused" {
+	local rt=$BATS_TEST_TMPDIR/runC
+	wb_spawn trainer ip netns exec "$NSA" "$WB_BUILD/wattbus-estimd" --runtime_dir "$rt" \
+		--pub "tcp://$A:5560" --curve_cert "$K/hosta" --curve_allow "$K/allowed"
+	wb_wait_for 30 grep -q "running" "$BATS_TEST_TMPDIR/trainer.log"
+	kill -0 "$PID_trainer"
+	! grep -q "curve_peer" "$BATS_TEST_TMPDIR/trainer.log"
+	run ip netns exec "$NSA" timeout 30 "$WB_BUILD/wattbus-estimd" --runtime_dir "$rt.2" \
+		--sub "tcp://$A:5550" --curve_cert "$K/collector"
+	[ "$status" -ne 0 ]
+	assert_output --partial "curve_peer (the publisher's public certificate) is not"
+}
