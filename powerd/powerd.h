@@ -24,7 +24,9 @@ struct pd_set;
 struct pd_zone;
 struct pd_opts;
 
-enum pd_read_err { PD_READ_OK = 0, PD_READ_IO = -1, PD_READ_PARSE = -2 };
+/* PD_READ_NONE: no fresh reading to give (a held one went stale); the zone sits this sample out
+ * without an error counted (the source counts its own failures). */
+enum pd_read_err { PD_READ_OK = 0, PD_READ_IO = -1, PD_READ_PARSE = -2, PD_READ_NONE = -3 };
 
 /*
  * A meter source. Each is defined in its own file (powerd/<name>.c) and listed
@@ -79,6 +81,11 @@ struct pd_opts {
 	const char *exec_cmd; /* NULL or "": none */
 	bool exec_stream;
 	uint64_t exec_timeout_ns;
+	const char *redfish_url;	 /* https://BMC[:PORT]; NULL or "": none */
+	const char *redfish_credentials; /* file: USER:PASSWORD, mode 600 */
+	const char *redfish_ca_file;	 /* NULL or "": the system's CAs */
+	bool redfish_insecure;
+	uint64_t redfish_interval_ns, redfish_timeout_ns;
 };
 
 /* ---- counter.c: wrap-corrected counters and integrated power (pure) ---- */
@@ -155,6 +162,8 @@ struct pd_zone {
 	uint64_t avg_interval_ms; /* hwmon power*_average: the meter's averaging window */
 	bool updated;		  /* exec: a valid reading since the last sample */
 	bool published;		  /* published at least once */
+	/* redfish: the meter's latest watts (uW), held between its updates until hold_ns old */
+	uint64_t held_uw, held_mono_ns, hold_ns;
 	uint64_t energy_uj;	  /* cumulative, what goes on the wire */
 	struct wb_ratelimit rl;
 };
@@ -291,6 +300,15 @@ bool exec_stream_running(struct pd_set *set);
 int exec_stream_read(struct pd_set *set);
 /* Stream mode: restart the command if it ended at least a second ago. Returns 1 if restarted. */
 int exec_stream_tend(struct pd_set *set);
+
+/* ---- redfish.c: a BMC's chassis power over Redfish ---- */
+
+extern const struct pd_source redfish_source;
+/* Read USER:PASSWORD from a file only powerd's uid may read. Returns 0 or -1 (err says why). */
+int redfish_read_credentials(const char *path, char *user, size_t ulen, char *password,
+			     size_t plen, char *err, size_t errlen);
+/* A zone's held reading (uW), or PD_READ_NONE once older than the zone's hold_ns. */
+enum pd_read_err redfish_read(struct pd_zone *z, uint64_t *value, char *err, size_t errlen);
 
 /* ---- detect.c: which sources to use ---- */
 

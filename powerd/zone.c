@@ -204,7 +204,10 @@ size_t pd_set_sample(struct pd_set *set, uint64_t t_ns, uint64_t mono_ns, struct
 			char err[PD_PATH_MAX + 128];
 			uint64_t value;
 			enum pd_read_err rc = z->src->read(z, &value, err, sizeof(err));
-			if (rc == PD_READ_IO) {
+			if (rc == PD_READ_NONE) {
+				log_debug("%s: %s; sample skipped", z->name, err);
+				ok = false;
+			} else if (rc == PD_READ_IO) {
 				bool perm = (errno == EACCES || errno == EPERM) && z->src->permission_hint;
 				c->read_errors++;
 				log_rl(&z->rl, WB_LOG_WARN, "%s: %s; sample skipped%s%s", z->name,
