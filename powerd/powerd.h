@@ -220,6 +220,10 @@ enum pd_read_err pd_read_u64(const char *path, uint64_t *value, char *err, size_
 int pd_fmt(char *buf, size_t size, const char *fmt, ...) WB_PRINTF(3, 4);
 /* Read a short text file, trailing newline removed. Returns 0 or -1 (errno set). */
 int pd_read_text(const char *path, char *buf, size_t size);
+/* A BMC's USER:PASSWORD (one line) from a file only powerd's uid may read or write (the config key
+ * names it in messages). Returns 0, or -1 with err saying why. */
+int pd_read_credentials(const char *key, const char *path, char *user, size_t ulen,
+			char *password, size_t plen, char *err, size_t errlen);
 
 /* ---- rapl.c: powercap sysfs ---- */
 
@@ -304,9 +308,6 @@ int exec_stream_tend(struct pd_set *set);
 /* ---- redfish.c: a BMC's chassis power over Redfish ---- */
 
 extern const struct pd_source redfish_source;
-/* Read USER:PASSWORD from a file only powerd's uid may read. Returns 0 or -1 (err says why). */
-int redfish_read_credentials(const char *path, char *user, size_t ulen, char *password,
-			     size_t plen, char *err, size_t errlen);
 /* A zone's held reading (uW), or PD_READ_NONE once older than the zone's hold_ns. */
 enum pd_read_err redfish_read(struct pd_zone *z, uint64_t *value, char *err, size_t errlen);
 

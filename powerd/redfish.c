@@ -73,62 +73,6 @@ static struct rf_state *rf_of(struct pd_set *set)
 	return *pd_set_state(set, &redfish_source);
 }
 
-int redfish_read_credentials(const char *path, char *user, size_t ulen, char *password,
-			     size_t plen, char *err, size_t errlen)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0) {
-		snprintf(err, errlen, "redfish_credentials %s: cannot open: %s", path,
-			 strerror(errno));
-		return -1;
-	}
-	struct stat st;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		snprintf(err, errlen, "redfish_credentials %s: not a regular file", path);
-		close(fd);
-		return -1;
-	}
-	if (st.st_mode & 077) {
-		snprintf(err, errlen,
-			 "redfish_credentials %s: mode %04o lets group or others at the BMC's password; refused (chmod 600 it, owned by the user powerd runs as)",
-			 path, (unsigned)(st.st_mode & 07777));
-		close(fd);
-		return -1;
-	}
-	if (st.st_uid != geteuid()) {
-		snprintf(err, errlen,
-			 "redfish_credentials %s: owned by uid %u, not by powerd's uid %u; refused",
-			 path, (unsigned)st.st_uid, (unsigned)geteuid());
-		close(fd);
-		return -1;
-	}
-	char buf[600];
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n < 0) {
-		snprintf(err, errlen, "redfish_credentials %s: cannot read: %s", path,
-			 strerror(errno));
-		return -1;
-	}
-	buf[n] = '\0';
-	buf[strcspn(buf, "\r\n")] = '\0';
-	char *colon = strchr(buf, ':');
-	if (!colon || colon == buf || strlen(buf) >= sizeof(buf) - 2) {
-		snprintf(err, errlen,
-			 "redfish_credentials %s: expected one line USER:PASSWORD", path);
-		return -1;
-	}
-	*colon = '\0';
-	if (strlen(buf) >= ulen || strlen(colon + 1) >= plen) {
-		snprintf(err, errlen, "redfish_credentials %s: user or password too long", path);
-		return -1;
-	}
-	snprintf(user, ulen, "%s", buf);
-	snprintf(password, plen, "%s", colon + 1);
-	explicit_bzero(buf, sizeof(buf));
-	return 0;
-}
-
 static int rf_check(const struct pd_opts *opts, char *err, size_t errlen)
 {
 	const char *u = opts->redfish_url;
@@ -613,8 +557,8 @@ static int rf_discover(struct pd_set *set, const struct pd_opts *opts, char *why
 		return 0;
 	}
 	rf->epfd = -1;
-	if (redfish_read_credentials(opts->redfish_credentials, rf->user, sizeof(rf->user),
-				     rf->password, sizeof(rf->password), why, whylen) < 0) {
+	if (pd_read_credentials("redfish_credentials", opts->redfish_credentials, rf->user,
+				sizeof(rf->user), rf->password, sizeof(rf->password), why, whylen) < 0) {
 		free(rf);
 		return 0;
 	}
