@@ -30,6 +30,11 @@ struct powerd_conf {
 	bool redfish_insecure;
 	uint64_t redfish_interval_ns;
 	uint64_t redfish_timeout_ns;
+	char *ipmi_host;
+	char *ipmi_credentials;
+	char *ipmi_protocol;
+	uint64_t ipmi_interval_ns;
+	uint64_t ipmi_timeout_ns;
 };
 
 #define OFF(f) offsetof(struct powerd_conf, f)
@@ -40,7 +45,7 @@ static const struct wb_conf_key powerd_keys[] = {
      "sampling interval (10ms..1h); samples fall on wall-clock multiples of it"},
     {"source", WB_CONF_LIST, OFF(source), "auto", 0, 0, NULL,
      "meters to read: auto (the first usable of rapl, msr, hwmon) or a list of rapl, msr, hwmon, "
-     "exec, redfish"},
+     "exec, redfish, ipmi"},
     {"sysfs_root", WB_CONF_STR, OFF(sysfs_root), "/sys", 0, 0, NULL,
      "where sysfs is mounted (class/powercap, class/hwmon, devices/system/cpu)"},
     {"msr_root", WB_CONF_STR, OFF(msr_root), "/dev/cpu", 0, 0, NULL,
@@ -73,6 +78,16 @@ static const struct wb_conf_key powerd_keys[] = {
      "BMCs)"},
     {"redfish_timeout", WB_CONF_DURATION, OFF(redfish_timeout_ns), "5s", 100e6, 60e9, NULL,
      "longest wait for one answer of the BMC"},
+    {"ipmi_host", WB_CONF_STR, OFF(ipmi_host), "", 0, 0, NULL,
+     "the BMC for the ipmi source over the LAN (host name or address); empty: in-band (/dev/ipmi0)"},
+    {"ipmi_credentials", WB_CONF_STR, OFF(ipmi_credentials), "", 0, 0, NULL,
+     "file holding the BMC's USER:PASSWORD for ipmi_host; refused unless owned by powerd's user and mode 600 or stricter"},
+    {"ipmi_protocol", WB_CONF_ENUM, OFF(ipmi_protocol), "lanplus", 0, 0, "lanplus|lan",
+     "over the LAN: lanplus (IPMI 2.0, RMCP+) or lan (IPMI 1.5, MD5)"},
+    {"ipmi_interval", WB_CONF_DURATION, OFF(ipmi_interval_ns), "5s", 1e9, 3600e9, NULL,
+     "how often the DCMI power reading is asked for (1s..1h)"},
+    {"ipmi_timeout", WB_CONF_DURATION, OFF(ipmi_timeout_ns), "5s", 100e6, 60e9, NULL,
+     "longest wait for the BMC's session and answer over the LAN"},
 };
 #undef OFF
 
@@ -94,6 +109,11 @@ static void opts_from_conf(struct pd_opts *o, const struct powerd_conf *conf)
 	    .redfish_insecure = conf->redfish_insecure,
 	    .redfish_interval_ns = conf->redfish_interval_ns,
 	    .redfish_timeout_ns = conf->redfish_timeout_ns,
+	    .ipmi_host = conf->ipmi_host,
+	    .ipmi_credentials = conf->ipmi_credentials,
+	    .ipmi_lanplus = !strcmp(conf->ipmi_protocol, "lanplus"),
+	    .ipmi_interval_ns = conf->ipmi_interval_ns,
+	    .ipmi_timeout_ns = conf->ipmi_timeout_ns,
 	};
 }
 
@@ -249,7 +269,7 @@ static int on_reload(struct wb_daemon *d, void *new_confp, void *arg)
 	bool sources_changed =
 	    strcmp(old->sysfs_root, conf->sysfs_root) || strcmp(old->msr_root, conf->msr_root) ||
 	    strcmp(old->exec, conf->exec) || strcmp(old->exec_mode, conf->exec_mode) ||
-	    strcmp(old->redfish_url, conf->redfish_url) ||
+	    strcmp(old->redfish_url, conf->redfish_url) || strcmp(old->ipmi_host, conf->ipmi_host) ||
 	    old->source.n != conf->source.n || old->msr_dram_unit_nj != conf->msr_dram_unit_nj;
 	for (size_t i = 0; !sources_changed && i < conf->source.n; i++)
 		sources_changed = strcmp(old->source.v[i], conf->source.v[i]) != 0;

@@ -86,6 +86,10 @@ struct pd_opts {
 	const char *redfish_ca_file;	 /* NULL or "": the system's CAs */
 	bool redfish_insecure;
 	uint64_t redfish_interval_ns, redfish_timeout_ns;
+	const char *ipmi_host;	      /* NULL or "": in-band */
+	const char *ipmi_credentials; /* file: USER:PASSWORD, mode 600 (LAN only) */
+	bool ipmi_lanplus;	      /* IPMI 2.0 (else 1.5) */
+	uint64_t ipmi_interval_ns, ipmi_timeout_ns;
 };
 
 /* ---- counter.c: wrap-corrected counters and integrated power (pure) ---- */
@@ -162,7 +166,7 @@ struct pd_zone {
 	uint64_t avg_interval_ms; /* hwmon power*_average: the meter's averaging window */
 	bool updated;		  /* exec: a valid reading since the last sample */
 	bool published;		  /* published at least once */
-	/* redfish: the meter's latest watts (uW), held between its updates until hold_ns old */
+	/* redfish, ipmi: the meter's latest watts (uW), held between its updates until hold_ns old */
 	uint64_t held_uw, held_mono_ns, hold_ns;
 	uint64_t energy_uj;	  /* cumulative, what goes on the wire */
 	struct wb_ratelimit rl;
@@ -208,6 +212,9 @@ size_t pd_set_sample(struct pd_set *set, uint64_t t_ns, uint64_t mono_ns, struct
 /* Account one reading of zone z (counter raw ticks or power uW); counts and logs the verdict. */
 enum pd_verdict pd_zone_account(struct pd_set *set, struct pd_zone *z, uint64_t value,
 				uint64_t t_ns, uint64_t mono_ns);
+/* The read op of a source whose meter answers slowly (a BMC): the latest reading (uW) that the
+ * source stored in held_uw, or PD_READ_NONE when there is none or it is older than hold_ns. */
+enum pd_read_err pd_zone_read_held(struct pd_zone *z, uint64_t *value, char *err, size_t errlen);
 /* Seconds until the counter of z can wrap at max_power_w (0: it does not wrap). */
 double pd_zone_min_safe_s(const struct pd_zone *z, double max_power_w);
 
@@ -308,8 +315,10 @@ int exec_stream_tend(struct pd_set *set);
 /* ---- redfish.c: a BMC's chassis power over Redfish ---- */
 
 extern const struct pd_source redfish_source;
-/* A zone's held reading (uW), or PD_READ_NONE once older than the zone's hold_ns. */
-enum pd_read_err redfish_read(struct pd_zone *z, uint64_t *value, char *err, size_t errlen);
+
+/* ---- ipmi.c: a BMC's DCMI power reading through libfreeipmi ---- */
+
+extern const struct pd_source ipmi_source;
 
 /* ---- detect.c: which sources to use ---- */
 

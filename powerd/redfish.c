@@ -511,23 +511,6 @@ static int rf_watch_fd(struct pd_set *set)
 	return rf ? rf->epfd : -1;
 }
 
-/* The held reading, while it is fresh enough. */
-enum pd_read_err redfish_read(struct pd_zone *z, uint64_t *value, char *err, size_t errlen)
-{
-	if (!z->held_mono_ns) {
-		snprintf(err, errlen, "%s: no reading yet", z->path);
-		return PD_READ_NONE;
-	}
-	uint64_t age = wb_mono_ns() - z->held_mono_ns;
-	if (age > z->hold_ns) {
-		snprintf(err, errlen, "%s: last reading %.1f s old, more than %.1f s", z->path,
-			 (double)age / 1e9, (double)z->hold_ns / 1e9);
-		return PD_READ_NONE;
-	}
-	*value = z->held_uw;
-	return PD_READ_OK;
-}
-
 static void rf_destroy(struct pd_set *set)
 {
 	struct rf_state *rf = rf_of(set);
@@ -603,7 +586,7 @@ const struct pd_source redfish_source = {
     .power_from = "from the BMC's watts, held between its updates",
     .discover = rf_discover,
     .check = rf_check,
-    .read = redfish_read,
+    .read = pd_zone_read_held,
     .watch_fd = rf_watch_fd,
     .on_readable = rf_on_readable,
     .tend = rf_tend,

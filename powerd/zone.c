@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "codec.h"
 #include "powerd.h"
 
@@ -237,4 +238,20 @@ size_t pd_set_sample(struct pd_set *set, uint64_t t_ns, uint64_t mono_ns, struct
 		z->published = true;
 	}
 	return out->n_zones;
+}
+
+enum pd_read_err pd_zone_read_held(struct pd_zone *z, uint64_t *value, char *err, size_t errlen)
+{
+	if (!z->held_mono_ns) {
+		snprintf(err, errlen, "%s: no reading yet", z->path);
+		return PD_READ_NONE;
+	}
+	uint64_t age = wb_mono_ns() - z->held_mono_ns;
+	if (age > z->hold_ns) {
+		snprintf(err, errlen, "%s: last reading %.1f s old, more than %.1f s", z->path,
+			 (double)age / 1e9, (double)z->hold_ns / 1e9);
+		return PD_READ_NONE;
+	}
+	*value = z->held_uw;
+	return PD_READ_OK;
 }
