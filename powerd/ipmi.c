@@ -246,7 +246,7 @@ static int ipmi_discover(struct pd_set *set, const struct pd_opts *opts, char *w
 	for (size_t i = 0; i < set->n; i++)
 		n += !strcmp(set->zones[i].kind, "platform");
 	pd_zone_init(&z, &ipmi_source, "platform", n);
-	snprintf(z.name, sizeof(z.name), "platform-%u", n);
+	pd_platform_name(&z, n);
 	snprintf(z.path, sizeof(z.path), "ipmi://%.200s/dcmi", st->host[0] ? st->host : "local");
 	z.is_power = true;
 	/* A reading stands until two requests have failed after it. */

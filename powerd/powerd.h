@@ -198,6 +198,8 @@ void pd_set_destroy(struct pd_set **self_p);
 /* Add a copy of z (name made unique); returns its index or -1 when full. */
 int pd_set_add(struct pd_set *set, const struct pd_zone *z);
 struct pd_zone *pd_set_find(struct pd_set *set, const char *name);
+/* A platform zone's name as hwmon gives it: "platform", then "platform-1", ... */
+void pd_platform_name(struct pd_zone *z, unsigned idx);
 /* A zero zone with its rate limit and fd set up. */
 void pd_zone_init(struct pd_zone *z, const struct pd_source *src, const char *kind, unsigned index);
 /* A source's slot for its own state in the set (exec's running command). */

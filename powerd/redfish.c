@@ -167,9 +167,9 @@ static void rf_add_zone(struct pd_set *set, struct rf_state *rf, struct rf_targe
 	struct pd_zone z;
 	unsigned n = 0;
 	for (size_t i = 0; i < set->n; i++)
-		n += set->zones[i].src == &redfish_source;
+		n += !strcmp(set->zones[i].kind, "platform");
 	pd_zone_init(&z, &redfish_source, "platform", n);
-	snprintf(z.name, sizeof(z.name), "platform-%u", n);
+	pd_platform_name(&z, n);
 	int fit = t->kind == RF_POWER ? pd_fmt(z.path, sizeof(z.path), "%s%s#/PowerControl/%s",
 					       rf->base, t->path, member)
 				      : pd_fmt(z.path, sizeof(z.path), "%s%s#/PowerWatts", rf->base,

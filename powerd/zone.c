@@ -53,6 +53,14 @@ void pd_zone_init(struct pd_zone *z, const struct pd_source *src, const char *ki
 	snprintf(z->kind, sizeof(z->kind), "%s", kind);
 }
 
+void pd_platform_name(struct pd_zone *z, unsigned idx)
+{
+	if (idx)
+		snprintf(z->name, sizeof(z->name), "platform-%u", idx);
+	else
+		snprintf(z->name, sizeof(z->name), "platform");
+}
+
 struct pd_zone *pd_set_find(struct pd_set *set, const char *name)
 {
 	for (size_t i = 0; i < set->n; i++)

@@ -43,17 +43,17 @@ ip_watts_after() {
 	local w=$1 t
 	wb_wait_for 30 ip_served_n " $w\$" 2
 	t=$(ip_served_n " $w\$" 2)
-	wb_wait_for 30 bash -c '[ "$(pd_power_rows platform-0 | awk -v c="$0" '"'"'$1 > c'"'"' | wc -l)" -ge 25 ]' "$t"
-	pd_power_rows platform-0 | awk -v c="$t" '$1 > c {print $1, $4}' >"$BATS_TEST_TMPDIR/p-$w.tsv"
+	wb_wait_for 30 bash -c '[ "$(pd_power_rows platform | awk -v c="$0" '"'"'$1 > c'"'"' | wc -l)" -ge 25 ]' "$t"
+	pd_power_rows platform | awk -v c="$t" '$1 > c {print $1, $4}' >"$BATS_TEST_TMPDIR/p-$w.tsv"
 	pd_watts_ok "$BATS_TEST_TMPDIR/p-$w.tsv" "$w" >&3
 }
 
 @test "ipmi: DCMI over lanplus, energy is the integral of the BMC's watts" {
 	echo 180 >"$CTL/watts"
 	ip_start --ipmi_host bmc-test --ipmi_credentials "$CRED"
-	wb_wait_for 30 bash -c 'pd_power_values platform-0 | grep -q .'
+	wb_wait_for 30 bash -c 'pd_power_values platform | grep -q .'
 	run bash -c "pd_tap_lines | jq -r 'select(.topic == \"power/testhost\") | .msg.zones[] | select(.source == \"ipmi\") | [.name, .zone, .path] | join(\" \")' | sort -u"
-	assert_output "platform-0 platform ipmi://bmc-test/dcmi"
+	assert_output "platform platform ipmi://bmc-test/dcmi"
 	ip_watts_after 180
 	echo 260 >"$CTL/watts"
 	ip_watts_after 260
@@ -66,7 +66,7 @@ ip_watts_after() {
 @test "ipmi: in-band, path ipmi://local/dcmi" {
 	echo 95 >"$CTL/watts"
 	ip_start
-	wb_wait_for 30 bash -c 'pd_power_values platform-0 | grep -q .'
+	wb_wait_for 30 bash -c 'pd_power_values platform | grep -q .'
 	run bash -c "pd_tap_lines | jq -r 'select(.topic == \"power/testhost\") | .msg.zones[] | select(.source == \"ipmi\") | .path' | sort -u"
 	assert_output "ipmi://local/dcmi"
 	ip_watts_after 95
@@ -75,7 +75,7 @@ ip_watts_after() {
 @test "ipmi: failing, hanging or inactive BMC is counted and logged; hwmon goes on" {
 	echo 300 >"$CTL/watts"
 	ip_start --ipmi_host bmc-test --ipmi_credentials "$CRED"
-	wb_wait_for 30 bash -c 'pd_power_values platform-0 | grep -q .'
+	wb_wait_for 30 bash -c 'pd_power_values platform | grep -q .'
 	echo fail >"$CTL/mode"
 	errs=$(pd_stat_counter read_errors)
 	pd_wait_stat read_errors $((errs + 2)) 30
@@ -92,10 +92,10 @@ ip_watts_after() {
 	pd_tap_lines | grep '"topic":"power/testhost"' >"$BATS_TEST_TMPDIR/snap"
 	[ "$(grep -c '"gpu-0"' "$BATS_TEST_TMPDIR/snap")" -eq "$(wc -l <"$BATS_TEST_TMPDIR/snap")" ]
 	# the held reading went stale: the platform zone is left out meanwhile
-	! tail -3 "$BATS_TEST_TMPDIR/snap" | grep -q platform-0
+	! tail -3 "$BATS_TEST_TMPDIR/snap" | grep -q platform
 	rm -f "$CTL/mode"
 	t=$(date +%s%N)
-	wb_wait_for 30 bash -c '[ "$(pd_power_rows platform-0 | awk -v c="$0" '"'"'$1 > c'"'"' | wc -l)" -ge 3 ]' "$t"
+	wb_wait_for 30 bash -c '[ "$(pd_power_rows platform | awk -v c="$0" '"'"'$1 > c'"'"' | wc -l)" -ge 3 ]' "$t"
 	pd_wait_stat rebased 1 30
 	kill -0 "$PID_powerd"
 }

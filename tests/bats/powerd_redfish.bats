@@ -71,13 +71,13 @@ rf_watts_after() {
 	echo 100 >"$CTL/watts"
 	rf_bmc power
 	rf_start
-	wb_wait_for 30 bash -c 'pd_power_values platform-0 | grep -q .'
+	wb_wait_for 30 bash -c 'pd_power_values platform | grep -q .'
 	run bash -c "pd_tap_lines | jq -c 'select(.topic == \"power/testhost\") | [.msg.zones[] | select(.source == \"redfish\") | [.name, .zone, .source, .path, .max_energy_range_uj]] | select(length > 0)' | head -1"
-	assert_output "[[\"platform-0\",\"platform\",\"redfish\",\"$RF_URL/redfish/v1/Chassis/1U/Power#/PowerControl/0\",null]]"
-	rf_watts_after platform-0 100 'Power 100'
+	assert_output "[[\"platform\",\"platform\",\"redfish\",\"$RF_URL/redfish/v1/Chassis/1U/Power#/PowerControl/0\",null]]"
+	rf_watts_after platform 100 'Power 100'
 	# the BMC's watts change: after it served the new value twice, 250 W exactly
 	echo 250.5 >"$CTL/watts"
-	rf_watts_after platform-0 250.5 'Power 250.5'
+	rf_watts_after platform 250.5 'Power 250.5'
 	# every poll after discovery is a second or more after the one before
 	python3 - "$CTL/requests" <<-'PY'
 		import sys
@@ -93,21 +93,21 @@ rf_watts_after() {
 	echo 374 >"$CTL/watts"
 	rf_bmc envmetrics
 	rf_start
-	wb_wait_for 30 bash -c 'pd_power_values platform-0 | grep -q .'
+	wb_wait_for 30 bash -c 'pd_power_values platform | grep -q .'
 	run bash -c "pd_tap_lines | jq -r 'select(.topic == \"power/testhost\") | .msg.zones[] | select(.source == \"redfish\") | .name + \" \" + .path' | sort -u"
-	assert_output "platform-0 $RF_URL/redfish/v1/Chassis/1U/EnvironmentMetrics#/PowerWatts"
-	rf_watts_after platform-0 374 'EnvironmentMetrics 374'
+	assert_output "platform $RF_URL/redfish/v1/Chassis/1U/EnvironmentMetrics#/PowerWatts"
+	rf_watts_after platform 374 'EnvironmentMetrics 374'
 }
 
 @test "redfish: Dell's layout, System.Embedded.1/Power; a chassis without power gives no zone" {
 	echo 421 >"$CTL/watts"
 	rf_bmc dell
 	rf_start
-	wb_wait_for 30 bash -c 'pd_power_values platform-0 | grep -q .'
+	wb_wait_for 30 bash -c 'pd_power_values platform | grep -q .'
 	run bash -c "pd_tap_lines | jq -r 'select(.topic == \"power/testhost\") | .msg.zones[] | select(.source == \"redfish\") | .name + \" \" + .path' | sort -u"
-	assert_output "platform-0 $RF_URL/redfish/v1/Chassis/System.Embedded.1/Power#/PowerControl/PowerControl"
+	assert_output "platform $RF_URL/redfish/v1/Chassis/System.Embedded.1/Power#/PowerControl/PowerControl"
 	grep -q 'chassis Enclosure.Internal.0-1 has neither EnvironmentMetrics nor Power' "$BATS_TEST_TMPDIR/powerd.log"
-	rf_watts_after platform-0 421 'System.Embedded.1/Power 421'
+	rf_watts_after platform 421 'System.Embedded.1/Power 421'
 }
 
 # n_rows ZONE: how many samples published ZONE so far.
@@ -117,13 +117,13 @@ n_rows() { pd_power_values "$1" | wc -l; }
 	echo 300 >"$CTL/watts"
 	rf_bmc power
 	rf_start
-	wb_wait_for 30 bash -c 'pd_power_values platform-0 | grep -q .'
+	wb_wait_for 30 bash -c 'pd_power_values platform | grep -q .'
 	# slow but within redfish_timeout: its readings are taken, the zone stays
 	echo slow:0.3 >"$CTL/mode"
 	n=$(grep -c . "$CTL/served")
 	wb_wait_for 30 bash -c '[ "$(grep -c . "$0")" -ge "$1" ]' "$CTL/served" $((n + 2))
 	t=$(rf_served_n . $((n + 2)))
-	rf_wait_rows_after platform-0 "$t" 3
+	rf_wait_rows_after platform "$t" 3
 	[ "$(pd_stat_counter read_errors)" -eq 0 ]
 	# hangs: each poll times out (read_errors), the held reading goes stale and the zone
 	# is left out, while the hwmon zone is published at every sample
@@ -137,7 +137,7 @@ n_rows() { pd_power_values "$1" | wc -l; }
 	run bash -c "jq -c 'select(.topic == \"power/testhost\" and .msg.t > $last) | [.msg.zones[].name] | index(\"gpu-0\")' '$BATS_TEST_TMPDIR/snap' | sort | uniq -c"
 	assert_output --regexp '^ *[0-9]+ 0$'
 	# after the hold (2 intervals + the timeout) the platform zone is left out
-	wb_wait_for 30 bash -c '[ -n "$(pd_tap_lines | tail -3 | jq -r "select(.topic == \"power/testhost\") | .msg.zones[].name" | grep -v platform-0)" ] && ! pd_tap_lines | tail -3 | grep -q platform-0'
+	wb_wait_for 30 bash -c '[ -n "$(pd_tap_lines | tail -3 | jq -r "select(.topic == \"power/testhost\") | .msg.zones[].name" | grep -v platform)" ] && ! pd_tap_lines | tail -3 | grep -q platform'
 	grep -q 'redfish: GET .*/redfish/v1/Chassis/1U/Power: .*timed\? \?out\|redfish: GET .*/Power: .*[Tt]imeout' "$BATS_TEST_TMPDIR/powerd.log"
 	# 500s
 	echo 500 >"$CTL/mode"
@@ -152,7 +152,7 @@ n_rows() { pd_power_values "$1" | wc -l; }
 	# the BMC is back: the zone returns, the gap counted as a rebase (its energy is unknown)
 	rm -f "$CTL/mode"
 	t=$(date +%s%N)
-	rf_wait_rows_after platform-0 "$t" 3
+	rf_wait_rows_after platform "$t" 3
 	pd_wait_stat rebased 1 30
 	# hwmon was never left out
 	[ "$(pd_stat_counter zone_samples_skipped)" -ge 1 ]
@@ -184,12 +184,12 @@ n_rows() { pd_power_values "$1" | wc -l; }
 	# the test's CA is not the system's: refused and counted
 	pd_start --source hwmon,redfish --redfish_url "$RF_URL" --redfish_credentials "$CRED" --redfish_interval 1s
 	pd_wait_stat read_errors 2 30
-	! pd_power_values platform-0 | grep -q .
+	! pd_power_values platform | grep -q .
 	wb_kill_all
 	rf_bmc power
 	pd_start --source hwmon,redfish --redfish_url "$RF_URL" --redfish_credentials "$CRED" --redfish_interval 1s \
 		--redfish_insecure true
-	wb_wait_for 30 bash -c 'pd_power_values platform-0 | grep -q .'
+	wb_wait_for 30 bash -c 'pd_power_values platform | grep -q .'
 	grep -q "redfish_insecure is set: the BMC at $RF_URL is not verified" "$BATS_TEST_TMPDIR/powerd.log"
 	# plain http is refused outright (the password would go in clear)
 	run "$PD" -n --source redfish --redfish_url http://127.0.0.1:1 --redfish_credentials "$CRED"
