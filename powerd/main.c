@@ -269,7 +269,17 @@ static int on_reload(struct wb_daemon *d, void *new_confp, void *arg)
 	bool sources_changed =
 	    strcmp(old->sysfs_root, conf->sysfs_root) || strcmp(old->msr_root, conf->msr_root) ||
 	    strcmp(old->exec, conf->exec) || strcmp(old->exec_mode, conf->exec_mode) ||
-	    strcmp(old->redfish_url, conf->redfish_url) || strcmp(old->ipmi_host, conf->ipmi_host) ||
+	    strcmp(old->redfish_url, conf->redfish_url) ||
+	    strcmp(old->redfish_credentials, conf->redfish_credentials) ||
+	    strcmp(old->redfish_ca_file, conf->redfish_ca_file) ||
+	    old->redfish_insecure != conf->redfish_insecure ||
+	    old->redfish_interval_ns != conf->redfish_interval_ns ||
+	    old->redfish_timeout_ns != conf->redfish_timeout_ns ||
+	    strcmp(old->ipmi_host, conf->ipmi_host) ||
+	    strcmp(old->ipmi_credentials, conf->ipmi_credentials) ||
+	    strcmp(old->ipmi_protocol, conf->ipmi_protocol) ||
+	    old->ipmi_interval_ns != conf->ipmi_interval_ns ||
+	    old->ipmi_timeout_ns != conf->ipmi_timeout_ns ||
 	    old->source.n != conf->source.n || old->msr_dram_unit_nj != conf->msr_dram_unit_nj;
 	for (size_t i = 0; !sources_changed && i < conf->source.n; i++)
 		sources_changed = strcmp(old->source.v[i], conf->source.v[i]) != 0;
@@ -278,9 +288,7 @@ static int on_reload(struct wb_daemon *d, void *new_confp, void *arg)
 		return -1;
 	}
 	if (pd->set->n > 0 && sources_changed) {
-		log_warnx("reload: source, sysfs_root, msr_root, msr_dram_unit_nj and exec change "
-			  "the zones "
-			  "and need a restart; keeping the running config");
+		log_warnx("reload: source, sysfs_root, msr_root, msr_dram_unit_nj, exec and the redfish_* and ipmi_* keys change the zones or their meters and need a restart; keeping the running config");
 		return -1;
 	}
 	/* pd->opts points into the config: on failure the old config stays, and so must they. */

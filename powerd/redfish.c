@@ -52,6 +52,7 @@ struct rf_state {
 	struct wb_httpc_opts http;
 	char base[RF_URL_MAX]; /* https://host[:port] */
 	char user[256], password[256];
+	char ca_file[PD_PATH_MAX];
 	int epfd;
 	struct wb_httpc_job *job;
 	char job_url[RF_URL_MAX + 64];
@@ -555,9 +556,16 @@ static int rf_discover(struct pd_set *set, const struct pd_opts *opts, char *why
 	size_t bl = strlen(rf->base);
 	while (bl > 0 && rf->base[bl - 1] == '/')
 		rf->base[--bl] = '\0';
+	/* the config is freed on reload: keep copies of what requests need */
+	if (opts->redfish_ca_file && pd_fmt(rf->ca_file, sizeof(rf->ca_file), "%s",
+					    opts->redfish_ca_file) < 0) {
+		snprintf(why, whylen, "redfish_ca_file: path too long");
+		close(rf->epfd);
+		free(rf);
+		return 0;
+	}
 	rf->http = (struct wb_httpc_opts){
-	    .ca_file = opts->redfish_ca_file && *opts->redfish_ca_file ? opts->redfish_ca_file
-								       : NULL,
+	    .ca_file = rf->ca_file[0] ? rf->ca_file : NULL,
 	    .insecure = opts->redfish_insecure,
 	    .user = rf->user,
 	    .password = rf->password,
