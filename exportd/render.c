@@ -302,6 +302,10 @@ static void work_energy_family(struct ctx *c, enum ex_level level, const char *n
 				continue;
 			bool in_last = w->last_t1 == h->last_t1;
 			for (size_t z = 0; z < w->nz && z < h->nkinds; z++) {
+				/* platform energy is not the workloads' (estimd's attribute_platform
+				 * off): no series of zeros for it, as Kepler has none */
+				if (w->uj[z] == 0 && !strcmp(h->kinds[z].zone, "platform"))
+					continue;
 				work_prefix(c, h, w);
 				rbuf_puts(c->b, w->terminated ? ",state=\"terminated\","
 							      : ",state=\"running\",");

@@ -180,18 +180,27 @@ static void rf_add_zone(struct pd_set *set, struct rf_state *rf, struct rf_targe
 			  t->chassis, rf->base, t->path, sizeof(z.path) - 1);
 		return;
 	}
-	z.is_power = true;
-	uint64_t max_uw = (uint64_t)(set->opts->max_power_w * 1e6);
-	integ_init(&z.integ, max_uw, rf->hold_ns + set->opts->interval_ns);
-	z.hold_ns = rf->hold_ns;
-	int zi = pd_set_add(set, &z);
-	if (zi < 0)
-		return;
+	/* a discovery that failed half-way is done again from the start: its zones stay */
+	int zi = -1;
+	for (size_t i = 0; i < set->n && zi < 0; i++)
+		if (set->zones[i].src == &redfish_source && !strcmp(set->zones[i].path, z.path))
+			zi = (int)i;
+	bool known = zi >= 0;
+	if (!known) {
+		z.is_power = true;
+		uint64_t max_uw = (uint64_t)(set->opts->max_power_w * 1e6);
+		integ_init(&z.integ, max_uw, rf->hold_ns + set->opts->interval_ns);
+		z.hold_ns = rf->hold_ns;
+		zi = pd_set_add(set, &z);
+		if (zi < 0)
+			return;
+	}
 	t->zi[t->nz] = (size_t)zi;
 	snprintf(t->member[t->nz], sizeof(t->member[0]), "%s", member);
 	t->nz++;
-	log_info("redfish: chassis %s: %s (%s) -> zone %s", t->chassis, label,
-		 set->zones[zi].path, set->zones[zi].name);
+	if (!known)
+		log_info("redfish: chassis %s: %s (%s) -> zone %s", t->chassis, label,
+			 set->zones[zi].path, set->zones[zi].name);
 }
 
 static void rf_hold(struct pd_set *set, size_t zi, uint64_t uw)

@@ -99,14 +99,20 @@ rf_watts_after() {
 	rf_watts_after platform 374 'EnvironmentMetrics 374'
 }
 
-@test "redfish: Dell's layout, System.Embedded.1/Power; a chassis without power gives no zone" {
+@test "redfish: Dell's layout, System.Embedded.1/Power; a chassis without power gives no zone; a failed discovery is done again" {
 	echo 421 >"$CTL/watts"
+	# the second chassis fails once, after the first one's zone was found: discovery starts
+	# over and finds the same zone again, not a second one
+	echo /redfish/v1/Chassis/Enclosure.Internal.0-1 >"$CTL/fail_once"
 	rf_bmc dell
 	rf_start
 	wb_wait_for 30 bash -c 'pd_power_values platform | grep -q .'
 	run bash -c "pd_tap_lines | jq -r 'select(.topic == \"power/testhost\") | .msg.zones[] | select(.source == \"redfish\") | .name + \" \" + .path' | sort -u"
 	assert_output "platform $RF_URL/redfish/v1/Chassis/System.Embedded.1/Power#/PowerControl/PowerControl"
 	grep -q 'chassis Enclosure.Internal.0-1 has neither EnvironmentMetrics nor Power' "$BATS_TEST_TMPDIR/powerd.log"
+	[ ! -e "$CTL/fail_once" ]
+	grep -q 'redfish: GET .*/Chassis/Enclosure.Internal.0-1: HTTP 500' "$BATS_TEST_TMPDIR/powerd.log"
+	[ "$(grep -c -- '-> zone' "$BATS_TEST_TMPDIR/powerd.log")" -eq 1 ]
 	rf_watts_after platform 421 'System.Embedded.1/Power 421'
 }
 

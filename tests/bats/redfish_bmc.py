@@ -5,6 +5,7 @@ ROOT/<path>/index.json for GET <path>, with the readings the test scripts.
 Control files in CTL (read at every request):
   watts   "W [W...]": replaces PowerWatts.Reading and PowerControl[i].PowerConsumedWatts
   mode    ok | 500 | garbage | hang (answer only once mode is no longer hang) | slow:SECS
+  fail_once PATH: answer 500 to the next GET of PATH (then the file is removed)
 Writes CTL/port once listening, and appends to CTL/served one line per reading
 served: "<wall ns> <path> <watts...>", and to CTL/requests "<wall ns> <path> <status>".
 """
@@ -51,6 +52,11 @@ class Handler(BaseHTTPRequestHandler):
         if self.headers.get("Authorization") != want:
             self.answer(401, '{"error": "unauthorized"}')
             return
+        path = self.path.split("?")[0].rstrip("/")
+        if ctl("fail_once") == path:
+            os.unlink(os.path.join(ARGS.ctl, "fail_once"))
+            self.answer(500, '{"error": "once"}')
+            return
         mode = ctl("mode", "ok")
         if mode.startswith("slow:"):
             time.sleep(float(mode[5:]))
@@ -63,7 +69,6 @@ class Handler(BaseHTTPRequestHandler):
         if mode == "garbage":
             self.answer(200, "<html>BMC busy</html>\x00\xff", "text/html")
             return
-        path = self.path.split("?")[0].rstrip("/")
         f = os.path.normpath(os.path.join(ARGS.root, "." + path, "index.json"))
         if not f.startswith(os.path.abspath(ARGS.root)) or not os.path.isfile(f):
             self.answer(404, '{"error": "not found"}')

@@ -421,6 +421,14 @@ static void test_platform_watts(void)
 			e->zones[z].energy_uj = (uint64_t)(z + 1) * 500000000; /* 250, 500, 750 W */
 			e->zones[z].idle_uj = e->zones[z].energy_uj;
 		}
+		/* a process that got none of the platform energy (estimd's default) */
+		e->n_procs = 1;
+		e->procs = wb_array_new(1, sizeof *e->procs);
+		e->procs[0].pid = 7;
+		snprintf(e->procs[0].comm, 16, "idle");
+		e->procs[0].cpu_ns = 1000000;
+		e->procs[0].n_energy_uj = 3;
+		e->procs[0].energy_uj = wb_array_new(3, sizeof(uint64_t));
 		CHECK(accum_add(a, e, NULL) == 0);
 		wb_msg_clear(&m);
 	}
@@ -430,6 +438,10 @@ static void test_platform_watts(void)
 	HAS(out, "kepler_platform_watts{source=\"redfish\",node_name=\"node-a\",bmc_id=\"10.0.0.5:443\",chassis_id=\"System.Embedded.1\",power_control_id=\"PowerControl\",power_control_name=\"\"} 250.000000");
 	HAS(out, "kepler_platform_watts{source=\"redfish\",node_name=\"node-a\",bmc_id=\"bmc-7\",chassis_id=\"1U\",power_control_id=\"\",power_control_name=\"\"} 500.000000");
 	HAS(out, "kepler_platform_watts{source=\"ipmi\",node_name=\"node-a\",bmc_id=\"bmc-9\",chassis_id=\"\",power_control_id=\"\",power_control_name=\"\"} 750.000000");
+	/* no workload series of zeros for the platform kind; its CPU time is there */
+	HASNOT(out, "kepler_process_cpu_joules_total{");
+	HASNOT(out, "kepler_process_cpu_watts{");
+	HAS(out, "kepler_process_cpu_seconds_total{node_name=\"node-a\",pid=\"7\",comm=\"idle\",exe=\"\",type=\"regular\",container_id=\"\",vm_id=\"\"} 0.002000000");
 	/* the node metrics sum the kind, as Kepler's AggregatedZone does */
 	HAS(out, "kepler_node_cpu_joules_total{node_name=\"node-a\",zone=\"platform\",path=\"aggregated-platform\"} 6000.000000");
 	accum_destroy(&a);
