@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <freeipmi/freeipmi.h>
@@ -192,8 +193,19 @@ static void ipmi_destroy(struct pd_set *set)
 	struct ipmi_state *st = ipmi_of(set);
 	if (!st)
 		return;
-	if (st->busy)
-		pthread_join(st->thread, NULL);
+	if (st->busy) {
+		/* an in-band driver can hold a request longer than ipmi_timeout: stopping
+		 * waits that long at most, then leaves the request (and its state) behind */
+		struct timespec until;
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_sec += (time_t)(st->timeout_ms / 1000) + 1;
+		if (pthread_timedjoin_np(st->thread, NULL, &until) != 0) {
+			log_warnx("ipmi: %s still has not answered; not waiting for it", where(st));
+			pthread_detach(st->thread);
+			*pd_set_state(set, &ipmi_source) = NULL;
+			return;
+		}
+	}
 	if (st->ctx) {
 		ipmi_ctx_close(st->ctx);
 		ipmi_ctx_destroy(st->ctx);
