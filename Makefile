@@ -37,7 +37,9 @@ endif
 PKGS := libczmq libzmq msgpack jansson inih libsystemd libcurl
 PKGS_exportd := libmicrohttpd zlib
 PKGS_usaged := libbpf libelf zlib
-ALL_PKGS := $(PKGS) libmicrohttpd zlib libbpf libelf
+# libfreeipmi: powerd's ipmi source, also in the CLI (doctor runs powerd's discovery)
+PKGS_powerd := libfreeipmi
+ALL_PKGS := $(PKGS) libmicrohttpd zlib libbpf libelf libfreeipmi
 
 # Build dependencies (Debian packages): `make run`, `make check`, `make bench` and
 # `make deps` install what is missing; any other goal (plain `make`, a packager's
@@ -151,7 +153,7 @@ BINS += $(BUILD)/wattbus
 # compare aligns with alignd's curves.
 $(BUILD)/wattbus: $(CLI_OBJS) $(powerd_OBJS) $(alignd_OBJS) $(BUILD)/usaged/bpfprobe.o $(LIBWB)
 	$(call say,LD,$@)
-	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(powerd_LIBS) $(LIBS)
 
 all: $(BINS)
 
@@ -170,7 +172,13 @@ $(BUILD)/tests/test_%: tests/unit/test_%.c tests/unit/unit.h $$(call test_objs,$
 	$(Q)$(CC) $(ALL_CFLAGS) -Itests/unit $(ALL_LDFLAGS) -o $@ $< $(call test_objs,$*) $(LIBWB) \
 		$(call test_libs,$*) $(LIBS)
 
-check: deps-test all $(UNIT_BINS)
+# A stand-in BMC preloaded into powerd by powerd_ipmi.bats (libfreeipmi's calls answered in-process).
+IPMI_STANDIN := $(BUILD)/tests/libipmi_standin.so
+$(IPMI_STANDIN): tests/bats/ipmi_standin.c | $(BUILD)/tests/.dir
+	$(call say,CC,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) -fPIC -shared -Wno-unused-parameter -o $@ $< $(call pkg_libs,libfreeipmi)
+
+check: deps-test all $(UNIT_BINS) $(IPMI_STANDIN)
 	$(Q)WB_BUILD=$(abspath $(BUILD)) tests/run.sh $(abspath $(UNIT_BINS))
 
 # ---- fuzzing (clang libFuzzer + ASan/UBSan; not part of check) ----

@@ -81,14 +81,27 @@ static int top_height(void)
 /*
  * Which zones add up to the node without counting anything twice: psys or
  * platform meters cover the whole machine; otherwise package + dram (+ gpu,
- * other), since core and uncore are parts of package.
+ * other), since core and uncore are parts of package. For workloads
+ * (workloads true), a platform zone that estimd did not attribute (all its
+ * active energy unattributed: estimd's attribute_platform is off) counts as
+ * absent, so their watts come from the zones they were given energy of.
  */
-static void top_zone_set(const struct wb_estimate *e, bool *use, char *label, size_t size)
+static bool top_whole(const struct wb_est_zone *z, bool workloads)
+{
+	if (!strcmp(z->zone, "psys"))
+		return true;
+	if (strcmp(z->zone, "platform"))
+		return false;
+	return !workloads || z->active_uj == 0 || z->unattributed_uj < z->active_uj;
+}
+
+static void top_zone_set(const struct wb_estimate *e, bool workloads, bool *use, char *label,
+			 size_t size)
 {
 	bool whole = false, parts = false;
 	for (size_t i = 0; i < e->n_zones; i++) {
 		const char *k = e->zones[i].zone;
-		whole |= !strcmp(k, "psys") || !strcmp(k, "platform");
+		whole |= top_whole(&e->zones[i], workloads);
 		parts |= !strcmp(k, "package") || !strcmp(k, "dram") || !strcmp(k, "gpu") ||
 			 !strcmp(k, "other");
 	}
@@ -96,9 +109,10 @@ static void top_zone_set(const struct wb_estimate *e, bool *use, char *label, si
 	for (size_t i = 0; i < e->n_zones; i++) {
 		const char *k = e->zones[i].zone;
 		if (whole)
-			use[i] = !strcmp(k, "psys") || !strcmp(k, "platform");
+			use[i] = top_whole(&e->zones[i], workloads);
 		else if (parts)
-			use[i] = strcmp(k, "core") != 0 && strcmp(k, "uncore") != 0;
+			use[i] = strcmp(k, "core") != 0 && strcmp(k, "uncore") != 0 &&
+				 strcmp(k, "platform") != 0;
 		else
 			use[i] = true;
 		if (use[i] && !strstr(label, k)) {
@@ -193,9 +207,10 @@ static void render_host(const struct top *t, const struct wb_estimate *e, int wi
 {
 	uint64_t dt_ns = e->t1 > e->t0 ? e->t1 - e->t0 : 1;
 	double dt_s = (double)dt_ns / 1e9;
-	bool use[256];
-	char label[128];
-	top_zone_set(e, use, label, sizeof(label));
+	bool use[256], wuse[256];
+	char label[128], wlabel[128];
+	top_zone_set(e, false, use, label, sizeof(label));
+	top_zone_set(e, true, wuse, wlabel, sizeof(wlabel));
 
 	time_t sec = (time_t)(e->t1 / WB_NS_PER_SEC);
 	struct tm tm;
@@ -257,7 +272,7 @@ static void render_host(const struct top *t, const struct wb_estimate *e, int wi
 	for (size_t i = 0; i < e->n_procs; i++) {
 		const struct wb_est_proc *p = &e->procs[i];
 		rows[live] = (struct top_row){
-		    .w = top_watts(p->energy_uj, p->n_energy_uj, use, e->n_zones, dt_ns),
+		    .w = top_watts(p->energy_uj, p->n_energy_uj, wuse, e->n_zones, dt_ns),
 		    .cpu_pct = (double)p->cpu_ns * 100.0 / (double)dt_ns,
 		    .label = p->comm,
 		    .pid = p->pid,
@@ -268,11 +283,11 @@ static void render_host(const struct top *t, const struct wb_estimate *e, int wi
 	}
 	table("PROCESSES", rows, live, limit, true, width);
 	table("CONTAINERS", rows,
-	      group_rows(e->containers, e->n_containers, use, e->n_zones, dt_ns, rows), group_limit,
+	      group_rows(e->containers, e->n_containers, wuse, e->n_zones, dt_ns, rows), group_limit,
 	      false, width);
-	table("PODS", rows, group_rows(e->pods, e->n_pods, use, e->n_zones, dt_ns, rows),
+	table("PODS", rows, group_rows(e->pods, e->n_pods, wuse, e->n_zones, dt_ns, rows),
 	      group_limit, false, width);
-	table("VMS", rows, group_rows(e->vms, e->n_vms, use, e->n_zones, dt_ns, rows), group_limit,
+	table("VMS", rows, group_rows(e->vms, e->n_vms, wuse, e->n_zones, dt_ns, rows), group_limit,
 	      false, width);
 	free(rows);
 }

@@ -498,6 +498,14 @@ static int attribute(struct estimator *e, const struct wb_aligned *a, size_t nz,
 	for (size_t z = 0; z < nz; z++) {
 		struct wb_est_zone *ez = &e->zones[z];
 		uint64_t rest;
+		if (!e->conf.attribute_platform && strcmp(ez->zone, "platform") == 0) {
+			/* The whole machine (fans, PSU losses, disks, NICs): not the processes'
+			 * doing in proportion to their CPU time, so none of it goes to them. */
+			ez->unattributed_uj = ez->active_uj;
+			for (size_t i = 0; i < n; i++)
+				e->energy[i * nz + z] = 0;
+			continue;
+		}
 		if (!by_instr) {
 			if (attrib_split(ez->active_uj, e->w, n, cpu_denom, e->part, &rest,
 					 &e->scratch) < 0)

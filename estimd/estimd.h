@@ -310,6 +310,9 @@ struct est_conf {
 	struct train_conf train_conf;
 	uint64_t model_cores; /* >0: the model's machine cores, overriding the file */
 	size_t budget_bytes;  /* learning state and totals of all hosts together; 0: no limit */
+	/* platform zones (a BMC's whole-machine power): their active energy goes to workloads too;
+	 * false (Kepler's rule): all of it stays unattributed */
+	bool attribute_platform;
 };
 
 /* What happened in one slot, for counters and logs. */

@@ -38,6 +38,7 @@ struct estimd_conf {
 	int64_t idle_window;
 	char *attribute_by;
 	char *share_base;
+	bool attribute_platform;
 	bool train;
 	int64_t train_window;
 	int64_t train_every;
@@ -78,6 +79,8 @@ static const struct wb_conf_key keys[] = {
      "share of active energy by CPU time, or by instructions where counters exist"},
     {"share_base", WB_CONF_ENUM, OFF(share_base), "node", 0, 0, "node|procs",
      "node: of the node's busy CPU time (the rest unattributed); procs: of the processes'"},
+    {"attribute_platform", WB_CONF_BOOL, OFF(attribute_platform), "false", 0, 0, NULL,
+     "also attribute platform zones (a BMC's whole-machine power) to workloads; false: left unattributed, as Kepler does"},
     {"train", WB_CONF_BOOL, OFF(train), "true", 0, 0, NULL,
      "fit a power model from measured slots and publish it"},
     {"train_window", WB_CONF_INT, OFF(train_window), "600", 20, 1000000, NULL,
@@ -122,6 +125,7 @@ static int est_conf_from(const struct estimd_conf *c, struct est_conf *ec, char 
 	ec->idle.min_slots = ec->idle.window < 30 ? ec->idle.window : 30;
 	ec->idle.min_spread = 0.05;
 	ec->train = c->train;
+	ec->attribute_platform = c->attribute_platform;
 	ec->train_conf = (struct train_conf){
 	    .window = (size_t)c->train_window,
 	    .min_slots = (size_t)c->train_min,

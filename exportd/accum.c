@@ -594,6 +594,32 @@ static int zone_get(struct accum *self, struct ex_host *h, const char *zone, con
 	return slot;
 }
 
+/* A platform zone's energy in the slot ending at t1; the entry silent longest gives its place
+ * up when all are taken. */
+static void platform_add(struct ex_host *h, const char *path, uint64_t t1, uint64_t uj)
+{
+	size_t i = 0;
+	while (i < h->nplat && strcmp(h->plat[i].path, path))
+		i++;
+	if (i == h->nplat) {
+		if (h->nplat < EX_MAX_PLATFORM) {
+			h->nplat++;
+		} else {
+			i = 0;
+			for (size_t k = 1; k < h->nplat; k++)
+				if (h->plat[k].slot_t1 < h->plat[i].slot_t1)
+					i = k;
+		}
+		h->plat[i] = (struct ex_platform){0};
+		snprintf(h->plat[i].path, sizeof h->plat[i].path, "%s", path);
+	}
+	struct ex_platform *p = &h->plat[i];
+	if (p->slot_t1 != t1)
+		p->slot_uj = 0;
+	p->slot_t1 = t1;
+	p->slot_uj += uj;
+}
+
 /* ---- checks ---- */
 static bool add_ok(uint64_t *sum, uint64_t v)
 {
@@ -902,6 +928,8 @@ int accum_add(struct accum *self, const struct wb_estimate *e, enum accum_reason
 		xz->slot_total_uj += tot;
 		xz->slot_active_uj += act;
 		xz->slot_idle_uj += idle;
+		if (!strcmp(ez->zone, "platform"))
+			platform_add(h, ez->path, e->t1, tot);
 		uint64_t attributed = ez->unattributed_uj;
 		for (size_t i = 0; i < e->n_procs; i++)
 			attributed += e->procs[i].energy_uj[z];

@@ -126,6 +126,16 @@ struct ex_wmap {
 	size_t cap, n;
 };
 
+/*
+ * A platform zone's own last slot (kepler_platform_watts is per BMC reading, while the node
+ * metrics sum a kind's zones into one aggregated zone).
+ */
+struct ex_platform {
+	char path[272];
+	uint64_t slot_uj, slot_t1;
+};
+#define EX_MAX_PLATFORM 16
+
 struct ex_host {
 	char name[64];
 	char *node_label; /* node_name=".." */
@@ -139,6 +149,8 @@ struct ex_host {
 	struct ex_zone zones[EX_MAX_ZONES];
 	size_t nkinds; /* workloads' energies are per kind */
 	struct ex_kind kinds[EX_MAX_ZONES];
+	size_t nplat;
+	struct ex_platform plat[EX_MAX_PLATFORM];
 	/* Node counters advance by the difference of these within one (src, total_epoch). */
 	bool tot_have;
 	char tot_src[32];

@@ -158,6 +158,82 @@ static void node_zone_family(struct ctx *c, const char *name, const char *help, 
 	}
 }
 
+/*
+ * The labels Kepler's platform collector puts on kepler_platform_watts, from the zone's path
+ * as powerd wrote it: a Redfish URL with the reading's JSON pointer
+ * (https://BMC/redfish/v1/Chassis/ID/Power#/PowerControl/MEMBER), ipmi://BMC/dcmi, or a
+ * sysfs file (an ACPI power meter through hwmon).
+ */
+struct platform_labels {
+	char source[16], bmc_id[128], chassis_id[128], power_control_id[64];
+};
+
+static void copy_until(char *dst, size_t size, const char *src, const char *stops)
+{
+	size_t n = strcspn(src, stops);
+	if (n >= size)
+		n = size - 1;
+	memcpy(dst, src, n);
+	dst[n] = '\0';
+}
+
+static void render_platform_labels(const char *path, struct platform_labels *l)
+{
+	memset(l, 0, sizeof(*l));
+	const char *rest = NULL;
+	if (!strncmp(path, "https://", 8) || !strncmp(path, "http://", 7)) {
+		snprintf(l->source, sizeof l->source, "redfish");
+		rest = strstr(path, "://") + 3;
+	} else if (!strncmp(path, "ipmi://", 7)) {
+		snprintf(l->source, sizeof l->source, "ipmi");
+		rest = path + 7;
+	} else if (!strncmp(path, "/sys/", 5)) {
+		snprintf(l->source, sizeof l->source, "hwmon");
+		return;
+	} else {
+		return;
+	}
+	copy_until(l->bmc_id, sizeof l->bmc_id, rest, "/#");
+	const char *ch = strstr(rest, "/Chassis/");
+	if (ch)
+		copy_until(l->chassis_id, sizeof l->chassis_id, ch + 9, "/#");
+	const char *pc = strstr(rest, "#/PowerControl/");
+	if (pc)
+		copy_until(l->power_control_id, sizeof l->power_control_id, pc + 15, "/");
+}
+
+/* Kepler's kepler_platform_watts, one series per platform zone (a BMC's PowerControl entry). */
+static void platform_metrics(struct ctx *c)
+{
+	const struct accum *a = c->in->acc;
+	bool any = false;
+	for (size_t i = 0; i < a->nhosts; i++)
+		any |= a->hosts[i]->nplat > 0;
+	if (!any || !family(c, "kepler_platform_watts", "gauge",
+			    "Current platform power consumption in watts from BMC PowerControl entries",
+			    EX_NODE))
+		return;
+	for (size_t i = 0; i < a->nhosts; i++) {
+		const struct ex_host *h = a->hosts[i];
+		for (size_t p = 0; p < h->nplat; p++) {
+			const struct ex_platform *xp = &h->plat[p];
+			struct platform_labels l;
+			render_platform_labels(xp->path, &l);
+			begin(c);
+			rbuf_label(c->b, true, "source", l.source, sizeof l.source);
+			rbuf_putc(c->b, ',');
+			rbuf_puts(c->b, h->node_label);
+			rbuf_label(c->b, false, "bmc_id", l.bmc_id, sizeof l.bmc_id);
+			rbuf_label(c->b, false, "chassis_id", l.chassis_id, sizeof l.chassis_id);
+			rbuf_label(c->b, false, "power_control_id", l.power_control_id,
+				   sizeof l.power_control_id);
+			rbuf_label(c->b, false, "power_control_name", "", 1);
+			uint64_t v = xp->slot_t1 == h->last_t1 ? xp->slot_uj : 0;
+			end_fixed(c, micro_watts(v, h->slot_ns), 6);
+		}
+	}
+}
+
 static void node_metrics(struct ctx *c)
 {
 	node_zone_family(c, "kepler_node_cpu_joules_total",
@@ -226,6 +302,10 @@ static void work_energy_family(struct ctx *c, enum ex_level level, const char *n
 				continue;
 			bool in_last = w->last_t1 == h->last_t1;
 			for (size_t z = 0; z < w->nz && z < h->nkinds; z++) {
+				/* platform energy is not the workloads' (estimd's attribute_platform
+				 * off): no series of zeros for it, as Kepler has none */
+				if (w->uj[z] == 0 && !strcmp(h->kinds[z].zone, "platform"))
+					continue;
 				work_prefix(c, h, w);
 				rbuf_puts(c->b, w->terminated ? ",state=\"terminated\","
 							      : ",state=\"running\",");
@@ -570,6 +650,7 @@ void render_metrics(const struct render_input *in, const struct render_filter *f
 	struct ctx c = {.in = in, .f = f, .b = out};
 	if (in->acc) {
 		node_metrics(&c);
+		platform_metrics(&c);
 		workload_metrics(&c);
 	}
 	build_info(&c);

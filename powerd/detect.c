@@ -57,7 +57,14 @@ size_t detect_open(struct pd_set *set, unsigned mask)
 		int n = src->discover(set, set->opts, why[s], sizeof(why[s]));
 		if (n > 0) {
 			usable++;
-			log_info("%s: %d zone%s", src->name, n, n == 1 ? "" : "s");
+			/* a source whose zones come later (exec stream, a BMC) has none yet */
+			size_t have = 0;
+			for (size_t i = 0; i < set->n; i++)
+				have += set->zones[i].src == src;
+			if (have)
+				log_info("%s: %zu zone%s", src->name, have, have == 1 ? "" : "s");
+			else
+				log_info("%s: zones come with its first readings", src->name);
 		} else if (mask) {
 			log_warnx("source %s is not usable: %s", src->name, why[s]);
 		}

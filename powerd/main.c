@@ -24,6 +24,17 @@ struct powerd_conf {
 	char *exec;
 	char *exec_mode;
 	uint64_t exec_timeout_ns;
+	char *redfish_url;
+	char *redfish_credentials;
+	char *redfish_ca_file;
+	bool redfish_insecure;
+	uint64_t redfish_interval_ns;
+	uint64_t redfish_timeout_ns;
+	char *ipmi_host;
+	char *ipmi_credentials;
+	char *ipmi_protocol;
+	uint64_t ipmi_interval_ns;
+	uint64_t ipmi_timeout_ns;
 };
 
 #define OFF(f) offsetof(struct powerd_conf, f)
@@ -34,7 +45,7 @@ static const struct wb_conf_key powerd_keys[] = {
      "sampling interval (10ms..1h); samples fall on wall-clock multiples of it"},
     {"source", WB_CONF_LIST, OFF(source), "auto", 0, 0, NULL,
      "meters to read: auto (the first usable of rapl, msr, hwmon) or a list of rapl, msr, hwmon, "
-     "exec"},
+     "exec, redfish, ipmi"},
     {"sysfs_root", WB_CONF_STR, OFF(sysfs_root), "/sys", 0, 0, NULL,
      "where sysfs is mounted (class/powercap, class/hwmon, devices/system/cpu)"},
     {"msr_root", WB_CONF_STR, OFF(msr_root), "/dev/cpu", 0, 0, NULL,
@@ -52,6 +63,31 @@ static const struct wb_conf_key powerd_keys[] = {
      "come"},
     {"exec_timeout", WB_CONF_DURATION, OFF(exec_timeout_ns), "1s", 1e6, 3600e9, NULL,
      "sample mode: longest run (at most the interval); stream mode: wait for the first readings"},
+    {"redfish_url", WB_CONF_STR, OFF(redfish_url), "", 0, 0, NULL,
+     "the BMC for the redfish source: https://HOST[:PORT] (its Chassis collection is read)"},
+    {"redfish_credentials", WB_CONF_STR, OFF(redfish_credentials), "", 0, 0, NULL,
+     "file holding the BMC's USER:PASSWORD; refused unless owned by powerd's user and mode 600 "
+     "or stricter"},
+    {"redfish_ca_file", WB_CONF_STR, OFF(redfish_ca_file), "", 0, 0, NULL,
+     "PEM file of the CA(s) that signed the BMC's certificate; empty: the system's"},
+    {"redfish_insecure", WB_CONF_BOOL, OFF(redfish_insecure), "false", 0, 0, NULL,
+     "skip TLS verification of the BMC (logs a warning: its password and readings are then "
+     "open to anyone in the path)"},
+    {"redfish_interval", WB_CONF_DURATION, OFF(redfish_interval_ns), "10s", 1e9, 3600e9, NULL,
+     "how often the BMC is asked (1s..1h): no faster than it updates its readings (5-60 s on most "
+     "BMCs)"},
+    {"redfish_timeout", WB_CONF_DURATION, OFF(redfish_timeout_ns), "5s", 100e6, 60e9, NULL,
+     "longest wait for one answer of the BMC"},
+    {"ipmi_host", WB_CONF_STR, OFF(ipmi_host), "", 0, 0, NULL,
+     "the BMC for the ipmi source over the LAN (host name or address); empty: in-band (/dev/ipmi0)"},
+    {"ipmi_credentials", WB_CONF_STR, OFF(ipmi_credentials), "", 0, 0, NULL,
+     "file holding the BMC's USER:PASSWORD for ipmi_host; refused unless owned by powerd's user and mode 600 or stricter"},
+    {"ipmi_protocol", WB_CONF_ENUM, OFF(ipmi_protocol), "lanplus", 0, 0, "lanplus|lan",
+     "over the LAN: lanplus (IPMI 2.0, RMCP+) or lan (IPMI 1.5, MD5)"},
+    {"ipmi_interval", WB_CONF_DURATION, OFF(ipmi_interval_ns), "5s", 1e9, 3600e9, NULL,
+     "how often the DCMI power reading is asked for (1s..1h)"},
+    {"ipmi_timeout", WB_CONF_DURATION, OFF(ipmi_timeout_ns), "5s", 100e6, 60e9, NULL,
+     "longest wait for the BMC's session and answer over the LAN"},
 };
 #undef OFF
 
@@ -67,6 +103,17 @@ static void opts_from_conf(struct pd_opts *o, const struct powerd_conf *conf)
 	    .exec_cmd = conf->exec,
 	    .exec_stream = !strcmp(conf->exec_mode, "stream"),
 	    .exec_timeout_ns = conf->exec_timeout_ns,
+	    .redfish_url = conf->redfish_url,
+	    .redfish_credentials = conf->redfish_credentials,
+	    .redfish_ca_file = conf->redfish_ca_file,
+	    .redfish_insecure = conf->redfish_insecure,
+	    .redfish_interval_ns = conf->redfish_interval_ns,
+	    .redfish_timeout_ns = conf->redfish_timeout_ns,
+	    .ipmi_host = conf->ipmi_host,
+	    .ipmi_credentials = conf->ipmi_credentials,
+	    .ipmi_lanplus = !strcmp(conf->ipmi_protocol, "lanplus"),
+	    .ipmi_interval_ns = conf->ipmi_interval_ns,
+	    .ipmi_timeout_ns = conf->ipmi_timeout_ns,
 	};
 }
 
@@ -222,6 +269,17 @@ static int on_reload(struct wb_daemon *d, void *new_confp, void *arg)
 	bool sources_changed =
 	    strcmp(old->sysfs_root, conf->sysfs_root) || strcmp(old->msr_root, conf->msr_root) ||
 	    strcmp(old->exec, conf->exec) || strcmp(old->exec_mode, conf->exec_mode) ||
+	    strcmp(old->redfish_url, conf->redfish_url) ||
+	    strcmp(old->redfish_credentials, conf->redfish_credentials) ||
+	    strcmp(old->redfish_ca_file, conf->redfish_ca_file) ||
+	    old->redfish_insecure != conf->redfish_insecure ||
+	    old->redfish_interval_ns != conf->redfish_interval_ns ||
+	    old->redfish_timeout_ns != conf->redfish_timeout_ns ||
+	    strcmp(old->ipmi_host, conf->ipmi_host) ||
+	    strcmp(old->ipmi_credentials, conf->ipmi_credentials) ||
+	    strcmp(old->ipmi_protocol, conf->ipmi_protocol) ||
+	    old->ipmi_interval_ns != conf->ipmi_interval_ns ||
+	    old->ipmi_timeout_ns != conf->ipmi_timeout_ns ||
 	    old->source.n != conf->source.n || old->msr_dram_unit_nj != conf->msr_dram_unit_nj;
 	for (size_t i = 0; !sources_changed && i < conf->source.n; i++)
 		sources_changed = strcmp(old->source.v[i], conf->source.v[i]) != 0;
@@ -230,9 +288,7 @@ static int on_reload(struct wb_daemon *d, void *new_confp, void *arg)
 		return -1;
 	}
 	if (pd->set->n > 0 && sources_changed) {
-		log_warnx("reload: source, sysfs_root, msr_root, msr_dram_unit_nj and exec change "
-			  "the zones "
-			  "and need a restart; keeping the running config");
+		log_warnx("reload: source, sysfs_root, msr_root, msr_dram_unit_nj, exec and the redfish_* and ipmi_* keys change the zones or their meters and need a restart; keeping the running config");
 		return -1;
 	}
 	/* pd->opts points into the config: on failure the old config stays, and so must they. */

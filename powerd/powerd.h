@@ -24,7 +24,9 @@ struct pd_set;
 struct pd_zone;
 struct pd_opts;
 
-enum pd_read_err { PD_READ_OK = 0, PD_READ_IO = -1, PD_READ_PARSE = -2 };
+/* PD_READ_NONE: no fresh reading to give (a held one went stale); the zone sits this sample out
+ * without an error counted (the source counts its own failures). */
+enum pd_read_err { PD_READ_OK = 0, PD_READ_IO = -1, PD_READ_PARSE = -2, PD_READ_NONE = -3 };
 
 /*
  * A meter source. Each is defined in its own file (powerd/<name>.c) and listed
@@ -79,6 +81,15 @@ struct pd_opts {
 	const char *exec_cmd; /* NULL or "": none */
 	bool exec_stream;
 	uint64_t exec_timeout_ns;
+	const char *redfish_url;	 /* https://BMC[:PORT]; NULL or "": none */
+	const char *redfish_credentials; /* file: USER:PASSWORD, mode 600 */
+	const char *redfish_ca_file;	 /* NULL or "": the system's CAs */
+	bool redfish_insecure;
+	uint64_t redfish_interval_ns, redfish_timeout_ns;
+	const char *ipmi_host;	      /* NULL or "": in-band */
+	const char *ipmi_credentials; /* file: USER:PASSWORD, mode 600 (LAN only) */
+	bool ipmi_lanplus;	      /* IPMI 2.0 (else 1.5) */
+	uint64_t ipmi_interval_ns, ipmi_timeout_ns;
 };
 
 /* ---- counter.c: wrap-corrected counters and integrated power (pure) ---- */
@@ -155,6 +166,8 @@ struct pd_zone {
 	uint64_t avg_interval_ms; /* hwmon power*_average: the meter's averaging window */
 	bool updated;		  /* exec: a valid reading since the last sample */
 	bool published;		  /* published at least once */
+	/* redfish, ipmi: the meter's latest watts (uW), held between its updates until hold_ns old */
+	uint64_t held_uw, held_mono_ns, hold_ns;
 	uint64_t energy_uj;	  /* cumulative, what goes on the wire */
 	struct wb_ratelimit rl;
 };
@@ -185,6 +198,8 @@ void pd_set_destroy(struct pd_set **self_p);
 /* Add a copy of z (name made unique); returns its index or -1 when full. */
 int pd_set_add(struct pd_set *set, const struct pd_zone *z);
 struct pd_zone *pd_set_find(struct pd_set *set, const char *name);
+/* A platform zone's name as hwmon gives it: "platform", then "platform-1", ... */
+void pd_platform_name(struct pd_zone *z, unsigned idx);
 /* A zero zone with its rate limit and fd set up. */
 void pd_zone_init(struct pd_zone *z, const struct pd_source *src, const char *kind, unsigned index);
 /* A source's slot for its own state in the set (exec's running command). */
@@ -199,6 +214,9 @@ size_t pd_set_sample(struct pd_set *set, uint64_t t_ns, uint64_t mono_ns, struct
 /* Account one reading of zone z (counter raw ticks or power uW); counts and logs the verdict. */
 enum pd_verdict pd_zone_account(struct pd_set *set, struct pd_zone *z, uint64_t value,
 				uint64_t t_ns, uint64_t mono_ns);
+/* The read op of a source whose meter answers slowly (a BMC): the latest reading (uW) that the
+ * source stored in held_uw, or PD_READ_NONE when there is none or it is older than hold_ns. */
+enum pd_read_err pd_zone_read_held(struct pd_zone *z, uint64_t *value, char *err, size_t errlen);
 /* Seconds until the counter of z can wrap at max_power_w (0: it does not wrap). */
 double pd_zone_min_safe_s(const struct pd_zone *z, double max_power_w);
 
@@ -211,6 +229,10 @@ enum pd_read_err pd_read_u64(const char *path, uint64_t *value, char *err, size_
 int pd_fmt(char *buf, size_t size, const char *fmt, ...) WB_PRINTF(3, 4);
 /* Read a short text file, trailing newline removed. Returns 0 or -1 (errno set). */
 int pd_read_text(const char *path, char *buf, size_t size);
+/* A BMC's USER:PASSWORD (one line) from a file only powerd's uid may read or write (the config key
+ * names it in messages). Returns 0, or -1 with err saying why. */
+int pd_read_credentials(const char *key, const char *path, char *user, size_t ulen,
+			char *password, size_t plen, char *err, size_t errlen);
 
 /* ---- rapl.c: powercap sysfs ---- */
 
@@ -291,6 +313,14 @@ bool exec_stream_running(struct pd_set *set);
 int exec_stream_read(struct pd_set *set);
 /* Stream mode: restart the command if it ended at least a second ago. Returns 1 if restarted. */
 int exec_stream_tend(struct pd_set *set);
+
+/* ---- redfish.c: a BMC's chassis power over Redfish ---- */
+
+extern const struct pd_source redfish_source;
+
+/* ---- ipmi.c: a BMC's DCMI power reading through libfreeipmi ---- */
+
+extern const struct pd_source ipmi_source;
 
 /* ---- detect.c: which sources to use ---- */
 

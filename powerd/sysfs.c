@@ -1,12 +1,14 @@
 /*
  * Reading sysfs-style files for the sources: one unsigned integer, a short
- * text, a path that must fit. Errors name the file and quote what was in it.
+ * text, a path that must fit; and a BMC's credentials file, refused unless it is
+ * powerd's alone. Errors name the file and quote what was in it.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "powerd.h"
@@ -97,4 +99,61 @@ enum pd_read_err pd_read_u64(const char *path, uint64_t *value, char *err, size_
 	}
 	*value = v;
 	return PD_READ_OK;
+}
+
+int pd_read_credentials(const char *key, const char *path, char *user, size_t ulen,
+			char *password, size_t plen, char *err, size_t errlen)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0) {
+		snprintf(err, errlen, "%s %s: cannot open: %s", key, path,
+			 strerror(errno));
+		return -1;
+	}
+	struct stat st;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		snprintf(err, errlen, "%s %s: not a regular file", key, path);
+		close(fd);
+		return -1;
+	}
+	if (st.st_mode & 077) {
+		snprintf(err, errlen,
+			 "%s %s: mode %04o lets group or others at the BMC's password; refused (chmod 600 it, owned by the user powerd runs as)",
+			 key, path, (unsigned)(st.st_mode & 07777));
+		close(fd);
+		return -1;
+	}
+	if (st.st_uid != geteuid()) {
+		snprintf(err, errlen,
+			 "%s %s: owned by uid %u, not by powerd's uid %u; refused",
+			 key, path, (unsigned)st.st_uid, (unsigned)geteuid());
+		close(fd);
+		return -1;
+	}
+	char buf[600];
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n < 0) {
+		snprintf(err, errlen, "%s %s: cannot read: %s", key, path,
+			 strerror(errno));
+		return -1;
+	}
+	buf[n] = '\0';
+	buf[strcspn(buf, "\r\n")] = '\0';
+	char *colon = strchr(buf, ':');
+	if (!colon || colon == buf || strlen(buf) >= sizeof(buf) - 2) {
+		snprintf(err, errlen, "%s %s: expected one line USER:PASSWORD", key, path);
+		explicit_bzero(buf, sizeof(buf));
+		return -1;
+	}
+	*colon = '\0';
+	if (strlen(buf) >= ulen || strlen(colon + 1) >= plen) {
+		snprintf(err, errlen, "%s %s: user or password too long", key, path);
+		explicit_bzero(buf, sizeof(buf));
+		return -1;
+	}
+	snprintf(user, ulen, "%s", buf);
+	snprintf(password, plen, "%s", colon + 1);
+	explicit_bzero(buf, sizeof(buf));
+	return 0;
 }

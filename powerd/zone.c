@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "codec.h"
 #include "powerd.h"
 
@@ -50,6 +51,14 @@ void pd_zone_init(struct pd_zone *z, const struct pd_source *src, const char *ki
 	z->index = index;
 	z->fd = -1;
 	snprintf(z->kind, sizeof(z->kind), "%s", kind);
+}
+
+void pd_platform_name(struct pd_zone *z, unsigned idx)
+{
+	if (idx)
+		snprintf(z->name, sizeof(z->name), "platform-%u", idx);
+	else
+		snprintf(z->name, sizeof(z->name), "platform");
 }
 
 struct pd_zone *pd_set_find(struct pd_set *set, const char *name)
@@ -204,7 +213,10 @@ size_t pd_set_sample(struct pd_set *set, uint64_t t_ns, uint64_t mono_ns, struct
 			char err[PD_PATH_MAX + 128];
 			uint64_t value;
 			enum pd_read_err rc = z->src->read(z, &value, err, sizeof(err));
-			if (rc == PD_READ_IO) {
+			if (rc == PD_READ_NONE) {
+				log_debug("%s: %s; sample skipped", z->name, err);
+				ok = false;
+			} else if (rc == PD_READ_IO) {
 				bool perm = (errno == EACCES || errno == EPERM) && z->src->permission_hint;
 				c->read_errors++;
 				log_rl(&z->rl, WB_LOG_WARN, "%s: %s; sample skipped%s%s", z->name,
@@ -234,4 +246,20 @@ size_t pd_set_sample(struct pd_set *set, uint64_t t_ns, uint64_t mono_ns, struct
 		z->published = true;
 	}
 	return out->n_zones;
+}
+
+enum pd_read_err pd_zone_read_held(struct pd_zone *z, uint64_t *value, char *err, size_t errlen)
+{
+	if (!z->held_mono_ns) {
+		snprintf(err, errlen, "%s: no reading yet", z->path);
+		return PD_READ_NONE;
+	}
+	uint64_t age = wb_mono_ns() - z->held_mono_ns;
+	if (age > z->hold_ns) {
+		snprintf(err, errlen, "%s: last reading %.1f s old, more than %.1f s", z->path,
+			 (double)age / 1e9, (double)z->hold_ns / 1e9);
+		return PD_READ_NONE;
+	}
+	*value = z->held_uw;
+	return PD_READ_OK;
 }

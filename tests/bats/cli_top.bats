@@ -82,6 +82,18 @@ teardown() {
 	assert_line --regexp '^ +\(10 more\)$'
 }
 
+@test "a platform zone estimd did not attribute is the node total; processes show the zones they were given" {
+	zones='[{"name":"package-0","zone":"package","energy_uj":3000000,"active_uj":2000000,"idle_uj":1000000},{"name":"platform","zone":"platform","energy_uj":10000000,"active_uj":6000000,"idle_uj":4000000,"unattributed_uj":6000000}]'
+	procs='[{"pid":101,"comm":"p1","cpu_ns":500000000,"energy_uj":[1500000,0]},{"pid":102,"comm":"p2","cpu_ns":250000000,"energy_uj":[500000,0]}]'
+	top_bg frame --plain --once --timeout 20s "$(wb_ep est)"
+	est h1 $T0 1000000000 "$procs" "$zones" | pub
+	wait "$TOP_PID"
+	run cat "$BATS_TEST_TMPDIR/frame"
+	assert_line --regexp '^node +10\.000 +6\.000 +4\.000 +6\.000  \(platform\)$'
+	got=$(sed -n '/^PROCESSES/,/^$/p' "$BATS_TEST_TMPDIR/frame" | awk '$4 ~ /^p/ {print $4"="$1}' | tr '\n' ' ')
+	[ "$got" = "p1=1.500 p2=0.500 " ] || fail "processes: $got"
+}
+
 @test "refreshed every slot: --count 2 draws both slots, with ANSI clear+home and nothing else" {
 	top_bg frames --count 2 --timeout 20s "$(wb_ep est)"
 	{

@@ -473,7 +473,48 @@ static void test_conservation_random(void)
 	estimator_destroy(&e);
 }
 
+/* A platform zone (BMC power) beside a package zone: the package's active energy goes to the
+ * processes, the platform's stays unattributed unless attribute_platform is set. */
+static void test_platform_not_attributed(void)
+{
+	struct wb_msg *m = slot_new(2, 2, 0);
+	struct wb_aligned *a = &m->aligned;
+	snprintf(a->zones[1].name, sizeof(a->zones[1].name), "platform-0");
+	snprintf(a->zones[1].zone, sizeof(a->zones[1].zone), "platform");
+	a->zones[0].energy_uj = 100000000;
+	a->zones[1].energy_uj = 300000000;
+	a->cpu.user_ns = 3000000000;
+	a->cpu.idle_ns = 1000000000;
+	a->procs[0].cpu_ns = 1000000000;
+	a->procs[1].cpu_ns = 2000000000;
+	struct est_conf c = conf_default();
+	struct estimator *e = estimator_new(&c);
+	struct wb_estimate out;
+	struct est_result res;
+	char err[256];
+	CHECK(estimator_slot(e, a, &out, &res, err, sizeof(err)) == 0);
+	CHECK_U64(out.n_zones, 2);
+	CHECK_STR(out.zones[1].zone, "platform");
+	/* the idle/active split is the same for both kinds; only attribution differs */
+	CHECK_U64(out.zones[0].active_uj, 75000000);
+	CHECK_U64(out.zones[1].active_uj, 225000000);
+	CHECK_U64(out.procs[0].energy_uj[0], 25000000);
+	CHECK_U64(out.procs[1].energy_uj[0], 50000000);
+	CHECK_U64(out.procs[0].energy_uj[1], 0);
+	CHECK_U64(out.procs[1].energy_uj[1], 0);
+	CHECK_U64(out.zones[1].unattributed_uj, 225000000);
+	c.attribute_platform = true;
+	estimator_set_conf(e, &c);
+	CHECK(estimator_slot(e, a, &out, &res, err, sizeof(err)) == 0);
+	CHECK_U64(out.procs[0].energy_uj[1], 75000000);
+	CHECK_U64(out.procs[1].energy_uj[1], 150000000);
+	CHECK_U64(out.zones[1].unattributed_uj, 0);
+	estimator_destroy(&e);
+	slot_free(m);
+}
+
 static const struct unit_case cases[] = {
+    {"platform zones stay unattributed unless attribute_platform", test_platform_not_attributed},
     {"split: exact, ties to the lower index", test_split_exact_and_ties},
     {"split: zero weights, zero energy, 128-bit values", test_split_degenerate},
     {"split: every part within 1 uJ of its exact share", test_split_random_within_one},

@@ -392,7 +392,68 @@ static void test_cpuinfo(void)
 	CHECK(e == NULL);
 }
 
+/* Platform zones: Kepler's kepler_platform_watts with the BMC's labels from the zone path, and
+ * the zone in the node metrics like any other. */
+static void test_platform_watts(void)
+{
+	struct accum_limits lim = {.levels = EX_LEVELS_ALL,
+				   .max_series = 1000,
+				   .max_terminated = 10,
+				   .terminated_ttl_ns = 600 * S,
+				   .stale_after_ns = 300 * S,
+				   .max_hosts = 4};
+	struct accum *a = accum_new(&lim);
+	const char *paths[3] = {"https://10.0.0.5:443/redfish/v1/Chassis/System.Embedded.1/Power#/PowerControl/PowerControl",
+				"https://bmc-7/redfish/v1/Chassis/1U/EnvironmentMetrics#/PowerWatts",
+				"ipmi://bmc-9/dcmi"};
+	for (int slot = 0; slot < 2; slot++) {
+		struct wb_msg m = {.kind = WB_ESTIMATE};
+		struct wb_estimate *e = &m.estimate;
+		snprintf(e->env.host, sizeof e->env.host, "node-a");
+		e->t0 = (100 + 2 * (uint64_t)slot) * S;
+		e->t1 = e->t0 + 2 * S;
+		e->n_zones = 3;
+		e->zones = wb_array_new(3, sizeof *e->zones);
+		for (int z = 0; z < 3; z++) {
+			snprintf(e->zones[z].zone, 16, "platform");
+			snprintf(e->zones[z].name, 64, "platform-%d", z);
+			snprintf(e->zones[z].path, 256, "%s", paths[z]);
+			e->zones[z].energy_uj = (uint64_t)(z + 1) * 500000000; /* 250, 500, 750 W */
+			e->zones[z].idle_uj = e->zones[z].energy_uj;
+		}
+		/* a process that got none of the platform energy (estimd's default) */
+		e->n_procs = 1;
+		e->procs = wb_array_new(1, sizeof *e->procs);
+		e->procs[0].pid = 7;
+		snprintf(e->procs[0].comm, 16, "idle");
+		e->procs[0].cpu_ns = 1000000;
+		e->procs[0].n_energy_uj = 3;
+		e->procs[0].energy_uj = wb_array_new(3, sizeof(uint64_t));
+		CHECK(accum_add(a, e, NULL) == 0);
+		wb_msg_clear(&m);
+	}
+	struct render_filter all = {.levels = EX_LEVELS_ALL};
+	char *out = render_all(a, NULL, &all);
+	HAS(out, "# TYPE kepler_platform_watts gauge");
+	HAS(out, "kepler_platform_watts{source=\"redfish\",node_name=\"node-a\",bmc_id=\"10.0.0.5:443\",chassis_id=\"System.Embedded.1\",power_control_id=\"PowerControl\",power_control_name=\"\"} 250.000000");
+	HAS(out, "kepler_platform_watts{source=\"redfish\",node_name=\"node-a\",bmc_id=\"bmc-7\",chassis_id=\"1U\",power_control_id=\"\",power_control_name=\"\"} 500.000000");
+	HAS(out, "kepler_platform_watts{source=\"ipmi\",node_name=\"node-a\",bmc_id=\"bmc-9\",chassis_id=\"\",power_control_id=\"\",power_control_name=\"\"} 750.000000");
+	/* no workload series of zeros for the platform kind; its CPU time is there */
+	HASNOT(out, "kepler_process_cpu_joules_total{");
+	HASNOT(out, "kepler_process_cpu_watts{");
+	HAS(out, "kepler_process_cpu_seconds_total{node_name=\"node-a\",pid=\"7\",comm=\"idle\",exe=\"\",type=\"regular\",container_id=\"\",vm_id=\"\"} 0.002000000");
+	/* the node metrics sum the kind, as Kepler's AggregatedZone does */
+	HAS(out, "kepler_node_cpu_joules_total{node_name=\"node-a\",zone=\"platform\",path=\"aggregated-platform\"} 6000.000000");
+	accum_destroy(&a);
+	/* no platform zone, no family */
+	a = fixture();
+	out = render_all(a, NULL, &all);
+	HASNOT(out, "kepler_platform_watts");
+	accum_destroy(&a);
+}
+
 static const struct unit_case cases[] = {
+    {"kepler_platform_watts from platform zones", test_platform_watts},
     {"fixed-point numbers are exact", test_numbers},
     {"label values are escaped and valid UTF-8", test_label_escaping},
     {"gzip round trip", test_gzip_round_trip},

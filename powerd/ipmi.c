@@ -1,0 +1,294 @@
+/*
+ * The ipmi source: the DCMI power reading (Get Power Reading, system power
+ * statistics) of the BMC through libfreeipmi, in-band (/dev/ipmi0, KCS) or over
+ * the LAN (IPMI 2.0 lanplus, or 1.5). One zone of kind platform. A BMC answers
+ * in milliseconds to seconds, and not at all when it is busy: every request runs
+ * on a thread of its own that signals an eventfd, so the sampling loop never
+ * waits; the reading is held between requests and integrated on the grid as
+ * redfish's is. Failures are counted (read_errors, parse_errors) and logged.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <freeipmi/freeipmi.h>
+
+#include "clock.h"
+#include "powerd.h"
+
+struct ipmi_state {
+	char host[256]; /* "": in-band */
+	char user[64], password[64];
+	bool lanplus;
+	unsigned timeout_ms;
+	uint64_t interval_ns, next_mono_ns;
+	int efd;
+	bool busy;
+	pthread_t thread;
+	/* the worker's: used only while busy, by the one thread running */
+	ipmi_ctx_t ctx;
+	bool open;
+	/* the worker's result, read after the join */
+	enum pd_read_err res;
+	uint64_t uw;
+	char err[512];
+	size_t zi;
+	struct wb_ratelimit rl;
+};
+
+static struct ipmi_state *ipmi_of(struct pd_set *set)
+{
+	return *pd_set_state(set, &ipmi_source);
+}
+
+static const char *where(const struct ipmi_state *st)
+{
+	return st->host[0] ? st->host : "the local BMC (in-band)";
+}
+
+static int ipmi_connect(struct ipmi_state *st)
+{
+	if (!st->ctx && !(st->ctx = ipmi_ctx_create())) {
+		snprintf(st->err, sizeof(st->err), "ipmi: cannot create a context: %s",
+			 strerror(errno));
+		return -1;
+	}
+	int rc;
+	if (!st->host[0]) {
+		ipmi_driver_type_t driver;
+		rc = ipmi_ctx_find_inband(st->ctx, &driver, 0, 0, 0, NULL, 0, 0);
+		if (rc == 0) {
+			snprintf(st->err, sizeof(st->err), "ipmi: no in-band IPMI interface found (no /dev/ipmi0: load ipmi_si and ipmi_devintf; run powerd as root)");
+			return -1;
+		}
+	} else if (st->lanplus) {
+		rc = ipmi_ctx_open_outofband_2_0(st->ctx, st->host, st->user, st->password, NULL, 0,
+						 IPMI_PRIVILEGE_LEVEL_USER, 3, st->timeout_ms,
+						 st->timeout_ms / 4, 0, 0);
+	} else {
+		rc = ipmi_ctx_open_outofband(st->ctx, st->host, st->user, st->password,
+					     IPMI_AUTHENTICATION_TYPE_MD5, IPMI_PRIVILEGE_LEVEL_USER,
+					     st->timeout_ms, st->timeout_ms / 4, 0, 0);
+	}
+	if (rc < 0) {
+		snprintf(st->err, sizeof(st->err), "ipmi: %s: cannot open a session: %s", where(st),
+			 ipmi_ctx_errormsg(st->ctx));
+		return -1;
+	}
+	st->open = true;
+	return 0;
+}
+
+/* One DCMI power reading (on the worker thread). */
+static void *ipmi_work(void *arg)
+{
+	struct ipmi_state *st = arg;
+	st->res = PD_READ_IO;
+	st->err[0] = '\0';
+	fiid_obj_t rs = NULL;
+	if (!st->open && ipmi_connect(st) < 0)
+		goto done;
+	if (!(rs = fiid_obj_create(tmpl_cmd_dcmi_get_power_reading_rs))) {
+		snprintf(st->err, sizeof(st->err), "ipmi: out of memory");
+		goto done;
+	}
+	if (ipmi_cmd_dcmi_get_power_reading(st->ctx,
+					    IPMI_DCMI_POWER_READING_MODE_SYSTEM_POWER_STATISTICS, 0,
+					    rs) < 0) {
+		snprintf(st->err, sizeof(st->err), "ipmi: %s: DCMI Get Power Reading: %s", where(st),
+			 ipmi_ctx_errormsg(st->ctx));
+		/* a session the BMC dropped is opened again next time */
+		ipmi_ctx_close(st->ctx);
+		st->open = false;
+		goto done;
+	}
+	uint64_t watts, active;
+	if (fiid_obj_get(rs, "current_power", &watts) != 1 ||
+	    fiid_obj_get(rs, "power_reading_state.power_measurement", &active) != 1) {
+		st->res = PD_READ_PARSE;
+		snprintf(st->err, sizeof(st->err), "ipmi: %s: DCMI Get Power Reading: answer without current_power: %s", where(st), fiid_obj_errormsg(rs));
+		goto done;
+	}
+	if (!active) {
+		st->res = PD_READ_PARSE;
+		snprintf(st->err, sizeof(st->err), "ipmi: %s: DCMI power measurement is not active on the BMC (current_power %llu W not used)", where(st), (unsigned long long)watts);
+		goto done;
+	}
+	st->uw = watts * 1000000ull;
+	st->res = PD_READ_OK;
+done:
+	if (rs)
+		fiid_obj_destroy(rs);
+	uint64_t one = 1;
+	if (write(st->efd, &one, sizeof(one)) < 0) {
+		/* the eventfd cannot overflow at one write per request */
+	}
+	return NULL;
+}
+
+static int ipmi_tend(struct pd_set *set)
+{
+	struct ipmi_state *st = ipmi_of(set);
+	if (!st || st->busy)
+		return 0;
+	uint64_t now = wb_mono_ns();
+	if (now < st->next_mono_ns)
+		return 0;
+	st->next_mono_ns = now + st->interval_ns;
+	int rc = pthread_create(&st->thread, NULL, ipmi_work, st);
+	if (rc != 0) {
+		set->counts.read_errors++;
+		log_rl(&st->rl, WB_LOG_WARN, "ipmi: cannot start a request: %s", strerror(rc));
+		return 0;
+	}
+	st->busy = true;
+	return 0;
+}
+
+static int ipmi_on_readable(struct pd_set *set)
+{
+	struct ipmi_state *st = ipmi_of(set);
+	uint64_t n;
+	if (read(st->efd, &n, sizeof(n)) != sizeof(n) || !st->busy)
+		return 0;
+	pthread_join(st->thread, NULL);
+	st->busy = false;
+	if (st->res == PD_READ_OK) {
+		struct pd_zone *z = &set->zones[st->zi];
+		z->held_uw = st->uw;
+		z->held_mono_ns = wb_mono_ns();
+		return 0;
+	}
+	if (st->res == PD_READ_PARSE)
+		set->counts.parse_errors++;
+	else
+		set->counts.read_errors++;
+	log_rl(&st->rl, WB_LOG_WARN, "%s", st->err);
+	return 0;
+}
+
+static int ipmi_watch_fd(struct pd_set *set)
+{
+	struct ipmi_state *st = ipmi_of(set);
+	return st ? st->efd : -1;
+}
+
+static int ipmi_check(const struct pd_opts *opts, char *err, size_t errlen)
+{
+	if (opts->ipmi_host && *opts->ipmi_host &&
+	    (!opts->ipmi_credentials || !*opts->ipmi_credentials)) {
+		snprintf(err, errlen, "ipmi_host %s needs ipmi_credentials (a file: USER:PASSWORD, mode 600)", opts->ipmi_host);
+		return -1;
+	}
+	return 0;
+}
+
+static void ipmi_destroy(struct pd_set *set)
+{
+	struct ipmi_state *st = ipmi_of(set);
+	if (!st)
+		return;
+	if (st->busy) {
+		/* an in-band driver can hold a request longer than ipmi_timeout: stopping
+		 * waits that long at most, then leaves the request (and its state) behind */
+		struct timespec until;
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_sec += (time_t)(st->timeout_ms / 1000) + 1;
+		if (pthread_timedjoin_np(st->thread, NULL, &until) != 0) {
+			log_warnx("ipmi: %s still has not answered; not waiting for it", where(st));
+			pthread_detach(st->thread);
+			*pd_set_state(set, &ipmi_source) = NULL;
+			return;
+		}
+	}
+	if (st->ctx) {
+		ipmi_ctx_close(st->ctx);
+		ipmi_ctx_destroy(st->ctx);
+	}
+	if (st->efd >= 0)
+		close(st->efd);
+	explicit_bzero(st->password, sizeof(st->password));
+	free(st);
+	*pd_set_state(set, &ipmi_source) = NULL;
+}
+
+static int ipmi_discover(struct pd_set *set, const struct pd_opts *opts, char *why, size_t whylen)
+{
+	if (ipmi_check(opts, why, whylen) < 0)
+		return 0;
+	struct ipmi_state *st = calloc(1, sizeof(*st));
+	if (!st) {
+		snprintf(why, whylen, "out of memory");
+		return 0;
+	}
+	st->efd = -1;
+	if (opts->ipmi_host && *opts->ipmi_host) {
+		if (strlen(opts->ipmi_host) >= sizeof(st->host) - 1 ||
+		    strpbrk(opts->ipmi_host, "/# \t")) {
+			snprintf(why, whylen, "ipmi_host %s: expected a host name or address", opts->ipmi_host);
+			free(st);
+			return 0;
+		}
+		snprintf(st->host, sizeof(st->host), "%s", opts->ipmi_host);
+		if (pd_read_credentials("ipmi_credentials", opts->ipmi_credentials, st->user,
+					sizeof(st->user), st->password, sizeof(st->password), why,
+					whylen) < 0) {
+			free(st);
+			return 0;
+		}
+	}
+	st->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (st->efd < 0) {
+		snprintf(why, whylen, "eventfd: %s", strerror(errno));
+		free(st);
+		return 0;
+	}
+	st->lanplus = opts->ipmi_lanplus;
+	st->timeout_ms = (unsigned)(opts->ipmi_timeout_ns / 1000000);
+	st->interval_ns = opts->ipmi_interval_ns;
+	st->rl = (struct wb_ratelimit)WB_RATELIMIT_INIT;
+
+	struct pd_zone z;
+	unsigned n = 0;
+	for (size_t i = 0; i < set->n; i++)
+		n += !strcmp(set->zones[i].kind, "platform");
+	pd_zone_init(&z, &ipmi_source, "platform", n);
+	pd_platform_name(&z, n);
+	snprintf(z.path, sizeof(z.path), "ipmi://%.200s/dcmi", st->host[0] ? st->host : "local");
+	z.is_power = true;
+	/* A reading stands until two requests have failed after it. */
+	z.hold_ns = 2 * st->interval_ns + opts->ipmi_timeout_ns;
+	integ_init(&z.integ, (uint64_t)(opts->max_power_w * 1e6), z.hold_ns + opts->interval_ns);
+	int zi = pd_set_add(set, &z);
+	if (zi < 0) {
+		snprintf(why, whylen, "no room for another zone");
+		close(st->efd);
+		free(st);
+		return 0;
+	}
+	st->zi = (size_t)zi;
+	*pd_set_state(set, &ipmi_source) = st;
+	log_info("ipmi: DCMI power reading of %s (%s), every %.1f s", where(st),
+		 !st->host[0] ? "in-band" : st->lanplus ? "IPMI 2.0 lanplus" : "IPMI 1.5 lan",
+		 (double)st->interval_ns / 1e9);
+	ipmi_tend(set);
+	return 1;
+}
+
+const struct pd_source ipmi_source = {
+    .name = "ipmi",
+    .in_auto = false,
+    .power_from = "from the BMC's DCMI watts, held between its updates",
+    .discover = ipmi_discover,
+    .check = ipmi_check,
+    .read = pd_zone_read_held,
+    .watch_fd = ipmi_watch_fd,
+    .on_readable = ipmi_on_readable,
+    .tend = ipmi_tend,
+    .destroy = ipmi_destroy,
+};
