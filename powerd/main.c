@@ -24,6 +24,11 @@ struct powerd_conf {
 	char *exec;
 	char *exec_mode;
 	uint64_t exec_timeout_ns;
+	char *bus_sub;
+	char *bus_vm;
+	char *bus_curve_cert;
+	char *bus_curve_peer;
+	uint64_t bus_wait_ns;
 };
 
 #define OFF(f) offsetof(struct powerd_conf, f)
@@ -34,7 +39,7 @@ static const struct wb_conf_key powerd_keys[] = {
      "sampling interval (10ms..1h); samples fall on wall-clock multiples of it"},
     {"source", WB_CONF_LIST, OFF(source), "auto", 0, 0, NULL,
      "meters to read: auto (the first usable of rapl, msr, hwmon) or a list of rapl, msr, hwmon, "
-     "exec"},
+     "exec, bus"},
     {"sysfs_root", WB_CONF_STR, OFF(sysfs_root), "/sys", 0, 0, NULL,
      "where sysfs is mounted (class/powercap, class/hwmon, devices/system/cpu)"},
     {"msr_root", WB_CONF_STR, OFF(msr_root), "/dev/cpu", 0, 0, NULL,
@@ -52,6 +57,16 @@ static const struct wb_conf_key powerd_keys[] = {
      "come"},
     {"exec_timeout", WB_CONF_DURATION, OFF(exec_timeout_ns), "1s", 1e6, 3600e9, NULL,
      "sample mode: longest run (at most the interval); stream mode: wait for the first readings"},
+    {"bus_sub", WB_CONF_STR, OFF(bus_sub), "", 0, 0, NULL,
+     "bus source (a VM guest): the endpoint of the host's `wattbus vmpub` for this VM"},
+    {"bus_vm", WB_CONF_STR, OFF(bus_vm), "", 0, 0, NULL,
+     "bus source: this VM's name on its host (the libvirt domain name)"},
+    {"bus_curve_cert", WB_CONF_STR, OFF(bus_curve_cert), "", 0, 0, NULL,
+     "bus source: this VM's CURVE certificate (secret beside it), for a tcp:// bus_sub"},
+    {"bus_curve_peer", WB_CONF_STR, OFF(bus_curve_peer), "", 0, 0, NULL,
+     "bus source: the host's public CURVE certificate"},
+    {"bus_wait", WB_CONF_DURATION, OFF(bus_wait_ns), "10s", 0, 3600e9, NULL,
+     "bus source: wait this long at start for the host's first message (its zones)"},
 };
 #undef OFF
 
@@ -67,6 +82,11 @@ static void opts_from_conf(struct pd_opts *o, const struct powerd_conf *conf)
 	    .exec_cmd = conf->exec,
 	    .exec_stream = !strcmp(conf->exec_mode, "stream"),
 	    .exec_timeout_ns = conf->exec_timeout_ns,
+	    .bus_sub = conf->bus_sub,
+	    .bus_vm = conf->bus_vm,
+	    .bus_curve_cert = conf->bus_curve_cert,
+	    .bus_curve_peer = conf->bus_curve_peer,
+	    .bus_wait_ns = conf->bus_wait_ns,
 	};
 }
 
@@ -108,7 +128,8 @@ struct powerd {
 		uint64_t *samples, *samples_missed, *zone_samples_skipped, *read_errors,
 		    *parse_errors, *backwards, *implausible, *rebased, *wraps, *exec_failures,
 		    *exec_burst_lines, *lateness_max_ns, *lateness_mean_ns, *lateness_sum_ns,
-		    *clock_steps;
+		    *clock_steps, *bus_frames, *bus_lost, *bus_rejected, *bus_resets, *bus_offset_ns,
+		    *bus_host_ahead_ns, *bus_clock_steps;
 	} stat;
 	uint64_t clock_steps;
 };
@@ -122,8 +143,26 @@ static void stat_bind(struct powerd *pd)
 	    R(wraps),		R(exec_failures),    R(exec_burst_lines),     R(lateness_max_ns),
 	    R(lateness_mean_ns), R(lateness_sum_ns), R(clock_steps),
 	};
+	static const struct wb_stat_row bus_rows[] = {
+	    R(bus_frames),    R(bus_lost),	    R(bus_rejected),	R(bus_resets),
+	    R(bus_offset_ns), R(bus_host_ahead_ns), R(bus_clock_steps),
+	};
 #undef R
 	wb_stats_bind(wb_daemon_stats(pd->d), pd, rows, sizeof(rows) / sizeof(rows[0]));
+	/* The bus source's counters only where it is named (it never is by auto). */
+	const struct powerd_conf *conf = wb_daemon_conf(pd->d);
+	unsigned mask = 0;
+	char err[256];
+	detect_parse_sources(conf->source.v, conf->source.n, &mask, err, sizeof(err));
+	if (mask & (1u << pd_source_index(&bus_source))) {
+		wb_stats_bind(wb_daemon_stats(pd->d), pd, bus_rows,
+			      sizeof(bus_rows) / sizeof(bus_rows[0]));
+	} else {
+		static uint64_t spare;
+		pd->stat.bus_frames = pd->stat.bus_lost = pd->stat.bus_rejected = pd->stat.bus_resets =
+		    pd->stat.bus_offset_ns = pd->stat.bus_host_ahead_ns = pd->stat.bus_clock_steps =
+			&spare;
+	}
 }
 
 static void stat_update(struct powerd *pd)
@@ -144,6 +183,13 @@ static void stat_update(struct powerd *pd)
 	*pd->stat.lateness_mean_ns = c->samples ? c->lateness_sum_ns / c->samples : 0;
 	*pd->stat.lateness_sum_ns = c->lateness_sum_ns;
 	*pd->stat.clock_steps = pd->clock_steps;
+	*pd->stat.bus_frames = c->bus_frames;
+	*pd->stat.bus_lost = c->bus_lost;
+	*pd->stat.bus_rejected = c->bus_rejected;
+	*pd->stat.bus_resets = c->bus_resets;
+	*pd->stat.bus_offset_ns = c->bus_offset_ns;
+	*pd->stat.bus_host_ahead_ns = c->bus_host_ahead_ns;
+	*pd->stat.bus_clock_steps = c->bus_clock_steps;
 }
 
 static int on_source_fd(struct wb_daemon *d, int fd, void *arg)
@@ -222,6 +268,7 @@ static int on_reload(struct wb_daemon *d, void *new_confp, void *arg)
 	bool sources_changed =
 	    strcmp(old->sysfs_root, conf->sysfs_root) || strcmp(old->msr_root, conf->msr_root) ||
 	    strcmp(old->exec, conf->exec) || strcmp(old->exec_mode, conf->exec_mode) ||
+	    strcmp(old->bus_sub, conf->bus_sub) || strcmp(old->bus_vm, conf->bus_vm) ||
 	    old->source.n != conf->source.n || old->msr_dram_unit_nj != conf->msr_dram_unit_nj;
 	for (size_t i = 0; !sources_changed && i < conf->source.n; i++)
 		sources_changed = strcmp(old->source.v[i], conf->source.v[i]) != 0;
@@ -269,8 +316,8 @@ int main(int argc, char **argv)
 	pd.d = wb_daemon_new(&powerd_stage, argc, argv);
 	struct powerd_conf *conf = wb_daemon_conf(pd.d);
 	opts_from_conf(&pd.opts, conf);
-	stat_bind(&pd);
 	open_sources(&pd, conf);
+	stat_bind(&pd);
 	if (!pd.set) {
 		wb_daemon_destroy(&pd.d);
 		return WB_EXIT_FAILURE;
