@@ -269,6 +269,8 @@ static int on_reload(struct wb_daemon *d, void *new_confp, void *arg)
 	    strcmp(old->sysfs_root, conf->sysfs_root) || strcmp(old->msr_root, conf->msr_root) ||
 	    strcmp(old->exec, conf->exec) || strcmp(old->exec_mode, conf->exec_mode) ||
 	    strcmp(old->bus_sub, conf->bus_sub) || strcmp(old->bus_vm, conf->bus_vm) ||
+	    strcmp(old->bus_curve_cert, conf->bus_curve_cert) ||
+	    strcmp(old->bus_curve_peer, conf->bus_curve_peer) ||
 	    old->source.n != conf->source.n || old->msr_dram_unit_nj != conf->msr_dram_unit_nj;
 	for (size_t i = 0; !sources_changed && i < conf->source.n; i++)
 		sources_changed = strcmp(old->source.v[i], conf->source.v[i]) != 0;
@@ -277,7 +279,7 @@ static int on_reload(struct wb_daemon *d, void *new_confp, void *arg)
 		return -1;
 	}
 	if (pd->set->n > 0 && sources_changed) {
-		log_warnx("reload: source, sysfs_root, msr_root, msr_dram_unit_nj and exec change "
+		log_warnx("reload: source, sysfs_root, msr_root, msr_dram_unit_nj, exec and bus_* change "
 			  "the zones "
 			  "and need a restart; keeping the running config");
 		return -1;
