@@ -2,8 +2,7 @@
 # A hypervisor and its guest made of network namespaces. The host runs its
 # pipeline on a fake RAPL tree, with a fake qemu process (vm1) in a libvirt
 # machine.slice scope carrying load, and `wattbus vmpub vm1` on tcp:// with
-# CURVE; the guest runs powerd with the bus source and its own usaged, alignd
-# and estimd. The guest's meter is the host's measurement of vm1, exactly,
+# CURVE; the guest runs its own five stages, powerd with the bus source. The guest's meter is the host's measurement of vm1, exactly,
 # across a restart of the host's estimd and of the guest's powerd; another
 # VM's key gets nothing.
 
@@ -91,6 +90,8 @@ check() { python3 "$BATS_TEST_DIRNAME/vm_check.py" "$@"; }
 
 # The VM's total in the host's estimates, once it is past $1 uJ.
 host_total_above() { [ "$(check host_total "$BATS_TEST_TMPDIR/est_h.log" vm1 package-0 || echo 0)" -gt "$1" ]; }
+# The guest exportd's node package joules are $1 (as it prints them, fixed point).
+guest_joules_are() { ip netns exec "$NSG" curl -sf "http://$G:9102/metrics" | grep -F 'kepler_node_cpu_joules_total{node_name="g1",zone="package",' | grep -qF " $1"; }
 guest_power_above() { [ "$(check guest_power "$BATS_TEST_TMPDIR/pow_g.log" package-0 || echo 0)" -gt "$1" ]; }
 
 @test "the guest's meter is the host's measurement of its VM, exactly, across restarts; another VM's key gets nothing" {
@@ -107,7 +108,7 @@ guest_power_above() { [ "$(check guest_power "$BATS_TEST_TMPDIR/pow_g.log" packa
 	wb_spawn vmpub ip netns exec "$NSH" "$WATTBUS" vmpub --sub "ipc://$RH/estimd.sock" --host hv \
 		--curve-cert "$K/hv" --curve-allow "$K/allow-vm1" vm1 "$VMPUB"
 
-	# The guest: powerd reading the bus, and its own usaged, alignd and estimd.
+	# The guest: powerd reading the bus, and its own usaged, alignd, estimd and exportd.
 	guest_powerd 1
 	wb_tap pow_g "ipc://$RG/powerd.sock" power/g1
 	wb_spawn usaged_g ip netns exec "$NSG" "$WB_BUILD/wattbus-usaged" --host g1 --runtime_dir "$RG" \
@@ -116,6 +117,7 @@ guest_power_above() { [ "$(check guest_power "$BATS_TEST_TMPDIR/pow_g.log" packa
 	wb_spawn estimd_g ip netns exec "$NSG" "$WB_BUILD/wattbus-estimd" --host g1 --runtime_dir "$RG" \
 		--mode measured --model "" --train false --stat_interval 200ms
 	wb_tap est_g "ipc://$RG/estimd.sock" estimate/g1
+	wb_spawn exportd_g ip netns exec "$NSG" "$WB_BUILD/wattbus-exportd" --runtime_dir "$RG" --listen "$G:9102"
 	wb_wait_lines "$BATS_TEST_TMPDIR/est_g.log" 1 60
 	wb_wait_lines "$BATS_TEST_TMPDIR/pow_g.log" 1 60
 
@@ -153,6 +155,9 @@ guest_power_above() { [ "$(check guest_power "$BATS_TEST_TMPDIR/pow_g.log" packa
 	# The guest's node energy is what its meter measured since the guest's count began.
 	first=$(check guest_power "$BATS_TEST_TMPDIR/pow_g.log" package-0 first)
 	wb_wait_for 60 bash -c "[ \"\$(python3 $BATS_TEST_DIRNAME/vm_check.py guest_total $BATS_TEST_TMPDIR/est_g.log package-0)\" = $((host - first)) ]"
+	# The guest's exportd shows it as the node's joules (fixed point: microjoules exactly).
+	want=$(printf '%d.%06d' $(((host - first) / 1000000)) $(((host - first) % 1000000)))
+	wb_wait_for 60 guest_joules_are "$want"
 	# Its processes and unattributed energy add up to its active energy in every slot.
 	run check guest_sums "$BATS_TEST_TMPDIR/est_g.log"
 	assert_success
