@@ -318,8 +318,8 @@ int main(int argc, char **argv)
 	pd.d = wb_daemon_new(&powerd_stage, argc, argv);
 	struct powerd_conf *conf = wb_daemon_conf(pd.d);
 	opts_from_conf(&pd.opts, conf);
-	open_sources(&pd, conf);
 	stat_bind(&pd);
+	open_sources(&pd, conf);
 	if (!pd.set) {
 		wb_daemon_destroy(&pd.d);
 		return WB_EXIT_FAILURE;
