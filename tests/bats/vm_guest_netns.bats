@@ -2,9 +2,10 @@
 # A hypervisor and its guest made of network namespaces. The host runs its
 # pipeline on a fake RAPL tree, with a fake qemu process (vm1) in a libvirt
 # machine.slice scope carrying load, and `wattbus vmpub vm1` on tcp:// with
-# CURVE; the guest runs its own five stages, powerd with the bus source. The guest's meter is the host's measurement of vm1, exactly,
-# across a restart of the host's estimd and of the guest's powerd; another
-# VM's key gets nothing.
+# CURVE; the guest runs its own five stages, powerd with the bus source. The
+# guest's meter is the host's measurement of vm1, exactly, across a restart
+# of the host's estimd, of the guest's powerd and of vmpub; another VM's key
+# gets nothing.
 
 load helper
 
@@ -80,6 +81,11 @@ host_estimd() {
 		--mode measured --model "" --train false --stat_interval 200ms
 }
 
+vmpub() {
+	wb_spawn "vmpub$1" ip netns exec "$NSH" "$WATTBUS" vmpub --sub "ipc://$RH/estimd.sock" --host hv \
+		--curve-cert "$K/hv" --curve-allow "$K/allow-vm1" vm1 "$VMPUB"
+}
+
 guest_powerd() {
 	wb_spawn "powerd_g$1" ip netns exec "$NSG" "$WB_BUILD/wattbus-powerd" --host g1 --runtime_dir "$RG" \
 		--source bus --bus_sub "$VMPUB" --bus_vm vm1 --bus_curve_cert "$K/vm1" --bus_curve_peer "$K/hv" \
@@ -105,8 +111,7 @@ guest_power_above() { [ "$(check guest_power "$BATS_TEST_TMPDIR/pow_g.log" packa
 	wb_spawn alignd_h "$WB_BUILD/wattbus-alignd" --runtime_dir "$RH"
 	host_estimd 1
 	wb_tap est_h "ipc://$RH/estimd.sock" estimate/hv
-	wb_spawn vmpub ip netns exec "$NSH" "$WATTBUS" vmpub --sub "ipc://$RH/estimd.sock" --host hv \
-		--curve-cert "$K/hv" --curve-allow "$K/allow-vm1" vm1 "$VMPUB"
+	vmpub 1
 
 	# The guest: powerd reading the bus, and its own usaged, alignd, estimd and exportd.
 	guest_powerd 1
@@ -130,7 +135,7 @@ guest_power_above() { [ "$(check guest_power "$BATS_TEST_TMPDIR/pow_g.log" packa
 	assert_success
 	assert_output ""
 
-	# Load in the VM; the host's estimd restarted, then the guest's powerd, while it runs.
+	# Load in the VM; the host's estimd restarted, then the guest's powerd, then vmpub, while it runs.
 	qemu qemu_busy -c 'while :; do :; done' -name guest=vm1,debug-threads=on
 	wb_wait_for 60 host_total_above 0
 	before=$(check host_total "$BATS_TEST_TMPDIR/est_h.log" vm1 package-0)
@@ -144,6 +149,11 @@ guest_power_above() { [ "$(check guest_power "$BATS_TEST_TMPDIR/pow_g.log" packa
 	kill -TERM "$PID_powerd_g1"
 	wb_wait_for 30 bash -c "! kill -0 $PID_powerd_g1 2>/dev/null"
 	guest_powerd 2
+	wb_wait_for 60 guest_power_above "$g_before"
+	g_before=$(check guest_power "$BATS_TEST_TMPDIR/pow_g.log" package-0)
+	kill -TERM "$PID_vmpub1"
+	wb_wait_for 30 bash -c "! kill -0 $PID_vmpub1 2>/dev/null"
+	vmpub 2
 	wb_wait_for 60 guest_power_above "$g_before"
 	kill -TERM "$PID_qemu_busy"
 
