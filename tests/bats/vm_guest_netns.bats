@@ -40,6 +40,7 @@ setup() {
 
 	# The fake qemu's scope, as libvirt names it under systemd.
 	SCOPE="$CGROOT/machine.slice/machine-qemu\\x2d$N\\x2dvm1.scope"
+	[ -d "$CGROOT/machine.slice" ] || SLICE_MADE=$CGROOT/machine.slice
 	mkdir -p "$SCOPE"
 	cp "$(command -v sh)" "$BATS_TEST_TMPDIR/qemu-system-x86_64"
 
@@ -62,7 +63,8 @@ setup() {
 
 teardown() {
 	wb_kill_all
-	[ -n "${SCOPE:-}" ] && [ -d "$SCOPE" ] && { while read -r p; do kill -KILL "$p" 2>/dev/null; done <"$SCOPE/cgroup.procs"; rmdir "$SCOPE" 2>/dev/null; }
+	[ -n "${SCOPE:-}" ] && [ -d "$SCOPE" ] && { while read -r p; do kill -KILL "$p" 2>/dev/null; done <"$SCOPE/cgroup.procs"; wb_wait_for 10 rmdir "$SCOPE" 2>/dev/null; }
+	[ -n "${SLICE_MADE:-}" ] && rmdir "$SLICE_MADE" 2>/dev/null
 	[ -n "${NSH:-}" ] && ip netns del "$NSH" 2>/dev/null
 	[ -n "${NSG:-}" ] && ip netns del "$NSG" 2>/dev/null
 	true
