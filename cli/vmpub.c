@@ -77,7 +77,9 @@ static int vmpub_build(struct vmpub *v, const struct wb_estimate *e, struct wb_e
 			zones[i].energy_uj = zones[i].active_uj = 0;
 		}
 	} else {
-		/* a new count without the VM in it yet: the VM has drawn nothing in it */
+		/* A count without the VM in it yet: 0, or, when vmpub has just started, a
+		 * guess that may be below what the guest was told in this count, which the guest
+		 * holds its count against (powerd/bus.c). */
 		for (size_t i = 0; i < nz; i++) {
 			struct wb_est_zone *z = &zones[i];
 			memset(z, 0, sizeof(*z));

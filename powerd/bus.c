@@ -3,8 +3,9 @@
  * `wattbus vmpub` on the host publishes the VM's cumulative energy per zone
  * (estimate/<vm>, zones[].total_uj in estimd's total_epoch); this source
  * subscribes to it and turns it into wrap-free counters on the guest's clock:
- * a new count of the host (estimd restarted without its state) or a count that
- * went back (an older checkpoint) never takes energy away, lost messages cost
+ * a new count of the host (estimd restarted without its state) adds all of it,
+ * a count that went back (an older checkpoint) is held until it passes where it
+ * was, so the counter never goes back nor counts twice; lost messages cost
  * nothing (totals are cumulative), and the host's slot times are mapped onto
  * this clock by the smallest recent delay (network, pipeline and clock offset
  * together), between whose points the counter is interpolated.
@@ -30,6 +31,7 @@ struct bus_zone {
 	char name[64]; /* the host's zone name */
 	size_t zi;     /* in the set */
 	bool have;
+	bool held;	  /* the host's total is below last_uj: held there */
 	uint64_t last_uj; /* the host's total_uj in the last message of the count */
 	uint64_t out_uj;  /* our counter: every increase of the host's, across its counts */
 	struct bus_point pt[BUS_POINTS];
@@ -134,13 +136,21 @@ static void bus_take(struct pd_set *set, struct pd_bus *b, const struct wb_estim
 			continue;
 		uint64_t in = ez->total_uj;
 		if (!bz->have) {
+			bz->held = false;
 			bz->out_uj = in; /* the host's count itself, so a restarted powerd continues it */
 		} else if (!same) {
 			bz->out_uj = wb_sat_add(bz->out_uj, in, NULL); /* all of the new count */
+			bz->held = false;
 		} else if (in >= bz->last_uj) {
 			bz->out_uj = wb_sat_add(bz->out_uj, in - bz->last_uj, NULL);
+			bz->held = false;
 		} else {
-			c->bus_resets++; /* an older checkpoint: counted already, go on from here */
+			/* Below what this count was: an estimd resumed from an older checkpoint,
+			 * or a vmpub that just started and has not seen the VM yet. Hold, and count
+			 * again from where the count was, so the guest stays the host's count. */
+			c->bus_resets += !bz->held;
+			bz->held = true;
+			in = bz->last_uj;
 		}
 		bz->have = true;
 		bz->last_uj = in;
