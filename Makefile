@@ -227,7 +227,7 @@ install: all
 	$(if $(wildcard man/*.1),install -m 0644 man/*.1 $(DESTDIR)$(MANDIR)/man1/)
 	$(if $(wildcard man/*.8),install -m 0644 man/*.8 $(DESTDIR)$(MANDIR)/man8/)
 	$(if $(wildcard systemd/*.service systemd/*.target),for u in systemd/*.service systemd/*.target; do \
-		sed -e 's|@LIBEXECDIR@|$(LIBEXECDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' $$u \
+		sed -e 's|@LIBEXECDIR@|$(LIBEXECDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' -e 's|@BINDIR@|$(BINDIR)|g' $$u \
 		> $(DESTDIR)$(UNITDIR)/$$(basename $$u); chmod 0644 $(DESTDIR)$(UNITDIR)/$$(basename $$u); done)
 	install -D -m 0644 systemd/wattbus.tmpfiles $(DESTDIR)$(TMPFILESDIR)/wattbus.conf
 	install -D -m 0644 systemd/wattbus.sysusers $(DESTDIR)$(SYSUSERSDIR)/wattbus.conf

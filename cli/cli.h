@@ -28,6 +28,8 @@ int cmd_pub(int argc, char **argv);
 int cmd_keygen(int argc, char **argv);
 /* doctor.c */
 int cmd_doctor(int argc, char **argv);
+/* vmpub.c */
+int cmd_vmpub(int argc, char **argv);
 /* top.c */
 int cmd_top(int argc, char **argv);
 

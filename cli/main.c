@@ -35,6 +35,7 @@ static const struct {
 	{"doctor", cmd_doctor, "   what this machine offers (RAPL, MSR, hwmon, BPF, perf, cgroups) and each stage's mode"},
 	{"probe", cmd_probe, "[--exec CMD | --sub ENDPOINT]   each meter's update period, step, noise, wrap and cost; alignd settings"},
 	{"compare", cmd_compare, "A B --from FILE | --sub ENDPOINT   one meter against another: lag, gain, offset, R^2, MAE"},
+	{"vmpub", cmd_vmpub, "VM ENDPOINT   publish one VM's measured energy from estimd for its guest (powerd's bus source)"},
 	{"top", cmd_top, "[ENDPOINT]   live watts per zone, process, container and pod from estimd (--plain for scripts)"},
 };
 

@@ -66,6 +66,8 @@ struct estimator {
 	int32_t *proc_cg; /* per process of the slot: index of its cgroup, or -1 */
 	size_t proc_cg_cap;
 	struct group_set groups[G_KINDS];
+	uint64_t *vm_total, *vm_idle; /* per VM of the slot x zone: cumulative; share of idle */
+	size_t vm_total_cap, vm_idle_cap;
 	struct attrib_scratch scratch;
 	struct totals totals;
 	struct wb_budget budget; /* learning state and totals of all hosts */
@@ -136,6 +138,8 @@ void estimator_destroy(struct estimator **self_p)
 	free(e->cg_slot);
 	free(e->cg_group);
 	free(e->proc_cg);
+	free(e->vm_total);
+	free(e->vm_idle);
 	for (int k = 0; k < G_KINDS; k++) {
 		free(e->groups[k].g);
 		free(e->groups[k].energy);
@@ -589,6 +593,34 @@ static void train(struct estimator *e, struct host_state *h, const struct wb_ali
 	res->trained = m;
 }
 
+/*
+ * The slot's VMs' cumulative energy (vms[].total_uj): their active energy, and
+ * with vm_idle their share of the zone's idle energy in proportion to their CPU
+ * time of the node's (total_cpu_ns), so that all VMs together get at most the idle.
+ */
+static int vm_totals(struct estimator *e, const char *host, size_t nz, uint64_t total_cpu_ns)
+{
+	struct group_set *gs = &e->groups[G_VM];
+	if (gs->n == 0)
+		return 0;
+	if (grow((void **)&e->vm_total, &e->vm_total_cap, gs->n * nz + 1, sizeof(uint64_t)) < 0 ||
+	    grow((void **)&e->vm_idle, &e->vm_idle_cap, gs->n * nz + 1, sizeof(uint64_t)) < 0) {
+		for (size_t g = 0; g < gs->n; g++)
+			gs->g[g].n_total_uj = 0;
+		return -1;
+	}
+	for (size_t g = 0; g < gs->n; g++) {
+		uint64_t cpu = gs->g[g].cpu_ns < total_cpu_ns ? gs->g[g].cpu_ns : total_cpu_ns;
+		for (size_t z = 0; z < nz; z++)
+			e->vm_idle[g * nz + z] =
+			    total_cpu_ns ? (uint64_t)((unsigned __int128)e->zones[z].idle_uj * cpu /
+						      total_cpu_ns)
+					 : 0;
+	}
+	return totals_vms(&e->totals, host, e->zones, nz, gs->g, gs->n,
+			  e->conf.vm_idle ? e->vm_idle : NULL, e->vm_total);
+}
+
 int estimator_slot(struct estimator *e, const struct wb_aligned *a, struct wb_estimate *out,
 		   struct est_result *res, char *err, size_t errlen)
 {
@@ -675,6 +707,8 @@ int estimator_slot(struct estimator *e, const struct wb_aligned *a, struct wb_es
 	if (totals_slot(&e->totals, a, e->zones, nz, measured, busy, total, &tr) < 0)
 		goto nomem;
 	out->total_epoch = tr.epoch;
+	if (!tr.stale && vm_totals(e, a->env.host, nz, total) < 0)
+		res->vm_totals_short = true;
 	res->stale = tr.stale;
 	res->recovered_uj = tr.recovered_uj;
 	res->totals_implausible = tr.implausible;

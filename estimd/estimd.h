@@ -243,8 +243,20 @@ struct tot_zone {
 	uint64_t total_uj, active_uj, idle_uj; /* ours: active_uj + idle_uj == total_uj */
 };
 
+#define TOTALS_VMS_MAX 4096 /* VMs one host's count holds; the least recently seen goes first */
+
+/* One VM's cumulative energy, per zone of its host (uj[k] belongs to the host's z[k]). */
+struct tot_vm {
+	char id[128];
+	uint64_t used;
+	uint64_t *uj;
+	size_t n;
+};
+
 struct tot_host {
 	char host[64];
+	struct tot_vm *vm;
+	size_t nvm, vmcap;
 	uint64_t epoch;	   /* our total_epoch for this host */
 	char in_src[32];   /* the aligned producer of in_epoch */
 	uint64_t in_epoch; /* alignd's total_epoch of the last slot */
@@ -289,6 +301,17 @@ void totals_free(struct totals *t);
  */
 int totals_slot(struct totals *t, const struct wb_aligned *a, struct wb_est_zone *zones, size_t nz,
 		bool measured, uint64_t busy, uint64_t total, struct tot_result *res);
+/*
+ * Advance the cumulative energy of each VM of the host's last counted slot by
+ * its energy in that slot: vms[g].energy_uj[i] (zone zones[i]) plus, when
+ * idle_uj is not NULL, idle_uj[g * nz + i] (its share of idle); fill each
+ * vms[g].total_uj from pool (ngroups x nz values, owned by the caller). Call it
+ * after totals_slot, for a slot that was not stale; a new count of the host
+ * starts every VM at 0 with it. Returns 0, or -1 (ENOMEM, the budget: totals
+ * of the VMs that did not fit are left out of the message).
+ */
+int totals_vms(struct totals *t, const char *host, const struct wb_est_zone *zones, size_t nz,
+	       struct wb_est_group *vms, size_t ngroups, const uint64_t *idle_uj, uint64_t *pool);
 /* Write the totals to path atomically (JSON; fsync'd when sync). Returns 0 or -1 (err names the file). */
 int totals_save(const struct totals *t, const char *path, uint64_t now_ns, bool sync, char *err,
 		size_t errlen);
@@ -307,6 +330,7 @@ struct est_conf {
 	enum est_base base;
 	struct idle_conf idle;
 	bool train;
+	bool vm_idle; /* a VM's cumulative energy includes its share of idle (CPU time of the node's) */
 	struct train_conf train_conf;
 	uint64_t model_cores; /* >0: the model's machine cores, overriding the file */
 	size_t budget_bytes;  /* learning state and totals of all hosts together; 0: no limit */
@@ -326,6 +350,7 @@ struct est_result {
 	uint64_t recovered_uj;	 /* energy of aligned slots never received, now in the totals */
 	unsigned totals_implausible, totals_saturated; /* see struct tot_result */
 	bool clock_rewound;			       /* see struct tot_result */
+	bool vm_totals_short; /* VMs left without a cumulative total (memory, the budget) */
 	char train_err[MODEL_ERR_MAX]; /* why a due fit failed, else "" */
 	bool budget_refused;	       /* a new host the memory budget has no room for: rejected */
 	bool budget_short; /* learning state left out for the budget (idle ratio, no training) */

@@ -40,6 +40,7 @@ struct estimd_conf {
 	char *share_base;
 	bool attribute_platform;
 	bool train;
+	bool vm_idle;
 	int64_t train_window;
 	int64_t train_every;
 	int64_t train_min;
@@ -81,6 +82,8 @@ static const struct wb_conf_key keys[] = {
      "node: of the node's busy CPU time (the rest unattributed); procs: of the processes'"},
     {"attribute_platform", WB_CONF_BOOL, OFF(attribute_platform), "false", 0, 0, NULL,
      "also attribute platform zones (a BMC's whole-machine power) to workloads; false: left unattributed, as Kepler does"},
+    {"vm_idle", WB_CONF_BOOL, OFF(vm_idle), "false", 0, 0, NULL,
+     "a VM's cumulative energy (estimate vms[].total_uj, what a guest gets) includes its share of the node's idle energy, by its CPU time of the node's"},
     {"train", WB_CONF_BOOL, OFF(train), "true", 0, 0, NULL,
      "fit a power model from measured slots and publish it"},
     {"train_window", WB_CONF_INT, OFF(train_window), "600", 20, 1000000, NULL,
@@ -126,6 +129,7 @@ static int est_conf_from(const struct estimd_conf *c, struct est_conf *ec, char 
 	ec->idle.min_spread = 0.05;
 	ec->train = c->train;
 	ec->attribute_platform = c->attribute_platform;
+	ec->vm_idle = c->vm_idle;
 	ec->train_conf = (struct train_conf){
 	    .window = (size_t)c->train_window,
 	    .min_slots = (size_t)c->train_min,
@@ -215,7 +219,7 @@ struct app {
 	    *idle_fallbacks, *model_nan, *models_trained, *models_received, *models_rejected,
 	    *model_write_failed, *slots_stale, *slots_recovered, *recovered_uj, *state_write_failed,
 	    *budget_short;
-	uint64_t *totals_implausible, *totals_saturated, *clock_rewinds;
+	uint64_t *totals_implausible, *totals_saturated, *clock_rewinds, *vm_totals_short;
 };
 
 static void use_model(struct app *app, struct model *m, const char *how)
@@ -312,6 +316,9 @@ static void on_aligned(struct wb_daemon *d, const struct wb_msg *msg, const stru
 	*app->budget_short += res.budget_short;
 	*app->totals_implausible += res.totals_implausible;
 	*app->totals_saturated += res.totals_saturated;
+	*app->vm_totals_short += res.vm_totals_short;
+	if (res.vm_totals_short)
+		log_rl(&app->rl_slot, WB_LOG_WARN, "%s: VMs of slot [%" PRIu64 ", %" PRIu64 "] left without their cumulative total_uj: out of memory or the memory budget (budget_mib) is full", a->env.host, a->t0, a->t1);
 	if (res.clock_rewound) {
 		(*app->clock_rewinds)++;
 		log_warnx("%s: %d slots of a new alignd count in a row end before the last one counted: the host's clock was set back; its totals continue from slot [%" PRIu64 ", %" PRIu64 "]", a->env.host, WB_REWIND_SAMPLES, a->t0, a->t1);
@@ -463,6 +470,7 @@ int main(int argc, char **argv)
 	    WB_STAT_ROW(struct app, totals_implausible, "totals_implausible"),
 	    WB_STAT_ROW(struct app, totals_saturated, "totals_saturated"),
 	    WB_STAT_ROW(struct app, clock_rewinds, "clock_rewinds"),
+	    WB_STAT_ROW(struct app, vm_totals_short, "vm_totals_short"),
 	    WB_STAT_ROW(struct app, state_write_failed, "state_write_failed"),
 	    WB_STAT_ROW(struct app, budget_short, "budget_short"),
 	};

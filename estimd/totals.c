@@ -18,8 +18,24 @@
 #include "json.h"
 #include "plaus.h"
 
+static size_t vm_bytes(const struct tot_vm *v)
+{
+	return sizeof(*v) + v->n * sizeof(*v->uj);
+}
+
+static void vms_clear(struct totals *t, struct tot_host *h)
+{
+	for (size_t i = 0; i < h->nvm; i++) {
+		wb_budget_move(t->budget, vm_bytes(&h->vm[i]), 0);
+		free(h->vm[i].uj);
+	}
+	h->nvm = 0;
+}
+
 static void host_clear(struct totals *t, struct tot_host *h)
 {
+	vms_clear(t, h);
+	free(h->vm);
 	wb_budget_move(t->budget, h->zcap * sizeof(*h->z), 0);
 	free(h->z);
 	memset(h, 0, sizeof(*h));
@@ -45,6 +61,7 @@ static void host_start(struct totals *t, struct tot_host *h, uint64_t t_ns)
 {
 	h->epoch = wb_mark_next(&t->last_epoch, t_ns);
 	h->nz = 0;
+	vms_clear(t, h);
 	h->have_t = false;
 }
 
@@ -257,6 +274,93 @@ int totals_slot(struct totals *t, const struct wb_aligned *a, struct wb_est_zone
 	return 0;
 }
 
+/* ---- VMs: cumulative energy per VM and zone, in the host's count ---- */
+
+static struct tot_vm *vm_find(struct tot_host *h, const char *id)
+{
+	for (size_t i = 0; i < h->nvm; i++)
+		if (strcmp(h->vm[i].id, id) == 0)
+			return &h->vm[i];
+	return NULL;
+}
+
+/* The VM's record with room for the host's nz zones, created at 0; NULL (ENOMEM, budget). */
+static struct tot_vm *vm_get(struct totals *t, struct tot_host *h, const char *id)
+{
+	struct tot_vm *v = vm_find(h, id);
+	if (!v) {
+		if (h->nvm >= TOTALS_VMS_MAX) {
+			v = &h->vm[0];
+			for (size_t i = 1; i < h->nvm; i++)
+				if (h->vm[i].used < v->used)
+					v = &h->vm[i];
+			wb_budget_move(t->budget, vm_bytes(v), 0);
+			free(v->uj);
+		} else {
+			if (!wb_budget_fits(t->budget, sizeof(*v)))
+				return NULL;
+			if (h->nvm == h->vmcap) {
+				size_t cap = h->vmcap ? h->vmcap * 2 : 4;
+				struct tot_vm *nv = realloc(h->vm, cap * sizeof(*nv));
+				if (!nv)
+					return NULL;
+				h->vm = nv;
+				h->vmcap = cap;
+			}
+			v = &h->vm[h->nvm++];
+		}
+		memset(v, 0, sizeof(*v));
+		snprintf(v->id, sizeof(v->id), "%s", id);
+		wb_budget_move(t->budget, 0, vm_bytes(v));
+	}
+	v->used = t->tick;
+	if (v->n < h->nz) {
+		size_t add = (h->nz - v->n) * sizeof(*v->uj);
+		if (!wb_budget_fits(t->budget, add))
+			return NULL;
+		uint64_t *uj = realloc(v->uj, h->nz * sizeof(*uj));
+		if (!uj)
+			return NULL;
+		memset(uj + v->n, 0, add);
+		wb_budget_move(t->budget, 0, add);
+		v->uj = uj;
+		v->n = h->nz;
+	}
+	return v;
+}
+
+int totals_vms(struct totals *t, const char *host, const struct wb_est_zone *zones, size_t nz,
+	       struct wb_est_group *vms, size_t ngroups, const uint64_t *idle_uj, uint64_t *pool)
+{
+	struct tot_host *h = host_find(t, host);
+	int rc = 0;
+	for (size_t g = 0; g < ngroups; g++) {
+		vms[g].total_uj = NULL;
+		vms[g].n_total_uj = 0;
+		struct tot_vm *v = h ? vm_get(t, h, vms[g].id) : NULL;
+		if (!v) {
+			rc = -1;
+			continue;
+		}
+		for (size_t i = 0; i < nz; i++) {
+			struct tot_zone *z = zone_find(h, zones[i].name);
+			uint64_t *dst = &pool[g * nz + i];
+			*dst = 0;
+			if (!z)
+				continue;
+			size_t k = (size_t)(z - h->z);
+			uint64_t d = i < vms[g].n_energy_uj ? vms[g].energy_uj[i] : 0;
+			if (idle_uj)
+				d = wb_sat_add(d, idle_uj[g * nz + i], NULL);
+			v->uj[k] = wb_sat_add(v->uj[k], d, NULL);
+			*dst = v->uj[k];
+		}
+		vms[g].total_uj = &pool[g * nz];
+		vms[g].n_total_uj = nz;
+	}
+	return rc;
+}
+
 /* ---- state file ---- */
 
 int totals_save(const struct totals *t, const char *path, uint64_t now_ns, bool sync, char *err,
@@ -282,11 +386,19 @@ int totals_save(const struct totals *t, const char *path, uint64_t now_ns, bool 
 				      (json_int_t)z->total_uj, "active_uj",
 				      (json_int_t)z->active_uj, "idle_uj", (json_int_t)z->idle_uj));
 		}
+		json_t *vms = json_array();
+		for (size_t k = 0; k < h->nvm; k++) {
+			const struct tot_vm *v = &h->vm[k];
+			json_t *uj = json_object();
+			for (size_t j = 0; j < v->n && j < h->nz; j++)
+				json_object_set_new(uj, h->z[j].name, json_integer((json_int_t)v->uj[j]));
+			json_array_append_new(vms, json_pack("{s:s, s:o}", "id", v->id, "total_uj", uj));
+		}
 		json_array_append_new(
-		    hosts, json_pack("{s:s, s:I, s:s, s:I, s:b, s:I, s:o}", "host", h->host,
+		    hosts, json_pack("{s:s, s:I, s:s, s:I, s:b, s:I, s:o, s:o}", "host", h->host,
 				     "epoch", (json_int_t)h->epoch, "in_src", h->in_src, "in_epoch",
 				     (json_int_t)h->in_epoch, "have_t", h->have_t, "last_t1",
-				     (json_int_t)h->last_t1, "zones", zones));
+				     (json_int_t)h->last_t1, "zones", zones, "vms", vms));
 	}
 	int rc = wb_json_save(root, path, sync, err, errlen);
 	json_decref(root);
@@ -330,6 +442,25 @@ static int state_check(const json_t *root, char *why, size_t len)
 		if (!ok) {
 			snprintf(why, len, "hosts[%zu]: needs a host of 1 to 63 bytes, zones and non-negative integers", i);
 			return -1;
+		}
+		const json_t *vms = json_object_get(o, "vms");
+		if (vms && !json_is_array(vms)) {
+			snprintf(why, len, "hosts[%zu].vms: not an array", i);
+			return -1;
+		}
+		json_array_foreach(vms, k, zo)
+		{
+			const char *id = json_string_value(json_object_get(zo, "id"));
+			const json_t *uj = json_object_get(zo, "total_uj");
+			const char *zn;
+			const json_t *zv;
+			ok = json_is_object(zo) && id && id[0] && strlen(id) <= 127 && json_is_object(uj);
+			json_object_foreach((json_t *)uj, zn, zv)
+			    ok = ok && json_is_integer(zv) && json_integer_value(zv) >= 0;
+			if (!ok) {
+				snprintf(why, len, "hosts[%zu].vms[%zu]: needs an id of 1 to 127 bytes and total_uj, an object of non-negative integers", i, k);
+				return -1;
+			}
 		}
 		json_array_foreach(json_object_get(o, "zones"), k, zo)
 		{
@@ -396,6 +527,13 @@ int totals_load(struct totals *t, const char *path, size_t *nhosts, char *err, s
 			if (z->active_uj > z->total_uj)
 				z->active_uj = z->total_uj;
 			z->idle_uj = z->total_uj - z->active_uj;
+		}
+		json_array_foreach(json_object_get(o, "vms"), k, zo)
+		{
+			struct tot_vm *v = vm_get(t, h, wb_json_str(zo, "id"));
+			const json_t *uj = json_object_get(zo, "total_uj");
+			for (size_t j = 0; v && j < h->nz; j++)
+				v->uj[j] = wb_json_u64(uj, h->z[j].name);
 		}
 		(*nhosts)++;
 	}

@@ -35,6 +35,11 @@ struct powerd_conf {
 	char *ipmi_protocol;
 	uint64_t ipmi_interval_ns;
 	uint64_t ipmi_timeout_ns;
+	char *bus_sub;
+	char *bus_vm;
+	char *bus_curve_cert;
+	char *bus_curve_peer;
+	uint64_t bus_wait_ns;
 };
 
 #define OFF(f) offsetof(struct powerd_conf, f)
@@ -45,7 +50,7 @@ static const struct wb_conf_key powerd_keys[] = {
      "sampling interval (10ms..1h); samples fall on wall-clock multiples of it"},
     {"source", WB_CONF_LIST, OFF(source), "auto", 0, 0, NULL,
      "meters to read: auto (the first usable of rapl, msr, hwmon) or a list of rapl, msr, hwmon, "
-     "exec, redfish, ipmi"},
+     "exec, redfish, ipmi, bus"},
     {"sysfs_root", WB_CONF_STR, OFF(sysfs_root), "/sys", 0, 0, NULL,
      "where sysfs is mounted (class/powercap, class/hwmon, devices/system/cpu)"},
     {"msr_root", WB_CONF_STR, OFF(msr_root), "/dev/cpu", 0, 0, NULL,
@@ -88,6 +93,16 @@ static const struct wb_conf_key powerd_keys[] = {
      "how often the DCMI power reading is asked for (1s..1h)"},
     {"ipmi_timeout", WB_CONF_DURATION, OFF(ipmi_timeout_ns), "5s", 100e6, 60e9, NULL,
      "longest wait for the BMC's session and answer over the LAN"},
+    {"bus_sub", WB_CONF_STR, OFF(bus_sub), "", 0, 0, NULL,
+     "bus source (a VM guest): the endpoint of the host's `wattbus vmpub` for this VM"},
+    {"bus_vm", WB_CONF_STR, OFF(bus_vm), "", 0, 0, NULL,
+     "bus source: this VM's name on its host (the libvirt domain name)"},
+    {"bus_curve_cert", WB_CONF_STR, OFF(bus_curve_cert), "", 0, 0, NULL,
+     "bus source: this VM's CURVE certificate (secret beside it), for a tcp:// bus_sub"},
+    {"bus_curve_peer", WB_CONF_STR, OFF(bus_curve_peer), "", 0, 0, NULL,
+     "bus source: the host's public CURVE certificate"},
+    {"bus_wait", WB_CONF_DURATION, OFF(bus_wait_ns), "10s", 0, 3600e9, NULL,
+     "bus source: wait this long at start for the host's first message (its zones)"},
 };
 #undef OFF
 
@@ -114,6 +129,11 @@ static void opts_from_conf(struct pd_opts *o, const struct powerd_conf *conf)
 	    .ipmi_lanplus = !strcmp(conf->ipmi_protocol, "lanplus"),
 	    .ipmi_interval_ns = conf->ipmi_interval_ns,
 	    .ipmi_timeout_ns = conf->ipmi_timeout_ns,
+	    .bus_sub = conf->bus_sub,
+	    .bus_vm = conf->bus_vm,
+	    .bus_curve_cert = conf->bus_curve_cert,
+	    .bus_curve_peer = conf->bus_curve_peer,
+	    .bus_wait_ns = conf->bus_wait_ns,
 	};
 }
 
@@ -155,7 +175,8 @@ struct powerd {
 		uint64_t *samples, *samples_missed, *zone_samples_skipped, *read_errors,
 		    *parse_errors, *backwards, *implausible, *rebased, *wraps, *exec_failures,
 		    *exec_burst_lines, *lateness_max_ns, *lateness_mean_ns, *lateness_sum_ns,
-		    *clock_steps;
+		    *clock_steps, *bus_frames, *bus_lost, *bus_rejected, *bus_resets, *bus_offset_ns,
+		    *bus_host_ahead_ns, *bus_clock_steps;
 	} stat;
 	uint64_t clock_steps;
 };
@@ -169,8 +190,26 @@ static void stat_bind(struct powerd *pd)
 	    R(wraps),		R(exec_failures),    R(exec_burst_lines),     R(lateness_max_ns),
 	    R(lateness_mean_ns), R(lateness_sum_ns), R(clock_steps),
 	};
+	static const struct wb_stat_row bus_rows[] = {
+	    R(bus_frames),    R(bus_lost),	    R(bus_rejected),	R(bus_resets),
+	    R(bus_offset_ns), R(bus_host_ahead_ns), R(bus_clock_steps),
+	};
 #undef R
 	wb_stats_bind(wb_daemon_stats(pd->d), pd, rows, sizeof(rows) / sizeof(rows[0]));
+	/* The bus source's counters only where it is named (it never is by auto). */
+	const struct powerd_conf *conf = wb_daemon_conf(pd->d);
+	unsigned mask = 0;
+	char err[256];
+	detect_parse_sources(conf->source.v, conf->source.n, &mask, err, sizeof(err));
+	if (mask & (1u << pd_source_index(&bus_source))) {
+		wb_stats_bind(wb_daemon_stats(pd->d), pd, bus_rows,
+			      sizeof(bus_rows) / sizeof(bus_rows[0]));
+	} else {
+		static uint64_t spare;
+		pd->stat.bus_frames = pd->stat.bus_lost = pd->stat.bus_rejected = pd->stat.bus_resets =
+		    pd->stat.bus_offset_ns = pd->stat.bus_host_ahead_ns = pd->stat.bus_clock_steps =
+			&spare;
+	}
 }
 
 static void stat_update(struct powerd *pd)
@@ -191,6 +230,13 @@ static void stat_update(struct powerd *pd)
 	*pd->stat.lateness_mean_ns = c->samples ? c->lateness_sum_ns / c->samples : 0;
 	*pd->stat.lateness_sum_ns = c->lateness_sum_ns;
 	*pd->stat.clock_steps = pd->clock_steps;
+	*pd->stat.bus_frames = c->bus_frames;
+	*pd->stat.bus_lost = c->bus_lost;
+	*pd->stat.bus_rejected = c->bus_rejected;
+	*pd->stat.bus_resets = c->bus_resets;
+	*pd->stat.bus_offset_ns = c->bus_offset_ns;
+	*pd->stat.bus_host_ahead_ns = c->bus_host_ahead_ns;
+	*pd->stat.bus_clock_steps = c->bus_clock_steps;
 }
 
 static int on_source_fd(struct wb_daemon *d, int fd, void *arg)
@@ -280,6 +326,9 @@ static int on_reload(struct wb_daemon *d, void *new_confp, void *arg)
 	    strcmp(old->ipmi_protocol, conf->ipmi_protocol) ||
 	    old->ipmi_interval_ns != conf->ipmi_interval_ns ||
 	    old->ipmi_timeout_ns != conf->ipmi_timeout_ns ||
+	    strcmp(old->bus_sub, conf->bus_sub) || strcmp(old->bus_vm, conf->bus_vm) ||
+	    strcmp(old->bus_curve_cert, conf->bus_curve_cert) ||
+	    strcmp(old->bus_curve_peer, conf->bus_curve_peer) ||
 	    old->source.n != conf->source.n || old->msr_dram_unit_nj != conf->msr_dram_unit_nj;
 	for (size_t i = 0; !sources_changed && i < conf->source.n; i++)
 		sources_changed = strcmp(old->source.v[i], conf->source.v[i]) != 0;
@@ -288,7 +337,7 @@ static int on_reload(struct wb_daemon *d, void *new_confp, void *arg)
 		return -1;
 	}
 	if (pd->set->n > 0 && sources_changed) {
-		log_warnx("reload: source, sysfs_root, msr_root, msr_dram_unit_nj, exec and the redfish_* and ipmi_* keys change the zones or their meters and need a restart; keeping the running config");
+		log_warnx("reload: source, sysfs_root, msr_root, msr_dram_unit_nj, exec and the redfish_*, ipmi_* and bus_* keys change the zones or their meters and need a restart; keeping the running config");
 		return -1;
 	}
 	/* pd->opts points into the config: on failure the old config stays, and so must they. */

@@ -90,6 +90,11 @@ struct pd_opts {
 	const char *ipmi_credentials; /* file: USER:PASSWORD, mode 600 (LAN only) */
 	bool ipmi_lanplus;	      /* IPMI 2.0 (else 1.5) */
 	uint64_t ipmi_interval_ns, ipmi_timeout_ns;
+	const char *bus_sub;	    /* bus: the host's vmpub endpoint for this VM */
+	const char *bus_vm;	    /* bus: this VM's name on the host */
+	const char *bus_curve_cert; /* bus: this VM's certificate (secret beside it) */
+	const char *bus_curve_peer; /* bus: the host's public certificate */
+	uint64_t bus_wait_ns;	    /* bus: wait this long for the first message at start */
 };
 
 /* ---- counter.c: wrap-corrected counters and integrated power (pure) ---- */
@@ -180,6 +185,10 @@ struct pd_counts {
 	/* stream lines without @NS that shared one read() with an earlier line of their zone */
 	uint64_t exec_burst_lines;
 	uint64_t lateness_max_ns, lateness_sum_ns;
+	/* bus: host messages taken, lost on the way, refused; new or resumed host counts; the
+	 * clock mapping (delay of host slot times, or how far the host is ahead) and its steps */
+	uint64_t bus_frames, bus_lost, bus_rejected, bus_resets;
+	uint64_t bus_offset_ns, bus_host_ahead_ns, bus_clock_steps;
 };
 
 struct pd_exec;
@@ -321,6 +330,9 @@ extern const struct pd_source redfish_source;
 /* ---- ipmi.c: a BMC's DCMI power reading through libfreeipmi ---- */
 
 extern const struct pd_source ipmi_source;
+/* ---- bus.c: a VM's energy measured by its host (wattbus vmpub) ---- */
+
+extern const struct pd_source bus_source;
 
 /* ---- detect.c: which sources to use ---- */
 

@@ -109,6 +109,14 @@ static void test_fields_decoded(void)
 	CHECK_STR(m.usage.cgroups[0].container_id, "abc");
 	wb_msg_clear(&m);
 	free(buf);
+	/* A VM's cumulative energy per zone (optional, v stays 1). */
+	CHECK(to_msgpack(valid[WB_ESTIMATE], &buf, &len) == 0);
+	CHECK(wb_decode(buf, len, &m, &err) == 0);
+	CHECK_U64(m.estimate.n_vms, 1);
+	CHECK_U64(m.estimate.vms[0].n_total_uj, 1);
+	CHECK_U64(m.estimate.vms[0].total_uj[0], 5000);
+	wb_msg_clear(&m);
+	free(buf);
 	CHECK(to_msgpack(valid[WB_MODEL], &buf, &len) == 0);
 	CHECK(wb_decode(buf, len, &m, &err) == 0);
 	CHECK_NEAR(m.model.zones[0].bias_w, 72.5, 0);

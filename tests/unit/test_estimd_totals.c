@@ -396,7 +396,86 @@ static void clock_set_back(void)
 	estimator_destroy(&e);
 }
 
+/* Slot k with one process in VM vm1's cgroup (busy as slot_make). */
+static int feed_vm(struct estimator *e, struct sim *sim, uint64_t k, struct wb_estimate *out,
+		   struct est_result *res)
+{
+	static struct wb_cgroup cg;
+	struct wb_aligned a;
+	char err[256];
+	slot_make(&a, sim, k);
+	memset(&cg, 0, sizeof(cg));
+	cg.id = 7;
+	snprintf(cg.path, sizeof(cg.path), "/machine.slice/machine-qemu\\x2d1\\x2dvm1.scope");
+	snprintf(cg.vm, sizeof(cg.vm), "vm1");
+	a.procs[0].cgroup_id = 7;
+	a.cgroups = &cg;
+	a.n_cgroups = 1;
+	int rc = estimator_slot(e, &a, out, res, err, sizeof(err));
+	CHECK(rc == 0);
+	return rc;
+}
+
+/*
+ * A VM's cumulative energy: the sum of its slot energies (plus its share of
+ * idle with vm_idle), not advanced by a resent slot, continued after a restart
+ * from the state file, and started over with a new count of the host.
+ */
+static void vm_totals(void)
+{
+	char path[] = "/tmp/estimd-state-XXXXXX";
+	int fd = mkstemp(path);
+	CHECK(fd >= 0);
+	close(fd);
+	for (int idle = 0; idle < 2; idle++) {
+		struct est_conf c = conf_default();
+		c.vm_idle = idle;
+		struct estimator *e = estimator_new(&c);
+		struct sim sim = {.epoch = 11};
+		struct wb_estimate out;
+		struct est_result res;
+		char err[256];
+		uint64_t sum[2] = {0, 0};
+		for (uint64_t k = 0; k < 8; k++) {
+			feed_vm(e, &sim, k, &out, &res);
+			CHECK_U64(out.n_vms, 1);
+			CHECK_U64(out.vms[0].n_total_uj, 2);
+			for (int z = 0; z < 2; z++) {
+				/* busy/total of the node = the VM's CPU share: its idle share is
+				 * the zone's idle in that ratio */
+				uint64_t busy = (k % 4 + 1) * S / 4;
+				uint64_t share = (uint64_t)((unsigned __int128)out.zones[z].idle_uj *
+							    busy / S);
+				sum[z] += out.vms[0].energy_uj[z] + (idle ? share : 0);
+				CHECK_U64(out.vms[0].total_uj[z], sum[z]);
+			}
+		}
+		CHECK(sum[0] > 0 && sum[0] < out.zones[0].total_uj);
+		CHECK(totals_save(estimator_totals(e), path, T0 + 8 * S, true, err, sizeof(err)) ==
+		      0);
+		estimator_destroy(&e);
+
+		e = estimator_new(&c);
+		size_t n;
+		CHECK(totals_load(estimator_totals(e), path, &n, err, sizeof(err)) == 0);
+		/* slot 7 again (stale): no VM total in it */
+		struct sim again = {.epoch = 11,
+				    .total = {sim.total[0] - e_of(7, 0), sim.total[1] - e_of(7, 1)}};
+		feed_vm(e, &again, 7, &out, &res);
+		CHECK(res.stale);
+		CHECK_U64(out.vms[0].n_total_uj, 0);
+		feed_vm(e, &sim, 8, &out, &res);
+		uint64_t busy = 1 * S / 4;
+		uint64_t share = (uint64_t)((unsigned __int128)out.zones[0].idle_uj * busy / S);
+		CHECK_U64(out.vms[0].total_uj[0],
+			  sum[0] + out.vms[0].energy_uj[0] + (idle ? share : 0));
+		estimator_destroy(&e);
+	}
+	unlink(path);
+}
+
 static const struct unit_case cases[] = {
+    {"a VM's cumulative energy: slots, idle share, resent slots, restart", vm_totals},
     {"a clock set back: totals continue after a few slots", clock_set_back},
     {"alignd's total jumping by 2^62 is not trusted", implausible_total_jump},
     {"lost aligned slots recovered from alignd's totals", lost_slots_recovered},

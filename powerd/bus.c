@@ -1,0 +1,323 @@
+/*
+ * The bus source: a VM guest's meter is its host's measurement of the VM.
+ * `wattbus vmpub` on the host publishes the VM's cumulative energy per zone
+ * (estimate/<vm>, zones[].total_uj in estimd's total_epoch); this source
+ * subscribes to it and turns it into wrap-free counters on the guest's clock:
+ * a new count of the host (estimd restarted without its state) adds all of it,
+ * a count that went back (an older checkpoint) is held until it passes where it
+ * was, so the counter never goes back nor counts twice; lost messages cost
+ * nothing (totals are cumulative), and the host's slot times are mapped onto
+ * this clock by the smallest recent delay (network, pipeline and clock offset
+ * together), between whose points the counter is interpolated.
+ */
+#include <inttypes.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bus.h"
+#include "clock.h"
+#include "powerd.h"
+
+#define BUS_POINTS 16	/* host samples kept per zone for the mapping */
+#define BUS_WINDOW 32	/* messages whose smallest delay is the clock mapping */
+
+struct bus_point {
+	uint64_t host_ns, uj;
+};
+
+struct bus_zone {
+	char name[64]; /* the host's zone name */
+	size_t zi;     /* in the set */
+	bool have;
+	bool held;	  /* the host's total is below last_uj: held there */
+	uint64_t last_uj; /* the host's total_uj in the last message of the count */
+	uint64_t out_uj;  /* our counter: every increase of the host's, across its counts */
+	struct bus_point pt[BUS_POINTS];
+	size_t npt, head;
+	uint64_t published_uj;
+};
+
+struct pd_bus {
+	struct wb_sub *sub;
+	char vm[64];
+	char endpoint[PD_PATH_MAX];
+	bool have_count;
+	uint64_t count; /* estimd's total_epoch */
+	struct bus_zone *zones;
+	size_t nzones;
+	int64_t delay[BUS_WINDOW]; /* recv_ns - t1 of recent messages */
+	size_t ndelay, dhead;
+	bool have_offset;
+	int64_t offset_ns; /* guest time of a host slot time = host time + offset_ns */
+	struct wb_stats stats;
+	struct wb_ratelimit rl;
+};
+
+static struct pd_bus *bus_state(struct pd_set *set)
+{
+	return *pd_set_state(set, &bus_source);
+}
+
+static struct bus_zone *bus_zone_get(struct pd_set *set, struct pd_bus *b,
+				     const struct wb_est_zone *ez)
+{
+	for (size_t i = 0; i < b->nzones; i++)
+		if (strcmp(b->zones[i].name, ez->name) == 0)
+			return &b->zones[i];
+	if (b->nzones >= PD_ZONES_MAX)
+		return NULL;
+	if (!b->zones && !(b->zones = calloc(PD_ZONES_MAX, sizeof(*b->zones))))
+		return NULL;
+	struct pd_zone z;
+	pd_zone_init(&z, &bus_source, ez->zone, (unsigned)ez->index);
+	snprintf(z.name, sizeof(z.name), "%s", ez->name);
+	pd_fmt(z.path, sizeof(z.path), "%s estimate/%s", b->endpoint, b->vm);
+	counter_init(&z.ctr, 0, 1, 1, (uint64_t)(set->opts->max_power_w * 1e6));
+	int zi = pd_set_add(set, &z);
+	if (zi < 0)
+		return NULL;
+	struct bus_zone *bz = &b->zones[b->nzones++];
+	memset(bz, 0, sizeof(*bz));
+	snprintf(bz->name, sizeof(bz->name), "%s", ez->name);
+	bz->zi = (size_t)zi;
+	log_info("bus: zone %s (%s) of VM %s from %s", set->zones[zi].name, ez->zone, b->vm,
+		 b->endpoint);
+	return bz;
+}
+
+/* The clock mapping: the smallest delay of the last BUS_WINDOW messages. */
+static void bus_map_clock(struct pd_set *set, struct pd_bus *b, uint64_t recv_ns, uint64_t t1)
+{
+	int64_t d = (int64_t)(recv_ns - t1);
+	b->delay[b->dhead] = d;
+	b->dhead = (b->dhead + 1) % BUS_WINDOW;
+	if (b->ndelay < BUS_WINDOW)
+		b->ndelay++;
+	int64_t min = b->delay[0];
+	for (size_t i = 1; i < b->ndelay; i++)
+		if (b->delay[i] < min)
+			min = b->delay[i];
+	struct pd_counts *c = &set->counts;
+	if (b->have_offset && llabs(min - b->offset_ns) > (long long)set->opts->interval_ns) {
+		c->bus_clock_steps++;
+		log_rl(&b->rl, WB_LOG_WARN, "bus: VM %s: the host's slot times moved by %.3f s against this clock (a clock set, or a slower path); mapping them anew", b->vm, (double)(min - b->offset_ns) / 1e9);
+	}
+	b->offset_ns = min;
+	b->have_offset = true;
+	c->bus_offset_ns = min > 0 ? (uint64_t)min : 0;
+	c->bus_host_ahead_ns = min < 0 ? (uint64_t)-min : 0;
+}
+
+/* One estimate of the VM: advance each zone's counter by the host's increase. */
+static void bus_take(struct pd_set *set, struct pd_bus *b, const struct wb_estimate *e,
+		     const struct wb_rx *rx)
+{
+	struct pd_counts *c = &set->counts;
+	c->bus_frames++;
+	c->bus_lost += rx->lost;
+	if (rx->stale || rx->duplicate)
+		return;
+	if (e->total_epoch == 0) {
+		c->bus_rejected++;
+		log_rl(&b->rl, WB_LOG_WARN, "bus: estimate/%s from %s has no total_epoch: not a VM stream of wattbus vmpub; ignored", b->vm, b->endpoint);
+		return;
+	}
+	bool same = b->have_count && e->total_epoch == b->count;
+	if (b->have_count && !same) {
+		c->bus_resets++;
+		log_rl(&b->rl, WB_LOG_INFO, "bus: VM %s: the host started a new count (estimd without its state): counting on from its new totals", b->vm);
+	}
+	for (size_t i = 0; i < e->n_zones; i++) {
+		const struct wb_est_zone *ez = &e->zones[i];
+		struct bus_zone *bz = bus_zone_get(set, b, ez);
+		if (!bz)
+			continue;
+		uint64_t in = ez->total_uj;
+		if (!bz->have) {
+			bz->held = false;
+			bz->out_uj = in; /* the host's count itself, so a restarted powerd continues it */
+		} else if (!same) {
+			bz->out_uj = wb_sat_add(bz->out_uj, in, NULL); /* all of the new count */
+			bz->held = false;
+		} else if (in >= bz->last_uj) {
+			bz->out_uj = wb_sat_add(bz->out_uj, in - bz->last_uj, NULL);
+			bz->held = false;
+		} else {
+			/* Below what this count was: an estimd resumed from an older checkpoint,
+			 * or a vmpub that just started and has not seen the VM yet. Hold, and count
+			 * again from where the count was, so the guest stays the host's count. */
+			c->bus_resets += !bz->held;
+			bz->held = true;
+			in = bz->last_uj;
+		}
+		bz->have = true;
+		bz->last_uj = in;
+		size_t last = (bz->head + BUS_POINTS - 1) % BUS_POINTS;
+		if (bz->npt && e->t1 <= bz->pt[last].host_ns) {
+			bz->pt[last].uj = bz->out_uj; /* a host clock set back: no new point */
+			continue;
+		}
+		bz->pt[bz->head] = (struct bus_point){e->t1, bz->out_uj};
+		bz->head = (bz->head + 1) % BUS_POINTS;
+		if (bz->npt < BUS_POINTS)
+			bz->npt++;
+	}
+	b->have_count = true;
+	b->count = e->total_epoch;
+	bus_map_clock(set, b, rx->recv_ns, e->t1);
+}
+
+static void bus_drain(struct pd_set *set, struct pd_bus *b)
+{
+	for (;;) {
+		struct wb_msg m;
+		struct wb_rx rx;
+		struct wb_err err;
+		int rc = wb_sub_try_recv(b->sub, &m, &rx, &err, &b->stats);
+		if (rc < 0)
+			break;
+		if (rc == 0) {
+			set->counts.bus_rejected++;
+			continue;
+		}
+		if (m.kind == WB_ESTIMATE && strcmp(m.estimate.env.host, b->vm) == 0)
+			bus_take(set, b, &m.estimate, &rx);
+		else
+			set->counts.bus_rejected++;
+		wb_msg_clear(&m);
+	}
+}
+
+/* The zone's counter at host time h: interpolated between the points around it, never past the last. */
+static uint64_t bus_value_at(const struct bus_zone *bz, uint64_t h)
+{
+	const struct bus_point *prev = NULL;
+	for (size_t k = 0; k < bz->npt; k++) {
+		const struct bus_point *p = &bz->pt[(bz->head + BUS_POINTS - bz->npt + k) % BUS_POINTS];
+		if (p->host_ns >= h) {
+			/* before the oldest point kept: that point (out_uj never decreases) */
+			if (!prev)
+				return p->uj;
+			return prev->uj + (uint64_t)((unsigned __int128)(p->uj - prev->uj) *
+						     (h - prev->host_ns) / (p->host_ns - prev->host_ns));
+		}
+		prev = p;
+	}
+	return prev ? prev->uj : 0;
+}
+
+static void bus_sample(struct pd_set *set, uint64_t t_ns, uint64_t mono_ns)
+{
+	struct pd_bus *b = bus_state(set);
+	if (!b)
+		return;
+	bus_drain(set, b);
+	uint64_t h = (int64_t)t_ns - b->offset_ns > 0 ? (uint64_t)((int64_t)t_ns - b->offset_ns) : 0;
+	for (size_t i = 0; i < b->nzones; i++) {
+		struct bus_zone *bz = &b->zones[i];
+		if (!bz->npt)
+			continue;
+		uint64_t v = bus_value_at(bz, h);
+		/* A reset of the mapping (a clock step) must not take back what was published. */
+		if (v < bz->published_uj)
+			v = bz->published_uj;
+		struct pd_zone *z = &set->zones[bz->zi];
+		if (pd_verdict_added(pd_zone_account(set, z, v, t_ns, mono_ns))) {
+			z->updated = true;
+			bz->published_uj = v;
+		}
+	}
+}
+
+static int bus_check(const struct pd_opts *o, char *err, size_t errlen)
+{
+	if (!o->bus_sub || !o->bus_sub[0]) {
+		snprintf(err, errlen, "source bus needs bus_sub, the endpoint of the host's `wattbus vmpub` for this VM (e.g. bus_sub = tcp://192.168.122.1:5610)");
+		return -1;
+	}
+	if (!o->bus_vm || !o->bus_vm[0] || strlen(o->bus_vm) > 63) {
+		snprintf(err, errlen, "source bus needs bus_vm, this VM's name on its host (1 to 63 bytes: the libvirt domain name)");
+		return -1;
+	}
+	if (o->bus_curve_cert && o->bus_curve_cert[0] && (!o->bus_curve_peer || !o->bus_curve_peer[0])) {
+		snprintf(err, errlen, "bus_curve_cert is set but bus_curve_peer (the host's public certificate) is not");
+		return -1;
+	}
+	return 0;
+}
+
+static void bus_destroy(struct pd_set *set)
+{
+	struct pd_bus *b = bus_state(set);
+	if (!b)
+		return;
+	wb_sub_destroy(&b->sub);
+	free(b->zones);
+	free(b);
+	*pd_set_state(set, &bus_source) = NULL;
+}
+
+static int bus_discover(struct pd_set *set, const struct pd_opts *o, char *why, size_t whylen)
+{
+	if (bus_check(o, why, whylen) < 0)
+		return 0;
+	struct pd_bus *b = calloc(1, sizeof(*b));
+	if (!b) {
+		snprintf(why, whylen, "out of memory");
+		return 0;
+	}
+	*pd_set_state(set, &bus_source) = b;
+	b->rl = (struct wb_ratelimit)WB_RATELIMIT_INIT;
+	snprintf(b->vm, sizeof(b->vm), "%s", o->bus_vm);
+	snprintf(b->endpoint, sizeof(b->endpoint), "%s", o->bus_sub);
+	struct wb_sockopts so = {.curve_cert = o->bus_curve_cert, .curve_peer = o->bus_curve_peer};
+	char topic[WB_TOPIC_MAX];
+	snprintf(topic, sizeof(topic), "estimate/%s", b->vm);
+	b->sub = wb_sub_new(&so);
+	if (!b->sub || wb_sub_connect(b->sub, o->bus_sub) < 0 || wb_sub_subscribe(b->sub, topic) < 0) {
+		snprintf(why, whylen, "cannot subscribe to %s at %s", topic, o->bus_sub);
+		bus_destroy(set);
+		return 0;
+	}
+	/* Wait for the first estimate to learn the zones; later ones are added as they appear. */
+	uint64_t deadline = wb_mono_ns() + o->bus_wait_ns;
+	while (b->nzones == 0 && wb_mono_ns() < deadline) {
+		uint64_t left_ms = (deadline - wb_mono_ns()) / 1000000 + 1;
+		if (wb_sub_wait(b->sub, left_ms > 1000 ? 1000 : (int)left_ms) > 0)
+			bus_drain(set, b);
+	}
+	if (b->nzones == 0)
+		log_warnx("bus: no estimate/%s from %s within %.0f s (is `wattbus vmpub %s` running on the host, with this VM's key allowed?); zones will appear with the first one", b->vm, b->endpoint, (double)o->bus_wait_ns / 1e9, b->vm);
+	for (size_t i = 0; i < b->nzones; i++)
+		set->zones[b->zones[i].zi].updated = false;
+	set->used |= 1u << pd_source_index(&bus_source);
+	return b->nzones ? (int)b->nzones : 1;
+}
+
+static int bus_watch_fd(struct pd_set *set)
+{
+	struct pd_bus *b = bus_state(set);
+	return b ? zsock_fd(wb_sub_sock(b->sub)) : -1;
+}
+
+static int bus_on_readable(struct pd_set *set)
+{
+	struct pd_bus *b = bus_state(set);
+	if (b)
+		bus_drain(set, b);
+	return 0;
+}
+
+const struct pd_source bus_source = {
+    .name = "bus",
+    .in_auto = false,
+    .power_from = "the host's measurement of this VM (wattbus vmpub)",
+    .discover = bus_discover,
+    .check = bus_check,
+    .sample = bus_sample,
+    .watch_fd = bus_watch_fd,
+    .on_readable = bus_on_readable,
+    .destroy = bus_destroy,
+};
