@@ -109,7 +109,8 @@ rf_watts_after() {
 	wb_wait_for 30 bash -c 'pd_power_values platform | grep -q .'
 	run bash -c "pd_tap_lines | jq -r 'select(.topic == \"power/testhost\") | .msg.zones[] | select(.source == \"redfish\") | .name + \" \" + .path' | sort -u"
 	assert_output "platform $RF_URL/redfish/v1/Chassis/System.Embedded.1/Power#/PowerControl/PowerControl"
-	grep -q 'chassis Enclosure.Internal.0-1 has neither EnvironmentMetrics nor Power' "$BATS_TEST_TMPDIR/powerd.log"
+	# the zone is published before discovery has looked at the second chassis again
+	wb_wait_for 30 grep -q 'chassis Enclosure.Internal.0-1 has neither EnvironmentMetrics nor Power' "$BATS_TEST_TMPDIR/powerd.log"
 	[ ! -e "$CTL/fail_once" ]
 	grep -q 'redfish: GET .*/Chassis/Enclosure.Internal.0-1: HTTP 500' "$BATS_TEST_TMPDIR/powerd.log"
 	[ "$(grep -c -- '-> zone' "$BATS_TEST_TMPDIR/powerd.log")" -eq 1 ]
