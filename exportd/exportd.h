@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "httpd.h"
 #include "wb_msgs.h"
 
 /* Workload levels, as Kepler's metricsLevel names them. */
@@ -262,10 +263,7 @@ struct render_filter {
 
 /* exportd's own counters, kept by main.c and http.c. */
 struct exportd_counters {
-	uint64_t http_requests[6];	/* by status class: 1xx, 2xx, 3xx, 4xx, 5xx, other */
-	uint64_t http_connections;	/* open now */
-	uint64_t http_refused;		/* kept out of the reserved connections */
-	uint64_t http_request_timeouts; /* connections cut by request_timeout */
+	struct wb_httpd_counters http;	/* kept by the server (lib/httpd.h) */
 	uint64_t auth_failures;		/* wrong user or password */
 	uint64_t auth_throttled;	/* requests answered 429 during a penalty */
 	double last_render_s;
@@ -290,31 +288,7 @@ void render_metrics(const struct render_input *in, const struct render_filter *f
 int levels_parse(const struct wb_strlist *names, unsigned *levels, char *err, size_t errlen);
 extern const char *const ex_level_names[EX_NLEVELS];
 
-/* ---- peers.c: per client address state of the HTTP side ---- */
-struct sockaddr;
-struct peer_limits {
-	unsigned max_failures; /* failed basic-auth attempts before the penalty starts */
-	uint64_t penalty_ns;   /* first penalty; doubles with each further failure */
-	size_t max_peers;      /* addresses kept */
-};
-struct peers;
-struct peers *peers_new(const struct peer_limits *lim);
-void peers_destroy(struct peers **self_p);
-size_t peers_size(const struct peers *self);
-/* The table key of a client address: IPv4 (IPv4-mapped too) as is, IPv6 by its /64. */
-int peers_key(const struct sockaddr *sa, char *key, size_t len);
-unsigned peers_conns(const struct peers *self, const char *key);
-/* A connection from key opened or closed. peers_conn_add: 0, or -1 (table full, ENOMEM). */
-int peers_conn_add(struct peers *self, const char *key, uint64_t now_ns);
-void peers_conn_del(struct peers *self, const char *key, uint64_t now_ns);
-/* Is key serving a penalty? *left_ns (optional): for how much longer. */
-bool peers_blocked(struct peers *self, const char *key, uint64_t now_ns, uint64_t *left_ns);
-/* A wrong user or password from key; from max_failures on, each starts a penalty. */
-void peers_auth_failed(struct peers *self, const char *key, uint64_t now_ns);
-/* The right credentials: the failures are forgotten. */
-void peers_auth_ok(struct peers *self, const char *key, uint64_t now_ns);
-
-/* ---- http.c: the libmicrohttpd server, driven by the daemon's zloop ---- */
+/* ---- http.c: /metrics and /healthz on the shared server (lib/httpd.h) ---- */
 struct http_opts {
 	const char *listen;
 	unsigned max_connections, max_per_ip;
@@ -339,9 +313,5 @@ void http_destroy(struct http **self_p);
 uint16_t http_port(const struct http *self);
 /* Pure helpers, unit-tested. */
 bool http_accepts_gzip(const char *accept_encoding);
-/* "9102", ":9102", "host:9102", "[::1]:9102" -> host (empty: any) and port. Returns 0 or -1. */
-int http_split_listen(const char *listen, char *host, size_t hostlen, unsigned *port);
-/* Constant-time equality of two strings. */
-bool http_secret_equal(const char *a, const char *b);
 
 #endif

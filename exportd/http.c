@@ -1,23 +1,13 @@
 /*
- * The HTTP side: libmicrohttpd in external-polling epoll mode, so that it runs
- * inside the daemon's one zloop (no MHD thread, no locks): a zloop poller on
- * MHD's epoll fd plus a one-shot timer armed from MHD_get_timeout after every
- * MHD_run. Serves /metrics (gzip on request, optional basic auth) and /healthz.
- * Against hostile clients, on top of MHD's limits: a bound on the whole time of
- * a request (MHD's own timeout is an idle timeout), connections kept for
- * addresses that hold none, and a growing penalty for wrong passwords.
+ * exportd's HTTP side on the shared server (lib/httpd.h): /metrics (gzip on
+ * request, optional basic auth) and /healthz, with a growing penalty for wrong
+ * passwords on top of the server's limits.
  */
-#include <arpa/inet.h>
-#include <errno.h>
-#include <netdb.h>
-#include <netinet/in.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <czmq.h>
 #include <microhttpd.h>
@@ -26,35 +16,14 @@
 #include "exportd.h"
 #include "log.h"
 
-#define HTTP_TLS_PRIORITIES "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"
-
-/* A connection, from accept to close (MHD's socket context). */
-struct http_conn {
-	struct http_conn *prev, *next; /* the deadline list: oldest since_ns first */
-	struct MHD_Connection *con;
-	uint64_t since_ns; /* accept, or the end of the previous answer */
-	bool listed;	   /* in the deadline list (not yet cut) */
-	char key[64];	   /* peers_key of the client address */
-};
-
 struct http {
-	struct MHD_Daemon *mhd;
-	struct peers *peers;
-	struct http_conn *head, *tail;
-	unsigned nconns, max_connections, reserved;
-	uint64_t request_timeout_ns;
-	zloop_t *loop;
-	zmq_pollitem_t item;
-	bool polling;
-	int timer_id;
+	struct wb_httpd *srv;
 	http_metrics_fn *fn;
 	void *arg;
 	struct exportd_counters *ctr;
 	int gzip_level;
 	char *auth_user, *auth_pass;
-	char *tls_cert, *tls_key; /* PEM text, alive as long as the daemon */
-	uint16_t port;
-	struct wb_ratelimit rl, rl_refused, rl_cut, rl_auth;
+	struct wb_ratelimit rl, rl_auth;
 };
 
 /* ---- pure helpers ---- */
@@ -90,49 +59,10 @@ bool http_accepts_gzip(const char *ae)
 	return false;
 }
 
-int http_split_listen(const char *listen, char *host, size_t hostlen, unsigned *port)
-{
-	const char *colon;
-	const char *p = listen;
-	host[0] = '\0';
-	if (*p == '[') {
-		const char *end = strchr(p, ']');
-		if (!end || end[1] != ':')
-			return -1;
-		snprintf(host, hostlen, "%.*s", (int)(end - p - 1), p + 1);
-		colon = end + 1;
-	} else if ((colon = strrchr(p, ':'))) {
-		if (memchr(p, ':', (size_t)(colon - p)))
-			return -1; /* a bare IPv6 address needs brackets */
-		snprintf(host, hostlen, "%.*s", (int)(colon - p), p);
-	} else {
-		colon = p - 1; /* just a port */
-	}
-	const char *ps = colon + 1;
-	char *end;
-	errno = 0;
-	unsigned long v = strtoul(ps, &end, 10);
-	if (!*ps || *end || errno || v > 65535 || *ps == '-' || *ps == '+')
-		return -1;
-	*port = (unsigned)v;
-	return 0;
-}
-
-bool http_secret_equal(const char *a, const char *b)
-{
-	size_t la = strlen(a), lb = strlen(b);
-	unsigned char diff = la != lb;
-	/* look at every byte of the expected secret whatever the input, so timing tells nothing */
-	for (size_t i = 0; i < lb; i++)
-		diff |= (unsigned char)(b[i] ^ (i < la ? a[i] : 0));
-	return diff == 0;
-}
-
 /* ---- responses ---- */
 static void count_status(struct http *self, unsigned status)
 {
-	unsigned cls = status / 100;
-	self->ctr->http_requests[cls >= 1 && cls <= 5 ? cls - 1 : 5]++;
+	wb_httpd_count(self->srv, status);
 }
 
 static enum MHD_Result reply_text(struct http *self, struct MHD_Connection *con, unsigned status,
@@ -149,13 +79,6 @@ static enum MHD_Result reply_text(struct http *self, struct MHD_Connection *con,
 	MHD_destroy_response(r);
 	count_status(self, status);
 	return rc;
-}
-
-static struct http_conn *conn_of(struct MHD_Connection *con)
-{
-	const union MHD_ConnectionInfo *i =
-	    MHD_get_connection_info(con, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-	return i ? i->socket_context : NULL;
 }
 
 enum auth_result { AUTH_OK, AUTH_MISSING, AUTH_WRONG };
@@ -264,18 +187,19 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const c
 	if (strcmp(url, "/metrics"))
 		return reply_text(self, con, MHD_HTTP_NOT_FOUND,
 				  "not found: try /metrics or /healthz\n");
-	struct http_conn *hc = conn_of(con);
+	const char *key = wb_httpd_client(con);
+	struct peers *peers = wb_httpd_peers(self->srv);
 	uint64_t now = wb_mono_ns(), left_ns;
-	if (self->auth_user && hc && peers_blocked(self->peers, hc->key, now, &left_ns))
+	if (self->auth_user && key && peers_blocked(peers, key, now, &left_ns))
 		return reply_throttled(self, con, left_ns);
 	enum auth_result ar = authorized(self, con);
-	if (ar == AUTH_WRONG && hc) {
+	if (ar == AUTH_WRONG && key) {
 		self->ctr->auth_failures++;
-		peers_auth_failed(self->peers, hc->key, now);
+		peers_auth_failed(peers, key, now);
 		log_rl(&self->rl_auth, WB_LOG_WARN, "http: %s: wrong user or password for /metrics",
-		       hc->key);
-	} else if (ar == AUTH_OK && self->auth_user && hc) {
-		peers_auth_ok(self->peers, hc->key, now);
+		       key);
+	} else if (ar == AUTH_OK && self->auth_user && key) {
+		peers_auth_ok(peers, key, now);
 	}
 	if (ar != AUTH_OK) {
 		static const char body[] = "authentication required\n";
@@ -291,362 +215,40 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const c
 	return reply_metrics(self, con);
 }
 
-static void on_mhd_log(void *cls, const char *fmt, va_list ap)
-{
-	struct http *self = cls;
-	char msg[512];
-	vsnprintf(msg, sizeof msg, fmt, ap);
-	size_t n = strlen(msg);
-	while (n && (msg[n - 1] == '\n' || msg[n - 1] == '\r'))
-		msg[--n] = '\0';
-	/* clients can make MHD talk (bad requests, resets): rate-limited */
-	log_rl(&self->rl, WB_LOG_INFO, "http: %s", msg);
-}
-
-/* ---- connections: the reserve and the request deadline ---- */
-static void conn_unlist(struct http *self, struct http_conn *c)
-{
-	if (!c->listed)
-		return;
-	if (c->prev)
-		c->prev->next = c->next;
-	else
-		self->head = c->next;
-	if (c->next)
-		c->next->prev = c->prev;
-	else
-		self->tail = c->prev;
-	c->prev = c->next = NULL;
-	c->listed = false;
-}
-
-/* (Re)start the connection's deadline: it goes to the end of the list, which stays sorted. */
-static void conn_list(struct http *self, struct http_conn *c, uint64_t now)
-{
-	conn_unlist(self, c);
-	c->since_ns = now;
-	c->prev = self->tail;
-	if (self->tail)
-		self->tail->next = c;
-	else
-		self->head = c;
-	self->tail = c;
-	c->listed = true;
-}
-
-/*
- * The last `reserved` connections go only to addresses that hold none, so that
- * clients filling the server from a few addresses (each within the per-address
- * limit) leave room for Prometheus. Refused connections are closed by MHD.
- */
-static enum MHD_Result on_accept(void *cls, const struct sockaddr *addr, socklen_t addrlen)
-{
-	struct http *self = cls;
-	char key[64];
-	if (!self->reserved || self->nconns + self->reserved < self->max_connections)
-		return MHD_YES;
-	if (peers_key(addr, key, sizeof key) < 0 || !peers_conns(self->peers, key))
-		return MHD_YES;
-	self->ctr->http_refused++;
-	log_rl(&self->rl_refused, WB_LOG_INFO,
-	       "http: %s: refused, the last %u connections are kept for other addresses", key,
-	       self->reserved);
-	return MHD_NO;
-}
-
-static void on_connection(void *cls, struct MHD_Connection *con, void **socket_context,
-			  enum MHD_ConnectionNotificationCode toe)
-{
-	struct http *self = cls;
-	uint64_t now = wb_mono_ns();
-	if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
-		struct http_conn *c = calloc(1, sizeof *c);
-		const union MHD_ConnectionInfo *i =
-		    MHD_get_connection_info(con, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-		if (!c)
-			return; /* untracked: MHD's own limits still hold */
-		c->con = con;
-		if (!i || peers_key(i->client_addr, c->key, sizeof c->key) < 0)
-			snprintf(c->key, sizeof c->key, "unknown");
-		if (peers_conn_add(self->peers, c->key, now) < 0)
-			c->key[0] = '\0';
-		conn_list(self, c, now);
-		self->nconns++;
-		self->ctr->http_connections = self->nconns;
-		*socket_context = c;
-	} else if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
-		struct http_conn *c = *socket_context;
-		if (!c)
-			return;
-		conn_unlist(self, c);
-		if (c->key[0])
-			peers_conn_del(self->peers, c->key, now);
-		free(c);
-		*socket_context = NULL;
-		self->nconns--;
-		self->ctr->http_connections = self->nconns;
-	}
-}
-
-/* An answer was sent (or the request failed): a keep-alive connection's next request gets the whole
- * bound again. */
-static void on_completed(void *cls, struct MHD_Connection *con, void **req_cls,
-			 enum MHD_RequestTerminationCode toe)
-{
-	struct http *self = cls;
-	struct http_conn *c = conn_of(con);
-	if (c && c->listed)
-		conn_list(self, c, wb_mono_ns());
-}
-
-/*
- * Cut the connections whose request has not been received and answered within
- * request_timeout: shutdown() makes the socket readable at EOF, and MHD, seeing
- * it, closes the connection itself (no second owner of the fd).
- */
-static void cut_late(struct http *self, uint64_t now)
-{
-	while (self->head && now - self->head->since_ns >= self->request_timeout_ns) {
-		struct http_conn *c = self->head;
-		conn_unlist(self, c);
-		const union MHD_ConnectionInfo *i =
-		    MHD_get_connection_info(c->con, MHD_CONNECTION_INFO_CONNECTION_FD);
-		if (i)
-			shutdown(i->connect_fd, SHUT_RDWR);
-		self->ctr->http_request_timeouts++;
-		log_rl(&self->rl_cut, WB_LOG_INFO,
-		       "http: %s: closed, no complete request and answer within %.1f s", c->key,
-		       (double)self->request_timeout_ns / 1e9);
-	}
-}
-
-/* ---- the zloop glue ---- */
-static int on_timer(zloop_t *loop, int timer_id, void *arg);
-
-static unsigned http_connections(struct http *self)
-{
-	const union MHD_DaemonInfo *i =
-	    MHD_get_daemon_info(self->mhd, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
-	return i ? i->num_connections : 0;
-}
-
-static void http_drive(struct http *self)
-{
-	/*
-	 * MHD asks for an immediate rerun (timeout 0) while it has buffered work.
-	 * It also takes its listen socket out of its epoll set at max_connections
-	 * and puts it back only at the start of a later run: when this run closed
-	 * connections, run again, or nothing would ever wake us to accept.
-	 */
-	MHD_UNSIGNED_LONG_LONG to_ms = 0;
-	cut_late(self, wb_mono_ns());
-	for (int i = 0; i < 8; i++) {
-		unsigned before = http_connections(self);
-		MHD_run(self->mhd);
-		bool closed = http_connections(self) < before;
-		if (!closed && (MHD_get_timeout(self->mhd, &to_ms) != MHD_YES || to_ms > 0))
-			break;
-	}
-	if (self->timer_id >= 0) {
-		zloop_timer_end(self->loop, self->timer_id);
-		self->timer_id = -1;
-	}
-	bool have = MHD_get_timeout(self->mhd, &to_ms) == MHD_YES;
-	if (self->head) {
-		/* wake up for the oldest connection's deadline too */
-		uint64_t now = wb_mono_ns(), due = self->head->since_ns + self->request_timeout_ns;
-		MHD_UNSIGNED_LONG_LONG cut_ms = due > now ? (due - now + 999999) / 1000000 : 0;
-		if (!have || cut_ms < to_ms)
-			to_ms = cut_ms;
-		have = true;
-	}
-	if (have)
-		self->timer_id =
-		    zloop_timer(self->loop, to_ms ? (size_t)to_ms : 1, 1, on_timer, self);
-}
-
-static int on_timer(zloop_t *loop, int timer_id, void *arg)
-{
-	struct http *self = arg;
-	if (timer_id == self->timer_id)
-		self->timer_id = -1; /* a one-shot timer: zloop removes it after this call */
-	http_drive(self);
-	return 0;
-}
-
-static int on_ready(zloop_t *loop, zmq_pollitem_t *item, void *arg)
-{
-	http_drive(arg);
-	return 0;
-}
-
 /* ---- lifecycle ---- */
-static char *read_text(const char *path, const char *what)
-{
-	FILE *f = fopen(path, "re");
-	if (!f) {
-		log_warn("http: %s %s", what, path);
-		return NULL;
-	}
-	char *text = NULL;
-	size_t cap = 0;
-	ssize_t n = getdelim(&text, &cap, '\0', f);
-	bool err = n < 0 || ferror(f);
-	fclose(f);
-	if (err) {
-		log_warnx("http: %s %s: empty or unreadable", what, path);
-		free(text);
-		return NULL;
-	}
-	return text;
-}
-
-static int resolve(const char *listen, struct sockaddr_storage *ss, socklen_t *sslen, bool *v6)
-{
-	char host[256];
-	unsigned port;
-	if (http_split_listen(listen, host, sizeof host, &port) < 0) {
-		log_warnx("http: listen \"%s\": expected PORT, :PORT, HOST:PORT or [IPV6]:PORT",
-			  listen);
-		return -1;
-	}
-	memset(ss, 0, sizeof *ss);
-	if (!host[0]) {
-		/* any address; IPv6 with IPv4 mapped when the kernel has IPv6 */
-		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
-		s6->sin6_family = AF_INET6;
-		s6->sin6_addr = in6addr_any;
-		s6->sin6_port = htons((uint16_t)port);
-		*sslen = sizeof *s6;
-		*v6 = true;
-		return 0;
-	}
-	struct addrinfo hints = {.ai_socktype = SOCK_STREAM,
-				 .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
-	struct addrinfo *res;
-	char ports[8];
-	snprintf(ports, sizeof ports, "%u", port);
-	int rc = getaddrinfo(host, ports, &hints, &res);
-	if (rc) {
-		log_warnx("http: listen \"%s\": %s", listen, gai_strerror(rc));
-		return -1;
-	}
-	memcpy(ss, res->ai_addr, res->ai_addrlen);
-	*sslen = res->ai_addrlen;
-	*v6 = res->ai_family == AF_INET6;
-	freeaddrinfo(res);
-	return 0;
-}
-
-static struct MHD_Daemon *start(struct http *self, const struct http_opts *o, struct sockaddr *sa,
-				bool v6, bool dual)
-{
-	unsigned flags = MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
-	if (v6)
-		flags |= dual ? MHD_USE_DUAL_STACK : MHD_USE_IPv6;
-	if (self->tls_cert)
-		flags |= MHD_USE_TLS;
-	struct MHD_OptionItem opts[16];
-	size_t n = 0;
-	opts[n++] = (struct MHD_OptionItem){MHD_OPTION_SOCK_ADDR, 0, sa};
-	opts[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_LIMIT,
-					    (intptr_t)o->max_connections, NULL};
-	opts[n++] = (struct MHD_OptionItem){MHD_OPTION_PER_IP_CONNECTION_LIMIT,
-					    (intptr_t)o->max_per_ip, NULL};
-	opts[n++] =
-	    (struct MHD_OptionItem){MHD_OPTION_CONNECTION_TIMEOUT, (intptr_t)o->timeout_s, NULL};
-	opts[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-					    (intptr_t)o->memory_limit, NULL};
-	opts[n++] =
-	    (struct MHD_OptionItem){MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)on_connection, self};
-	opts[n++] =
-	    (struct MHD_OptionItem){MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, self};
-	if (self->tls_cert) {
-		opts[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0, self->tls_cert};
-		opts[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, self->tls_key};
-		/* TLS 1.0 and 1.1 are deprecated (RFC 8996); GnuTLS's NORMAL still offers them */
-		opts[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_PRIORITIES, 0,
-						    (void *)HTTP_TLS_PRIORITIES};
-	}
-	opts[n++] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
-	/* the logger goes first so that MHD routes even its option errors through it */
-	return MHD_start_daemon(flags, 0, on_accept, self, on_request, self,
-				MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, self, MHD_OPTION_ARRAY,
-				opts, MHD_OPTION_END);
-}
-
 struct http *http_new(const struct http_opts *o, void *zloop, http_metrics_fn *fn, void *arg,
 		      struct exportd_counters *ctr)
 {
 	struct http *self = calloc(1, sizeof *self);
 	if (!self)
 		return NULL;
-	self->loop = zloop;
 	self->fn = fn;
 	self->arg = arg;
 	self->ctr = ctr;
-	self->timer_id = -1;
 	self->gzip_level = o->gzip_level;
-	self->rl = self->rl_refused = self->rl_cut = self->rl_auth =
-	    (struct wb_ratelimit)WB_RATELIMIT_INIT;
-	self->max_connections = o->max_connections;
-	/* at most half: the reserve must not become the limit */
-	self->reserved =
-	    o->reserved < o->max_connections / 2 ? o->reserved : o->max_connections / 2;
-	self->request_timeout_ns = o->request_timeout_ns;
-	struct peer_limits pl = {.max_failures = o->auth_max_failures,
-				 .penalty_ns = o->auth_penalty_ns,
-				 .max_peers = (size_t)o->max_connections + 4096};
-	if (!(self->peers = peers_new(&pl)))
-		goto fail;
-	if (o->tls_cert && o->tls_cert[0]) {
-		if (!(self->tls_cert = read_text(o->tls_cert, "tls_cert")) ||
-		    !(self->tls_key = read_text(o->tls_key, "tls_key")))
-			goto fail;
-	}
+	self->rl = self->rl_auth = (struct wb_ratelimit)WB_RATELIMIT_INIT;
 	if (o->auth_user && o->auth_user[0]) {
 		if (!(self->auth_user = strdup(o->auth_user)) ||
 		    !(self->auth_pass = strdup(o->auth_pass)))
 			goto fail;
 	}
-	struct sockaddr_storage ss;
-	socklen_t sslen;
-	bool v6;
-	if (resolve(o->listen, &ss, &sslen, &v6) < 0)
+	struct wb_httpd_opts so = {
+	    .listen = o->listen,
+	    .max_connections = o->max_connections,
+	    .max_per_ip = o->max_per_ip,
+	    .reserved = o->reserved,
+	    .timeout_s = o->timeout_s,
+	    .request_timeout_ns = o->request_timeout_ns,
+	    .memory_limit = o->memory_limit,
+	    .auth_max_failures = o->auth_max_failures,
+	    .auth_penalty_ns = o->auth_penalty_ns,
+	    .tls_cert = o->tls_cert,
+	    .tls_key = o->tls_key,
+	    .handler = on_request,
+	    .handler_arg = self,
+	};
+	if (!(self->srv = wb_httpd_new(&so, zloop, &ctr->http)))
 		goto fail;
-	bool any = ss.ss_family == AF_INET6 &&
-		   IN6_IS_ADDR_UNSPECIFIED(&((struct sockaddr_in6 *)&ss)->sin6_addr);
-	self->mhd = start(self, o, (struct sockaddr *)&ss, v6, any);
-	if (!self->mhd && any) {
-		/* no IPv6 in this kernel or namespace: any IPv4 address */
-		struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
-		uint16_t port = ((struct sockaddr_in6 *)&ss)->sin6_port;
-		memset(&ss, 0, sizeof ss);
-		s4->sin_family = AF_INET;
-		s4->sin_addr.s_addr = htonl(INADDR_ANY);
-		s4->sin_port = port;
-		self->mhd = start(self, o, (struct sockaddr *)&ss, false, false);
-	}
-	if (!self->mhd) {
-		log_warnx("http: cannot serve on %s (see the message above)", o->listen);
-		goto fail;
-	}
-	const union MHD_DaemonInfo *info = MHD_get_daemon_info(self->mhd, MHD_DAEMON_INFO_EPOLL_FD);
-	const union MHD_DaemonInfo *pinfo =
-	    MHD_get_daemon_info(self->mhd, MHD_DAEMON_INFO_BIND_PORT);
-	if (!info) {
-		log_warnx("http: libmicrohttpd gave no epoll fd");
-		goto fail;
-	}
-	self->port = pinfo ? pinfo->port : 0;
-	self->item = (zmq_pollitem_t){.socket = NULL, .fd = info->epoll_fd, .events = ZMQ_POLLIN};
-	if (zloop_poller(self->loop, &self->item, on_ready, self) < 0) {
-		log_warnx("http: cannot poll the server's epoll fd");
-		goto fail;
-	}
-	self->polling = true;
-	zloop_poller_set_tolerant(self->loop, &self->item);
-	http_drive(self);
 	return self;
 fail:
 	http_destroy(&self);
@@ -655,7 +257,7 @@ fail:
 
 uint16_t http_port(const struct http *self)
 {
-	return self->port;
+	return wb_httpd_port(self->srv);
 }
 
 void http_destroy(struct http **self_p)
@@ -663,19 +265,9 @@ void http_destroy(struct http **self_p)
 	if (!self_p || !*self_p)
 		return;
 	struct http *self = *self_p;
-	if (self->polling)
-		zloop_poller_end(self->loop, &self->item);
-	if (self->timer_id >= 0)
-		zloop_timer_end(self->loop, self->timer_id);
-	if (self->mhd)
-		MHD_stop_daemon(self->mhd); /* closes every connection: on_connection frees them */
-	peers_destroy(&self->peers);
-	if (self->tls_key)
-		explicit_bzero(self->tls_key, strlen(self->tls_key));
+	wb_httpd_destroy(&self->srv);
 	if (self->auth_pass)
 		explicit_bzero(self->auth_pass, strlen(self->auth_pass));
-	free(self->tls_cert);
-	free(self->tls_key);
 	free(self->auth_user);
 	free(self->auth_pass);
 	free(self);

@@ -209,7 +209,7 @@ static void mirror(struct exportd *x)
 	set_counter(x->c_stat_rejected, srej);
 	set_counter(x->c_series, accum_series(x->acc));
 	set_counter(x->c_dropped, dropped);
-	set_counter(x->c_scrapes, x->ctr.http_requests[1]);
+	set_counter(x->c_scrapes, x->ctr.http.requests[1]);
 }
 
 static void on_estimate(struct exportd *x, const struct wb_estimate *e, const struct wb_rx *rx)

@@ -610,7 +610,7 @@ static void exportd_metrics(struct ctx *c)
 			"HTTP requests answered, by status class", NO_LEVEL)) {
 		static const char *const cls[] = {"1xx", "2xx", "3xx", "4xx", "5xx", "other"};
 		for (int i = 0; i < 6; i++)
-			by_reason(c, "code", cls[i], k->http_requests[i]);
+			by_reason(c, "code", cls[i], k->http.requests[i]);
 	}
 	/* exportd's own single-valued HTTP figures: one row each */
 	static const struct {
@@ -619,13 +619,13 @@ static void exportd_metrics(struct ctx *c)
 	} http_plain[] = {
 	    {"wattbus_exportd_http_connections", "gauge",
 	     "HTTP connections open, this scrape's included",
-	     offsetof(struct exportd_counters, http_connections)},
+	     offsetof(struct exportd_counters, http.connections)},
 	    {"wattbus_exportd_http_connections_refused_total", "counter",
 	     "Connections refused because only reserved_connections were left and the address held one already",
-	     offsetof(struct exportd_counters, http_refused)},
+	     offsetof(struct exportd_counters, http.refused)},
 	    {"wattbus_exportd_http_request_timeouts_total", "counter",
 	     "Connections closed because their request was not received and answered within http_request_timeout",
-	     offsetof(struct exportd_counters, http_request_timeouts)},
+	     offsetof(struct exportd_counters, http.request_timeouts)},
 	    {"wattbus_exportd_auth_failures_total", "counter",
 	     "Requests for /metrics with a wrong user or password",
 	     offsetof(struct exportd_counters, auth_failures)},

@@ -577,6 +577,12 @@ void wb_msg_clear(struct wb_msg *msg)
 static bool is_empty(const struct wb_field *f, const char *src)
 {
 	switch (f->type) {
+	case WB_T_OBJ:
+		/* an optional map whose keys are all optional and empty is left out */
+		for (uint32_t i = 0; i < f->obj->nfields; i++)
+			if (f->obj->fields[i].required || !is_empty(&f->obj->fields[i], src + f->off))
+				return false;
+		return true;
 	case WB_T_U64: return *(const uint64_t *)(src + f->off) == 0;
 	case WB_T_I64: return *(const int64_t *)(src + f->off) == 0;
 	case WB_T_F64: return *(const double *)(src + f->off) == 0.0;

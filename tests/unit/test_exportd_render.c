@@ -322,10 +322,10 @@ static void test_stage_families(void)
 	struct render_filter all = {.levels = EX_LEVELS_ALL};
 	struct accum_limits lim = {.levels = EX_LEVELS_ALL, .max_series = 10, .max_hosts = 1};
 	struct accum *a = accum_new(&lim);
-	struct exportd_counters ctr = {.http_requests = {0, 12, 0, 3, 0, 0},
-				       .http_connections = 57,
-				       .http_refused = 6,
-				       .http_request_timeouts = 5,
+	struct exportd_counters ctr = {.http = {.requests = {0, 12, 0, 3, 0, 0},
+					        .connections = 57,
+					        .refused = 6,
+					        .request_timeouts = 5},
 				       .auth_failures = 4,
 				       .auth_throttled = 3};
 	struct rbuf b = {0};

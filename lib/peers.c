@@ -13,7 +13,7 @@
 
 #include <czmq.h>
 
-#include "exportd.h"
+#include "httpd.h"
 
 #define PENALTY_MAX_SHIFT 10 /* the penalty doubles per failure up to 1024 x auth_penalty */
 #define FORGET_SHIFT 11	     /* failures are forgotten 2048 x auth_penalty after the last */
