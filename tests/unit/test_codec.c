@@ -122,6 +122,43 @@ static void test_fields_decoded(void)
 	CHECK_NEAR(m.model.zones[0].bias_w, 72.5, 0);
 	CHECK_NEAR(m.model.zones[0].scales[0], 71901.5, 0);
 	CHECK_U64(m.model.zones[0].n_weights, 1);
+	CHECK_NEAR(m.model.mae, 1.5, 0);
+	CHECK_NEAR(m.model.mape, 2.5, 0);
+	CHECK_STR(m.model.spec.processor, "Intel(R) Xeon(R) Platinum 8259CL CPU @ 2.50GHz");
+	CHECK_U64(m.model.spec.cores, 96);
+	CHECK_U64(m.model.spec.chips, 2);
+	CHECK_U64(m.model.spec.memory_gib, 371);
+	CHECK_U64(m.model.spec.frequency_mhz, 3500);
+	wb_msg_clear(&m);
+	free(buf);
+}
+
+/* The model's spec is optional: a model without it (an older trainer) decodes with v 1, and an
+ * empty spec is left out of the frame rather than sent as an empty map. */
+static void test_model_spec_optional(void)
+{
+	char *buf, *again;
+	size_t len, len2;
+	struct wb_msg m;
+	struct wb_err err;
+	CHECK(to_msgpack("{\"v\":1,\"kind\":\"model\",\"host\":\"h\",\"src\":\"estimd\",\"epoch\":1,"
+			 "\"seq\":1,\"t\":9,\"name\":\"m\",\"type\":\"AbsPower\",\"features\":[\"bpf_cpu_time_ms\"],"
+			 "\"zones\":[{\"zone\":\"package\",\"bias_w\":1,\"weights\":[1],\"scales\":[1]}]}",
+			 &buf, &len) == 0);
+	CHECK(wb_decode(buf, len, &m, &err) == 0);
+	CHECK_U64(m.model.spec.cores, 0);
+	CHECK_STR(m.model.spec.processor, "");
+	CHECK(wb_encode(&m, &again, &len2, &err) == 0);
+	json_t *j = wb_msgpack_to_json(again, len2, &err);
+	CHECK(j && !json_object_get(j, "spec") && !json_object_get(j, "mae"));
+	json_decref(j);
+	free(again);
+	m.model.spec.cores = 4;
+	CHECK(wb_encode(&m, &again, &len2, &err) == 0);
+	j = wb_msgpack_to_json(again, len2, &err);
+	CHECK(j && json_integer_value(json_object_get(json_object_get(j, "spec"), "cores")) == 4);
+	json_decref(j);
+	free(again);
 	wb_msg_clear(&m);
 	free(buf);
 }
@@ -455,6 +492,7 @@ static void test_encode_bounds(void)
 static const struct unit_case cases[] = {
 	{"round trip of every kind", test_round_trip},
 	{"decoded fields", test_fields_decoded},
+	{"the model's spec and errors are optional", test_model_spec_optional},
 	{"every truncation is rejected as malformed", test_every_truncation},
 	{"mutations give the right reason and key", test_mutations},
 	{"binary faults (trailing, huge headers, NaN, UTF-8, duplicates)", test_binary_faults},
