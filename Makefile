@@ -36,10 +36,11 @@ endif
 # libcurl is linked only where lib/httpc.c is used (--as-needed drops it elsewhere).
 PKGS := libczmq libzmq msgpack jansson inih libsystemd libcurl
 PKGS_exportd := libmicrohttpd zlib
+PKGS_modeld := libmicrohttpd libzip jansson
 PKGS_usaged := libbpf libelf zlib
 # libfreeipmi: powerd's ipmi source, also in the CLI (doctor runs powerd's discovery)
 PKGS_powerd := libfreeipmi
-ALL_PKGS := $(PKGS) libmicrohttpd zlib libbpf libelf libfreeipmi
+ALL_PKGS := $(PKGS) libmicrohttpd zlib libbpf libelf libfreeipmi libzip
 
 # Build dependencies (Debian packages): `make run`, `make check`, `make bench` and
 # `make deps` install what is missing; any other goal (plain `make`, a packager's
@@ -70,7 +71,7 @@ ALL_CFLAGS := -std=gnu11 $(WARNINGS) $(CFLAGS) $(SAN_FLAGS) -MMD -MP -D_GNU_SOUR
 ALL_LDFLAGS := $(LDFLAGS) $(SAN_FLAGS) -Wl,--as-needed
 LIBS := $(call pkg_libs,$(PKGS)) -lm
 
-STAGES := powerd usaged alignd estimd exportd
+STAGES := powerd usaged alignd estimd exportd modeld
 
 # ---- shared library ----
 GEN_H := $(BUILD)/gen/wb_msgs.h

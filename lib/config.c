@@ -17,7 +17,7 @@
 #include "codec.h"
 #include "config.h"
 
-const char *const wb_conf_known_sections[] = {"global", "powerd", "usaged", "alignd", "estimd", "exportd", NULL};
+const char *const wb_conf_known_sections[] = {"global", "powerd", "usaged", "alignd", "estimd", "exportd", "modeld", NULL};
 
 static void strlist_clear(struct wb_strlist *l)
 {

@@ -1,0 +1,259 @@
+/*
+ * wattbus-modeld: collects the models estimd trainers publish (model messages),
+ * keeps them in Kepler's model-db layout beside any imported pipeline, and
+ * serves Kepler's model server API on HTTP. See wattbus-modeld(8).
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "daemon.h"
+#include "log.h"
+#include "modeld.h"
+
+struct modeld_conf {
+	char *pub;
+	struct wb_strlist sub;
+	char *listen;
+	char *store;
+	struct wb_strlist import;
+	char *pipeline;
+	char *source;
+	int64_t max_body_bytes;
+	int64_t max_connections;
+	int64_t max_connections_per_ip;
+	int64_t reserved_connections;
+	uint64_t http_timeout_ns;
+	uint64_t http_request_timeout_ns;
+	int64_t max_header_bytes;
+	char *tls_cert;
+	char *tls_key;
+};
+
+#define K(name, type, field, def, min, max, help)                                                  \
+	{                                                                                          \
+		name, type, offsetof(struct modeld_conf, field), def, min, max, NULL, help         \
+	}
+static const struct wb_conf_key modeld_keys[] = {
+    K("pub", WB_CONF_STR, pub, "ipc://%r/modeld.sock", 0, 0,
+      "endpoint modeld's stat messages are published on"),
+    K("sub", WB_CONF_LIST, sub, "ipc://%r/estimd.sock", 0, 0,
+      "endpoints to read model/ messages from (estimd trainers; tcp:// with CURVE across hosts)"),
+    K("listen", WB_CONF_STR, listen, ":8100", 0, 0,
+      "HTTP address of the model server API: PORT, :PORT, HOST:PORT or [IPV6]:PORT; port 0 picks "
+      "a free one"),
+    K("store", WB_CONF_STR, store, "/var/lib/wattbus/models", 0, 0,
+      "directory the models received are kept in (Kepler's model-db layout)"),
+    K("import", WB_CONF_LIST, import, "", 0, 0,
+      "published model-db pipeline folders served as they are (read-only), e.g. ec2-0.7.11"),
+    K("pipeline", WB_CONF_STR, pipeline, "wattbus", 0, 0,
+      "pipeline name the models received are filed under"),
+    K("source", WB_CONF_STR, source, "rapl-sysfs", 0, 0,
+      "energy source the models received are filed under (what their trainers metered)"),
+    K("max_body_bytes", WB_CONF_INT, max_body_bytes, "65536", 1024, 16777216,
+      "largest request body; larger ones get 413"),
+    K("max_connections", WB_CONF_INT, max_connections, "256", 1, 65536,
+      "HTTP connections at most, all clients together"),
+    K("max_connections_per_ip", WB_CONF_INT, max_connections_per_ip, "16", 1, 65536,
+      "HTTP connections at most from one client address"),
+    K("reserved_connections", WB_CONF_INT, reserved_connections, "8", 0, 32768,
+      "of max_connections, the last ones (at most half) go only to client addresses holding no "
+      "connection"),
+    K("http_timeout", WB_CONF_DURATION, http_timeout_ns, "10s", 1e9, 3600e9,
+      "an HTTP connection idle this long is closed"),
+    K("http_request_timeout", WB_CONF_DURATION, http_request_timeout_ns, "30s", 1e9, 3600e9,
+      "a connection whose request is not received and answered within this long is closed"),
+    K("max_header_bytes", WB_CONF_INT, max_header_bytes, "16384", 4096, 1048576,
+      "memory per HTTP connection for the request line and headers; larger requests get 431"),
+    K("tls_cert", WB_CONF_STR, tls_cert, "", 0, 0,
+      "PEM certificate (chain) file: serve HTTPS; needs tls_key"),
+    K("tls_key", WB_CONF_STR, tls_key, "", 0, 0, "PEM private key file of tls_cert"),
+};
+#undef K
+
+static int check_conf(const void *conf, char *err, size_t errlen)
+{
+	const struct modeld_conf *c = conf;
+	char host[256];
+	unsigned port;
+	if (http_split_listen(c->listen, host, sizeof host, &port) < 0) {
+		snprintf(err, errlen, "listen: \"%s\" is not PORT, :PORT, HOST:PORT or [IPV6]:PORT",
+			 c->listen);
+		return -1;
+	}
+	if (!c->tls_cert[0] != !c->tls_key[0]) {
+		snprintf(err, errlen, "tls_cert and tls_key go together");
+		return -1;
+	}
+	if (!c->store[0]) {
+		snprintf(err, errlen, "store: a directory is needed");
+		return -1;
+	}
+	if (!c->pipeline[0] || strchr(c->pipeline, '/') || c->pipeline[0] == '.') {
+		snprintf(err, errlen, "pipeline: \"%s\" is not a folder name", c->pipeline);
+		return -1;
+	}
+	if (!c->source[0] || strchr(c->source, '/') || c->source[0] == '.') {
+		snprintf(err, errlen, "source: \"%s\" is not a folder name", c->source);
+		return -1;
+	}
+	return 0;
+}
+
+static const struct wb_stage modeld_stage = {
+    .name = "modeld",
+    .summary = "Collect trained power models and serve them with Kepler's model server API.",
+    .keys = modeld_keys,
+    .nkeys = sizeof(modeld_keys) / sizeof(modeld_keys[0]),
+    .conf_size = sizeof(struct modeld_conf),
+    .check = check_conf,
+};
+
+struct modeld {
+	struct wb_daemon *d;
+	struct md_store *store;
+	struct api *api;
+	struct api_counters ctr;
+	struct wb_ratelimit rl;
+	uint64_t *c_received, *c_stored, *c_kept, *c_rejected, *c_models, *c_skipped;
+	uint64_t *c_requests, *c_bad, *c_too_large, *c_no_model, *c_2xx, *c_4xx, *c_refused,
+	    *c_timeouts;
+};
+
+static void set(uint64_t *c, uint64_t v)
+{
+	if (c)
+		*c = v;
+}
+
+/* Mirror the HTTP side's counters and the store's size into the stat message. */
+static void mirror(struct modeld *m)
+{
+	set(m->c_models, m->store->nmodels);
+	set(m->c_skipped, m->store->skipped);
+	set(m->c_requests, m->ctr.model_requests);
+	set(m->c_bad, m->ctr.bad_requests);
+	set(m->c_too_large, m->ctr.too_large);
+	set(m->c_no_model, m->ctr.no_model);
+	set(m->c_2xx, m->ctr.http.requests[1]);
+	set(m->c_4xx, m->ctr.http.requests[3]);
+	set(m->c_refused, m->ctr.http.refused);
+	set(m->c_timeouts, m->ctr.http.request_timeouts);
+}
+
+static int on_tick(zloop_t *loop, int timer_id, void *arg)
+{
+	mirror(arg);
+	return 0;
+}
+
+static void on_msg(struct wb_daemon *d, const struct wb_msg *msg, const struct wb_rx *rx, void *arg)
+{
+	struct modeld *m = arg;
+	if (msg->kind != WB_MODEL)
+		return;
+	const struct wb_model *mm = &msg->model;
+	char err[MD_ERR_MAX];
+	const struct md_model *out;
+	(*m->c_received)++;
+	enum md_put_result r = md_store_put(m->store, mm, &out, err, sizeof err);
+	switch (r) {
+	case MD_PUT_ERROR:
+		(*m->c_rejected)++;
+		log_rl(&m->rl, WB_LOG_WARN, "model/%s from %s seq %" PRIu64 " (%s): not stored: %s",
+		       mm->env.host, mm->env.src, mm->env.seq, mm->name, err);
+		break;
+	case MD_PUT_KEPT:
+		(*m->c_kept)++;
+		log_info("model/%s (%s): %s/%s/%s/%s kept, it has the lower mae (%g)", mm->env.host,
+			 mm->name, out->pipeline, out->output, out->group, out->name, out->mae);
+		break;
+	default:
+		(*m->c_stored)++;
+		log_info("model/%s (%s): %s %s/%s/%s/%s/%s (mae %g)", mm->env.host, mm->name,
+			 r == MD_PUT_NEW ? "stored as" : "replaced", out->pipeline, out->source,
+			 out->output, out->group, out->name, out->mae);
+	}
+	mirror(m);
+}
+
+int main(int argc, char **argv)
+{
+	struct modeld m = {.rl = WB_RATELIMIT_INIT};
+	m.d = wb_daemon_new(&modeld_stage, argc, argv);
+	struct modeld_conf *c = wb_daemon_conf(m.d);
+	int rc = WB_EXIT_FAILURE;
+	char err[MD_ERR_MAX];
+	struct wb_stats *stats = wb_daemon_stats(m.d);
+	m.c_received = wb_stats_counter(stats, "models_received");
+	m.c_stored = wb_stats_counter(stats, "models_stored");
+	m.c_kept = wb_stats_counter(stats, "models_kept");
+	m.c_rejected = wb_stats_counter(stats, "models_rejected");
+	m.c_models = wb_stats_counter(stats, "models_held");
+	m.c_skipped = wb_stats_counter(stats, "store_entries_skipped");
+	m.c_requests = wb_stats_counter(stats, "model_requests");
+	m.c_bad = wb_stats_counter(stats, "http_bad_requests");
+	m.c_too_large = wb_stats_counter(stats, "http_too_large");
+	m.c_no_model = wb_stats_counter(stats, "http_no_model");
+	m.c_2xx = wb_stats_counter(stats, "http_2xx");
+	m.c_4xx = wb_stats_counter(stats, "http_4xx");
+	m.c_refused = wb_stats_counter(stats, "http_refused");
+	m.c_timeouts = wb_stats_counter(stats, "http_request_timeouts");
+	if (!m.c_received || !m.c_stored || !m.c_kept || !m.c_rejected) {
+		log_errx("out of memory");
+		goto out;
+	}
+	if (!(m.store = md_store_new(c->store, c->pipeline, c->source))) {
+		log_errx("out of memory");
+		goto out;
+	}
+	if (md_store_load(m.store, err, sizeof err) < 0) {
+		log_errx("store %s", err);
+		rc = WB_EXIT_USAGE;
+		goto out;
+	}
+	for (size_t i = 0; i < c->import.n; i++)
+		if (md_store_import(m.store, c->import.v[i], err, sizeof err) < 0) {
+			log_errx("%s", err);
+			rc = WB_EXIT_USAGE;
+			goto out;
+		}
+	struct wb_httpd_opts ho = {
+	    .listen = c->listen,
+	    .max_connections = (unsigned)c->max_connections,
+	    .max_per_ip = (unsigned)c->max_connections_per_ip,
+	    .reserved = (unsigned)c->reserved_connections,
+	    .timeout_s = (unsigned)((c->http_timeout_ns + WB_NS_PER_SEC - 1) / WB_NS_PER_SEC),
+	    .request_timeout_ns = c->http_request_timeout_ns,
+	    .memory_limit = (size_t)c->max_header_bytes,
+	    .tls_cert = c->tls_cert,
+	    .tls_key = c->tls_key,
+	};
+	if (!(m.api = api_new(&ho, wb_daemon_loop(m.d), m.store, (size_t)c->max_body_bytes, &m.ctr)))
+		goto out;
+	static const char *const prefixes[] = {"model/", NULL};
+	if (c->sub.n && wb_daemon_subscribe(m.d, &c->sub, prefixes, on_msg, &m) < 0) {
+		log_errx("cannot subscribe to the sub endpoints");
+		goto out;
+	}
+	if (wb_daemon_timer(m.d, WB_NS_PER_SEC, on_tick, &m) < 0) {
+		log_errx("cannot start the counter timer");
+		goto out;
+	}
+	mirror(&m);
+	wb_daemon_set_mode(m.d, c->tls_cert[0] ? "https" : "http");
+	log_info("serving the model API on %s%s (port %u): %zu models in %zu pipelines (store %s, "
+		 "%" PRIu64 " entries skipped)",
+		 c->tls_cert[0] ? "https " : "", c->listen, api_port(m.api), m.store->nmodels,
+		 m.store->npipes, c->store, m.store->skipped);
+	rc = wb_daemon_run(m.d);
+out:
+	api_destroy(&m.api);
+	md_store_destroy(&m.store);
+	wb_daemon_destroy(&m.d);
+	return rc;
+}

@@ -1,0 +1,192 @@
+/*
+ * modeld's private header: the modules' prototypes, grouped by file. select and
+ * store are pure of sockets (store reads and writes files) so that
+ * tests/unit/test_modeld_*.c drive them directly; api.c and main.c do the I/O.
+ */
+#ifndef WB_MODELD_H
+#define WB_MODELD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "wb_msgs.h"
+
+#define MD_NAME_MAX 128
+#define MD_ERR_MAX 512
+
+/* ---- select.c: Kepler's selection rules ---- */
+/* A machine as Kepler's NodeTypeSpec sees it; 0 or "": not known. */
+struct md_spec {
+	char processor[128]; /* normalized: "intel_xeon_platinum_8259cl" */
+	double cores, chips, memory_gib, frequency_mhz;
+};
+
+/* Kepler's format_processor: "Intel(R) Xeon(R) Platinum 8259CL CPU @ 2.50GHz" ->
+ * "intel_xeon_platinum_8259cl"; an already normalized name stays as it is. */
+void md_processor_normalize(const char *in, char *out, size_t outlen);
+/* A spec from a JSON object (machine_spec of a request, attrs of node_type_index.json).
+ * 0, or -1 with err when a key has the wrong type. Unknown keys are ignored. */
+int md_spec_from_json(const json_t *obj, struct md_spec *spec, char *err, size_t errlen);
+json_t *md_spec_to_json(const struct md_spec *spec);
+bool md_spec_empty(const struct md_spec *spec);
+bool md_spec_complete(const struct md_spec *spec);
+/* Every attribute spec knows equals that of node (Kepler's NodeTypeSpec.cover). */
+bool md_spec_covers(const struct md_spec *node, const struct md_spec *spec);
+/* Kepler's weighted similarity in [0, 1]: processor 5, cores 1, chips 1, memory 0.5, frequency 0.5. */
+double md_spec_similarity(const struct md_spec *node, const struct md_spec *spec);
+
+/* One node type of a pipeline's node_type_index.json. */
+struct md_node_type {
+	int index;
+	struct md_spec spec;
+	size_t members;
+};
+/*
+ * The node type of spec among types[0..n): the first covering one when spec is
+ * complete, the covering one with the most members when it is not, else the most
+ * similar one (ties: more members, then the first). -1 when n is 0 or spec is
+ * empty. *similarity: 1 when covered, else the similarity.
+ */
+int md_node_type_of(const struct md_node_type *types, size_t n, const struct md_spec *spec,
+		    double *similarity);
+
+/* Kepler's feature groups, in the order its model server tries them. */
+struct md_group {
+	const char *name;
+	const char *const *features; /* NULL-terminated */
+};
+extern const struct md_group md_groups[];
+extern const size_t md_ngroups;
+/* The group whose features are exactly these, or NULL (wattbus then files it as ThirdParty). */
+const struct md_group *md_group_of(const char *const *features, size_t n);
+const struct md_group *md_group_find(const char *name);
+/* Every feature of the group is in metrics. */
+bool md_group_valid(const struct md_group *g, char *const *metrics, size_t n);
+
+/* A filter "mae:10;mape:20": each key at most its value (abs_max_corr: at least). */
+#define MD_FILTER_MAX 8
+struct md_filter {
+	size_t n;
+	struct {
+		char key[64];
+		double value;
+	} c[MD_FILTER_MAX];
+};
+/* 0, or -1 with err naming the bad item. */
+int md_filter_parse(const char *text, struct md_filter *f, char *err, size_t errlen);
+/* The model's metadata passes every condition (a key it lacks fails). */
+bool md_filter_pass(const struct md_filter *f, const json_t *metadata);
+
+/* Weight-capable trainers (Kepler's weight_support_trainers). */
+bool md_trainer_weight_capable(const char *trainer);
+
+/* ---- store.c: the models held, on disk in Kepler's model-db layout ---- */
+struct md_model {
+	char pipeline[64], source[32], output[16], group[32], trainer[64];
+	char name[MD_NAME_MAX]; /* <trainer>_<node_type> */
+	int node_type;
+	char *dir;	/* its folder */
+	char origin[128]; /* "import:DIR" or "bus:HOST" */
+	json_t *meta;	/* metadata.json */
+	json_t *weight; /* weight.json, NULL when the model has none */
+	char **features;
+	size_t nfeat;
+	double mae; /* NAN: unknown (never served) */
+};
+
+struct md_pipeline {
+	char name[64];
+	char *dir;
+	bool imported; /* read-only: models from the bus go to the store's own pipeline */
+	json_t *index; /* node_type_index.json */
+	struct md_node_type *types;
+	size_t ntypes;
+};
+
+/* A model or file that could not be read, kept for GET /models. */
+struct md_error {
+	char *path, *reason;
+};
+
+struct md_store {
+	char *dir;	    /* the store directory */
+	char pipeline[64];  /* the pipeline models from the bus go to */
+	char source[32];    /* their energy source */
+	struct md_pipeline *pipes;
+	size_t npipes;
+	struct md_model **models;
+	size_t nmodels;
+	struct md_error *errors;
+	size_t nerrors;
+	uint64_t skipped;  /* corrupt entries skipped while loading */
+};
+
+struct md_store *md_store_new(const char *dir, const char *pipeline, const char *source);
+void md_store_destroy(struct md_store **self_p);
+/* Load every pipeline under the store dir (created when missing). 0, or -1 with err (the dir). */
+int md_store_load(struct md_store *self, char *err, size_t errlen);
+/* Serve the pipeline in dir as it is (read-only). 0, or -1 with err. */
+int md_store_import(struct md_store *self, const char *dir, char *err, size_t errlen);
+enum md_put_result { MD_PUT_NEW, MD_PUT_REPLACED, MD_PUT_KEPT, MD_PUT_ERROR };
+/*
+ * File a model message: node type from its spec (a new node type when none covers
+ * it), feature group from its features, written atomically as
+ * <pipeline>/<source>/<type>/<group>/SGDRegressorTrainer_<N>/{weight,metadata}.json.
+ * A model of the same name is replaced when it comes from the same host or has a
+ * lower mae; otherwise kept (MD_PUT_KEPT). *out: the model filed or kept.
+ */
+enum md_put_result md_store_put(struct md_store *self, const struct wb_model *msg,
+				const struct md_model **out, char *err, size_t errlen);
+struct md_pipeline *md_store_pipeline(struct md_store *self, const char *name);
+
+/* A model request (Kepler's ModelRequest). */
+struct md_request {
+	char **metrics;
+	size_t nmetrics;
+	char output[16];
+	char source[32];
+	int node_type; /* -1: any */
+	bool weight;
+	char trainer[64];
+	struct md_filter filter;
+	char pipeline[64];
+	struct md_spec spec;
+	bool loose_node_type;
+};
+void md_request_free(struct md_request *r);
+/* Parse a POST /model body. 0, or -1 with err (the answer of a 400). */
+int md_request_parse(const char *body, size_t len, struct md_request *r, char *err, size_t errlen);
+
+/*
+ * The best model for the request: over every pipeline (or the one named), the
+ * models of a valid feature group and the request's node type (or the one its
+ * machine spec resolves to; with loose_node_type, when there is none of that type,
+ * those of the node types with the most cores), weight-capable when weight, that
+ * pass the filter; the lowest mae wins, ties keep the first in group order then
+ * name order. NULL with why (the answer of a 400).
+ */
+const struct md_model *md_select(const struct md_store *self, const struct md_request *r,
+				 char *why, size_t whylen);
+/* The weight=true answer: weight.json plus model_name, machine_spec and mae. New reference. */
+json_t *md_weight_answer(const struct md_store *self, const struct md_model *m);
+
+/* ---- api.c: the HTTP API on the shared server ---- */
+#include "httpd.h"
+struct api_counters {
+	struct wb_httpd_counters http;
+	uint64_t model_requests; /* POST /model parsed */
+	uint64_t bad_requests;	 /* 4xx other than below: not JSON, wrong types, paths, methods */
+	uint64_t too_large;	 /* bodies over max_body_bytes */
+	uint64_t no_model;	 /* POST /model with nothing matching (400) */
+};
+struct api;
+/* Serve the store's models with the server options o (handler set here). NULL: logged. */
+struct api *api_new(const struct wb_httpd_opts *o, zloop_t *loop, struct md_store *store,
+		    size_t max_body, struct api_counters *ctr);
+uint16_t api_port(const struct api *a);
+void api_destroy(struct api **self_p);
+
+#endif

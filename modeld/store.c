@@ -1,0 +1,693 @@
+/*
+ * The models modeld holds, on disk in Kepler's model-db layout
+ * (<pipeline>/<source>/<OutputType>/<FeatureGroup>/<Trainer>_<N>/{weight,metadata}.json
+ * plus node_type_index.json), and the answer to a model request. Files are
+ * written with wb_json_save (atomic); an entry that cannot be read is skipped
+ * and kept, with its path and reason, for GET /models.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "config.h"
+#include "json.h"
+#include "log.h"
+#include "modeld.h"
+#include "state.h"
+
+#define WATTBUS_TRAINER "SGDRegressorTrainer" /* a linear model, as Kepler names its trainer */
+
+struct md_store *md_store_new(const char *dir, const char *pipeline, const char *source)
+{
+	struct md_store *self = calloc(1, sizeof *self);
+	if (!self || !(self->dir = strdup(dir))) {
+		free(self);
+		return NULL;
+	}
+	snprintf(self->pipeline, sizeof self->pipeline, "%s", pipeline);
+	snprintf(self->source, sizeof self->source, "%s", source);
+	return self;
+}
+
+/* dir/name into out; false when it does not fit. */
+static bool join(char *out, size_t len, const char *dir, const char *name)
+{
+	int n = snprintf(out, len, "%s/%s", dir, name);
+	return n >= 0 && (size_t)n < len;
+}
+
+static void model_free(struct md_model *m)
+{
+	if (!m)
+		return;
+	free(m->dir);
+	json_decref(m->meta);
+	json_decref(m->weight);
+	for (size_t i = 0; i < m->nfeat; i++)
+		free(m->features[i]);
+	free(m->features);
+	free(m);
+}
+
+void md_store_destroy(struct md_store **self_p)
+{
+	if (!self_p || !*self_p)
+		return;
+	struct md_store *self = *self_p;
+	for (size_t i = 0; i < self->nmodels; i++)
+		model_free(self->models[i]);
+	free(self->models);
+	for (size_t i = 0; i < self->npipes; i++) {
+		free(self->pipes[i].dir);
+		json_decref(self->pipes[i].index);
+		free(self->pipes[i].types);
+	}
+	free(self->pipes);
+	for (size_t i = 0; i < self->nerrors; i++) {
+		free(self->errors[i].path);
+		free(self->errors[i].reason);
+	}
+	free(self->errors);
+	free(self->dir);
+	free(self);
+	*self_p = NULL;
+}
+
+static void add_error(struct md_store *self, const char *path, const char *reason)
+{
+	log_warnx("model store: %s: skipped (%s)", path, reason);
+	self->skipped++;
+	struct md_error *e = realloc(self->errors, (self->nerrors + 1) * sizeof *e);
+	if (!e)
+		return;
+	self->errors = e;
+	e[self->nerrors].path = strdup(path);
+	e[self->nerrors].reason = strdup(reason);
+	if (e[self->nerrors].path && e[self->nerrors].reason)
+		self->nerrors++;
+	else {
+		free(e[self->nerrors].path);
+		free(e[self->nerrors].reason);
+	}
+}
+
+struct md_pipeline *md_store_pipeline(struct md_store *self, const char *name)
+{
+	for (size_t i = 0; i < self->npipes; i++)
+		if (!strcmp(self->pipes[i].name, name))
+			return &self->pipes[i];
+	return NULL;
+}
+
+/* node_type_index.json -> types[] */
+static int index_parse(struct md_pipeline *p, char *err, size_t errlen)
+{
+	free(p->types);
+	p->types = NULL;
+	p->ntypes = 0;
+	if (!json_is_object(p->index)) {
+		snprintf(err, errlen, "not a JSON object");
+		return -1;
+	}
+	size_t n = json_object_size(p->index);
+	p->types = calloc(n ? n : 1, sizeof *p->types);
+	if (!p->types) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	const char *key;
+	json_t *v;
+	json_object_foreach(p->index, key, v)
+	{
+		int64_t idx;
+		char why[MD_ERR_MAX];
+		if (wb_parse_int(key, &idx) < 0 || idx < 0 || idx > INT_MAX) {
+			snprintf(err, errlen, "node type \"%s\" is not a number", key);
+			return -1;
+		}
+		struct md_node_type *t = &p->types[p->ntypes];
+		t->index = (int)idx;
+		if (md_spec_from_json(json_object_get(v, "attrs"), &t->spec, why, sizeof why) < 0) {
+			snprintf(err, errlen, "node type %s: %s", key, why);
+			return -1;
+		}
+		t->members = json_array_size(json_object_get(v, "members"));
+		/* keep them in index order: Kepler walks its dict in that order */
+		size_t i = p->ntypes++;
+		while (i > 0 && p->types[i - 1].index > t->index) {
+			struct md_node_type tmp = p->types[i - 1];
+			p->types[i - 1] = p->types[i];
+			p->types[i] = tmp;
+			i--;
+		}
+	}
+	return 0;
+}
+
+static struct md_pipeline *pipeline_add(struct md_store *self, const char *name, const char *dir,
+					bool imported)
+{
+	struct md_pipeline *p = realloc(self->pipes, (self->npipes + 1) * sizeof *p);
+	if (!p)
+		return NULL;
+	self->pipes = p;
+	p = &self->pipes[self->npipes];
+	memset(p, 0, sizeof *p);
+	snprintf(p->name, sizeof p->name, "%s", name);
+	p->imported = imported;
+	if (!(p->dir = strdup(dir)))
+		return NULL;
+	char path[PATH_MAX], err[MD_ERR_MAX];
+	snprintf(path, sizeof path, "%s/node_type_index.json", dir);
+	p->index = wb_json_load(path, 0, err, sizeof err);
+	if (!p->index) {
+		if (errno != ENOENT)
+			add_error(self, path, err);
+		p->index = json_object();
+	} else if (index_parse(p, err, sizeof err) < 0) {
+		add_error(self, path, err);
+		json_decref(p->index);
+		p->index = json_object();
+		free(p->types);
+		p->types = NULL;
+		p->ntypes = 0;
+	}
+	self->npipes++;
+	return p;
+}
+
+static int cmp_models(const void *a, const void *b)
+{
+	const struct md_model *x = *(const struct md_model *const *)a,
+			      *y = *(const struct md_model *const *)b;
+	int c = strcmp(x->pipeline, y->pipeline);
+	if (!c)
+		c = strcmp(x->source, y->source);
+	if (!c)
+		c = strcmp(x->output, y->output);
+	if (!c)
+		c = strcmp(x->group, y->group);
+	return c ? c : strcmp(x->name, y->name);
+}
+
+static void sort_models(struct md_store *self)
+{
+	qsort(self->models, self->nmodels, sizeof *self->models, cmp_models);
+}
+
+/* Fill m's derived fields from its metadata. 0, or -1 with err. */
+static int model_from_meta(struct md_model *m, char *err, size_t errlen)
+{
+	const char *us = strrchr(m->name, '_');
+	int64_t nt;
+	if (!us || us == m->name || wb_parse_int(us + 1, &nt) < 0 || nt < 0 || nt > INT_MAX) {
+		snprintf(err, errlen, "the folder name is not TRAINER_NODETYPE");
+		return -1;
+	}
+	m->node_type = (int)nt;
+	snprintf(m->trainer, sizeof m->trainer, "%.*s", (int)(us - m->name), m->name);
+	if (!json_is_object(m->meta)) {
+		snprintf(err, errlen, "metadata.json is not a JSON object");
+		return -1;
+	}
+	const json_t *f = json_object_get(m->meta, "features");
+	if (!json_is_array(f) || !json_array_size(f)) {
+		snprintf(err, errlen, "metadata.json: features is not a list of names");
+		return -1;
+	}
+	m->features = calloc(json_array_size(f), sizeof *m->features);
+	if (!m->features) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	size_t i;
+	const json_t *v;
+	json_array_foreach(f, i, v)
+	{
+		if (!json_is_string(v)) {
+			snprintf(err, errlen, "metadata.json: features[%zu] is not a string", i);
+			return -1;
+		}
+		if (!(m->features[m->nfeat] = strdup(json_string_value(v)))) {
+			snprintf(err, errlen, "out of memory");
+			return -1;
+		}
+		m->nfeat++;
+	}
+	const json_t *mae = json_object_get(m->meta, "mae");
+	m->mae = json_is_number(mae) && json_number_value(mae) >= 0 ? json_number_value(mae) : NAN;
+	if (!json_is_object(m->weight) || !json_object_size(m->weight)) {
+		snprintf(err, errlen, "weight.json is not a JSON object of zones");
+		return -1;
+	}
+	return 0;
+}
+
+static struct md_model *model_load(struct md_store *self, const struct md_pipeline *p,
+				   const char *source, const char *output, const char *group,
+				   const char *name, const char *dir)
+{
+	struct md_model *m = calloc(1, sizeof *m);
+	char path[PATH_MAX], err[MD_ERR_MAX], why[MD_ERR_MAX];
+	if (!m || !(m->dir = strdup(dir))) {
+		model_free(m);
+		return NULL;
+	}
+	snprintf(m->pipeline, sizeof m->pipeline, "%s", p->name);
+	snprintf(m->source, sizeof m->source, "%s", source);
+	snprintf(m->output, sizeof m->output, "%s", output);
+	snprintf(m->group, sizeof m->group, "%s", group);
+	snprintf(m->name, sizeof m->name, "%s", name);
+	if (!join(path, sizeof path, dir, "metadata.json"))
+		goto fail;
+	if (!(m->meta = wb_json_load(path, 0, err, sizeof err))) {
+		add_error(self, path, err);
+		goto fail;
+	}
+	if (!join(path, sizeof path, dir, "weight.json"))
+		goto fail;
+	if (!(m->weight = wb_json_load(path, 0, err, sizeof err))) {
+		add_error(self, path, err);
+		goto fail;
+	}
+	if (model_from_meta(m, why, sizeof why) < 0) {
+		add_error(self, dir, why);
+		goto fail;
+	}
+	const char *host = wb_json_str(m->meta, "wattbus_host");
+	if (host[0])
+		snprintf(m->origin, sizeof m->origin, "bus:%s", host);
+	else
+		snprintf(m->origin, sizeof m->origin, "%s:%s", p->imported ? "import" : "store",
+			 p->dir);
+	return m;
+fail:
+	model_free(m);
+	return NULL;
+}
+
+static bool is_dir(const char *path)
+{
+	struct stat st;
+	return lstat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* The sub-folders of dir, sorted (NULL-terminated; caller frees). */
+static char **subdirs(const char *dir)
+{
+	struct dirent **ents;
+	int n = scandir(dir, &ents, NULL, alphasort);
+	if (n < 0)
+		return NULL;
+	char **out = calloc((size_t)n + 1, sizeof *out);
+	size_t k = 0;
+	for (int i = 0; i < n; i++) {
+		char path[PATH_MAX];
+		snprintf(path, sizeof path, "%s/%s", dir, ents[i]->d_name);
+		if (out && ents[i]->d_name[0] != '.' && is_dir(path))
+			out[k++] = strdup(ents[i]->d_name);
+		free(ents[i]);
+	}
+	free(ents);
+	return out;
+}
+
+static void strv_free(char **v)
+{
+	for (size_t i = 0; v && v[i]; i++)
+		free(v[i]);
+	free(v);
+}
+
+static int add_model(struct md_store *self, struct md_model *m)
+{
+	struct md_model **v = realloc(self->models, (self->nmodels + 1) * sizeof *v);
+	if (!v)
+		return -1;
+	self->models = v;
+	self->models[self->nmodels++] = m;
+	return 0;
+}
+
+/* Walk <pipeline>/<source>/<output>/<group>/<model>/ */
+static void pipeline_walk(struct md_store *self, const struct md_pipeline *p)
+{
+	char **sources = subdirs(p->dir);
+	for (size_t s = 0; sources && sources[s]; s++) {
+		char d1[PATH_MAX];
+		if (!join(d1, sizeof d1, p->dir, sources[s]))
+			continue;
+		char **outputs = subdirs(d1);
+		for (size_t o = 0; outputs && outputs[o]; o++) {
+			char d2[PATH_MAX];
+			if (!join(d2, sizeof d2, d1, outputs[o]))
+				continue;
+			if (strcmp(outputs[o], "AbsPower") && strcmp(outputs[o], "DynPower"))
+				continue; /* Kepler's other folders (e.g. checkpoints) */
+			char **groups = subdirs(d2);
+			for (size_t g = 0; groups && groups[g]; g++) {
+				char d3[PATH_MAX];
+				if (!join(d3, sizeof d3, d2, groups[g]))
+					continue;
+				char **names = subdirs(d3);
+				for (size_t n = 0; names && names[n]; n++) {
+					char d4[PATH_MAX];
+					if (!join(d4, sizeof d4, d3, names[n]))
+						continue;
+					if (!strcmp(names[n], "checkpoint"))
+						continue;
+					struct md_model *m = model_load(self, p, sources[s], outputs[o],
+									groups[g], names[n], d4);
+					if (m && add_model(self, m) < 0)
+						model_free(m);
+				}
+				strv_free(names);
+			}
+			strv_free(groups);
+		}
+		strv_free(outputs);
+	}
+	strv_free(sources);
+	sort_models(self);
+}
+
+int md_store_load(struct md_store *self, char *err, size_t errlen)
+{
+	if (wb_state_mkdir(self->dir, err, errlen) < 0)
+		return -1;
+	char **pipes = subdirs(self->dir);
+	if (!pipes) {
+		snprintf(err, errlen, "%s: %s", self->dir, strerror(errno));
+		return -1;
+	}
+	for (size_t i = 0; pipes[i]; i++) {
+		char dir[PATH_MAX];
+		snprintf(dir, sizeof dir, "%s/%s", self->dir, pipes[i]);
+		if (md_store_pipeline(self, pipes[i])) {
+			add_error(self, dir, "a pipeline of this name is already held");
+			continue;
+		}
+		struct md_pipeline *p = pipeline_add(self, pipes[i], dir, false);
+		if (p)
+			pipeline_walk(self, p);
+	}
+	strv_free(pipes);
+	return 0;
+}
+
+int md_store_import(struct md_store *self, const char *dir, char *err, size_t errlen)
+{
+	char path[PATH_MAX], why[MD_ERR_MAX];
+	if (!is_dir(dir)) {
+		snprintf(err, errlen, "import %s: not a directory", dir);
+		return -1;
+	}
+	/* its name: metadata.json's name, else the folder's */
+	snprintf(path, sizeof path, "%s/metadata.json", dir);
+	json_t *meta = wb_json_load(path, 0, why, sizeof why);
+	const char *base = strrchr(dir, '/');
+	base = base && base[1] ? base + 1 : dir;
+	char name[64];
+	snprintf(name, sizeof name, "%s", meta && wb_json_str(meta, "name")[0] ? wb_json_str(meta, "name") : base);
+	json_decref(meta);
+	if (md_store_pipeline(self, name)) {
+		snprintf(err, errlen, "import %s: a pipeline named %s is already held", dir, name);
+		return -1;
+	}
+	size_t before = self->nmodels;
+	struct md_pipeline *p = pipeline_add(self, name, dir, true);
+	if (!p) {
+		snprintf(err, errlen, "import %s: out of memory", dir);
+		return -1;
+	}
+	pipeline_walk(self, p);
+	log_info("imported pipeline %s from %s: %zu models", name, dir, self->nmodels - before);
+	return 0;
+}
+
+/* ---- filing a model from the bus ---- */
+static int mkdirs(const char *base, const char *const *parts, size_t n, char *out, size_t outlen,
+		  char *err, size_t errlen)
+{
+	snprintf(out, outlen, "%s", base);
+	for (size_t i = 0; i < n; i++) {
+		size_t len = strlen(out);
+		snprintf(out + len, outlen - len, "/%s", parts[i]);
+		if (wb_state_mkdir(out, err, errlen) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+static struct md_pipeline *own_pipeline(struct md_store *self, char *err, size_t errlen)
+{
+	struct md_pipeline *p = md_store_pipeline(self, self->pipeline);
+	if (p) {
+		if (p->imported) {
+			snprintf(err, errlen, "pipeline %s is an imported one (read-only)",
+				 self->pipeline);
+			return NULL;
+		}
+		return p;
+	}
+	char dir[PATH_MAX];
+	const char *parts[] = {self->pipeline};
+	if (mkdirs(self->dir, parts, 1, dir, sizeof dir, err, errlen) < 0)
+		return NULL;
+	json_t *meta = json_pack("{s:s, s:s}", "name", self->pipeline, "publisher", "wattbus-modeld");
+	char path[PATH_MAX];
+	snprintf(path, sizeof path, "%s/metadata.json", dir);
+	int rc = wb_json_save(meta, path, true, err, errlen);
+	json_decref(meta);
+	if (rc < 0)
+		return NULL;
+	if (!(p = pipeline_add(self, self->pipeline, dir, false)))
+		snprintf(err, errlen, "out of memory");
+	return p;
+}
+
+/* The node type of a trainer's spec: the covering one, else a new one. Saves the index. */
+static int node_type_for(struct md_store *self, struct md_pipeline *p, const struct md_spec *spec,
+			 const char *host, char *err, size_t errlen)
+{
+	double sim;
+	int nt = -1;
+	if (md_spec_empty(spec)) {
+		for (size_t i = 0; i < p->ntypes && nt < 0; i++)
+			if (md_spec_empty(&p->types[i].spec))
+				nt = p->types[i].index;
+	} else {
+		nt = md_node_type_of(p->types, p->ntypes, spec, &sim);
+		if (nt >= 0 && sim < 1)
+			nt = -1;
+	}
+	char key[16];
+	json_t *entry;
+	if (nt < 0) {
+		nt = p->ntypes ? p->types[p->ntypes - 1].index + 1 : 0;
+		snprintf(key, sizeof key, "%d", nt);
+		entry = json_pack("{s:o, s:[]}", "attrs", md_spec_to_json(spec), "members");
+		json_object_set_new(p->index, key, entry);
+	} else {
+		snprintf(key, sizeof key, "%d", nt);
+		entry = json_object_get(p->index, key);
+	}
+	json_t *members = json_object_get(entry, "members");
+	if (!json_is_array(members)) {
+		members = json_array();
+		json_object_set_new(entry, "members", members);
+	}
+	bool found = false;
+	size_t i;
+	json_t *v;
+	json_array_foreach(members, i, v) found |= json_is_string(v) && !strcmp(json_string_value(v), host);
+	if (!found)
+		json_array_append_new(members, json_string(host));
+	char path[PATH_MAX];
+	snprintf(path, sizeof path, "%s/node_type_index.json", p->dir);
+	if (wb_json_save(p->index, path, true, err, errlen) < 0)
+		return -1;
+	if (index_parse(p, err, errlen) < 0)
+		return -1;
+	return nt;
+}
+
+/* Kepler's linear weight.json; means folded into the bias (Kepler's scaler has none). */
+static json_t *weight_json(const struct wb_model *msg)
+{
+	json_t *w = json_object();
+	for (size_t z = 0; z < msg->n_zones; z++) {
+		const struct wb_model_zone *mz = &msg->zones[z];
+		json_t *num = json_object();
+		double bias = mz->bias_w;
+		for (size_t f = 0; f < msg->n_features && f < mz->n_weights && f < mz->n_scales; f++) {
+			double mean = f < mz->n_means ? mz->means[f] : 0;
+			bias -= mz->weights[f] * mean / mz->scales[f];
+			json_object_set_new(num, msg->features[f],
+					    json_pack("{s:f, s:f}", "scale", mz->scales[f], "weight",
+						      mz->weights[f]));
+		}
+		json_object_set_new(w, mz->zone,
+				    json_pack("{s:{s:f, s:{}, s:o}}", "All_Weights", "Bias_Weight",
+					      bias, "Categorical_Variables", "Numerical_Variables",
+					      num));
+	}
+	return w;
+}
+
+static double msg_mae(const struct wb_model *msg)
+{
+	if (msg->mae > 0)
+		return msg->mae;
+	double sum = 0;
+	bool any = false;
+	for (size_t z = 0; z < msg->n_zones; z++)
+		if (msg->zones[z].mae_w > 0) {
+			sum += msg->zones[z].mae_w;
+			any = true;
+		}
+	return any ? sum : NAN;
+}
+
+static double msg_mape(const struct wb_model *msg)
+{
+	if (msg->mape > 0)
+		return msg->mape;
+	double worst = -1;
+	for (size_t z = 0; z < msg->n_zones; z++)
+		if (msg->zones[z].mape > worst)
+			worst = msg->zones[z].mape;
+	return worst > 0 ? worst : -1;
+}
+
+static json_t *metadata_json(const struct wb_model *msg, const char *name, const struct md_spec *spec,
+			     double mae)
+{
+	json_t *feats = json_array();
+	for (size_t f = 0; f < msg->n_features; f++)
+		json_array_append_new(feats, json_string(msg->features[f]));
+	json_t *m = json_pack("{s:s, s:s, s:s, s:o, s:[], s:s, s:f, s:f, s:o}", "model_name", name,
+			      "model_class", "scikit", "model_file", "weight.json", "features", feats,
+			      "fe_files", "output_type", msg->type, "mae", isnan(mae) ? -1.0 : mae,
+			      "mape", msg_mape(msg), "machine_spec", md_spec_to_json(spec));
+	for (size_t z = 0; z < msg->n_zones; z++) {
+		char key[48];
+		snprintf(key, sizeof key, "%s_mae", msg->zones[z].zone);
+		json_object_set_new(m, key, json_real(msg->zones[z].mae_w > 0 ? msg->zones[z].mae_w : -1));
+		snprintf(key, sizeof key, "%s_mape", msg->zones[z].zone);
+		json_object_set_new(m, key, json_real(msg->zones[z].mape > 0 ? msg->zones[z].mape : -1));
+	}
+	json_object_set_new(m, "wattbus_host", json_string(msg->env.host));
+	json_object_set_new(m, "wattbus_src", json_string(msg->env.src));
+	json_object_set_new(m, "wattbus_name", json_string(msg->name));
+	json_object_set_new(m, "wattbus_t", json_integer((json_int_t)msg->t));
+	json_object_set_new(m, "train_slots", json_integer((json_int_t)msg->train_slots));
+	json_object_set_new(m, "test_slots", json_integer((json_int_t)msg->test_slots));
+	return m;
+}
+
+enum md_put_result md_store_put(struct md_store *self, const struct wb_model *msg,
+				const struct md_model **out, char *err, size_t errlen)
+{
+	*out = NULL;
+	if (strcmp(msg->type, "AbsPower") && strcmp(msg->type, "DynPower")) {
+		snprintf(err, errlen, "type \"%s\" is neither AbsPower nor DynPower", msg->type);
+		return MD_PUT_ERROR;
+	}
+	for (size_t z = 0; z < msg->n_zones; z++)
+		if (msg->zones[z].n_weights != msg->n_features ||
+		    msg->zones[z].n_scales != msg->n_features ||
+		    (msg->zones[z].n_means && msg->zones[z].n_means != msg->n_features)) {
+			snprintf(err, errlen, "zones[%zu] has not one weight and scale per feature", z);
+			return MD_PUT_ERROR;
+		}
+	struct md_spec spec = {0};
+	md_processor_normalize(msg->spec.processor, spec.processor, sizeof spec.processor);
+	spec.cores = (double)(msg->spec.cores ? msg->spec.cores : msg->ncpu);
+	spec.chips = (double)msg->spec.chips;
+	spec.memory_gib = (double)msg->spec.memory_gib;
+	spec.frequency_mhz = (double)msg->spec.frequency_mhz;
+	struct md_pipeline *p = own_pipeline(self, err, errlen);
+	if (!p)
+		return MD_PUT_ERROR;
+	int nt = node_type_for(self, p, &spec, msg->env.host, err, errlen);
+	if (nt < 0)
+		return MD_PUT_ERROR;
+	const char *fp[64];
+	size_t nf = 0;
+	for (; nf < msg->n_features && nf < 64; nf++)
+		fp[nf] = msg->features[nf];
+	const struct md_group *g = md_group_of(fp, nf);
+	const char *group = g ? g->name : "ThirdParty";
+	char name[MD_NAME_MAX];
+	snprintf(name, sizeof name, "%s_%d", WATTBUS_TRAINER, nt);
+	double mae = msg_mae(msg);
+	/* the one held under this name: replaced by the same host's newer model or a better one */
+	size_t at = self->nmodels;
+	for (size_t i = 0; i < self->nmodels; i++) {
+		const struct md_model *m = self->models[i];
+		if (!strcmp(m->pipeline, p->name) && !strcmp(m->source, self->source) &&
+		    !strcmp(m->output, msg->type) && !strcmp(m->group, group) &&
+		    !strcmp(m->name, name))
+			at = i;
+	}
+	enum md_put_result res = MD_PUT_NEW;
+	if (at < self->nmodels) {
+		const struct md_model *old = self->models[at];
+		bool same_host = !strcmp(wb_json_str(old->meta, "wattbus_host"), msg->env.host);
+		if (!same_host && !isnan(old->mae) && !(mae < old->mae)) {
+			*out = old;
+			return MD_PUT_KEPT;
+		}
+		res = MD_PUT_REPLACED;
+	}
+	char dir[PATH_MAX];
+	const char *parts[] = {self->source, msg->type, group, name};
+	if (mkdirs(p->dir, parts, 4, dir, sizeof dir, err, errlen) < 0)
+		return MD_PUT_ERROR;
+	struct md_model *m = calloc(1, sizeof *m);
+	if (!m || !(m->dir = strdup(dir))) {
+		free(m);
+		snprintf(err, errlen, "out of memory");
+		return MD_PUT_ERROR;
+	}
+	snprintf(m->pipeline, sizeof m->pipeline, "%s", p->name);
+	snprintf(m->source, sizeof m->source, "%s", self->source);
+	snprintf(m->output, sizeof m->output, "%s", msg->type);
+	snprintf(m->group, sizeof m->group, "%s", group);
+	snprintf(m->name, sizeof m->name, "%s", name);
+	snprintf(m->origin, sizeof m->origin, "bus:%s", msg->env.host);
+	m->weight = weight_json(msg);
+	m->meta = metadata_json(msg, name, &spec, mae);
+	char path[PATH_MAX], why[MD_ERR_MAX];
+	/* weight first: metadata.json names the model, so a model whose weight.json failed is never
+	 * half announced */
+	snprintf(path, sizeof path, "%s/weight.json", dir);
+	if (wb_json_save(m->weight, path, true, err, errlen) < 0)
+		goto fail;
+	snprintf(path, sizeof path, "%s/metadata.json", dir);
+	if (wb_json_save(m->meta, path, true, err, errlen) < 0)
+		goto fail;
+	if (model_from_meta(m, why, sizeof why) < 0) {
+		snprintf(err, errlen, "%s: %s", dir, why);
+		goto fail;
+	}
+	if (at < self->nmodels) {
+		model_free(self->models[at]);
+		self->models[at] = m;
+	} else if (add_model(self, m) < 0) {
+		snprintf(err, errlen, "out of memory");
+		goto fail;
+	}
+	sort_models(self);
+	*out = m;
+	return res;
+fail:
+	model_free(m);
+	return MD_PUT_ERROR;
+}
