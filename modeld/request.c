@@ -170,8 +170,6 @@ out:
 struct pipe_choice {
 	int node_type; /* -1: any */
 	double similarity;
-	int max_cores_types[64]; /* the node types with the most cores (loose fallback) */
-	size_t nmax;
 };
 
 static void resolve(const struct md_pipeline *p, const struct md_request *r, struct pipe_choice *c)
@@ -184,21 +182,14 @@ static void resolve(const struct md_pipeline *p, const struct md_request *r, str
 	} else if (!md_spec_empty(&r->spec)) {
 		c->node_type = md_node_type_of(p->types, p->ntypes, &r->spec, &c->similarity);
 	}
-	double most = 0;
-	for (size_t i = 0; i < p->ntypes; i++)
-		if (p->types[i].spec.cores > most)
-			most = p->types[i].spec.cores;
-	for (size_t i = 0; i < p->ntypes && c->nmax < 64; i++)
-		if (most > 0 && p->types[i].spec.cores == most)
-			c->max_cores_types[c->nmax++] = p->types[i].index;
 }
 
-static bool in_max(const struct pipe_choice *c, int nt)
+static double cores_of(const struct md_pipeline *p, int node_type)
 {
-	for (size_t i = 0; i < c->nmax; i++)
-		if (c->max_cores_types[i] == nt)
-			return true;
-	return false;
+	for (size_t i = 0; i < p->ntypes; i++)
+		if (p->types[i].index == node_type)
+			return p->types[i].spec.cores;
+	return 0;
 }
 
 static bool features_in(const struct md_model *m, char *const *metrics, size_t n)
@@ -249,6 +240,7 @@ const struct md_model *md_select(const struct md_store *self, const struct md_re
 		/* per pipeline and group: does the node type have models there? */
 		for (size_t go = 0; go <= md_ngroups; go++) {
 			bool any_of_type = false, any = false;
+			double most_cores = 0; /* of the group's node types: the loose fallback */
 			for (size_t i = 0; i < self->nmodels; i++) {
 				const struct md_model *m = self->models[i];
 				size_t order;
@@ -261,6 +253,8 @@ const struct md_model *md_select(const struct md_store *self, const struct md_re
 				n.in_groups++;
 				if (c.node_type < 0 || m->node_type == c.node_type)
 					any_of_type = true;
+				if (cores_of(p, m->node_type) > most_cores)
+					most_cores = cores_of(p, m->node_type);
 			}
 			if (!any || (!any_of_type && !r->loose_node_type))
 				continue;
@@ -275,8 +269,9 @@ const struct md_model *md_select(const struct md_store *self, const struct md_re
 					continue;
 				if (!fallback && c.node_type >= 0 && m->node_type != c.node_type)
 					continue;
-				/* the loose fallback: the node types with the most cores, else all */
-				if (fallback && c.nmax && !in_max(&c, m->node_type))
+				/* the loose fallback: the group's node types with the most cores, else
+				 * all */
+				if (fallback && most_cores > 0 && cores_of(p, m->node_type) != most_cores)
 					continue;
 				n.of_type++;
 				if (r->weight && !md_trainer_weight_capable(m->trainer))
