@@ -378,7 +378,10 @@ static void pipeline_walk(struct md_store *self, const struct md_pipeline *p)
 
 int md_store_load(struct md_store *self, char *err, size_t errlen)
 {
-	if (wb_state_mkdir(self->dir, err, errlen) < 0)
+	/* an existing store may be a link: systemd's StateDirectory= with DynamicUser= is one */
+	struct stat st;
+	if ((stat(self->dir, &st) < 0 || !S_ISDIR(st.st_mode)) &&
+	    wb_state_mkdir(self->dir, err, errlen) < 0)
 		return -1;
 	char **pipes = subdirs(self->dir);
 	if (!pipes) {

@@ -7,7 +7,9 @@
 
 load helper
 
-STAGES=(powerd usaged alignd estimd exportd)
+STAGES=(powerd usaged alignd estimd exportd modeld)
+# The stages wattbus.target enables on every host (modeld runs on the one serving models).
+TARGET_STAGES=(powerd usaged alignd estimd exportd)
 
 setup_file() {
 	export ROOT=$BATS_FILE_TMPDIR/root
@@ -78,7 +80,7 @@ unit() {
 }
 
 @test "target and units: PartOf/WantedBy wattbus.target, and the target enables every stage" {
-	for s in "${STAGES[@]}"; do
+	for s in "${TARGET_STAGES[@]}"; do
 		grep -qx 'PartOf=wattbus.target' "$(unit wattbus-$s.service)"
 		grep -qx 'WantedBy=wattbus.target' "$(unit wattbus-$s.service)"
 		grep -q "^Also=.*wattbus-$s.service" "$(unit wattbus.target)"
@@ -86,9 +88,14 @@ unit() {
 	# `systemctl enable wattbus.target` on the installed tree links every stage.
 	run systemctl --root="$ROOT" enable wattbus.target
 	assert_success
-	for s in "${STAGES[@]}"; do
+	for s in "${TARGET_STAGES[@]}"; do
 		[ -L "$ROOT/etc/systemd/system/wattbus.target.wants/wattbus-$s.service" ]
 	done
+	# modeld stops with the target but is enabled on its own, on the host that serves models
+	grep -qx 'PartOf=wattbus.target' "$(unit wattbus-modeld.service)"
+	grep -qx 'WantedBy=multi-user.target' "$(unit wattbus-modeld.service)"
+	grep -qx 'StateDirectory=wattbus/models' "$(unit wattbus-modeld.service)"
+	[ ! -e "$ROOT/etc/systemd/system/wattbus.target.wants/wattbus-modeld.service" ]
 	[ -L "$ROOT/etc/systemd/system/multi-user.target.wants/wattbus.target" ]
 	run systemctl --root="$ROOT" disable wattbus.target
 	assert_success
@@ -104,7 +111,7 @@ unit() {
 		awk -v s="$score" 'BEGIN { exit !(s < 2.0) }' || fail "wattbus-$s.service exposure $score >= 2.0"
 	done
 	# The unprivileged stages have no capability, no ambient set and a private user namespace.
-	for s in alignd estimd exportd; do
+	for s in alignd estimd exportd modeld; do
 		grep -qx 'DynamicUser=yes' "$(unit wattbus-$s.service)"
 		grep -qx 'CapabilityBoundingSet=' "$(unit wattbus-$s.service)"
 		grep -qx 'ProtectSystem=strict' "$(unit wattbus-$s.service)"
@@ -150,6 +157,7 @@ write_env_files() {
 	echo "WATTBUS_ALIGND_OPTS=\"--stat_interval 200ms\"" >"$ROOT/etc/default/wattbus-alignd"
 	echo "WATTBUS_ESTIMD_OPTS=\"--model $model --stat_interval 200ms\"" >"$ROOT/etc/default/wattbus-estimd"
 	echo "WATTBUS_EXPORTD_OPTS=\"--listen 127.0.0.1:0 --stat_interval 200ms\"" >"$ROOT/etc/default/wattbus-exportd"
+	echo "WATTBUS_MODELD_OPTS=\"--listen 127.0.0.1:0 --stat_interval 200ms --store $BATS_TEST_TMPDIR/models\"" >"$ROOT/etc/default/wattbus-modeld"
 }
 
 load_env_file() {
