@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <glob.h>
 #include <limits.h>
 #include <linux/perf_event.h>
 #include <stdarg.h>
@@ -22,6 +23,7 @@
 #include <jansson.h>
 
 #include "cli.h"
+#include "daemon.h"
 #include "../powerd/powerd.h"
 #include "../usaged/usaged.h"
 
@@ -55,7 +57,8 @@ struct stage_mode {
 struct doctor {
 	struct roots r;
 	struct finding f[F_COUNT];
-	struct stage_mode s[3]; /* powerd, usaged, estimd */
+	struct stage_mode s[4]; /* powerd, usaged, estimd, modeld */
+	const char *modeld_store;
 	/* facts the stage summary needs */
 	int rapl_zones, rapl_readable, rapl_root_only;
 	bool bpf_usable, perf_usable;
@@ -623,6 +626,49 @@ static void summarize(struct doctor *d)
 	}
 }
 
+/* modeld: its socket in the runtime directory and what its store holds. */
+static size_t count_glob(const char *pattern, int flags)
+{
+	glob_t g;
+	size_t n = glob(pattern, flags, NULL, &g) == 0 ? g.gl_pathc : 0;
+	globfree(&g);
+	return n;
+}
+
+static void probe_modeld(struct doctor *d)
+{
+	struct stage_mode *m = &d->s[3];
+	m->stage = "modeld";
+	char rt[PATH_MAX], sock[PATH_MAX + 16], pat[PATH_MAX + 64];
+	struct stat st;
+	bool running = false;
+	if (wb_default_runtime_dir(rt, sizeof rt) > 0) {
+		snprintf(sock, sizeof sock, "%s/modeld.sock", rt);
+		running = stat(sock, &st) == 0 && S_ISSOCK(st.st_mode);
+	} else {
+		snprintf(sock, sizeof sock, "modeld.sock");
+	}
+	snprintf(m->mode, sizeof m->mode, "%s", running ? "running" : "not running");
+	cat(m->reason, sizeof m->reason, "%s %s; ", running ? "socket" : "no socket", sock);
+	if (stat(d->modeld_store, &st) != 0 || !S_ISDIR(st.st_mode)) {
+		cat(m->reason, sizeof m->reason, "no store at %s", d->modeld_store);
+	} else if (access(d->modeld_store, R_OK | X_OK) != 0) {
+		cat(m->reason, sizeof m->reason, "store %s not readable by uid %u", d->modeld_store,
+		    (unsigned)geteuid());
+	} else {
+		snprintf(pat, sizeof pat, "%s/*/*/*/*/*/metadata.json", d->modeld_store);
+		size_t models = count_glob(pat, 0);
+		snprintf(pat, sizeof pat, "%s/*/", d->modeld_store);
+		size_t pipes = count_glob(pat, GLOB_ONLYDIR);
+		cat(m->reason, sizeof m->reason, "store %s: %zu model%s in %zu pipeline%s",
+		    d->modeld_store, models, models == 1 ? "" : "s", pipes, pipes == 1 ? "" : "s");
+	}
+	if (!running)
+		snprintf(m->fix, sizeof m->fix,
+			 "optional, on the one host that serves models: systemctl enable --now "
+			 "wattbus-modeld.service; meterless hosts then ask it (estimd --model_server)");
+}
+
 /* ---- output ---- */
 
 static void print_text(const struct doctor *d)
@@ -639,7 +685,7 @@ static void print_text(const struct doctor *d)
 			printf("%-9s %-12s fix: %s\n", "", "", f->fix);
 	}
 	printf("\nstages\n");
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < 4; i++) {
 		const struct stage_mode *s = &d->s[i];
 		printf("  %-7s %-18s %s\n", s->stage,
 		       strcmp(s->mode, "none") ? s->mode : "none (model mode)", s->reason);
@@ -662,7 +708,7 @@ static int print_json(struct doctor *d)
 		json_object_set_new(root, f->what, o);
 	}
 	json_t *stages = json_object();
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < 4; i++)
 		json_object_set_new(stages, d->s[i].stage,
 				    json_pack("{s:s, s:s, s:s}", "mode", d->s[i].mode, "reason",
 					      d->s[i].reason, "fix", d->s[i].fix));
@@ -680,11 +726,13 @@ static void doctor_usage(FILE *out)
 {
 	fprintf(
 	    out,
-	    "usage: wattbus doctor [--json] [--sysfs-root DIR] [--proc-root DIR] [--dev-root DIR]\n"
+	    "usage: wattbus doctor [--json] [--sysfs-root DIR] [--proc-root DIR] [--dev-root DIR] "
+	    "[--modeld-store DIR]\n"
 	    "  --json            one JSON object instead of text\n"
 	    "  --sysfs-root DIR  where sysfs is (default /sys)\n"
 	    "  --proc-root DIR   where procfs is (default /proc)\n"
-	    "  --dev-root DIR    where /dev is (default /dev)\n");
+	    "  --dev-root DIR    where /dev is (default /dev)\n"
+	    "  --modeld-store DIR  wattbus-modeld's store (default /var/lib/wattbus/models)\n");
 }
 
 int cmd_doctor(int argc, char **argv)
@@ -693,6 +741,7 @@ int cmd_doctor(int argc, char **argv)
 					     {"sysfs-root", required_argument, NULL, 's'},
 					     {"proc-root", required_argument, NULL, 'p'},
 					     {"dev-root", required_argument, NULL, 'd'},
+					     {"modeld-store", required_argument, NULL, 'm'},
 					     {"help", no_argument, NULL, 'h'},
 					     {NULL, 0, NULL, 0}};
 	struct doctor *dp = calloc(1, sizeof(*dp)); /* large text buffers: not on the stack */
@@ -701,6 +750,7 @@ int cmd_doctor(int argc, char **argv)
 		return 1;
 	}
 	dp->r = (struct roots){"/sys", "/proc", "/dev"};
+	dp->modeld_store = "/var/lib/wattbus/models";
 	bool json = false;
 	int c;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -716,6 +766,9 @@ int cmd_doctor(int argc, char **argv)
 			break;
 		case 'd':
 			dp->r.dev = optarg;
+			break;
+		case 'm':
+			dp->modeld_store = optarg;
 			break;
 		case 'h':
 			doctor_usage(stdout);
@@ -745,6 +798,7 @@ int cmd_doctor(int argc, char **argv)
 	probe_perf(dp);
 	probe_cgroup(dp);
 	summarize(dp);
+	probe_modeld(dp);
 	int rc = 0;
 	if (json)
 		rc = print_json(dp);

@@ -12,6 +12,7 @@ setup() {
 }
 
 teardown() {
+	wb_kill_all
 	rm -rf "$F"
 }
 
@@ -183,4 +184,23 @@ for reg, v in ((0x606, 0xA0E03), (0x611, 123456)):
 	run "$WATTBUS" doctor --help
 	assert_success
 	assert_output --partial '--sysfs-root DIR'
+}
+
+@test "modeld: its socket in the runtime directory and the models its store holds" {
+	rt=$BATS_TEST_TMPDIR/rt
+	mkdir -p "$rt"
+	store=$BATS_TEST_TMPDIR/models
+	run env WATTBUS_RUNTIME_DIR="$rt" "$WATTBUS" doctor --sysfs-root "$F/sys" --proc-root "$F/proc" --dev-root "$F/dev" --modeld-store "$store" --json
+	assert_success
+	[ "$(jq -r '.stages.modeld.mode' <<<"$output")" = "not running" ]
+	[ "$(jq -r '.stages.modeld.reason' <<<"$output")" = "no socket $rt/modeld.sock; no store at $store" ]
+	[[ $(jq -r '.stages.modeld.fix' <<<"$output") == *"systemctl enable --now wattbus-modeld.service"* ]]
+	# a running modeld with an imported-sized store: two models in one pipeline
+	mkdir -p "$store/p/rapl-sysfs/AbsPower/BPFOnly/A_0" "$store/p/rapl-sysfs/DynPower/Basic/B_1"
+	touch "$store/p/rapl-sysfs/AbsPower/BPFOnly/A_0/metadata.json" "$store/p/rapl-sysfs/DynPower/Basic/B_1/metadata.json"
+	wb_spawn modeld "$WB_BUILD/wattbus-modeld" --runtime_dir "$rt" --listen 127.0.0.1:0 --sub "" --store "$BATS_TEST_TMPDIR/other"
+	wb_wait_for 30 test -S "$rt/modeld.sock"
+	run env WATTBUS_RUNTIME_DIR="$rt" "$WATTBUS" doctor --sysfs-root "$F/sys" --proc-root "$F/proc" --dev-root "$F/dev" --modeld-store "$store"
+	assert_success
+	assert_output --regexp "modeld +running +socket $rt/modeld.sock; store $store: 2 models in 1 pipeline"
 }
