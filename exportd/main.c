@@ -58,7 +58,7 @@ static const struct wb_conf_key exportd_keys[] = {
       "endpoint exportd's stat messages are published on"),
     K("sub", WB_CONF_LIST, sub,
       "ipc://%r/estimd.sock,ipc://%r/powerd.sock,ipc://%r/usaged.sock,ipc://%r/alignd.sock,ipc://"
-      "%r/exportd.sock",
+      "%r/exportd.sock,ipc://%r/modeld.sock",
       0, 0, "endpoints to read estimate/ and stat/ messages from"),
     K("listen", WB_CONF_STR, listen, ":9102", 0, 0,
       "HTTP address: PORT, :PORT (all addresses), HOST:PORT or [IPV6]:PORT; port 0 picks a free "

@@ -18,7 +18,7 @@ cat <<'HEAD'
 HEAD
 # --print-config prints [global], a blank line, then the stage's section.
 "$B/wattbus-powerd" --print-config | awk '/^$/ { exit } { print }'
-for s in powerd usaged alignd estimd exportd; do
+for s in powerd usaged alignd estimd exportd modeld; do
 	echo
 	"$B/wattbus-$s" --print-config | awk 'p { print } /^$/ { p = 1 }'
 done

@@ -17,7 +17,7 @@ load helper
 	grep -q '^interval = 1s' "$conf"
 	# Not installed: estimd's default model is not under PREFIX yet; name the repository's.
 	model=$(ls "$WB_ROOT"/data/models/*.json | head -n 1)
-	for s in powerd usaged alignd estimd exportd; do
+	for s in powerd usaged alignd estimd exportd modeld; do
 		extra=()
 		[ "$s" = estimd ] && extra=(--model "$model")
 		run "$WB_BUILD/wattbus-$s" -n -c "$WB_ROOT/docs/wattbus.conf" "${extra[@]}"
