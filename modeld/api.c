@@ -277,11 +277,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const c
 		const char *cl =
 		    MHD_lookup_connection_value(con, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
 		int64_t n;
+		/* an announced oversized body is dropped unread, not buffered; the 413 comes once
+		 * it is in, since a client still sending would not read an earlier answer */
 		if (post && cl && wb_parse_int(cl, &n) == 0 && (uint64_t)n > a->max_body)
-			/* refused before the body is read; MHD closes the connection after it */
-			return refuse(a, con, MHD_HTTP_CONTENT_TOO_LARGE, &a->ctr->too_large, url,
-				      "request body of %lld bytes; at most %zu", (long long)n,
-				      a->max_body);
+			q->too_big = true;
 		return MHD_YES;
 	}
 	if (*upload_data_size) {
