@@ -377,8 +377,8 @@ static int resolve(const char *listen, struct sockaddr_storage *ss, socklen_t *s
 	return 0;
 }
 
-static struct MHD_Daemon *start(struct wb_httpd *self, const struct wb_httpd_opts *o, struct sockaddr *sa,
-				bool v6, bool dual)
+static struct MHD_Daemon *start(struct wb_httpd *self, const struct wb_httpd_opts *o,
+				struct sockaddr *sa, bool v6, bool dual)
 {
 	unsigned flags = MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
 	if (v6)

@@ -51,13 +51,13 @@ struct wb_httpd_counters {
 struct wb_httpd_opts {
 	const char *listen;
 	unsigned max_connections, max_per_ip;
-	unsigned reserved; /* connections only addresses holding none get (at most half) */
+	unsigned reserved;  /* connections only addresses holding none get (at most half) */
 	unsigned timeout_s; /* idle timeout */
 	uint64_t request_timeout_ns; /* a connection's request must be in and answered by then */
 	size_t memory_limit;	     /* per connection: request line and headers */
 	unsigned auth_max_failures;  /* for the peers table (0: 1) */
 	uint64_t auth_penalty_ns;
-	const char *tls_cert, *tls_key; /* files; both or neither; NULL or "": plain HTTP */
+	const char *tls_cert, *tls_key;	   /* files; both or neither; NULL or "": plain HTTP */
 	MHD_AccessHandlerCallback handler; /* the stage's requests */
 	void *handler_arg;
 	/* Optional: called when a request ends (free what the handler kept in *req_cls). */

@@ -39,7 +39,7 @@ static enum MHD_Result reply(struct api *a, struct MHD_Connection *con, unsigned
 /* A refusal: 4xx with the reason as text, counted and logged (rate-limited). */
 static enum MHD_Result refuse(struct api *a, struct MHD_Connection *con, unsigned status,
 			      uint64_t *counter, const char *url, const char *fmt, ...)
-	__attribute__((format(printf, 6, 7)));
+    __attribute__((format(printf, 6, 7)));
 static enum MHD_Result refuse(struct api *a, struct MHD_Connection *con, unsigned status,
 			      uint64_t *counter, const char *url, const char *fmt, ...)
 {
@@ -51,7 +51,8 @@ static enum MHD_Result refuse(struct api *a, struct MHD_Connection *con, unsigne
 	if (counter)
 		(*counter)++;
 	const char *who = wb_httpd_client(con);
-	log_rl(&a->rl, WB_LOG_INFO, "http: %s %s: %u %s", who && who[0] ? who : "?", url, status, msg);
+	log_rl(&a->rl, WB_LOG_INFO, "http: %s %s: %u %s", who && who[0] ? who : "?", url, status,
+	       msg);
 	strcat(msg, "\n");
 	return reply(a, con, status, "text/plain; charset=utf-8", msg, strlen(msg));
 }
@@ -147,7 +148,8 @@ static enum MHD_Result post_model(struct api *a, struct MHD_Connection *con, con
 	if (model_zip(m, &zip, &len) < 0)
 		return reply(a, con, MHD_HTTP_INTERNAL_SERVER_ERROR, "text/plain; charset=utf-8",
 			     "cannot build the archive\n", 25);
-	struct MHD_Response *resp = MHD_create_response_from_buffer(len, zip, MHD_RESPMEM_MUST_FREE);
+	struct MHD_Response *resp =
+	    MHD_create_response_from_buffer(len, zip, MHD_RESPMEM_MUST_FREE);
 	if (!resp) {
 		free(zip);
 		return MHD_NO;
@@ -196,7 +198,8 @@ static enum MHD_Result get_best(struct api *a, struct MHD_Connection *con)
 		for (size_t g = 0; g < md_ngroups; g++) {
 			if (fg && strcmp(fg, md_groups[g].name))
 				continue;
-			/* Kepler: the lowest mae of the group, node type exact (no loose fallback) */
+			/* Kepler: the lowest mae of the group, node type exact (no loose fallback)
+			 */
 			const struct md_model *best = NULL;
 			for (size_t i = 0; i < a->store->nmodels; i++) {
 				const struct md_model *m = a->store->models[i];
@@ -230,9 +233,9 @@ static enum MHD_Result get_models(struct api *a, struct MHD_Connection *con)
 		json_array_append_new(
 		    models,
 		    json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:i, s:o, s:O, s:o, s:b, s:s, s:s}",
-			      "pipeline", m->pipeline, "source", m->source, "output_type", m->output,
-			      "feature_group", m->group, "model_name", m->name, "trainer", m->trainer,
-			      "node_type", m->node_type, "mae",
+			      "pipeline", m->pipeline, "source", m->source, "output_type",
+			      m->output, "feature_group", m->group, "model_name", m->name,
+			      "trainer", m->trainer, "node_type", m->node_type, "mae",
 			      isnan(m->mae) ? json_null() : json_real(m->mae), "mape",
 			      mape ? mape : json_null(), "features", feats, "weight",
 			      md_trainer_weight_capable(m->trainer), "origin", m->origin, "path",
@@ -242,14 +245,13 @@ static enum MHD_Result get_models(struct api *a, struct MHD_Connection *con)
 		json_array_append_new(errors, json_pack("{s:s, s:s}", "path", s->errors[i].path,
 							"reason", s->errors[i].reason));
 	for (size_t i = 0; i < s->npipes; i++)
-		json_array_append_new(pipes,
-				      json_pack("{s:s, s:s, s:b, s:O}", "name", s->pipes[i].name,
-						"path", s->pipes[i].dir, "imported",
-						s->pipes[i].imported, "node_types",
-						s->pipes[i].index));
-	return reply_json(a, con,
-			  json_pack("{s:o, s:o, s:o}", "pipelines", pipes, "models", models,
-				    "errors", errors));
+		json_array_append_new(pipes, json_pack("{s:s, s:s, s:b, s:O}", "name",
+						       s->pipes[i].name, "path", s->pipes[i].dir,
+						       "imported", s->pipes[i].imported,
+						       "node_types", s->pipes[i].index));
+	return reply_json(
+	    a, con,
+	    json_pack("{s:o, s:o, s:o}", "pipelines", pipes, "models", models, "errors", errors));
 }
 
 static void on_completed(void *cls, struct MHD_Connection *con, void **req_cls,
@@ -274,8 +276,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const c
 		if (!(q = calloc(1, sizeof *q)))
 			return MHD_NO;
 		*req_cls = q;
-		const char *cl =
-		    MHD_lookup_connection_value(con, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+		const char *cl = MHD_lookup_connection_value(con, MHD_HEADER_KIND,
+							     MHD_HTTP_HEADER_CONTENT_LENGTH);
 		int64_t n;
 		/* an announced oversized body is dropped unread, not buffered; the 413 comes once
 		 * it is in, since a client still sending would not read an earlier answer */
@@ -308,15 +310,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const c
 			      "request body over %zu bytes", a->max_body);
 	if (!strcmp(url, "/model")) {
 		if (!post)
-			return refuse(a, con, MHD_HTTP_METHOD_NOT_ALLOWED, &a->ctr->bad_requests, url,
-				      "%s: use POST with a JSON ModelRequest", method);
+			return refuse(a, con, MHD_HTTP_METHOD_NOT_ALLOWED, &a->ctr->bad_requests,
+				      url, "%s: use POST with a JSON ModelRequest", method);
 		return post_model(a, con, q);
 	}
 	bool get = !strcmp(method, MHD_HTTP_METHOD_GET) || !strcmp(method, MHD_HTTP_METHOD_HEAD);
 	if (!strcmp(url, "/best-models") || !strcmp(url, "/models") || !strcmp(url, "/healthz")) {
 		if (!get)
-			return refuse(a, con, MHD_HTTP_METHOD_NOT_ALLOWED, &a->ctr->bad_requests, url,
-				      "%s: use GET", method);
+			return refuse(a, con, MHD_HTTP_METHOD_NOT_ALLOWED, &a->ctr->bad_requests,
+				      url, "%s: use GET", method);
 		if (!strcmp(url, "/healthz"))
 			return reply(a, con, MHD_HTTP_OK, "text/plain; charset=utf-8", "ok\n", 3);
 		return !strcmp(url, "/models") ? get_models(a, con) : get_best(a, con);

@@ -233,7 +233,8 @@ int main(int argc, char **argv)
 	    .tls_cert = c->tls_cert,
 	    .tls_key = c->tls_key,
 	};
-	if (!(m.api = api_new(&ho, wb_daemon_loop(m.d), m.store, (size_t)c->max_body_bytes, &m.ctr)))
+	if (!(m.api =
+		  api_new(&ho, wb_daemon_loop(m.d), m.store, (size_t)c->max_body_bytes, &m.ctr)))
 		goto out;
 	static const char *const prefixes[] = {"model/", NULL};
 	if (c->sub.n && wb_daemon_subscribe(m.d, &c->sub, prefixes, on_msg, &m) < 0) {

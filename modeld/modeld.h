@@ -35,7 +35,8 @@ bool md_spec_empty(const struct md_spec *spec);
 bool md_spec_complete(const struct md_spec *spec);
 /* Every attribute spec knows equals that of node (Kepler's NodeTypeSpec.cover). */
 bool md_spec_covers(const struct md_spec *node, const struct md_spec *spec);
-/* Kepler's weighted similarity in [0, 1]: processor 5, cores 1, chips 1, memory 0.5, frequency 0.5. */
+/* Kepler's weighted similarity in [0, 1]: processor 5, cores 1, chips 1, memory 0.5, frequency 0.5.
+ */
 double md_spec_similarity(const struct md_spec *node, const struct md_spec *spec);
 
 /* One node type of a pipeline's node_type_index.json. */
@@ -88,10 +89,10 @@ struct md_model {
 	char pipeline[64], source[32], output[16], group[32], trainer[64];
 	char name[MD_NAME_MAX]; /* <trainer>_<node_type> */
 	int node_type;
-	char *dir;	/* its folder */
+	char *dir;	  /* its folder */
 	char origin[128]; /* "import:DIR" or "bus:HOST" */
-	json_t *meta;	/* metadata.json */
-	json_t *weight; /* weight.json, NULL when the model has none */
+	json_t *meta;	  /* metadata.json */
+	json_t *weight;	  /* weight.json, NULL when the model has none */
 	char **features;
 	size_t nfeat;
 	double mae; /* NAN: unknown (never served) */
@@ -112,16 +113,16 @@ struct md_error {
 };
 
 struct md_store {
-	char *dir;	    /* the store directory */
-	char pipeline[64];  /* the pipeline models from the bus go to */
-	char source[32];    /* their energy source */
+	char *dir;	   /* the store directory */
+	char pipeline[64]; /* the pipeline models from the bus go to */
+	char source[32];   /* their energy source */
 	struct md_pipeline *pipes;
 	size_t npipes;
 	struct md_model **models;
 	size_t nmodels;
 	struct md_error *errors;
 	size_t nerrors;
-	uint64_t skipped;  /* corrupt entries skipped while loading */
+	uint64_t skipped; /* corrupt entries skipped while loading */
 };
 
 struct md_store *md_store_new(const char *dir, const char *pipeline, const char *source);
@@ -168,8 +169,8 @@ int md_request_parse(const char *body, size_t len, struct md_request *r, char *e
  * pass the filter; the lowest mae wins, ties keep the first in group order then
  * name order. NULL with why (the answer of a 400).
  */
-const struct md_model *md_select(const struct md_store *self, const struct md_request *r,
-				 char *why, size_t whylen);
+const struct md_model *md_select(const struct md_store *self, const struct md_request *r, char *why,
+				 size_t whylen);
 /* The weight=true answer: weight.json plus model_name, machine_spec and mae. New reference. */
 json_t *md_weight_answer(const struct md_store *self, const struct md_model *m);
 

@@ -52,10 +52,9 @@ static int get_bool(const json_t *body, const char *key, bool *out, char *err, s
 
 int md_request_parse(const char *body, size_t len, struct md_request *r, char *err, size_t errlen)
 {
-	static const char *const known[] = {"metrics",	     "output_type",	"source",
-					    "node_type",     "weight",		"trainer_name",
-					    "filter",	     "pipeline_name",	"machine_spec",
-					    "loose_node_type", NULL};
+	static const char *const known[] = {
+	    "metrics", "output_type",	"source",	"node_type",	   "weight", "trainer_name",
+	    "filter",  "pipeline_name", "machine_spec", "loose_node_type", NULL};
 	memset(r, 0, sizeof *r);
 	snprintf(r->source, sizeof r->source, "rapl-sysfs");
 	r->node_type = -1;
@@ -221,8 +220,8 @@ struct counts {
 	size_t in_groups, of_type, weighted, passed;
 };
 
-const struct md_model *md_select(const struct md_store *self, const struct md_request *r,
-				 char *why, size_t whylen)
+const struct md_model *md_select(const struct md_store *self, const struct md_request *r, char *why,
+				 size_t whylen)
 {
 	const struct md_model *best = NULL;
 	size_t best_order = 0;
@@ -246,8 +245,7 @@ const struct md_model *md_select(const struct md_store *self, const struct md_re
 				size_t order;
 				if (strcmp(m->pipeline, p->name) || strcmp(m->source, r->source) ||
 				    strcmp(m->output, r->output) || !group_valid(m, r, &order) ||
-				    order != go ||
-				    (r->trainer[0] && !strstr(m->name, r->trainer)))
+				    order != go || (r->trainer[0] && !strstr(m->name, r->trainer)))
 					continue;
 				any = true;
 				n.in_groups++;
@@ -264,14 +262,14 @@ const struct md_model *md_select(const struct md_store *self, const struct md_re
 				size_t order;
 				if (strcmp(m->pipeline, p->name) || strcmp(m->source, r->source) ||
 				    strcmp(m->output, r->output) || !group_valid(m, r, &order) ||
-				    order != go ||
-				    (r->trainer[0] && !strstr(m->name, r->trainer)))
+				    order != go || (r->trainer[0] && !strstr(m->name, r->trainer)))
 					continue;
 				if (!fallback && c.node_type >= 0 && m->node_type != c.node_type)
 					continue;
-				/* the loose fallback: the group's node types with the most cores, else
-				 * all */
-				if (fallback && most_cores > 0 && cores_of(p, m->node_type) != most_cores)
+				/* the loose fallback: the group's node types with the most cores,
+				 * else all */
+				if (fallback && most_cores > 0 &&
+				    cores_of(p, m->node_type) != most_cores)
 					continue;
 				n.of_type++;
 				if (r->weight && !md_trainer_weight_capable(m->trainer))
@@ -309,12 +307,14 @@ const struct md_model *md_select(const struct md_store *self, const struct md_re
 			 "no %s model for source %s whose feature group the metrics cover%s%s",
 			 r->output, r->source, r->trainer[0] ? " and trainer " : "", r->trainer);
 	else if (!n.of_type)
-		snprintf(why, whylen, "no %s model of the requested node type (loose_node_type false)",
+		snprintf(why, whylen,
+			 "no %s model of the requested node type (loose_node_type false)",
 			 r->output);
 	else if (!n.weighted)
 		snprintf(why, whylen, "no weight-capable %s model of that node type", r->output);
 	else
-		snprintf(why, whylen, "no %s model passes the filter (or has a known mae)", r->output);
+		snprintf(why, whylen, "no %s model passes the filter (or has a known mae)",
+			 r->output);
 	return NULL;
 }
 

@@ -153,14 +153,17 @@ int md_spec_from_json(const json_t *obj, struct md_spec *spec, char *err, size_t
 json_t *md_spec_to_json(const struct md_spec *s)
 {
 	json_t *o = json_object();
-	json_object_set_new(o, "processor", s->processor[0] ? json_string(s->processor) : json_null());
-	json_object_set_new(o, "cores", s->cores > 0 ? json_integer((json_int_t)s->cores) : json_null());
-	json_object_set_new(o, "chips", s->chips > 0 ? json_integer((json_int_t)s->chips) : json_null());
-	json_object_set_new(o, "memory",
-			    s->memory_gib > 0 ? json_integer((json_int_t)s->memory_gib) : json_null());
-	json_object_set_new(o, "frequency", s->frequency_mhz > 0
-						? json_integer((json_int_t)s->frequency_mhz)
-						: json_null());
+	json_object_set_new(o, "processor",
+			    s->processor[0] ? json_string(s->processor) : json_null());
+	json_object_set_new(o, "cores",
+			    s->cores > 0 ? json_integer((json_int_t)s->cores) : json_null());
+	json_object_set_new(o, "chips",
+			    s->chips > 0 ? json_integer((json_int_t)s->chips) : json_null());
+	json_object_set_new(
+	    o, "memory", s->memory_gib > 0 ? json_integer((json_int_t)s->memory_gib) : json_null());
+	json_object_set_new(o, "frequency",
+			    s->frequency_mhz > 0 ? json_integer((json_int_t)s->frequency_mhz)
+						 : json_null());
 	return o;
 }
 
@@ -274,7 +277,8 @@ int md_node_type_of(const struct md_node_type *types, size_t n, const struct md_
 #define BPF "bpf_cpu_time_ms", "bpf_page_cache_hit"
 #define IRQ "bpf_block_irq", "bpf_net_rx_irq", "bpf_net_tx_irq"
 #define ACCEL "accelerator_intel_qat"
-static const char *const f_full[] = {COUNTER, BPF, IRQ, ACCEL, "node_info", "cpu_scaling_frequency_hertz", NULL};
+static const char *const f_full[] = {
+    COUNTER, BPF, IRQ, ACCEL, "node_info", "cpu_scaling_frequency_hertz", NULL};
 static const char *const f_workload[] = {COUNTER, BPF, IRQ, ACCEL, NULL};
 static const char *const f_counter[] = {COUNTER, NULL};
 static const char *const f_bpf[] = {BPF, NULL};
@@ -285,9 +289,9 @@ static const char *const f_accel[] = {ACCEL, NULL};
 
 /* Kepler's FeatureGroups, in its order; ThirdParty: models whose features are no group's. */
 const struct md_group md_groups[] = {
-    {"Full", f_full},	    {"WorkloadOnly", f_workload},	{"CounterOnly", f_counter},
-    {"BPFOnly", f_bpf},	    {"BPFIRQ", f_bpfirq},		{"CounterIRQCombined", f_counterirq},
-    {"Basic", f_basic},	    {"AcceleratorOnly", f_accel},	{"ThirdParty", NULL},
+    {"Full", f_full},	{"WorkloadOnly", f_workload}, {"CounterOnly", f_counter},
+    {"BPFOnly", f_bpf}, {"BPFIRQ", f_bpfirq},	      {"CounterIRQCombined", f_counterirq},
+    {"Basic", f_basic}, {"AcceleratorOnly", f_accel}, {"ThirdParty", NULL},
 };
 const size_t md_ngroups = sizeof md_groups / sizeof md_groups[0];
 
@@ -383,8 +387,8 @@ bool md_filter_pass(const struct md_filter *f, const json_t *metadata)
 		if (!json_is_number(v))
 			return false;
 		double x = json_number_value(v);
-		bool ok = !strcmp(f->c[i].key, "abs_max_corr") ? x >= f->c[i].value
-							       : x <= f->c[i].value;
+		bool ok =
+		    !strcmp(f->c[i].key, "abs_max_corr") ? x >= f->c[i].value : x <= f->c[i].value;
 		if (!ok)
 			return false;
 	}
@@ -394,7 +398,8 @@ bool md_filter_pass(const struct md_filter *f, const json_t *metadata)
 bool md_trainer_weight_capable(const char *trainer)
 {
 	static const char *const w[] = {"SGDRegressorTrainer", "LogarithmicRegressionTrainer",
-					 "LogisticRegressionTrainer", "ExponentialRegressionTrainer"};
+					"LogisticRegressionTrainer",
+					"ExponentialRegressionTrainer"};
 	for (size_t i = 0; i < sizeof w / sizeof w[0]; i++)
 		if (!strcmp(trainer, w[i]))
 			return true;

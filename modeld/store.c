@@ -361,8 +361,9 @@ static void pipeline_walk(struct md_store *self, const struct md_pipeline *p)
 						continue;
 					if (!strcmp(names[n], "checkpoint"))
 						continue;
-					struct md_model *m = model_load(self, p, sources[s], outputs[o],
-									groups[g], names[n], d4);
+					struct md_model *m =
+					    model_load(self, p, sources[s], outputs[o], groups[g],
+						       names[n], d4);
 					if (m && add_model(self, m) < 0)
 						model_free(m);
 				}
@@ -416,7 +417,8 @@ int md_store_import(struct md_store *self, const char *dir, char *err, size_t er
 	const char *base = strrchr(dir, '/');
 	base = base && base[1] ? base + 1 : dir;
 	char name[64];
-	snprintf(name, sizeof name, "%s", meta && wb_json_str(meta, "name")[0] ? wb_json_str(meta, "name") : base);
+	snprintf(name, sizeof name, "%s",
+		 meta && wb_json_str(meta, "name")[0] ? wb_json_str(meta, "name") : base);
 	json_decref(meta);
 	if (md_store_pipeline(self, name)) {
 		snprintf(err, errlen, "import %s: a pipeline named %s is already held", dir, name);
@@ -462,7 +464,8 @@ static struct md_pipeline *own_pipeline(struct md_store *self, char *err, size_t
 	const char *parts[] = {self->pipeline};
 	if (mkdirs(self->dir, parts, 1, dir, sizeof dir, err, errlen) < 0)
 		return NULL;
-	json_t *meta = json_pack("{s:s, s:s}", "name", self->pipeline, "publisher", "wattbus-modeld");
+	json_t *meta =
+	    json_pack("{s:s, s:s}", "name", self->pipeline, "publisher", "wattbus-modeld");
 	char path[PATH_MAX];
 	snprintf(path, sizeof path, "%s/metadata.json", dir);
 	int rc = wb_json_save(meta, path, true, err, errlen);
@@ -508,7 +511,8 @@ static int node_type_for(struct md_store *self, struct md_pipeline *p, const str
 	bool found = false;
 	size_t i;
 	json_t *v;
-	json_array_foreach(members, i, v) found |= json_is_string(v) && !strcmp(json_string_value(v), host);
+	json_array_foreach(members, i, v) found |=
+	    json_is_string(v) && !strcmp(json_string_value(v), host);
 	if (!found)
 		json_array_append_new(members, json_string(host));
 	char path[PATH_MAX];
@@ -528,12 +532,13 @@ static json_t *weight_json(const struct wb_model *msg)
 		const struct wb_model_zone *mz = &msg->zones[z];
 		json_t *num = json_object();
 		double bias = mz->bias_w;
-		for (size_t f = 0; f < msg->n_features && f < mz->n_weights && f < mz->n_scales; f++) {
+		for (size_t f = 0; f < msg->n_features && f < mz->n_weights && f < mz->n_scales;
+		     f++) {
 			double mean = f < mz->n_means ? mz->means[f] : 0;
 			bias -= mz->weights[f] * mean / mz->scales[f];
 			json_object_set_new(num, msg->features[f],
-					    json_pack("{s:f, s:f}", "scale", mz->scales[f], "weight",
-						      mz->weights[f]));
+					    json_pack("{s:f, s:f}", "scale", mz->scales[f],
+						      "weight", mz->weights[f]));
 		}
 		json_object_set_new(w, mz->zone,
 				    json_pack("{s:{s:f, s:{}, s:o}}", "All_Weights", "Bias_Weight",
@@ -568,22 +573,25 @@ static double msg_mape(const struct wb_model *msg)
 	return worst > 0 ? worst : -1;
 }
 
-static json_t *metadata_json(const struct wb_model *msg, const char *name, const struct md_spec *spec,
-			     double mae)
+static json_t *metadata_json(const struct wb_model *msg, const char *name,
+			     const struct md_spec *spec, double mae)
 {
 	json_t *feats = json_array();
 	for (size_t f = 0; f < msg->n_features; f++)
 		json_array_append_new(feats, json_string(msg->features[f]));
-	json_t *m = json_pack("{s:s, s:s, s:s, s:o, s:[], s:s, s:f, s:f, s:o}", "model_name", name,
-			      "model_class", "scikit", "model_file", "weight.json", "features", feats,
-			      "fe_files", "output_type", msg->type, "mae", isnan(mae) ? -1.0 : mae,
-			      "mape", msg_mape(msg), "machine_spec", md_spec_to_json(spec));
+	json_t *m =
+	    json_pack("{s:s, s:s, s:s, s:o, s:[], s:s, s:f, s:f, s:o}", "model_name", name,
+		      "model_class", "scikit", "model_file", "weight.json", "features", feats,
+		      "fe_files", "output_type", msg->type, "mae", isnan(mae) ? -1.0 : mae, "mape",
+		      msg_mape(msg), "machine_spec", md_spec_to_json(spec));
 	for (size_t z = 0; z < msg->n_zones; z++) {
 		char key[48];
 		snprintf(key, sizeof key, "%s_mae", msg->zones[z].zone);
-		json_object_set_new(m, key, json_real(msg->zones[z].mae_w > 0 ? msg->zones[z].mae_w : -1));
+		json_object_set_new(m, key,
+				    json_real(msg->zones[z].mae_w > 0 ? msg->zones[z].mae_w : -1));
 		snprintf(key, sizeof key, "%s_mape", msg->zones[z].zone);
-		json_object_set_new(m, key, json_real(msg->zones[z].mape > 0 ? msg->zones[z].mape : -1));
+		json_object_set_new(m, key,
+				    json_real(msg->zones[z].mape > 0 ? msg->zones[z].mape : -1));
 	}
 	json_object_set_new(m, "wattbus_host", json_string(msg->env.host));
 	json_object_set_new(m, "wattbus_src", json_string(msg->env.src));
@@ -606,7 +614,8 @@ enum md_put_result md_store_put(struct md_store *self, const struct wb_model *ms
 		if (msg->zones[z].n_weights != msg->n_features ||
 		    msg->zones[z].n_scales != msg->n_features ||
 		    (msg->zones[z].n_means && msg->zones[z].n_means != msg->n_features)) {
-			snprintf(err, errlen, "zones[%zu] has not one weight and scale per feature", z);
+			snprintf(err, errlen, "zones[%zu] has not one weight and scale per feature",
+				 z);
 			return MD_PUT_ERROR;
 		}
 	struct md_spec spec = {0};

@@ -130,7 +130,8 @@ static void test_request(void)
 	    {"{\"metrics\":[],\"output_type\":\"Power\"}", "unknown \"Power\""},
 	    {"{\"metrics\":[],\"output_type\":\"AbsPower\",\"weight\":\"yes\"}", "weight"},
 	    {"{\"metrics\":[],\"output_type\":\"AbsPower\",\"node_type\":1.5}", "node_type"},
-	    {"{\"metrics\":[],\"output_type\":\"AbsPower\",\"colour\":1}", "unknown key \"colour\""},
+	    {"{\"metrics\":[],\"output_type\":\"AbsPower\",\"colour\":1}",
+	     "unknown key \"colour\""},
 	    {"{\"metrics\":[],\"output_type\":\"AbsPower\",\"filter\":\"mae\"}", "filter"},
 	    {"{\"metrics\":[],\"output_type\":\"AbsPower\",\"machine_spec\":{\"cores\":\"x\"}}",
 	     "machine_spec.cores"},
@@ -192,8 +193,8 @@ static void test_store(void)
 	CHECK_STR(out->group, "ThirdParty");
 	CHECK_NEAR(out->mae, 5, 0);
 	/* means folded into the bias: 10 - 2 * 8 / 4 */
-	json_t *b = json_object_get(json_object_get(json_object_get(out->weight, "package"), "All_Weights"),
-				    "Bias_Weight");
+	json_t *b = json_object_get(
+	    json_object_get(json_object_get(out->weight, "package"), "All_Weights"), "Bias_Weight");
 	CHECK_NEAR(json_number_value(b), 6, 1e-12);
 	wb_msg_clear(&msg);
 	/* another host, same machine, worse: kept; better: replaces */
@@ -218,7 +219,8 @@ static void test_store(void)
 
 	/* reloaded from disk: the same two models; a corrupt one is skipped with its path */
 	char bad[600];
-	snprintf(bad, sizeof bad, "%s/wattbus/rapl-sysfs/AbsPower/ThirdParty/SGDRegressorTrainer_7", dir);
+	snprintf(bad, sizeof bad, "%s/wattbus/rapl-sysfs/AbsPower/ThirdParty/SGDRegressorTrainer_7",
+		 dir);
 	CHECK(mkdir(bad, 0700) == 0);
 	char path[700];
 	snprintf(path, sizeof path, "%s/metadata.json", bad);
@@ -238,9 +240,10 @@ static void test_store(void)
 	CHECK(s->nmodels == 2 && s->models[0]->mae == 6);
 	/* and it serves them: the machine's node type */
 	struct md_request r;
-	const char *q = "{\"metrics\":[\"bpf_cpu_time_ms\"],\"output_type\":\"AbsPower\",\"weight\":true,"
-			"\"machine_spec\":{\"processor\":\"Intel(R) Xeon(R) CPU X @ 2GHz\",\"cores\":16,"
-			"\"chips\":1,\"memory\":16,\"frequency\":3000}}";
+	const char *q =
+	    "{\"metrics\":[\"bpf_cpu_time_ms\"],\"output_type\":\"AbsPower\",\"weight\":true,"
+	    "\"machine_spec\":{\"processor\":\"Intel(R) Xeon(R) CPU X @ 2GHz\",\"cores\":16,"
+	    "\"chips\":1,\"memory\":16,\"frequency\":3000}}";
 	CHECK(md_request_parse(q, strlen(q), &r, err, sizeof err) == 0);
 	const struct md_model *m = md_select(s, &r, err, sizeof err);
 	CHECK(m && !strcmp(m->name, "SGDRegressorTrainer_1"));
