@@ -247,8 +247,7 @@ int main(int argc, char **argv)
 	}
 	mirror(&m);
 	wb_daemon_set_mode(m.d, c->tls_cert[0] ? "https" : "http");
-	log_info("serving the model API on %s%s (port %u): %zu models in %zu pipelines (store %s, "
-		 "%" PRIu64 " entries skipped)",
+	log_info("serving the model API on %s%s (port %u): %zu models in %zu pipelines (store %s, %" PRIu64 " entries skipped)",
 		 c->tls_cert[0] ? "https " : "", c->listen, api_port(m.api), m.store->nmodels,
 		 m.store->npipes, c->store, m.store->skipped);
 	rc = wb_daemon_run(m.d);
