@@ -85,3 +85,16 @@ REQ='{"metrics":["bpf_cpu_time_ms","cpu_cycles"],"output_type":"AbsPower","weigh
 		grep -E "^wattbus_stage_events_total\{.*stage=\"modeld\".*name=\"http_bad_requests\"\} 1$" <<<"$m" && \
 		grep -E "^wattbus_stage_up\{.*stage=\"modeld\".*\} 1$" <<<"$m"' "$ex_port"
 }
+
+@test "a model from another host over tcp with CURVE" {
+	local K=$BATS_TEST_TMPDIR/keys port
+	mkdir -p "$K/allowed"
+	for c in trainer modeld; do "$WATTBUS" keygen "$K/$c" >/dev/null; done
+	cp "$K/modeld" "$K/allowed/"
+	port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+	md_start modeld --sub "tcp://127.0.0.1:$port" --curve_cert "$K/modeld" --curve_peer "$K/trainer"
+	model_line node-a 1.5 | "$WATTBUS" pub --wait 30s --curve-cert "$K/trainer" --curve-allow "$K/allowed" "tcp://127.0.0.1:$port"
+	wb_wait_lines "$BATS_TEST_TMPDIR/modeld.log" 1 30 'model/node-a (trained): stored as '
+	run md_choice "$REQ"
+	assert_output "200 SGDRegressorTrainer_0 1.5"
+}
