@@ -48,6 +48,7 @@ static enum MHD_Result refuse(struct api *a, struct MHD_Connection *con, unsigne
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof msg - 1, fmt, ap);
 	va_end(ap);
+	md_one_line(msg);
 	if (counter)
 		(*counter)++;
 	const char *who = wb_httpd_client(con);

@@ -18,6 +18,10 @@
 #define MD_ERR_MAX 512
 
 /* ---- select.c: Kepler's selection rules ---- */
+/* Control characters (a newline in a key a client sent) as '?', so that a reason that quotes
+ * input stays one line in the log and in a 400 answer. */
+void md_one_line(char *s);
+
 /* A machine as Kepler's NodeTypeSpec sees it; 0 or "": not known. */
 struct md_spec {
 	char processor[128]; /* normalized: "intel_xeon_platinum_8259cl" */

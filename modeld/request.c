@@ -64,6 +64,7 @@ int md_request_parse(const char *body, size_t len, struct md_request *r, char *e
 	if (!j) {
 		snprintf(err, errlen, "not JSON: %s (line %d, column %d)", jerr.text, jerr.line,
 			 jerr.column);
+		md_one_line(err);
 		return -1;
 	}
 	int rc = -1;
@@ -160,8 +161,10 @@ int md_request_parse(const char *body, size_t len, struct md_request *r, char *e
 	rc = 0;
 out:
 	json_decref(j);
-	if (rc < 0)
+	if (rc < 0) {
 		md_request_free(r);
+		md_one_line(err);
+	}
 	return rc;
 }
 

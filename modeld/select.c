@@ -14,6 +14,13 @@
 #include "config.h"
 #include "modeld.h"
 
+void md_one_line(char *s)
+{
+	for (; *s; s++)
+		if ((unsigned char)*s < 0x20 || *s == 0x7f)
+			*s = '?';
+}
+
 /* ---- machine specs ---- */
 static void remove_all(char *s, const char *what)
 {

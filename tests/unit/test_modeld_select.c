@@ -132,6 +132,8 @@ static void test_request(void)
 	    {"{\"metrics\":[],\"output_type\":\"AbsPower\",\"node_type\":1.5}", "node_type"},
 	    {"{\"metrics\":[],\"output_type\":\"AbsPower\",\"colour\":1}",
 	     "unknown key \"colour\""},
+	    {"{\"metrics\":[],\"output_type\":\"AbsPower\",\"col\\nour\":1}", "unknown key \"col?our\""},
+	    {"{\"a\\\n\":1}", "not JSON"},
 	    {"{\"metrics\":[],\"output_type\":\"AbsPower\",\"filter\":\"mae\"}", "filter"},
 	    {"{\"metrics\":[],\"output_type\":\"AbsPower\",\"machine_spec\":{\"cores\":\"x\"}}",
 	     "machine_spec.cores"},
@@ -143,6 +145,7 @@ static void test_request(void)
 		if (rc < 0 && !strstr(err, bad[i].want))
 			printf("#   %s: \"%s\" does not name %s\n", bad[i].body, err, bad[i].want);
 		CHECK(rc < 0 && strstr(err, bad[i].want));
+		CHECK(!strchr(err, '\n')); /* one line in the log and the answer */
 	}
 }
 
