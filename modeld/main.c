@@ -118,31 +118,38 @@ struct modeld {
 	struct md_store *store;
 	struct api *api;
 	struct api_counters ctr;
+	uint64_t held, skipped; /* the store's size, mirrored */
 	struct wb_ratelimit rl;
-	uint64_t *c_received, *c_stored, *c_kept, *c_rejected, *c_models, *c_skipped;
-	uint64_t *c_requests, *c_bad, *c_too_large, *c_no_model, *c_2xx, *c_4xx, *c_refused,
-	    *c_timeouts;
+	uint64_t *c_received, *c_stored, *c_kept, *c_rejected;
 };
 
-static void set(uint64_t *c, uint64_t v)
-{
-	if (c)
-		*c = v;
-}
+/* Counted here, through the stat table. */
+static const struct wb_stat_row counted[] = {
+    WB_STAT_ROW(struct modeld, c_received, "models_received"),
+    WB_STAT_ROW(struct modeld, c_stored, "models_stored"),
+    WB_STAT_ROW(struct modeld, c_kept, "models_kept"),
+    WB_STAT_ROW(struct modeld, c_rejected, "models_rejected"),
+};
 
-/* Mirror the HTTP side's counters and the store's size into the stat message. */
+/* Kept by the store and the HTTP side, copied into the stat message. */
+static const struct wb_stat_row mirrored[] = {
+    WB_STAT_ROW(struct modeld, held, "models_held"),
+    WB_STAT_ROW(struct modeld, skipped, "store_entries_skipped"),
+    WB_STAT_ROW(struct modeld, ctr.model_requests, "model_requests"),
+    WB_STAT_ROW(struct modeld, ctr.bad_requests, "http_bad_requests"),
+    WB_STAT_ROW(struct modeld, ctr.too_large, "http_too_large"),
+    WB_STAT_ROW(struct modeld, ctr.no_model, "http_no_model"),
+    WB_STAT_ROW(struct modeld, ctr.http.requests[1], "http_2xx"),
+    WB_STAT_ROW(struct modeld, ctr.http.requests[3], "http_4xx"),
+    WB_STAT_ROW(struct modeld, ctr.http.refused, "http_refused"),
+    WB_STAT_ROW(struct modeld, ctr.http.request_timeouts, "http_request_timeouts"),
+};
+
 static void mirror(struct modeld *m)
 {
-	set(m->c_models, m->store->nmodels);
-	set(m->c_skipped, m->store->skipped);
-	set(m->c_requests, m->ctr.model_requests);
-	set(m->c_bad, m->ctr.bad_requests);
-	set(m->c_too_large, m->ctr.too_large);
-	set(m->c_no_model, m->ctr.no_model);
-	set(m->c_2xx, m->ctr.http.requests[1]);
-	set(m->c_4xx, m->ctr.http.requests[3]);
-	set(m->c_refused, m->ctr.http.refused);
-	set(m->c_timeouts, m->ctr.http.request_timeouts);
+	m->held = m->store->nmodels;
+	m->skipped = m->store->skipped;
+	wb_stats_mirror(wb_daemon_stats(m->d), m, mirrored, sizeof mirrored / sizeof mirrored[0]);
 }
 
 static int on_tick(zloop_t *loop, int timer_id, void *arg)
@@ -188,25 +195,7 @@ int main(int argc, char **argv)
 	struct modeld_conf *c = wb_daemon_conf(m.d);
 	int rc = WB_EXIT_FAILURE;
 	char err[MD_ERR_MAX];
-	struct wb_stats *stats = wb_daemon_stats(m.d);
-	m.c_received = wb_stats_counter(stats, "models_received");
-	m.c_stored = wb_stats_counter(stats, "models_stored");
-	m.c_kept = wb_stats_counter(stats, "models_kept");
-	m.c_rejected = wb_stats_counter(stats, "models_rejected");
-	m.c_models = wb_stats_counter(stats, "models_held");
-	m.c_skipped = wb_stats_counter(stats, "store_entries_skipped");
-	m.c_requests = wb_stats_counter(stats, "model_requests");
-	m.c_bad = wb_stats_counter(stats, "http_bad_requests");
-	m.c_too_large = wb_stats_counter(stats, "http_too_large");
-	m.c_no_model = wb_stats_counter(stats, "http_no_model");
-	m.c_2xx = wb_stats_counter(stats, "http_2xx");
-	m.c_4xx = wb_stats_counter(stats, "http_4xx");
-	m.c_refused = wb_stats_counter(stats, "http_refused");
-	m.c_timeouts = wb_stats_counter(stats, "http_request_timeouts");
-	if (!m.c_received || !m.c_stored || !m.c_kept || !m.c_rejected) {
-		log_errx("out of memory");
-		goto out;
-	}
+	wb_stats_bind(wb_daemon_stats(m.d), &m, counted, sizeof counted / sizeof counted[0]);
 	if (!(m.store = md_store_new(c->store, c->pipeline, c->source))) {
 		log_errx("out of memory");
 		goto out;
