@@ -47,6 +47,9 @@ struct group_set {
 struct estimator {
 	struct est_conf conf;
 	struct model *model;
+	struct kepler_powers ext; /* the sidecar's powers for the next slot */
+	bool ext_set;
+	char ext_name[64];
 	struct host_state hosts[HOSTS_MAX];
 	size_t nhosts;
 	uint64_t tick;
@@ -175,6 +178,15 @@ void estimator_set_model(struct estimator *e, struct model *m)
 {
 	free(e->model);
 	e->model = m;
+}
+
+void estimator_set_external(struct estimator *e, const struct kepler_powers *kp, const char *name)
+{
+	e->ext_set = kp != NULL;
+	if (kp) {
+		e->ext = *kp;
+		snprintf(e->ext_name, sizeof(e->ext_name), "%s", name ? name : "estimator");
+	}
 }
 
 const struct model *estimator_model(const struct estimator *e)
@@ -450,6 +462,29 @@ static void model_zones(struct estimator *e, const struct wb_aligned *a, double 
 	}
 }
 
+/*
+ * Zones from the sidecar's powers: as model_zones, the zero-usage power is the
+ * idle part, scaled by the sidecar's core ratio (at most 1, as Kepler applies it).
+ */
+static void external_zones(struct estimator *e, double slot_s, size_t *nz)
+{
+	const struct kepler_powers *kp = &e->ext;
+	double ratio = kp->core_ratio > 0 && kp->core_ratio < 1 ? kp->core_ratio : 1.0;
+	*nz = 0;
+	for (size_t i = 0; i < kp->n; i++) {
+		double p = kp->p_w[i], p0 = kp->p0_w[i];
+		double idle_w = (p0 > 0 ? p0 : 0) * ratio;
+		double active_w = p > p0 ? p - p0 : 0;
+		struct wb_est_zone *z = &e->zones[(*nz)++];
+		memset(z, 0, sizeof(*z));
+		snprintf(z->name, sizeof(z->name), "%s", kp->zone[i]);
+		snprintf(z->zone, sizeof(z->zone), "%s", kp->zone[i]);
+		z->idle_uj = uj_of(idle_w, slot_s);
+		z->active_uj = uj_of(active_w, slot_s);
+		z->energy_uj = z->idle_uj + z->active_uj;
+	}
+}
+
 static void measured_zones(struct estimator *e, struct host_state *h, const struct wb_aligned *a,
 			   double slot_s, uint64_t busy, uint64_t total, struct est_result *res)
 {
@@ -626,6 +661,8 @@ int estimator_slot(struct estimator *e, const struct wb_aligned *a, struct wb_es
 {
 	memset(res, 0, sizeof(*res));
 	memset(out, 0, sizeof(*out));
+	bool use_ext = e->ext_set; /* for this slot only */
+	e->ext_set = false;
 	double slot_s = feat_slot_s(a);
 	if (slot_s <= 0) {
 		snprintf(err, errlen, "slot [%" PRIu64 ", %" PRIu64 "] of %s has no length", a->t0,
@@ -651,7 +688,7 @@ int estimator_slot(struct estimator *e, const struct wb_aligned *a, struct wb_es
 		goto nomem;
 
 	/* A host new to the totals whose records would not fit the budget is refused. */
-	size_t nz_in = measured ? a->n_zones : e->model ? e->model->nzones : 0;
+	size_t nz_in = measured ? a->n_zones : use_ext ? e->ext.n : e->model ? e->model->nzones : 0;
 	if (!totals_admits(&e->totals, a->env.host, nz_in)) {
 		res->budget_refused = true;
 		snprintf(err, errlen, "slot from %s: refused, a new host and the memory budget (budget_mib) has %zu of %zu MiB in use", a->env.host, e->budget.used >> 20, e->budget.max >> 20);
@@ -665,6 +702,9 @@ int estimator_slot(struct estimator *e, const struct wb_aligned *a, struct wb_es
 	if (measured) {
 		measured_zones(e, h, a, slot_s, busy, total, res);
 		nz = a->n_zones;
+	} else if (use_ext) {
+		external_zones(e, slot_s, &nz);
+		res->external = true;
 	} else if (e->model) {
 		model_zones(e, a, slot_s, res, &nz);
 	} else {
@@ -687,7 +727,9 @@ int estimator_slot(struct estimator *e, const struct wb_aligned *a, struct wb_es
 	out->t0 = a->t0;
 	out->t1 = a->t1;
 	snprintf(out->mode, sizeof(out->mode), "%s", measured ? "measured" : "model");
-	if (!measured && e->model)
+	if (res->external)
+		snprintf(out->model, sizeof(out->model), "%s", e->ext_name);
+	else if (!measured && e->model)
 		snprintf(out->model, sizeof(out->model), "%s", e->model->name);
 	out->ncpu = a->ncpu;
 	out->cpu_usage_ratio = total ? (double)(busy < total ? busy : total) / (double)total : 0.0;

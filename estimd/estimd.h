@@ -121,6 +121,79 @@ int model_from_msg(const struct wb_model *msg, struct model *out, char *err, siz
 /* One line on a model for the log: name, origin, form, zones and their error. */
 void model_describe(const struct model *m, char *buf, size_t size);
 
+/* ---- spec.c: this machine's spec, as Kepler's model server matches node types ---- */
+
+struct mspec {
+	char processor[128]; /* "intel_xeon_platinum_8259cl": model name, lower case, words joined by _ */
+	uint64_t cores;	     /* logical CPUs */
+	uint64_t chips;	     /* sockets (distinct physical ids) */
+	uint64_t memory_gib; /* MemTotal, GiB rounded */
+	uint64_t frequency_mhz; /* highest cpufreq maximum, else the highest "cpu MHz" */
+};
+
+/* "Intel(R) Xeon(R) Platinum 8259CL CPU @ 2.50GHz" -> "intel_xeon_platinum_8259cl". */
+void mspec_processor_name(const char *model_name, char *out, size_t size);
+/*
+ * Read the spec from procfs_root/cpuinfo, procfs_root/meminfo and
+ * sysfs_root/devices/system/cpu/cpu*\/cpufreq/cpuinfo_max_freq. Missing
+ * figures stay 0 (processor ""). Returns 0, or -1 when cpuinfo cannot be read (err).
+ */
+int mspec_read(const char *procfs_root, const char *sysfs_root, struct mspec *out, char *err,
+	       size_t errlen);
+/* The same, with the roots from $WATTBUS_PROCFS_ROOT and $WATTBUS_SYSFS_ROOT (default /proc, /sys). */
+int mspec_read_env(struct mspec *out, char *err, size_t errlen);
+
+/* ---- kepler.c: Kepler's model server request and estimator sidecar protocol ---- */
+
+#define KEPLER_METRICS_MAX 8
+
+struct kepler_metrics {
+	size_t n;
+	const char *name[KEPLER_METRICS_MAX];
+	int id[KEPLER_METRICS_MAX]; /* enum feat_id, or FEAT_UNMEASURED (sent as 0) */
+};
+
+/*
+ * The feature names estimd supplies: bpf_cpu_time_ms and bpf_page_cache_hit
+ * (which wattbus does not measure and sends as 0, as Kepler's BPF groups need
+ * it), and cpu_cycles, cpu_instructions, cache_miss when the slot's counters
+ * (usaged's) include cycles, instructions, cache_misses. counters may be NULL.
+ */
+void kepler_metrics_from(const char (*counters)[16], size_t ncounters, struct kepler_metrics *km);
+/* A ModelRequest (POST /model) for weights of output_type; spec may be NULL. malloc'd JSON. */
+char *kepler_model_request(const struct kepler_metrics *km, const char *output_type,
+			   const struct mspec *spec);
+/*
+ * A PowerRequest for the estimator sidecar with two rows: the slot's features
+ * x, and all zeros (the idle power). malloc'd JSON without a newline.
+ */
+char *kepler_power_request(const struct kepler_metrics *km, const char *output_type,
+			   const double x[FEAT_COUNT]);
+
+struct kepler_powers {
+	size_t n;
+	char zone[MODEL_ZONES_MAX][16];
+	double p_w[MODEL_ZONES_MAX];  /* at the slot's features */
+	double p0_w[MODEL_ZONES_MAX]; /* at zero usage */
+	double core_ratio;	      /* the answer's, 1 when absent */
+};
+
+/*
+ * Parse the sidecar's answer to kepler_power_request. Returns 0, or -1 with
+ * err naming the key (a non-empty msg, no powers, a zone not of Kepler's, a
+ * row count other than 2, a value not finite or beyond 1e5 W).
+ */
+int kepler_powers_parse(const char *text, size_t len, struct kepler_powers *out, char *err,
+			size_t errlen);
+/*
+ * One sidecar exchange on a unix stream socket: connect, write req, read the
+ * answer until it parses as JSON, the peer closes, or 4096 bytes; never longer
+ * than timeout_ms in all (non-blocking, poll). Returns 0 (answer in buf, NUL-
+ * terminated, *len), or -1 with err; *timed_out tells a deadline from other failures.
+ */
+int kepler_sidecar_call(const char *path, const char *req, int timeout_ms, char *buf, size_t size,
+			size_t *len, bool *timed_out, char *err, size_t errlen);
+
 /* ---- attrib.c: exact integer attribution ---- */
 
 struct attrib_scratch {
@@ -343,6 +416,7 @@ struct est_conf {
 struct est_result {
 	bool measured;		 /* measured mode (else model mode) */
 	bool no_model;		 /* model mode without a model: zones left empty */
+	bool external;		 /* model mode with the sidecar's powers (estimator_set_external) */
 	unsigned idle_fallbacks; /* zones where the ratio method stood in */
 	unsigned model_nan;	 /* zones whose model gave no finite power (0 W used) */
 	struct model *trained;	 /* a new model from training; the caller owns it */
@@ -362,6 +436,12 @@ struct estimator *estimator_new(const struct est_conf *conf);
 void estimator_destroy(struct estimator **self_p);
 /* Replace the configuration (reload); per-host learning state is kept where it still applies. */
 int estimator_set_conf(struct estimator *e, const struct est_conf *conf);
+/*
+ * The next slot in model mode takes its zones from these powers (the estimator
+ * sidecar's answer) instead of the local model; name goes into the estimate's
+ * model. Used for one slot only (NULL clears it).
+ */
+void estimator_set_external(struct estimator *e, const struct kepler_powers *kp, const char *name);
 /* Use model m from now on (ownership taken; NULL: no model). The previous one is freed. */
 void estimator_set_model(struct estimator *e, struct model *m);
 const struct model *estimator_model(const struct estimator *e);

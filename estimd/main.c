@@ -14,8 +14,9 @@
 
 #include "clock.h"
 #include "daemon.h"
-#include "json.h"
 #include "estimd.h"
+#include "httpc.h"
+#include "json.h"
 #include "log.h"
 
 #define DEFAULT_MODEL_FILE "ec2-0.7.11_rapl-sysfs_AbsPower_BPFOnly_SGDRegressorTrainer_1.json"
@@ -33,6 +34,12 @@ struct estimd_conf {
 	char *model_type;
 	int64_t model_cores;
 	struct wb_strlist model_from;
+	char *model_server;
+	uint64_t model_refresh_ns;
+	uint64_t model_retry_ns;
+	uint64_t model_server_timeout_ns;
+	char *estimator;
+	uint64_t estimator_timeout_ns;
 	char *idle_method;
 	struct wb_strlist idle_w;
 	int64_t idle_window;
@@ -70,6 +77,18 @@ static const struct wb_conf_key keys[] = {
      "logical CPUs of the model's machine, for the core ratio (0: machine_spec.cores)"},
     {"model_from", WB_CONF_LIST, OFF(model_from), "", 0, 0, NULL,
      "endpoints of estimd instances whose trained models replace the model on the fly"},
+    {"model_server", WB_CONF_STR, OFF(model_server), "", 0, 0, NULL,
+     "Kepler model server (http://HOST:8100, wattbus-modeld or Kepler's own) asked for the best model for this machine at start and every model_refresh (empty: none)"},
+    {"model_refresh", WB_CONF_DURATION, OFF(model_refresh_ns), "1h", 1e9, 30 * 86400e9, NULL,
+     "how often the model server is asked again"},
+    {"model_retry", WB_CONF_DURATION, OFF(model_retry_ns), "10s", 1e8, 86400e9, NULL,
+     "first retry after a failed model server request; doubles after each failure, up to model_refresh"},
+    {"model_server_timeout", WB_CONF_DURATION, OFF(model_server_timeout_ns), "10s", 1e8, 600e9, NULL,
+     "deadline of one model server request"},
+    {"estimator", WB_CONF_STR, OFF(estimator), "", 0, 0, NULL,
+     "Kepler estimator sidecar, unix:PATH: asked for the power of every slot in model mode; the local model stands in when it does not answer in time (empty: none)"},
+    {"estimator_timeout", WB_CONF_DURATION, OFF(estimator_timeout_ns), "200ms", 1e6, 60e9, NULL,
+     "deadline of one estimator sidecar answer; a slot waits no longer"},
     {"idle_method", WB_CONF_ENUM, OFF(idle_method), "ratio", 0, 0, "ratio|fixed|regression",
      "idle/active split: ratio (Kepler), fixed idle_w, or regression over recent slots"},
     {"idle_w", WB_CONF_LIST, OFF(idle_w), "", 0, 0, NULL,
@@ -140,6 +159,15 @@ static int est_conf_from(const struct estimd_conf *c, struct est_conf *ec, char 
 		snprintf(err, errlen,
 			 "train_min (%" PRId64 ") must be below train_window (%" PRId64 ")",
 			 c->train_min, c->train_window);
+		return -1;
+	}
+	if (c->estimator[0] && (strncmp(c->estimator, "unix:", 5) != 0 || !c->estimator[5])) {
+		snprintf(err, errlen, "estimator '%s': expected unix:PATH (Kepler's estimator sidecar socket)", c->estimator);
+		return -1;
+	}
+	if (c->model_server[0] && strncmp(c->model_server, "http://", 7) != 0 &&
+	    strncmp(c->model_server, "https://", 8) != 0) {
+		snprintf(err, errlen, "model_server '%s': expected an http:// or https:// URL", c->model_server);
 		return -1;
 	}
 	ec->model_cores = (uint64_t)c->model_cores;
@@ -220,6 +248,15 @@ struct app {
 	    *model_write_failed, *slots_stale, *slots_recovered, *recovered_uj, *state_write_failed,
 	    *budget_short;
 	uint64_t *totals_implausible, *totals_saturated, *clock_rewinds, *vm_totals_short;
+	/* model server client */
+	struct wb_httpc_job *ms_job;
+	int ms_timer;		/* pending request timer, or -1 */
+	uint64_t ms_backoff_ns; /* next retry delay after a failure; 0: none failed yet */
+	char ms_asked[64];	/* counters the last request named */
+	char slot_counters[64]; /* counters of the last slot */
+	struct wb_ratelimit rl_ms, rl_est;
+	uint64_t *ms_requests, *ms_unreachable, *ms_refused, *ms_bad_answer, *ms_models;
+	uint64_t *est_requests, *est_answered, *est_timeout, *est_gone, *est_bad_answer;
 };
 
 static void use_model(struct app *app, struct model *m, const char *how)
@@ -244,6 +281,176 @@ static void use_model(struct app *app, struct model *m, const char *how)
 				log_warnx("model %s: %s feature %s is not measured by wattbus and "
 					  "counts as 0",
 					  m->name, m->zones[i].zone, m->zones[i].feat[f].name);
+}
+
+/* ---- the model server: asked at start, every model_refresh, and after failures with backoff ---- */
+
+static void ms_schedule(struct app *app, uint64_t delay_ns);
+
+/* The counters of a slot as one string, to tell when usaged's feature set changed. */
+static void counters_key(const struct wb_aligned *a, char *buf, size_t size)
+{
+	size_t o = 0;
+	buf[0] = '\0';
+	for (size_t i = 0; i < a->n_counters && o < size; i++)
+		o += (size_t)snprintf(buf + o, size - o, "%s%.16s", i ? "," : "", a->counters[i]);
+}
+
+static void ms_failed(struct app *app, uint64_t *counter, const char *what, const char *err)
+{
+	(*counter)++;
+	uint64_t max = app->conf->model_refresh_ns;
+	app->ms_backoff_ns = app->ms_backoff_ns ? app->ms_backoff_ns * 2 : app->conf->model_retry_ns;
+	if (app->ms_backoff_ns > max)
+		app->ms_backoff_ns = max;
+	const struct model *cur = estimator_model(app->est);
+	log_rl(&app->rl_ms, WB_LOG_WARN, "model server %s: %s; keeping model %s, next try in %.1f s", what, err, cur ? cur->name : "none", (double)app->ms_backoff_ns / 1e9);
+	ms_schedule(app, app->ms_backoff_ns);
+}
+
+static void ms_answer(struct app *app, enum wb_httpc_result res, struct wb_httpc_resp *resp,
+		      const char *err)
+{
+	char url[1100], perr[MODEL_ERR_MAX];
+	snprintf(url, sizeof(url), "%s/model", app->conf->model_server);
+	if (res == WB_HTTPC_STATUS) {
+		ms_failed(app, app->ms_refused, "refused the request", err);
+		return;
+	}
+	if (res != WB_HTTPC_OK) {
+		ms_failed(app, app->ms_unreachable, "unreachable", err);
+		return;
+	}
+	struct model *m = malloc(sizeof(*m));
+	/* weight=true asks for weights JSON; AbsPower was asked for. */
+	struct model_hint hint = {NULL, "AbsPower", (uint64_t)app->conf->model_cores};
+	if (!m || model_parse(resp->body ? resp->body : "", resp->len, url, &hint, m, perr,
+			      sizeof(perr)) < 0) {
+		free(m);
+		ms_failed(app, app->ms_bad_answer, "answered no model estimd can use", m ? perr : "out of memory");
+		return;
+	}
+	app->ms_backoff_ns = 0;
+	(*app->ms_models)++;
+	const struct model *cur = estimator_model(app->est);
+	if (cur && strcmp(cur->name, m->name) == 0 && strcmp(cur->origin, m->origin) == 0) {
+		free(m); /* the one in use already */
+	} else {
+		(*app->models_received)++;
+		use_model(app, m, "switched to");
+	}
+	ms_schedule(app, app->conf->model_refresh_ns);
+}
+
+static int on_ms_done(struct wb_daemon *d, int fd, void *arg)
+{
+	struct app *app = arg;
+	struct wb_httpc_resp resp;
+	char err[1024];
+	enum wb_httpc_result res = wb_httpc_job_finish(app->ms_job, &resp, err, sizeof(err));
+	app->ms_job = NULL;
+	ms_answer(app, res, &resp, err);
+	wb_httpc_resp_free(&resp);
+	return -1; /* the job's fd is closed: stop watching it */
+}
+
+static void ms_start(struct app *app)
+{
+	if (app->ms_job || !app->conf->model_server[0])
+		return;
+	struct kepler_metrics km;
+	/* usaged's counters as the last slot named them (none before the first slot). */
+	char names[4][16];
+	size_t n = 0;
+	snprintf(app->ms_asked, sizeof(app->ms_asked), "%s", app->slot_counters);
+	char tmp[64];
+	snprintf(tmp, sizeof(tmp), "%s", app->slot_counters);
+	for (char *save = NULL, *t = strtok_r(tmp, ",", &save); t && n < 4; t = strtok_r(NULL, ",", &save))
+		snprintf(names[n++], sizeof(names[0]), "%s", t);
+	kepler_metrics_from((const char(*)[16])names, n, &km);
+	struct mspec spec;
+	char err[1024];
+	bool have_spec = mspec_read_env(&spec, err, sizeof(err)) == 0;
+	if (!have_spec)
+		log_rl(&app->rl_ms, WB_LOG_WARN, "machine spec: %s; asking the model server without one", err);
+	char *body = kepler_model_request(&km, "AbsPower", have_spec ? &spec : NULL);
+	char url[1100];
+	snprintf(url, sizeof(url), "%s/model", app->conf->model_server);
+	struct wb_httpc_opts opts = {
+	    .timeout_ms = (long)(app->conf->model_server_timeout_ns / WB_NS_PER_MS),
+	    .accept = "application/json",
+	};
+	(*app->ms_requests)++;
+	if (!body) {
+		ms_failed(app, app->ms_unreachable, "request", "out of memory");
+		return;
+	}
+	log_debug("model server: POST %s %s", url, body);
+	app->ms_job = wb_httpc_start("POST", url, body, strlen(body), &opts, err, sizeof(err));
+	free(body);
+	if (!app->ms_job) {
+		ms_failed(app, app->ms_unreachable, "request", err);
+		return;
+	}
+	if (wb_daemon_watch_fd(app->d, wb_httpc_job_fd(app->ms_job), on_ms_done, app) < 0) {
+		/* Nothing would tell when it is done: wait for it here (bounded by its timeout). */
+		struct wb_httpc_resp resp;
+		enum wb_httpc_result res = wb_httpc_job_finish(app->ms_job, &resp, err, sizeof(err));
+		app->ms_job = NULL;
+		ms_answer(app, res, &resp, err);
+		wb_httpc_resp_free(&resp);
+	}
+}
+
+static int on_ms_timer(zloop_t *loop, int timer_id, void *arg)
+{
+	struct app *app = arg;
+	app->ms_timer = -1;
+	ms_start(app);
+	return 0;
+}
+
+static void ms_schedule(struct app *app, uint64_t delay_ns)
+{
+	if (app->ms_timer >= 0)
+		wb_daemon_timer_end(app->d, app->ms_timer);
+	app->ms_timer = wb_daemon_timer_once(app->d, delay_ns, on_ms_timer, app);
+}
+
+/* ---- the estimator sidecar: one PowerRequest per slot in model mode ---- */
+
+static void sidecar_slot(struct app *app, const struct wb_aligned *a)
+{
+	const char *path = app->conf->estimator + 5; /* after "unix:" (checked with the config) */
+	double x[FEAT_COUNT];
+	if (feat_from_slot(a, x) < 0)
+		return; /* estimator_slot rejects it */
+	struct kepler_metrics km;
+	kepler_metrics_from((const char(*)[16])a->counters, a->n_counters, &km);
+	char *req = kepler_power_request(&km, "AbsPower", x);
+	if (!req)
+		return;
+	char buf[4097], err[MODEL_ERR_MAX];
+	size_t len;
+	bool timed_out;
+	(*app->est_requests)++;
+	int rc = kepler_sidecar_call(path, req, (int)(app->conf->estimator_timeout_ns / WB_NS_PER_MS), buf, sizeof(buf), &len, &timed_out, err, sizeof(err));
+	free(req);
+	const struct model *m = estimator_model(app->est);
+	const char *local = m ? m->name : "none";
+	if (rc < 0) {
+		(*(timed_out ? app->est_timeout : app->est_gone))++;
+		log_rl(&app->rl_est, WB_LOG_WARN, "estimator sidecar %s; slot of %s from the local model %s", err, a->env.host, local);
+		return;
+	}
+	struct kepler_powers kp;
+	if (kepler_powers_parse(buf, len, &kp, err, sizeof(err)) < 0) {
+		(*app->est_bad_answer)++;
+		log_rl(&app->rl_est, WB_LOG_WARN, "estimator sidecar %s: answer refused: %s; slot of %s from the local model %s", path, err, a->env.host, local);
+		return;
+	}
+	(*app->est_answered)++;
+	estimator_set_external(app->est, &kp, "estimator");
 }
 
 static void set_mode(struct app *app, const char *mode)
@@ -289,6 +496,15 @@ static void on_aligned(struct wb_daemon *d, const struct wb_msg *msg, const stru
 	struct est_result res;
 	char err[MODEL_ERR_MAX];
 	(*app->slots)++;
+	counters_key(a, app->slot_counters, sizeof(app->slot_counters));
+	/* usaged's features changed since the model server was asked: ask again now. */
+	if (app->conf->model_server[0] && !app->ms_job &&
+	    strcmp(app->slot_counters, app->ms_asked) != 0)
+		ms_schedule(app, WB_NS_PER_MS);
+	bool model_mode = strcmp(app->conf->mode, "model") == 0 ||
+			  (strcmp(app->conf->mode, "auto") == 0 && a->n_zones == 0);
+	if (app->conf->estimator[0] && model_mode)
+		sidecar_slot(app, a);
 	if (estimator_slot(app->est, a, &out.estimate, &res, err, sizeof(err)) < 0) {
 		if (res.budget_refused)
 			wb_stats_reject(wb_daemon_stats(d), WB_R_BUDGET);
@@ -440,6 +656,9 @@ static int on_reload(struct wb_daemon *d, void *new_conf, void *arg)
 		log_warnx("reload: new pub, sub, model_from or state_every take effect at the next "
 			  "restart");
 	app->conf = c;
+	/* The model file replaced the model server's: ask it again now. */
+	if (c->model_server[0] && !app->ms_job)
+		ms_schedule(app, WB_NS_PER_MS);
 	return 0;
 }
 
@@ -449,8 +668,9 @@ int main(int argc, char **argv)
 	/* saved_slots unlike any count: the first checkpoint writes the file, so it shows from the
 	 * start that saving works */
 	struct app app = {.d = d, .conf = wb_daemon_conf(d), .saved_slots = UINT64_MAX};
-	app.rl_slot = app.rl_model = app.rl_train = app.rl_mode = app.rl_state =
-	    (struct wb_ratelimit)WB_RATELIMIT_INIT;
+	app.rl_slot = app.rl_model = app.rl_train = app.rl_mode = app.rl_state = app.rl_ms =
+	    app.rl_est = (struct wb_ratelimit)WB_RATELIMIT_INIT;
+	app.ms_timer = -1;
 	struct wb_stats *st = wb_daemon_stats(d);
 	static const struct wb_stat_row counters[] = {
 	    WB_STAT_ROW(struct app, slots, "slots"),
@@ -473,6 +693,16 @@ int main(int argc, char **argv)
 	    WB_STAT_ROW(struct app, vm_totals_short, "vm_totals_short"),
 	    WB_STAT_ROW(struct app, state_write_failed, "state_write_failed"),
 	    WB_STAT_ROW(struct app, budget_short, "budget_short"),
+	    WB_STAT_ROW(struct app, ms_requests, "model_server_requests"),
+	    WB_STAT_ROW(struct app, ms_unreachable, "model_server_unreachable"),
+	    WB_STAT_ROW(struct app, ms_refused, "model_server_refused"),
+	    WB_STAT_ROW(struct app, ms_bad_answer, "model_server_bad_answer"),
+	    WB_STAT_ROW(struct app, ms_models, "model_server_models"),
+	    WB_STAT_ROW(struct app, est_requests, "estimator_requests"),
+	    WB_STAT_ROW(struct app, est_answered, "estimator_answered"),
+	    WB_STAT_ROW(struct app, est_timeout, "estimator_timeout"),
+	    WB_STAT_ROW(struct app, est_gone, "estimator_unreachable"),
+	    WB_STAT_ROW(struct app, est_bad_answer, "estimator_bad_answer"),
 	};
 	wb_stats_bind(st, &app, counters, sizeof(counters) / sizeof(counters[0]));
 
@@ -519,6 +749,12 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	wb_daemon_on_reload(d, on_reload, &app);
+	if (app.conf->model_server[0]) {
+		log_info("model server %s: asked now and every %.0f s", app.conf->model_server, (double)app.conf->model_refresh_ns / 1e9);
+		ms_schedule(&app, WB_NS_PER_MS);
+	}
+	if (app.conf->estimator[0])
+		log_info("estimator sidecar %s: asked for every slot in model mode, %.0f ms deadline; the local model stands in", app.conf->estimator, (double)app.conf->estimator_timeout_ns / 1e6);
 	if (app.conf->state_every_ns)
 		wb_daemon_timer(d, app.conf->state_every_ns, on_checkpoint, &app);
 	set_mode(&app, ec.mode == EST_MEASURED ? "measured"
@@ -526,6 +762,12 @@ int main(int argc, char **argv)
 					       : "auto");
 	rc = wb_daemon_run(d);
 	save_state(&app, true);
+	if (app.ms_job) {
+		/* A request in flight: its thread ends by its deadline (model_server_timeout). */
+		struct wb_httpc_resp resp;
+		wb_httpc_job_finish(app.ms_job, &resp, err, sizeof(err));
+		wb_httpc_resp_free(&resp);
+	}
 out:
 	estimator_destroy(&app.est);
 	wb_daemon_destroy(&d);

@@ -1,0 +1,157 @@
+/*
+ * This machine's spec (processor, logical CPUs, sockets, memory, frequency), the
+ * attributes by which Kepler's model server tells node types apart. Read from
+ * procfs and sysfs under roots that tests point at fake trees.
+ */
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "estimd.h"
+
+/* Words of a model name that name no processor: vendor marks, "CPU", the clock. */
+static bool noise_word(const char *w)
+{
+	static const char *const noise[] = {"cpu", "processor", "(r)", "(tm)", "@"};
+	for (size_t i = 0; i < sizeof(noise) / sizeof(noise[0]); i++)
+		if (strcmp(w, noise[i]) == 0)
+			return true;
+	size_t n = strlen(w);
+	/* "2.50ghz", "3ghz" */
+	return n > 3 && strcmp(w + n - 3, "ghz") == 0 && isdigit((unsigned char)w[0]);
+}
+
+void mspec_processor_name(const char *model_name, char *out, size_t size)
+{
+	char buf[256];
+	size_t o = 0;
+	/* lower case; (R) and (TM) become words of their own so that they drop out */
+	for (const char *p = model_name; *p && o + 3 < sizeof(buf); p++) {
+		if (*p == '(')
+			buf[o++] = ' ';
+		buf[o++] = (char)tolower((unsigned char)*p);
+		if (*p == ')')
+			buf[o++] = ' ';
+	}
+	buf[o] = '\0';
+	size_t w = 0;
+	if (size)
+		out[0] = '\0';
+	for (char *save = NULL, *tok = strtok_r(buf, " \t-", &save); tok;
+	     tok = strtok_r(NULL, " \t-", &save)) {
+		if (noise_word(tok))
+			continue;
+		int n = snprintf(out + w, size > w ? size - w : 0, "%s%s", w ? "_" : "", tok);
+		if (n < 0 || (size_t)n >= size - w)
+			break;
+		w += (size_t)n;
+	}
+}
+
+static FILE *open_under(const char *root, const char *rel)
+{
+	char path[4096];
+	snprintf(path, sizeof(path), "%s/%s", root, rel);
+	return fopen(path, "r");
+}
+
+/* "key\t: value" of a cpuinfo line; NULL when the line is not of key. */
+static const char *cpuinfo_value(const char *line, const char *key)
+{
+	size_t n = strlen(key);
+	if (strncmp(line, key, n) != 0 || (line[n] != ' ' && line[n] != '\t' && line[n] != ':'))
+		return NULL;
+	const char *c = strchr(line + n, ':');
+	if (!c)
+		return NULL;
+	c++;
+	while (*c == ' ' || *c == '\t')
+		c++;
+	return c;
+}
+
+static uint64_t max_cpufreq_mhz(const char *sysfs_root)
+{
+	char dir[4096];
+	snprintf(dir, sizeof(dir), "%s/devices/system/cpu", sysfs_root);
+	DIR *d = opendir(dir);
+	if (!d)
+		return 0;
+	uint64_t best_khz = 0;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		if (strncmp(e->d_name, "cpu", 3) != 0 || !isdigit((unsigned char)e->d_name[3]))
+			continue;
+		char path[4400];
+		snprintf(path, sizeof(path), "%s/%s/cpufreq/cpuinfo_max_freq", dir, e->d_name);
+		FILE *f = fopen(path, "r");
+		unsigned long long khz;
+		if (f && fscanf(f, "%llu", &khz) == 1 && khz > best_khz)
+			best_khz = khz;
+		if (f)
+			fclose(f);
+	}
+	closedir(d);
+	return (best_khz + 500) / 1000;
+}
+
+int mspec_read(const char *procfs_root, const char *sysfs_root, struct mspec *out, char *err,
+	       size_t errlen)
+{
+	memset(out, 0, sizeof(*out));
+	FILE *f = open_under(procfs_root, "cpuinfo");
+	if (!f) {
+		snprintf(err, errlen, "%s/cpuinfo: %s", procfs_root, strerror(errno));
+		return -1;
+	}
+	char line[1024];
+	uint64_t ids = 0; /* physical ids seen, as a bit set (0..63) */
+	double mhz = 0;
+	while (fgets(line, sizeof(line), f)) {
+		line[strcspn(line, "\n")] = '\0';
+		const char *v;
+		if (cpuinfo_value(line, "processor")) {
+			out->cores++;
+		} else if ((v = cpuinfo_value(line, "model name")) && !out->processor[0]) {
+			mspec_processor_name(v, out->processor, sizeof(out->processor));
+		} else if ((v = cpuinfo_value(line, "physical id"))) {
+			unsigned long id = strtoul(v, NULL, 10);
+			if (id < 64)
+				ids |= 1ull << id;
+		} else if ((v = cpuinfo_value(line, "cpu MHz"))) {
+			double m = strtod(v, NULL);
+			if (m > mhz)
+				mhz = m;
+		}
+	}
+	fclose(f);
+	out->chips = (uint64_t)__builtin_popcountll(ids);
+	if (out->chips == 0 && out->cores)
+		out->chips = 1;
+	if ((f = open_under(procfs_root, "meminfo"))) {
+		unsigned long long kib;
+		while (fgets(line, sizeof(line), f))
+			if (sscanf(line, "MemTotal: %llu kB", &kib) == 1) {
+				out->memory_gib = (uint64_t)llround((double)kib / (1024.0 * 1024.0));
+				break;
+			}
+		fclose(f);
+	}
+	out->frequency_mhz = max_cpufreq_mhz(sysfs_root);
+	if (!out->frequency_mhz && mhz > 0)
+		out->frequency_mhz = (uint64_t)llround(mhz);
+	return 0;
+}
+
+int mspec_read_env(struct mspec *out, char *err, size_t errlen)
+{
+	const char *proc = getenv("WATTBUS_PROCFS_ROOT");
+	const char *sys = getenv("WATTBUS_SYSFS_ROOT");
+	return mspec_read(proc && proc[0] ? proc : "/proc", sys && sys[0] ? sys : "/sys", out, err,
+			  errlen);
+}
