@@ -151,8 +151,8 @@ CLI_SRCS := $(wildcard cli/*.c)
 CLI_OBJS := $(CLI_SRCS:%.c=$(BUILD)/%.o)
 BINS += $(BUILD)/wattbus
 # doctor and probe run powerd's own sources (powerd/sources.c), doctor usaged's BPF probe;
-# compare aligns with alignd's curves.
-$(BUILD)/wattbus: $(CLI_OBJS) $(powerd_OBJS) $(alignd_OBJS) $(BUILD)/usaged/bpfprobe.o $(LIBWB)
+# compare aligns with alignd's curves; train fits with estimd's own trainer (estimd/train.c).
+$(BUILD)/wattbus: $(CLI_OBJS) $(powerd_OBJS) $(alignd_OBJS) $(BUILD)/usaged/bpfprobe.o $(estimd_OBJS) $(LIBWB)
 	$(call say,LD,$@)
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(powerd_LIBS) $(LIBS)
 

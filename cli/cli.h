@@ -21,6 +21,8 @@ int cmd_replay(int argc, char **argv);
  */
 typedef int(record_fn)(uint64_t recv_ns, const char *topic, const void *body, size_t len, void *arg);
 int record_each(const char *path, record_fn *fn, void *arg);
+/* train.c */
+int cmd_train(int argc, char **argv);
 /* pub.c */
 int cmd_pub(int argc, char **argv);
 

@@ -36,6 +36,7 @@ static const struct {
 	{"probe", cmd_probe, "[--exec CMD | --sub ENDPOINT]   each meter's update period, step, noise, wrap and cost; alignd settings"},
 	{"compare", cmd_compare, "A B --from FILE | --sub ENDPOINT   one meter against another: lag, gain, offset, R^2, MAE"},
 	{"vmpub", cmd_vmpub, "VM ENDPOINT   publish one VM's measured energy from estimd for its guest (powerd's bus source)"},
+	{"train", cmd_train, "[--out DIR | --publish EP] RECORDING...   fit a power model from recordings of a metered host's aligned slots"},
 	{"top", cmd_top, "[ENDPOINT]   live watts per zone, process, container and pod from estimd (--plain for scripts)"},
 };
 

@@ -107,7 +107,10 @@ bool model_zone_active(const struct model *m, const struct model_zone *z);
 /* Power of one zone in watts at features x (per second). NaN when the form is undefined there. */
 double model_zone_power_w(const struct model *m, const struct model_zone *z,
 			  const double x[FEAT_COUNT]);
-/* Kepler weights JSON of a linear model (means folded into the bias). malloc'd, or NULL (err). */
+/*
+ * Kepler weights JSON of a model (linear: means folded into the bias; curve
+ * fits: feature scales and CurveFit_Weights). malloc'd, or NULL (err).
+ */
 char *model_to_kepler_json(const struct model *m, char *err, size_t errlen);
 /* Write model_to_kepler_json to path atomically (temp file + rename). Returns 0 or -1 (err). */
 int model_save_file(const struct model *m, const char *path, char *err, size_t errlen);
@@ -303,6 +306,15 @@ int trainer_add_sample(struct trainer *t, const double x[FEAT_COUNT],
  */
 int trainer_fit(struct trainer *t, const char *name, uint64_t cores, struct model *out, char *err,
 		size_t errlen);
+/*
+ * As trainer_fit for any form: linear is trainer_fit; the curve-fit forms
+ * (logarithmic, logistic, exponential) are fitted per zone on CPU time scaled
+ * by its largest training value, as model-db's curve fits take their first
+ * feature (Levenberg-Marquardt from several starting points), with the same
+ * held-out MAE and MAPE.
+ */
+int trainer_fit_form(struct trainer *t, enum model_form form, const char *name, uint64_t cores,
+		     struct model *out, char *err, size_t errlen);
 
 /* ---- totals.c: cumulative node energy per host and zone, across lost slots and restarts ---- */
 

@@ -603,11 +603,6 @@ static double folded_bias(const struct model_zone *z)
 
 char *model_to_kepler_json(const struct model *m, char *err, size_t errlen)
 {
-	if (m->form != MODEL_LINEAR) {
-		snprintf(err, errlen, "%s: only linear models are written (this one is %s)",
-			 m->name, model_form_name(m->form));
-		return NULL;
-	}
 	json_t *root = json_object();
 	json_t *meta_zones = json_object();
 	json_object_set_new(root, "model_name", json_string(m->name));
@@ -617,14 +612,30 @@ char *model_to_kepler_json(const struct model *m, char *err, size_t errlen)
 	for (size_t i = 0; i < m->nzones; i++) {
 		const struct model_zone *z = &m->zones[i];
 		json_t *nv = json_object();
-		for (size_t f = 0; f < z->nfeat; f++)
-			json_object_set_new(nv, z->feat[f].name,
-					    json_pack("{s:f,s:f}", "scale", z->feat[f].scale,
-						      "weight", z->feat[f].weight));
-		json_object_set_new(root, z->zone,
-				    json_pack("{s:{s:f,s:{},s:o}}", "All_Weights", "Bias_Weight",
-					      folded_bias(z), "Categorical_Variables",
-					      "Numerical_Variables", nv));
+		if (m->form == MODEL_LINEAR) {
+			for (size_t f = 0; f < z->nfeat; f++)
+				json_object_set_new(nv, z->feat[f].name,
+						    json_pack("{s:f,s:f}", "scale", z->feat[f].scale,
+							      "weight", z->feat[f].weight));
+			json_object_set_new(root, z->zone,
+					    json_pack("{s:{s:f,s:{},s:o}}", "All_Weights",
+						      "Bias_Weight", folded_bias(z),
+						      "Categorical_Variables", "Numerical_Variables",
+						      nv));
+		} else {
+			/* model-db's curve fits: features with their scale only (no means), the
+			 * curve's weights apart. */
+			json_t *cf = json_array();
+			for (size_t f = 0; f < z->nfeat; f++)
+				json_object_set_new(nv, z->feat[f].name,
+						    json_pack("{s:f}", "scale", z->feat[f].scale));
+			for (size_t c = 0; c < z->ncurve; c++)
+				json_array_append_new(cf, json_real(z->curve[c]));
+			json_object_set_new(root, z->zone,
+					    json_pack("{s:{s:{},s:o,s:o}}", "All_Weights",
+						      "Categorical_Variables", "Numerical_Variables", nv,
+						      "CurveFit_Weights", cf));
+		}
 		json_object_set_new(meta_zones, z->zone,
 				    json_pack("{s:f,s:f}", "mae_w", z->mae_w, "mape", z->mape));
 	}

@@ -205,6 +205,30 @@ static void fit_zone(const struct trainer *t, int zi, const bool include[FEAT_CO
 	}
 }
 
+/* MAE and MAPE of zone z (Kepler zone zi) of model m on the held-out samples. */
+static void heldout_error(const struct trainer *t, const struct model *m, struct model_zone *z,
+			 int zi)
+{
+	double abs_sum = 0, pct_sum = 0;
+	size_t nabs = 0, npct = 0;
+	for (size_t i = 0; i < t->n; i++) {
+		const struct train_sample *s = &t->ring[i];
+		if (!s->test || s->y_w[zi] < 0)
+			continue;
+		double p = model_zone_power_w(m, z, s->x);
+		/* A curve undefined at a held-out point misses it by all of its power. */
+		double e = isfinite(p) ? fabs(p - s->y_w[zi]) : fabs(s->y_w[zi]);
+		abs_sum += e;
+		nabs++;
+		if (s->y_w[zi] > 0) {
+			pct_sum += e / s->y_w[zi];
+			npct++;
+		}
+	}
+	z->mae_w = nabs ? abs_sum / (double)nabs : 0;
+	z->mape = npct ? 100 * pct_sum / (double)npct : 0;
+}
+
 int trainer_fit(struct trainer *t, const char *name, uint64_t cores, struct model *out, char *err,
 		size_t errlen)
 {
@@ -243,22 +267,7 @@ int trainer_fit(struct trainer *t, const char *name, uint64_t cores, struct mode
 			continue;
 		struct model_zone *z = &out->zones[out->nzones];
 		fit_zone(t, zi, include, z);
-		double abs_sum = 0, pct_sum = 0;
-		size_t nabs = 0, npct = 0;
-		for (size_t i = 0; i < t->n; i++) {
-			const struct train_sample *s = &t->ring[i];
-			if (!s->test || s->y_w[zi] < 0)
-				continue;
-			double e = fabs(model_zone_power_w(out, z, s->x) - s->y_w[zi]);
-			abs_sum += e;
-			nabs++;
-			if (s->y_w[zi] > 0) {
-				pct_sum += e / s->y_w[zi];
-				npct++;
-			}
-		}
-		z->mae_w = nabs ? abs_sum / (double)nabs : 0;
-		z->mape = npct ? 100 * pct_sum / (double)npct : 0;
+		heldout_error(t, out, z, zi);
 		out->nzones++;
 	}
 	if (out->nzones == 0) {
@@ -268,6 +277,279 @@ int trainer_fit(struct trainer *t, const char *name, uint64_t cores, struct mode
 	snprintf(out->name, sizeof(out->name), "%s", name);
 	snprintf(out->origin, sizeof(out->origin), "training");
 	out->form = MODEL_LINEAR;
+	out->output = MODEL_ABS;
+	out->cores = cores;
+	out->train_slots = ntrain;
+	out->test_slots = ntest;
+	t->fits++;
+	return 0;
+}
+
+/* ---- curve fits: model-db's logarithmic, logistic and exponential forms on one feature ---- */
+
+#define CURVE_ITER_MAX 300
+
+/* The form's value at u and its gradient in the parameters c (as model_zone_power_w computes it). */
+static double curve_eval(enum model_form form, const double *c, double u, double *grad)
+{
+	switch (form) {
+	case MODEL_LOGARITHMIC: {
+		double arg = c[1] * u + 1;
+		if (!(arg > 0))
+			return NAN;
+		grad[0] = log(arg);
+		grad[1] = c[0] * u / arg;
+		grad[2] = 1;
+		return c[0] * log(arg) + c[2];
+	}
+	case MODEL_EXPONENTIAL: {
+		double e = exp(c[1] * u);
+		grad[0] = e;
+		grad[1] = c[0] * u * e;
+		grad[2] = 1;
+		return c[0] * e + c[2];
+	}
+	case MODEL_LOGISTIC: {
+		double sg = 1 / (1 + exp(-c[2] * (u - c[1])));
+		grad[0] = sg;
+		grad[1] = -c[0] * sg * (1 - sg) * c[2];
+		grad[2] = c[0] * sg * (1 - sg) * (u - c[1]);
+		grad[3] = 1;
+		return c[0] * sg + c[3];
+	}
+	case MODEL_LINEAR:
+		break;
+	}
+	return NAN;
+}
+
+static size_t curve_params(enum model_form form)
+{
+	return form == MODEL_LOGISTIC ? 4 : 3;
+}
+
+static double curve_sse(enum model_form form, const double *c, const double *u, const double *y,
+			size_t n)
+{
+	double g[4], sse = 0;
+	for (size_t i = 0; i < n; i++) {
+		double f = curve_eval(form, c, u[i], g);
+		if (!isfinite(f))
+			return INFINITY;
+		sse += (f - y[i]) * (f - y[i]);
+	}
+	return sse;
+}
+
+/* Solve A x = b (k x k) by Gaussian elimination with partial pivoting; -1 when singular. */
+static int solve_small(size_t k, double A[4][4], double b[4], double x[4])
+{
+	for (size_t col = 0; col < k; col++) {
+		size_t piv = col;
+		for (size_t r = col + 1; r < k; r++)
+			if (fabs(A[r][col]) > fabs(A[piv][col]))
+				piv = r;
+		if (!(fabs(A[piv][col]) > 1e-300))
+			return -1;
+		for (size_t j = 0; j < k; j++) {
+			double tmp = A[col][j];
+			A[col][j] = A[piv][j];
+			A[piv][j] = tmp;
+		}
+		double tb = b[col];
+		b[col] = b[piv];
+		b[piv] = tb;
+		for (size_t r = col + 1; r < k; r++) {
+			double f = A[r][col] / A[col][col];
+			for (size_t j = col; j < k; j++)
+				A[r][j] -= f * A[col][j];
+			b[r] -= f * b[col];
+		}
+	}
+	for (size_t r = k; r-- > 0;) {
+		double v = b[r];
+		for (size_t j = r + 1; j < k; j++)
+			v -= A[r][j] * x[j];
+		x[r] = v / A[r][r];
+	}
+	return 0;
+}
+
+/* Levenberg-Marquardt from c; returns the final sum of squares (c updated). */
+static double curve_lm(enum model_form form, double *c, const double *u, const double *y, size_t n)
+{
+	size_t k = curve_params(form);
+	double lambda = 1e-3, sse = curve_sse(form, c, u, y, n);
+	for (int it = 0; it < CURVE_ITER_MAX && isfinite(sse); it++) {
+		double JtJ[4][4] = {{0}}, Jtr[4] = {0}, g[4];
+		for (size_t i = 0; i < n; i++) {
+			double r = y[i] - curve_eval(form, c, u[i], g);
+			for (size_t a = 0; a < k; a++) {
+				Jtr[a] += g[a] * r;
+				for (size_t b = 0; b < k; b++)
+					JtJ[a][b] += g[a] * g[b];
+			}
+		}
+		bool improved = false;
+		while (lambda < 1e12) {
+			double A[4][4], b[4], d[4], trial[4];
+			for (size_t a = 0; a < k; a++) {
+				for (size_t bb = 0; bb < k; bb++)
+					A[a][bb] = JtJ[a][bb];
+				A[a][a] += lambda * (JtJ[a][a] > 0 ? JtJ[a][a] : 1e-12);
+				b[a] = Jtr[a];
+			}
+			if (solve_small(k, A, b, d) < 0) {
+				lambda *= 10;
+				continue;
+			}
+			for (size_t a = 0; a < k; a++)
+				trial[a] = c[a] + d[a];
+			double s2 = curve_sse(form, trial, u, y, n);
+			if (s2 < sse) {
+				double gain = sse - s2;
+				memcpy(c, trial, k * sizeof(double));
+				lambda = lambda / 10 > 1e-12 ? lambda / 10 : 1e-12;
+				improved = gain > 1e-12 * (sse + 1e-30);
+				sse = s2;
+				break;
+			}
+			lambda *= 10;
+		}
+		if (!improved)
+			break;
+	}
+	return sse;
+}
+
+/*
+ * Starting points: for each value of the form's shape parameters, the
+ * amplitude and the offset are the linear least squares fit of y against the
+ * shape; Levenberg-Marquardt then moves all of them. The best fit wins.
+ */
+static void fit_curve_zone(enum model_form form, const double *u, const double *y, size_t n,
+			   double *best)
+{
+	static const double log_b[] = {0.3, 1, 3, 10, 30, 100};
+	static const double exp_b[] = {-3, -1, -0.3, 0.3, 1, 3};
+	static const double lgs_x0[] = {0.1, 0.3, 0.5, 0.7, 0.9};
+	static const double lgs_k[] = {3, 10, 30};
+	double best_sse = INFINITY;
+	size_t nstarts = form == MODEL_LOGISTIC ? 15 : 6;
+	for (size_t sidx = 0; sidx < nstarts; sidx++) {
+		double c[4] = {0}, g[4];
+		if (form == MODEL_LOGARITHMIC)
+			c[1] = log_b[sidx];
+		else if (form == MODEL_EXPONENTIAL)
+			c[1] = exp_b[sidx];
+		else {
+			c[1] = lgs_x0[sidx % 5];
+			c[2] = lgs_k[sidx / 5];
+		}
+		/* amplitude a and offset o by least squares of y = a * shape(u) + o */
+		size_t ai = 0, oi = form == MODEL_LOGISTIC ? 3 : 2;
+		double sx = 0, sy = 0, sxx = 0, sxy = 0;
+		c[ai] = 1;
+		c[oi] = 0;
+		for (size_t i = 0; i < n; i++) {
+			double h = curve_eval(form, c, u[i], g);
+			sx += h;
+			sy += y[i];
+			sxx += h * h;
+			sxy += h * y[i];
+		}
+		double det = (double)n * sxx - sx * sx;
+		if (!(fabs(det) > 1e-12 * ((double)n * sxx + 1e-300)))
+			continue;
+		c[ai] = ((double)n * sxy - sx * sy) / det;
+		c[oi] = (sy - c[ai] * sx) / (double)n;
+		double sse = curve_lm(form, c, u, y, n);
+		if (sse < best_sse) {
+			best_sse = sse;
+			memcpy(best, c, sizeof(c));
+		}
+	}
+	if (!isfinite(best_sse)) {
+		/* no start fit: a flat curve at the mean power */
+		double my = 0;
+		for (size_t i = 0; i < n; i++)
+			my += y[i];
+		memset(best, 0, 4 * sizeof(double));
+		if (form == MODEL_LOGARITHMIC || form == MODEL_EXPONENTIAL)
+			best[2] = n ? my / (double)n : 0;
+		else
+			best[3] = n ? my / (double)n : 0;
+	}
+}
+
+int trainer_fit_form(struct trainer *t, enum model_form form, const char *name, uint64_t cores,
+		     struct model *out, char *err, size_t errlen)
+{
+	if (form == MODEL_LINEAR)
+		return trainer_fit(t, name, cores, out, err, errlen);
+	memset(out, 0, sizeof(*out));
+	size_t ntrain = 0, ntest = 0;
+	double umax = 0;
+	for (size_t i = 0; i < t->n; i++) {
+		if (t->ring[i].test) {
+			ntest++;
+			continue;
+		}
+		ntrain++;
+		if (t->ring[i].x[FEAT_CPU_TIME_MS] > umax)
+			umax = t->ring[i].x[FEAT_CPU_TIME_MS];
+	}
+	if (ntrain < t->conf.min_slots || ntrain < curve_params(form) + 1) {
+		snprintf(err, errlen, "%zu training slots, %zu needed for the %s form", ntrain,
+			 t->conf.min_slots > curve_params(form) + 1 ? t->conf.min_slots
+								     : curve_params(form) + 1,
+			 model_form_name(form));
+		return -1;
+	}
+	double *u = malloc(ntrain * sizeof(double)), *y = malloc(ntrain * sizeof(double));
+	if (!u || !y) {
+		free(u);
+		free(y);
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	/* model-db's curve fits take the first feature, CPU time, scaled to [0, 1]. */
+	double scale = umax > 0 ? umax : 1;
+	out->form = form;
+	for (int zi = 0; zi < TRAIN_ZONES; zi++) {
+		if (!t->zone_seen[zi])
+			continue;
+		size_t n = 0;
+		for (size_t i = 0; i < t->n; i++) {
+			const struct train_sample *s = &t->ring[i];
+			if (s->test || s->y_w[zi] < 0)
+				continue;
+			u[n] = s->x[FEAT_CPU_TIME_MS] / scale;
+			y[n] = s->y_w[zi];
+			n++;
+		}
+		if (n == 0)
+			continue;
+		struct model_zone *z = &out->zones[out->nzones];
+		memset(z, 0, sizeof(*z));
+		snprintf(z->zone, sizeof(z->zone), "%s", train_zone_name(zi));
+		z->nfeat = 1;
+		snprintf(z->feat[0].name, sizeof(z->feat[0].name), "%s", feat_name(FEAT_CPU_TIME_MS));
+		z->feat[0].id = FEAT_CPU_TIME_MS;
+		z->feat[0].scale = scale;
+		z->ncurve = curve_params(form);
+		fit_curve_zone(form, u, y, n, z->curve);
+		heldout_error(t, out, z, zi);
+		out->nzones++;
+	}
+	free(u);
+	free(y);
+	if (out->nzones == 0) {
+		snprintf(err, errlen, "no zone with power in the window");
+		return -1;
+	}
+	snprintf(out->name, sizeof(out->name), "%s", name);
+	snprintf(out->origin, sizeof(out->origin), "training");
 	out->output = MODEL_ABS;
 	out->cores = cores;
 	out->train_slots = ntrain;

@@ -2,13 +2,16 @@
 """Aligned slots as JSON lines for `wattbus pub`, from a known power truth.
 
   estimd_slots.py [--host H] [--count N] [--start S] [--ncpu C] [--no-power] [--seed X]
+                  [--logistic A,X0,K,C]
 
 Each 1 s slot has two processes in a container and one outside, /proc/stat
 deltas that match them, and (unless --no-power) package and dram energy from
 package = 15 W + 0.006 W per CPU-ms/s and dram = 3 W + 0.0008 W per CPU-ms/s.
+With --logistic, package = A / (1 + exp(-K * (cpu_ms - X0))) + C instead.
 """
 import argparse
 import json
+import math
 import random
 
 p = argparse.ArgumentParser()
@@ -18,6 +21,7 @@ p.add_argument("--start", type=int, default=1700000000)
 p.add_argument("--ncpu", type=int, default=4)
 p.add_argument("--no-power", action="store_true")
 p.add_argument("--seed", type=int, default=1)
+p.add_argument("--logistic", help="A,X0,K,C: package power as a logistic curve of CPU-ms/s")
 a = p.parse_args()
 rng = random.Random(a.seed)
 NS = 1000000000
@@ -27,10 +31,14 @@ for i in range(a.count):
     busy = sum(cpu)
     cpu_ms = busy / 1e6  # per second: slots are 1 s
     zones = []
+    pkg_w = 15 + 0.006 * cpu_ms
+    if a.logistic:
+        A, X0, K, C = (float(v) for v in a.logistic.split(","))
+        pkg_w = A / (1 + math.exp(-K * (cpu_ms - X0))) + C
     if not a.no_power:
         zones = [
             {"name": "package-0", "zone": "package", "index": 0, "path": "/sys/class/powercap/intel-rapl:0",
-             "energy_uj": round((15 + 0.006 * cpu_ms) * 1e6)},
+             "energy_uj": round(pkg_w * 1e6)},
             {"name": "dram-0", "zone": "dram", "index": 0, "path": "/sys/class/powercap/intel-rapl:0:0",
              "energy_uj": round((3 + 0.0008 * cpu_ms) * 1e6)},
         ]

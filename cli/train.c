@@ -1,0 +1,385 @@
+/*
+ * wattbus train: fit a power model offline from `wattbus record` recordings of
+ * a metered host's aligned slots, with estimd's own trainer (estimd/train.c),
+ * in every form estimd reads; the best by held-out error is written in
+ * Kepler's format (weight.json, metadata.json) or published as a model message.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <jansson.h>
+
+#include "bus.h"
+#include "cli.h"
+#include "clock.h"
+#include "../estimd/estimd.h"
+#include "json.h"
+#include "log.h"
+
+static const struct {
+	const char *name, *trainer;
+	enum model_form form;
+} forms[] = {
+    {"linear", "SGDRegressorTrainer", MODEL_LINEAR},
+    {"logarithmic", "LogarithmicRegressionTrainer", MODEL_LOGARITHMIC},
+    {"logistic", "LogisticRegressionTrainer", MODEL_LOGISTIC},
+    {"exponential", "ExponentialRegressionTrainer", MODEL_EXPONENTIAL},
+};
+#define NFORMS (sizeof(forms) / sizeof(forms[0]))
+
+static void train_usage(FILE *out)
+{
+	fprintf(out, "usage: wattbus train [OPTIONS] RECORDING...\n"
+		     "  -o, --out DIR          write DIR/weight.json and DIR/metadata.json (default: . unless --publish)\n"
+		     "  -p, --publish EP       publish the model as a model message on EP (a modeld subscribes there)\n"
+		     "  -w, --wait D           with --publish: wait up to D for a subscriber (default 30s)\n"
+		     "  -f, --form F           auto (default: every form, the lowest held-out MAE wins), linear, logarithmic, logistic, exponential\n"
+		     "  -H, --host HOST        the host whose slots to train on (needed when the recordings hold several)\n"
+		     "  -k, --holdout-every K  every K-th slot is held out to measure the error (default 5)\n"
+		     "  -m, --min-slots N      training slots needed (default 20)\n"
+		     "  -n, --name NAME        model name (default TRAINER-wattbus-HOST)\n"
+		     "  --curve-cert FILE      with --publish on tcp://: our CURVE certificate\n"
+		     "  --curve-allow DIR      with --publish: public certificates of the subscribers let in\n"
+		     "The machine spec written with the model is this machine's (train on the recorded host);\n"
+		     "WATTBUS_PROCFS_ROOT and WATTBUS_SYSFS_ROOT point elsewhere.\n");
+}
+
+struct scan {
+	const char *host_filter;
+	char host[64];
+	bool many_hosts;
+	char other_host[64];
+	size_t aligned, usable, skipped, undecodable;
+	uint64_t ncpu;
+	struct trainer *t; /* NULL: first pass, count only */
+};
+
+/* One aligned message of a recording: counted (first pass) or trained on (second). */
+static int scan_one(uint64_t recv_ns, const char *topic, const void *body, size_t len, void *arg)
+{
+	struct scan *sc = arg;
+	if (strncmp(topic, "aligned/", 8) != 0)
+		return 0;
+	struct wb_msg msg;
+	struct wb_err err;
+	if (wb_frame_check(topic, body, len, &msg, &err) < 0) {
+		if (!sc->t)
+			sc->undecodable++;
+		return 0;
+	}
+	const struct wb_aligned *a = &msg.aligned;
+	bool mine;
+	if (sc->host_filter) {
+		mine = strcmp(a->env.host, sc->host_filter) == 0;
+	} else if (!sc->host[0]) {
+		snprintf(sc->host, sizeof(sc->host), "%s", a->env.host);
+		mine = true;
+	} else {
+		mine = strcmp(a->env.host, sc->host) == 0;
+		if (!mine && !sc->many_hosts) {
+			sc->many_hosts = true;
+			snprintf(sc->other_host, sizeof(sc->other_host), "%s", a->env.host);
+		}
+	}
+	if (mine && !sc->t) {
+		sc->aligned++;
+		if (sc->host_filter && !sc->host[0])
+			snprintf(sc->host, sizeof(sc->host), "%s", a->env.host);
+	}
+	if (mine && sc->t) {
+		if (trainer_add(sc->t, a) < 0)
+			sc->skipped++;
+		else
+			sc->usable++;
+		if (a->ncpu)
+			sc->ncpu = a->ncpu;
+	}
+	wb_msg_clear(&msg);
+	return 0;
+}
+
+/* One pass over the recordings: count the host's slots, or feed them to the trainer. */
+static int scan_files(char **paths, int n, struct scan *sc)
+{
+	for (int i = 0; i < n; i++)
+		if (record_each(paths[i], scan_one, sc) < 0)
+			return -1;
+	return 0;
+}
+
+/* The error the choice goes by: the zones' held-out MAE added up (the node's, as zones add). */
+static double total_mae(const struct model *m)
+{
+	double s = 0;
+	for (size_t i = 0; i < m->nzones; i++)
+		s += m->zones[i].mae_w;
+	return s;
+}
+
+static double worst(const struct model *m, bool mape)
+{
+	double w = 0;
+	for (size_t i = 0; i < m->nzones; i++) {
+		double v = mape ? m->zones[i].mape : m->zones[i].mae_w;
+		if (v > w)
+			w = v;
+	}
+	return w;
+}
+
+static json_t *metadata_json(const struct model *m, const struct mspec *spec, const char *trainer,
+			     char **paths, int npaths, const struct scan *sc)
+{
+	json_t *feats = json_array();
+	for (size_t f = 0; m->nzones && f < m->zones[0].nfeat; f++)
+		json_array_append_new(feats, json_string(m->zones[0].feat[f].name));
+	json_t *md = json_pack("{s:s,s:s,s:s,s:o,s:s,s:f,s:f}", "model_name", m->name, "model_class",
+			       m->form == MODEL_LINEAR ? "scikit" : "curvefit", "model_file",
+			       "weight.json", "features", feats, "output_type",
+			       model_output_name(m->output), "mae", worst(m, false), "mape",
+			       worst(m, true));
+	/* Kepler's per-zone figures, -1 for the zones not trained. */
+	static const char *const zones[] = {"package", "core", "uncore", "dram", "platform"};
+	for (size_t z = 0; z < sizeof(zones) / sizeof(zones[0]); z++) {
+		int zi = model_find_zone(m, zones[z]);
+		char key[32];
+		snprintf(key, sizeof(key), "%s_mae", zones[z]);
+		json_object_set_new(md, key, json_real(zi >= 0 ? m->zones[zi].mae_w : -1));
+		snprintf(key, sizeof(key), "%s_mape", zones[z]);
+		json_object_set_new(md, key, json_real(zi >= 0 ? m->zones[zi].mape : -1));
+	}
+	json_t *ms = json_object();
+	if (spec->processor[0])
+		json_object_set_new(ms, "processor", json_string(spec->processor));
+	json_object_set_new(ms, "cores", json_integer((json_int_t)m->cores));
+	if (spec->chips)
+		json_object_set_new(ms, "chips", json_integer((json_int_t)spec->chips));
+	if (spec->memory_gib)
+		json_object_set_new(ms, "memory", json_integer((json_int_t)spec->memory_gib));
+	if (spec->frequency_mhz)
+		json_object_set_new(ms, "frequency", json_integer((json_int_t)spec->frequency_mhz));
+	json_object_set_new(md, "machine_spec", ms);
+	json_t *recs = json_array();
+	for (int i = 0; i < npaths; i++)
+		json_array_append_new(recs, json_string(paths[i]));
+	json_object_set_new(md, "wattbus",
+			    json_pack("{s:s,s:s,s:I,s:I,s:o}", "trainer", trainer, "host", sc->host,
+				      "train_slots", (json_int_t)m->train_slots, "test_slots",
+				      (json_int_t)m->test_slots, "recordings", recs));
+	return md;
+}
+
+static int publish(const struct model *m, const char *endpoint, uint64_t wait_ns,
+		   const struct wb_sockopts *so, const char *host)
+{
+	struct wb_msg msg = {.kind = WB_MODEL};
+	char err[MODEL_ERR_MAX];
+	if (model_to_msg(m, &msg.model, err, sizeof(err)) < 0) {
+		log_errx("cannot publish: %s", err);
+		return -1;
+	}
+	snprintf(msg.model.env.host, sizeof(msg.model.env.host), "%s", host);
+	msg.model.t = wb_now_ns();
+	struct wb_pub *pub = wb_pub_new(endpoint, "train", host, so);
+	int rc = -1;
+	if (!pub)
+		goto out;
+	if (!wb_pub_wait_subscriber(pub, (int)(wait_ns / WB_NS_PER_MS))) {
+		log_errx("%s: no subscriber after %.1f s; the model was not published", endpoint,
+			 (double)wait_ns / 1e9);
+		goto out;
+	}
+	if (wb_pub_send(pub, &msg) < 0) {
+		log_errx("%s: cannot send the model", endpoint);
+		goto out;
+	}
+	fprintf(stderr, "wattbus train: model %s published on %s\n", m->name, endpoint);
+	rc = 0;
+out:
+	wb_pub_destroy(&pub);
+	wb_msg_clear(&msg);
+	return rc;
+}
+
+int cmd_train(int argc, char **argv)
+{
+	static const struct option opts[] = {{"out", required_argument, NULL, 'o'},
+					     {"publish", required_argument, NULL, 'p'},
+					     {"wait", required_argument, NULL, 'w'},
+					     {"form", required_argument, NULL, 'f'},
+					     {"host", required_argument, NULL, 'H'},
+					     {"holdout-every", required_argument, NULL, 'k'},
+					     {"min-slots", required_argument, NULL, 'm'},
+					     {"name", required_argument, NULL, 'n'},
+					     {"curve-cert", required_argument, NULL, 'C'},
+					     {"curve-allow", required_argument, NULL, 'A'},
+					     {"help", no_argument, NULL, 'h'},
+					     {NULL, 0, NULL, 0}};
+	const char *out_dir = NULL, *endpoint = NULL, *form_arg = "auto", *name_arg = NULL;
+	uint64_t wait_ns = 30 * WB_NS_PER_SEC;
+	long long holdout = 5, min_slots = 20;
+	struct wb_sockopts so = {0};
+	struct scan sc = {0};
+	int c;
+	while ((c = getopt_long(argc, argv, "o:p:w:f:H:k:m:n:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'o': out_dir = optarg; break;
+		case 'p': endpoint = optarg; break;
+		case 'w': wait_ns = cli_duration_ns("train", "--wait", optarg); break;
+		case 'f': form_arg = optarg; break;
+		case 'H': sc.host_filter = optarg; break;
+		case 'k': holdout = cli_int("train", "--holdout-every", optarg, 2, 1000); break;
+		case 'm': min_slots = cli_int("train", "--min-slots", optarg, 2, 100000000); break;
+		case 'n': name_arg = optarg; break;
+		case 'C': so.curve_cert = optarg; break;
+		case 'A': so.curve_allow = optarg; break;
+		case 'h': train_usage(stdout); return 0;
+		default: train_usage(stderr); return 2;
+		}
+	}
+	if (optind >= argc) {
+		train_usage(stderr);
+		return 2;
+	}
+	int want = -1; /* -1: every form */
+	if (strcmp(form_arg, "auto") != 0) {
+		for (size_t i = 0; i < NFORMS; i++)
+			if (strcmp(form_arg, forms[i].name) == 0)
+				want = (int)i;
+		if (want < 0) {
+			fprintf(stderr, "wattbus train: --form: '%s' is not auto, linear, logarithmic, logistic or exponential\n", form_arg);
+			return 2;
+		}
+	}
+	if (name_arg && (strlen(name_arg) == 0 || strlen(name_arg) >= sizeof(((struct model *)0)->name))) {
+		fprintf(stderr, "wattbus train: --name: 1 to 127 characters\n");
+		return 2;
+	}
+	if (!out_dir && !endpoint)
+		out_dir = ".";
+
+	/* First pass: which host, how many slots (the trainer keeps them all). */
+	if (scan_files(argv + optind, argc - optind, &sc) < 0)
+		return 1;
+	if (sc.many_hosts) {
+		log_errx("the recordings hold aligned slots of several hosts (%s, %s, ...): choose one with --host", sc.host, sc.other_host);
+		return 2;
+	}
+	if (sc.aligned == 0) {
+		if (sc.host_filter)
+			log_errx("no aligned slots of host %s in the recordings (record alignd's endpoint, prefix aligned/)", sc.host_filter);
+		else
+			log_errx("no aligned slots in the recordings (record alignd's endpoint, prefix aligned/)");
+		return 1;
+	}
+	struct trainer t;
+	struct train_conf tc = {.window = sc.aligned < 4 ? 4 : sc.aligned,
+				.min_slots = (size_t)min_slots,
+				.every = SIZE_MAX,
+				.holdout_every = (size_t)holdout};
+	if (trainer_init(&t, &tc) < 0) {
+		log_errx("out of memory for %zu slots", sc.aligned);
+		return 1;
+	}
+	sc.t = &t;
+	if (scan_files(argv + optind, argc - optind, &sc) < 0) {
+		trainer_free(&t);
+		return 1;
+	}
+	fprintf(stderr, "wattbus train: %s: %zu aligned slots, %zu usable (%zu without power, with a gap or extrapolated)%s\n", sc.host, sc.aligned, sc.usable, sc.skipped, sc.undecodable ? "; some messages did not decode" : "");
+
+	struct mspec spec;
+	char err[MODEL_ERR_MAX];
+	if (mspec_read_env(&spec, err, sizeof(err)) < 0)
+		log_warnx("machine spec: %s; the model carries none", err);
+	if (spec.cores && sc.ncpu && spec.cores != sc.ncpu)
+		log_warnx("this machine has %" PRIu64 " CPUs, the recorded host %s %" PRIu64 ": the model's spec is this machine's but its cores are the host's; train on the recorded host", spec.cores, sc.host, sc.ncpu);
+
+	struct model *fit = calloc(NFORMS, sizeof(*fit));
+	bool ok[NFORMS] = {false};
+	int best = -1;
+	if (!fit) {
+		trainer_free(&t);
+		log_errx("out of memory");
+		return 1;
+	}
+	printf("%-12s %-9s %8s %8s %10s %8s\n", "form", "zone", "train", "held-out", "MAE W", "MAPE %");
+	for (size_t i = 0; i < NFORMS; i++) {
+		if (want >= 0 && (size_t)want != i)
+			continue;
+		char name[128];
+		if (name_arg)
+			snprintf(name, sizeof(name), "%s", name_arg);
+		else
+			snprintf(name, sizeof(name), "%s-wattbus-%.63s", forms[i].trainer, sc.host);
+		for (char *p = name; *p; p++)
+			if (*p == '_')
+				*p = '-'; /* Kepler splits model names on '_' */
+		if (trainer_fit_form(&t, forms[i].form, name, sc.ncpu, &fit[i], err, sizeof(err)) < 0) {
+			printf("%-12s %s\n", forms[i].name, err);
+			continue;
+		}
+		ok[i] = true;
+		for (size_t z = 0; z < fit[i].nzones; z++)
+			printf("%-12s %-9s %8" PRIu64 " %8" PRIu64 " %10.3f %8.2f\n", forms[i].name,
+			       fit[i].zones[z].zone, fit[i].train_slots, fit[i].test_slots,
+			       fit[i].zones[z].mae_w, fit[i].zones[z].mape);
+		if (best < 0 || total_mae(&fit[i]) < total_mae(&fit[best]))
+			best = (int)i;
+	}
+	trainer_free(&t);
+	int rc = 1;
+	if (best < 0) {
+		log_errx("no model could be fitted");
+		goto out;
+	}
+	struct model *m = &fit[best];
+	printf("chosen: %s (%s), held-out MAE %.3f W over its zones\n", m->name, forms[best].name, total_mae(m));
+
+	if (out_dir) {
+		char path[PATH_MAX];
+		if (mkdir(out_dir, 0755) < 0 && errno != EEXIST) {
+			log_errx("%s: cannot create: %s", out_dir, strerror(errno));
+			goto out;
+		}
+		snprintf(path, sizeof(path), "%s/weight.json", out_dir);
+		if (model_save_file(m, path, err, sizeof(err)) < 0) {
+			log_errx("%s", err);
+			goto out;
+		}
+		json_t *md = metadata_json(m, &spec, forms[best].trainer, argv + optind, argc - optind, &sc);
+		snprintf(path, sizeof(path), "%s/metadata.json", out_dir);
+		int sr = wb_json_save(md, path, true, err, sizeof(err));
+		json_decref(md);
+		if (sr < 0) {
+			log_errx("%s", err);
+			goto out;
+		}
+		fprintf(stderr, "wattbus train: wrote %s/weight.json and %s/metadata.json\n", out_dir, out_dir);
+	}
+	if (endpoint) {
+		const struct model *pm = m;
+		if (m->form != MODEL_LINEAR) {
+			/* The model message carries linear weights only. */
+			if (!ok[0]) {
+				log_errx("the %s fit won, and a model message carries linear weights only, and the linear fit failed: nothing to publish", forms[best].name);
+				goto out;
+			}
+			log_warnx("the %s fit won, but a model message carries linear weights only: publishing the linear fit %s (held-out MAE %.3f W)", forms[best].name, fit[0].name, total_mae(&fit[0]));
+			pm = &fit[0];
+		}
+		if (publish(pm, endpoint, wait_ns, &so, sc.host) < 0)
+			goto out;
+	}
+	rc = 0;
+out:
+	free(fit);
+	return rc;
+}
