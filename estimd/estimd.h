@@ -134,7 +134,11 @@ struct mspec {
 	uint64_t frequency_mhz; /* highest cpufreq maximum, else the highest "cpu MHz" */
 };
 
-/* "Intel(R) Xeon(R) Platinum 8259CL CPU @ 2.50GHz" -> "intel_xeon_platinum_8259cl". */
+/*
+ * "Intel(R) Xeon(R) Platinum 8259CL CPU @ 2.50GHz" -> "intel_xeon_platinum_8259cl",
+ * "Intel(R) Xeon(R) CPU E5-2686 v4 @ 2.30GHz" -> "intel_xeon_e5_2686v4", as
+ * model-db's node_type_index.json spells them.
+ */
 void mspec_processor_name(const char *model_name, char *out, size_t size);
 /*
  * Read the spec from procfs_root/cpuinfo, procfs_root/meminfo and

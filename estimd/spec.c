@@ -46,7 +46,9 @@ void mspec_processor_name(const char *model_name, char *out, size_t size)
 	     tok = strtok_r(NULL, " \t-", &save)) {
 		if (noise_word(tok))
 			continue;
-		int n = snprintf(out + w, size > w ? size - w : 0, "%s%s", w ? "_" : "", tok);
+		/* "E5-2686 v4" is "e5_2686v4" in model-db's node types: a version joins its model. */
+		bool version = tok[0] == 'v' && tok[1] && strspn(tok + 1, "0123456789") == strlen(tok + 1);
+		int n = snprintf(out + w, size > w ? size - w : 0, "%s%s", w && !version ? "_" : "", tok);
 		if (n < 0 || (size_t)n >= size - w)
 			break;
 		w += (size_t)n;

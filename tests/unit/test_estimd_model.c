@@ -367,10 +367,32 @@ static void test_roundtrips(void)
 	wb_msg_clear(&dec);
 	wb_msg_clear(&msg);
 
-	/* Curve fits have no message form. */
-	m.form = MODEL_LOGISTIC;
-	CHECK(model_to_msg(&m, &msg.model, err, sizeof(err)) == -1);
-	CHECK(model_to_kepler_json(&m, err, sizeof(err)) == NULL);
+	/* Curve fits have no message form; in Kepler's JSON they read back the same curve. */
+	struct model c;
+	memset(&c, 0, sizeof(c));
+	snprintf(c.name, sizeof(c.name), "LogisticRegressionTrainer-wattbus-h");
+	c.form = MODEL_LOGISTIC;
+	c.nzones = 1;
+	snprintf(c.zones[0].zone, sizeof(c.zones[0].zone), "package");
+	c.zones[0].nfeat = 1;
+	snprintf(c.zones[0].feat[0].name, sizeof(c.zones[0].feat[0].name), "bpf_cpu_time_ms");
+	c.zones[0].feat[0].id = FEAT_CPU_TIME_MS;
+	c.zones[0].feat[0].scale = 4000;
+	c.zones[0].ncurve = 4;
+	double cw[4] = {80, 0.5, 12, 20};
+	memcpy(c.zones[0].curve, cw, sizeof(cw));
+	CHECK(model_to_msg(&c, &msg.model, err, sizeof(err)) == -1);
+	char *cj = model_to_kepler_json(&c, err, sizeof(err));
+	CHECK(cj != NULL);
+	struct model cb;
+	CHECK(cj && model_parse(cj, strlen(cj), "curve.json", NULL, &cb, err, sizeof(err)) == 0);
+	free(cj);
+	CHECK(cb.form == MODEL_LOGISTIC && cb.nzones == 1 && cb.zones[0].ncurve == 4);
+	double xc[FEAT_COUNT] = {0};
+	for (double ms = 0; ms <= 4000; ms += 500) {
+		xc[FEAT_CPU_TIME_MS] = ms;
+		CHECK_NEAR(model_zone_power_w(&cb, &cb.zones[0], xc), model_zone_power_w(&c, &c.zones[0], xc), 1e-9);
+	}
 }
 
 static const struct unit_case cases[] = {
