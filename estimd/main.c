@@ -324,10 +324,12 @@ static void ms_answer(struct app *app, enum wb_httpc_result res, struct wb_httpc
 	struct model *m = malloc(sizeof(*m));
 	/* weight=true asks for weights JSON; AbsPower was asked for. */
 	struct model_hint hint = {NULL, "AbsPower", (uint64_t)app->conf->model_cores};
+	if (!m)
+		snprintf(perr, sizeof(perr), "out of memory");
 	if (!m || model_parse(resp->body ? resp->body : "", resp->len, url, &hint, m, perr,
 			      sizeof(perr)) < 0) {
 		free(m);
-		ms_failed(app, app->ms_bad_answer, "answered no model estimd can use", m ? perr : "out of memory");
+		ms_failed(app, app->ms_bad_answer, "answered no model estimd can use", perr);
 		return;
 	}
 	app->ms_backoff_ns = 0;
