@@ -127,17 +127,19 @@ void model_describe(const struct model *m, char *buf, size_t size);
 /* ---- spec.c: this machine's spec, as Kepler's model server matches node types ---- */
 
 struct mspec {
-	char processor[128]; /* "intel_xeon_platinum_8259cl": model name, lower case, words joined by _ */
+	char processor[128]; /* "intel_xeon_platinum_8259cl": Kepler's format_processor */
 	uint64_t cores;	     /* logical CPUs */
-	uint64_t chips;	     /* sockets (distinct physical ids) */
-	uint64_t memory_gib; /* MemTotal, GiB rounded */
-	uint64_t frequency_mhz; /* highest cpufreq maximum, else the highest "cpu MHz" */
+	uint64_t chips;	     /* sockets (distinct physical ids), at least 1 */
+	uint64_t memory_gib; /* MemTotal in whole GiB (rounded down, as Kepler) */
+	uint64_t frequency_mhz; /* max(cpufreq maximum, cpu MHz), to 100 MHz, as Kepler */
 };
 
 /*
+ * Kepler's format_processor, so that node types match Kepler's own:
  * "Intel(R) Xeon(R) Platinum 8259CL CPU @ 2.50GHz" -> "intel_xeon_platinum_8259cl",
- * "Intel(R) Xeon(R) CPU E5-2686 v4 @ 2.30GHz" -> "intel_xeon_e5_2686v4", as
- * model-db's node_type_index.json spells them.
+ * "Intel(R) Xeon(R) CPU E5-2686 v4 @ 2.30GHz" -> "intel_xeon_e5_2686v4",
+ * "Intel(R) Core(TM) i7-8650U" -> "intel_core" (everything from a '(' left of
+ * it is dropped, as Kepler does).
  */
 void mspec_processor_name(const char *model_name, char *out, size_t size);
 /*

@@ -14,45 +14,96 @@
 
 #include "estimd.h"
 
-/* Words of a model name that name no processor: vendor marks, "CPU", the clock. */
-static bool noise_word(const char *w)
+static void remove_all(char *s, const char *word)
 {
-	static const char *const noise[] = {"cpu", "processor", "(r)", "(tm)", "@"};
-	for (size_t i = 0; i < sizeof(noise) / sizeof(noise[0]); i++)
-		if (strcmp(w, noise[i]) == 0)
-			return true;
-	size_t n = strlen(w);
-	/* "2.50ghz", "3ghz" */
-	return n > 3 && strcmp(w + n - 3, "ghz") == 0 && isdigit((unsigned char)w[0]);
+	size_t n = strlen(word);
+	char *p;
+	while ((p = strstr(s, word)))
+		memmove(p, p + n, strlen(p + n) + 1);
 }
 
+/* Remove what the regular expression \d+-Bit Multi-Core matches. */
+static void remove_bit_multicore(char *s)
+{
+	static const char tail[] = "-Bit Multi-Core";
+	char *p;
+	while ((p = strstr(s, tail))) {
+		char *b = p;
+		while (b > s && isdigit((unsigned char)b[-1]))
+			b--;
+		if (b == p) { /* no digits before it: not a match, and no other can start here */
+			p[0] = ' ';
+			continue;
+		}
+		memmove(b, p + sizeof(tail) - 1, strlen(p + sizeof(tail) - 1) + 1);
+	}
+}
+
+/* Remove what \d+(\.\d+)?\s?[GMgm][Hh]z matches: "2.50GHz", "3 GHz". */
+static void remove_clock(char *s)
+{
+	for (size_t i = 0; s[i];) {
+		size_t j = i;
+		if (!isdigit((unsigned char)s[j])) {
+			i++;
+			continue;
+		}
+		while (isdigit((unsigned char)s[j]))
+			j++;
+		if (s[j] == '.' && isdigit((unsigned char)s[j + 1])) {
+			j++;
+			while (isdigit((unsigned char)s[j]))
+				j++;
+		}
+		if (isspace((unsigned char)s[j]) && s[j + 1] && strchr("GMgm", s[j + 1]))
+			j++;
+		if (s[j] && strchr("GMgm", s[j]) && s[j + 1] && strchr("Hh", s[j + 1]) && s[j + 2] == 'z') {
+			memmove(s + i, s + j + 3, strlen(s + j + 3) + 1);
+			continue;
+		}
+		i++;
+	}
+}
+
+/* Kepler's format_processor (kepler-model-server, train/profiler/node_type_index.py), step by step. */
 void mspec_processor_name(const char *model_name, char *out, size_t size)
 {
-	char buf[256];
-	size_t o = 0;
-	/* lower case; (R) and (TM) become words of their own so that they drop out */
-	for (const char *p = model_name; *p && o + 3 < sizeof(buf); p++) {
-		if (*p == '(')
-			buf[o++] = ' ';
-		buf[o++] = (char)tolower((unsigned char)*p);
-		if (*p == ')')
-			buf[o++] = ' ';
-	}
-	buf[o] = '\0';
-	size_t w = 0;
+	char s[256];
 	if (size)
 		out[0] = '\0';
-	for (char *save = NULL, *tok = strtok_r(buf, " \t-", &save); tok;
-	     tok = strtok_r(NULL, " \t-", &save)) {
-		if (noise_word(tok))
+	if (strlen(model_name) < 2) /* "-" on some machines */
+		return;
+	snprintf(s, sizeof(s), "%s", model_name);
+	remove_all(s, "(R)");
+	remove_all(s, "(r)");
+	remove_all(s, "CPU");
+	remove_all(s, "Processor");
+	remove_all(s, "processor");
+	remove_bit_multicore(s);
+	s[strcspn(s, "(")] = '\0';
+	s[strcspn(s, "[")] = '\0';
+	remove_all(s, "@");
+	remove_all(s, "\xc2\xae"); /* ® */
+	remove_all(s, ",");
+	remove_clock(s);
+	/* words joined by _, - as _, lower case, then "_v" as "v" ("e5_2686_v4" -> "e5_2686v4") */
+	size_t o = 0;
+	bool gap = false;
+	for (const char *p = s; *p && o + 1 < size; p++) {
+		if (isspace((unsigned char)*p)) {
+			gap = o > 0;
 			continue;
-		/* "E5-2686 v4" is "e5_2686v4" in model-db's node types: a version joins its model. */
-		bool version = tok[0] == 'v' && tok[1] && strspn(tok + 1, "0123456789") == strlen(tok + 1);
-		int n = snprintf(out + w, size > w ? size - w : 0, "%s%s", w && !version ? "_" : "", tok);
-		if (n < 0 || (size_t)n >= size - w)
-			break;
-		w += (size_t)n;
+		}
+		if (gap && o + 2 < size)
+			out[o++] = '_';
+		gap = false;
+		out[o++] = *p == '-' ? '_' : (char)tolower((unsigned char)*p);
 	}
+	if (size)
+		out[o] = '\0';
+	char *p;
+	while ((p = strstr(out, "_v")))
+		memmove(p, p + 1, strlen(p + 1) + 1);
 }
 
 static FILE *open_under(const char *root, const char *rel)
@@ -139,14 +190,16 @@ int mspec_read(const char *procfs_root, const char *sysfs_root, struct mspec *ou
 		unsigned long long kib;
 		while (fgets(line, sizeof(line), f))
 			if (sscanf(line, "MemTotal: %llu kB", &kib) == 1) {
-				out->memory_gib = (uint64_t)llround((double)kib / (1024.0 * 1024.0));
+				out->memory_gib = (uint64_t)(kib / (1024ull * 1024ull));
 				break;
 			}
 		fclose(f);
 	}
-	out->frequency_mhz = max_cpufreq_mhz(sysfs_root);
-	if (!out->frequency_mhz && mhz > 0)
-		out->frequency_mhz = (uint64_t)llround(mhz);
+	double fmax = (double)max_cpufreq_mhz(sysfs_root);
+	if (mhz > fmax)
+		fmax = mhz;
+	/* Kepler rounds to a tenth of a GHz: max(cpufreq max, current) / 100, rounded, * 100 */
+	out->frequency_mhz = (uint64_t)llround(fmax / 100) * 100;
 	return 0;
 }
 

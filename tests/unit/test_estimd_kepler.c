@@ -21,7 +21,13 @@ static void test_processor_names(void)
 	    {"Intel(R) Xeon(R) Platinum 8259CL CPU @ 2.50GHz", "intel_xeon_platinum_8259cl"},
 	    {"Intel(R) Xeon(R) CPU E5-2686 v4 @ 2.30GHz", "intel_xeon_e5_2686v4"},
 	    {"AMD EPYC 7R13 Processor", "amd_epyc_7r13"},
-	    {"Intel(R) Core(TM) i7-8650U CPU @ 1.90GHz", "intel_core_i7_8650u"},
+	    {"Intel(R) Core(TM) i7-8650U CPU @ 1.90GHz", "intel_core"},
+	    {"AMD Ryzen 7 5800X 8-Core Processor", "amd_ryzen_7_5800x_8_core"},
+	    {"Quad-Core AMD Opteron(tm) Processor 2356", "quad_core_amd_opteron"},
+	    {"AMD Athlon 64 X2 Dual Core Processor 64-Bit Multi-Core 5000+", "amd_athlon_64_x2_dual_core_5000+"},
+	    {"Neoverse-N1 3.0 GHz", "neoverse_n1"},
+	    {"intel_xeon_platinum_8259cl", "intel_xeon_platinum_8259cl"},
+	    {"-", ""},
 	    {"", ""},
 	};
 	char out[128];
@@ -64,7 +70,7 @@ static void test_spec_from_fake_tree(void)
 	CHECK_STR(s.processor, "intel_xeon_platinum_8488c");
 	CHECK_U64(s.cores, 3);
 	CHECK_U64(s.chips, 2);
-	CHECK_U64(s.memory_gib, 377);
+	CHECK_U64(s.memory_gib, 376); /* 376.7 GiB, rounded down as Kepler does */
 	CHECK_U64(s.frequency_mhz, 3100);
 	/* cpufreq's maximum wins over cpu MHz */
 	snprintf(p, sizeof(p), "mkdir -p %s/sys/devices/system/cpu/cpu1/cpufreq", root);
