@@ -73,6 +73,7 @@ struct model {
 	uint64_t cores; /* logical CPUs of the machine it was trained on (machine_spec.cores); 0
 			   unknown */
 	uint64_t train_slots, test_slots;
+	double mae_w; /* the whole model's error as Kepler's weights answer states it (mae); 0 unknown */
 	size_t ncategorical; /* Categorical_Variables entries, which wattbus cannot evaluate
 				(ignored) */
 	size_t nzones;

@@ -444,15 +444,20 @@ int model_parse(const char *text, size_t len, const char *origin, const struct m
 				     json_type_name(v));
 				goto done;
 			}
-			if (cores && (!json_is_integer(cores) || json_integer_value(cores) <= 0 ||
-				      json_integer_value(cores) > 65536)) {
+			/* null: unknown (Kepler's servers write unknown attributes so); 96.0 is 96 */
+			double c = json_is_number(cores) ? json_number_value(cores) : 0;
+			if (cores && !json_is_null(cores) &&
+			    (!json_is_number(cores) || !(c >= 1 && c <= 65536) || c != floor(c))) {
 				fail(err, errlen, r.origin, "machine_spec.cores",
 				     "expected 1 to 65536 logical CPUs");
 				goto done;
 			}
-			if (cores)
-				out->cores = (uint64_t)json_integer_value(cores);
-		}
+			if (c >= 1)
+				out->cores = (uint64_t)c;
+		} else if (strcmp(key, "mae") == 0 && json_is_number(v) &&
+			 isfinite(json_number_value(v)) && json_number_value(v) >= 0)
+			/* A model server's weights answer states the model's error. */
+			out->mae_w = json_number_value(v);
 		/* Other keys (Kepler ignores them too) are left alone. */
 	}
 	if (out->nzones == 0) {
@@ -844,7 +849,9 @@ void model_describe(const struct model *m, char *buf, size_t size)
 			any_err = true;
 		}
 	}
-	if (!any_err)
+	if (!any_err && m->mae_w > 0)
+		PUT("; MAE %.2f W as its model server states it", m->mae_w);
+	else if (!any_err)
 		PUT("; held-out error not recorded in the model");
 	PUT(")");
 #undef PUT

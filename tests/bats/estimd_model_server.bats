@@ -48,6 +48,9 @@ counter_at_least() { [ "$(stat_counter "$1" "$2")" -ge "$3" ]; }
 
 	# 400, then the model, then (at the refresh) garbage, then the server is gone.
 	wb_wait_lines "$BATS_TEST_TMPDIR/estimd.log" 1 30 "switched to model SGDRegressorTrainer_7"
+	run grep "switched to model SGDRegressorTrainer_7" "$BATS_TEST_TMPDIR/estimd.log"
+	assert_output --partial "from $url/model, trained on 96 CPUs"
+	assert_output --partial "MAE 4.50 W as its model server states it"
 	wb_wait_for 60 counter_at_least "$BATS_TEST_TMPDIR/tap.all" model_server_unreachable 2
 	[ "$(stat_counter "$BATS_TEST_TMPDIR/tap.all" model_server_refused)" = 1 ]
 	[ "$(stat_counter "$BATS_TEST_TMPDIR/tap.all" model_server_bad_answer)" = 1 ]

@@ -146,6 +146,30 @@ static void test_sidecar_answers(void)
 	}
 }
 
+/* Weights answers as model servers write them: machine_spec with unknowns, mae. */
+static void test_weights_answers(void)
+{
+	const char *ans = "{\"package\": {\"All_Weights\": {\"Bias_Weight\": 50, \"Categorical_Variables\": {},"
+			  " \"Numerical_Variables\": {\"bpf_cpu_time_ms\": {\"scale\": 1000, \"weight\": 2}}}},"
+			  " \"model_name\": \"SGDRegressorTrainer_0\", \"mae\": 4.25,"
+			  " \"machine_spec\": {\"processor\": null, \"cores\": 96.0, \"chips\": null}}";
+	struct model m;
+	char err[512], desc[1024];
+	CHECK(model_parse(ans, strlen(ans), "http://s/model", NULL, &m, err, sizeof(err)) == 0);
+	CHECK_U64(m.cores, 96);
+	CHECK_NEAR(m.mae_w, 4.25, 0);
+	model_describe(&m, desc, sizeof(desc));
+	CHECK(strstr(desc, "MAE 4.25 W as its model server states it") != NULL);
+	const char *nullc = "{\"package\": {\"All_Weights\": {\"Numerical_Variables\": {\"bpf_cpu_time_ms\": {\"scale\": 1}}}},"
+			    " \"machine_spec\": {\"cores\": null}}";
+	CHECK(model_parse(nullc, strlen(nullc), "a", NULL, &m, err, sizeof(err)) == 0);
+	CHECK_U64(m.cores, 0);
+	const char *badc = "{\"package\": {\"All_Weights\": {\"Numerical_Variables\": {\"bpf_cpu_time_ms\": {\"scale\": 1}}}},"
+			   " \"machine_spec\": {\"cores\": 2.5}}";
+	CHECK(model_parse(badc, strlen(badc), "b", NULL, &m, err, sizeof(err)) == -1);
+	CHECK(strstr(err, "b: machine_spec.cores: expected 1 to 65536") != NULL);
+}
+
 /* Samples of a known curve of CPU time; trainer_fit_form must pick it up. */
 static void fit_known(enum model_form form, double (*truth)(double), double tol_w)
 {
@@ -196,6 +220,7 @@ static const struct unit_case cases[] = {
     {"machine spec from a fake procfs and sysfs", test_spec_from_fake_tree},
     {"ModelRequest: features from usaged's counters, machine spec", test_model_request},
     {"estimator sidecar answers, good and refused with the key", test_sidecar_answers},
+    {"weights answers of model servers: machine_spec unknowns, mae", test_weights_answers},
     {"curve fits recover logarithmic, exponential and logistic curves", test_curve_fits},
 };
 
