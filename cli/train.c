@@ -123,14 +123,13 @@ static double total_mae(const struct model *m)
 	return s;
 }
 
-static double worst(const struct model *m, bool mape)
+/* Percentages do not add up: the worst zone's. */
+static double worst_mape(const struct model *m)
 {
 	double w = 0;
-	for (size_t i = 0; i < m->nzones; i++) {
-		double v = mape ? m->zones[i].mape : m->zones[i].mae_w;
-		if (v > w)
-			w = v;
-	}
+	for (size_t i = 0; i < m->nzones; i++)
+		if (m->zones[i].mape > w)
+			w = m->zones[i].mape;
 	return w;
 }
 
@@ -143,8 +142,8 @@ static json_t *metadata_json(const struct model *m, const struct mspec *spec, co
 	json_t *md = json_pack("{s:s,s:s,s:s,s:o,s:s,s:f,s:f}", "model_name", m->name, "model_class",
 			       m->form == MODEL_LINEAR ? "scikit" : "curvefit", "model_file",
 			       "weight.json", "features", feats, "output_type",
-			       model_output_name(m->output), "mae", worst(m, false), "mape",
-			       worst(m, true));
+			       model_output_name(m->output), "mae", total_mae(m), "mape",
+			       worst_mape(m));
 	/* Kepler's per-zone figures, -1 for the zones not trained. */
 	static const char *const zones[] = {"package", "core", "uncore", "dram", "platform"};
 	for (size_t z = 0; z < sizeof(zones) / sizeof(zones[0]); z++) {

@@ -126,7 +126,8 @@ static int power_value(const json_t *v, const char *key, size_t row, double *out
 	}
 	double d = json_number_value(v);
 	if (!isfinite(d) || fabs(d) > POWER_MAX_W) {
-		snprintf(err, errlen, "powers.%s[%zu]: %g W is not a power of one zone", key, row, d);
+		snprintf(err, errlen, "powers.%s[%zu]: %g W is not a power of one zone", key, row,
+			 d);
 		return -1;
 	}
 	*out = d;
@@ -286,8 +287,8 @@ int kepler_sidecar_call(const char *path, const char *req, int timeout_ms, char 
 				goto out;
 			}
 			if (*len >= cap) {
-				snprintf(err, errlen, "%s: answer longer than %zu bytes or not JSON",
-					 path, cap);
+				snprintf(err, errlen,
+					 "%s: answer longer than %zu bytes or not JSON", path, cap);
 				goto out;
 			}
 			continue;

@@ -57,7 +57,8 @@ static void remove_clock(char *s)
 		}
 		if (isspace((unsigned char)s[j]) && s[j + 1] && strchr("GMgm", s[j + 1]))
 			j++;
-		if (s[j] && strchr("GMgm", s[j]) && s[j + 1] && strchr("Hh", s[j + 1]) && s[j + 2] == 'z') {
+		if (s[j] && strchr("GMgm", s[j]) && s[j + 1] && strchr("Hh", s[j + 1]) &&
+		    s[j + 2] == 'z') {
 			memmove(s + i, s + j + 3, strlen(s + j + 3) + 1);
 			continue;
 		}
@@ -65,7 +66,8 @@ static void remove_clock(char *s)
 	}
 }
 
-/* Kepler's format_processor (kepler-model-server, train/profiler/node_type_index.py), step by step. */
+/* Kepler's format_processor (kepler-model-server, train/profiler/node_type_index.py), step by step.
+ */
 void mspec_processor_name(const char *model_name, char *out, size_t size)
 {
 	char s[256];
