@@ -554,7 +554,8 @@ static void on_aligned(struct wb_daemon *d, const struct wb_msg *msg, const stru
 		log_rl(&app->rl_slot, WB_LOG_WARN,
 		       "model %s gave no finite power for %u zones (0 W used)",
 		       estimator_model(app->est)->name, res.model_nan);
-	if (!res.measured && !res.no_model && !app->ratio_logged) {
+	/* The local model's core ratio (the sidecar's answer carries its own). */
+	if (!res.measured && !res.no_model && !res.external && !app->ratio_logged) {
 		const struct model *m = estimator_model(app->est);
 		log_info("model %s on %s: %" PRIu64 " CPUs, core ratio %.4f applied to idle power",
 			 m->name, a->env.host, a->ncpu, estimator_core_ratio(app->est, a->ncpu));

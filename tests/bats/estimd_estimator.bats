@@ -101,3 +101,23 @@ counter_at_least() { [ "$(stat_counter "$1" "$2")" -ge "$3" ]; }
 	assert_success
 	assert_output "ok"
 }
+
+@test "with no local model, the sidecar's slots have zones and the others none; estimd keeps running" {
+	sock="$BATS_TEST_TMPDIR/estimator.sock"
+	wb_spawn sidecar python3 "$BATS_TEST_DIRNAME/kepler_estimator.py" --socket "$sock" \
+		--log "$BATS_TEST_TMPDIR/requests.jsonl" --script answer,garbage
+	wb_wait_for 30 test -S "$sock"
+	in=$(wb_ep aligned)
+	out=$(wb_ep estimd)
+	wb_spawn estimd "$WB_BUILD/wattbus-estimd" --runtime_dir "$BATS_TEST_TMPDIR" --host vm1 \
+		--sub "$in" --pub "$out" --model "" --stat_interval 200ms --estimator "unix:$sock"
+	wb_tap tap "$out" estimate/
+	python3 "$BATS_TEST_DIRNAME/estimd_slots.py" --host vm1 --no-power --count 2 --seed 12 >"$BATS_TEST_TMPDIR/b.jsonl"
+	run "$WATTBUS" pub --wait 30s "$in" <"$BATS_TEST_TMPDIR/b.jsonl"
+	assert_success
+	wb_wait_lines "$BATS_TEST_TMPDIR/tap.log" 2 60
+	run jq -c '[.msg.model, (.msg.zones | length)]' "$BATS_TEST_TMPDIR/tap.log"
+	assert_output "$(printf '["estimator",2]\n[null,0]')"
+	kill -0 "$PID_estimd"
+	wb_wait_for 30 counter_at_least "$BATS_TEST_TMPDIR/tap.all" slots_no_model 1
+}
