@@ -109,6 +109,38 @@ counter_at_least() { [ "$(stat_counter "$1" "$2")" -ge "$3" ]; }
 	assert_output "ok"
 }
 
+@test "estimd asks again at once when usaged's counters change, naming the counter features" {
+	cat >"$BATS_TEST_TMPDIR/m.json" <<-'EOF'
+		{"model_name": "SGDRegressorTrainer_2", "package": {"All_Weights": {"Bias_Weight": 40.0,
+		 "Numerical_Variables": {"bpf_cpu_time_ms": {"scale": 1000.0, "weight": 1.0}}}}}
+	EOF
+	wb_spawn server python3 "$BATS_TEST_DIRNAME/kepler_model_server.py" --port-file "$BATS_TEST_TMPDIR/port" \
+		--log "$BATS_TEST_TMPDIR/requests.jsonl" --script "model:$BATS_TEST_TMPDIR/m.json"
+	wb_wait_for 30 test -s "$BATS_TEST_TMPDIR/port"
+	in=$(wb_ep aligned)
+	out=$(wb_ep estimd)
+	wb_spawn estimd "$WB_BUILD/wattbus-estimd" --runtime_dir "$BATS_TEST_TMPDIR" --host vm1 \
+		--sub "$in" --pub "$out" --model "" --stat_interval 200ms \
+		--model_server "http://127.0.0.1:$(cat "$BATS_TEST_TMPDIR/port")"
+	wb_tap tap "$out" estimate/
+	wb_wait_lines "$BATS_TEST_TMPDIR/estimd.log" 1 30 "switched to model SGDRegressorTrainer_2"
+	# A slot whose processes carry cycles and instructions (usaged with perf counters).
+	python3 "$BATS_TEST_DIRNAME/estimd_slots.py" --host vm1 --no-power --count 1 --seed 2 |
+		python3 -c 'import json, sys
+for l in sys.stdin:
+    m = json.loads(l)
+    m["msg"]["counters"] = ["cycles", "instructions"]
+    for p in m["msg"]["procs"]:
+        p["cycles"], p["instructions"] = 1000000, 2000000
+    print(json.dumps(m))' | "$WATTBUS" pub --wait 30s "$in"
+	wb_wait_lines "$BATS_TEST_TMPDIR/requests.jsonl" 2 30
+	run jq -c '.body | fromjson | .metrics' "$BATS_TEST_TMPDIR/requests.jsonl"
+	assert_output "$(printf '%s\n' '["bpf_cpu_time_ms","bpf_page_cache_hit"]' '["bpf_cpu_time_ms","bpf_page_cache_hit","cpu_cycles","cpu_instructions"]')"
+	# The same model again: not swapped a second time.
+	wb_wait_for 30 counter_at_least "$BATS_TEST_TMPDIR/tap.all" model_server_models 2
+	[ "$(stat_counter "$BATS_TEST_TMPDIR/tap.all" models_received)" = 1 ]
+}
+
 @test "estimd refuses a model_server that is no URL and an estimator that is no unix socket" {
 	run "$WB_BUILD/wattbus-estimd" -n --model_server "127.0.0.1:8100"
 	assert_failure 2
