@@ -296,6 +296,15 @@ static void counters_key(const struct wb_aligned *a, char *buf, size_t size)
 		o += (size_t)snprintf(buf + o, size - o, "%s%.16s", i ? "," : "", a->counters[i]);
 }
 
+/* URL/model (Kepler's clients append /model to MODEL_SERVER_URL; a trailing / is not doubled). */
+static void ms_url(const struct app *app, char *buf, size_t size)
+{
+	size_t n = strlen(app->conf->model_server);
+	while (n > 0 && app->conf->model_server[n - 1] == '/')
+		n--;
+	snprintf(buf, size, "%.*s/model", (int)n, app->conf->model_server);
+}
+
 static void ms_failed(struct app *app, uint64_t *counter, const char *what, const char *err)
 {
 	(*counter)++;
@@ -312,7 +321,7 @@ static void ms_answer(struct app *app, enum wb_httpc_result res, struct wb_httpc
 		      const char *err)
 {
 	char url[1100], perr[MODEL_ERR_MAX];
-	snprintf(url, sizeof(url), "%s/model", app->conf->model_server);
+	ms_url(app, url, sizeof(url));
 	if (res == WB_HTTPC_STATUS) {
 		ms_failed(app, app->ms_refused, "refused the request", err);
 		return;
@@ -377,7 +386,7 @@ static void ms_start(struct app *app)
 		log_rl(&app->rl_ms, WB_LOG_WARN, "machine spec: %s; asking the model server without one", err);
 	char *body = kepler_model_request(&km, "AbsPower", have_spec ? &spec : NULL);
 	char url[1100];
-	snprintf(url, sizeof(url), "%s/model", app->conf->model_server);
+	ms_url(app, url, sizeof(url));
 	struct wb_httpc_opts opts = {
 	    .timeout_ms = (long)(app->conf->model_server_timeout_ns / WB_NS_PER_MS),
 	    .accept = "application/json",

@@ -121,7 +121,7 @@ counter_at_least() { [ "$(stat_counter "$1" "$2")" -ge "$3" ]; }
 	out=$(wb_ep estimd)
 	wb_spawn estimd "$WB_BUILD/wattbus-estimd" --runtime_dir "$BATS_TEST_TMPDIR" --host vm1 \
 		--sub "$in" --pub "$out" --model "" --stat_interval 200ms \
-		--model_server "http://127.0.0.1:$(cat "$BATS_TEST_TMPDIR/port")"
+		--model_server "http://127.0.0.1:$(cat "$BATS_TEST_TMPDIR/port")/"
 	wb_tap tap "$out" estimate/
 	wb_wait_lines "$BATS_TEST_TMPDIR/estimd.log" 1 30 "switched to model SGDRegressorTrainer_2"
 	# A slot whose processes carry cycles and instructions (usaged with perf counters).
