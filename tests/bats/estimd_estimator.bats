@@ -2,7 +2,8 @@
 # estimd with Kepler's estimator sidecar (--estimator unix:PATH): node watts
 # follow the sidecar's answer exactly when it answers, and the local model's
 # when it is slow, answers garbage or an error, or is gone; each such slot is
-# counted, none is lost.
+# counted, none is lost. The deadline (3 s) leaves a loaded machine room to
+# answer in time; the slow answer comes long after it.
 
 load helper
 
@@ -27,7 +28,7 @@ counter_at_least() { [ "$(stat_counter "$1" "$2")" -ge "$3" ]; }
 	out=$(wb_ep estimd)
 	wb_spawn estimd "$WB_BUILD/wattbus-estimd" --runtime_dir "$BATS_TEST_TMPDIR" --host vm1 \
 		--sub "$in" --pub "$out" --model "$BATS_TEST_TMPDIR/local.json" --stat_interval 200ms \
-		--estimator "unix:$sock" --estimator_timeout 300ms
+		--estimator "unix:$sock" --estimator_timeout 3s
 	wb_tap tap "$out" estimate/
 
 	python3 "$BATS_TEST_DIRNAME/estimd_slots.py" --host vm1 --no-power --count 7 --seed 11 >"$BATS_TEST_TMPDIR/b.jsonl"
@@ -74,7 +75,7 @@ counter_at_least() { [ "$(stat_counter "$1" "$2")" -ge "$3" ]; }
 	[ "$(stat_counter "$BATS_TEST_TMPDIR/tap.all" estimator_unreachable)" = 2 ]
 	[ "$(stat_counter "$BATS_TEST_TMPDIR/tap.all" slots_rejected)" = 0 ]
 	run grep "estimator sidecar" "$BATS_TEST_TMPDIR/estimd.log"
-	assert_output --partial "no answer within 300 ms; slot of vm1 from the local model local-SGDRegressorTrainer"
+	assert_output --partial "no answer within 3000 ms; slot of vm1 from the local model local-SGDRegressorTrainer"
 	assert_output --partial "answer refused: not JSON"
 	assert_output --partial "answer refused: msg: no model for the requested features"
 	# dead: the connection closed unread: an end, a reset or a broken pipe, as the timing falls.
@@ -110,7 +111,8 @@ counter_at_least() { [ "$(stat_counter "$1" "$2")" -ge "$3" ]; }
 	in=$(wb_ep aligned)
 	out=$(wb_ep estimd)
 	wb_spawn estimd "$WB_BUILD/wattbus-estimd" --runtime_dir "$BATS_TEST_TMPDIR" --host vm1 \
-		--sub "$in" --pub "$out" --model "" --stat_interval 200ms --estimator "unix:$sock"
+		--sub "$in" --pub "$out" --model "" --stat_interval 200ms --estimator "unix:$sock" \
+		--estimator_timeout 5s
 	wb_tap tap "$out" estimate/
 	python3 "$BATS_TEST_DIRNAME/estimd_slots.py" --host vm1 --no-power --count 2 --seed 12 >"$BATS_TEST_TMPDIR/b.jsonl"
 	run "$WATTBUS" pub --wait 30s "$in" <"$BATS_TEST_TMPDIR/b.jsonl"

@@ -8,7 +8,7 @@ answers one JSON object {"powers": {zone: [watts per row]}, "msg", "core_ratio"}
 
 Each connection takes the next step (the last one repeats): answer (package =
 100 W + 0.01 W per bpf_cpu_time_ms, dram = 7 W + 0.001 W per bpf_cpu_time_ms,
-per row), slow (the same answer after 3 s), garbage (bytes that are no JSON),
+per row), slow (the same answer after 10 s), garbage (bytes that are no JSON),
 error (Kepler's failure answer: empty powers, a msg), dead (close the
 connection and the listening socket without a word, and exit). Every request
 goes to --log as one JSON line {"raw": the text received, "step"}.
@@ -54,7 +54,7 @@ def serve(conn, step):
             conn.sendall(json.dumps({"powers": {}, "msg": "no model for the requested features", "core_ratio": 1}).encode())
         else:
             if step == "slow":
-                time.sleep(3)
+                time.sleep(10)
             ans = {"powers": powers(json.loads(data)), "msg": "", "core_ratio": 1.0}
             conn.sendall(json.dumps(ans).encode())
     except OSError:
