@@ -176,7 +176,7 @@ static json_t *metadata_json(const struct model *m, const struct mspec *spec, co
 }
 
 static int publish(const struct model *m, const char *endpoint, uint64_t wait_ns,
-		   const struct wb_sockopts *so, const char *host)
+		   const struct wb_sockopts *so, const char *host, const struct mspec *spec)
 {
 	struct wb_msg msg = {.kind = WB_MODEL};
 	char err[MODEL_ERR_MAX];
@@ -184,6 +184,7 @@ static int publish(const struct model *m, const char *endpoint, uint64_t wait_ns
 		log_errx("cannot publish: %s", err);
 		return -1;
 	}
+	mspec_to_msg(spec, m->cores, &msg.model.spec);
 	snprintf(msg.model.env.host, sizeof(msg.model.env.host), "%s", host);
 	msg.model.t = wb_now_ns();
 	struct wb_pub *pub = wb_pub_new(endpoint, "train", host, so);
@@ -374,7 +375,7 @@ int cmd_train(int argc, char **argv)
 			log_warnx("the %s fit won, but a model message carries linear weights only: publishing the linear fit %s (held-out MAE %.3f W)", forms[best].name, fit[0].name, total_mae(&fit[0]));
 			pm = &fit[0];
 		}
-		if (publish(pm, endpoint, wait_ns, &so, sc.host) < 0)
+		if (publish(pm, endpoint, wait_ns, &so, sc.host, &spec) < 0)
 			goto out;
 	}
 	rc = 0;

@@ -152,6 +152,8 @@ int mspec_read(const char *procfs_root, const char *sysfs_root, struct mspec *ou
 	       size_t errlen);
 /* The same, with the roots from $WATTBUS_PROCFS_ROOT and $WATTBUS_SYSFS_ROOT (default /proc, /sys). */
 int mspec_read_env(struct mspec *out, char *err, size_t errlen);
+/* The spec as a model message carries it; cores, when not 0, replaces the spec's (the trainer's host's). */
+void mspec_to_msg(const struct mspec *s, uint64_t cores, struct wb_model_spec *out);
 
 /* ---- kepler.c: Kepler's model server request and estimator sidecar protocol ---- */
 

@@ -491,6 +491,13 @@ static void publish_trained(struct app *app, const struct wb_aligned *a, struct 
 		return;
 	}
 	snprintf(msg.model.env.host, sizeof(msg.model.env.host), "%s", a->env.host);
+	/* The trainer's machine, so that a model server files it under its node type: this
+	 * machine's spec when the slots are this host's, else only their CPUs. */
+	struct mspec spec = {0};
+	if (strcmp(a->env.host, wb_daemon_global(app->d)->host) == 0 &&
+	    mspec_read_env(&spec, err, sizeof(err)) < 0)
+		memset(&spec, 0, sizeof(spec));
+	mspec_to_msg(&spec, m->cores, &msg.model.spec);
 	msg.model.t = wb_now_ns();
 	wb_daemon_send(app->d, &msg);
 	wb_msg_clear(&msg);

@@ -709,6 +709,12 @@ int model_to_msg(const struct model *m, struct wb_model *msg, char *err, size_t 
 	msg->ncpu = m->cores;
 	msg->train_slots = m->train_slots;
 	msg->test_slots = m->test_slots;
+	/* The whole model's held-out error, as modeld ranks it: MAE added up, the worst MAPE. */
+	for (size_t i = 0; i < m->nzones; i++) {
+		msg->mae += m->zones[i].mae_w > 0 ? m->zones[i].mae_w : 0;
+		if (m->zones[i].mape > msg->mape)
+			msg->mape = m->zones[i].mape;
+	}
 	msg->features = wb_array_new(MODEL_FEATS_MAX, sizeof(*msg->features));
 	msg->zones = wb_array_new(m->nzones, sizeof(*msg->zones));
 	if (!msg->features || !msg->zones)

@@ -212,3 +212,13 @@ int mspec_read_env(struct mspec *out, char *err, size_t errlen)
 	return mspec_read(proc && proc[0] ? proc : "/proc", sys && sys[0] ? sys : "/sys", out, err,
 			  errlen);
 }
+
+void mspec_to_msg(const struct mspec *s, uint64_t cores, struct wb_model_spec *out)
+{
+	memset(out, 0, sizeof(*out));
+	snprintf(out->processor, sizeof(out->processor), "%s", s->processor);
+	out->cores = cores ? cores : s->cores;
+	out->chips = s->chips;
+	out->memory_gib = s->memory_gib;
+	out->frequency_mhz = s->frequency_mhz;
+}

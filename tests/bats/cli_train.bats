@@ -101,7 +101,9 @@ fake_machine() { # DIR: 4 CPUs of one socket, 16 GiB, 3.5 GHz
 	record_slots lin --count 60 --seed 6
 	ep=$(wb_ep models)
 	wb_spawn tap "$WATTBUS" tap "$ep" model/
-	run "$WATTBUS" train --form linear --publish "$ep" "$BATS_TEST_TMPDIR/lin.rec"
+	fake_machine "$BATS_TEST_TMPDIR/m"
+	run env WATTBUS_PROCFS_ROOT="$BATS_TEST_TMPDIR/m/proc" WATTBUS_SYSFS_ROOT="$BATS_TEST_TMPDIR/m/sys" \
+		"$WATTBUS" train --form linear --publish "$ep" "$BATS_TEST_TMPDIR/lin.rec"
 	assert_success
 	wb_wait_lines "$BATS_TEST_TMPDIR/tap.log" 1 30
 	run python3 - "$BATS_TEST_TMPDIR/tap.log" <<-'EOF'
@@ -114,6 +116,10 @@ fake_machine() { # DIR: 4 CPUs of one socket, 16 GiB, 3.5 GHz
 		z = {x["zone"]: x for x in msg["zones"]}
 		assert abs(z["package"]["bias_w"] - 15) < 1e-3, z
 		assert abs(z["package"]["weights"][0] / z["package"]["scales"][0] - 0.006) < 1e-7, z
+		# The trainer's machine and the held-out error, for a model server to file and rank it.
+		assert msg["spec"] == {"processor": "intel_xeon_platinum_8259cl", "cores": 4, "chips": 1,
+		                       "memory_gib": 16, "frequency_mhz": 3500}, msg["spec"]
+		assert abs(msg["mae"] - sum(x.get("mae_w", 0) for x in msg["zones"])) < 1e-12, msg
 		print("ok")
 	EOF
 	assert_success
