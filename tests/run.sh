@@ -34,7 +34,7 @@ done
 # security_*: also a group added to /etc/group), a CPU-heavy workload whose watts or CPU
 # time are measured (system_e2e, usaged_cpu_accuracy, usaged_modes_agree). The rest run
 # WB_JOBS suites at a time (default: 3 per CPU; they mostly wait on their daemons).
-serial_re='^(system_make_run|system_e2e|systemd_.*|security_.*|k8s_pod_play|vm_.*|usaged_cpu_accuracy|usaged_modes_agree)\.bats$'
+serial_re='^(system_make_run|system_e2e|systemd_.*|security_.*|k8s_pod_play|vm_.*|system_model_server|usaged_cpu_accuracy|usaged_modes_agree)\.bats$'
 parallel=() serial=()
 for f in "$here"/bats/*.bats; do
 	[ -e "$f" ] || continue
