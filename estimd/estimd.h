@@ -136,14 +136,6 @@ struct mspec {
 };
 
 /*
- * Kepler's format_processor, so that node types match Kepler's own:
- * "Intel(R) Xeon(R) Platinum 8259CL CPU @ 2.50GHz" -> "intel_xeon_platinum_8259cl",
- * "Intel(R) Xeon(R) CPU E5-2686 v4 @ 2.30GHz" -> "intel_xeon_e5_2686v4",
- * "Intel(R) Core(TM) i7-8650U" -> "intel_core" (everything from a '(' left of
- * it is dropped, as Kepler does).
- */
-void mspec_processor_name(const char *model_name, char *out, size_t size);
-/*
  * Read the spec from procfs_root/cpuinfo, procfs_root/meminfo and
  * sysfs_root/devices/system/cpu/cpu*\/cpufreq/cpuinfo_max_freq. Missing
  * figures stay 0 (processor ""). Returns 0, or -1 when cpuinfo cannot be read (err).

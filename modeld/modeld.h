@@ -28,9 +28,7 @@ struct md_spec {
 	double cores, chips, memory_gib, frequency_mhz;
 };
 
-/* Kepler's format_processor: "Intel(R) Xeon(R) Platinum 8259CL CPU @ 2.50GHz" ->
- * "intel_xeon_platinum_8259cl"; an already normalized name stays as it is. */
-void md_processor_normalize(const char *in, char *out, size_t outlen);
+/* processor is spelled by lib/spec.h's wb_processor_name, as estimd spells it. */
 /* A spec from a JSON object (machine_spec of a request, attrs of node_type_index.json).
  * 0, or -1 with err when a key has the wrong type. Unknown keys are ignored. */
 int md_spec_from_json(const json_t *obj, struct md_spec *spec, char *err, size_t errlen);

@@ -13,6 +13,7 @@
 
 #include "config.h"
 #include "modeld.h"
+#include "spec.h"
 
 void md_one_line(char *s)
 {
@@ -22,85 +23,6 @@ void md_one_line(char *s)
 }
 
 /* ---- machine specs ---- */
-static void remove_all(char *s, const char *what)
-{
-	size_t n = strlen(what);
-	char *p;
-	while ((p = strstr(s, what)))
-		memmove(p, p + n, strlen(p + n) + 1);
-}
-
-/* Drop "2.50GHz", "3 MHz" and "64-Bit Multi-Core" the way Kepler's rename() does. */
-static void remove_numbered(char *s)
-{
-	for (char *p = s; *p; p++) {
-		if (!isdigit((unsigned char)*p) || (p > s && isdigit((unsigned char)p[-1])))
-			continue;
-		char *q = p;
-		while (isdigit((unsigned char)*q))
-			q++;
-		if (*q == '.' && isdigit((unsigned char)q[1])) {
-			q++;
-			while (isdigit((unsigned char)*q))
-				q++;
-		}
-		char *r = q;
-		if (*r == ' ')
-			r++;
-		if (strchr("GMgm", *r) && *r && strchr("Hh", r[1]) && r[1] && (r[2] == 'z')) {
-			memmove(p, r + 3, strlen(r + 3) + 1);
-			p--;
-			continue;
-		}
-		if (!strncmp(q, "-Bit Multi-Core", 15)) {
-			memmove(p, q + 15, strlen(q + 15) + 1);
-			p--;
-		}
-	}
-}
-
-void md_processor_normalize(const char *in, char *out, size_t outlen)
-{
-	char s[256];
-	snprintf(s, sizeof s, "%s", in);
-	if (strlen(s) < 2) {
-		snprintf(out, outlen, "%s", "");
-		return;
-	}
-	remove_all(s, "(R)");
-	remove_all(s, "(r)");
-	remove_all(s, "CPU");
-	remove_all(s, "Processor");
-	remove_all(s, "processor");
-	remove_numbered(s);
-	char *cut = strpbrk(s, "([");
-	if (cut)
-		*cut = '\0';
-	remove_all(s, "@");
-	remove_all(s, "\xc2\xae"); /* ® */
-	remove_all(s, ",");
-	remove_numbered(s);
-	/* words joined by _, - as _, lower case, "_v" as "v" (e5-2686 v4 -> e5_2686v4) */
-	size_t o = 0;
-	bool gap = false;
-	for (const char *p = s; *p && o + 2 < sizeof s; p++) {
-		if (isspace((unsigned char)*p)) {
-			gap = o > 0;
-			continue;
-		}
-		if (gap && o + 1 < outlen)
-			out[o++] = '_';
-		gap = false;
-		if (o + 1 < outlen)
-			out[o++] = *p == '-' ? '_' : (char)tolower((unsigned char)*p);
-	}
-	if (outlen)
-		out[o < outlen ? o : outlen - 1] = '\0';
-	char *p;
-	while ((p = strstr(out, "_v")))
-		memmove(p, p + 1, strlen(p + 1) + 1);
-}
-
 static int num_of(const json_t *v, const char *key, double *out, char *err, size_t errlen)
 {
 	if (!v || json_is_null(v))
@@ -140,8 +62,7 @@ int md_spec_from_json(const json_t *obj, struct md_spec *spec, char *err, size_t
 			snprintf(err, errlen, "machine_spec.processor: expected a string");
 			return -1;
 		}
-		md_processor_normalize(json_string_value(p), spec->processor,
-				       sizeof spec->processor);
+		wb_processor_name(json_string_value(p), spec->processor, sizeof spec->processor);
 	}
 	/* Kepler's keys (memory in GiB, frequency in MHz) and wattbus's model message keys */
 	if (num_of(json_object_get(obj, "cores"), "cores", &spec->cores, err, errlen) < 0 ||

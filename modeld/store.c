@@ -18,6 +18,7 @@
 #include "json.h"
 #include "log.h"
 #include "modeld.h"
+#include "spec.h"
 #include "state.h"
 
 #define WATTBUS_TRAINER "SGDRegressorTrainer" /* a linear model, as Kepler names its trainer */
@@ -619,7 +620,7 @@ enum md_put_result md_store_put(struct md_store *self, const struct wb_model *ms
 			return MD_PUT_ERROR;
 		}
 	struct md_spec spec = {0};
-	md_processor_normalize(msg->spec.processor, spec.processor, sizeof spec.processor);
+	wb_processor_name(msg->spec.processor, spec.processor, sizeof spec.processor);
 	spec.cores = (double)(msg->spec.cores ? msg->spec.cores : msg->ncpu);
 	spec.chips = (double)msg->spec.chips;
 	spec.memory_gib = (double)msg->spec.memory_gib;

@@ -11,6 +11,7 @@
 #include <jansson.h>
 
 #include "../../estimd/estimd.h"
+#include "spec.h"
 #include "unit.h"
 
 static void test_processor_names(void)
@@ -32,7 +33,7 @@ static void test_processor_names(void)
 	};
 	char out[128];
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		mspec_processor_name(cases[i].in, out, sizeof(out));
+		wb_processor_name(cases[i].in, out, sizeof(out));
 		CHECK_STR(out, cases[i].want);
 	}
 }

@@ -6,20 +6,21 @@
 
 #include "codec.h"
 #include "../../modeld/modeld.h"
+#include "spec.h"
 #include "unit.h"
 
 static void test_processor(void)
 {
 	char out[128];
-	md_processor_normalize("Intel(R) Xeon(R) Platinum 8259CL CPU @ 2.50GHz", out, sizeof out);
+	wb_processor_name("Intel(R) Xeon(R) Platinum 8259CL CPU @ 2.50GHz", out, sizeof out);
 	CHECK_STR(out, "intel_xeon_platinum_8259cl");
-	md_processor_normalize("Intel(R) Xeon(R) CPU E5-2686 v4 @ 2.30GHz", out, sizeof out);
+	wb_processor_name("Intel(R) Xeon(R) CPU E5-2686 v4 @ 2.30GHz", out, sizeof out);
 	CHECK_STR(out, "intel_xeon_e5_2686v4");
-	md_processor_normalize("intel_xeon_platinum_8488c", out, sizeof out);
+	wb_processor_name("intel_xeon_platinum_8488c", out, sizeof out);
 	CHECK_STR(out, "intel_xeon_platinum_8488c");
-	md_processor_normalize("AMD EPYC 7R13 Processor", out, sizeof out);
+	wb_processor_name("AMD EPYC 7R13 Processor", out, sizeof out);
 	CHECK_STR(out, "amd_epyc_7r13");
-	md_processor_normalize("-", out, sizeof out);
+	wb_processor_name("-", out, sizeof out);
 	CHECK_STR(out, "");
 }
 
