@@ -1,0 +1,98 @@
+/*
+ * A GPU zone's process weights: the compute processes each power sample listed with their SM
+ * time, kept for the last GPU_RING samples of the curve, summed into the slot whose (t0, t1]
+ * holds them. Weights only: the slot's energy comes from the curve, so a weight lost (a sample
+ * beyond the ring, a restart) moves no microjoule.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alignd.h"
+#include "plaus.h"
+
+void gpu_ring_free(struct curve *c)
+{
+	struct gpu_ring *r = c->gpu;
+	if (!r)
+		return;
+	size_t bytes = sizeof(*r);
+	for (size_t i = 0; i < GPU_RING; i++) {
+		bytes += r->e[i].n * sizeof(*r->e[i].procs);
+		free(r->e[i].procs);
+	}
+	wb_budget_move(c->budget, bytes, 0);
+	free(r);
+	c->gpu = NULL;
+}
+
+int gpu_ring_add(struct curve *c, uint64_t t_ns, const struct wb_power_zone *z)
+{
+	snprintf(c->uuid, sizeof(c->uuid), "%s", z->uuid);
+	snprintf(c->model, sizeof(c->model), "%s", z->model);
+	snprintf(c->vendor, sizeof(c->vendor), "%s", z->vendor);
+	if (!c->gpu) {
+		if (!wb_budget_fits(c->budget, sizeof(*c->gpu)) ||
+		    !(c->gpu = calloc(1, sizeof(*c->gpu))))
+			return -1;
+		wb_budget_move(c->budget, 0, sizeof(*c->gpu));
+	}
+	struct gpu_ring *r = c->gpu;
+	struct gpu_sample *e = &r->e[r->next];
+	size_t old = e->n * sizeof(*e->procs), need = z->n_gpu_procs * sizeof(*e->procs);
+	struct wb_gpu_proc *p = NULL;
+	if (need && (!wb_budget_fits(c->budget, need > old ? need - old : 0) ||
+		     !(p = malloc(need))))
+		return -1;
+	if (need)
+		memcpy(p, z->gpu_procs, need);
+	free(e->procs);
+	wb_budget_move(c->budget, old, need);
+	*e = (struct gpu_sample){
+	    .t_ns = t_ns, .exclusive = z->exclusive, .procs = p, .n = z->n_gpu_procs, .used = true};
+	r->next = (r->next + 1) % GPU_RING;
+	return 0;
+}
+
+int gpu_slot_fill(const struct curve *c, uint64_t t0_ns, uint64_t t1_ns, struct wb_slot_zone *z)
+{
+	memcpy(z->uuid, c->uuid, sizeof(z->uuid));
+	memcpy(z->model, c->model, sizeof(z->model));
+	memcpy(z->vendor, c->vendor, sizeof(z->vendor));
+	const struct gpu_ring *r = c->gpu;
+	if (!r)
+		return 0;
+	size_t total = 0;
+	for (size_t i = 0; i < GPU_RING; i++)
+		if (r->e[i].used && r->e[i].t_ns > t0_ns && r->e[i].t_ns <= t1_ns)
+			total += r->e[i].n;
+	struct wb_gpu_proc *out = NULL;
+	if (total && !(out = wb_array_new(total > 1024 ? 1024 : total, sizeof(*out))))
+		return -1;
+	size_t n = 0;
+	for (size_t i = 0; i < GPU_RING; i++) {
+		const struct gpu_sample *e = &r->e[i];
+		if (!e->used || e->t_ns <= t0_ns || e->t_ns > t1_ns)
+			continue;
+		z->gpu_samples++;
+		z->exclusive |= e->exclusive;
+		for (size_t j = 0; j < e->n; j++) {
+			size_t k = 0;
+			while (k < n && out[k].pid != e->procs[j].pid)
+				k++;
+			if (k == n) {
+				if (n == 1024)
+					continue; /* schemas/aligned.json: gpu_procs maxItems */
+				out[n++] = (struct wb_gpu_proc){.pid = e->procs[j].pid};
+			}
+			out[k].sm_ns = wb_sat_add(out[k].sm_ns, e->procs[j].sm_ns, NULL);
+		}
+	}
+	z->gpu_procs = out;
+	z->n_gpu_procs = n;
+	if (!n) {
+		free(out);
+		z->gpu_procs = NULL;
+	}
+	return 0;
+}
