@@ -185,6 +185,7 @@ $(FAKE_NVML): tests/fake_nvml.c | $(BUILD)/tests/.dir
 	$(call say,CC,$@)
 	$(Q)$(CC) -std=gnu11 $(WARNINGS) $(CFLAGS) -fPIC -shared -o $@ $<
 all: $(FAKE_NVML)
+$(BUILD)/tests/test_powerd_nvml: $(FAKE_NVML)
 
 check: deps-test all $(UNIT_BINS) $(IPMI_STANDIN)
 	$(Q)WB_BUILD=$(abspath $(BUILD)) tests/run.sh $(abspath $(UNIT_BINS))
