@@ -79,7 +79,6 @@ static struct {
 	struct nvml_api api;
 	struct nvml_gpu *gpus;
 	unsigned ngpus;
-	uint64_t interval_ns;
 	nvmlProcessInfo_t *pinfo;
 	nvmlProcessUtilizationSample_t *samples;
 	unsigned nsamples_cap;
@@ -112,14 +111,14 @@ static void nvml_destroy(struct pd_set *set)
 	nvml_close();
 }
 
-/* Resolve sym into *fn; required symbols missing make the library unusable. */
-static int nvml_sym(void *fn, const char *sym, bool required, char *why, size_t whylen)
+/* Resolve sym into *fn; a required symbol missing makes the library unusable. */
+static int nvml_sym(void *fn, const char *sym, bool required, const char *path, char *why,
+		    size_t whylen)
 {
 	void *p = dlsym(nv.lib, sym);
 	memcpy(fn, &p, sizeof(p));
 	if (!p && required) {
-		snprintf(why, whylen, "%s has no %s (NVML older than driver 418?)", "libnvidia-ml",
-			 sym);
+		snprintf(why, whylen, "%s has no %s (an NVML older than driver 418?)", path, sym);
 		return -1;
 	}
 	return 0;
@@ -137,20 +136,20 @@ static int nvml_load(const char *path, char *why, size_t whylen)
 		return -1;
 	}
 	struct nvml_api *a = &nv.api;
-	if (nvml_sym(&a->init, "nvmlInit_v2", true, why, whylen) < 0 ||
-	    nvml_sym(&a->shutdown, "nvmlShutdown", true, why, whylen) < 0 ||
-	    nvml_sym(&a->error_string, "nvmlErrorString", true, why, whylen) < 0 ||
-	    nvml_sym(&a->count, "nvmlDeviceGetCount_v2", true, why, whylen) < 0 ||
-	    nvml_sym(&a->handle, "nvmlDeviceGetHandleByIndex_v2", true, why, whylen) < 0 ||
-	    nvml_sym(&a->uuid, "nvmlDeviceGetUUID", true, why, whylen) < 0 ||
-	    nvml_sym(&a->name, "nvmlDeviceGetName", true, why, whylen) < 0 ||
-	    nvml_sym(&a->energy, "nvmlDeviceGetTotalEnergyConsumption", true, why, whylen) < 0 ||
-	    nvml_sym(&a->power, "nvmlDeviceGetPowerUsage", true, why, whylen) < 0)
+	if (nvml_sym(&a->init, "nvmlInit_v2", true, path, why, whylen) < 0 ||
+	    nvml_sym(&a->shutdown, "nvmlShutdown", true, path, why, whylen) < 0 ||
+	    nvml_sym(&a->error_string, "nvmlErrorString", true, path, why, whylen) < 0 ||
+	    nvml_sym(&a->count, "nvmlDeviceGetCount_v2", true, path, why, whylen) < 0 ||
+	    nvml_sym(&a->handle, "nvmlDeviceGetHandleByIndex_v2", true, path, why, whylen) < 0 ||
+	    nvml_sym(&a->uuid, "nvmlDeviceGetUUID", true, path, why, whylen) < 0 ||
+	    nvml_sym(&a->name, "nvmlDeviceGetName", true, path, why, whylen) < 0 ||
+	    nvml_sym(&a->energy, "nvmlDeviceGetTotalEnergyConsumption", true, path, why, whylen) < 0 ||
+	    nvml_sym(&a->power, "nvmlDeviceGetPowerUsage", true, path, why, whylen) < 0)
 		return -1;
-	nvml_sym(&a->procs, "nvmlDeviceGetComputeRunningProcesses_v3", false, why, whylen);
-	nvml_sym(&a->util, "nvmlDeviceGetProcessUtilization", false, why, whylen);
-	nvml_sym(&a->mig, "nvmlDeviceGetMigMode", false, why, whylen);
-	nvml_sym(&a->compute_mode, "nvmlDeviceGetComputeMode", false, why, whylen);
+	nvml_sym(&a->procs, "nvmlDeviceGetComputeRunningProcesses_v3", false, path, why, whylen);
+	nvml_sym(&a->util, "nvmlDeviceGetProcessUtilization", false, path, why, whylen);
+	nvml_sym(&a->mig, "nvmlDeviceGetMigMode", false, path, why, whylen);
+	nvml_sym(&a->compute_mode, "nvmlDeviceGetComputeMode", false, path, why, whylen);
 	if (!a->procs || !a->util)
 		log_warnx("nvml: %s lacks nvmlDeviceGetComputeRunningProcesses_v3 or "
 			  "nvmlDeviceGetProcessUtilization: GPU energy is measured but not shared among processes",
@@ -192,7 +191,6 @@ static int nvml_discover(struct pd_set *set, const struct pd_opts *opts, char *w
 		return 0;
 	}
 	nv.ngpus = count;
-	nv.interval_ns = opts->interval_ns;
 	uint64_t max_uw = (uint64_t)(opts->max_power_w * 1e6);
 	uint64_t max_gap_ns = 10 * opts->interval_ns;
 	int added = 0;
@@ -320,7 +318,7 @@ static struct wb_gpu_proc *proc_slot(struct nvml_gpu *g, unsigned pid)
  * their utilization samples since the last sample taken, times the interval. A process with no
  * sample is listed with 0, so that estimd can still share by count.
  */
-static void gpu_list(struct nvml_gpu *g)
+static void gpu_list(struct nvml_gpu *g, uint64_t interval_ns)
 {
 	g->listed = false;
 	g->nprocs = 0;
@@ -364,7 +362,7 @@ static void gpu_list(struct nvml_gpu *g)
 		}
 		if (cnt)
 			g->procs[i].sm_ns =
-			    (uint64_t)((unsigned __int128)nv.interval_ns * sum / (cnt * 100));
+			    (uint64_t)((unsigned __int128)interval_ns * sum / (cnt * 100));
 	}
 	for (unsigned j = 0; j < n; j++)
 		if (nv.samples[j].timeStamp > g->last_seen_us)
@@ -373,11 +371,12 @@ static void gpu_list(struct nvml_gpu *g)
 
 static void nvml_sample(struct pd_set *set, uint64_t t_ns, uint64_t mono_ns)
 {
-	(void)set, (void)t_ns, (void)mono_ns;
+	(void)t_ns, (void)mono_ns;
 	if (!nv.pinfo && grow_samples(64) < 0)
 		return;
+	/* the interval in force: a SIGHUP may have changed it */
 	for (unsigned i = 0; i < nv.ngpus; i++)
-		gpu_list(&nv.gpus[i]);
+		gpu_list(&nv.gpus[i], set->opts->interval_ns);
 }
 
 static void nvml_annotate(const struct pd_zone *z, struct wb_power_zone *pz)

@@ -98,6 +98,7 @@ static void test_zones_and_processes(void)
 	fake_cleanup();
 }
 
+/* No library, not NVML, no GPU, no driver: not usable, and why. */
 static void test_unusable(void)
 {
 	fake_new();
@@ -109,6 +110,10 @@ static void test_unusable(void)
 	char why[PD_WHY_MAX] = "";
 	CHECK(nvml_source.discover(set, &o, why, sizeof(why)) == 0);
 	CHECK(strstr(why, "cannot load") && strstr(why, "nvml_library"));
+	/* a library that is not NVML */
+	o.nvml_library = "libm.so.6";
+	CHECK(nvml_source.discover(set, &o, why, sizeof(why)) == 0);
+	CHECK(strstr(why, "libm.so.6 has no nvmlInit_v2") != NULL);
 	/* the library loads but sees no GPU */
 	char path[PD_PATH_MAX + 16];
 	snprintf(path, sizeof(path), "%s/nvml.txt", fake_root);
@@ -128,7 +133,7 @@ static void test_unusable(void)
 
 static const struct unit_case cases[] = {
     {"nvml: zones, energy counter, power integration, processes, a lost GPU", test_zones_and_processes},
-    {"nvml: no library, no GPU, no driver", test_unusable},
+    {"nvml: no library, not NVML, no GPU, no driver", test_unusable},
 };
 
 int main(void)
