@@ -41,8 +41,8 @@ int gpu_ring_add(struct curve *c, uint64_t t_ns, const struct wb_power_zone *z)
 	struct gpu_sample *e = &r->e[r->next];
 	size_t old = e->n * sizeof(*e->procs), need = z->n_gpu_procs * sizeof(*e->procs);
 	struct wb_gpu_proc *p = NULL;
-	if (need && (!wb_budget_fits(c->budget, need > old ? need - old : 0) ||
-		     !(p = malloc(need))))
+	if (need &&
+	    (!wb_budget_fits(c->budget, need > old ? need - old : 0) || !(p = malloc(need))))
 		return -1;
 	if (need)
 		memcpy(p, z->gpu_procs, need);

@@ -41,7 +41,8 @@ void gpu_split(const struct idle_conf *conf, struct gpu_idle *st, const struct w
 		w = st->have ? st->min_w : 0;
 	}
 	double uj = w * slot_s * 1e6;
-	uint64_t idle = uj > 0 ? (uj >= (double)sz->energy_uj ? sz->energy_uj : (uint64_t)llround(uj)) : 0;
+	uint64_t idle =
+	    uj > 0 ? (uj >= (double)sz->energy_uj ? sz->energy_uj : (uint64_t)llround(uj)) : 0;
 	if (idle > sz->energy_uj)
 		idle = sz->energy_uj;
 	*idle_uj = idle;

@@ -64,7 +64,7 @@ struct nvml_gpu {
 	nvmlDevice_t dev;
 	char uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE];
 	char model[NVML_DEVICE_NAME_V2_BUFFER_SIZE];
-	bool mig, exclusive, listed; /* listed: this sample's process list was read */
+	bool mig, exclusive, listed;	 /* listed: this sample's process list was read */
 	unsigned long long last_seen_us; /* newest utilization sample taken */
 	struct wb_gpu_proc *procs;
 	size_t nprocs;
@@ -111,64 +111,61 @@ static void nvml_destroy(struct pd_set *set)
 	nvml_close();
 }
 
-/* Resolve sym into *fn; a required symbol missing makes the library unusable. */
-static int nvml_sym(void *fn, const char *sym, bool required, const char *path, char *why,
-		    size_t whylen)
-{
-	void *p = dlsym(nv.lib, sym);
-	memcpy(fn, &p, sizeof(p));
-	if (!p && required) {
-		snprintf(why, whylen, "%s has no %s (an NVML older than driver 418?)", path, sym);
-		return -1;
-	}
-	return 0;
-}
-
 static int nvml_load(const char *path, char *why, size_t whylen)
 {
 	nv.lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
 	if (!nv.lib) {
 		const char *e = dlerror();
-		snprintf(why, whylen,
-			 "cannot load %s (%s): no NVIDIA driver on this host, or set nvml_library "
-			 "to its path",
-			 path, e ? e : "not found");
+		snprintf(why, whylen, "cannot load %s (%s): no NVIDIA driver on this host, or set nvml_library to its path", path, e ? e : "not found");
 		return -1;
 	}
 	struct nvml_api *a = &nv.api;
-	if (nvml_sym(&a->init, "nvmlInit_v2", true, path, why, whylen) < 0 ||
-	    nvml_sym(&a->shutdown, "nvmlShutdown", true, path, why, whylen) < 0 ||
-	    nvml_sym(&a->error_string, "nvmlErrorString", true, path, why, whylen) < 0 ||
-	    nvml_sym(&a->count, "nvmlDeviceGetCount_v2", true, path, why, whylen) < 0 ||
-	    nvml_sym(&a->handle, "nvmlDeviceGetHandleByIndex_v2", true, path, why, whylen) < 0 ||
-	    nvml_sym(&a->uuid, "nvmlDeviceGetUUID", true, path, why, whylen) < 0 ||
-	    nvml_sym(&a->name, "nvmlDeviceGetName", true, path, why, whylen) < 0 ||
-	    nvml_sym(&a->energy, "nvmlDeviceGetTotalEnergyConsumption", true, path, why, whylen) < 0 ||
-	    nvml_sym(&a->power, "nvmlDeviceGetPowerUsage", true, path, why, whylen) < 0)
-		return -1;
-	nvml_sym(&a->procs, "nvmlDeviceGetComputeRunningProcesses_v3", false, path, why, whylen);
-	nvml_sym(&a->util, "nvmlDeviceGetProcessUtilization", false, path, why, whylen);
-	nvml_sym(&a->mig, "nvmlDeviceGetMigMode", false, path, why, whylen);
-	nvml_sym(&a->compute_mode, "nvmlDeviceGetComputeMode", false, path, why, whylen);
+	/* Without the optional ones a GPU gives energy but no process weights. */
+	const struct {
+		void *fn;
+		const char *sym;
+		bool required;
+	} syms[] = {
+	    {&a->init, "nvmlInit_v2", true},
+	    {&a->shutdown, "nvmlShutdown", true},
+	    {&a->error_string, "nvmlErrorString", true},
+	    {&a->count, "nvmlDeviceGetCount_v2", true},
+	    {&a->handle, "nvmlDeviceGetHandleByIndex_v2", true},
+	    {&a->uuid, "nvmlDeviceGetUUID", true},
+	    {&a->name, "nvmlDeviceGetName", true},
+	    {&a->energy, "nvmlDeviceGetTotalEnergyConsumption", true},
+	    {&a->power, "nvmlDeviceGetPowerUsage", true},
+	    {&a->procs, "nvmlDeviceGetComputeRunningProcesses_v3", false},
+	    {&a->util, "nvmlDeviceGetProcessUtilization", false},
+	    {&a->mig, "nvmlDeviceGetMigMode", false},
+	    {&a->compute_mode, "nvmlDeviceGetComputeMode", false},
+	};
+	for (size_t i = 0; i < sizeof(syms) / sizeof(syms[0]); i++) {
+		void *p = dlsym(nv.lib, syms[i].sym);
+		memcpy(syms[i].fn, &p, sizeof(p)); /* object pointer to function pointer */
+		if (!p && syms[i].required) {
+			snprintf(why, whylen, "%s has no %s (an NVML older than driver 418?)", path, syms[i].sym);
+			return -1;
+		}
+	}
 	if (!a->procs || !a->util)
-		log_warnx("nvml: %s lacks nvmlDeviceGetComputeRunningProcesses_v3 or "
-			  "nvmlDeviceGetProcessUtilization: GPU energy is measured but not shared among processes",
-			  path);
+		log_warnx("nvml: %s lacks nvmlDeviceGetComputeRunningProcesses_v3 or nvmlDeviceGetProcessUtilization: GPU energy is measured but not shared among processes", path);
 	return 0;
 }
 
 static int nvml_discover(struct pd_set *set, const struct pd_opts *opts, char *why, size_t whylen)
 {
 	nvml_close();
-	const char *path = opts->nvml_library && opts->nvml_library[0] ? opts->nvml_library
-								      : "libnvidia-ml.so.1";
+	const char *path =
+	    opts->nvml_library && opts->nvml_library[0] ? opts->nvml_library : "libnvidia-ml.so.1";
 	if (nvml_load(path, why, whylen) < 0) {
 		nvml_close();
 		return 0;
 	}
 	nvmlReturn_t rc = nv.api.init();
 	if (rc != NVML_SUCCESS) {
-		snprintf(why, whylen, "nvmlInit_v2 failed: %s (is the nvidia kernel module loaded?)",
+		snprintf(why, whylen,
+			 "nvmlInit_v2 failed: %s (is the nvidia kernel module loaded?)",
 			 nvml_err(rc));
 		nv.api.shutdown = NULL; /* not initialised: nothing to shut down */
 		nvml_close();
@@ -235,9 +232,7 @@ static int nvml_discover(struct pd_set *set, const struct pd_opts *opts, char *w
 					snprintf(first_err, sizeof(first_err),
 						 "GPU %u: no energy (%s) nor power (%s)", i,
 						 nvml_err(rc), nvml_err(prc));
-				log_warnx("nvml: GPU %u (%s): no energy counter (%s) nor power "
-					  "reading (%s); left out",
-					  i, g->uuid, nvml_err(rc), nvml_err(prc));
+				log_warnx("nvml: GPU %u (%s): no energy counter (%s) nor power reading (%s); left out", i, g->uuid, nvml_err(rc), nvml_err(prc));
 				g->dev = NULL;
 				continue;
 			}

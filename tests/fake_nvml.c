@@ -141,14 +141,22 @@ nvmlReturn_t nvmlShutdown(void)
 const char *nvmlErrorString(nvmlReturn_t rc)
 {
 	switch (rc) {
-	case 0: return "Success";
-	case 1: return "Uninitialized";
-	case 2: return "Invalid Argument";
-	case 3: return "Not Supported";
-	case 7: return "Insufficient Size";
-	case 9: return "Driver Not Loaded";
-	case 15: return "GPU is lost";
-	default: return "Unknown Error";
+	case 0:
+		return "Success";
+	case 1:
+		return "Uninitialized";
+	case 2:
+		return "Invalid Argument";
+	case 3:
+		return "Not Supported";
+	case 7:
+		return "Insufficient Size";
+	case 9:
+		return "Driver Not Loaded";
+	case 15:
+		return "GPU is lost";
+	default:
+		return "Unknown Error";
 	}
 }
 
@@ -285,8 +293,10 @@ nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t d,
 	n = 0;
 	for (int i = 0; i < nprocs; i++)
 		if (procs[i].gpu == idx && procs[i].sm >= 0)
-			samples[n++] = (nvmlProcessUtilizationSample_t){
-			    .pid = procs[i].pid, .timeStamp = now_us, .smUtil = (unsigned)procs[i].sm};
+			samples[n++] =
+			    (nvmlProcessUtilizationSample_t){.pid = procs[i].pid,
+							     .timeStamp = now_us,
+							     .smUtil = (unsigned)procs[i].sm};
 	*count = n;
 	return 0;
 }

@@ -225,7 +225,8 @@ static void test_groups(void)
 }
 
 static const struct unit_case cases[] = {
-    {"GPU idle learned from slots without processes; active by SM time", test_idle_learned_and_sm_shares},
+    {"GPU idle learned from slots without processes; active by SM time",
+     test_idle_learned_and_sm_shares},
     {"GPU equal shares, exclusive mode, an absent process", test_equal_exclusive_absent},
     {"GPU energy of containers and pods", test_groups},
 };

@@ -132,7 +132,8 @@ static void test_unusable(void)
 }
 
 static const struct unit_case cases[] = {
-    {"nvml: zones, energy counter, power integration, processes, a lost GPU", test_zones_and_processes},
+    {"nvml: zones, energy counter, power integration, processes, a lost GPU",
+     test_zones_and_processes},
     {"nvml: no library, not NVML, no GPU, no driver", test_unusable},
 };
 
