@@ -230,13 +230,13 @@ static struct host_state *host_get(struct estimator *e, const char *host)
 	return h;
 }
 
-/* The zone's regression; NULL when full or out of budget (res->budget_short: ratio instead). */
-static struct idle_reg *zone_reg(struct estimator *e, struct host_state *h, const char *name,
-				 struct est_result *res)
+/* The zone's learning state; NULL when full or out of budget (res->budget_short). */
+static struct zone_state *zone_state_get(struct estimator *e, struct host_state *h,
+					 const char *name, struct est_result *res)
 {
 	for (size_t i = 0; i < h->nzones; i++)
 		if (strcmp(h->zones[i].name, name) == 0)
-			return &h->zones[i].reg;
+			return &h->zones[i];
 	if (h->nzones >= ZONE_STATE_MAX)
 		return NULL;
 	/* The regression keeps 2 x idle_window doubles once it learns. */
@@ -253,7 +253,15 @@ static struct idle_reg *zone_reg(struct estimator *e, struct host_state *h, cons
 	h->bytes += bytes;
 	memset(&z[h->nzones], 0, sizeof(z[0]));
 	snprintf(z[h->nzones].name, sizeof(z[0].name), "%s", name);
-	return &z[h->nzones++].reg;
+	return &z[h->nzones++];
+}
+
+/* The zone's regression; NULL when full or out of budget (res->budget_short: ratio instead). */
+static struct idle_reg *zone_reg(struct estimator *e, struct host_state *h, const char *name,
+				 struct est_result *res)
+{
+	struct zone_state *zs = zone_state_get(e, h, name, res);
+	return zs ? &zs->reg : NULL;
 }
 
 
@@ -502,10 +510,9 @@ static void measured_zones(struct estimator *e, struct host_state *h, const stru
 		z->index = sz->index;
 		z->energy_uj = sz->energy_uj;
 		if (gpu_zone(sz)) {
-			struct idle_reg *r = zone_reg(e, h, sz->name, res);
-			struct gpu_idle *st =
-			    r ? &((struct zone_state *)((char *)r - offsetof(struct zone_state, reg)))->gpu
-			      : NULL;
+			/* without room for its state, a GPU learns no idle power (0 W) */
+			struct zone_state *zs = zone_state_get(e, h, sz->name, res);
+			struct gpu_idle *st = zs ? &zs->gpu : NULL;
 			memcpy(z->uuid, sz->uuid, sizeof(z->uuid));
 			memcpy(z->model, sz->model, sizeof(z->model));
 			memcpy(z->vendor, sz->vendor, sizeof(z->vendor));
@@ -565,10 +572,10 @@ static int attribute(struct estimator *e, const struct wb_aligned *a, size_t nz,
 		}
 		if (measured && gpu_zone(&a->zones[z])) {
 			uint64_t d;
+			if (gpu_weights(&a->zones[z], a, e->gw, &d, &e->gpu_scratch) < 0)
+				return -1;
 			/* d 0 (no process on the GPU): its active energy is nobody's */
-			if (gpu_weights(&a->zones[z], a, e->gw, &d, &e->gpu_scratch) < 0 ||
-			    attrib_split(ez->active_uj, e->gw, n, d, e->part, &rest, &e->scratch) <
-				0)
+			if (attrib_split(ez->active_uj, e->gw, n, d, e->part, &rest, &e->scratch) < 0)
 				return -1;
 		} else if (!by_instr) {
 			if (attrib_split(ez->active_uj, e->w, n, cpu_denom, e->part, &rest,
