@@ -141,9 +141,12 @@ static int est_conf_from(const struct estimd_conf *c, struct est_conf *ec, char 
 	if (idle_parse_fixed((const char *const *)c->idle_w.v, c->idle_w.n, &ec->idle, err,
 			     errlen) < 0)
 		return -1;
+	char gerr[256];
 	if (idle_parse_fixed((const char *const *)c->gpu_idle_w.v, c->gpu_idle_w.n, &ec->gpu_idle,
-			     err, errlen) < 0)
+			     gerr, sizeof(gerr)) < 0) {
+		snprintf(err, errlen, "gpu_%s", gerr); /* "idle_w: ..." names the other key */
 		return -1;
+	}
 	if (ec->idle.method == IDLE_FIXED && ec->idle.nfixed == 0) {
 		snprintf(err, errlen,
 			 "idle_method fixed needs idle_w (e.g. idle_w = package=20,dram=4)");

@@ -8,7 +8,6 @@
 load helper
 
 setup() {
-	[ "$(id -u)" -eq 0 ] || skip "needs root for usaged's eBPF"
 	RT=$BATS_TEST_TMPDIR/run
 	PORT=$((20000 + RANDOM % 20000))
 	mkdir -p "$RT"
@@ -55,6 +54,7 @@ gpu1_grew() {
 }
 
 @test "GPU energy and its attribution end to end through the stand-in NVML" {
+	[ "$(id -u)" -eq 0 ] || skip "needs root for usaged's eBPF (procfs's 10 ms ticks miss light processes in a slot)"
 	wb_spawn busy1 python3 -c 'import time
 while True:
     sum(range(20000)); time.sleep(0.01)'
@@ -146,4 +146,12 @@ while True:
 	assert_output --partial "source nvml is not usable: cannot load $BATS_TEST_TMPDIR/none/libnvidia-ml.so.1"
 	assert_output --partial "running (mode rapl)"
 	refute_output --partial '"zone":"gpu"'
+}
+
+@test "gpu_idle_w: a bad entry is a configuration error that names the key" {
+	run "$WB_BUILD/wattbus-estimd" -n --gpu_idle_w gpu=abc
+	assert_failure 2
+	assert_output --partial "gpu_idle_w: 'gpu=abc'"
+	run "$WB_BUILD/wattbus-estimd" -n --gpu_idle_w gpu=17,gpu-1=20
+	assert_success
 }
