@@ -54,6 +54,12 @@ int gpu_ring_add(struct curve *c, uint64_t t_ns, const struct wb_power_zone *z)
 	return 0;
 }
 
+static int cmp_pid(const void *pa, const void *pb)
+{
+	const struct wb_gpu_proc *a = pa, *b = pb;
+	return a->pid < b->pid ? -1 : a->pid > b->pid;
+}
+
 int gpu_slot_fill(const struct curve *c, uint64_t t0_ns, uint64_t t1_ns, struct wb_slot_zone *z)
 {
 	memcpy(z->uuid, c->uuid, sizeof(z->uuid));
@@ -63,36 +69,40 @@ int gpu_slot_fill(const struct curve *c, uint64_t t0_ns, uint64_t t1_ns, struct 
 	if (!r)
 		return 0;
 	size_t total = 0;
-	for (size_t i = 0; i < GPU_RING; i++)
-		if (r->e[i].used && r->e[i].t_ns > t0_ns && r->e[i].t_ns <= t1_ns)
-			total += r->e[i].n;
-	struct wb_gpu_proc *out = NULL;
-	if (total && !(out = wb_array_new(total > 1024 ? 1024 : total, sizeof(*out))))
-		return -1;
-	size_t n = 0;
 	for (size_t i = 0; i < GPU_RING; i++) {
 		const struct gpu_sample *e = &r->e[i];
 		if (!e->used || e->t_ns <= t0_ns || e->t_ns > t1_ns)
 			continue;
 		z->gpu_samples++;
 		z->exclusive |= e->exclusive;
-		for (size_t j = 0; j < e->n; j++) {
-			size_t k = 0;
-			while (k < n && out[k].pid != e->procs[j].pid)
-				k++;
-			if (k == n) {
-				if (n == 1024)
-					continue; /* schemas/aligned.json: gpu_procs maxItems */
-				out[n++] = (struct wb_gpu_proc){.pid = e->procs[j].pid};
-			}
-			out[k].sm_ns = wb_sat_add(out[k].sm_ns, e->procs[j].sm_ns, NULL);
+		total += e->n;
+	}
+	if (!total)
+		return 0;
+	/* every listing of the span, sorted by pid, then one entry per pid with the sum */
+	struct wb_gpu_proc *all = wb_array_new(total, sizeof(*all));
+	if (!all)
+		return -1;
+	size_t n = 0;
+	for (size_t i = 0; i < GPU_RING; i++) {
+		const struct gpu_sample *e = &r->e[i];
+		if (e->used && e->t_ns > t0_ns && e->t_ns <= t1_ns) {
+			memcpy(all + n, e->procs, e->n * sizeof(*all));
+			n += e->n;
 		}
 	}
-	z->gpu_procs = out;
-	z->n_gpu_procs = n;
-	if (!n) {
-		free(out);
-		z->gpu_procs = NULL;
+	qsort(all, n, sizeof(*all), cmp_pid);
+	size_t k = 0;
+	for (size_t j = 0; j < n; j++) {
+		if (k && all[k - 1].pid == all[j].pid) {
+			all[k - 1].sm_ns = wb_sat_add(all[k - 1].sm_ns, all[j].sm_ns, NULL);
+			continue;
+		}
+		if (k == 1024)
+			break; /* schemas/aligned.json: gpu_procs maxItems */
+		all[k++] = all[j];
 	}
+	z->gpu_procs = all;
+	z->n_gpu_procs = k;
 	return 0;
 }
