@@ -738,7 +738,7 @@ void align_power(struct align *a, const struct wb_power *p, uint64_t recv_ns)
 		}
 		c->last_recv_ns = recv_ns;
 		if ((z->uuid[0] || z->n_gpu_procs || c->gpu) && ev != CURVE_STALE && ev != CURVE_NOMEM &&
-		    gpu_ring_add(c, p->t, z) < 0)
+		    gpu_ring_add(c, p->t, p->interval_ns, z) < 0)
 			a->cnt.gpu_weights_dropped++;
 		memcpy(c->zone, z->zone, sizeof(c->zone));
 		memcpy(c->path, z->path, sizeof(c->path));

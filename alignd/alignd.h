@@ -36,7 +36,7 @@ struct curve_gap {
 #define GPU_RING 64 /* power samples of a GPU zone whose process weights are kept */
 
 struct gpu_sample {
-	uint64_t t_ns;
+	uint64_t from_ns, t_ns; /* the interval (from, t] its SM times cover */
 	bool exclusive, used;
 	struct wb_gpu_proc *procs;
 	size_t n;
@@ -112,11 +112,13 @@ size_t curve_rewind(struct curve *c, uint64_t t_ns);
 
 /* ---- gpu.c: a GPU zone's process weights per power sample ---- */
 
-/* Keep the identity and processes a power sample at t_ns gave zone z of curve c. 0 or -1
- * (budget or ENOMEM: the weights of that sample are dropped). */
-int gpu_ring_add(struct curve *c, uint64_t t_ns, const struct wb_power_zone *z);
-/* The slot zone z of (t0, t1]: c's identity, and every process a sample in the span listed,
- * with its SM time summed. 0, or -1 on ENOMEM (no processes). */
+/* Keep the identity and processes a power sample at t_ns (interval_ns after the one before)
+ * gave zone z of curve c. 0 or -1 (budget or ENOMEM: the weights of that sample are dropped). */
+int gpu_ring_add(struct curve *c, uint64_t t_ns, uint64_t interval_ns,
+		 const struct wb_power_zone *z);
+/* The slot zone z of (t0, t1]: c's identity, and every process listed by a sample whose
+ * interval overlaps the slot, with its SM time in the slot (each sample's in proportion to the
+ * overlap) summed. 0, or -1 on ENOMEM (no processes). */
 int gpu_slot_fill(const struct curve *c, uint64_t t0_ns, uint64_t t1_ns, struct wb_slot_zone *z);
 void gpu_ring_free(struct curve *c);
 

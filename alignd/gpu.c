@@ -1,8 +1,9 @@
 /*
  * A GPU zone's process weights: the compute processes each power sample listed with their SM
- * time, kept for the last GPU_RING samples of the curve, summed into the slot whose (t0, t1]
- * holds them. Weights only: the slot's energy comes from the curve, so a weight lost (a sample
- * beyond the ring, a restart) moves no microjoule.
+ * time in the interval before it, kept for the last GPU_RING samples of the curve, and given to
+ * a slot in proportion to how much of each sample's interval lies in the slot (as its energy
+ * is). Weights only: the slot's energy comes from the curve, so a weight lost (a sample beyond
+ * the ring, a restart) moves no microjoule.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,7 +27,8 @@ void gpu_ring_free(struct curve *c)
 	c->gpu = NULL;
 }
 
-int gpu_ring_add(struct curve *c, uint64_t t_ns, const struct wb_power_zone *z)
+int gpu_ring_add(struct curve *c, uint64_t t_ns, uint64_t interval_ns,
+		 const struct wb_power_zone *z)
 {
 	snprintf(c->uuid, sizeof(c->uuid), "%s", z->uuid);
 	snprintf(c->model, sizeof(c->model), "%s", z->model);
@@ -48,8 +50,12 @@ int gpu_ring_add(struct curve *c, uint64_t t_ns, const struct wb_power_zone *z)
 		memcpy(p, z->gpu_procs, need);
 	free(e->procs);
 	wb_budget_move(c->budget, old, need);
-	*e = (struct gpu_sample){
-	    .t_ns = t_ns, .exclusive = z->exclusive, .procs = p, .n = z->n_gpu_procs, .used = true};
+	*e = (struct gpu_sample){.from_ns = t_ns > interval_ns ? t_ns - interval_ns : 0,
+				 .t_ns = t_ns,
+				 .exclusive = z->exclusive,
+				 .procs = p,
+				 .n = z->n_gpu_procs,
+				 .used = true};
 	r->next = (r->next + 1) % GPU_RING;
 	return 0;
 }
@@ -58,6 +64,14 @@ static int cmp_pid(const void *pa, const void *pb)
 {
 	const struct wb_gpu_proc *a = pa, *b = pb;
 	return a->pid < b->pid ? -1 : a->pid > b->pid;
+}
+
+/* Nanoseconds of sample e's interval (from, t] inside the slot (t0, t1]. */
+static uint64_t overlap(const struct gpu_sample *e, uint64_t t0_ns, uint64_t t1_ns)
+{
+	uint64_t lo = e->from_ns > t0_ns ? e->from_ns : t0_ns;
+	uint64_t hi = e->t_ns < t1_ns ? e->t_ns : t1_ns;
+	return e->used && hi > lo ? hi - lo : 0;
 }
 
 int gpu_slot_fill(const struct curve *c, uint64_t t0_ns, uint64_t t1_ns, struct wb_slot_zone *z)
@@ -71,7 +85,7 @@ int gpu_slot_fill(const struct curve *c, uint64_t t0_ns, uint64_t t1_ns, struct 
 	size_t total = 0;
 	for (size_t i = 0; i < GPU_RING; i++) {
 		const struct gpu_sample *e = &r->e[i];
-		if (!e->used || e->t_ns <= t0_ns || e->t_ns > t1_ns)
+		if (!overlap(e, t0_ns, t1_ns))
 			continue;
 		z->gpu_samples++;
 		z->exclusive |= e->exclusive;
@@ -86,9 +100,15 @@ int gpu_slot_fill(const struct curve *c, uint64_t t0_ns, uint64_t t1_ns, struct 
 	size_t n = 0;
 	for (size_t i = 0; i < GPU_RING; i++) {
 		const struct gpu_sample *e = &r->e[i];
-		if (e->used && e->t_ns > t0_ns && e->t_ns <= t1_ns) {
-			memcpy(all + n, e->procs, e->n * sizeof(*all));
-			n += e->n;
+		uint64_t in = overlap(e, t0_ns, t1_ns), span = e->t_ns - e->from_ns;
+		if (!in)
+			continue;
+		for (size_t j = 0; j < e->n; j++) {
+			all[n] = e->procs[j];
+			/* the share of the sample's SM time that falls in the slot */
+			if (in < span)
+				all[n].sm_ns = (uint64_t)((unsigned __int128)all[n].sm_ns * in / span);
+			n++;
 		}
 	}
 	qsort(all, n, sizeof(*all), cmp_pid);

@@ -147,8 +147,39 @@ static void test_slots_carry_gpu_weights(void)
 	align_destroy(&a);
 }
 
+/* Usage stamped a quarter second off the power grid: each sample's SM time goes to the slots in
+ * proportion to the part of its interval they cover, as its energy does; a process that first
+ * shows in the sample after a slot's end still has its share of that slot. */
+static void test_off_grid_shares(void)
+{
+	struct align_conf c = {.host_timeout_ns = 60 * S, .max_hosts = 4, .max_procs = 100,
+			       .max_cgroups = 10, .max_pending = 16, .max_samples = 1024};
+	ngot = 0;
+	struct align *a = align_new(&c, collect, NULL);
+	const uint64_t base = 1700000000ull * S;
+	struct wb_gpu_proc one[1] = {{.pid = 7, .sm_ns = 400 * MS}};
+	for (uint64_t k = 0; k <= 8; k++) {
+		uint64_t t = base + k * 500 * MS;
+		power(a, t, k >= 3 ? one : NULL, k >= 3 ? 1 : 0, false);
+		if (k % 2 == 1)
+			usage(a, t - 250 * MS); /* base + 0.25 s, 1.25 s, ... */
+	}
+	align_flush(a, base + 10 * S);
+	CHECK(ngot >= 3);
+	/* (0.25, 1.25]: samples 0.5, 1.0 list nobody; 1.5 lists pid 7, half of its interval in */
+	CHECK_U64(got[0].t1, base + 1250 * MS);
+	CHECK_U64(got[0].samples, 3);
+	CHECK_U64(got[0].n, 1);
+	CHECK_U64(got[0].procs[0].sm_ns, 200 * MS);
+	/* (1.25, 2.25]: half of 1.5, all of 2.0, half of 2.5 */
+	CHECK_U64(got[1].samples, 3);
+	CHECK_U64(got[1].procs[0].sm_ns, 800 * MS);
+	align_destroy(&a);
+}
+
 static const struct unit_case cases[] = {
     {"slots carry a GPU's identity and its processes' SM time", test_slots_carry_gpu_weights},
+    {"off the grid: SM time shared by the overlap of each sample's interval", test_off_grid_shares},
 };
 
 UNIT_MAIN(cases)
