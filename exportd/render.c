@@ -380,7 +380,9 @@ static void work_energy_family(struct ctx *c, enum ex_level level, const char *n
 				 * off): no series of zeros for it, as Kepler has none */
 				if (w->uj[z] == 0 && !strcmp(h->kinds[z].zone, "platform"))
 					continue;
-				if (h->kinds[z].gpu != gpu)
+				/* a GPU's series only for the workloads that ran on it, as Kepler has
+				 * them, not one of zeros per workload and GPU */
+				if (h->kinds[z].gpu != gpu || (gpu && w->uj[z] == 0))
 					continue;
 				work_prefix(c, h, w);
 				rbuf_puts(c->b, w->terminated ? ",state=\"terminated\","

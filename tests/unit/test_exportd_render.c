@@ -283,7 +283,9 @@ static void test_gpu_families(void)
 		 "gpu=\"0\",vendor=\"nvidia\"} 300.000000");
 	HAS(out, "kepler_process_gpu_watts{node_name=\"node-g\",pid=\"42\",comm=\"train\","
 		 "exe=\"\",type=\"regular\",container_id=\"\",vm_id=\"\",state=\"running\","
-		 "gpu=\"1\",vendor=\"nvidia\"} 0.000000");
+		 "gpu=\"0\",vendor=\"nvidia\"} 150.000000");
+	/* no series for a GPU the process never ran on */
+	HASNOT(out, "gpu=\"1\",vendor=\"nvidia\"} 0.000000");
 	HAS(out, "kepler_process_cpu_joules_total{node_name=\"node-g\",pid=\"42\",comm=\"train\","
 		 "exe=\"\",type=\"regular\",container_id=\"\",vm_id=\"\",state=\"running\","
 		 "zone=\"package\"} 0.000000");
