@@ -69,7 +69,7 @@ SAN_FLAGS := $(if $(SANITIZE),-fsanitize=address$(comma)undefined -fno-omit-fram
 ALL_CFLAGS := -std=gnu11 $(WARNINGS) $(CFLAGS) $(SAN_FLAGS) -MMD -MP -D_GNU_SOURCE \
 	-DWB_VERSION='"$(VERSION)"' -DWB_DATADIR='"$(DATADIR)"' -DWB_SYSCONFDIR='"$(SYSCONFDIR)"' -Ilib -I$(BUILD)/gen -I$(BUILD)/bpf $(call pkg_cflags,$(ALL_PKGS))
 ALL_LDFLAGS := $(LDFLAGS) $(SAN_FLAGS) -Wl,--as-needed
-LIBS := $(call pkg_libs,$(PKGS)) -lm
+LIBS := $(call pkg_libs,$(PKGS)) -lm -ldl
 
 STAGES := powerd usaged alignd estimd exportd modeld
 
@@ -178,6 +178,14 @@ IPMI_STANDIN := $(BUILD)/tests/libipmi_standin.so
 $(IPMI_STANDIN): tests/bats/ipmi_standin.c | $(BUILD)/tests/.dir
 	$(call say,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -fPIC -shared -Wno-unused-parameter -o $@ $< $(call pkg_libs,libfreeipmi)
+
+# A stand-in libnvidia-ml.so for powerd's nvml source (tests/fake_nvml.c): scripted GPUs.
+FAKE_NVML := $(BUILD)/tests/libfake-nvml.so
+$(FAKE_NVML): tests/fake_nvml.c | $(BUILD)/tests/.dir
+	$(call say,CC,$@)
+	$(Q)$(CC) -std=gnu11 $(WARNINGS) $(CFLAGS) -fPIC -shared -o $@ $<
+all: $(FAKE_NVML)
+$(BUILD)/tests/test_powerd_nvml: $(FAKE_NVML)
 
 check: deps-test all $(UNIT_BINS) $(IPMI_STANDIN)
 	$(Q)WB_BUILD=$(abspath $(BUILD)) tests/run.sh $(abspath $(UNIT_BINS))

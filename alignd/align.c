@@ -513,6 +513,8 @@ static void fill_energy(struct align *a, struct uhost *uh, struct phost *ph,
 		memcpy(z->zone, c->zone, sizeof(z->zone));
 		memcpy(z->path, c->path, sizeof(z->path));
 		z->index = c->index;
+		if (gpu_slot_fill(c, t0, t1, z) < 0)
+			a->cnt.gpu_weights_dropped++;
 		double cov = (double)curve_covered_ns(c, t0, t1) / (double)(t1 - t0);
 		if (cov < coverage)
 			coverage = cov;
@@ -735,6 +737,9 @@ void align_power(struct align *a, const struct wb_power *p, uint64_t recv_ns)
 			break;
 		}
 		c->last_recv_ns = recv_ns;
+		if ((z->uuid[0] || z->n_gpu_procs || c->gpu) && ev != CURVE_STALE && ev != CURVE_NOMEM &&
+		    gpu_ring_add(c, p->t, p->interval_ns, z) < 0)
+			a->cnt.gpu_weights_dropped++;
 		memcpy(c->zone, z->zone, sizeof(c->zone));
 		memcpy(c->path, z->path, sizeof(c->path));
 		c->index = z->index;

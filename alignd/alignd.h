@@ -33,6 +33,19 @@ struct curve_gap {
 };
 
 #define CURVE_GAPS 8
+#define GPU_RING 64 /* power samples of a GPU zone whose process weights are kept */
+
+struct gpu_sample {
+	uint64_t from_ns, t_ns; /* the interval (from, t] its SM times cover */
+	bool exclusive, used;
+	struct wb_gpu_proc *procs;
+	size_t n;
+};
+
+struct gpu_ring {
+	struct gpu_sample e[GPU_RING];
+	size_t next;
+};
 
 struct curve {
 	uint64_t id; /* unique for this curve's life; carries that name another id are stale */
@@ -50,6 +63,8 @@ struct curve {
 	uint64_t range_uj;		   /* max_energy_range_uj last announced */
 	uint64_t last_recv_ns;		   /* when this zone was last in a sample */
 	struct wb_budget *budget;	   /* charged for the samples (set by the owner) */
+	char uuid[96], model[96], vendor[16]; /* a GPU zone's identity, as last announced */
+	struct gpu_ring *gpu;		      /* a GPU zone's process weights; NULL: none */
 };
 
 enum curve_event {
@@ -94,6 +109,18 @@ uint64_t curve_last_t(const struct curve *c);
  * sample's energy counts from the last sample kept. Returns the samples dropped.
  */
 size_t curve_rewind(struct curve *c, uint64_t t_ns);
+
+/* ---- gpu.c: a GPU zone's process weights per power sample ---- */
+
+/* Keep the identity and processes a power sample at t_ns (interval_ns after the one before)
+ * gave zone z of curve c. 0 or -1 (budget or ENOMEM: the weights of that sample are dropped). */
+int gpu_ring_add(struct curve *c, uint64_t t_ns, uint64_t interval_ns,
+		 const struct wb_power_zone *z);
+/* The slot zone z of (t0, t1]: c's identity, and every process listed by a sample whose
+ * interval overlaps the slot, with its SM time in the slot (each sample's in proportion to the
+ * overlap) summed. 0, or -1 on ENOMEM (no processes). */
+int gpu_slot_fill(const struct curve *c, uint64_t t0_ns, uint64_t t1_ns, struct wb_slot_zone *z);
+void gpu_ring_free(struct curve *c);
 
 /* ---- carry.c: integer slot energies whose sum is exact ---- */
 
@@ -244,6 +271,7 @@ struct align_counters {
 	uint64_t slots_too_long;   /* usage samples further apart than max_slot: a new baseline */
 	uint64_t clock_rewinds;	   /* a host's time line set back after WB_REWIND_SAMPLES samples behind it */
 	uint64_t totals_saturated; /* a zone total held at the wire's maximum */
+	uint64_t gpu_weights_dropped; /* a GPU sample's process weights not kept (budget, ENOMEM) */
 	struct usage_counts usage;
 };
 

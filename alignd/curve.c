@@ -25,6 +25,7 @@ void curve_destroy(struct curve **self_p)
 	if (!self_p || !*self_p)
 		return;
 	wb_budget_move((*self_p)->budget, (*self_p)->cap * sizeof(*(*self_p)->s), 0);
+	gpu_ring_free(*self_p);
 	free((*self_p)->s);
 	free(*self_p);
 	*self_p = NULL;

@@ -192,6 +192,7 @@ static const struct wb_stat_row engine_counters[] = {
     WB_STAT_ROW(struct align_counters, slots_too_long, "slots_too_long"),
     WB_STAT_ROW(struct align_counters, clock_rewinds, "clock_rewinds"),
     WB_STAT_ROW(struct align_counters, totals_saturated, "totals_saturated"),
+    WB_STAT_ROW(struct align_counters, gpu_weights_dropped, "gpu_weights_dropped"),
     WB_STAT_ROW(struct align_counters, usage.procs_new, "procs_new"),
     WB_STAT_ROW(struct align_counters, usage.procs_baselined, "procs_baselined"),
     WB_STAT_ROW(struct align_counters, usage.procs_backwards, "procs_backwards"),

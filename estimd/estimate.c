@@ -23,6 +23,7 @@ enum { G_CONTAINER, G_POD, G_VM, G_SERVICE, G_KINDS };
 struct zone_state {
 	char name[64];
 	struct idle_reg reg;
+	struct gpu_idle gpu;
 };
 
 struct host_state {
@@ -60,8 +61,8 @@ struct estimator {
 	size_t procs_cap;
 	uint64_t *energy; /* nprocs x nzones */
 	size_t energy_cap;
-	uint64_t *w, *w2, *part;
-	size_t w_cap, w2_cap, part_cap;
+	uint64_t *w, *w2, *part, *gw;
+	size_t w_cap, w2_cap, part_cap, gw_cap;
 	int32_t *cg_slot; /* cgroup id -> index into the slot's cgroups */
 	size_t cg_slot_cap;
 	int32_t *cg_group; /* per cgroup of the slot, per group kind: group index or -1 */
@@ -72,6 +73,7 @@ struct estimator {
 	uint64_t *vm_total, *vm_idle; /* per VM of the slot x zone: cumulative; share of idle */
 	size_t vm_total_cap, vm_idle_cap;
 	struct attrib_scratch scratch;
+	struct gpu_scratch gpu_scratch;
 	struct totals totals;
 	struct wb_budget budget; /* learning state and totals of all hosts */
 };
@@ -138,6 +140,7 @@ void estimator_destroy(struct estimator **self_p)
 	free(e->w);
 	free(e->w2);
 	free(e->part);
+	free(e->gw);
 	free(e->cg_slot);
 	free(e->cg_group);
 	free(e->proc_cg);
@@ -149,6 +152,7 @@ void estimator_destroy(struct estimator **self_p)
 		free(e->groups[k].slot);
 	}
 	attrib_scratch_free(&e->scratch);
+	gpu_scratch_free(&e->gpu_scratch);
 	totals_free(&e->totals);
 	free(e);
 	*self_p = NULL;
@@ -226,13 +230,13 @@ static struct host_state *host_get(struct estimator *e, const char *host)
 	return h;
 }
 
-/* The zone's regression; NULL when full or out of budget (res->budget_short: ratio instead). */
-static struct idle_reg *zone_reg(struct estimator *e, struct host_state *h, const char *name,
-				 struct est_result *res)
+/* The zone's learning state; NULL when full or out of budget (res->budget_short). */
+static struct zone_state *zone_state_get(struct estimator *e, struct host_state *h,
+					 const char *name, struct est_result *res)
 {
 	for (size_t i = 0; i < h->nzones; i++)
 		if (strcmp(h->zones[i].name, name) == 0)
-			return &h->zones[i].reg;
+			return &h->zones[i];
 	if (h->nzones >= ZONE_STATE_MAX)
 		return NULL;
 	/* The regression keeps 2 x idle_window doubles once it learns. */
@@ -249,7 +253,15 @@ static struct idle_reg *zone_reg(struct estimator *e, struct host_state *h, cons
 	h->bytes += bytes;
 	memset(&z[h->nzones], 0, sizeof(z[0]));
 	snprintf(z[h->nzones].name, sizeof(z[0].name), "%s", name);
-	return &z[h->nzones++].reg;
+	return &z[h->nzones++];
+}
+
+/* The zone's regression; NULL when full or out of budget (res->budget_short: ratio instead). */
+static struct idle_reg *zone_reg(struct estimator *e, struct host_state *h, const char *name,
+				 struct est_result *res)
+{
+	struct zone_state *zs = zone_state_get(e, h, name, res);
+	return zs ? &zs->reg : NULL;
 }
 
 
@@ -497,6 +509,17 @@ static void measured_zones(struct estimator *e, struct host_state *h, const stru
 		snprintf(z->path, sizeof(z->path), "%s", sz->path);
 		z->index = sz->index;
 		z->energy_uj = sz->energy_uj;
+		if (gpu_zone(sz)) {
+			/* without room for its state, a GPU learns no idle power (0 W) */
+			struct zone_state *zs = zone_state_get(e, h, sz->name, res);
+			struct gpu_idle *st = zs ? &zs->gpu : NULL;
+			memcpy(z->uuid, sz->uuid, sizeof(z->uuid));
+			memcpy(z->model, sz->model, sizeof(z->model));
+			memcpy(z->vendor, sz->vendor, sizeof(z->vendor));
+			gpu_split(&e->conf.gpu_idle, st, sz, slot_s, &z->active_uj, &z->idle_uj,
+				  &z->idle_w);
+			continue;
+		}
 		struct idle_reg *reg =
 		    e->conf.idle.method == IDLE_REGRESSION ? zone_reg(e, h, sz->name, res) : NULL;
 		enum idle_method used =
@@ -508,12 +531,14 @@ static void measured_zones(struct estimator *e, struct host_state *h, const stru
 }
 
 /* Active energy of every zone to the processes; the rest to unattributed. */
-static int attribute(struct estimator *e, const struct wb_aligned *a, size_t nz, uint64_t busy)
+static int attribute(struct estimator *e, const struct wb_aligned *a, size_t nz, uint64_t busy,
+		     bool measured)
 {
 	size_t n = a->n_procs;
 	if (grow((void **)&e->w, &e->w_cap, n + 1, sizeof(uint64_t)) < 0 ||
 	    grow((void **)&e->w2, &e->w2_cap, n + 1, sizeof(uint64_t)) < 0 ||
-	    grow((void **)&e->part, &e->part_cap, n + 1, sizeof(uint64_t)) < 0)
+	    grow((void **)&e->part, &e->part_cap, n + 1, sizeof(uint64_t)) < 0 ||
+	    grow((void **)&e->gw, &e->gw_cap, n + 1, sizeof(uint64_t)) < 0)
 		return -1;
 	unsigned __int128 cpu_sum = 0, instr_sum = 0;
 	for (size_t i = 0; i < n; i++) {
@@ -545,7 +570,14 @@ static int attribute(struct estimator *e, const struct wb_aligned *a, size_t nz,
 				e->energy[i * nz + z] = 0;
 			continue;
 		}
-		if (!by_instr) {
+		if (measured && gpu_zone(&a->zones[z])) {
+			uint64_t d;
+			if (gpu_weights(&a->zones[z], a, e->gw, &d, &e->gpu_scratch) < 0)
+				return -1;
+			/* d 0 (no process on the GPU): its active energy is nobody's */
+			if (attrib_split(ez->active_uj, e->gw, n, d, e->part, &rest, &e->scratch) < 0)
+				return -1;
+		} else if (!by_instr) {
 			if (attrib_split(ez->active_uj, e->w, n, cpu_denom, e->part, &rest,
 					 &e->scratch) < 0)
 				return -1;
@@ -712,7 +744,7 @@ int estimator_slot(struct estimator *e, const struct wb_aligned *a, struct wb_es
 	}
 	if (grow((void **)&e->energy, &e->energy_cap, a->n_procs * nz + 1, sizeof(uint64_t)) < 0)
 		goto nomem;
-	if (attribute(e, a, nz, busy) < 0)
+	if (attribute(e, a, nz, busy, measured) < 0)
 		goto nomem;
 	int cg_cap = cgroups_index(e, a);
 	if (cg_cap < 0 || procs_cgroups(e, a, (size_t)cg_cap) < 0)

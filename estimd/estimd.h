@@ -264,6 +264,39 @@ enum idle_method idle_split(const struct idle_conf *conf, struct idle_reg *reg, 
 			    const char *zone, uint64_t energy_uj, double slot_s, uint64_t busy_ns,
 			    uint64_t total_ns, uint64_t *active_uj, uint64_t *idle_uj);
 
+/* ---- gpu.c: idle/active and process shares of GPU zones ---- */
+
+struct gpu_idle {
+	double min_w; /* lowest power of a slot with no compute process */
+	bool have;
+};
+
+struct gpu_scratch {
+	struct wb_gpu_proc *procs;
+	bool *taken;
+	size_t cap;
+};
+
+/* A zone a GPU source describes (uuid given): split by gpu_split and gpu_weights. */
+bool gpu_zone(const struct wb_slot_zone *sz);
+/*
+ * Idle and active of GPU zone sz in a slot of slot_s seconds: idle at the power conf fixes for
+ * the zone (its name or "gpu"), else at the lowest power st has seen in a slot whose samples
+ * listed no compute process (0 before one is seen); st learns from this slot. *idle_w: the power
+ * used.
+ */
+void gpu_split(const struct idle_conf *conf, struct gpu_idle *st, const struct wb_slot_zone *sz,
+	       double slot_s, uint64_t *active_uj, uint64_t *idle_uj, double *idle_w);
+/*
+ * Weights w[0..a->n_procs) of the slot's processes on GPU zone sz, and the denominator: the
+ * weights of every process the GPU listed, so that the share of one absent from the slot's
+ * processes stays unattributed. SM time; 1 each when no process has any or for the one process
+ * of an exclusive GPU. Returns 0, or -1 on ENOMEM.
+ */
+int gpu_weights(const struct wb_slot_zone *sz, const struct wb_aligned *a, uint64_t *w,
+		uint64_t *denom, struct gpu_scratch *s);
+void gpu_scratch_free(struct gpu_scratch *s);
+
 /* ---- train.c: online least squares per zone, Kepler weights out ---- */
 
 #define TRAIN_ZONES 5 /* package, core, uncore, dram, platform */
@@ -415,6 +448,7 @@ struct est_conf {
 	enum est_by by;
 	enum est_base base;
 	struct idle_conf idle;
+	struct idle_conf gpu_idle; /* fixed idle power of GPU zones (gpu_idle_w); none: learned */
 	bool train;
 	bool vm_idle; /* a VM's cumulative energy includes its share of idle (CPU time of the node's) */
 	struct train_conf train_conf;

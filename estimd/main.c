@@ -42,6 +42,7 @@ struct estimd_conf {
 	uint64_t estimator_timeout_ns;
 	char *idle_method;
 	struct wb_strlist idle_w;
+	struct wb_strlist gpu_idle_w;
 	int64_t idle_window;
 	char *attribute_by;
 	char *share_base;
@@ -93,6 +94,8 @@ static const struct wb_conf_key keys[] = {
      "idle/active split: ratio (Kepler), fixed idle_w, or regression over recent slots"},
     {"idle_w", WB_CONF_LIST, OFF(idle_w), "", 0, 0, NULL,
      "fixed idle power, ZONE=WATTS (a zone name like package-0, or a kind like package)"},
+    {"gpu_idle_w", WB_CONF_LIST, OFF(gpu_idle_w), "", 0, 0, NULL,
+     "idle power of GPU zones, ZONE=WATTS (gpu-0=17, or gpu=17 for all); unset: the lowest power seen with no compute process"},
     {"idle_window", WB_CONF_INT, OFF(idle_window), "300", 10, 100000, NULL,
      "slots the idle regression looks back"},
     {"attribute_by", WB_CONF_ENUM, OFF(attribute_by), "cpu", 0, 0, "cpu|instructions",
@@ -138,6 +141,12 @@ static int est_conf_from(const struct estimd_conf *c, struct est_conf *ec, char 
 	if (idle_parse_fixed((const char *const *)c->idle_w.v, c->idle_w.n, &ec->idle, err,
 			     errlen) < 0)
 		return -1;
+	char gerr[256];
+	if (idle_parse_fixed((const char *const *)c->gpu_idle_w.v, c->gpu_idle_w.n, &ec->gpu_idle,
+			     gerr, sizeof(gerr)) < 0) {
+		snprintf(err, errlen, "gpu_%s", gerr); /* "idle_w: ..." names the other key */
+		return -1;
+	}
 	if (ec->idle.method == IDLE_FIXED && ec->idle.nfixed == 0) {
 		snprintf(err, errlen,
 			 "idle_method fixed needs idle_w (e.g. idle_w = package=20,dram=4)");

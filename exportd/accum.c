@@ -527,7 +527,8 @@ static int zone_evict_silent(struct accum *self, struct ex_host *h, uint64_t now
  * slot `filling` has any more, and every workload's share of that one is
  * cleared so nothing carries over to the new kind.
  */
-static int kind_get(struct ex_host *h, const char *zone, size_t filling)
+static int kind_get(struct ex_host *h, const char *zone, size_t filling,
+		    const struct ex_gpu_id *gpu)
 {
 	for (size_t k = 0; k < h->nkinds; k++)
 		if (!strcmp(h->kinds[k].zone, zone))
@@ -553,7 +554,14 @@ static int kind_get(struct ex_host *h, const char *zone, size_t filling)
 	}
 	struct ex_kind *k = &h->kinds[slot];
 	struct rbuf b = {0};
-	rbuf_label(&b, true, "zone", zone, sizeof k->zone);
+	if (gpu) {
+		char idx[24];
+		snprintf(idx, sizeof idx, "%llu", (unsigned long long)gpu->index);
+		rbuf_label(&b, true, "gpu", idx, sizeof idx);
+		rbuf_label(&b, false, "vendor", gpu->vendor, 16);
+	} else {
+		rbuf_label(&b, true, "zone", zone, sizeof k->zone);
+	}
 	rbuf_putc(&b, '\0');
 	size_t len;
 	if (b.oom)
@@ -561,12 +569,14 @@ static int kind_get(struct ex_host *h, const char *zone, size_t filling)
 	free(k->zlabel);
 	k->zlabel = rbuf_steal(&b, &len);
 	snprintf(k->zone, sizeof k->zone, "%s", zone);
+	k->gpu = gpu != NULL;
 	if (slot == (int)h->nkinds)
 		h->nkinds++;
 	return slot;
 }
 
-static int zone_get(struct accum *self, struct ex_host *h, const char *zone, const char *path, uint64_t now_t1)
+static int zone_get(struct accum *self, struct ex_host *h, const char *zone, const char *path,
+		    uint64_t now_t1, const struct ex_gpu_id *gpu)
 {
 	for (size_t z = 0; z < h->nzones; z++)
 		if (!strcmp(h->zones[z].zone, zone) && !strcmp(h->zones[z].path, path))
@@ -574,18 +584,35 @@ static int zone_get(struct accum *self, struct ex_host *h, const char *zone, con
 	int slot = (int)h->nzones;
 	if (h->nzones >= EX_MAX_ZONES && (slot = zone_evict_silent(self, h, now_t1)) < 0)
 		return -1;
-	int kind = kind_get(h, zone, (size_t)slot);
+	char gkind[16];
+	if (gpu)
+		snprintf(gkind, sizeof gkind, "gpu:%llu", (unsigned long long)(gpu->index % 100000));
+	int kind = kind_get(h, gpu ? gkind : zone, (size_t)slot, gpu);
 	if (kind < 0)
 		return -1;
 	struct ex_zone *ez = &h->zones[slot];
 	struct rbuf b = {0};
-	rbuf_label(&b, true, "zone", zone, sizeof ez->zone);
-	rbuf_label(&b, false, "path", path, sizeof ez->path);
+	if (gpu) {
+		char idx[24];
+		snprintf(idx, sizeof idx, "%llu", (unsigned long long)gpu->index);
+		rbuf_label(&b, true, "gpu", idx, sizeof idx);
+		rbuf_label(&b, false, "gpu_uuid", gpu->uuid, sizeof ez->uuid);
+		rbuf_label(&b, false, "vendor", gpu->vendor, sizeof ez->vendor);
+	} else {
+		rbuf_label(&b, true, "zone", zone, sizeof ez->zone);
+		rbuf_label(&b, false, "path", path, sizeof ez->path);
+	}
 	rbuf_putc(&b, '\0');
 	size_t len;
 	if (b.oom)
 		return -1;
-	*ez = (struct ex_zone){.kind = (uint8_t)kind};
+	*ez = (struct ex_zone){.kind = (uint8_t)kind, .gpu = gpu != NULL};
+	if (gpu) {
+		ez->index = gpu->index;
+		snprintf(ez->uuid, sizeof ez->uuid, "%s", gpu->uuid);
+		snprintf(ez->model, sizeof ez->model, "%s", gpu->model);
+		snprintf(ez->vendor, sizeof ez->vendor, "%s", gpu->vendor);
+	}
 	snprintf(ez->zone, sizeof ez->zone, "%s", zone);
 	snprintf(ez->path, sizeof ez->path, "%s", path);
 	ez->labels = rbuf_steal(&b, &len);
@@ -876,13 +903,14 @@ int accum_add(struct accum *self, const struct wb_estimate *e, enum accum_reason
 		const struct wb_est_zone *ez = &e->zones[z];
 		size_t same = 0;
 		for (size_t y = 0; y < e->n_zones; y++)
-			same += !strcmp(e->zones[y].zone, ez->zone);
+			same += !strcmp(e->zones[y].zone, ez->zone) && !e->zones[y].uuid[0];
 		char path[sizeof h->zones[0].path];
-		if (same > 1)
+		if (same > 1 && !ez->uuid[0])
 			snprintf(path, sizeof path, "aggregated-%s", ez->zone);
 		else
 			snprintf(path, sizeof path, "%s", ez->path);
-		c.zmap[z] = zone_get(self, h, ez->zone, path, e->t1);
+		struct ex_gpu_id gid = {ez->uuid, ez->model, ez->vendor, ez->index};
+		c.zmap[z] = zone_get(self, h, ez->zone, path, e->t1, ez->uuid[0] ? &gid : NULL);
 		if (c.zmap[z] < 0) {
 			r = ACC_R_ZONES;
 			goto reject;
@@ -930,6 +958,8 @@ int accum_add(struct accum *self, const struct wb_estimate *e, enum accum_reason
 		xz->slot_idle_uj += idle;
 		if (!strcmp(ez->zone, "platform"))
 			platform_add(h, ez->path, e->t1, tot);
+		if (xz->gpu)
+			xz->idle_w = ez->idle_w;
 		uint64_t attributed = ez->unattributed_uj;
 		for (size_t i = 0; i < e->n_procs; i++)
 			attributed += e->procs[i].energy_uj[z];
@@ -1052,12 +1082,15 @@ int accum_save(const struct accum *self, const char *path, char *err, size_t err
 			json_array_append_new(
 			    zones,
 			    json_pack(
-				"{s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "zone", xz->zone,
+				"{s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:s, s:s, s:s, s:I}",
+				"zone", xz->zone,
 				"path", xz->path, "total_uj", (json_int_t)xz->total_uj, "active_uj",
 				(json_int_t)xz->active_uj, "idle_uj", (json_int_t)xz->idle_uj,
 				"slot_total_uj", (json_int_t)xz->slot_total_uj, "slot_active_uj",
 				(json_int_t)xz->slot_active_uj, "slot_idle_uj",
-				(json_int_t)xz->slot_idle_uj, "slot_t1", (json_int_t)xz->slot_t1));
+				(json_int_t)xz->slot_idle_uj, "slot_t1", (json_int_t)xz->slot_t1,
+				"uuid", xz->uuid, "model", xz->model, "vendor", xz->vendor, "index",
+				(json_int_t)xz->index));
 		}
 		for (size_t k = 0; k < h->ntot; k++) {
 			const struct ex_total *t = &h->tot[k];
@@ -1110,7 +1143,15 @@ static void host_restore(struct accum *self, struct ex_host *h, const json_t *o)
 		if (!zone[0] || strlen(zone) >= sizeof h->zones[0].zone ||
 		    strlen(path) >= sizeof h->zones[0].path)
 			continue;
-		int z = zone_get(self, h, zone, path, h->last_t1);
+		const char *uuid = wb_json_str(zo, "uuid");
+		struct ex_gpu_id gid = {uuid, wb_json_str(zo, "model"), wb_json_str(zo, "vendor"),
+					wb_json_u64(zo, "index")};
+		int z = zone_get(self, h, zone, path, h->last_t1,
+				 uuid[0] && strlen(uuid) < sizeof h->zones[0].uuid &&
+					 strlen(gid.model) < sizeof h->zones[0].model &&
+					 strlen(gid.vendor) < sizeof h->zones[0].vendor
+				     ? &gid
+				     : NULL);
 		if (z < 0)
 			continue;
 		struct ex_zone *xz = &h->zones[z];

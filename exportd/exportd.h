@@ -81,6 +81,18 @@ struct ex_zone {
 	uint64_t total_uj, active_uj, idle_uj;
 	uint64_t slot_total_uj, slot_active_uj, slot_idle_uj;
 	uint64_t slot_t1; /* t1 of the slot the slot_* values belong to */
+	/* A GPU zone (estimate zone with a uuid): labelled gpu, gpu_uuid, vendor as Kepler's
+	 * kepler_node_gpu_*, never aggregated, and its own kind for workloads. */
+	bool gpu;
+	uint64_t index;
+	char uuid[96], model[96], vendor[16];
+	double idle_w; /* of the last slot */
+};
+
+/* What makes an exported zone a GPU (NULL: not one). */
+struct ex_gpu_id {
+	const char *uuid, *model, *vendor;
+	uint64_t index;
 };
 
 /*
@@ -89,8 +101,9 @@ struct ex_zone {
  * meter was late, a renumbered hwmon), adds to the same workload series.
  */
 struct ex_kind {
-	char zone[16];
-	char *zlabel; /* zone=".." */
+	char zone[16]; /* the zone kind, or "gpu:INDEX" for a GPU */
+	char *zlabel;  /* zone="..", or gpu="..",vendor=".." */
+	bool gpu;
 };
 
 #define EX_MAX_ZONES 32

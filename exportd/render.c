@@ -127,8 +127,20 @@ static uint64_t micro_watts(uint64_t slot_uj, uint64_t slot_ns)
 /* ---- node ---- */
 enum zpart { Z_TOTAL, Z_ACTIVE, Z_IDLE };
 
+/* Whether any host has a GPU zone: the GPU families are left out otherwise. */
+static bool any_gpu(const struct ctx *c)
+{
+	const struct accum *a = c->in->acc;
+	for (size_t i = 0; i < a->nhosts; i++)
+		for (size_t z = 0; z < a->hosts[i]->nzones; z++)
+			if (a->hosts[i]->zones[z].gpu)
+				return true;
+	return false;
+}
+
+/* The zones of one family: the CPU and platform zones, or (gpu) the GPUs. */
 static void node_zone_family(struct ctx *c, const char *name, const char *help, bool watts,
-			     enum zpart part)
+			     enum zpart part, bool gpu)
 {
 	if (!family(c, name, watts ? "gauge" : "counter", help, EX_NODE))
 		return;
@@ -137,6 +149,8 @@ static void node_zone_family(struct ctx *c, const char *name, const char *help, 
 		const struct ex_host *h = a->hosts[i];
 		for (size_t z = 0; z < h->nzones; z++) {
 			const struct ex_zone *xz = &h->zones[z];
+			if (xz->gpu != gpu)
+				continue;
 			begin(c);
 			rbuf_puts(c->b, h->node_label);
 			rbuf_putc(c->b, ',');
@@ -234,24 +248,84 @@ static void platform_metrics(struct ctx *c)
 	}
 }
 
+/* Kepler's GPU families (kepler_node_gpu_*), and active/idle joules as for the CPU. */
+static void node_gpu_metrics(struct ctx *c)
+{
+	const struct accum *a = c->in->acc;
+	if (family(c, "kepler_node_gpu_info", "gauge",
+		   "GPU device information for mapping index to UUID/name", EX_NODE)) {
+		for (size_t i = 0; i < a->nhosts; i++) {
+			const struct ex_host *h = a->hosts[i];
+			for (size_t z = 0; z < h->nzones; z++) {
+				const struct ex_zone *xz = &h->zones[z];
+				if (!xz->gpu)
+					continue;
+				char idx[24];
+				snprintf(idx, sizeof idx, "%llu", (unsigned long long)xz->index);
+				begin(c);
+				rbuf_puts(c->b, h->node_label);
+				rbuf_label(c->b, false, "gpu", idx, sizeof idx);
+				rbuf_label(c->b, false, "gpu_uuid", xz->uuid, sizeof xz->uuid);
+				rbuf_label(c->b, false, "gpu_name", xz->model, sizeof xz->model);
+				rbuf_label(c->b, false, "vendor", xz->vendor, sizeof xz->vendor);
+				rbuf_put(c->b, "} 1\n", 4);
+			}
+		}
+	}
+	node_zone_family(c, "kepler_node_gpu_joules_total",
+			 "Total energy consumption of GPU at node level in joules", false, Z_TOTAL,
+			 true);
+	node_zone_family(c, "kepler_node_gpu_active_joules_total",
+			 "Energy consumption of GPU in active state at node level in joules", false,
+			 Z_ACTIVE, true);
+	node_zone_family(c, "kepler_node_gpu_idle_joules_total",
+			 "Energy consumption of GPU in idle state at node level in joules", false,
+			 Z_IDLE, true);
+	node_zone_family(c, "kepler_node_gpu_watts",
+			 "Total power consumption of GPU at node level in watts", true, Z_TOTAL,
+			 true);
+	node_zone_family(c, "kepler_node_gpu_active_watts",
+			 "Power consumption of GPU in active state at node level in watts", true,
+			 Z_ACTIVE, true);
+	if (family(c, "kepler_node_gpu_idle_watts", "gauge",
+		   "Idle power consumption of GPU at node level in watts (configured, or the lowest seen with no compute process)",
+		   EX_NODE)) {
+		for (size_t i = 0; i < a->nhosts; i++) {
+			const struct ex_host *h = a->hosts[i];
+			for (size_t z = 0; z < h->nzones; z++) {
+				const struct ex_zone *xz = &h->zones[z];
+				if (!xz->gpu)
+					continue;
+				begin(c);
+				rbuf_puts(c->b, h->node_label);
+				rbuf_putc(c->b, ',');
+				rbuf_puts(c->b, xz->labels);
+				end_double(c, xz->idle_w);
+			}
+		}
+	}
+}
+
 static void node_metrics(struct ctx *c)
 {
 	node_zone_family(c, "kepler_node_cpu_joules_total",
-			 "Energy consumption of cpu at node level in joules", false, Z_TOTAL);
+			 "Energy consumption of cpu at node level in joules", false, Z_TOTAL, false);
 	node_zone_family(c, "kepler_node_cpu_active_joules_total",
 			 "Energy consumption of cpu in active state at node level in joules", false,
-			 Z_ACTIVE);
+			 Z_ACTIVE, false);
 	node_zone_family(c, "kepler_node_cpu_idle_joules_total",
 			 "Energy consumption of cpu in idle state at node level in joules", false,
-			 Z_IDLE);
+			 Z_IDLE, false);
 	node_zone_family(c, "kepler_node_cpu_watts",
-			 "Power consumption of cpu at node level in watts", true, Z_TOTAL);
+			 "Power consumption of cpu at node level in watts", true, Z_TOTAL, false);
 	node_zone_family(c, "kepler_node_cpu_active_watts",
 			 "Power consumption of cpu in active state at node level in watts", true,
-			 Z_ACTIVE);
+			 Z_ACTIVE, false);
 	node_zone_family(c, "kepler_node_cpu_idle_watts",
 			 "Power consumption of cpu in idle state at node level in watts", true,
-			 Z_IDLE);
+			 Z_IDLE, false);
+	if (any_gpu(c))
+		node_gpu_metrics(c);
 	const struct accum *a = c->in->acc;
 	if (family(c, "kepler_node_cpu_usage_ratio", "gauge",
 		   "CPU usage ratio of a node (value between 0.0 and 1.0)", EX_NODE)) {
@@ -288,7 +362,7 @@ static void work_prefix(struct ctx *c, const struct ex_host *h, const struct ex_
 }
 
 static void work_energy_family(struct ctx *c, enum ex_level level, const char *name,
-			       const char *help, bool watts)
+			       const char *help, bool watts, bool gpu)
 {
 	if (!family(c, name, watts ? "gauge" : "counter", help, level))
 		return;
@@ -305,6 +379,10 @@ static void work_energy_family(struct ctx *c, enum ex_level level, const char *n
 				/* platform energy is not the workloads' (estimd's attribute_platform
 				 * off): no series of zeros for it, as Kepler has none */
 				if (w->uj[z] == 0 && !strcmp(h->kinds[z].zone, "platform"))
+					continue;
+				/* a GPU's series only for the workloads that ran on it, as Kepler has
+				 * them, not one of zeros per workload and GPU */
+				if (h->kinds[z].gpu != gpu || (gpu && w->uj[z] == 0))
 					continue;
 				work_prefix(c, h, w);
 				rbuf_puts(c->b, w->terminated ? ",state=\"terminated\","
@@ -345,22 +423,33 @@ static void workload_metrics(struct ctx *c)
 {
 	static const struct {
 		enum ex_level level;
-		const char *joules, *watts, *seconds;
+		const char *joules, *watts, *seconds, *gpu_joules, *gpu_watts;
 	} fam[] = {
 	    {EX_PROCESS, "kepler_process_cpu_joules_total", "kepler_process_cpu_watts",
-	     "kepler_process_cpu_seconds_total"},
+	     "kepler_process_cpu_seconds_total", "kepler_process_gpu_joules_total",
+	     "kepler_process_gpu_watts"},
 	    {EX_CONTAINER, "kepler_container_cpu_joules_total", "kepler_container_cpu_watts",
-	     "kepler_container_cpu_seconds_total"},
-	    {EX_VM, "kepler_vm_cpu_joules_total", "kepler_vm_cpu_watts", NULL},
-	    {EX_POD, "kepler_pod_cpu_joules_total", "kepler_pod_cpu_watts", NULL},
+	     "kepler_container_cpu_seconds_total", "kepler_container_gpu_joules_total",
+	     "kepler_container_gpu_watts"},
+	    {EX_VM, "kepler_vm_cpu_joules_total", "kepler_vm_cpu_watts", NULL, NULL, NULL},
+	    {EX_POD, "kepler_pod_cpu_joules_total", "kepler_pod_cpu_watts", NULL,
+	     "kepler_pod_gpu_joules_total", "kepler_pod_gpu_watts"},
 	};
+	bool gpu = any_gpu(c);
 	char help[96];
 	for (size_t i = 0; i < sizeof fam / sizeof fam[0]; i++) {
 		const char *lv = ex_level_names[fam[i].level];
 		snprintf(help, sizeof help, "Energy consumption of cpu at %s level in joules", lv);
-		work_energy_family(c, fam[i].level, fam[i].joules, help, false);
+		work_energy_family(c, fam[i].level, fam[i].joules, help, false, false);
 		snprintf(help, sizeof help, "Power consumption of cpu at %s level in watts", lv);
-		work_energy_family(c, fam[i].level, fam[i].watts, help, true);
+		work_energy_family(c, fam[i].level, fam[i].watts, help, true, false);
+		if (gpu && fam[i].gpu_joules) {
+			snprintf(help, sizeof help,
+				 "Total energy consumption of %s on GPU in joules", lv);
+			work_energy_family(c, fam[i].level, fam[i].gpu_joules, help, false, true);
+			snprintf(help, sizeof help, "Power consumption of %s on GPU in watts", lv);
+			work_energy_family(c, fam[i].level, fam[i].gpu_watts, help, true, true);
+		}
 		if (fam[i].seconds) {
 			snprintf(help, sizeof help,
 				 "Total user and system time of cpu at %s level in seconds", lv);

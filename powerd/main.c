@@ -40,6 +40,7 @@ struct powerd_conf {
 	char *bus_curve_cert;
 	char *bus_curve_peer;
 	uint64_t bus_wait_ns;
+	char *nvml_library;
 };
 
 #define OFF(f) offsetof(struct powerd_conf, f)
@@ -50,7 +51,7 @@ static const struct wb_conf_key powerd_keys[] = {
      "sampling interval (10ms..1h); samples fall on wall-clock multiples of it"},
     {"source", WB_CONF_LIST, OFF(source), "auto", 0, 0, NULL,
      "meters to read: auto (the first usable of rapl, msr, hwmon) or a list of rapl, msr, hwmon, "
-     "exec, redfish, ipmi, bus"},
+     "exec, redfish, ipmi, bus, nvml"},
     {"sysfs_root", WB_CONF_STR, OFF(sysfs_root), "/sys", 0, 0, NULL,
      "where sysfs is mounted (class/powercap, class/hwmon, devices/system/cpu)"},
     {"msr_root", WB_CONF_STR, OFF(msr_root), "/dev/cpu", 0, 0, NULL,
@@ -103,6 +104,8 @@ static const struct wb_conf_key powerd_keys[] = {
      "bus source: the host's public CURVE certificate"},
     {"bus_wait", WB_CONF_DURATION, OFF(bus_wait_ns), "10s", 0, 3600e9, NULL,
      "bus source: wait this long at start for the host's first message (its zones)"},
+    {"nvml_library", WB_CONF_STR, OFF(nvml_library), "libnvidia-ml.so.1", 0, 0, NULL,
+     "the NVML library the nvml source loads (a name the loader searches, or a path)"},
 };
 #undef OFF
 
@@ -134,6 +137,7 @@ static void opts_from_conf(struct pd_opts *o, const struct powerd_conf *conf)
 	    .bus_curve_cert = conf->bus_curve_cert,
 	    .bus_curve_peer = conf->bus_curve_peer,
 	    .bus_wait_ns = conf->bus_wait_ns,
+	    .nvml_library = conf->nvml_library,
 	};
 }
 
@@ -329,6 +333,7 @@ static int on_reload(struct wb_daemon *d, void *new_confp, void *arg)
 	    strcmp(old->bus_sub, conf->bus_sub) || strcmp(old->bus_vm, conf->bus_vm) ||
 	    strcmp(old->bus_curve_cert, conf->bus_curve_cert) ||
 	    strcmp(old->bus_curve_peer, conf->bus_curve_peer) ||
+	    strcmp(old->nvml_library, conf->nvml_library) ||
 	    old->source.n != conf->source.n || old->msr_dram_unit_nj != conf->msr_dram_unit_nj;
 	for (size_t i = 0; !sources_changed && i < conf->source.n; i++)
 		sources_changed = strcmp(old->source.v[i], conf->source.v[i]) != 0;
@@ -337,7 +342,7 @@ static int on_reload(struct wb_daemon *d, void *new_confp, void *arg)
 		return -1;
 	}
 	if (pd->set->n > 0 && sources_changed) {
-		log_warnx("reload: source, sysfs_root, msr_root, msr_dram_unit_nj, exec and the redfish_*, ipmi_* and bus_* keys change the zones or their meters and need a restart; keeping the running config");
+		log_warnx("reload: source, sysfs_root, msr_root, msr_dram_unit_nj, exec, nvml_library and the redfish_*, ipmi_* and bus_* keys change the zones or their meters and need a restart; keeping the running config");
 		return -1;
 	}
 	/* pd->opts points into the config: on failure the old config stays, and so must they. */

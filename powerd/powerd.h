@@ -55,6 +55,9 @@ struct pd_source {
 	/* Release what a zone holds (an open device) and the source's state in the set. */
 	void (*close_zone)(struct pd_zone *z);
 	void (*destroy)(struct pd_set *set);
+	/* Add what the source knows beyond energy to a zone going out (a GPU's uuid and
+	 * processes); NULL: nothing. */
+	void (*annotate)(const struct pd_zone *z, struct wb_power_zone *pz);
 	/* Advice appended when a read is refused for permissions (EACCES, EPERM). */
 	const char *(*permission_hint)(void);
 };
@@ -95,6 +98,7 @@ struct pd_opts {
 	const char *bus_curve_cert; /* bus: this VM's certificate (secret beside it) */
 	const char *bus_curve_peer; /* bus: the host's public certificate */
 	uint64_t bus_wait_ns;	    /* bus: wait this long for the first message at start */
+	const char *nvml_library; /* "": libnvidia-ml.so.1 from the loader's path */
 };
 
 /* ---- counter.c: wrap-corrected counters and integrated power (pure) ---- */
@@ -333,6 +337,10 @@ extern const struct pd_source ipmi_source;
 /* ---- bus.c: a VM's energy measured by its host (wattbus vmpub) ---- */
 
 extern const struct pd_source bus_source;
+
+/* ---- nvml.c: NVIDIA GPUs through libnvidia-ml, loaded at run time ---- */
+
+extern const struct pd_source nvml_source;
 
 /* ---- detect.c: which sources to use ---- */
 

@@ -15,6 +15,7 @@ const struct pd_source *const pd_sources[] = {
     &redfish_source,
     &ipmi_source,
     &bus_source,
+    &nvml_source,
 };
 const unsigned pd_nsources = sizeof(pd_sources) / sizeof(pd_sources[0]);
 _Static_assert(sizeof(pd_sources) / sizeof(pd_sources[0]) <= PD_SOURCES_MAX,

@@ -243,6 +243,8 @@ size_t pd_set_sample(struct pd_set *set, uint64_t t_ns, uint64_t mono_ns, struct
 		pz->index = z->index;
 		pz->energy_uj = z->energy_uj;
 		pz->max_energy_range_uj = z->is_power ? 0 : counter_range_uj(&z->ctr);
+		if (z->src->annotate)
+			z->src->annotate(z, pz);
 		z->published = true;
 	}
 	return out->n_zones;

@@ -161,6 +161,34 @@ static void test_model_spec_optional(void)
 	free(again);
 	wb_msg_clear(&m);
 	free(buf);
+	CHECK(to_msgpack(valid[WB_POWER], &buf, &len) == 0);
+	CHECK(wb_decode(buf, len, &m, &err) == 0);
+	CHECK_U64(m.power.n_zones, 3);
+	const struct wb_power_zone *g = &m.power.zones[2];
+	CHECK_STR(g->uuid, "GPU-5fb2");
+	CHECK_STR(g->model, "NVIDIA H100 80GB HBM3");
+	CHECK_STR(g->vendor, "nvidia");
+	CHECK(g->mig && g->exclusive);
+	CHECK_U64(g->n_gpu_procs, 2);
+	CHECK_U64(g->gpu_procs[0].pid, 4242);
+	CHECK_U64(g->gpu_procs[0].sm_ns, 600000000);
+	CHECK_U64(g->gpu_procs[1].sm_ns, 1);
+	CHECK_U64(m.power.zones[0].n_gpu_procs, 0);
+	CHECK_STR(m.power.zones[0].uuid, "");
+	wb_msg_clear(&m);
+	free(buf);
+	CHECK(to_msgpack(valid[WB_ALIGNED], &buf, &len) == 0);
+	CHECK(wb_decode(buf, len, &m, &err) == 0);
+	CHECK_U64(m.aligned.zones[0].gpu_samples, 2);
+	CHECK_U64(m.aligned.zones[0].gpu_procs[0].pid, 4242);
+	wb_msg_clear(&m);
+	free(buf);
+	CHECK(to_msgpack(valid[WB_ESTIMATE], &buf, &len) == 0);
+	CHECK(wb_decode(buf, len, &m, &err) == 0);
+	CHECK_NEAR(m.estimate.zones[0].idle_w, 17.5, 0);
+	CHECK_STR(m.estimate.zones[0].uuid, "GPU-5fb2");
+	wb_msg_clear(&m);
+	free(buf);
 }
 
 static void test_every_truncation(void)
@@ -215,6 +243,16 @@ static const struct mutation mutations[] = {
 	{WB_POWER, "unknown key ignored", "colour", "\"blue\"", 1, 0, NULL},
 	{WB_POWER, "nil optional key", "zones.0.path", "null", 1, 0, NULL},
 	{WB_POWER, "nil required key", "t", "null", 0, WB_R_TYPE, "t"},
+	{WB_POWER, "GPU process pid beyond pid_max", "zones.2.gpu_procs.0.pid", "4194305", 0, WB_R_BOUND,
+	 "zones[2].gpu_procs[0].pid"},
+	{WB_POWER, "GPU process without sm_ns", "zones.2.gpu_procs.1.sm_ns", NULL, 0, WB_R_MISSING,
+	 "zones[2].gpu_procs[1]"},
+	{WB_POWER, "GPU uuid too long", "zones.2.uuid",
+	 "\"GPU-0123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123\"",
+	 0, WB_R_BOUND, "zones[2].uuid"},
+	{WB_ALIGNED, "GPU sm_ns negative", "zones.0.gpu_procs.0.sm_ns", "-1", 0, WB_R_BOUND,
+	 "zones[0].gpu_procs[0].sm_ns"},
+	{WB_ESTIMATE, "GPU idle_w negative", "zones.0.idle_w", "-1.0", 0, WB_R_BOUND, "zones[0].idle_w"},
 	{WB_USAGE, "float where integer goes", "procs.0.cpu_ns", "1.5", 0, WB_R_TYPE, "procs[0].cpu_ns"},
 	{WB_USAGE, "bool as int", "full", "1", 0, WB_R_TYPE, "full"},
 	{WB_USAGE, "comm too long", "procs.0.comm", "\"0123456789abcdefg\"", 0, WB_R_BOUND, "procs[0].comm"},

@@ -874,6 +874,67 @@ static void test_zone_kinds_turn_over(void)
  * estimates applied after it and others lost while it was down, the node
  * counters continue exactly from the totals; workloads start again.
  */
+/* Two GPUs are two zones (never aggregated) and two workload kinds; their identity survives a
+ * restart from the state file. */
+static void test_gpus_and_state(void)
+{
+	char path[] = "/tmp/exportd-gpu-XXXXXX";
+	int fd = mkstemp(path);
+	CHECK(fd >= 0);
+	close(fd);
+	struct accum_limits lim = lim_default();
+	struct accum *a = accum_new(&lim);
+	struct wb_msg m;
+	char err[256];
+	est_init(&m, "g1", 10 * S, 11 * S, 3, 1);
+	for (size_t z = 0; z < 3; z++) {
+		struct wb_est_zone *ez = &m.estimate.zones[z];
+		snprintf(ez->zone, sizeof ez->zone, "%s", z ? "gpu" : "package");
+		if (z) {
+			snprintf(ez->uuid, sizeof ez->uuid, "GPU-%zu", z);
+			snprintf(ez->model, sizeof ez->model, "H100");
+			snprintf(ez->vendor, sizeof ez->vendor, "nvidia");
+			ez->index = z - 1;
+			ez->idle_w = 20;
+		}
+		est_zone(&m, z, 1000000 * (z + 1), 500000);
+		m.estimate.procs[0].energy_uj[z] = 100000 * (z + 1);
+	}
+	CHECK(accum_add(a, &m.estimate, NULL) == 0);
+	wb_msg_clear(&m);
+	struct ex_host *h = accum_host(a, "g1");
+	CHECK(h && h->nzones == 3 && h->nkinds == 3);
+	if (!h)
+		goto out;
+	CHECK_STR(h->zones[1].labels, "gpu=\"0\",gpu_uuid=\"GPU-1\",vendor=\"nvidia\"");
+	CHECK_STR(h->zones[2].labels, "gpu=\"1\",gpu_uuid=\"GPU-2\",vendor=\"nvidia\"");
+	CHECK(h->zones[2].gpu && !h->zones[0].gpu);
+	CHECK_STR(h->kinds[2].zlabel, "gpu=\"1\",vendor=\"nvidia\"");
+	CHECK(h->kinds[2].gpu);
+	CHECK_U64(h->zones[2].total_uj, 3000000);
+	struct ex_work *w = find_proc(a, "g1", 100, 5000);
+	CHECK(w && w->uj[2] == 300000);
+	CHECK(accum_save(a, path, err, sizeof err) == 0);
+	accum_destroy(&a);
+
+	a = accum_new(&lim);
+	size_t n = 0;
+	CHECK(accum_load(a, path, &n, err, sizeof err) == 0);
+	h = accum_host(a, "g1");
+	CHECK(h && h->nzones == 3);
+	if (!h)
+		goto out;
+	CHECK(h->zones[1].gpu);
+	CHECK_STR(h->zones[1].uuid, "GPU-1");
+	CHECK_STR(h->zones[1].model, "H100");
+	CHECK_STR(h->zones[2].labels, "gpu=\"1\",gpu_uuid=\"GPU-2\",vendor=\"nvidia\"");
+	CHECK_U64(h->zones[2].total_uj, 3000000);
+	CHECK(!h->zones[0].gpu);
+out:
+	accum_destroy(&a);
+	unlink(path);
+}
+
 static void test_state_file_restart(void)
 {
 	char path[] = "/tmp/exportd-state-XXXXXX";
@@ -960,6 +1021,7 @@ static const struct unit_case cases[] = {
     {"silent zones make room for new ones", test_zones_turn_over},
     {"a reused pid keeps one series", test_pid_reuse_one_series},
     {"node counters continue from the state file", test_state_file_restart},
+    {"GPUs: one zone and kind each, identity kept across a restart", test_gpus_and_state},
     {"zones of one kind on two paths: one workload series", test_zone_kind_one_series},
     {"silent zone kinds make room for new ones", test_zone_kinds_turn_over},
 };

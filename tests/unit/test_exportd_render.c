@@ -217,6 +217,90 @@ static void test_kepler_families(void)
 	accum_destroy(&a);
 }
 
+/* Two GPUs beside a package zone: Kepler's GPU families and labels, never aggregated, and kept
+ * out of the cpu families; workloads per GPU. */
+static void test_gpu_families(void)
+{
+	struct accum_limits lim = {.levels = EX_LEVELS_ALL,
+				   .max_series = 1000,
+				   .max_terminated = 10,
+				   .terminated_ttl_ns = 600 * S,
+				   .stale_after_ns = 300 * S,
+				   .max_hosts = 4};
+	struct accum *a = accum_new(&lim);
+	struct wb_msg m = {.kind = WB_ESTIMATE};
+	struct wb_estimate *e = &m.estimate;
+	snprintf(e->env.host, sizeof e->env.host, "node-g");
+	e->t0 = 100 * S;
+	e->t1 = 102 * S;
+	e->n_zones = 3;
+	e->zones = wb_array_new(3, sizeof *e->zones);
+	snprintf(e->zones[0].zone, 16, "package");
+	snprintf(e->zones[0].name, 64, "package-0");
+	snprintf(e->zones[0].path, 256, "/sys/class/powercap/intel-rapl:0");
+	e->zones[0].energy_uj = e->zones[0].idle_uj = 20000000;
+	for (int g = 1; g <= 2; g++) {
+		struct wb_est_zone *z = &e->zones[g];
+		snprintf(z->zone, 16, "gpu");
+		snprintf(z->name, 64, "gpu-%d", g - 1);
+		snprintf(z->path, 256, "nvml:GPU-%d", g - 1);
+		snprintf(z->uuid, sizeof z->uuid, "GPU-%d", g - 1);
+		snprintf(z->model, sizeof z->model, "NVIDIA H100");
+		snprintf(z->vendor, sizeof z->vendor, "nvidia");
+		z->index = (uint64_t)g - 1;
+		z->energy_uj = 400000000ull * (uint64_t)g; /* 200 W, 400 W */
+		z->idle_uj = 100000000;
+		z->active_uj = z->energy_uj - z->idle_uj;
+		z->idle_w = 50;
+	}
+	e->zones[2].unattributed_uj = e->zones[2].active_uj;
+	e->n_procs = 1;
+	e->procs = wb_array_new(1, sizeof *e->procs);
+	e->procs[0].pid = 42;
+	snprintf(e->procs[0].comm, 16, "train");
+	e->procs[0].n_energy_uj = 3;
+	e->procs[0].energy_uj = wb_array_new(3, sizeof(uint64_t));
+	e->procs[0].energy_uj[1] = 300000000;
+	CHECK(accum_add(a, e, NULL) == 0);
+	wb_msg_clear(&m);
+	struct render_filter all = {.levels = EX_LEVELS_ALL};
+	char *out = render_all(a, NULL, &all);
+	HAS(out, "kepler_node_gpu_info{node_name=\"node-g\",gpu=\"1\",gpu_uuid=\"GPU-1\","
+		 "gpu_name=\"NVIDIA H100\",vendor=\"nvidia\"} 1");
+	HAS(out, "kepler_node_gpu_joules_total{node_name=\"node-g\",gpu=\"0\",gpu_uuid=\"GPU-0\","
+		 "vendor=\"nvidia\"} 400.000000");
+	HAS(out, "kepler_node_gpu_joules_total{node_name=\"node-g\",gpu=\"1\",gpu_uuid=\"GPU-1\","
+		 "vendor=\"nvidia\"} 800.000000");
+	HAS(out, "kepler_node_gpu_watts{node_name=\"node-g\",gpu=\"1\",gpu_uuid=\"GPU-1\","
+		 "vendor=\"nvidia\"} 400.000000");
+	HAS(out, "kepler_node_gpu_active_joules_total{node_name=\"node-g\",gpu=\"0\","
+		 "gpu_uuid=\"GPU-0\",vendor=\"nvidia\"} 300.000000");
+	HAS(out, "kepler_node_gpu_idle_watts{node_name=\"node-g\",gpu=\"0\",gpu_uuid=\"GPU-0\","
+		 "vendor=\"nvidia\"} 50");
+	HAS(out, "# TYPE kepler_node_gpu_joules_total counter");
+	HAS(out, "kepler_process_gpu_joules_total{node_name=\"node-g\",pid=\"42\",comm=\"train\","
+		 "exe=\"\",type=\"regular\",container_id=\"\",vm_id=\"\",state=\"running\","
+		 "gpu=\"0\",vendor=\"nvidia\"} 300.000000");
+	HAS(out, "kepler_process_gpu_watts{node_name=\"node-g\",pid=\"42\",comm=\"train\","
+		 "exe=\"\",type=\"regular\",container_id=\"\",vm_id=\"\",state=\"running\","
+		 "gpu=\"0\",vendor=\"nvidia\"} 150.000000");
+	/* no series for a GPU the process never ran on */
+	HASNOT(out, "gpu=\"1\",vendor=\"nvidia\"} 0.000000");
+	HAS(out, "kepler_process_cpu_joules_total{node_name=\"node-g\",pid=\"42\",comm=\"train\","
+		 "exe=\"\",type=\"regular\",container_id=\"\",vm_id=\"\",state=\"running\","
+		 "zone=\"package\"} 0.000000");
+	/* GPUs are neither aggregated nor in the cpu families */
+	HASNOT(out, "aggregated-gpu");
+	HASNOT(out, "zone=\"gpu\"");
+	accum_destroy(&a);
+	/* a host without GPUs has no GPU families at all */
+	a = fixture();
+	out = render_all(a, NULL, &all);
+	HASNOT(out, "kepler_node_gpu");
+	HASNOT(out, "_gpu_");
+	accum_destroy(&a);
+}
+
 /* A workload that did not run in the last slot shows 0 W; a terminated one says so. */
 static void test_watts_of_idle_and_terminated(void)
 {
@@ -458,6 +542,7 @@ static const struct unit_case cases[] = {
     {"label values are escaped and valid UTF-8", test_label_escaping},
     {"gzip round trip", test_gzip_round_trip},
     {"Kepler's families, values and label sets", test_kepler_families},
+    {"GPU families and labels (Kepler), per GPU, apart from the cpu ones", test_gpu_families},
     {"watts of idle and terminated workloads", test_watts_of_idle_and_terminated},
     {"metric allow/deny lists and levels", test_filters},
     {"wattbus_stage_* and wattbus_exportd_*", test_stage_families},

@@ -15,9 +15,12 @@ static void test_parse_sources(void)
 	char *b[] = {"rapl", "hwmon"};
 	CHECK(detect_parse_sources(b, 2, &mask, err, sizeof(err)) == 0);
 	CHECK_U64(mask, (1u << pd_source_index(&rapl_source)) | (1u << pd_source_index(&hwmon_source)));
-	char *c[] = {"rapl", "nvml"};
+	char *c[] = {"rapl", "nvidia"};
 	CHECK(detect_parse_sources(c, 2, &mask, err, sizeof(err)) == -1);
-	CHECK(strstr(err, "'nvml'") != NULL);
+	CHECK(strstr(err, "'nvidia'") != NULL);
+	char *e[] = {"rapl", "nvml"};
+	CHECK(detect_parse_sources(e, 2, &mask, err, sizeof(err)) == 0);
+	CHECK_U64(mask, (1u << pd_source_index(&rapl_source)) | (1u << pd_source_index(&nvml_source)));
 	char *d[] = {"auto", "msr"};
 	CHECK(detect_parse_sources(d, 2, &mask, err, sizeof(err)) == -1);
 }
