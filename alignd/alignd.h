@@ -13,6 +13,7 @@
 
 #include "budget.h"
 #include "codec.h"
+#include "table.h"
 
 /*
  * Process and cgroup tables, power curves and slots waiting for power are
@@ -154,10 +155,8 @@ struct proc_entry {
 };
 
 struct proctab {
-	struct proc_entry *slots;
-	size_t cap, n, max;
+	WB_TABLE(struct proc_entry); /* .budget: charged for slots; kept by proctab_clear */
 	uint32_t gen;
-	struct wb_budget *budget; /* charged for slots; kept by proctab_clear */
 };
 
 int proctab_init(struct proctab *pt, size_t max);
@@ -183,10 +182,8 @@ struct cg_entry {
 };
 
 struct cgtab {
-	struct cg_entry *slots;
-	size_t cap, n, max;
+	WB_TABLE(struct cg_entry); /* .budget: charged for slots */
 	uint32_t gen;
-	struct wb_budget *budget; /* charged for slots */
 };
 
 int cgtab_init(struct cgtab *t, size_t max);
