@@ -88,15 +88,19 @@ static int rehash(struct wb_table *t, size_t cap, wb_table_keep_fn *keep, void *
 
 void *wb_table_find(const struct wb_table *t, uint64_t k1, uint64_t k2)
 {
-	if (!t->cap)
+	/* The table's fields in locals: this loop is the hottest of the stages' tables. */
+	char *slots = t->slots;
+	size_t mask = t->cap - 1, size = t->size, koff = t->key, uoff = t->used;
+	bool two = t->nkeys == 2;
+	if (!slots)
 		return NULL;
-	if (t->nkeys == 1)
+	if (!two)
 		k2 = 0;
-	for (size_t i = home_of(t, k1, k2);; i = (i + 1) & (t->cap - 1)) {
-		char *e = slot(t, i);
-		if (!used(t, e))
+	for (size_t i = (size_t)wb_hash2(k1, k2) & mask;; i = (i + 1) & mask) {
+		char *e = slots + i * size;
+		if (!e[uoff])
 			return NULL;
-		if (key(e, t->key) == k1 && (t->nkeys == 1 || key(e, t->key + 8) == k2))
+		if (key(e, koff) == k1 && (!two || key(e, koff + 8) == k2))
 			return e;
 	}
 }
