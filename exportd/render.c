@@ -414,6 +414,10 @@ static void work_seconds_family(struct ctx *c, enum ex_level level, const char *
 			if (!w || !w->labels)
 				continue;
 			work_prefix(c, h, w);
+			/* Kepler's process CPU time has no state; a container's has (Kepler >= 0.11) */
+			if (level == EX_CONTAINER)
+				rbuf_puts(c->b, w->terminated ? ",state=\"terminated\""
+							      : ",state=\"running\"");
 			end_fixed(c, w->cpu_ns, 9);
 		}
 	}
