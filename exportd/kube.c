@@ -30,7 +30,7 @@ struct kube {
 	bool ever_ok;
 	struct wb_ratelimit rl;
 	uint64_t *c_result[WB_HTTPC_NRESULTS];
-	uint64_t *c_malformed, *c_token, *c_skipped, *c_pods, *c_busy;
+	uint64_t *c_malformed, *c_token, *c_skipped, *c_busy;
 };
 
 static void bump(uint64_t *c)
@@ -83,8 +83,6 @@ static void take_answer(struct kube *k, const struct wb_httpc_resp *resp)
 		log_info("kube: %s: names of %zu pods and %zu containers", k->url,
 			 kube_names_npods(n), kube_names_ncontainers(n));
 	k->ever_ok = true;
-	if (k->c_pods)
-		*k->c_pods = kube_names_npods(n);
 	k->fn(k->arg, n);
 	kube_names_destroy(&k->names);
 	k->names = n;
@@ -186,7 +184,6 @@ struct kube *kube_new(struct wb_daemon *d, const struct kube_opts *o, kube_names
 	k->c_malformed = wb_stats_counter(st, "kube_malformed");
 	k->c_token = wb_stats_counter(st, "kube_token_unreadable");
 	k->c_skipped = wb_stats_counter(st, "kube_pods_skipped");
-	k->c_pods = wb_stats_counter(st, "kube_pods");
 	k->c_busy = wb_stats_counter(st, "kube_busy");
 	if (!k->url || !k->o.url || !k->o.node || !k->o.token_file || !k->o.ca_file ||
 	    !k->c_skipped) {
