@@ -42,7 +42,9 @@ static void bump(uint64_t *c)
 /* The token file's content without trailing white space; NULL (logged, counted) when unreadable. */
 static char *read_token(struct kube *k)
 {
-	int fd = open(k->o.token_file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	/* links are followed: a projected token is ..data/token behind a link; O_NONBLOCK: a FIFO
+	 * put there does not hang the loop */
+	int fd = open(k->o.token_file, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	char *buf = malloc(TOKEN_MAX + 1);
 	ssize_t n = -1;
 	if (fd >= 0 && buf)

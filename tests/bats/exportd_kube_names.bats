@@ -12,7 +12,11 @@ setup() {
 	mkdir -p "$K"
 	openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=127.0.0.1 \
 		-addext subjectAltName=IP:127.0.0.1 -keyout "$K/key.pem" -out "$K/ca.crt" 2>/dev/null
-	head -c 24 /dev/urandom | base64 >"$K/token"
+	# laid out as a projected service-account volume: token is a link into ..data
+	mkdir -p "$K/..data1"
+	head -c 24 /dev/urandom | base64 >"$K/..data1/token"
+	ln -s ..data1 "$K/..data"
+	ln -s ..data/token "$K/token"
 	echo ok >"$K/mode"
 	# exportd_feed.py's pod pod-1 with container c0ffee is the web pod's app container here
 	sed -e 's/0b6c2f4e-1a2b-4c3d-9e8f-0123456789ab/pod-1/' \
@@ -91,6 +95,18 @@ named() {
 	run "$WB_BUILD/wattbus-exportd" -n --kube_node 'node-a&x=1'
 	assert_failure 2
 	assert_output --partial 'kube_node'
+}
+
+@test "a rotated token (the projected volume's link swapped) is read again at the next poll" {
+	ex_kube
+	wb_wait_for 30 event_at_least kube_ok 1
+	mkdir "$K/..data2"
+	head -c 24 /dev/urandom | base64 >"$K/..data2/token"
+	ln -s ..data2 "$K/..data.new" && mv -T "$K/..data.new" "$K/..data"
+	n=$(wc -l <"$K/requests.log")
+	wb_wait_for 30 requests_after "$n" ok
+	run grep -c ' 401 ' "$K/requests.log"
+	assert_output 0
 }
 
 @test "a pod deleted mid-run keeps its names; the list without it is taken" {
