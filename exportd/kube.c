@@ -33,12 +33,6 @@ struct kube {
 	uint64_t *c_malformed, *c_token, *c_skipped, *c_busy;
 };
 
-static void bump(uint64_t *c)
-{
-	if (c)
-		(*c)++;
-}
-
 /* The token file's content without trailing white space; NULL (logged, counted) when unreadable. */
 static char *read_token(struct kube *k)
 {
@@ -53,7 +47,7 @@ static char *read_token(struct kube *k)
 	if (fd >= 0)
 		close(fd);
 	if (n < 0 || n > TOKEN_MAX) {
-		bump(k->c_token);
+		(*k->c_token)++;
 		log_rl(&k->rl, WB_LOG_WARN, "kube: token file %s: %s; names stay as they are",
 		       k->o.token_file, n > TOKEN_MAX ? "longer than 64 KiB" : strerror(e));
 		free(buf);
@@ -72,7 +66,7 @@ static void take_answer(struct kube *k, const struct wb_httpc_resp *resp)
 	struct kube_names *n =
 	    kube_names_parse(resp->body ? resp->body : "", resp->len, &skipped, err, sizeof err);
 	if (!n) {
-		bump(k->c_malformed);
+		(*k->c_malformed)++;
 		log_rl(&k->rl, WB_LOG_WARN, "kube: %s: %s; the last names stay", k->url, err);
 		return;
 	}
@@ -97,7 +91,7 @@ static int on_done(struct wb_daemon *d, int fd, void *arg)
 	char err[512];
 	enum wb_httpc_result r = wb_httpc_job_finish(k->job, &resp, err, sizeof err);
 	k->job = NULL;
-	bump(k->c_result[r]);
+	(*k->c_result[r])++;
 	if (r == WB_HTTPC_OK)
 		take_answer(k, &resp);
 	else if (r == WB_HTTPC_STATUS && (resp.status == 401 || resp.status == 403))
@@ -118,7 +112,7 @@ static int on_poll(zloop_t *loop, int timer_id, void *arg)
 	struct kube *k = arg;
 	char err[512];
 	if (k->job) { /* the previous poll is still waiting for its deadline */
-		bump(k->c_busy);
+		(*k->c_busy)++;
 		return 0;
 	}
 	char *token = k->o.token_file[0] ? read_token(k) : NULL;
@@ -138,7 +132,7 @@ static int on_poll(zloop_t *loop, int timer_id, void *arg)
 		free(token);
 	}
 	if (!k->job) {
-		bump(k->c_result[WB_HTTPC_ERROR]);
+		(*k->c_result[WB_HTTPC_ERROR])++;
 		log_rl(&k->rl, WB_LOG_WARN, "kube: %s", err);
 		return 0;
 	}
@@ -147,7 +141,7 @@ static int on_poll(zloop_t *loop, int timer_id, void *arg)
 		wb_httpc_job_finish(k->job, &resp, err, sizeof err);
 		wb_httpc_resp_free(&resp);
 		k->job = NULL;
-		bump(k->c_result[WB_HTTPC_ERROR]);
+		(*k->c_result[WB_HTTPC_ERROR])++;
 		log_rl(&k->rl, WB_LOG_WARN, "kube: cannot watch the request's fd");
 	}
 	return 0;
@@ -177,18 +171,23 @@ struct kube *kube_new(struct wb_daemon *d, const struct kube_opts *o, kube_names
 		     : asprintf(&k->url, "%.*s/pods", (int)ul, o->url);
 	if (rc < 0)
 		k->url = NULL;
-	struct wb_stats *st = wb_daemon_stats(d);
-	char name[40];
-	for (int r = 0; r < WB_HTTPC_NRESULTS; r++) {
-		snprintf(name, sizeof name, "kube_%s", wb_httpc_result_name(r));
-		k->c_result[r] = wb_stats_counter(st, name);
-	}
-	k->c_malformed = wb_stats_counter(st, "kube_malformed");
-	k->c_token = wb_stats_counter(st, "kube_token_unreadable");
-	k->c_skipped = wb_stats_counter(st, "kube_pods_skipped");
-	k->c_busy = wb_stats_counter(st, "kube_busy");
-	if (!k->url || !k->o.url || !k->o.node || !k->o.token_file || !k->o.ca_file ||
-	    !k->c_skipped) {
+	/* counters named after lib/httpc's results: kube_ok, kube_status, ... */
+	static const struct wb_stat_row rows[] = {
+	    WB_STAT_ROW(struct kube, c_result[WB_HTTPC_OK], "kube_ok"),
+	    WB_STAT_ROW(struct kube, c_result[WB_HTTPC_STATUS], "kube_status"),
+	    WB_STAT_ROW(struct kube, c_result[WB_HTTPC_CONNECT], "kube_connect"),
+	    WB_STAT_ROW(struct kube, c_result[WB_HTTPC_TIMEOUT], "kube_timeout"),
+	    WB_STAT_ROW(struct kube, c_result[WB_HTTPC_TLS], "kube_tls"),
+	    WB_STAT_ROW(struct kube, c_result[WB_HTTPC_TOO_BIG], "kube_too_big"),
+	    WB_STAT_ROW(struct kube, c_result[WB_HTTPC_ERROR], "kube_error"),
+	    WB_STAT_ROW(struct kube, c_malformed, "kube_malformed"),
+	    WB_STAT_ROW(struct kube, c_token, "kube_token_unreadable"),
+	    WB_STAT_ROW(struct kube, c_skipped, "kube_pods_skipped"),
+	    WB_STAT_ROW(struct kube, c_busy, "kube_busy"),
+	};
+	_Static_assert(WB_HTTPC_NRESULTS == 7, "a row per lib/httpc result");
+	wb_stats_bind(wb_daemon_stats(d), k, rows, sizeof rows / sizeof rows[0]);
+	if (!k->url || !k->o.url || !k->o.node || !k->o.token_file || !k->o.ca_file) {
 		log_errx("kube: out of memory");
 		kube_destroy(&k);
 		return NULL;
