@@ -136,8 +136,8 @@ static const struct wb_conf_key exportd_keys[] = {
       "base URL of the kubelet or API server; empty: https://127.0.0.1:10250 (kubelet), "
       "https://kubernetes.default.svc (apiserver)"),
     K("kube_node", WB_CONF_STR | WB_CONF_RESTART, kube_node, "", 0, 0,
-      "apiserver: the node whose pods are listed (spec.nodeName); empty: node_name, else the "
-      "host name"),
+      "apiserver: the node whose pods are listed (spec.nodeName); empty: node_name, else "
+      "[global] host, else the host name"),
     K("kube_token_file", WB_CONF_STR | WB_CONF_RESTART, kube_token_file,
       "/var/run/secrets/kubernetes.io/serviceaccount/token", 0, 0,
       "bearer token, read again at every poll (projected tokens rotate); empty: none"),
@@ -155,6 +155,15 @@ static const struct wb_conf_key exportd_keys[] = {
       "a longer answer is refused (counted as kube_too_big) and the last names stay"),
 };
 #undef K
+
+/* A node name is a DNS subdomain: nothing in it needs escaping in the query. */
+static bool node_name_ok(const char *s)
+{
+	for (const char *p = s; *p; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '-' || *p == '.'))
+			return false;
+	return true;
+}
 
 static int check_conf(const void *conf, char *err, size_t errlen)
 {
@@ -177,15 +186,13 @@ static int check_conf(const void *conf, char *err, size_t errlen)
 		snprintf(err, errlen, "auth_user and auth_password_file go together");
 		return -1;
 	}
-	/* a node name is a DNS subdomain: nothing in it needs escaping in the query */
-	for (const char *p = c->kube_node; *p; p++)
-		if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '-' || *p == '.')) {
-			snprintf(err, errlen,
-				 "kube_node: \"%s\" is not a node name (lower-case letters, digits, "
-				 "'-' and '.')",
-				 c->kube_node);
-			return -1;
-		}
+	if (!node_name_ok(c->kube_node)) {
+		snprintf(err, errlen,
+			 "kube_node: \"%s\" is not a node name (lower-case letters, digits, '-' and "
+			 "'.')",
+			 c->kube_node);
+		return -1;
+	}
 	return 0;
 }
 
@@ -330,20 +337,32 @@ static void on_names(void *arg, const struct kube_names *names)
 	x->acc->kube = names;
 }
 
-/* Start polling the kubelet or the API server when kube_source says so. Returns 0 or -1. */
+/* Start polling the kubelet or the API server when kube_source says so. Returns 0, -1 (a runtime
+ * failure) or -2 (no usable node name: a configuration error). */
 static int start_kube(struct exportd *x, const struct exportd_conf *c)
 {
 	bool apiserver = !strcmp(c->kube_source, "apiserver");
 	if (!strcmp(c->kube_source, "none"))
 		return 0;
 	char host[256] = "";
-	const char *node = c->kube_node[0] ? c->kube_node : c->node_name;
+	/* on a DaemonSet, [global] host is the node's name (WATTBUS_GLOBAL_HOST, spec.nodeName);
+	 * the host name is the pod's */
+	const char *node = c->kube_node[0]	 ? c->kube_node
+			   : c->node_name[0]	 ? c->node_name
+			   : wb_daemon_global(x->d)->host ? wb_daemon_global(x->d)->host
+						      : "";
 	if (apiserver && !node[0]) {
 		if (gethostname(host, sizeof host - 1) < 0 || !host[0]) {
 			log_errx("kube_node: empty, and no host name to use instead");
-			return -1;
+			return -2;
 		}
 		node = host;
+	}
+	if (apiserver && !node_name_ok(node)) {
+		log_errx("kube_node: \"%s\" (from node_name, [global] host or the host name) is not a "
+			 "node name; set kube_node",
+			 node);
+		return -2;
 	}
 	struct kube_opts ko = {
 	    .apiserver = apiserver,
@@ -585,8 +604,11 @@ int main(int argc, char **argv)
 		log_errx("cannot start the state timer");
 		goto out;
 	}
-	if (start_kube(&x, c) < 0)
+	int kr = start_kube(&x, c);
+	if (kr < 0) {
+		rc = kr == -2 ? WB_EXIT_USAGE : WB_EXIT_FAILURE;
 		goto out;
+	}
 	rc = wb_daemon_run(x.d);
 	/* a reload may have replaced c */
 	save_state(&x, ((const struct exportd_conf *)wb_daemon_conf(x.d))->state_file);

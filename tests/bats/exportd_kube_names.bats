@@ -80,7 +80,8 @@ named() {
 		d["items"][0]["spec"]["nodeName"] = "node-b"
 		json.dump(d, open(sys.argv[1], "w"))
 	EOF
-	KSRC=apiserver ex_kube --kube_node node-a
+	# kube_node unset: [global] host names the node, as on the DaemonSet (WATTBUS_GLOBAL_HOST)
+	KSRC=apiserver ex_kube --host node-a
 	ex_feed --slots 0 --realtime --len 0.5 &
 	echo $! >>"$BATS_TEST_TMPDIR/pids"
 	wb_wait_for 30 bash -c 'curl -sS "$0/metrics" | grep -qF "wattbus_exportd_kube_names{kind=\"pod\"} 3"' "$EX_URL"
