@@ -367,32 +367,42 @@ static const char *vm_hypervisor(const char *rt)
 	return rt;
 }
 
+/* A container, pod or VM as its labels show it: estimd's group and the names found for it. */
+struct group_view {
+	const struct wb_est_group *g;
+	const char *name; /* the kubelet's name, estimd's, or NULL */
+	const char *ns;	  /* pods: the namespace, or NULL */
+};
+
 static void render_container_labels(struct rbuf *b, const void *src)
 {
-	const struct wb_est_group *g = src;
+	const struct group_view *v = src;
+	const struct wb_est_group *g = v->g;
 	rbuf_label(b, true, "container_id", g->id, sizeof g->id);
-	/* estimd knows no names without a runtime API: a docker-style short id keeps
+	/* Without a name (no kubelet, a container of no pod): a docker-style short id keeps
 	 * containers apart in "by (container_name)" */
-	rbuf_label(b, false, "container_name", g->name[0] ? g->name : g->id,
-		   g->name[0] ? sizeof g->name : 12);
+	rbuf_label(b, false, "container_name", v->name ? v->name : g->id,
+		   v->name ? KUBE_NAME_MAX : 12);
 	rbuf_label(b, false, "runtime", container_runtime(g->runtime), sizeof g->runtime);
 	rbuf_label(b, false, "pod_id", g->pod_uid, sizeof g->pod_uid);
 }
 
 static void render_pod_labels(struct rbuf *b, const void *src)
 {
-	const struct wb_est_group *g = src;
+	const struct group_view *v = src;
+	const struct wb_est_group *g = v->g;
 	rbuf_label(b, true, "pod_id", g->id, sizeof g->id);
-	/* Without a kubelet the name is unknown: the uid keeps pods apart in "by (pod_name)" */
-	rbuf_label(b, false, "pod_name", g->name[0] ? g->name : g->id, sizeof g->name);
-	rbuf_label(b, false, "pod_namespace", "", 1);
+	/* Without a name the uid keeps pods apart in "by (pod_name)" */
+	rbuf_label(b, false, "pod_name", v->name ? v->name : g->id, KUBE_NAME_MAX);
+	rbuf_label(b, false, "pod_namespace", v->ns ? v->ns : "", KUBE_NAME_MAX);
 }
 
 static void render_vm_labels(struct rbuf *b, const void *src)
 {
-	const struct wb_est_group *g = src;
+	const struct group_view *v = src;
+	const struct wb_est_group *g = v->g;
 	rbuf_label(b, true, "vm_id", g->id, sizeof g->id);
-	rbuf_label(b, false, "vm_name", g->name[0] ? g->name : g->id, sizeof g->name);
+	rbuf_label(b, false, "vm_name", v->name ? v->name : g->id, sizeof g->name);
 	rbuf_label(b, false, "hypervisor", vm_hypervisor(g->runtime), sizeof g->runtime);
 }
 
@@ -819,6 +829,29 @@ static void work_add(struct slot_ctx *c, struct ex_work *w, uint64_t cpu_ns,
 		work_revive(h, w);
 }
 
+/* The names of a group: the kubelet's for containers and pods, else estimd's. */
+static struct group_view group_names(const struct accum *self, enum ex_level level,
+				     const struct wb_est_group *g, bool *from_kube)
+{
+	struct group_view v = {.g = g, .name = g->name[0] ? g->name : NULL};
+	*from_kube = false;
+	if (level == EX_POD) {
+		const struct kube_pod *p = kube_names_pod(self->kube, g->id);
+		if (p) {
+			v.name = p->name;
+			v.ns = p->ns;
+			*from_kube = true;
+		}
+	} else if (level == EX_CONTAINER) {
+		const struct kube_container *k = kube_names_container(self->kube, g->id);
+		if (k) {
+			v.name = k->name;
+			*from_kube = true;
+		}
+	}
+	return v;
+}
+
 static void apply_groups(struct slot_ctx *c, enum ex_level level, const struct wb_est_group *g,
 			 size_t n, void (*render)(struct rbuf *, const void *))
 {
@@ -826,10 +859,18 @@ static void apply_groups(struct slot_ctx *c, enum ex_level level, const struct w
 		struct ex_work *w = work_get(c->self, c->h, level, 0, 0, g[i].id);
 		if (!w)
 			continue;
-		uint64_t ident = hash_str(hash_str(hash_str(0, g[i].name, sizeof g[i].name),
-						   g[i].runtime, sizeof g[i].runtime),
-					  g[i].pod_uid, sizeof g[i].pod_uid);
-		work_labels(w, ident, &c->tmp, render, &g[i]);
+		bool from_kube;
+		struct group_view v = group_names(c->self, level, &g[i], &from_kube);
+		/* A pod deleted (gone from the kubelet's list) keeps the names its series has:
+		 * its last slots and its terminated series stay one series. */
+		if (from_kube || !w->named) {
+			uint64_t ident = hash_str(hash_str(hash_str(0, v.name ? v.name : "", 256),
+							   v.ns ? v.ns : "", 256),
+						  g[i].runtime, sizeof g[i].runtime);
+			ident = hash_str(ident, g[i].pod_uid, sizeof g[i].pod_uid);
+			work_labels(w, ident, &c->tmp, render, &v);
+			w->named = from_kube && w->labels && w->ident == ident;
+		}
 		work_add(c, w, g[i].cpu_ns, g[i].energy_uj);
 	}
 }

@@ -45,6 +45,57 @@ void rbuf_label(struct rbuf *b, bool first, const char *name, const char *value,
 /* Compress in[0..len) as one gzip member at level 1..9 into out. Returns 0 or -1. */
 int rbuf_gzip(const char *in, size_t len, int level, struct rbuf *out);
 
+/* ---- kubenames.c: pod and container names from a Kubernetes PodList (pure) ---- */
+#define KUBE_NAME_MAX 253 /* a DNS subdomain: the longest pod name or namespace */
+struct kube_pod {
+	char *uid, *name, *ns;
+};
+struct kube_container {
+	char *id; /* the runtime's id without its "containerd://" prefix */
+	char *name, *pod_uid;
+};
+struct kube_names;
+/*
+ * Parse a PodList (kubelet /pods, API server /api/v1/pods): every pod's uid,
+ * name and namespace; every container instance's id (init, regular and
+ * ephemeral containers, and the previous instance of one that restarted) and
+ * name. Pods without uid or name are left out and counted in *skipped. NULL
+ * with err when body is not JSON or not a PodList.
+ */
+struct kube_names *kube_names_parse(const char *body, size_t len, size_t *skipped, char *err,
+				    size_t errlen);
+void kube_names_destroy(struct kube_names **self_p);
+/* NULL when unknown (self may be NULL). */
+const struct kube_pod *kube_names_pod(const struct kube_names *self, const char *uid);
+const struct kube_container *kube_names_container(const struct kube_names *self, const char *id);
+size_t kube_names_npods(const struct kube_names *self);
+size_t kube_names_ncontainers(const struct kube_names *self);
+
+/* ---- kube.c: polls the kubelet or the API server for the names (I/O) ---- */
+struct wb_daemon;
+struct kube_opts {
+	bool apiserver;		/* the API server's pod list of node, else the kubelet's /pods */
+	const char *url;	/* base URL: https://HOST:PORT */
+	const char *node;	/* apiserver: spec.nodeName to select */
+	const char *token_file; /* bearer token, read again at every poll (tokens rotate) */
+	const char *ca_file;	/* "" : the system's bundle */
+	bool insecure;		/* skip TLS verification */
+	uint64_t interval_ns, timeout_ns;
+	size_t max_bytes;
+};
+typedef void(kube_names_fn)(void *arg, const struct kube_names *names);
+struct kube;
+/*
+ * Poll at once and every interval, never blocking the loop (wb_httpc_start).
+ * fn gets each new table (owned by kube, valid until the next call). Failures
+ * keep the last good table and count in the stage's stat counters. NULL on
+ * failure (logged).
+ */
+struct kube *kube_new(struct wb_daemon *d, const struct kube_opts *opts, kube_names_fn *fn,
+		      void *arg);
+/* After the loop ended: a request in flight is waited for (its deadline at most). */
+void kube_destroy(struct kube **self_p);
+
 /* ---- accum.c: exportd's own energy accumulators, fed by estimate messages ---- */
 struct accum_limits {
 	unsigned levels;	    /* bit per enum ex_level: which workloads to track */
@@ -127,6 +178,7 @@ struct ex_work {
 	uint64_t pid, start_ns;
 	char *id;
 	uint64_t ident; /* hash of what the labels were rendered from, to notice exec or rename */
+	bool named;	/* its labels hold a name from the kubelet: kept when the pod leaves the list */
 	char *labels;	/* the fixed labels: everything but node_name, state and zone */
 	uint64_t cpu_ns;
 	uint64_t *uj;	  /* nz accumulated totals, then nz energies of the last slot it ran in */
@@ -193,6 +245,7 @@ struct accum {
 	uint64_t recovered_uj;	      /* that energy */
 	uint64_t version;	      /* +1 per applied estimate */
 	char *node_name;	      /* our copy of lim.node_name */
+	const struct kube_names *kube; /* pod and container names, or NULL (main sets it) */
 };
 
 /* NULL on ENOMEM. lim->node_name is copied. */

@@ -47,6 +47,15 @@ struct exportd_conf {
 	char *procfs;
 	char *state_file;
 	uint64_t state_every_ns;
+	char *kube_source;
+	char *kube_url;
+	char *kube_node;
+	char *kube_token_file;
+	char *kube_ca_file;
+	bool kube_insecure;
+	uint64_t kube_interval_ns;
+	uint64_t kube_timeout_ns;
+	int64_t kube_max_bytes;
 };
 
 #define K(name, type, field, def, min, max, help)                                                  \
@@ -119,8 +128,42 @@ static const struct wb_conf_key exportd_keys[] = {
       "nowhere)"),
     K("state_every", WB_CONF_DURATION, state_every_ns, "1s", 0, 3600e9,
       "also save the state this often while running (0: at stop only)"),
+    {"kube_source", WB_CONF_ENUM | WB_CONF_RESTART, offsetof(struct exportd_conf, kube_source),
+     "none", 0, 0, "none|kubelet|apiserver",
+     "where pod and container names come from: none (pod_name shows the uid), the kubelet's "
+     "/pods, or the API server's pods of kube_node"},
+    K("kube_url", WB_CONF_STR | WB_CONF_RESTART, kube_url, "", 0, 0,
+      "base URL of the kubelet or API server; empty: https://127.0.0.1:10250 (kubelet), "
+      "https://kubernetes.default.svc (apiserver)"),
+    K("kube_node", WB_CONF_STR | WB_CONF_RESTART, kube_node, "", 0, 0,
+      "apiserver: the node whose pods are listed (spec.nodeName); empty: node_name, else "
+      "[global] host, else the host name"),
+    K("kube_token_file", WB_CONF_STR | WB_CONF_RESTART, kube_token_file,
+      "/var/run/secrets/kubernetes.io/serviceaccount/token", 0, 0,
+      "bearer token, read again at every poll (projected tokens rotate); empty: none"),
+    K("kube_ca_file", WB_CONF_STR | WB_CONF_RESTART, kube_ca_file,
+      "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt", 0, 0,
+      "PEM bundle the server's certificate is verified with; empty: the system's"),
+    K("kube_insecure", WB_CONF_BOOL | WB_CONF_RESTART, kube_insecure, "false", 0, 0,
+      "do not verify the server's certificate (a kubelet with a self-signed serving "
+      "certificate)"),
+    K("kube_interval", WB_CONF_DURATION | WB_CONF_RESTART, kube_interval_ns, "15s", 1e9,
+      86400e9, "how often the names are asked for"),
+    K("kube_timeout", WB_CONF_DURATION | WB_CONF_RESTART, kube_timeout_ns, "10s", 1e8, 600e9,
+      "deadline of one poll"),
+    K("kube_max_bytes", WB_CONF_INT | WB_CONF_RESTART, kube_max_bytes, "8388608", 4096, 1e9,
+      "a longer answer is refused (counted as kube_too_big) and the last names stay"),
 };
 #undef K
+
+/* A node name is a DNS subdomain: nothing in it needs escaping in the query. */
+static bool node_name_ok(const char *s)
+{
+	for (const char *p = s; *p; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '-' || *p == '.'))
+			return false;
+	return true;
+}
 
 static int check_conf(const void *conf, char *err, size_t errlen)
 {
@@ -143,6 +186,13 @@ static int check_conf(const void *conf, char *err, size_t errlen)
 		snprintf(err, errlen, "auth_user and auth_password_file go together");
 		return -1;
 	}
+	if (!node_name_ok(c->kube_node)) {
+		snprintf(err, errlen,
+			 "kube_node: \"%s\" is not a node name (lower-case letters, digits, '-' and "
+			 "'.')",
+			 c->kube_node);
+		return -1;
+	}
 	return 0;
 }
 
@@ -160,6 +210,7 @@ struct exportd {
 	struct accum *acc;
 	struct stages *st;
 	struct http *http;
+	struct kube *kube;
 	struct cpuinfo_entry *cpus;
 	size_t ncpus;
 	struct exportd_counters ctr;
@@ -278,6 +329,56 @@ static void on_scrape(void *arg, struct rbuf *out)
 	};
 	render_metrics(&in, &x->filter, out);
 	mirror(x);
+}
+
+static void on_names(void *arg, const struct kube_names *names)
+{
+	struct exportd *x = arg;
+	x->acc->kube = names;
+}
+
+/* Start polling the kubelet or the API server when kube_source says so. Returns 0, -1 (a runtime
+ * failure) or -2 (no usable node name: a configuration error). */
+static int start_kube(struct exportd *x, const struct exportd_conf *c)
+{
+	bool apiserver = !strcmp(c->kube_source, "apiserver");
+	if (!strcmp(c->kube_source, "none"))
+		return 0;
+	char host[256] = "";
+	/* on a DaemonSet, [global] host is the node's name (WATTBUS_GLOBAL_HOST, spec.nodeName);
+	 * the host name is the pod's */
+	const char *node = c->kube_node[0]	 ? c->kube_node
+			   : c->node_name[0]	 ? c->node_name
+			   : wb_daemon_global(x->d)->host ? wb_daemon_global(x->d)->host
+						      : "";
+	if (apiserver && !node[0]) {
+		if (gethostname(host, sizeof host - 1) < 0 || !host[0]) {
+			log_errx("kube_node: empty, and no host name to use instead");
+			return -2;
+		}
+		node = host;
+	}
+	if (apiserver && !node_name_ok(node)) {
+		log_errx("kube_node: \"%s\" (from node_name, [global] host or the host name) is not a "
+			 "node name; set kube_node",
+			 node);
+		return -2;
+	}
+	struct kube_opts ko = {
+	    .apiserver = apiserver,
+	    .url = c->kube_url[0] ? c->kube_url
+				  : (apiserver ? "https://kubernetes.default.svc"
+					       : "https://127.0.0.1:10250"),
+	    .node = node,
+	    .token_file = c->kube_token_file,
+	    .ca_file = c->kube_ca_file,
+	    .insecure = c->kube_insecure,
+	    .interval_ns = c->kube_interval_ns,
+	    .timeout_ns = c->kube_timeout_ns,
+	    .max_bytes = (size_t)c->kube_max_bytes,
+	};
+	x->kube = kube_new(x->d, &ko, on_names, x);
+	return x->kube ? 0 : -1;
 }
 
 /* Go's names for the architecture, as kepler_build_info's arch label shows them. */
@@ -503,10 +604,18 @@ int main(int argc, char **argv)
 		log_errx("cannot start the state timer");
 		goto out;
 	}
+	int kr = start_kube(&x, c);
+	if (kr < 0) {
+		rc = kr == -2 ? WB_EXIT_USAGE : WB_EXIT_FAILURE;
+		goto out;
+	}
 	rc = wb_daemon_run(x.d);
 	/* a reload may have replaced c */
 	save_state(&x, ((const struct exportd_conf *)wb_daemon_conf(x.d))->state_file);
 out:
+	kube_destroy(&x.kube);
+	if (x.acc)
+		x.acc->kube = NULL;
 	http_destroy(&x.http);
 	accum_destroy(&x.acc);
 	stages_destroy(&x.st);

@@ -414,6 +414,10 @@ static void work_seconds_family(struct ctx *c, enum ex_level level, const char *
 			if (!w || !w->labels)
 				continue;
 			work_prefix(c, h, w);
+			/* a process's CPU time has no state in Kepler; a container's has */
+			if (level == EX_CONTAINER)
+				rbuf_puts(c->b, w->terminated ? ",state=\"terminated\""
+							      : ",state=\"running\"");
 			end_fixed(c, w->cpu_ns, 9);
 		}
 	}
@@ -678,6 +682,13 @@ static void exportd_metrics(struct ctx *c)
 		NO_LEVEL))
 		for (int l = EX_PROCESS; l < EX_NLEVELS; l++)
 			by_reason(c, "level", ex_level_names[l], a->dropped[l]);
+	if (a->kube && family(c, "wattbus_exportd_kube_names", "gauge",
+			      "Pods and containers whose names the last good kubelet or API server "
+			      "answer gave",
+			      NO_LEVEL)) {
+		by_reason(c, "kind", "pod", kube_names_npods(a->kube));
+		by_reason(c, "kind", "container", kube_names_ncontainers(a->kube));
+	}
 	if (family(c, "wattbus_exportd_hosts_forgotten_total", "counter",
 		   "Hosts silent longer than stale_after/terminated_ttl whose place went to a new host",
 		   NO_LEVEL))

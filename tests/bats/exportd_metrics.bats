@@ -33,7 +33,7 @@ teardown() { wb_kill_all; }
 	assert_line 'kepler_process_cpu_joules_total{node_name="node-a",pid="103",comm="qemu",exe="",type="vm",container_id="",vm_id="vm-1",state="running",zone="dram"} 0.375000'
 	assert_line 'kepler_container_cpu_joules_total{node_name="node-a",container_id="c0ffee",container_name="web",runtime="containerd",pod_id="pod-1",state="running",zone="package"} 4.500000'
 	assert_line 'kepler_container_cpu_watts{node_name="node-a",container_id="c0ffee",container_name="web",runtime="containerd",pod_id="pod-1",state="running",zone="package"} 1.500000'
-	assert_line 'kepler_container_cpu_seconds_total{node_name="node-a",container_id="c0ffee",container_name="web",runtime="containerd",pod_id="pod-1"} 0.750000000'
+	assert_line 'kepler_container_cpu_seconds_total{node_name="node-a",container_id="c0ffee",container_name="web",runtime="containerd",pod_id="pod-1",state="running"} 0.750000000'
 	assert_line 'kepler_pod_cpu_joules_total{node_name="node-a",pod_id="pod-1",pod_name="pod-1",pod_namespace="",state="running",zone="package"} 4.500000'
 	assert_line 'kepler_vm_cpu_joules_total{node_name="node-a",vm_id="vm-1",vm_name="guest",hypervisor="kvm",state="running",zone="package"} 2.250000'
 	assert_line --regexp '^kepler_build_info\{arch="[a-z0-9]+",branch="",revision="",version="[0-9.]+",goversion="[^"]+"\} 1$'

@@ -106,7 +106,7 @@ near() {
 	run labels 'kepler_container_cpu_joules_total'
 	assert_output '__name__,container_id,container_name,instance,job,node_name,pod_id,runtime,state,zone'
 	run labels 'kepler_container_cpu_seconds_total'
-	assert_output '__name__,container_id,container_name,instance,job,node_name,pod_id,runtime'
+	assert_output '__name__,container_id,container_name,instance,job,node_name,pod_id,runtime,state'
 	run labels 'kepler_pod_cpu_watts'
 	assert_output '__name__,instance,job,node_name,pod_id,pod_name,state,zone'
 	run labels 'kepler_vm_cpu_joules_total'

@@ -204,7 +204,7 @@ static void test_kepler_families(void)
 		 "runtime=\"docker\",pod_id=\"p1\",state=\"running\",zone=\"package\"} 6.000000");
 	HAS(out, "kepler_container_cpu_seconds_total{node_name=\"node-a\",container_id=\"c1\","
 		 "container_name=\"web\","
-		 "runtime=\"docker\",pod_id=\"p1\"} 3.000000000");
+		 "runtime=\"docker\",pod_id=\"p1\",state=\"running\"} 3.000000000");
 	HAS(out, "kepler_pod_cpu_watts{node_name=\"node-a\",pod_id=\"p1\",pod_name=\"web-7d9\",pod_"
 		 "namespace=\"\","
 		 "state=\"running\",zone=\"package\"} 1.500000");
