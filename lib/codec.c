@@ -726,6 +726,27 @@ static uint32_t count_keys(const struct wb_type *t, const char *src)
 static int encode_obj(msgpack_sbuffer *sb, const struct wb_type *t, const char *src, bool open_map,
 		      uint32_t *nkeys, const struct path *at, struct wb_err *err);
 
+/* Per-zone energies of every process: an array of integers with one capacity check. */
+static int encode_u64s(msgpack_sbuffer *sb, const struct wb_field *f, const char *items, size_t n,
+		       const struct path *at, struct wb_err *err)
+{
+	const struct wb_field *e = f->elem;
+	if (reserve(sb, n * 9) < 0)
+		return -1;
+	unsigned char *w = (unsigned char *)sb->data + sb->size;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t v = *(const uint64_t *)(items + i * f->size + e->off);
+		if (v < e->umin || v > e->umax) {
+			struct path p = {at, NULL, i};
+			return fail(err, WB_R_BOUND, &p, "%llu is outside [%llu, %llu]", (unsigned long long)v,
+				    (unsigned long long)e->umin, (unsigned long long)e->umax);
+		}
+		w = put_uint(w, v);
+	}
+	sb->size = (size_t)((char *)w - sb->data);
+	return 0;
+}
+
 /* Write key (NULL for an array item) and the value of f at src. */
 static int encode_value(msgpack_sbuffer *sb, const struct wb_field *key, const struct wb_field *f,
 			const char *src, const struct path *at, struct wb_err *err)
@@ -810,17 +831,23 @@ static int encode_value(msgpack_sbuffer *sb, const struct wb_field *key, const s
 		memcpy(w, s, n);
 		w += n;
 		break;
-	case WB_T_ARR: w = PUT_ARR_HDR(w, n); break;
+	case WB_T_OBJ:
+		sb->size = (size_t)((char *)w - sb->data);
+		return encode_obj(sb, f->obj, src + f->off, true, NULL, at, err);
+	case WB_T_ARR:
+		w = PUT_ARR_HDR(w, n);
+		sb->size = (size_t)((char *)w - sb->data);
+		if (f->elem->type == WB_T_U64)
+			return encode_u64s(sb, f, items, n, at, err);
+		for (size_t i = 0; i < n; i++) {
+			struct path p = {at, NULL, i};
+			if (encode_value(sb, NULL, f->elem, items + i * f->size, &p, err) < 0)
+				return -1;
+		}
+		return 0;
 	default: break;
 	}
 	sb->size = (size_t)((char *)w - sb->data);
-	if (f->type == WB_T_OBJ)
-		return encode_obj(sb, f->obj, src + f->off, true, NULL, at, err);
-	for (size_t i = 0; i < n && items; i++) {
-		struct path p = {at, NULL, i};
-		if (encode_value(sb, NULL, f->elem, items + i * f->size, &p, err) < 0)
-			return -1;
-	}
 	return 0;
 }
 

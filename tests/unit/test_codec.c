@@ -488,6 +488,11 @@ static void test_encode_value_bounds(void)
 	CHECK(wb_decode(buf, len, &m, &err) == 0);
 	m.estimate.cpu_usage_ratio = NAN;
 	CHECK(wb_encode(&m, &out, &len, &err) < 0 && err.reason == WB_R_BOUND && strstr(err.msg, "cpu_usage_ratio"));
+	m.estimate.cpu_usage_ratio = 0.5;
+	CHECK(m.estimate.n_procs > 0 && m.estimate.procs[0].n_energy_uj > 0);
+	m.estimate.procs[0].energy_uj[m.estimate.procs[0].n_energy_uj - 1] = 9223372036854775808ull;
+	CHECK(wb_encode(&m, &out, &len, &err) < 0 && err.reason == WB_R_BOUND &&
+	      strstr(err.msg, "procs[0].energy_uj["));
 	wb_msg_clear(&m);
 	free(buf);
 }
