@@ -238,9 +238,25 @@ size_t wb_utf8_seq_len(const unsigned char *s, size_t n)
 	return more + 1;
 }
 
+/*
+ * The codec's UTF-8 rule over a whole string. Nearly every string on the bus is
+ * ASCII (names, ids, paths): those bytes are checked eight at a time, and only a
+ * byte with the high bit set goes through wb_utf8_seq_len.
+ */
 static bool utf8_valid(const unsigned char *s, size_t n)
 {
-	for (size_t i = 0; i < n;) {
+	size_t i = 0;
+	while (i < n) {
+		for (; i + 8 <= n; i += 8) {
+			uint64_t w;
+			memcpy(&w, s + i, sizeof(w));
+			if (w & 0x8080808080808080ull)
+				break;
+		}
+		for (; i < n && s[i] < 0x80; i++)
+			;
+		if (i == n)
+			break;
 		size_t len = wb_utf8_seq_len(s + i, n - i);
 		if (len == 0)
 			return false;
@@ -593,6 +609,107 @@ static bool is_empty(const struct wb_field *f, const char *src)
 	}
 }
 
+
+/*
+ * The encoder writes msgpack straight into a msgpack_sbuffer: each key and its
+ * value go in with one capacity check and plain stores, the same bytes
+ * msgpack-c's packer writes (the smallest form of each integer, float64,
+ * str8 for 32 to 255 bytes; tests/unit/test_codec.c compares the two), without
+ * a callback and a memcpy per item.
+ */
+static int grow(msgpack_sbuffer *sb, size_t need)
+{
+	size_t cap = sb->alloc ? sb->alloc : 8192;
+	while (cap - sb->size < need)
+		cap *= 2;
+	char *p = realloc(sb->data, cap);
+	if (!p)
+		return -1;
+	sb->data = p;
+	sb->alloc = cap;
+	return 0;
+}
+
+static inline int reserve(msgpack_sbuffer *sb, size_t need)
+{
+	return sb->alloc - sb->size >= need ? 0 : grow(sb, need);
+}
+
+static inline unsigned char *be(unsigned char *w, uint64_t v, int n)
+{
+	for (int i = n - 1; i >= 0; i--, v >>= 8)
+		w[i] = (unsigned char)v;
+	return w + n;
+}
+
+static inline unsigned char *put_uint(unsigned char *w, uint64_t v)
+{
+	if (v < 0x80) {
+		*w++ = (unsigned char)v;
+		return w;
+	}
+	if (v < 0x100) {
+		*w++ = 0xcc;
+		return be(w, v, 1);
+	}
+	if (v < 0x10000) {
+		*w++ = 0xcd;
+		return be(w, v, 2);
+	}
+	if (v < 0x100000000ull) {
+		*w++ = 0xce;
+		return be(w, v, 4);
+	}
+	*w++ = 0xcf;
+	return be(w, v, 8);
+}
+
+static inline unsigned char *put_int(unsigned char *w, int64_t v)
+{
+	if (v >= -32)
+		return v < 0 ? (*w++ = (unsigned char)v, w) : put_uint(w, (uint64_t)v);
+	if (v >= -128) {
+		*w++ = 0xd0;
+		return be(w, (uint64_t)v, 1);
+	}
+	if (v >= -32768) {
+		*w++ = 0xd1;
+		return be(w, (uint64_t)v, 2);
+	}
+	if (v >= INT32_MIN) {
+		*w++ = 0xd2;
+		return be(w, (uint64_t)v, 4);
+	}
+	*w++ = 0xd3;
+	return be(w, (uint64_t)v, 8);
+}
+
+/* A str, array or map header: fixed form below `fix`, else 8 (str only), 16 or 32 bits of length. */
+static inline unsigned char *put_hdr(unsigned char *w, uint64_t n, unsigned char fixbase, uint64_t fix,
+				     unsigned char b8, unsigned char b16)
+{
+	if (n < fix) {
+		*w++ = (unsigned char)(fixbase | n);
+		return w;
+	}
+	if (b8 && n < 0x100) {
+		*w++ = b8;
+		return be(w, n, 1);
+	}
+	if (n < 0x10000) {
+		*w++ = b16;
+		return be(w, n, 2);
+	}
+	*w++ = (unsigned char)(b16 + 1);
+	return be(w, n, 4);
+}
+
+#define PUT_STR_HDR(w, n) put_hdr(w, n, 0xa0, 32, 0xd9, 0xda)
+#define PUT_ARR_HDR(w, n) put_hdr(w, n, 0x90, 16, 0, 0xdc)
+#define PUT_MAP_HDR(w, n) put_hdr(w, n, 0x80, 16, 0, 0xde)
+#define HDR_MAX 5 /* bytes of the largest header */
+
+/* Keys of t that are present in src; only for a map that may hold more than 15 keys (see encode_obj). */
 static uint32_t count_keys(const struct wb_type *t, const char *src)
 {
 	uint32_t n = 0;
@@ -606,92 +723,203 @@ static uint32_t count_keys(const struct wb_type *t, const char *src)
 	return n;
 }
 
-static int encode_obj(msgpack_packer *pk, const struct wb_type *t, const char *src, bool open_map,
-		      const struct path *at, struct wb_err *err);
+static int encode_obj(msgpack_sbuffer *sb, const struct wb_type *t, const char *src, bool open_map,
+		      uint32_t *nkeys, const struct path *at, struct wb_err *err);
 
-static int encode_value(msgpack_packer *pk, const struct wb_field *f, const char *src, const struct path *at,
-			struct wb_err *err)
+/* Per-zone energies of every process: an array of integers with one capacity check. */
+static int encode_u64s(msgpack_sbuffer *sb, const struct wb_field *f, const char *items, size_t n,
+		       const struct path *at, struct wb_err *err)
+{
+	const struct wb_field *e = f->elem;
+	if (reserve(sb, n * 9) < 0)
+		return -1;
+	unsigned char *w = (unsigned char *)sb->data + sb->size;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t v = *(const uint64_t *)(items + i * f->size + e->off);
+		if (v < e->umin || v > e->umax) {
+			struct path p = {at, NULL, i};
+			return fail(err, WB_R_BOUND, &p, "%llu is outside [%llu, %llu]", (unsigned long long)v,
+				    (unsigned long long)e->umin, (unsigned long long)e->umax);
+		}
+		w = put_uint(w, v);
+	}
+	sb->size = (size_t)((char *)w - sb->data);
+	return 0;
+}
+
+/* Write key (NULL for an array item) and the value of f at src. */
+static int encode_value(msgpack_sbuffer *sb, const struct wb_field *key, const struct wb_field *f,
+			const char *src, const struct path *at, struct wb_err *err)
 {
 	/* A producer gets the same bounds a receiver applies: fail loudly here rather
 	 * than have every frame rejected downstream. */
+	size_t need = 9; /* the largest scalar */
+	const char *s = NULL;
+	size_t n = 0;
 	switch (f->type) {
 	case WB_T_U64: {
 		uint64_t v = *(const uint64_t *)(src + f->off);
 		if (v < f->umin || v > f->umax)
 			return fail(err, WB_R_BOUND, at, "%llu is outside [%llu, %llu]", (unsigned long long)v,
 				    (unsigned long long)f->umin, (unsigned long long)f->umax);
-		return msgpack_pack_uint64(pk, v);
+		break;
 	}
 	case WB_T_I64: {
 		int64_t v = *(const int64_t *)(src + f->off);
 		if (v < f->imin || v > f->imax)
 			return fail(err, WB_R_BOUND, at, "%lld is outside [%lld, %lld]", (long long)v, (long long)f->imin,
 				    (long long)f->imax);
-		return msgpack_pack_int64(pk, v);
+		break;
 	}
 	case WB_T_F64: {
 		double v = *(const double *)(src + f->off);
 		if (!isfinite(v) || v < f->fmin || v > f->fmax)
 			return fail(err, WB_R_BOUND, at, "%g is outside [%g, %g]", v, f->fmin, f->fmax);
-		return msgpack_pack_double(pk, v);
+		break;
 	}
-	case WB_T_BOOL:
-		return *(const bool *)(src + f->off) ? msgpack_pack_true(pk) : msgpack_pack_false(pk);
-	case WB_T_STR: {
-		const char *s = src + f->off;
-		size_t n = strnlen(s, f->size);
+	case WB_T_BOOL: break;
+	case WB_T_STR:
+		s = src + f->off;
+		n = strnlen(s, f->size);
 		if (n >= f->size)
 			return fail(err, WB_R_BOUND, at, "string is not NUL-terminated");
 		if (n < f->min_len)
 			return fail(err, WB_R_BOUND, at, "string of %zu bytes, allowed %u to %u", n, f->min_len, f->max_len);
 		if (!utf8_valid((const unsigned char *)s, n))
 			return fail(err, WB_R_TYPE, at, "string is not valid UTF-8");
-		if (msgpack_pack_str(pk, n) < 0)
-			return -1;
-		return msgpack_pack_str_body(pk, s, n);
+		need = HDR_MAX + n;
+		break;
+	case WB_T_OBJ:
+	case WB_T_ARR:
+		need = HDR_MAX;
+		break;
+	default:
+		return fail(err, WB_R_TYPE, at, "field type %d unknown to the codec", f->type);
 	}
-	case WB_T_OBJ: return encode_obj(pk, f->obj, src + f->off, true, at, err);
-	case WB_T_ARR: {
-		const char *items = *(char *const *)(src + f->off);
-		size_t n = *(const size_t *)(src + f->off_n);
+	const char *items = NULL;
+	if (f->type == WB_T_ARR) {
+		items = *(char *const *)(src + f->off);
+		n = *(const size_t *)(src + f->off_n);
 		if (n > f->max_len || n < f->min_len)
 			return fail(err, WB_R_BOUND, at, "array of %zu items, allowed %u to %u", n, f->min_len, f->max_len);
 		if (n && !items)
 			return fail(err, WB_R_MISSING, at, "%zu items but no array", n);
-		if (msgpack_pack_array(pk, n) < 0)
-			return -1;
+	}
+	if (key)
+		need += HDR_MAX + key->key_len;
+	if (reserve(sb, need) < 0)
+		return -1;
+	unsigned char *w = (unsigned char *)sb->data + sb->size;
+	if (key) {
+		w = PUT_STR_HDR(w, key->key_len);
+		memcpy(w, key->key, key->key_len);
+		w += key->key_len;
+	}
+	switch (f->type) {
+	case WB_T_U64: w = put_uint(w, *(const uint64_t *)(src + f->off)); break;
+	case WB_T_I64: w = put_int(w, *(const int64_t *)(src + f->off)); break;
+	case WB_T_F64: {
+		uint64_t bits;
+		memcpy(&bits, src + f->off, sizeof(bits));
+		*w++ = 0xcb;
+		w = be(w, bits, 8);
+		break;
+	}
+	case WB_T_BOOL: *w++ = *(const bool *)(src + f->off) ? 0xc3 : 0xc2; break;
+	case WB_T_STR:
+		w = PUT_STR_HDR(w, n);
+		memcpy(w, s, n);
+		w += n;
+		break;
+	case WB_T_OBJ:
+		sb->size = (size_t)((char *)w - sb->data);
+		return encode_obj(sb, f->obj, src + f->off, true, NULL, at, err);
+	case WB_T_ARR:
+		w = PUT_ARR_HDR(w, n);
+		sb->size = (size_t)((char *)w - sb->data);
+		if (f->elem->type == WB_T_U64)
+			return encode_u64s(sb, f, items, n, at, err);
 		for (size_t i = 0; i < n; i++) {
 			struct path p = {at, NULL, i};
-			if (encode_value(pk, f->elem, items + i * f->size, &p, err) < 0)
+			if (encode_value(sb, NULL, f->elem, items + i * f->size, &p, err) < 0)
 				return -1;
 		}
 		return 0;
+	default: break;
 	}
-	}
-	return fail(err, WB_R_TYPE, at, "field type %d unknown to the codec", f->type);
+	sb->size = (size_t)((char *)w - sb->data);
+	return 0;
 }
 
-static int encode_obj(msgpack_packer *pk, const struct wb_type *t, const char *src, bool open_map,
-		      const struct path *at, struct wb_err *err)
+/*
+ * One pass: a map that can hold at most 15 keys (every per-process and per-zone
+ * map) gets its one-byte fixmap header patched with the count once its keys
+ * are written; only a larger map counts its keys first, so the bytes are the
+ * canonical encoding either way.
+ */
+static int encode_obj(msgpack_sbuffer *sb, const struct wb_type *t, const char *src, bool open_map,
+		      uint32_t *nkeys, const struct path *at, struct wb_err *err)
 {
-	if (open_map && msgpack_pack_map(pk, count_keys(t, src)) < 0)
-		return -1;
+	size_t hdr = SIZE_MAX;
+	if (open_map) {
+		if (reserve(sb, HDR_MAX) < 0)
+			return -1;
+		if (t->nkeys <= 15) {
+			hdr = sb->size;
+			sb->data[sb->size++] = (char)0x80;
+		} else {
+			unsigned char *w = (unsigned char *)sb->data + sb->size;
+			w = PUT_MAP_HDR(w, count_keys(t, src));
+			sb->size = (size_t)((char *)w - sb->data);
+		}
+	}
+	uint32_t n = 0;
 	for (uint32_t i = 0; i < t->nfields; i++) {
 		const struct wb_field *f = &t->fields[i];
 		if (f->type == WB_T_FLAT) {
-			if (encode_obj(pk, f->obj, src + f->off, false, at, err) < 0)
+			uint32_t nf = 0;
+			if (encode_obj(sb, f->obj, src + f->off, false, &nf, at, err) < 0)
 				return -1;
+			n += nf;
 			continue;
 		}
 		if (!f->required && is_empty(f, src))
 			continue;
 		struct path p = {at, f->key, 0};
-		if (msgpack_pack_str(pk, f->key_len) < 0 || msgpack_pack_str_body(pk, f->key, f->key_len) < 0)
+		if (encode_value(sb, f, f, src, &p, err) < 0)
 			return -1;
-		if (encode_value(pk, f, src, &p, err) < 0)
-			return -1;
+		n++;
 	}
+	if (hdr != SIZE_MAX)
+		sb->data[hdr] = (char)(0x80 | n);
+	if (nkeys)
+		*nkeys = n;
 	return 0;
+}
+
+/*
+ * The buffer is sized once: from the last frame of the same kind this thread
+ * encoded (frames of a kind change little from one slot to the next), else
+ * from a lower bound of the top-level arrays' items, so that it does not
+ * double and copy its way up to a frame of many megabytes.
+ */
+static __thread size_t last_size[WB_NKINDS];
+
+static size_t size_guess(const struct wb_type *t, const char *src)
+{
+	size_t guess = 256;
+	for (uint32_t i = 0; i < t->nfields; i++) {
+		const struct wb_field *f = &t->fields[i];
+		if (f->type != WB_T_ARR)
+			continue;
+		size_t item = 1; /* a key and at least one byte of value per required key */
+		if (f->elem->type == WB_T_OBJ)
+			for (uint32_t j = 0; j < f->elem->obj->nfields; j++)
+				if (f->elem->obj->fields[j].required)
+					item += f->elem->obj->fields[j].key_len + 2;
+		guess += *(const size_t *)(src + f->off_n) * item;
+	}
+	return guess;
 }
 
 int wb_encode(const struct wb_msg *msg, char **out, size_t *out_len, struct wb_err *err)
@@ -700,20 +928,31 @@ int wb_encode(const struct wb_msg *msg, char **out, size_t *out_len, struct wb_e
 	*out_len = 0;
 	if (msg->kind < 0 || msg->kind >= WB_NKINDS)
 		return fail(err, WB_R_KIND, NULL, "cannot encode a message of unknown kind %d", (int)msg->kind);
+	const struct wb_type *t = wb_kinds[msg->kind].type;
+	const char *src = (const char *)&msg->env;
 	msgpack_sbuffer sb;
 	msgpack_sbuffer_init(&sb);
-	msgpack_packer pk;
-	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	size_t cap = last_size[msg->kind];
+	cap += cap / 8;
+	size_t guess = size_guess(t, src);
+	if (cap < guess)
+		cap = guess;
+	if (cap > WB_FRAME_MAX)
+		cap = WB_FRAME_MAX;
+	sb.data = malloc(cap);
+	if (sb.data)
+		sb.alloc = cap;
 	struct wb_err local;
 	if (!err)
 		err = &local;
 	err->msg[0] = '\0';
-	if (encode_obj(&pk, wb_kinds[msg->kind].type, (const char *)&msg->env, true, NULL, err) < 0) {
+	if (encode_obj(&sb, t, src, true, NULL, NULL, err) < 0) {
 		if (!err->msg[0])
 			fail(err, WB_R_TOO_BIG, NULL, "out of memory while encoding");
 		msgpack_sbuffer_destroy(&sb);
 		return -1;
 	}
+	last_size[msg->kind] = sb.size;
 	*out = sb.data;
 	*out_len = sb.size;
 	return 0;

@@ -42,6 +42,7 @@ struct wb_type {
 	uint32_t size;
 	uint32_t nfields;
 	const struct wb_field *fields;
+	uint32_t nkeys; /* keys its map can hold: its fields, a flat struct's counted key by key */
 };
 
 struct wb_kind_info {

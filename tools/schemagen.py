@@ -171,8 +171,9 @@ class Gen:
             c.append(f"static const struct wb_field wb_fields_{name}[] = {{")
             c += rows
             c.append("};")
+            nkeys = len(t["fields"]) + (len(self.types[t["flat"]]["fields"]) if t["flat"] else 0)
             c.append(f'const struct wb_type wb_type_{name} = {{"{name}", sizeof(struct {name}), '
-                     f"sizeof(wb_fields_{name}) / sizeof(wb_fields_{name}[0]), wb_fields_{name}}};")
+                     f"sizeof(wb_fields_{name}) / sizeof(wb_fields_{name}[0]), wb_fields_{name}, {nkeys}}};")
             c.append("")
         h.append("enum wb_kind {")
         for k in KINDS:

@@ -488,6 +488,11 @@ static void test_encode_value_bounds(void)
 	CHECK(wb_decode(buf, len, &m, &err) == 0);
 	m.estimate.cpu_usage_ratio = NAN;
 	CHECK(wb_encode(&m, &out, &len, &err) < 0 && err.reason == WB_R_BOUND && strstr(err.msg, "cpu_usage_ratio"));
+	m.estimate.cpu_usage_ratio = 0.5;
+	CHECK(m.estimate.n_procs > 0 && m.estimate.procs[0].n_energy_uj > 0);
+	m.estimate.procs[0].energy_uj[m.estimate.procs[0].n_energy_uj - 1] = 9223372036854775808ull;
+	CHECK(wb_encode(&m, &out, &len, &err) < 0 && err.reason == WB_R_BOUND &&
+	      strstr(err.msg, "procs[0].energy_uj["));
 	wb_msg_clear(&m);
 	free(buf);
 }
@@ -527,6 +532,92 @@ static void test_encode_bounds(void)
 	CHECK(m.power.zones == NULL && m.kind == WB_KIND_NONE);
 }
 
+/* The frame re-packed by msgpack-c's own packer (msgpack_pack_object) is the same bytes. */
+static bool same_as_msgpack_c(const char *buf, size_t len)
+{
+	msgpack_unpacked up;
+	msgpack_unpacked_init(&up);
+	size_t off = 0;
+	bool same = false;
+	if (msgpack_unpack_next(&up, buf, len, &off) == MSGPACK_UNPACK_SUCCESS && off == len) {
+		msgpack_sbuffer sb;
+		msgpack_sbuffer_init(&sb);
+		msgpack_packer pk;
+		msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+		same = msgpack_pack_object(&pk, up.data) == 0 && sb.size == len && memcmp(sb.data, buf, len) == 0;
+		msgpack_sbuffer_destroy(&sb);
+	}
+	msgpack_unpacked_destroy(&up);
+	return same;
+}
+
+static void test_encode_bytes(void)
+{
+	for (int k = 0; k < WB_NKINDS; k++) {
+		char *buf, *out;
+		size_t len, olen;
+		struct wb_msg msg;
+		struct wb_err err;
+		CHECK(to_msgpack(valid[k], &buf, &len) == 0);
+		CHECK(wb_decode(buf, len, &msg, &err) == 0);
+		CHECK(wb_encode(&msg, &out, &olen, &err) == 0);
+		CHECK(same_as_msgpack_c(out, olen));
+		free(out);
+		free(buf);
+		wb_msg_clear(&msg);
+	}
+	/* Every integer width and string header, and maps whose optional keys are left out. */
+	static const uint64_t ints[] = {0, 1, 127, 128, 255, 256, 65535, 65536, 4294967295ull, 4294967296ull,
+					9223372036854775807ull};
+	static const size_t lens[] = {0, 1, 31, 32, 255};
+	size_t nz = sizeof(ints) / sizeof(ints[0]);
+	struct wb_msg m = {.kind = WB_POWER};
+	m.power.env.v = wb_kinds[WB_POWER].version;
+	snprintf(m.power.env.kind, sizeof(m.power.env.kind), "power");
+	snprintf(m.power.env.host, sizeof(m.power.env.host), "h");
+	snprintf(m.power.env.src, sizeof(m.power.env.src), "s");
+	m.power.env.epoch = 1;
+	m.power.t = 1700000000000000000ull;
+	m.power.interval_ns = 1000000000;
+	m.power.n_zones = nz;
+	m.power.zones = wb_array_new(nz, sizeof(struct wb_power_zone));
+	for (size_t i = 0; i < nz; i++) {
+		struct wb_power_zone *z = &m.power.zones[i];
+		snprintf(z->name, sizeof(z->name), "z%zu", i);
+		snprintf(z->zone, sizeof(z->zone), "package");
+		z->index = ints[i] > 65535 ? 65535 - i : ints[i]; /* the schema's bound */
+		memset(z->path, i % 2 ? 'p' : 0, lens[i % 5]);
+		if (i == 4)
+			memcpy(z->path, "\xc3\xa9t\xc3\xa9", 6); /* non-ASCII, valid */
+		z->energy_uj = ints[i];
+		z->max_energy_range_uj = ints[nz - 1 - i];
+	}
+	char *out, *again;
+	size_t olen, alen;
+	struct wb_err err;
+	int rc = wb_encode(&m, &out, &olen, &err);
+	if (rc < 0)
+		printf("# %s\n", err.msg);
+	CHECK(rc == 0);
+	CHECK(same_as_msgpack_c(out, olen));
+	/* A second encode (the buffer sized from the first) writes the same bytes. */
+	CHECK(wb_encode(&m, &again, &alen, &err) == 0);
+	CHECK(alen == olen && memcmp(out, again, olen) == 0);
+	struct wb_msg back;
+	CHECK(wb_decode(out, olen, &back, &err) == 0);
+	CHECK(back.power.n_zones == nz && back.power.zones[10].energy_uj == ints[10] &&
+	      back.power.zones[3].path[31] == 'p' && back.power.zones[3].path[32] == '\0');
+	wb_msg_clear(&back);
+	free(again);
+	free(out);
+	/* Strings the encoder still refuses: bad UTF-8 after an ASCII run, and a lone continuation byte. */
+	memcpy(m.power.zones[1].path, "abcdefghij\xc3(", 13);
+	CHECK(wb_encode(&m, &out, &olen, &err) < 0 && err.reason == WB_R_TYPE && strstr(err.msg, "zones[1].path"));
+	memcpy(m.power.zones[1].path, "abcdefgh\x80", 10);
+	CHECK(wb_encode(&m, &out, &olen, &err) < 0 && err.reason == WB_R_TYPE && strstr(err.msg, "UTF-8"));
+	wb_msg_clear(&m);
+}
+
 static const struct unit_case cases[] = {
 	{"round trip of every kind", test_round_trip},
 	{"decoded fields", test_fields_decoded},
@@ -538,6 +629,7 @@ static const struct unit_case cases[] = {
 	{"encoder refuses arrays beyond their bound", test_encode_bounds},
 	{"encoder refuses values beyond their bounds, naming the key", test_encode_value_bounds},
 	{"frames with too many objects are refused before unpacking", test_object_limit},
+	{"the encoder writes the bytes msgpack-c's packer writes", test_encode_bytes},
 };
 int main(void)
 {
