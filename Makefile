@@ -213,6 +213,10 @@ fuzz: fuzz-build
 	done
 
 # ---- benchmarks ----
+# What a program linking a stage's modules needs, for bench/*.sh: make -s libs-exportd
+libs-%:
+	@echo $(call pkg_libs,$(PKGS_$*)) $(LIBS)
+
 bench: deps-test all
 	$(Q)WB_BUILD=$(abspath $(BUILD)) bench/run.sh
 

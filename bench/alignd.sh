@@ -14,5 +14,5 @@ mkdir -p "$build/bench"
 # shellcheck disable=SC2046
 cc -std=gnu11 -O2 -g -D_GNU_SOURCE -Ilib -I"$build/gen" $(pkg-config --cflags libczmq msgpack) \
 	-o "$build/bench/alignd_bench" bench/alignd_bench.c $mods "$build/libwattbus.a" \
-	$(pkg-config --libs libczmq libzmq msgpack jansson inih libsystemd) -lm
+	$(make -s --no-print-directory libs-alignd)
 exec "$build/bench/alignd_bench" "${1:-300}" "${2:-10000}"

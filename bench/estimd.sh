@@ -14,5 +14,5 @@ mkdir -p "$B/bench"
 # shellcheck disable=SC2046
 ${CC:-cc} -std=gnu11 -O2 -g -D_GNU_SOURCE -Ilib -I"$B/gen" -o "$B/bench/estimd_attrib" bench/estimd_attrib.c \
 	$(for o in $objs; do printf '%s/estimd/%s.o ' "$B" "$o"; done) "$B/libwattbus.a" \
-	$(pkg-config --libs libczmq libzmq msgpack jansson inih libsystemd) -lm
+	$(make -s --no-print-directory libs-estimd)
 "$B/bench/estimd_attrib" "${1:-100000}" "${2:-21}"

@@ -18,7 +18,7 @@ mkdir -p "$build/bench"
 # shellcheck disable=SC2046
 cc -std=gnu11 -O2 -g -D_GNU_SOURCE -Ilib -I"$build/gen" $(pkg-config --cflags libczmq msgpack) \
 	-o "$build/bench/exportd_bench" bench/exportd_bench.c $mods "$build/libwattbus.a" \
-	$(pkg-config --libs libczmq libzmq msgpack jansson inih libsystemd libmicrohttpd zlib) -lm
+	$(make -s --no-print-directory libs-exportd)
 "$build/bench/exportd_bench" "$procs" 1
 "$build/bench/exportd_bench" "$procs" 2
 
