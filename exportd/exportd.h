@@ -356,16 +356,8 @@ extern const char *const ex_level_names[EX_NLEVELS];
 
 /* ---- http.c: /metrics and /healthz on the shared server (lib/httpd.h) ---- */
 struct http_opts {
-	const char *listen;
-	unsigned max_connections, max_per_ip;
-	unsigned reserved; /* connections only addresses holding none get */
-	unsigned timeout_s;
-	uint64_t request_timeout_ns; /* a connection's request must be in and answered by then */
-	unsigned auth_max_failures;
-	uint64_t auth_penalty_ns;
-	size_t memory_limit;
+	struct wb_httpd_opts srv; /* the server's (handler set by http_new) */
 	int gzip_level;
-	const char *tls_cert, *tls_key;	   /* files; both or neither */
 	const char *auth_user, *auth_pass; /* NULL: no authentication */
 };
 

@@ -232,21 +232,9 @@ struct http *http_new(const struct http_opts *o, void *zloop, http_metrics_fn *f
 		    !(self->auth_pass = strdup(o->auth_pass)))
 			goto fail;
 	}
-	struct wb_httpd_opts so = {
-	    .listen = o->listen,
-	    .max_connections = o->max_connections,
-	    .max_per_ip = o->max_per_ip,
-	    .reserved = o->reserved,
-	    .timeout_s = o->timeout_s,
-	    .request_timeout_ns = o->request_timeout_ns,
-	    .memory_limit = o->memory_limit,
-	    .auth_max_failures = o->auth_max_failures,
-	    .auth_penalty_ns = o->auth_penalty_ns,
-	    .tls_cert = o->tls_cert,
-	    .tls_key = o->tls_key,
-	    .handler = on_request,
-	    .handler_arg = self,
-	};
+	struct wb_httpd_opts so = o->srv;
+	so.handler = on_request;
+	so.handler_arg = self;
 	if (!(self->srv = wb_httpd_new(&so, zloop, &ctr->http)))
 		goto fail;
 	return self;

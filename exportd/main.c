@@ -19,7 +19,7 @@
 struct exportd_conf {
 	char *pub;
 	struct wb_strlist sub;
-	char *listen;
+	struct wb_httpd_conf http;
 	struct wb_strlist levels;
 	struct wb_strlist metrics_allow;
 	struct wb_strlist metrics_deny;
@@ -31,15 +31,7 @@ struct exportd_conf {
 	uint64_t stage_timeout_ns;
 	int64_t max_hosts;
 	int64_t max_producers;
-	int64_t max_connections;
-	int64_t max_connections_per_ip;
-	int64_t reserved_connections;
-	uint64_t http_timeout_ns;
-	uint64_t http_request_timeout_ns;
-	int64_t max_header_bytes;
 	int64_t gzip_level;
-	char *tls_cert;
-	char *tls_key;
 	char *auth_user;
 	char *auth_password_file;
 	int64_t auth_max_failures;
@@ -69,9 +61,6 @@ static const struct wb_conf_key exportd_keys[] = {
       "ipc://%r/estimd.sock,ipc://%r/powerd.sock,ipc://%r/usaged.sock,ipc://%r/alignd.sock,ipc://"
       "%r/exportd.sock,ipc://%r/modeld.sock",
       0, 0, "endpoints to read estimate/ and stat/ messages from"),
-    K("listen", WB_CONF_STR, listen, ":9102", 0, 0,
-      "HTTP address: PORT, :PORT (all addresses), HOST:PORT or [IPV6]:PORT; port 0 picks a free "
-      "one"),
     K("levels", WB_CONF_LIST, levels, "node,process,container,pod,vm", 0, 0,
       "workload levels exported (Kepler's metricsLevel): node, process, container, pod, vm"),
     K("metrics_allow", WB_CONF_GLOBS, metrics_allow, "", 0, 0,
@@ -94,25 +83,9 @@ static const struct wb_conf_key exportd_keys[] = {
     K("max_hosts", WB_CONF_INT, max_hosts, "256", 1, 1e6, "hosts whose estimates are kept"),
     K("max_producers", WB_CONF_INT, max_producers, "1024", 1, 1e6,
       "stat producers (host, stage, src) kept"),
-    K("max_connections", WB_CONF_INT, max_connections, "64", 1, 65536,
-      "concurrent HTTP connections"),
-    K("max_connections_per_ip", WB_CONF_INT, max_connections_per_ip, "16", 0, 65536,
-      "concurrent HTTP connections from one client address (0: no limit)"),
-    K("reserved_connections", WB_CONF_INT, reserved_connections, "8", 0, 32768,
-      "of max_connections, the last ones (at most half) go only to client addresses holding no "
-      "connection, so that a few busy addresses cannot keep Prometheus out"),
-    K("http_timeout", WB_CONF_DURATION, http_timeout_ns, "10s", 1e9, 3600e9,
-      "an HTTP connection idle this long is closed"),
-    K("http_request_timeout", WB_CONF_DURATION, http_request_timeout_ns, "30s", 1e9, 3600e9,
-      "a connection whose request is not received and answered within this long (from its "
-      "accept or its previous answer) is closed, however steadily it trickles"),
-    K("max_header_bytes", WB_CONF_INT, max_header_bytes, "16384", 4096, 1048576,
-      "memory per HTTP connection for the request line and headers; larger requests get 431"),
+    WB_HTTPD_KEYS(struct exportd_conf, http, ":9102", "64"),
     K("gzip_level", WB_CONF_INT, gzip_level, "1", 0, 9,
       "gzip level when the scraper accepts gzip (0: never compress)"),
-    K("tls_cert", WB_CONF_STR, tls_cert, "", 0, 0,
-      "PEM certificate (chain) file: serve HTTPS; needs tls_key"),
-    K("tls_key", WB_CONF_STR, tls_key, "", 0, 0, "PEM private key file of tls_cert"),
     K("auth_user", WB_CONF_STR, auth_user, "", 0, 0,
       "user name /metrics requires (HTTP basic auth); needs auth_password_file"),
     K("auth_password_file", WB_CONF_STR, auth_password_file, "", 0, 0,
@@ -169,19 +142,10 @@ static int check_conf(const void *conf, char *err, size_t errlen)
 {
 	const struct exportd_conf *c = conf;
 	unsigned levels;
-	char host[256];
-	unsigned port;
 	if (levels_parse(&c->levels, &levels, err, errlen) < 0)
 		return -1;
-	if (http_split_listen(c->listen, host, sizeof host, &port) < 0) {
-		snprintf(err, errlen, "listen: \"%s\" is not PORT, :PORT, HOST:PORT or [IPV6]:PORT",
-			 c->listen);
+	if (wb_httpd_conf_check(&c->http, err, errlen) < 0)
 		return -1;
-	}
-	if (!c->tls_cert[0] != !c->tls_key[0]) {
-		snprintf(err, errlen, "tls_cert and tls_key go together");
-		return -1;
-	}
 	if (!c->auth_user[0] != !c->auth_password_file[0]) {
 		snprintf(err, errlen, "auth_user and auth_password_file go together");
 		return -1;
@@ -439,15 +403,9 @@ static int on_reload(struct wb_daemon *d, void *new_conf, void *arg)
 	x->stage_timeout_ns = stage_timeout(x, c);
 	load_cpuinfo(x, c);
 	bool http_same =
-	    !strcmp(old->listen, c->listen) && old->max_connections == c->max_connections &&
-	    old->max_connections_per_ip == c->max_connections_per_ip &&
-	    old->reserved_connections == c->reserved_connections &&
-	    old->http_timeout_ns == c->http_timeout_ns &&
-	    old->http_request_timeout_ns == c->http_request_timeout_ns &&
+	    wb_httpd_conf_same(&old->http, &c->http) &&
 	    old->auth_max_failures == c->auth_max_failures &&
-	    old->auth_penalty_ns == c->auth_penalty_ns &&
-	    old->max_header_bytes == c->max_header_bytes && old->gzip_level == c->gzip_level &&
-	    !strcmp(old->tls_cert, c->tls_cert) && !strcmp(old->tls_key, c->tls_key) &&
+	    old->auth_penalty_ns == c->auth_penalty_ns && old->gzip_level == c->gzip_level &&
 	    !strcmp(old->auth_user, c->auth_user) &&
 	    !strcmp(old->auth_password_file, c->auth_password_file);
 	if (!http_same)
@@ -565,21 +523,13 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	struct http_opts ho = {
-	    .listen = c->listen,
-	    .max_connections = (unsigned)c->max_connections,
-	    .max_per_ip = (unsigned)c->max_connections_per_ip,
-	    .reserved = (unsigned)c->reserved_connections,
-	    .timeout_s = (unsigned)((c->http_timeout_ns + WB_NS_PER_SEC - 1) / WB_NS_PER_SEC),
-	    .request_timeout_ns = c->http_request_timeout_ns,
-	    .auth_max_failures = (unsigned)c->auth_max_failures,
-	    .auth_penalty_ns = c->auth_penalty_ns,
-	    .memory_limit = (size_t)c->max_header_bytes,
+	    .srv = wb_httpd_opts_of(&c->http),
 	    .gzip_level = (int)c->gzip_level,
-	    .tls_cert = c->tls_cert,
-	    .tls_key = c->tls_key,
 	    .auth_user = c->auth_user[0] ? c->auth_user : NULL,
 	    .auth_pass = password,
 	};
+	ho.srv.auth_max_failures = (unsigned)c->auth_max_failures;
+	ho.srv.auth_penalty_ns = c->auth_penalty_ns;
 	x.http = http_new(&ho, wb_daemon_loop(x.d), on_scrape, &x, &x.ctr);
 	if (password) {
 		explicit_bzero(password, strlen(password));
@@ -593,9 +543,9 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	wb_daemon_on_reload(x.d, on_reload, &x);
-	wb_daemon_set_mode(x.d, c->tls_cert[0] ? "https" : "http");
+	wb_daemon_set_mode(x.d, c->http.tls_cert[0] ? "https" : "http");
 	log_info("serving /metrics and /healthz on %s%s (port %u), levels %s%s%s%s%s",
-		 c->tls_cert[0] ? "https " : "", c->listen, http_port(x.http),
+		 c->http.tls_cert[0] ? "https " : "", c->http.listen, http_port(x.http),
 		 levels & 1u << EX_NODE ? "node " : "", levels & 1u << EX_PROCESS ? "process " : "",
 		 levels & 1u << EX_CONTAINER ? "container " : "",
 		 levels & 1u << EX_POD ? "pod " : "", levels & 1u << EX_VM ? "vm" : "");

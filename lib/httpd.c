@@ -516,3 +516,46 @@ void wb_httpd_destroy(struct wb_httpd **self_p)
 	free(self);
 	*self_p = NULL;
 }
+
+/* ---- the config keys ---- */
+
+int wb_httpd_conf_check(const struct wb_httpd_conf *c, char *err, size_t errlen)
+{
+	char host[256];
+	unsigned port;
+	if (http_split_listen(c->listen, host, sizeof host, &port) < 0) {
+		snprintf(err, errlen, "listen: \"%s\" is not PORT, :PORT, HOST:PORT or [IPV6]:PORT", c->listen);
+		return -1;
+	}
+	if (!c->tls_cert[0] != !c->tls_key[0]) {
+		snprintf(err, errlen, "tls_cert and tls_key go together");
+		return -1;
+	}
+	return 0;
+}
+
+struct wb_httpd_opts wb_httpd_opts_of(const struct wb_httpd_conf *c)
+{
+	return (struct wb_httpd_opts){
+	    .listen = c->listen,
+	    .max_connections = (unsigned)c->max_connections,
+	    .max_per_ip = (unsigned)c->max_connections_per_ip,
+	    .reserved = (unsigned)c->reserved_connections,
+	    .timeout_s = (unsigned)((c->http_timeout_ns + WB_NS_PER_SEC - 1) / WB_NS_PER_SEC),
+	    .request_timeout_ns = c->http_request_timeout_ns,
+	    .memory_limit = (size_t)c->max_header_bytes,
+	    .tls_cert = c->tls_cert,
+	    .tls_key = c->tls_key,
+	};
+}
+
+bool wb_httpd_conf_same(const struct wb_httpd_conf *a, const struct wb_httpd_conf *b)
+{
+	return !strcmp(a->listen, b->listen) && a->max_connections == b->max_connections &&
+	       a->max_connections_per_ip == b->max_connections_per_ip &&
+	       a->reserved_connections == b->reserved_connections &&
+	       a->http_timeout_ns == b->http_timeout_ns &&
+	       a->http_request_timeout_ns == b->http_request_timeout_ns &&
+	       a->max_header_bytes == b->max_header_bytes && !strcmp(a->tls_cert, b->tls_cert) &&
+	       !strcmp(a->tls_key, b->tls_key);
+}

@@ -18,20 +18,12 @@
 struct modeld_conf {
 	char *pub;
 	struct wb_strlist sub;
-	char *listen;
+	struct wb_httpd_conf http;
 	char *store;
 	struct wb_strlist import;
 	char *pipeline;
 	char *source;
 	int64_t max_body_bytes;
-	int64_t max_connections;
-	int64_t max_connections_per_ip;
-	int64_t reserved_connections;
-	uint64_t http_timeout_ns;
-	uint64_t http_request_timeout_ns;
-	int64_t max_header_bytes;
-	char *tls_cert;
-	char *tls_key;
 };
 
 #define K(name, type, field, def, min, max, help)                                                  \
@@ -43,9 +35,6 @@ static const struct wb_conf_key modeld_keys[] = {
       "endpoint modeld's stat messages are published on"),
     K("sub", WB_CONF_LIST, sub, "ipc://%r/estimd.sock", 0, 0,
       "endpoints to read model/ messages from (estimd trainers; tcp:// with CURVE across hosts)"),
-    K("listen", WB_CONF_STR, listen, ":8100", 0, 0,
-      "HTTP address of the model server API: PORT, :PORT, HOST:PORT or [IPV6]:PORT; port 0 picks "
-      "a free one"),
     K("store", WB_CONF_STR, store, "/var/lib/wattbus/models", 0, 0,
       "directory the models received are kept in (Kepler's model-db layout)"),
     K("import", WB_CONF_LIST, import, "", 0, 0,
@@ -56,39 +45,15 @@ static const struct wb_conf_key modeld_keys[] = {
       "energy source the models received are filed under (what their trainers metered)"),
     K("max_body_bytes", WB_CONF_INT, max_body_bytes, "65536", 1024, 16777216,
       "largest request body; larger ones get 413"),
-    K("max_connections", WB_CONF_INT, max_connections, "256", 1, 65536,
-      "HTTP connections at most, all clients together"),
-    K("max_connections_per_ip", WB_CONF_INT, max_connections_per_ip, "16", 1, 65536,
-      "HTTP connections at most from one client address"),
-    K("reserved_connections", WB_CONF_INT, reserved_connections, "8", 0, 32768,
-      "of max_connections, the last ones (at most half) go only to client addresses holding no "
-      "connection"),
-    K("http_timeout", WB_CONF_DURATION, http_timeout_ns, "10s", 1e9, 3600e9,
-      "an HTTP connection idle this long is closed"),
-    K("http_request_timeout", WB_CONF_DURATION, http_request_timeout_ns, "30s", 1e9, 3600e9,
-      "a connection whose request is not received and answered within this long is closed"),
-    K("max_header_bytes", WB_CONF_INT, max_header_bytes, "16384", 4096, 1048576,
-      "memory per HTTP connection for the request line and headers; larger requests get 431"),
-    K("tls_cert", WB_CONF_STR, tls_cert, "", 0, 0,
-      "PEM certificate (chain) file: serve HTTPS; needs tls_key"),
-    K("tls_key", WB_CONF_STR, tls_key, "", 0, 0, "PEM private key file of tls_cert"),
+    WB_HTTPD_KEYS(struct modeld_conf, http, ":8100", "256"),
 };
 #undef K
 
 static int check_conf(const void *conf, char *err, size_t errlen)
 {
 	const struct modeld_conf *c = conf;
-	char host[256];
-	unsigned port;
-	if (http_split_listen(c->listen, host, sizeof host, &port) < 0) {
-		snprintf(err, errlen, "listen: \"%s\" is not PORT, :PORT, HOST:PORT or [IPV6]:PORT",
-			 c->listen);
+	if (wb_httpd_conf_check(&c->http, err, errlen) < 0)
 		return -1;
-	}
-	if (!c->tls_cert[0] != !c->tls_key[0]) {
-		snprintf(err, errlen, "tls_cert and tls_key go together");
-		return -1;
-	}
 	if (!c->store[0]) {
 		snprintf(err, errlen, "store: a directory is needed");
 		return -1;
@@ -211,17 +176,7 @@ int main(int argc, char **argv)
 			rc = WB_EXIT_USAGE;
 			goto out;
 		}
-	struct wb_httpd_opts ho = {
-	    .listen = c->listen,
-	    .max_connections = (unsigned)c->max_connections,
-	    .max_per_ip = (unsigned)c->max_connections_per_ip,
-	    .reserved = (unsigned)c->reserved_connections,
-	    .timeout_s = (unsigned)((c->http_timeout_ns + WB_NS_PER_SEC - 1) / WB_NS_PER_SEC),
-	    .request_timeout_ns = c->http_request_timeout_ns,
-	    .memory_limit = (size_t)c->max_header_bytes,
-	    .tls_cert = c->tls_cert,
-	    .tls_key = c->tls_key,
-	};
+	struct wb_httpd_opts ho = wb_httpd_opts_of(&c->http);
 	if (!(m.api =
 		  api_new(&ho, wb_daemon_loop(m.d), m.store, (size_t)c->max_body_bytes, &m.ctr)))
 		goto out;
@@ -235,9 +190,9 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	mirror(&m);
-	wb_daemon_set_mode(m.d, c->tls_cert[0] ? "https" : "http");
+	wb_daemon_set_mode(m.d, c->http.tls_cert[0] ? "https" : "http");
 	log_info("serving the model API on %s%s (port %u): %zu models in %zu pipelines (store %s, %" PRIu64 " entries skipped)",
-		 c->tls_cert[0] ? "https " : "", c->listen, api_port(m.api), m.store->nmodels,
+		 c->http.tls_cert[0] ? "https " : "", c->http.listen, api_port(m.api), m.store->nmodels,
 		 m.store->npipes, c->store, m.store->skipped);
 	rc = wb_daemon_run(m.d);
 out:
