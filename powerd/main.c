@@ -44,67 +44,68 @@ struct powerd_conf {
 };
 
 #define OFF(f) offsetof(struct powerd_conf, f)
+/* WB_CONF_RESTART: the keys that define the zones or their meters (see on_reload). */
 static const struct wb_conf_key powerd_keys[] = {
     {"pub", WB_CONF_STR, OFF(pub), "ipc://%r/powerd.sock", 0, 0, NULL,
      "endpoint the power and stat messages are published on"},
     {"interval", WB_CONF_DURATION, OFF(interval_ns), "1s", 10e6, 3600e9, NULL,
      "sampling interval (10ms..1h); samples fall on wall-clock multiples of it"},
-    {"source", WB_CONF_LIST, OFF(source), "auto", 0, 0, NULL,
+    {"source", WB_CONF_LIST | WB_CONF_RESTART, OFF(source), "auto", 0, 0, NULL,
      "meters to read: auto (the first usable of rapl, msr, hwmon) or a list of rapl, msr, hwmon, "
      "exec, redfish, ipmi, bus, nvml"},
-    {"sysfs_root", WB_CONF_STR, OFF(sysfs_root), "/sys", 0, 0, NULL,
+    {"sysfs_root", WB_CONF_STR | WB_CONF_RESTART, OFF(sysfs_root), "/sys", 0, 0, NULL,
      "where sysfs is mounted (class/powercap, class/hwmon, devices/system/cpu)"},
-    {"msr_root", WB_CONF_STR, OFF(msr_root), "/dev/cpu", 0, 0, NULL,
+    {"msr_root", WB_CONF_STR | WB_CONF_RESTART, OFF(msr_root), "/dev/cpu", 0, 0, NULL,
      "directory of the msr devices, MSR_ROOT/CPU/msr (register number = file offset)"},
-    {"msr_dram_unit_nj", WB_CONF_INT, OFF(msr_dram_unit_nj), "0", 0, 1e9, NULL,
+    {"msr_dram_unit_nj", WB_CONF_INT | WB_CONF_RESTART, OFF(msr_dram_unit_nj), "0", 0, 1e9, NULL,
      "DRAM energy unit in nJ for the msr source; 0: as the kernel (15300 on Xeon servers, else the "
      "power-unit register)"},
     {"max_power_w", WB_CONF_DOUBLE, OFF(max_power_w), "5000", 1, 1e6, NULL,
      "highest plausible power of one zone; faster counter changes and higher readings are "
      "rejected"},
-    {"exec", WB_CONF_STR, OFF(exec), "", 0, 0, NULL,
+    {"exec", WB_CONF_STR | WB_CONF_RESTART, OFF(exec), "", 0, 0, NULL,
      "command (run by /bin/sh -c) printing readings for the exec source: ZONE VALUE uj|w per line"},
-    {"exec_mode", WB_CONF_ENUM, OFF(exec_mode), "sample", 0, 0, "sample|stream",
+    {"exec_mode", WB_CONF_ENUM | WB_CONF_RESTART, OFF(exec_mode), "sample", 0, 0, "sample|stream",
      "sample: run the command at every sample; stream: keep it running and take lines as they "
      "come"},
     {"exec_timeout", WB_CONF_DURATION, OFF(exec_timeout_ns), "1s", 1e6, 3600e9, NULL,
      "sample mode: longest run (at most the interval); stream mode: wait for the first readings"},
-    {"redfish_url", WB_CONF_STR, OFF(redfish_url), "", 0, 0, NULL,
+    {"redfish_url", WB_CONF_STR | WB_CONF_RESTART, OFF(redfish_url), "", 0, 0, NULL,
      "the BMC for the redfish source: https://HOST[:PORT] (its Chassis collection is read)"},
-    {"redfish_credentials", WB_CONF_STR, OFF(redfish_credentials), "", 0, 0, NULL,
+    {"redfish_credentials", WB_CONF_STR | WB_CONF_RESTART, OFF(redfish_credentials), "", 0, 0, NULL,
      "file holding the BMC's USER:PASSWORD; refused unless owned by powerd's user and mode 600 "
      "or stricter"},
-    {"redfish_ca_file", WB_CONF_STR, OFF(redfish_ca_file), "", 0, 0, NULL,
+    {"redfish_ca_file", WB_CONF_STR | WB_CONF_RESTART, OFF(redfish_ca_file), "", 0, 0, NULL,
      "PEM file of the CA(s) that signed the BMC's certificate; empty: the system's"},
-    {"redfish_insecure", WB_CONF_BOOL, OFF(redfish_insecure), "false", 0, 0, NULL,
+    {"redfish_insecure", WB_CONF_BOOL | WB_CONF_RESTART, OFF(redfish_insecure), "false", 0, 0, NULL,
      "skip TLS verification of the BMC (logs a warning: its password and readings are then "
      "open to anyone in the path)"},
-    {"redfish_interval", WB_CONF_DURATION, OFF(redfish_interval_ns), "10s", 1e9, 3600e9, NULL,
+    {"redfish_interval", WB_CONF_DURATION | WB_CONF_RESTART, OFF(redfish_interval_ns), "10s", 1e9, 3600e9, NULL,
      "how often the BMC is asked (1s..1h): no faster than it updates its readings (5-60 s on most "
      "BMCs)"},
-    {"redfish_timeout", WB_CONF_DURATION, OFF(redfish_timeout_ns), "5s", 100e6, 60e9, NULL,
+    {"redfish_timeout", WB_CONF_DURATION | WB_CONF_RESTART, OFF(redfish_timeout_ns), "5s", 100e6, 60e9, NULL,
      "longest wait for one answer of the BMC"},
-    {"ipmi_host", WB_CONF_STR, OFF(ipmi_host), "", 0, 0, NULL,
+    {"ipmi_host", WB_CONF_STR | WB_CONF_RESTART, OFF(ipmi_host), "", 0, 0, NULL,
      "the BMC for the ipmi source over the LAN (host name or address); empty: in-band (/dev/ipmi0)"},
-    {"ipmi_credentials", WB_CONF_STR, OFF(ipmi_credentials), "", 0, 0, NULL,
+    {"ipmi_credentials", WB_CONF_STR | WB_CONF_RESTART, OFF(ipmi_credentials), "", 0, 0, NULL,
      "file holding the BMC's USER:PASSWORD for ipmi_host; refused unless owned by powerd's user and mode 600 or stricter"},
-    {"ipmi_protocol", WB_CONF_ENUM, OFF(ipmi_protocol), "lanplus", 0, 0, "lanplus|lan",
+    {"ipmi_protocol", WB_CONF_ENUM | WB_CONF_RESTART, OFF(ipmi_protocol), "lanplus", 0, 0, "lanplus|lan",
      "over the LAN: lanplus (IPMI 2.0, RMCP+) or lan (IPMI 1.5, MD5)"},
-    {"ipmi_interval", WB_CONF_DURATION, OFF(ipmi_interval_ns), "5s", 1e9, 3600e9, NULL,
+    {"ipmi_interval", WB_CONF_DURATION | WB_CONF_RESTART, OFF(ipmi_interval_ns), "5s", 1e9, 3600e9, NULL,
      "how often the DCMI power reading is asked for (1s..1h)"},
-    {"ipmi_timeout", WB_CONF_DURATION, OFF(ipmi_timeout_ns), "5s", 100e6, 60e9, NULL,
+    {"ipmi_timeout", WB_CONF_DURATION | WB_CONF_RESTART, OFF(ipmi_timeout_ns), "5s", 100e6, 60e9, NULL,
      "longest wait for the BMC's session and answer over the LAN"},
-    {"bus_sub", WB_CONF_STR, OFF(bus_sub), "", 0, 0, NULL,
+    {"bus_sub", WB_CONF_STR | WB_CONF_RESTART, OFF(bus_sub), "", 0, 0, NULL,
      "bus source (a VM guest): the endpoint of the host's `wattbus vmpub` for this VM"},
-    {"bus_vm", WB_CONF_STR, OFF(bus_vm), "", 0, 0, NULL,
+    {"bus_vm", WB_CONF_STR | WB_CONF_RESTART, OFF(bus_vm), "", 0, 0, NULL,
      "bus source: this VM's name on its host (the libvirt domain name)"},
-    {"bus_curve_cert", WB_CONF_STR, OFF(bus_curve_cert), "", 0, 0, NULL,
+    {"bus_curve_cert", WB_CONF_STR | WB_CONF_RESTART, OFF(bus_curve_cert), "", 0, 0, NULL,
      "bus source: this VM's CURVE certificate (secret beside it), for a tcp:// bus_sub"},
-    {"bus_curve_peer", WB_CONF_STR, OFF(bus_curve_peer), "", 0, 0, NULL,
+    {"bus_curve_peer", WB_CONF_STR | WB_CONF_RESTART, OFF(bus_curve_peer), "", 0, 0, NULL,
      "bus source: the host's public CURVE certificate"},
     {"bus_wait", WB_CONF_DURATION, OFF(bus_wait_ns), "10s", 0, 3600e9, NULL,
      "bus source: wait this long at start for the host's first message (its zones)"},
-    {"nvml_library", WB_CONF_STR, OFF(nvml_library), "libnvidia-ml.so.1", 0, 0, NULL,
+    {"nvml_library", WB_CONF_STR | WB_CONF_RESTART, OFF(nvml_library), "libnvidia-ml.so.1", 0, 0, NULL,
      "the NVML library the nvml source loads (a name the loader searches, or a path)"},
 };
 #undef OFF
@@ -316,33 +317,21 @@ static int on_reload(struct wb_daemon *d, void *new_confp, void *arg)
 {
 	struct powerd *pd = arg;
 	struct powerd_conf *old = wb_daemon_conf(d), *conf = new_confp;
-	bool sources_changed =
-	    strcmp(old->sysfs_root, conf->sysfs_root) || strcmp(old->msr_root, conf->msr_root) ||
-	    strcmp(old->exec, conf->exec) || strcmp(old->exec_mode, conf->exec_mode) ||
-	    strcmp(old->redfish_url, conf->redfish_url) ||
-	    strcmp(old->redfish_credentials, conf->redfish_credentials) ||
-	    strcmp(old->redfish_ca_file, conf->redfish_ca_file) ||
-	    old->redfish_insecure != conf->redfish_insecure ||
-	    old->redfish_interval_ns != conf->redfish_interval_ns ||
-	    old->redfish_timeout_ns != conf->redfish_timeout_ns ||
-	    strcmp(old->ipmi_host, conf->ipmi_host) ||
-	    strcmp(old->ipmi_credentials, conf->ipmi_credentials) ||
-	    strcmp(old->ipmi_protocol, conf->ipmi_protocol) ||
-	    old->ipmi_interval_ns != conf->ipmi_interval_ns ||
-	    old->ipmi_timeout_ns != conf->ipmi_timeout_ns ||
-	    strcmp(old->bus_sub, conf->bus_sub) || strcmp(old->bus_vm, conf->bus_vm) ||
-	    strcmp(old->bus_curve_cert, conf->bus_curve_cert) ||
-	    strcmp(old->bus_curve_peer, conf->bus_curve_peer) ||
-	    strcmp(old->nvml_library, conf->nvml_library) ||
-	    old->source.n != conf->source.n || old->msr_dram_unit_nj != conf->msr_dram_unit_nj;
-	for (size_t i = 0; !sources_changed && i < conf->source.n; i++)
-		sources_changed = strcmp(old->source.v[i], conf->source.v[i]) != 0;
+	const struct wb_conf_section sec = {"powerd", powerd_keys,
+					    sizeof(powerd_keys) / sizeof(powerd_keys[0]), NULL};
+	char changed[512];
+	bool sources_changed = wb_conf_restart_changes(&sec, old, conf, changed, sizeof(changed)) > 0;
 	if (strcmp(old->pub, conf->pub)) {
 		log_warnx("reload: pub changes need a restart; keeping the running config");
 		return -1;
 	}
 	if (pd->set->n > 0 && sources_changed) {
-		log_warnx("reload: source, sysfs_root, msr_root, msr_dram_unit_nj, exec, nvml_library and the redfish_*, ipmi_* and bus_* keys change the zones or their meters and need a restart; keeping the running config");
+		log_warnx("reload: %s change the zones or their meters and need a restart; keeping the running config", changed);
+		return -1;
+	}
+	bool rearm = old->interval_ns != conf->interval_ns;
+	if (rearm && wb_grid_rearm(pd->grid, conf->interval_ns) < 0) {
+		log_warnx("reload: cannot re-arm the sampling timer; keeping the running config");
 		return -1;
 	}
 	/* pd->opts points into the config: on failure the old config stays, and so must they. */
@@ -355,6 +344,8 @@ static int on_reload(struct wb_daemon *d, void *new_confp, void *arg)
 		if (!pd->set) {
 			pd->set = keep_set;
 			pd->opts = keep_opts;
+			if (rearm)
+				wb_grid_rearm(pd->grid, old->interval_ns);
 			log_warnx(
 			    "reload: cannot open the sources again (out of memory); keeping the "
 			    "running config");
@@ -368,8 +359,6 @@ static int on_reload(struct wb_daemon *d, void *new_confp, void *arg)
 		pd->set->zones[i].ctr.max_uw = max_uw;
 		pd->set->zones[i].integ.max_uw = max_uw;
 	}
-	if (old->interval_ns != conf->interval_ns)
-		wb_grid_rearm(pd->grid, conf->interval_ns);
 	return 0;
 }
 
