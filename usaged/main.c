@@ -28,23 +28,24 @@ struct usaged_conf {
 };
 
 #define OFF(f) offsetof(struct usaged_conf, f)
+/* WB_CONF_RESTART: read at start only; a reload says which of them changed. */
 static const struct wb_conf_key usaged_keys[] = {
-    {"pub", WB_CONF_STR, OFF(pub), "ipc://%r/usaged.sock", 0, 0, NULL,
+    {"pub", WB_CONF_STR | WB_CONF_RESTART, OFF(pub), "ipc://%r/usaged.sock", 0, 0, NULL,
      "endpoint the usage and stat messages are published on"},
     {"interval", WB_CONF_DURATION, OFF(interval_ns), "3s", 100e6, 3600e9, NULL,
      "publishing interval, on the wall-clock grid (100ms to 1h)"},
-    {"mode", WB_CONF_ENUM, OFF(mode), "auto", 0, 0, "auto|bpf|procfs",
+    {"mode", WB_CONF_ENUM | WB_CONF_RESTART, OFF(mode), "auto", 0, 0, "auto|bpf|procfs",
      "where CPU time comes from: bpf, procfs (/proc/<pid>/stat), or auto (bpf, else procfs)"},
     {"full_every", WB_CONF_INT, OFF(full_every), "20", 1, 1e6, NULL,
      "every Nth message lists every process that used CPU since the start"},
     {"retire_after", WB_CONF_INT, OFF(retire_after), "5", 1, 1e6, NULL,
      "a process stays in the messages for N messages after it last used CPU"},
     /* 250,000 at most: a full message (with exits) stays under the schema's 262,144. */
-    {"max_procs", WB_CONF_INT, OFF(max_procs), "100000", 64, 250000, NULL,
+    {"max_procs", WB_CONF_INT | WB_CONF_RESTART, OFF(max_procs), "100000", 64, 250000, NULL,
      "processes tracked at most (the BPF map's size)"},
-    {"counters", WB_CONF_BOOL, OFF(counters), "true", 0, 0, NULL,
+    {"counters", WB_CONF_BOOL | WB_CONF_RESTART, OFF(counters), "true", 0, 0, NULL,
      "count cycles, instructions and cache misses where perf_event_open allows (bpf mode)"},
-    {"proc_root", WB_CONF_STR, OFF(proc_root), "/proc", 0, 0, NULL, "where procfs is mounted"},
+    {"proc_root", WB_CONF_STR | WB_CONF_RESTART, OFF(proc_root), "/proc", 0, 0, NULL, "where procfs is mounted"},
 };
 
 static int usaged_check(const void *conf, char *err, size_t errlen)
@@ -75,7 +76,6 @@ struct usaged {
 	struct cgroups *cg;
 	struct bpfsrc *bpf; /* NULL in procfs mode */
 	const char *src;
-	uint64_t interval_ns; /* of the running timer */
 	struct wb_grid *grid;
 	uint64_t msgno;
 	uint64_t *c_procs, *c_exited, *c_scan_ns, *c_incomplete, *c_procstat_fail, *c_send_fail,
@@ -143,7 +143,7 @@ static void on_tick(struct wb_daemon *d, const struct wb_grid_tick *tick, void *
 
 	msg->t = wb_now_ns();
 	msg->boot_ns = msg->t - boottime_ns();
-	msg->interval_ns = u->interval_ns;
+	msg->interval_ns = conf->interval_ns;
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	msg->ncpu = ncpu > 0 ? (uint64_t)ncpu : 1;
 	if (procfs_read_cpu(u->pf, &msg->cpu) < 0) {
@@ -203,18 +203,18 @@ static int on_reload(struct wb_daemon *d, void *new_conf, void *arg)
 	struct usaged *u = arg;
 	struct usaged_conf *nc = new_conf;
 	const struct usaged_conf *oc = wb_daemon_conf(d);
-	if (strcmp(nc->mode, oc->mode) != 0 || nc->max_procs != oc->max_procs ||
-	    nc->counters != oc->counters || strcmp(nc->proc_root, oc->proc_root) != 0 ||
-	    strcmp(nc->pub, oc->pub) != 0)
-		log_warnx("reload: mode, max_procs, counters, proc_root and pub change at the next restart; interval, full_every and retire_after apply now");
-	if (nc->interval_ns != u->interval_ns) {
+	const struct wb_conf_section sec = {"usaged", usaged_keys,
+					    sizeof(usaged_keys) / sizeof(usaged_keys[0]), NULL};
+	char later[256];
+	if (wb_conf_restart_changes(&sec, oc, nc, later, sizeof(later)))
+		log_warnx("reload: %s keep their old values until a restart; interval, full_every and retire_after apply now", later);
+	if (nc->interval_ns != oc->interval_ns) {
 		/* Values are cumulative, so the message that spans the change loses nothing. */
 		if (wb_grid_rearm(u->grid, nc->interval_ns) < 0) {
 			log_warnx("reload: cannot re-arm the timer; keeping the running config");
 			return -1;
 		}
 		log_info("reload: publishing every %.3g s from the next multiple of it on", (double)nc->interval_ns / 1e9);
-		u->interval_ns = nc->interval_ns;
 	}
 	return 0;
 }
@@ -262,7 +262,6 @@ int main(int argc, char **argv)
 	u.d = wb_daemon_new(&usaged_stage, argc, argv);
 	const struct usaged_conf *conf = wb_daemon_conf(u.d);
 	struct wb_stats *st = wb_daemon_stats(u.d);
-	u.interval_ns = conf->interval_ns;
 	static const struct wb_stat_row rows[] = {
 	    WB_STAT_ROW(struct usaged, c_procs, "procs_tracked"),
 	    WB_STAT_ROW(struct usaged, c_exited, "procs_exited"),
@@ -291,9 +290,9 @@ int main(int argc, char **argv)
 		goto out;
 	if (open_source(&u, conf) < 0)
 		goto out;
-	log_info("publishing usage every %.3g s as %s; %s", (double)u.interval_ns / 1e9, u.src,
+	log_info("publishing usage every %.3g s as %s; %s", (double)conf->interval_ns / 1e9, u.src,
 		 cgroups_describe(u.cg));
-	u.grid = wb_daemon_grid_timer(u.d, u.interval_ns, on_tick, &u);
+	u.grid = wb_daemon_grid_timer(u.d, conf->interval_ns, on_tick, &u);
 	if (!u.grid) {
 		log_errx("cannot start the interval timer");
 		goto out;
