@@ -151,7 +151,12 @@ enum wb_httpc_result wb_httpc_request(const char *method, const char *url, const
 		curl_easy_setopt(c, CURLOPT_PASSWORD, o->password ? o->password : "");
 	}
 	if (o->bearer) {
-		snprintf(line, sizeof(line), "Authorization: Bearer %s", o->bearer);
+		if ((size_t)snprintf(line, sizeof(line), "Authorization: Bearer %s", o->bearer) >= sizeof(line)) {
+			explicit_bzero(line, sizeof(line));
+			curl_easy_cleanup(c);
+			snprintf(err, errlen, "%s %s: bearer token longer than %zu bytes", method, url, sizeof(line) - 23);
+			return WB_HTTPC_ERROR;
+		}
 		hdr = curl_slist_append(hdr, line);
 	}
 	if (o->accept) {
@@ -189,6 +194,7 @@ enum wb_httpc_result wb_httpc_request(const char *method, const char *url, const
 	}
 	curl_slist_free_all(hdr);
 	curl_easy_cleanup(c);
+	explicit_bzero(line, sizeof(line)); /* it held the bearer header */
 	return res;
 }
 
@@ -238,6 +244,15 @@ static char *dup_or_null(const char *s, bool *ok)
 	return d;
 }
 
+/* A secret (token, password) is wiped before its memory goes back. */
+static void free_secret(const char *s)
+{
+	if (s) {
+		explicit_bzero((char *)s, strlen(s));
+		free((char *)s);
+	}
+}
+
 static void job_free(struct wb_httpc_job *j)
 {
 	if (j->fd >= 0)
@@ -246,9 +261,9 @@ static void job_free(struct wb_httpc_job *j)
 	free(j->url);
 	free(j->body);
 	free((char *)j->opts.ca_file);
-	free((char *)j->opts.bearer);
+	free_secret(j->opts.bearer);
 	free((char *)j->opts.user);
-	free((char *)j->opts.password);
+	free_secret(j->opts.password);
 	free((char *)j->opts.content_type);
 	free((char *)j->opts.accept);
 	free((char *)j->opts.unix_socket);

@@ -49,7 +49,7 @@ static void *serve(void *arg)
 	} else {
 		if (write(fd, s->answer, strlen(s->answer)) < 0)
 			goto out;
-		char x[4096];
+		char x[256];
 		memset(x, 'x', sizeof(x));
 		for (size_t left = s->repeat; left > 0;) {
 			size_t n = left < sizeof(x) ? left : sizeof(x);
@@ -184,7 +184,8 @@ static void test_job_timeout_and_refused(void)
 	server_start(&s);
 	char url[128], err[512];
 	url_of(&s, "/slow", url, sizeof(url));
-	struct wb_httpc_opts o = {.timeout_ms = 300};
+	/* long enough that a loaded machine does not end it before the first check */
+	struct wb_httpc_opts o = {.timeout_ms = 2000};
 	struct wb_httpc_job *j = wb_httpc_start("GET", url, NULL, 0, &o, err, sizeof(err));
 	CHECK(j != NULL);
 	if (!j)
@@ -206,7 +207,22 @@ static void test_job_timeout_and_refused(void)
 	wb_httpc_resp_free(&r);
 }
 
+/* A token that would not fit the header is refused, not cut short. */
+static void test_bearer_too_long(void)
+{
+	char token[5000], err[512];
+	memset(token, 'a', sizeof(token) - 1);
+	token[sizeof(token) - 1] = '\0';
+	struct wb_httpc_opts o = {.bearer = token};
+	struct wb_httpc_resp r;
+	CHECK(wb_httpc_request("GET", "http://127.0.0.1:1/pods", NULL, 0, &o, &r, err, sizeof(err)) ==
+	      WB_HTTPC_ERROR);
+	CHECK(strstr(err, "bearer token longer than") != NULL);
+	wb_httpc_resp_free(&r);
+}
+
 static const struct unit_case cases[] = {
+	{"bearer_too_long", test_bearer_too_long},
 	{"get_json_with_bearer", test_get_json_with_bearer},
 	{"post_basic_auth", test_post_basic_auth},
 	{"status_names_url_and_body", test_status_names_url_and_body},
