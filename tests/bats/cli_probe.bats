@@ -83,7 +83,8 @@ print("%s vs %s (+-%g%%): %s" % (v, w, r * 100, "ok" if ok else "OFF")); sys.exi
 	[ "$(jq -r '.zones[0].kind + " " + .zones[0].unit + " " + .zones[0].source' <<<"$j")" = "platform uW hwmon" ]
 	within "$(jq -r '.zones[0].period_s' <<<"$j")" 0.3 0.2
 	[ "$(jq -r '.zones[0].step_uw' <<<"$j")" = 10500000 ]
-	within "$(jq -r '.zones[0].mean_w' <<<"$j")" 245.25 0.03
+	# the meter alternates 240 and 250.5 W: within 1.5 %, neither value alone passes
+	within "$(jq -r '.zones[0].mean_w' <<<"$j")" 245.25 0.015
 	[ "$(jq -r '.zones[0].range_uj' <<<"$j")" = null ]
 	[ "$(jq -r '.zones[0].wrap_s' <<<"$j")" = null ]
 }

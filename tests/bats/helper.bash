@@ -2,6 +2,7 @@
 # daemons started in the test's temp dir that teardown always kills.
 load '/usr/lib/bats/bats-support/load'
 load '/usr/lib/bats/bats-assert/load'
+bats_require_minimum_version 1.5.0 # run ! and run -N
 
 WB_BUILD=${WB_BUILD:-$BATS_TEST_DIRNAME/../../build}
 WB_ROOT=${WB_ROOT:-$(cd "$BATS_TEST_DIRNAME/../.." && pwd)}

@@ -86,13 +86,12 @@ ip_watts_after() {
 	wb_wait_for 30 grep -q 'ipmi: bmc-test: DCMI power measurement is not active on the BMC' "$BATS_TEST_TMPDIR/powerd.log"
 	# hangs: the hwmon zone is published at every sample meanwhile
 	echo hang >"$CTL/mode"
-	n=$(grep -c . "$CTL/served")
 	last=$(pd_power_rows - | tail -1 | cut -d' ' -f1)
 	wb_wait_for 30 bash -c '[ "$(pd_power_rows - | awk -v c="$0" '"'"'$1 > c'"'"' | wc -l)" -ge 40 ]' "$last"
 	pd_tap_lines | grep '"topic":"power/testhost"' >"$BATS_TEST_TMPDIR/snap"
 	[ "$(grep -c '"gpu-0"' "$BATS_TEST_TMPDIR/snap")" -eq "$(wc -l <"$BATS_TEST_TMPDIR/snap")" ]
 	# the held reading went stale: the platform zone is left out meanwhile
-	! tail -3 "$BATS_TEST_TMPDIR/snap" | grep -q platform
+	run ! bash -c 'tail -3 "$0" | grep -q platform' "$BATS_TEST_TMPDIR/snap"
 	rm -f "$CTL/mode"
 	t=$(date +%s%N)
 	wb_wait_for 30 bash -c '[ "$(pd_power_rows platform | awk -v c="$0" '"'"'$1 > c'"'"' | wc -l)" -ge 3 ]' "$t"
@@ -111,7 +110,7 @@ ip_watts_after() {
 	ip_start --ipmi_host bmc-test --ipmi_credentials "$CRED"
 	pd_wait_stat read_errors 2 30
 	wb_wait_for 30 grep -q 'ipmi: bmc-test: cannot open a session: password invalid' "$BATS_TEST_TMPDIR/powerd.log"
-	! grep -q wrong "$BATS_TEST_TMPDIR/powerd.log"
+	run ! grep -q wrong "$BATS_TEST_TMPDIR/powerd.log"
 	run "$WB_BUILD/wattbus-powerd" -n --source ipmi --ipmi_host bmc-test
 	assert_failure
 	assert_output --partial "ipmi_host bmc-test needs ipmi_credentials"

@@ -134,7 +134,7 @@ metrics_b() {
 		--pub "tcp://$A:5560" --curve_cert "$K/hosta" --curve_allow "$K/allowed"
 	wb_wait_for 30 grep -q "running" "$BATS_TEST_TMPDIR/trainer.log"
 	kill -0 "$PID_trainer"
-	! grep -q "curve_peer" "$BATS_TEST_TMPDIR/trainer.log"
+	run ! grep -q "curve_peer" "$BATS_TEST_TMPDIR/trainer.log"
 	run ip netns exec "$NSA" timeout 30 "$WB_BUILD/wattbus-estimd" --runtime_dir "$rt.2" \
 		--sub "tcp://$A:5550" --curve_cert "$K/collector"
 	[ "$status" -ne 0 ]

@@ -111,7 +111,7 @@ node_joules() {
 	grep "model server" "$BATS_TEST_TMPDIR/estimdB.log" | head -n 5
 	wb_wait_for 120 bash -c "[ -n \"\$(ip netns exec $NSB curl -sf http://$B:9102/metrics | grep '^kepler_node_cpu_joules_total{.*zone=\"package\"')\" ]"
 
-	# Over the same 30 s, B's estimate against A's meter (both through their exportd).
+	# Over the same window, B's estimate against A's meter (both through their exportd).
 	local a0 b0 a1 b1
 	a0=$(node_joules "$NSA" "$A:9102")
 	b0=$(node_joules "$NSB" "$B:9102")

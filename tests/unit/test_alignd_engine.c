@@ -742,7 +742,8 @@ static void snap_to_the_last_sample(void)
 /* alignd stops cleanly and starts again: the saved state makes the run continue exactly. */
 static void restart_of_alignd_itself(void)
 {
-	char path[] = "/tmp/alignd-state-XXXXXX";
+	char path[256];
+	unit_tmp(path, sizeof(path), "alignd-state-XXXXXX");
 	int fd = mkstemp(path);
 	CHECK(fd >= 0);
 	close(fd);
@@ -864,7 +865,8 @@ static void totals_cumulative(void)
  */
 static void crash_resumes_from_checkpoint(void)
 {
-	char path[] = "/tmp/alignd-ckpt-XXXXXX";
+	char path[256];
+	unit_tmp(path, sizeof(path), "alignd-ckpt-XXXXXX");
 	int fd = mkstemp(path);
 	CHECK(fd >= 0);
 	close(fd);

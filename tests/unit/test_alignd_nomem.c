@@ -61,7 +61,8 @@ static void usage1(struct align *a, uint64_t t, uint64_t recv)
 /* A saved zone whose samples cannot be allocated at load: skipped, no NULL dereference. */
 static void load_without_memory(void)
 {
-	char path[] = "/tmp/alignd-nomem-XXXXXX";
+	char path[256];
+	unit_tmp(path, sizeof(path), "alignd-nomem-XXXXXX");
 	int fd = mkstemp(path);
 	CHECK(fd >= 0);
 	close(fd);

@@ -35,7 +35,7 @@ static struct wb_conf_section sec = {"alignd", keys, sizeof(keys) / sizeof(keys[
 static char *write_file(const char *text)
 {
 	static char path[64];
-	snprintf(path, sizeof(path), "/tmp/wb-test-conf-XXXXXX");
+	unit_tmp(path, sizeof(path), "wb-test-conf-XXXXXX");
 	int fd = mkstemp(path);
 	if (fd < 0 || write(fd, text, strlen(text)) != (ssize_t)strlen(text))
 		return NULL;

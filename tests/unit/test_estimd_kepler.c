@@ -50,7 +50,8 @@ static void write_file(const char *path, const char *text)
 
 static void test_spec_from_fake_tree(void)
 {
-	char root[] = "/tmp/wb_spec_XXXXXX";
+	char root[256];
+	unit_tmp(root, sizeof(root), "wb_spec_XXXXXX");
 	CHECK(mkdtemp(root) != NULL);
 	char p[512];
 	snprintf(p, sizeof(p), "%s/proc", root);

@@ -145,7 +145,8 @@ static void lost_slots_recovered(void)
  */
 static void restart_from_state(void)
 {
-	char path[] = "/tmp/estimd-state-XXXXXX";
+	char path[256];
+	unit_tmp(path, sizeof(path), "estimd-state-XXXXXX");
 	int fd = mkstemp(path);
 	CHECK(fd >= 0);
 	close(fd);
@@ -423,7 +424,8 @@ static int feed_vm(struct estimator *e, struct sim *sim, uint64_t k, struct wb_e
  */
 static void vm_totals(void)
 {
-	char path[] = "/tmp/estimd-state-XXXXXX";
+	char path[256];
+	unit_tmp(path, sizeof(path), "estimd-state-XXXXXX");
 	int fd = mkstemp(path);
 	CHECK(fd >= 0);
 	close(fd);

@@ -878,7 +878,8 @@ static void test_zone_kinds_turn_over(void)
  * restart from the state file. */
 static void test_gpus_and_state(void)
 {
-	char path[] = "/tmp/exportd-gpu-XXXXXX";
+	char path[256];
+	unit_tmp(path, sizeof(path), "exportd-gpu-XXXXXX");
 	int fd = mkstemp(path);
 	CHECK(fd >= 0);
 	close(fd);
@@ -937,7 +938,8 @@ out:
 
 static void test_state_file_restart(void)
 {
-	char path[] = "/tmp/exportd-state-XXXXXX";
+	char path[256];
+	unit_tmp(path, sizeof(path), "exportd-state-XXXXXX");
 	int fd = mkstemp(path);
 	CHECK(fd >= 0);
 	close(fd);

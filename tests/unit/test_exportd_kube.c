@@ -25,7 +25,7 @@
 static char *slurp(const char *rel, size_t *len)
 {
 	const char *root = getenv("WB_ROOT");
-	char path[4096];
+	char path[256];
 	snprintf(path, sizeof path, "%s/%s", root ? root : ".", rel);
 	FILE *f = fopen(path, "r");
 	if (!f)

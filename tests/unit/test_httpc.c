@@ -47,14 +47,14 @@ static void *serve(void *arg)
 		while (read(fd, b, sizeof(b)) > 0)
 			;
 	} else {
-		if (write(fd, s->answer, strlen(s->answer)) < 0)
+		if (send(fd, s->answer, strlen(s->answer), MSG_NOSIGNAL) < 0)
 			goto out;
 		char x[256];
 		memset(x, 'x', sizeof(x));
 		for (size_t left = s->repeat; left > 0;) {
 			size_t n = left < sizeof(x) ? left : sizeof(x);
-			if (write(fd, x, n) < 0)
-				break;
+			if (send(fd, x, n, MSG_NOSIGNAL) < 0)
+				break; /* the client stopped reading (too_big) */
 			left -= n;
 		}
 	}

@@ -184,7 +184,8 @@ static void make_msg(struct wb_msg *msg, const char *host, double mae)
 
 static void test_store(void)
 {
-	char dir[] = "/tmp/wb-modeld-XXXXXX";
+	char dir[256];
+	unit_tmp(dir, sizeof(dir), "wb-modeld-XXXXXX");
 	CHECK(mkdtemp(dir) != NULL);
 	char err[512];
 	struct md_store *s = md_store_new(dir, "wattbus", "rapl-sysfs");

@@ -13,7 +13,7 @@
 
 #define S 1000000000ull
 
-static char dir[] = "/tmp/wb-bus-XXXXXX";
+static char dir[200];
 static char ep[256];
 static struct wb_pub *pub;
 static struct pd_set *set;
@@ -57,7 +57,7 @@ static uint64_t sample_at(uint64_t t, uint64_t want_frames)
 
 static void setup(void)
 {
-	CHECK(mkdtemp(dir) != NULL);
+	CHECK(mkdtemp(unit_tmp(dir, sizeof(dir), "wb-bus-XXXXXX")) != NULL);
 	snprintf(ep, sizeof(ep), "ipc://%s/vmpub.sock", dir);
 	pub = wb_pub_new(ep, "vmpub", "vm1", &(struct wb_sockopts){0});
 	CHECK(pub != NULL);

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "../../powerd/powerd.h"
+#include "unit.h"
 
 static char fake_root[256];
 
@@ -75,7 +76,7 @@ static const char *fake_new(void)
 {
 	if (fake_root[0])
 		nftw(fake_root, fake_rm_cb, 16, FTW_DEPTH | FTW_PHYS);
-	snprintf(fake_root, sizeof(fake_root), "/tmp/wb-powerd-unit-XXXXXX");
+	unit_tmp(fake_root, sizeof(fake_root), "wb-powerd-unit-XXXXXX");
 	if (!mkdtemp(fake_root)) {
 		perror("mkdtemp");
 		exit(99);

@@ -12,7 +12,7 @@ static char dir[64];
 
 static void setup_dir(void)
 {
-	snprintf(dir, sizeof(dir), "/tmp/wb-test-state-XXXXXX");
+	unit_tmp(dir, sizeof(dir), "wb-test-state-XXXXXX");
 	if (!mkdtemp(dir))
 		abort();
 }

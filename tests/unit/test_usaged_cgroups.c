@@ -69,7 +69,7 @@ static struct cgroups *cg;
 static void setup(void)
 {
 	char text[2048];
-	snprintf(root, sizeof(root), "/tmp/usaged-cgroups-XXXXXX");
+	unit_tmp(root, sizeof(root), "usaged-cgroups-XXXXXX");
 	if (!mkdtemp(root))
 		exit(1);
 	snprintf(text, sizeof(text),

@@ -136,7 +136,7 @@ static void collect(void *arg, const struct usaged_sample *s)
 
 static void test_scan(void)
 {
-	snprintf(root, sizeof(root), "/tmp/usaged-procfs-XXXXXX");
+	unit_tmp(root, sizeof(root), "usaged-procfs-XXXXXX");
 	CHECK(mkdtemp(root) != NULL);
 	put("stat", "cpu  10 0 5 100 0 0 0 0 0 0\n");
 	put("42/stat", "42 (worker one)" STAT_TAIL);
@@ -208,7 +208,7 @@ static void test_scan(void)
  * INT64_MAX; what is published counts from the first reading and stays far below it. */
 static void test_cpu_big_host(void)
 {
-	snprintf(root, sizeof(root), "/tmp/usaged-procfs-XXXXXX");
+	unit_tmp(root, sizeof(root), "usaged-procfs-XXXXXX");
 	CHECK(mkdtemp(root) != NULL);
 	struct procfs *pf = procfs_new(root);
 	CHECK(pf != NULL);

@@ -11,6 +11,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+/*
+ * A mkstemp/mkdtemp template under $TMPDIR (else /tmp): unit_tmp(buf, sizeof(buf),
+ * "name-XXXXXX"), so that the tests keep to the directory the test run was given.
+ */
+static inline char *unit_tmp(char *buf, size_t len, const char *tail)
+{
+	const char *dir = getenv("TMPDIR");
+	snprintf(buf, len, "%s/%s", dir && dir[0] ? dir : "/tmp", tail);
+	return buf;
+}
+
 struct unit_case {
 	const char *name;
 	void (*fn)(void);
