@@ -43,6 +43,7 @@ void feat_cpu_busy(const struct wb_cpu_times *c, uint64_t *busy_ns, uint64_t *to
 /* ---- model.c: Kepler model-db weights (linear and curve-fit), wattbus model messages ---- */
 
 enum model_form { MODEL_LINEAR, MODEL_LOGARITHMIC, MODEL_LOGISTIC, MODEL_EXPONENTIAL };
+#define MODEL_CURVE_MAX 4 /* parameters of the largest curve form (logistic) */
 enum model_output { MODEL_ABS, MODEL_DYN };
 
 #define MODEL_FEATS_MAX 32
@@ -60,7 +61,7 @@ struct model_zone {
 	double bias_w;
 	size_t nfeat;
 	struct model_feat feat[MODEL_FEATS_MAX]; /* in file order; curve fits use feat[0] */
-	double curve[4];			 /* CurveFit_Weights */
+	double curve[MODEL_CURVE_MAX];		 /* CurveFit_Weights */
 	size_t ncurve;
 	double mae_w, mape; /* held-out error when known (trained by wattbus), else 0 */
 };
@@ -108,6 +109,11 @@ bool model_zone_active(const struct model *m, const struct model_zone *z);
 /* Power of one zone in watts at features x (per second). NaN when the form is undefined there. */
 double model_zone_power_w(const struct model *m, const struct model_zone *z,
 			  const double x[FEAT_COUNT]);
+/* Parameters of a curve form (0 for linear). */
+size_t model_curve_len(enum model_form form);
+/* A curve form's value at u for parameters c, and (grad, model_curve_len entries; may be NULL)
+ * its gradient in c. NaN where the form is undefined. */
+double model_curve_eval(enum model_form form, const double *c, double u, double *grad);
 /*
  * Kepler weights JSON of a model (linear: means folded into the bias; curve
  * fits: feature scales and CurveFit_Weights). malloc'd, or NULL (err).

@@ -333,7 +333,7 @@ static int output_from(const char *s)
 	return -1;
 }
 
-static size_t curve_len(enum model_form form)
+size_t model_curve_len(enum model_form form)
 {
 	return form == MODEL_LOGISTIC ? 4 : form == MODEL_LINEAR ? 0 : 3;
 }
@@ -381,7 +381,7 @@ static int resolve_form(struct reader *r, const struct model_hint *hint, const c
 		const struct model_zone *z = &m->zones[i];
 		char key[64];
 		snprintf(key, sizeof(key), "%s.All_Weights.CurveFit_Weights", z->zone);
-		size_t want = curve_len(m->form);
+		size_t want = model_curve_len(m->form);
 		if (want == 0 && z->ncurve)
 			return fail(r->err, r->errlen, r->origin, key,
 				    "present, but %s says the model is linear", why);
@@ -581,16 +581,39 @@ double model_zone_power_w(const struct model *m, const struct model_zone *z,
 	}
 	/* model-db's curve fits use the first feature only. */
 	double u = z->nfeat ? feat_value(&z->feat[0], x) : 0.0;
-	const double *c = z->curve;
-	switch (m->form) {
+	return model_curve_eval(m->form, z->curve, u, NULL);
+}
+
+double model_curve_eval(enum model_form form, const double *c, double u, double *grad)
+{
+	double g[MODEL_CURVE_MAX];
+	if (!grad)
+		grad = g;
+	switch (form) {
 	case MODEL_LOGARITHMIC: {
 		double arg = c[1] * u + 1;
-		return arg > 0 ? c[0] * log(arg) + c[2] : NAN;
+		if (!(arg > 0))
+			return NAN;
+		grad[0] = log(arg);
+		grad[1] = c[0] * u / arg;
+		grad[2] = 1;
+		return c[0] * log(arg) + c[2];
 	}
-	case MODEL_LOGISTIC:
-		return c[0] / (1 + exp(-c[2] * (u - c[1]))) + c[3];
-	case MODEL_EXPONENTIAL:
-		return c[0] * exp(c[1] * u) + c[2];
+	case MODEL_EXPONENTIAL: {
+		double e = exp(c[1] * u);
+		grad[0] = e;
+		grad[1] = c[0] * u * e;
+		grad[2] = 1;
+		return c[0] * e + c[2];
+	}
+	case MODEL_LOGISTIC: {
+		double sg = 1 / (1 + exp(-c[2] * (u - c[1])));
+		grad[0] = sg;
+		grad[1] = -c[0] * sg * (1 - sg) * c[2];
+		grad[2] = c[0] * sg * (1 - sg) * (u - c[1]);
+		grad[3] = 1;
+		return c[0] * sg + c[3];
+	}
 	case MODEL_LINEAR:
 		break;
 	}

@@ -88,15 +88,19 @@ int trainer_add(struct trainer *t, const struct wb_aligned *a)
 }
 
 /*
- * Solve A b = c (p x p, symmetric, standardised so the diagonal is about 1) by
+ * Solve A b = c (p x p, symmetric positive semi-definite; the pivot test is relative) by
  * Cholesky, dropping a feature whose pivot vanishes (it is a combination of the
- * others, e.g. cycles proportional to CPU time): its weight stays 0.
+ * others, e.g. cycles proportional to CPU time): its weight stays 0. Returns how
+ * many of the used features were dropped. The linear fit's normal equations and
+ * the curve fits' damped steps both go through it.
  */
-static void solve_spd(size_t p, double A[FEAT_COUNT][FEAT_COUNT], const double c[FEAT_COUNT],
-		      const bool use[FEAT_COUNT], double b[FEAT_COUNT])
+#define SOLVE_MAX (FEAT_COUNT > MODEL_CURVE_MAX ? FEAT_COUNT : MODEL_CURVE_MAX)
+static size_t solve_spd(size_t p, double A[SOLVE_MAX][SOLVE_MAX], const double c[SOLVE_MAX],
+			const bool use[SOLVE_MAX], double b[SOLVE_MAX])
 {
-	double L[FEAT_COUNT][FEAT_COUNT] = {{0}};
-	bool on[FEAT_COUNT];
+	double L[SOLVE_MAX][SOLVE_MAX] = {{0}};
+	bool on[SOLVE_MAX];
+	size_t dropped = 0;
 	for (size_t k = 0; k < p; k++) {
 		on[k] = use[k];
 		b[k] = 0;
@@ -108,6 +112,7 @@ static void solve_spd(size_t p, double A[FEAT_COUNT][FEAT_COUNT], const double c
 				d -= L[k][m] * L[k][m];
 		if (d < 1e-9 * (A[k][k] > 0 ? A[k][k] : 1)) {
 			on[k] = false;
+			dropped++;
 			continue;
 		}
 		L[k][k] = sqrt(d);
@@ -119,7 +124,7 @@ static void solve_spd(size_t p, double A[FEAT_COUNT][FEAT_COUNT], const double c
 			L[i][k] = v / L[k][k];
 		}
 	}
-	double y[FEAT_COUNT] = {0};
+	double y[SOLVE_MAX] = {0};
 	for (size_t k = 0; k < p; k++) {
 		if (!on[k])
 			continue;
@@ -138,6 +143,7 @@ static void solve_spd(size_t p, double A[FEAT_COUNT][FEAT_COUNT], const double c
 				v -= L[m][k] * b[m];
 		b[k] = v / L[k][k];
 	}
+	return dropped;
 }
 
 static void fit_zone(const struct trainer *t, int zi, const bool include[FEAT_COUNT],
@@ -167,12 +173,12 @@ static void fit_zone(const struct trainer *t, int zi, const bool include[FEAT_CO
 		for (int j = 0; j < FEAT_COUNT; j++)
 			sd[j] += (s->x[j] - mean[j]) * (s->x[j] - mean[j]);
 	}
-	bool use[FEAT_COUNT];
+	bool use[SOLVE_MAX] = {false};
 	for (int j = 0; j < FEAT_COUNT; j++) {
 		sd[j] = sqrt(sd[j] / (double)n);
 		use[j] = include[j] && sd[j] > 1e-12 * (fabs(mean[j]) + 1);
 	}
-	double A[FEAT_COUNT][FEAT_COUNT] = {{0}}, c[FEAT_COUNT] = {0}, beta[FEAT_COUNT];
+	double A[SOLVE_MAX][SOLVE_MAX] = {{0}}, c[SOLVE_MAX] = {0}, beta[SOLVE_MAX];
 	for (size_t i = 0; i < t->n; i++) {
 		const struct train_sample *s = &t->ring[i];
 		if (s->test || s->y_w[zi] < 0)
@@ -289,51 +295,12 @@ int trainer_fit(struct trainer *t, const char *name, uint64_t cores, struct mode
 
 #define CURVE_ITER_MAX 300
 
-/* The form's value at u and its gradient in the parameters c (as model_zone_power_w computes it). */
-static double curve_eval(enum model_form form, const double *c, double u, double *grad)
-{
-	switch (form) {
-	case MODEL_LOGARITHMIC: {
-		double arg = c[1] * u + 1;
-		if (!(arg > 0))
-			return NAN;
-		grad[0] = log(arg);
-		grad[1] = c[0] * u / arg;
-		grad[2] = 1;
-		return c[0] * log(arg) + c[2];
-	}
-	case MODEL_EXPONENTIAL: {
-		double e = exp(c[1] * u);
-		grad[0] = e;
-		grad[1] = c[0] * u * e;
-		grad[2] = 1;
-		return c[0] * e + c[2];
-	}
-	case MODEL_LOGISTIC: {
-		double sg = 1 / (1 + exp(-c[2] * (u - c[1])));
-		grad[0] = sg;
-		grad[1] = -c[0] * sg * (1 - sg) * c[2];
-		grad[2] = c[0] * sg * (1 - sg) * (u - c[1]);
-		grad[3] = 1;
-		return c[0] * sg + c[3];
-	}
-	case MODEL_LINEAR:
-		break;
-	}
-	return NAN;
-}
-
-static size_t curve_params(enum model_form form)
-{
-	return form == MODEL_LOGISTIC ? 4 : 3;
-}
-
 static double curve_sse(enum model_form form, const double *c, const double *u, const double *y,
 			size_t n)
 {
-	double g[4], sse = 0;
+	double g[MODEL_CURVE_MAX], sse = 0;
 	for (size_t i = 0; i < n; i++) {
-		double f = curve_eval(form, c, u[i], g);
+		double f = model_curve_eval(form, c, u[i], g);
 		if (!isfinite(f))
 			return INFINITY;
 		sse += (f - y[i]) * (f - y[i]);
@@ -341,49 +308,16 @@ static double curve_sse(enum model_form form, const double *c, const double *u, 
 	return sse;
 }
 
-/* Solve A x = b (k x k) by Gaussian elimination with partial pivoting; -1 when singular. */
-static int solve_small(size_t k, double A[4][4], double b[4], double x[4])
-{
-	for (size_t col = 0; col < k; col++) {
-		size_t piv = col;
-		for (size_t r = col + 1; r < k; r++)
-			if (fabs(A[r][col]) > fabs(A[piv][col]))
-				piv = r;
-		if (!(fabs(A[piv][col]) > 1e-300))
-			return -1;
-		for (size_t j = 0; j < k; j++) {
-			double tmp = A[col][j];
-			A[col][j] = A[piv][j];
-			A[piv][j] = tmp;
-		}
-		double tb = b[col];
-		b[col] = b[piv];
-		b[piv] = tb;
-		for (size_t r = col + 1; r < k; r++) {
-			double f = A[r][col] / A[col][col];
-			for (size_t j = col; j < k; j++)
-				A[r][j] -= f * A[col][j];
-			b[r] -= f * b[col];
-		}
-	}
-	for (size_t r = k; r-- > 0;) {
-		double v = b[r];
-		for (size_t j = r + 1; j < k; j++)
-			v -= A[r][j] * x[j];
-		x[r] = v / A[r][r];
-	}
-	return 0;
-}
-
 /* Levenberg-Marquardt from c; returns the final sum of squares (c updated). */
 static double curve_lm(enum model_form form, double *c, const double *u, const double *y, size_t n)
 {
-	size_t k = curve_params(form);
+	size_t k = model_curve_len(form);
 	double lambda = 1e-3, sse = curve_sse(form, c, u, y, n);
 	for (int it = 0; it < CURVE_ITER_MAX && isfinite(sse); it++) {
-		double JtJ[4][4] = {{0}}, Jtr[4] = {0}, g[4];
+		double JtJ[MODEL_CURVE_MAX][MODEL_CURVE_MAX] = {{0}}, Jtr[MODEL_CURVE_MAX] = {0},
+		       g[MODEL_CURVE_MAX];
 		for (size_t i = 0; i < n; i++) {
-			double r = y[i] - curve_eval(form, c, u[i], g);
+			double r = y[i] - model_curve_eval(form, c, u[i], g);
 			for (size_t a = 0; a < k; a++) {
 				Jtr[a] += g[a] * r;
 				for (size_t b = 0; b < k; b++)
@@ -392,14 +326,16 @@ static double curve_lm(enum model_form form, double *c, const double *u, const d
 		}
 		bool improved = false;
 		while (lambda < 1e12) {
-			double A[4][4], b[4], d[4], trial[4];
+			double A[SOLVE_MAX][SOLVE_MAX] = {{0}}, b[SOLVE_MAX] = {0}, d[SOLVE_MAX],
+			       trial[MODEL_CURVE_MAX];
+			const bool all[SOLVE_MAX] = {true, true, true, true};
 			for (size_t a = 0; a < k; a++) {
 				for (size_t bb = 0; bb < k; bb++)
 					A[a][bb] = JtJ[a][bb];
 				A[a][a] += lambda * (JtJ[a][a] > 0 ? JtJ[a][a] : 1e-12);
 				b[a] = Jtr[a];
 			}
-			if (solve_small(k, A, b, d) < 0) {
+			if (solve_spd(k, A, b, all, d) > 0) {
 				lambda *= 10;
 				continue;
 			}
@@ -437,7 +373,7 @@ static void fit_curve_zone(enum model_form form, const double *u, const double *
 	double best_sse = INFINITY;
 	size_t nstarts = form == MODEL_LOGISTIC ? 15 : 6;
 	for (size_t sidx = 0; sidx < nstarts; sidx++) {
-		double c[4] = {0}, g[4];
+		double c[MODEL_CURVE_MAX] = {0}, g[MODEL_CURVE_MAX];
 		if (form == MODEL_LOGARITHMIC)
 			c[1] = log_b[sidx];
 		else if (form == MODEL_EXPONENTIAL)
@@ -452,7 +388,7 @@ static void fit_curve_zone(enum model_form form, const double *u, const double *
 		c[ai] = 1;
 		c[oi] = 0;
 		for (size_t i = 0; i < n; i++) {
-			double h = curve_eval(form, c, u[i], g);
+			double h = model_curve_eval(form, c, u[i], g);
 			sx += h;
 			sy += y[i];
 			sxx += h * h;
@@ -499,10 +435,10 @@ int trainer_fit_form(struct trainer *t, enum model_form form, const char *name, 
 		if (t->ring[i].x[FEAT_CPU_TIME_MS] > umax)
 			umax = t->ring[i].x[FEAT_CPU_TIME_MS];
 	}
-	if (ntrain < t->conf.min_slots || ntrain < curve_params(form) + 1) {
+	if (ntrain < t->conf.min_slots || ntrain < model_curve_len(form) + 1) {
 		snprintf(err, errlen, "%zu training slots, %zu needed for the %s form", ntrain,
-			 t->conf.min_slots > curve_params(form) + 1 ? t->conf.min_slots
-								     : curve_params(form) + 1,
+			 t->conf.min_slots > model_curve_len(form) + 1 ? t->conf.min_slots
+								     : model_curve_len(form) + 1,
 			 model_form_name(form));
 		return -1;
 	}
@@ -537,7 +473,7 @@ int trainer_fit_form(struct trainer *t, enum model_form form, const char *name, 
 		snprintf(z->feat[0].name, sizeof(z->feat[0].name), "%s", feat_name(FEAT_CPU_TIME_MS));
 		z->feat[0].id = FEAT_CPU_TIME_MS;
 		z->feat[0].scale = scale;
-		z->ncurve = curve_params(form);
+		z->ncurve = model_curve_len(form);
 		fit_curve_zone(form, u, y, n, z->curve);
 		heldout_error(t, out, z, zi);
 		out->nzones++;
