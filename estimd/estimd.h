@@ -259,6 +259,9 @@ int idle_parse_fixed(const char *const *entries, size_t n, struct idle_conf *con
 		     size_t errlen);
 const char *idle_method_name(enum idle_method method);
 void idle_reg_free(struct idle_reg *r);
+/* A configured idle power for a zone: its own entry (package-1) wins over its kind's (package). */
+const struct idle_fixed *idle_find_fixed(const struct idle_conf *conf, const char *name,
+					 const char *zone);
 /*
  * Split energy_uj of one zone into active and idle for a slot of slot_s
  * seconds with busy/total CPU time. reg is the zone's regression state (may be

@@ -15,22 +15,12 @@ bool gpu_zone(const struct wb_slot_zone *sz)
 	return sz->uuid[0] != '\0';
 }
 
-static bool fixed_w(const struct idle_conf *conf, const struct wb_slot_zone *sz, double *w)
-{
-	for (size_t pass = 0; pass < 2; pass++)
-		for (size_t i = 0; i < conf->nfixed; i++)
-			if (!strcmp(conf->fixed[i].key, pass ? sz->zone : sz->name)) {
-				*w = conf->fixed[i].watts;
-				return true;
-			}
-	return false;
-}
-
 void gpu_split(const struct idle_conf *conf, struct gpu_idle *st, const struct wb_slot_zone *sz,
 	       double slot_s, uint64_t *active_uj, uint64_t *idle_uj, double *idle_w)
 {
-	double w = 0;
-	if (!fixed_w(conf, sz, &w) && st) {
+	const struct idle_fixed *f = idle_find_fixed(conf, sz->name, sz->zone);
+	double w = f ? f->watts : 0;
+	if (!f && st) {
 		/* samples that listed no process: the GPU idled through the slot */
 		if (sz->gpu_samples > 0 && sz->n_gpu_procs == 0 && slot_s > 0) {
 			double p = (double)sz->energy_uj / 1e6 / slot_s;

@@ -60,9 +60,8 @@ void idle_reg_free(struct idle_reg *r)
 	memset(r, 0, sizeof(*r));
 }
 
-/* The zone's own entry (package-1) wins over its kind's (package). */
-static const struct idle_fixed *find_fixed(const struct idle_conf *conf, const char *name,
-					   const char *zone)
+const struct idle_fixed *idle_find_fixed(const struct idle_conf *conf, const char *name,
+					 const char *zone)
 {
 	for (size_t i = 0; i < conf->nfixed; i++)
 		if (strcmp(conf->fixed[i].key, name) == 0)
@@ -151,7 +150,7 @@ enum idle_method idle_split(const struct idle_conf *conf, struct idle_reg *reg, 
 	enum idle_method used = IDLE_RATIO;
 	uint64_t idle = 0;
 	if (conf->method == IDLE_FIXED) {
-		const struct idle_fixed *f = find_fixed(conf, name, zone);
+		const struct idle_fixed *f = idle_find_fixed(conf, name, zone);
 		if (f) {
 			idle = idle_of_watts(f->watts, slot_s, energy_uj);
 			used = IDLE_FIXED;
