@@ -580,6 +580,7 @@ static int kind_get(struct ex_host *h, const char *zone, size_t filling,
 	k->zlabel = rbuf_steal(&b, &len);
 	snprintf(k->zone, sizeof k->zone, "%s", zone);
 	k->gpu = gpu != NULL;
+	k->platform = !gpu && !strcmp(zone, "platform");
 	if (slot == (int)h->nkinds)
 		h->nkinds++;
 	return slot;

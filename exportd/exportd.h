@@ -155,6 +155,7 @@ struct ex_kind {
 	char zone[16]; /* the zone kind, or "gpu:INDEX" for a GPU */
 	char *zlabel;  /* zone="..", or gpu="..",vendor=".." */
 	bool gpu;
+	bool platform; /* the platform zone: its energy is the workloads' only when estimd splits it */
 };
 
 #define EX_MAX_ZONES 32
@@ -232,7 +233,7 @@ struct accum {
 	struct accum_limits lim;
 	size_t nhosts;
 	struct ex_host **hosts;
-	size_t series[EX_NLEVELS];
+	uint64_t series[EX_NLEVELS];
 	uint64_t rejected[ACC_R_COUNT];
 	uint64_t dropped[EX_NLEVELS]; /* series refused by the cap */
 	uint64_t evicted[EX_NLEVELS]; /* terminated workloads removed (ttl, max_terminated, cap) */

@@ -91,21 +91,12 @@ static void end_fixed(struct ctx *c, uint64_t v, unsigned decimals)
 	rbuf_putc(c->b, '\n');
 }
 
-/* A sample without labels. */
-static void plain(struct ctx *c, uint64_t v)
+/* A sample without labels, in fixed point (decimals 6: microjoules as joules). */
+static void plain(struct ctx *c, uint64_t v, unsigned decimals)
 {
 	rbuf_put(c->b, c->name, c->namelen);
 	rbuf_putc(c->b, ' ');
-	rbuf_u64(c->b, v);
-	rbuf_putc(c->b, '\n');
-}
-
-/* A value without labels in fixed point: microjoules as joules. */
-static void plain_joules(struct ctx *c, uint64_t uj)
-{
-	rbuf_put(c->b, c->name, c->namelen);
-	rbuf_putc(c->b, ' ');
-	rbuf_fixed(c->b, uj, 6);
+	rbuf_fixed(c->b, v, decimals);
 	rbuf_putc(c->b, '\n');
 }
 
@@ -170,6 +161,45 @@ static void node_zone_family(struct ctx *c, const char *name, const char *help, 
 			end_fixed(c, micro_watts(v, h->slot_ns), 6);
 		}
 	}
+}
+
+/* The node families with one series per zone: the CPU and platform zones', and the GPUs'. */
+static const struct zone_row {
+	const char *name, *help;
+	bool watts, gpu;
+	enum zpart part;
+} zone_rows[] = {
+    {"kepler_node_cpu_joules_total", "Energy consumption of cpu at node level in joules", false,
+     false, Z_TOTAL},
+    {"kepler_node_cpu_active_joules_total",
+     "Energy consumption of cpu in active state at node level in joules", false, false,
+     Z_ACTIVE},
+    {"kepler_node_cpu_idle_joules_total",
+     "Energy consumption of cpu in idle state at node level in joules", false, false, Z_IDLE},
+    {"kepler_node_cpu_watts", "Power consumption of cpu at node level in watts", true, false,
+     Z_TOTAL},
+    {"kepler_node_cpu_active_watts",
+     "Power consumption of cpu in active state at node level in watts", true, false, Z_ACTIVE},
+    {"kepler_node_cpu_idle_watts", "Power consumption of cpu in idle state at node level in watts",
+     true, false, Z_IDLE},
+    {"kepler_node_gpu_joules_total", "Total energy consumption of GPU at node level in joules",
+     false, true, Z_TOTAL},
+    {"kepler_node_gpu_active_joules_total",
+     "Energy consumption of GPU in active state at node level in joules", false, true, Z_ACTIVE},
+    {"kepler_node_gpu_idle_joules_total",
+     "Energy consumption of GPU in idle state at node level in joules", false, true, Z_IDLE},
+    {"kepler_node_gpu_watts", "Total power consumption of GPU at node level in watts", true, true,
+     Z_TOTAL},
+    {"kepler_node_gpu_active_watts",
+     "Power consumption of GPU in active state at node level in watts", true, true, Z_ACTIVE},
+};
+
+static void zone_families(struct ctx *c, bool gpu)
+{
+	for (size_t i = 0; i < sizeof zone_rows / sizeof zone_rows[0]; i++)
+		if (zone_rows[i].gpu == gpu)
+			node_zone_family(c, zone_rows[i].name, zone_rows[i].help,
+					 zone_rows[i].watts, zone_rows[i].part, gpu);
 }
 
 /*
@@ -272,21 +302,7 @@ static void node_gpu_metrics(struct ctx *c)
 			}
 		}
 	}
-	node_zone_family(c, "kepler_node_gpu_joules_total",
-			 "Total energy consumption of GPU at node level in joules", false, Z_TOTAL,
-			 true);
-	node_zone_family(c, "kepler_node_gpu_active_joules_total",
-			 "Energy consumption of GPU in active state at node level in joules", false,
-			 Z_ACTIVE, true);
-	node_zone_family(c, "kepler_node_gpu_idle_joules_total",
-			 "Energy consumption of GPU in idle state at node level in joules", false,
-			 Z_IDLE, true);
-	node_zone_family(c, "kepler_node_gpu_watts",
-			 "Total power consumption of GPU at node level in watts", true, Z_TOTAL,
-			 true);
-	node_zone_family(c, "kepler_node_gpu_active_watts",
-			 "Power consumption of GPU in active state at node level in watts", true,
-			 Z_ACTIVE, true);
+	zone_families(c, true);
 	if (family(c, "kepler_node_gpu_idle_watts", "gauge",
 		   "Idle power consumption of GPU at node level in watts (configured, or the lowest seen with no compute process)",
 		   EX_NODE)) {
@@ -308,22 +324,7 @@ static void node_gpu_metrics(struct ctx *c)
 
 static void node_metrics(struct ctx *c)
 {
-	node_zone_family(c, "kepler_node_cpu_joules_total",
-			 "Energy consumption of cpu at node level in joules", false, Z_TOTAL, false);
-	node_zone_family(c, "kepler_node_cpu_active_joules_total",
-			 "Energy consumption of cpu in active state at node level in joules", false,
-			 Z_ACTIVE, false);
-	node_zone_family(c, "kepler_node_cpu_idle_joules_total",
-			 "Energy consumption of cpu in idle state at node level in joules", false,
-			 Z_IDLE, false);
-	node_zone_family(c, "kepler_node_cpu_watts",
-			 "Power consumption of cpu at node level in watts", true, Z_TOTAL, false);
-	node_zone_family(c, "kepler_node_cpu_active_watts",
-			 "Power consumption of cpu in active state at node level in watts", true,
-			 Z_ACTIVE, false);
-	node_zone_family(c, "kepler_node_cpu_idle_watts",
-			 "Power consumption of cpu in idle state at node level in watts", true,
-			 Z_IDLE, false);
+	zone_families(c, false);
 	if (any_gpu(c))
 		node_gpu_metrics(c);
 	const struct accum *a = c->in->acc;
@@ -378,7 +379,7 @@ static void work_energy_family(struct ctx *c, enum ex_level level, const char *n
 			for (size_t z = 0; z < w->nz && z < h->nkinds; z++) {
 				/* platform energy is not the workloads' (estimd's attribute_platform
 				 * off): no series of zeros for it, as Kepler has none */
-				if (w->uj[z] == 0 && !strcmp(h->kinds[z].zone, "platform"))
+				if (w->uj[z] == 0 && h->kinds[z].platform)
 					continue;
 				/* a GPU's series only for the workloads that ran on it, as Kepler has
 				 * them, not one of zeros per workload and GPU */
@@ -486,74 +487,74 @@ static void stage_begin(struct ctx *c, const struct stage_rec *r)
 	rbuf_puts(c->b, r->labels);
 }
 
-enum stage_field {
-	SF_UP,
-	SF_AGE,
-	SF_UPTIME,
-	SF_STARTS,
-	SF_IN,
-	SF_OUT,
-	SF_LOST,
-	SF_RESTARTS,
-	SF_CPU,
-	SF_RSS,
-	SF_CHECKPOINT
+/*
+ * The per-stage families with one number each: a row names the family and where the number
+ * is in struct stage_rec (a plain count, or a counter kept monotonic across restarts).
+ */
+enum stage_value { SV_UP, SV_AGE, SV_U64, SV_MONO };
+static const struct stage_row {
+	const char *name, *type, *help;
+	enum stage_value kind;
+	size_t off;
+	unsigned decimals; /* 9: nanoseconds shown as seconds */
+} stage_rows[] = {
+    {"wattbus_stage_up", "gauge",
+     "1 when the stage's last stat message is younger than stage_timeout", SV_UP, 0, 0},
+    {"wattbus_stage_last_message_age_seconds", "gauge",
+     "Seconds since the stage's last stat message", SV_AGE, 0, 9},
+    {"wattbus_stage_uptime_seconds", "gauge", "Seconds since the stage started", SV_U64,
+     offsetof(struct stage_rec, uptime_ns), 9},
+    {"wattbus_stage_starts_total", "counter", "Stage starts (epochs) seen by exportd", SV_U64,
+     offsetof(struct stage_rec, starts), 0},
+    {"wattbus_stage_frames_in_total", "counter", "Frames the stage received", SV_MONO,
+     offsetof(struct stage_rec, frames_in), 0},
+    {"wattbus_stage_frames_out_total", "counter", "Frames the stage published", SV_MONO,
+     offsetof(struct stage_rec, frames_out), 0},
+    {"wattbus_stage_messages_lost_total", "counter",
+     "Upstream messages the stage missed (sequence gaps)", SV_MONO,
+     offsetof(struct stage_rec, lost), 0},
+    {"wattbus_stage_upstream_restarts_total", "counter",
+     "New upstream epochs (producer restarts) the stage saw", SV_MONO,
+     offsetof(struct stage_rec, restarts), 0},
+    {"wattbus_stage_cpu_seconds_total", "counter", "CPU time (user + system) of the stage",
+     SV_MONO, offsetof(struct stage_rec, cpu_ns), 9},
+    {"wattbus_stage_resident_memory_bytes", "gauge", "Resident set size of the stage", SV_U64,
+     offsetof(struct stage_rec, rss_bytes), 0},
+    {"wattbus_stage_checkpoint_failures_total", "counter",
+     "State file saves that failed; a crash after one loses the energy not saved", SV_MONO,
+     offsetof(struct stage_rec, checkpoint_failures), 0},
 };
 
-static void stage_family(struct ctx *c, const char *name, const char *type, const char *help,
-			 enum stage_field f)
+static uint64_t stage_value(const struct ctx *c, const struct stage_row *row,
+			    const struct stage_rec *r)
 {
-	if (!family(c, name, type, help, NO_LEVEL))
-		return;
-	const struct stages *st = c->in->st;
-	for (size_t i = 0; i < st->n; i++) {
-		const struct stage_rec *r = st->recs[i];
-		uint64_t age =
-		    c->in->now_ns > r->last_recv_ns ? c->in->now_ns - r->last_recv_ns : 0;
-		stage_begin(c, r);
-		switch (f) {
-		case SF_UP:
-			end_fixed(c, age <= c->in->stage_timeout_ns, 0);
-			break;
-		case SF_AGE:
-			end_fixed(c, age, 9);
-			break;
-		case SF_UPTIME:
-			end_fixed(c, r->uptime_ns, 9);
-			break;
-		case SF_STARTS:
-			end_fixed(c, r->starts, 0);
-			break;
-		case SF_IN:
-			end_fixed(c, mono_value(&r->frames_in), 0);
-			break;
-		case SF_OUT:
-			end_fixed(c, mono_value(&r->frames_out), 0);
-			break;
-		case SF_LOST:
-			end_fixed(c, mono_value(&r->lost), 0);
-			break;
-		case SF_RESTARTS:
-			end_fixed(c, mono_value(&r->restarts), 0);
-			break;
-		case SF_CPU:
-			end_fixed(c, mono_value(&r->cpu_ns), 9);
-			break;
-		case SF_RSS:
-			end_fixed(c, r->rss_bytes, 0);
-			break;
-		case SF_CHECKPOINT:
-			end_fixed(c, mono_value(&r->checkpoint_failures), 0);
-			break;
-		}
+	uint64_t age = c->in->now_ns > r->last_recv_ns ? c->in->now_ns - r->last_recv_ns : 0;
+	const void *at = (const char *)r + row->off;
+	switch (row->kind) {
+	case SV_UP:
+		return age <= c->in->stage_timeout_ns;
+	case SV_AGE:
+		return age;
+	case SV_U64:
+		return *(const uint64_t *)at;
+	case SV_MONO:
+		return mono_value(at);
 	}
+	return 0;
 }
 
 static void stage_metrics(struct ctx *c)
 {
 	const struct stages *st = c->in->st;
-	stage_family(c, "wattbus_stage_up", "gauge",
-		     "1 when the stage's last stat message is younger than stage_timeout", SF_UP);
+	for (size_t k = 0; k < sizeof stage_rows / sizeof stage_rows[0]; k++) {
+		const struct stage_row *row = &stage_rows[k];
+		if (!family(c, row->name, row->type, row->help, NO_LEVEL))
+			continue;
+		for (size_t i = 0; i < st->n; i++) {
+			stage_begin(c, st->recs[i]);
+			end_fixed(c, stage_value(c, row, st->recs[i]), row->decimals);
+		}
+	}
 	if (family(c, "wattbus_stage_info", "gauge", "Version and mode of each stage, value 1",
 		   NO_LEVEL)) {
 		for (size_t i = 0; i < st->n; i++) {
@@ -564,18 +565,6 @@ static void stage_metrics(struct ctx *c)
 			rbuf_put(c->b, "} 1\n", 4);
 		}
 	}
-	stage_family(c, "wattbus_stage_last_message_age_seconds", "gauge",
-		     "Seconds since the stage's last stat message", SF_AGE);
-	stage_family(c, "wattbus_stage_uptime_seconds", "gauge", "Seconds since the stage started",
-		     SF_UPTIME);
-	stage_family(c, "wattbus_stage_starts_total", "counter",
-		     "Stage starts (epochs) seen by exportd", SF_STARTS);
-	stage_family(c, "wattbus_stage_frames_in_total", "counter", "Frames the stage received",
-		     SF_IN);
-	stage_family(c, "wattbus_stage_frames_out_total", "counter", "Frames the stage published",
-		     SF_OUT);
-	stage_family(c, "wattbus_stage_messages_lost_total", "counter",
-		     "Upstream messages the stage missed (sequence gaps)", SF_LOST);
 	if (family(c, "wattbus_stage_messages_rejected_total", "counter",
 		   "Messages the stage rejected, by reason", NO_LEVEL)) {
 		for (size_t i = 0; i < st->n; i++) {
@@ -594,15 +583,6 @@ static void stage_metrics(struct ctx *c)
 			end_fixed(c, total > named ? total - named : 0, 0);
 		}
 	}
-	stage_family(c, "wattbus_stage_upstream_restarts_total", "counter",
-		     "New upstream epochs (producer restarts) the stage saw", SF_RESTARTS);
-	stage_family(c, "wattbus_stage_cpu_seconds_total", "counter",
-		     "CPU time (user + system) of the stage", SF_CPU);
-	stage_family(c, "wattbus_stage_resident_memory_bytes", "gauge",
-		     "Resident set size of the stage", SF_RSS);
-	stage_family(c, "wattbus_stage_checkpoint_failures_total", "counter",
-		     "State file saves that failed; a crash after one loses the energy not saved",
-		     SF_CHECKPOINT);
 	if (family(c, "wattbus_stage_events_total", "counter", "Stage-specific counters, by name",
 		   NO_LEVEL)) {
 		for (size_t i = 0; i < st->n; i++) {
@@ -622,6 +602,71 @@ static void by_reason(struct ctx *c, const char *label, const char *value, uint6
 	begin(c);
 	rbuf_label(c->b, true, label, value, 64);
 	end_fixed(c, v, 0);
+}
+
+/*
+ * exportd's own families with one number each (ACC: in struct accum, CTR: in struct
+ * exportd_counters; decimals 6: microjoules shown as joules) and those with one number per
+ * workload level.
+ */
+enum ex_base { ACC, CTR };
+static const struct ex_row {
+	const char *name, *type, *help;
+	enum ex_base base;
+	size_t off;
+	unsigned decimals;
+} ex_rows[] = {
+    {"wattbus_exportd_slots_clipped_total", "counter",
+     "Slots that overlapped the previous slot of their host; only the new part was counted", ACC,
+     offsetof(struct accum, clipped), 0},
+    {"wattbus_exportd_slots_recovered_total", "counter",
+     "Slots whose node totals carried the energy of estimates never received", ACC,
+     offsetof(struct accum, recovered), 0},
+    {"wattbus_exportd_recovered_joules_total", "counter",
+     "Node energy of estimates never received, counted from the totals of the next", ACC,
+     offsetof(struct accum, recovered_uj), 6},
+    {"wattbus_exportd_slots_underattributed_total", "counter",
+     "Slots whose workloads and unattributed energy summed to less than the active energy", ACC,
+     offsetof(struct accum, underattributed), 0},
+    {"wattbus_exportd_hosts_forgotten_total", "counter",
+     "Hosts silent longer than stale_after/terminated_ttl whose place went to a new host", ACC,
+     offsetof(struct accum, evicted_hosts), 0},
+    {"wattbus_exportd_pids_reused_total", "counter",
+     "Processes that took over the series of an earlier process with the same pid", ACC,
+     offsetof(struct accum, pid_reused), 0},
+    {"wattbus_exportd_zones_forgotten_total", "counter",
+     "Zones silent longer than stale_after/terminated_ttl whose place went to a new zone", ACC,
+     offsetof(struct accum, evicted_zones), 0},
+    {"wattbus_exportd_http_connections", "gauge", "HTTP connections open, this scrape's included",
+     CTR, offsetof(struct exportd_counters, http.connections), 0},
+    {"wattbus_exportd_http_connections_refused_total", "counter",
+     "Connections refused because only reserved_connections were left and the address held one already",
+     CTR, offsetof(struct exportd_counters, http.refused), 0},
+    {"wattbus_exportd_http_request_timeouts_total", "counter",
+     "Connections closed because their request was not received and answered within http_request_timeout",
+     CTR, offsetof(struct exportd_counters, http.request_timeouts), 0},
+    {"wattbus_exportd_auth_failures_total", "counter",
+     "Requests for /metrics with a wrong user or password", CTR,
+     offsetof(struct exportd_counters, auth_failures), 0},
+    {"wattbus_exportd_auth_throttled_total", "counter",
+     "Requests answered 429 because their address served a penalty for wrong passwords", CTR,
+     offsetof(struct exportd_counters, auth_throttled), 0},
+}, ex_level_rows[] = {
+    {"wattbus_exportd_series", "gauge", "Workload series exported, by level", ACC,
+     offsetof(struct accum, series), 0},
+    {"wattbus_exportd_series_dropped_total", "counter",
+     "Workload series refused by max_series, counted in every slot the workload ran in", ACC,
+     offsetof(struct accum, dropped), 0},
+    {"wattbus_exportd_workloads_evicted_total", "counter",
+     "Terminated workloads removed (terminated_ttl, max_terminated, max_series)", ACC,
+     offsetof(struct accum, evicted), 0},
+};
+
+/* Where a row's number is, or NULL when its struct is not there (no counters in unit tests). */
+static const uint64_t *ex_value(const struct ctx *c, const struct ex_row *row)
+{
+	const void *base = row->base == ACC ? (const void *)c->in->acc : (const void *)c->in->ctr;
+	return base ? (const uint64_t *)((const char *)base + row->off) : NULL;
 }
 
 static void exportd_metrics(struct ctx *c)
@@ -654,88 +699,30 @@ static void exportd_metrics(struct ctx *c)
 		for (int r = 0; r < ST_R_COUNT; r++)
 			by_reason(c, "reason", stages_reason_name((enum stages_reason)r),
 				  c->in->st->rejected[r]);
-	if (family(c, "wattbus_exportd_slots_clipped_total", "counter",
-		   "Slots that overlapped the previous slot of their host; only the new part was "
-		   "counted",
-		   NO_LEVEL))
-		plain(c, a->clipped);
-	if (family(c, "wattbus_exportd_slots_recovered_total", "counter",
-		   "Slots whose node totals carried the energy of estimates never received",
-		   NO_LEVEL))
-		plain(c, a->recovered);
-	if (family(c, "wattbus_exportd_recovered_joules_total", "counter",
-		   "Node energy of estimates never received, counted from the totals of the next",
-		   NO_LEVEL))
-		plain_joules(c, a->recovered_uj);
-	if (family(c, "wattbus_exportd_slots_underattributed_total", "counter",
-		   "Slots whose workloads and unattributed energy summed to less than the active "
-		   "energy",
-		   NO_LEVEL))
-		plain(c, a->underattributed);
-	if (family(c, "wattbus_exportd_series", "gauge", "Workload series exported, by level",
-		   NO_LEVEL))
-		for (int l = EX_PROCESS; l < EX_NLEVELS; l++)
-			by_reason(c, "level", ex_level_names[l], a->series[l]);
-	if (family(
-		c, "wattbus_exportd_series_dropped_total", "counter",
-		"Workload series refused by max_series, counted in every slot the workload ran in",
-		NO_LEVEL))
-		for (int l = EX_PROCESS; l < EX_NLEVELS; l++)
-			by_reason(c, "level", ex_level_names[l], a->dropped[l]);
+	for (size_t i = 0; i < sizeof ex_rows / sizeof ex_rows[0]; i++) {
+		const uint64_t *v = ex_value(c, &ex_rows[i]);
+		if (v && family(c, ex_rows[i].name, ex_rows[i].type, ex_rows[i].help, NO_LEVEL))
+			plain(c, *v, ex_rows[i].decimals);
+	}
+	for (size_t i = 0; i < sizeof ex_level_rows / sizeof ex_level_rows[0]; i++) {
+		const uint64_t *v = ex_value(c, &ex_level_rows[i]);
+		if (family(c, ex_level_rows[i].name, ex_level_rows[i].type, ex_level_rows[i].help,
+			   NO_LEVEL))
+			for (int l = EX_PROCESS; l < EX_NLEVELS; l++)
+				by_reason(c, "level", ex_level_names[l], v[l]);
+	}
 	if (a->kube && family(c, "wattbus_exportd_kube_names", "gauge",
-			      "Pods and containers whose names the last good kubelet or API server "
-			      "answer gave",
+			      "Pods and containers whose names the last good kubelet or API server answer gave",
 			      NO_LEVEL)) {
 		by_reason(c, "kind", "pod", kube_names_npods(a->kube));
 		by_reason(c, "kind", "container", kube_names_ncontainers(a->kube));
 	}
-	if (family(c, "wattbus_exportd_hosts_forgotten_total", "counter",
-		   "Hosts silent longer than stale_after/terminated_ttl whose place went to a new host",
-		   NO_LEVEL))
-		plain(c, a->evicted_hosts);
-	if (family(c, "wattbus_exportd_pids_reused_total", "counter",
-		   "Processes that took over the series of an earlier process with the same pid",
-		   NO_LEVEL))
-		plain(c, a->pid_reused);
-	if (family(c, "wattbus_exportd_zones_forgotten_total", "counter",
-		   "Zones silent longer than stale_after/terminated_ttl whose place went to a new zone",
-		   NO_LEVEL))
-		plain(c, a->evicted_zones);
-	if (family(c, "wattbus_exportd_workloads_evicted_total", "counter",
-		   "Terminated workloads removed (terminated_ttl, max_terminated, max_series)",
-		   NO_LEVEL))
-		for (int l = EX_PROCESS; l < EX_NLEVELS; l++)
-			by_reason(c, "level", ex_level_names[l], a->evicted[l]);
 	if (k && family(c, "wattbus_exportd_http_requests_total", "counter",
 			"HTTP requests answered, by status class", NO_LEVEL)) {
 		static const char *const cls[] = {"1xx", "2xx", "3xx", "4xx", "5xx", "other"};
 		for (int i = 0; i < 6; i++)
 			by_reason(c, "code", cls[i], k->http.requests[i]);
 	}
-	/* exportd's own single-valued HTTP figures: one row each */
-	static const struct {
-		const char *name, *type, *help;
-		size_t off;
-	} http_plain[] = {
-	    {"wattbus_exportd_http_connections", "gauge",
-	     "HTTP connections open, this scrape's included",
-	     offsetof(struct exportd_counters, http.connections)},
-	    {"wattbus_exportd_http_connections_refused_total", "counter",
-	     "Connections refused because only reserved_connections were left and the address held one already",
-	     offsetof(struct exportd_counters, http.refused)},
-	    {"wattbus_exportd_http_request_timeouts_total", "counter",
-	     "Connections closed because their request was not received and answered within http_request_timeout",
-	     offsetof(struct exportd_counters, http.request_timeouts)},
-	    {"wattbus_exportd_auth_failures_total", "counter",
-	     "Requests for /metrics with a wrong user or password",
-	     offsetof(struct exportd_counters, auth_failures)},
-	    {"wattbus_exportd_auth_throttled_total", "counter",
-	     "Requests answered 429 because their address served a penalty for wrong passwords",
-	     offsetof(struct exportd_counters, auth_throttled)},
-	};
-	for (size_t i = 0; k && i < sizeof(http_plain) / sizeof(http_plain[0]); i++)
-		if (family(c, http_plain[i].name, http_plain[i].type, http_plain[i].help, NO_LEVEL))
-			plain(c, *(const uint64_t *)((const char *)k + http_plain[i].off));
 	if (k && family(c, "wattbus_exportd_render_seconds", "gauge",
 			"Time the previous /metrics took to render", NO_LEVEL)) {
 		rbuf_put(c->b, c->name, c->namelen);
