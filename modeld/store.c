@@ -478,7 +478,8 @@ static struct md_pipeline *own_pipeline(struct md_store *self, char *err, size_t
 	return p;
 }
 
-/* The node type of a trainer's spec: the covering one, else a new one. Saves the index. */
+/* The node type of a trainer's spec: the covering one, else a new one. Saves the index when it
+ * changed (a new node type or member), not at every model. */
 static int node_type_for(struct md_store *self, struct md_pipeline *p, const struct md_spec *spec,
 			 const char *host, char *err, size_t errlen)
 {
@@ -495,6 +496,7 @@ static int node_type_for(struct md_store *self, struct md_pipeline *p, const str
 	}
 	char key[16];
 	json_t *entry;
+	bool changed = nt < 0;
 	if (nt < 0) {
 		nt = p->ntypes ? p->types[p->ntypes - 1].index + 1 : 0;
 		snprintf(key, sizeof key, "%d", nt);
@@ -508,14 +510,19 @@ static int node_type_for(struct md_store *self, struct md_pipeline *p, const str
 	if (!json_is_array(members)) {
 		members = json_array();
 		json_object_set_new(entry, "members", members);
+		changed = true;
 	}
 	bool found = false;
 	size_t i;
 	json_t *v;
 	json_array_foreach(members, i, v) found |=
 	    json_is_string(v) && !strcmp(json_string_value(v), host);
-	if (!found)
+	if (!found) {
 		json_array_append_new(members, json_string(host));
+		changed = true;
+	}
+	if (!changed)
+		return nt;
 	char path[PATH_MAX];
 	snprintf(path, sizeof path, "%s/node_type_index.json", p->dir);
 	if (wb_json_save(p->index, path, true, err, errlen) < 0)

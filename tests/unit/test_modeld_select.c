@@ -208,9 +208,15 @@ static void test_store(void)
 	CHECK_NEAR(out->mae, 5, 0);
 	msg.model.mae = 4;
 	CHECK(md_store_put(s, &msg.model, &out, err, sizeof err) == MD_PUT_REPLACED);
-	/* the same host's newer model replaces its own, worse or not */
+	/* the same host's newer model replaces its own, worse or not; the node type index, which
+	 * did not change, is not written again (saves replace the file: a new inode) */
+	char index[300];
+	struct stat before, after;
+	snprintf(index, sizeof index, "%s/wattbus/node_type_index.json", dir);
+	CHECK(stat(index, &before) == 0);
 	msg.model.mae = 6;
 	CHECK(md_store_put(s, &msg.model, &out, err, sizeof err) == MD_PUT_REPLACED);
+	CHECK(stat(index, &after) == 0 && after.st_ino == before.st_ino);
 	/* another machine: a new node type */
 	msg.model.spec.cores = 16;
 	CHECK(md_store_put(s, &msg.model, &out, err, sizeof err) == MD_PUT_NEW);
