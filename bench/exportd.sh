@@ -52,6 +52,19 @@ for enc in identity gzip; do
 	echo "BENCH exportd.daemon.scrape_${enc}_bytes=${t#* }"
 done
 echo "  (render of the previous scrape, as exportd measured it: ${render}s)"
+# Memory across scrapes: the steady size after the scrapes above, then after 20 more of each
+# encoding, and the peak (VmHWM): a scrape's buffers go back when its response is sent.
+kib() { awk -v k="$1" '$1 == k":" { print $2 }' "/proc/$pid/status"; }
+rss1=$(kib VmRSS)
+for _ in $(seq 20); do
+	curl -s -o /dev/null -H "Accept-Encoding: identity" "$url"
+	curl -s -o /dev/null -H "Accept-Encoding: gzip" "$url"
+done
+rss2=$(kib VmRSS)
+printf '  RSS %s KiB after the first scrapes, %s KiB after 40 more (%+d KiB); peak %s KiB\n' \
+	"$rss1" "$rss2" $((rss2 - rss1)) "$(kib VmHWM)"
+echo "BENCH exportd.daemon.rss_growth_40_scrapes_kib=$((rss2 - rss1))"
+echo "BENCH exportd.daemon.hwm_kib=$(kib VmHWM)"
 if [ "$secs" = 0 ]; then
 	echo "  WRK_SECONDS 0: no wrk runs"
 elif command -v wrk >/dev/null; then

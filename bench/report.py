@@ -191,6 +191,10 @@ for enc in ("identity", "gzip"):
     pre = "exportd.daemon.scrape_%s_" % enc
     w("| exportd daemon, one curl scrape over loopback, %s processes x 2 zones, %s | %s (%s bytes) | < 50 ms | %s | - | - | - |"
       % (label_of(n_exp), enc, fmt(pre + "ms", " ms", what="exportd scrape " + enc), F.get(pre + "bytes", "?"), within(pre + "ms", 50)))
+if "exportd.daemon.rss_growth_40_scrapes_kib" in F:
+    w("| exportd daemon, RSS growth over 40 more scrapes (20 plain, 20 gzip), %s processes x 2 zones | %s KiB (peak %s KiB) | no growth | %s | - | - | - |"
+      % (label_of(n_exp), F["exportd.daemon.rss_growth_40_scrapes_kib"], F.get("exportd.daemon.hwm_kib", "?"),
+         "yes" if num("exportd.daemon.rss_growth_40_scrapes_kib") is not None and num("exportd.daemon.rss_growth_40_scrapes_kib") <= 0 else "**no**"))
 w("| energy lost across %s counter wraps, a powerd restart and an alignd restart (node level: alignd's slots vs the increments written) | %s | 0 uJ | %s | - | - | - |"
   % (F.get("loss.wraps", "?"), fmt("loss.lost_uj", " uJ", 0, what="energy lost"), "yes" if num("loss.lost_uj") == 0 else
      ("**no**" if num("loss.lost_uj") is not None else "-")))
