@@ -235,6 +235,24 @@ static void heldout_error(const struct trainer *t, const struct model *m, struct
 	z->mape = npct ? 100 * pct_sum / (double)npct : 0;
 }
 
+/* The model's name and counts once its zones are fitted; -1 when no zone had power. */
+static int fit_done(struct trainer *t, const char *name, uint64_t cores, size_t ntrain,
+		    size_t ntest, struct model *out, char *err, size_t errlen)
+{
+	if (out->nzones == 0) {
+		snprintf(err, errlen, "no zone with power in the window");
+		return -1;
+	}
+	snprintf(out->name, sizeof(out->name), "%s", name);
+	snprintf(out->origin, sizeof(out->origin), "training");
+	out->output = MODEL_ABS;
+	out->cores = cores;
+	out->train_slots = ntrain;
+	out->test_slots = ntest;
+	t->fits++;
+	return 0;
+}
+
 int trainer_fit(struct trainer *t, const char *name, uint64_t cores, struct model *out, char *err,
 		size_t errlen)
 {
@@ -276,19 +294,8 @@ int trainer_fit(struct trainer *t, const char *name, uint64_t cores, struct mode
 		heldout_error(t, out, z, zi);
 		out->nzones++;
 	}
-	if (out->nzones == 0) {
-		snprintf(err, errlen, "no zone with power in the window");
-		return -1;
-	}
-	snprintf(out->name, sizeof(out->name), "%s", name);
-	snprintf(out->origin, sizeof(out->origin), "training");
 	out->form = MODEL_LINEAR;
-	out->output = MODEL_ABS;
-	out->cores = cores;
-	out->train_slots = ntrain;
-	out->test_slots = ntest;
-	t->fits++;
-	return 0;
+	return fit_done(t, name, cores, ntrain, ntest, out, err, errlen);
 }
 
 /* ---- curve fits: model-db's logarithmic, logistic and exponential forms on one feature ---- */
@@ -480,16 +487,5 @@ int trainer_fit_form(struct trainer *t, enum model_form form, const char *name, 
 	}
 	free(u);
 	free(y);
-	if (out->nzones == 0) {
-		snprintf(err, errlen, "no zone with power in the window");
-		return -1;
-	}
-	snprintf(out->name, sizeof(out->name), "%s", name);
-	snprintf(out->origin, sizeof(out->origin), "training");
-	out->output = MODEL_ABS;
-	out->cores = cores;
-	out->train_slots = ntrain;
-	out->test_slots = ntest;
-	t->fits++;
-	return 0;
+	return fit_done(t, name, cores, ntrain, ntest, out, err, errlen);
 }
