@@ -20,6 +20,7 @@
 
 #include "align_int.h"
 #include "clock.h"
+#include "grow.h"
 #include "log.h"
 #include "plaus.h"
 
@@ -374,14 +375,8 @@ struct carry *carry_of(struct uhost *uh, const char *zone_name)
 	for (size_t i = 0; i < uh->ncarries; i++)
 		if (strcmp(uh->carries[i].name, zone_name) == 0)
 			return &uh->carries[i];
-	if (uh->ncarries == uh->capcarries) {
-		size_t cap = uh->capcarries ? uh->capcarries * 2 : 8;
-		struct carry *c = realloc(uh->carries, cap * sizeof(*c));
-		if (!c)
-			return NULL;
-		uh->carries = c;
-		uh->capcarries = cap;
-	}
+	if (wb_grow(&uh->carries, &uh->capcarries, uh->ncarries + 1, sizeof(*uh->carries), 8) < 0)
+		return NULL;
 	struct carry *c = &uh->carries[uh->ncarries++];
 	memset(c, 0, sizeof(*c));
 	snprintf(c->name, sizeof(c->name), "%s", zone_name);

@@ -21,6 +21,7 @@
 #include "cli.h"
 #include "clock.h"
 #include "codec.h"
+#include "grow.h"
 #include "log.h"
 #include "../alignd/alignd.h"
 
@@ -78,14 +79,8 @@ static int parse_spec(struct side *s, const char *spec)
 
 static void add_lag(struct side *s, double v)
 {
-	if (s->nlag == s->lagcap) {
-		size_t cap = s->lagcap ? s->lagcap * 2 : 256;
-		double *l = realloc(s->lag_s, cap * sizeof(*l));
-		if (!l)
-			return;
-		s->lag_s = l;
-		s->lagcap = cap;
-	}
+	if (wb_grow(&s->lag_s, &s->lagcap, s->nlag + 1, sizeof(*s->lag_s), 256) < 0)
+		return;
 	s->lag_s[s->nlag++] = v;
 }
 

@@ -22,6 +22,7 @@
 #include "cli.h"
 #include "clock.h"
 #include "codec.h"
+#include "grow.h"
 #include "log.h"
 #include "../powerd/powerd.h"
 
@@ -106,14 +107,8 @@ static struct pzone *zone_add(struct probe *p)
 
 static void add_lat(struct pzone *z, double s)
 {
-	if (z->nlat == z->latcap) {
-		size_t cap = z->latcap ? z->latcap * 2 : 1024;
-		double *l = realloc(z->lat_s, cap * sizeof(*l));
-		if (!l)
-			return;
-		z->lat_s = l;
-		z->latcap = cap;
-	}
+	if (wb_grow(&z->lat_s, &z->latcap, z->nlat + 1, sizeof(*z->lat_s), 1024) < 0)
+		return;
 	z->lat_s[z->nlat++] = s;
 }
 

@@ -8,21 +8,16 @@
 #include <string.h>
 
 #include "cli.h"
+#include "grow.h"
 
 int series_add(struct series *s, uint64_t t_ns, double v)
 {
-	if (s->n == s->cap) {
-		size_t cap = s->cap ? s->cap * 2 : 1024;
-		uint64_t *t = realloc(s->t_ns, cap * sizeof(*t));
-		if (!t)
-			return -1;
-		s->t_ns = t;
-		double *nv = realloc(s->v, cap * sizeof(*nv));
-		if (!nv)
-			return -1;
-		s->v = nv;
-		s->cap = cap;
-	}
+	/* two arrays of one capacity: s->cap moves once both have grown */
+	size_t tcap = s->cap, vcap = s->cap;
+	if (wb_grow(&s->t_ns, &tcap, s->n + 1, sizeof(*s->t_ns), 1024) < 0 ||
+	    wb_grow(&s->v, &vcap, s->n + 1, sizeof(*s->v), 1024) < 0)
+		return -1;
+	s->cap = tcap;
 	s->t_ns[s->n] = t_ns;
 	s->v[s->n++] = v;
 	return 0;

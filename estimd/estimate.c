@@ -12,6 +12,7 @@
 #include "clock.h"
 #include "codec.h"
 #include "estimd.h"
+#include "grow.h"
 
 #define HOSTS_MAX 1024 /* hosts whose learning state (idle regression, training) is kept, least recent dropped */
 #define ZONE_STATE_MAX 256
@@ -77,21 +78,6 @@ struct estimator {
 	struct totals totals;
 	struct wb_budget budget; /* learning state and totals of all hosts */
 };
-
-static int grow(void **p, size_t *cap, size_t need, size_t elem)
-{
-	if (need <= *cap)
-		return 0;
-	size_t n = *cap ? *cap : 16;
-	while (n < need)
-		n *= 2;
-	void *q = realloc(*p, n * elem);
-	if (!q)
-		return -1;
-	*p = q;
-	*cap = n;
-	return 0;
-}
 
 static void host_free(struct estimator *e, struct host_state *h)
 {
@@ -285,7 +271,7 @@ static size_t pow2_at_least(size_t n)
 static int cgroups_index(struct estimator *e, const struct wb_aligned *a)
 {
 	size_t cap = pow2_at_least(2 * a->n_cgroups + 1);
-	if (grow((void **)&e->cg_slot, &e->cg_slot_cap, cap, sizeof(int32_t)) < 0)
+	if (wb_grow(&e->cg_slot, &e->cg_slot_cap, cap, sizeof(int32_t), 16) < 0)
 		return -1;
 	memset(e->cg_slot, 0xff, cap * sizeof(int32_t));
 	for (size_t i = 0; i < a->n_cgroups; i++) {
@@ -300,7 +286,7 @@ static int cgroups_index(struct estimator *e, const struct wb_aligned *a)
 /* Each process's cgroup, looked up once per slot. */
 static int procs_cgroups(struct estimator *e, const struct wb_aligned *a, size_t cap)
 {
-	if (grow((void **)&e->proc_cg, &e->proc_cg_cap, a->n_procs + 1, sizeof(int32_t)) < 0)
+	if (wb_grow(&e->proc_cg, &e->proc_cg_cap, a->n_procs + 1, sizeof(int32_t), 16) < 0)
 		return -1;
 	for (size_t i = 0; i < a->n_procs; i++) {
 		uint64_t id = a->procs[i].cgroup_id;
@@ -338,7 +324,7 @@ static int32_t group_get(struct group_set *gs, const char *id, const struct wb_c
 			return gs->slot[s];
 		s = (s + 1) & (cap - 1);
 	}
-	if (grow((void **)&gs->g, &gs->cap, gs->n + 1, sizeof(*gs->g)) < 0)
+	if (wb_grow(&gs->g, &gs->cap, gs->n + 1, sizeof(*gs->g), 16) < 0)
 		return -1;
 	struct wb_est_group *g = &gs->g[gs->n];
 	memset(g, 0, sizeof(*g));
@@ -371,14 +357,14 @@ static const char *group_key(const struct wb_cgroup *c, int kind)
 /* Containers, pods, VMs and services of the slot: each the sum of its processes. */
 static int groups_build(struct estimator *e, const struct wb_aligned *a, size_t nz)
 {
-	if (grow((void **)&e->cg_group, &e->cg_group_cap, a->n_cgroups * G_KINDS + 1,
-		 sizeof(int32_t)) < 0)
+	if (wb_grow(&e->cg_group, &e->cg_group_cap, a->n_cgroups * G_KINDS + 1, sizeof(int32_t),
+		    16) < 0)
 		return -1;
 	for (int k = 0; k < G_KINDS; k++) {
 		struct group_set *gs = &e->groups[k];
 		gs->n = 0;
 		size_t cap = pow2_at_least(2 * a->n_cgroups + 1);
-		if (grow((void **)&gs->slot, &gs->slot_cap, cap, sizeof(int32_t)) < 0)
+		if (wb_grow(&gs->slot, &gs->slot_cap, cap, sizeof(int32_t), 16) < 0)
 			return -1;
 		gs->slots = cap;
 		memset(gs->slot, 0xff, cap * sizeof(int32_t));
@@ -389,7 +375,7 @@ static int groups_build(struct estimator *e, const struct wb_aligned *a, size_t 
 			if (key[0] && e->cg_group[i * G_KINDS + k] < 0)
 				return -1;
 		}
-		if (grow((void **)&gs->energy, &gs->energy_cap, gs->n * nz + 1, sizeof(uint64_t)) <
+		if (wb_grow(&gs->energy, &gs->energy_cap, gs->n * nz + 1, sizeof(uint64_t), 16) <
 		    0)
 			return -1;
 		memset(gs->energy, 0, (gs->n * nz + 1) * sizeof(uint64_t));
@@ -535,10 +521,10 @@ static int attribute(struct estimator *e, const struct wb_aligned *a, size_t nz,
 		     bool measured)
 {
 	size_t n = a->n_procs;
-	if (grow((void **)&e->w, &e->w_cap, n + 1, sizeof(uint64_t)) < 0 ||
-	    grow((void **)&e->w2, &e->w2_cap, n + 1, sizeof(uint64_t)) < 0 ||
-	    grow((void **)&e->part, &e->part_cap, n + 1, sizeof(uint64_t)) < 0 ||
-	    grow((void **)&e->gw, &e->gw_cap, n + 1, sizeof(uint64_t)) < 0)
+	if (wb_grow(&e->w, &e->w_cap, n + 1, sizeof(uint64_t), 16) < 0 ||
+	    wb_grow(&e->w2, &e->w2_cap, n + 1, sizeof(uint64_t), 16) < 0 ||
+	    wb_grow(&e->part, &e->part_cap, n + 1, sizeof(uint64_t), 16) < 0 ||
+	    wb_grow(&e->gw, &e->gw_cap, n + 1, sizeof(uint64_t), 16) < 0)
 		return -1;
 	unsigned __int128 cpu_sum = 0, instr_sum = 0;
 	for (size_t i = 0; i < n; i++) {
@@ -670,8 +656,8 @@ static int vm_totals(struct estimator *e, const char *host, size_t nz, uint64_t 
 	struct group_set *gs = &e->groups[G_VM];
 	if (gs->n == 0)
 		return 0;
-	if (grow((void **)&e->vm_total, &e->vm_total_cap, gs->n * nz + 1, sizeof(uint64_t)) < 0 ||
-	    grow((void **)&e->vm_idle, &e->vm_idle_cap, gs->n * nz + 1, sizeof(uint64_t)) < 0) {
+	if (wb_grow(&e->vm_total, &e->vm_total_cap, gs->n * nz + 1, sizeof(uint64_t), 16) < 0 ||
+	    wb_grow(&e->vm_idle, &e->vm_idle_cap, gs->n * nz + 1, sizeof(uint64_t), 16) < 0) {
 		for (size_t g = 0; g < gs->n; g++)
 			gs->g[g].n_total_uj = 0;
 		return -1;
@@ -715,8 +701,8 @@ int estimator_slot(struct estimator *e, const struct wb_aligned *a, struct wb_es
 			 a->env.host, a->n_procs, nz_max, ENERGY_CELLS_MAX);
 		return -1;
 	}
-	if (grow((void **)&e->zones, &e->zones_cap, nz_max + 1, sizeof(*e->zones)) < 0 ||
-	    grow((void **)&e->procs, &e->procs_cap, a->n_procs + 1, sizeof(*e->procs)) < 0)
+	if (wb_grow(&e->zones, &e->zones_cap, nz_max + 1, sizeof(*e->zones), 16) < 0 ||
+	    wb_grow(&e->procs, &e->procs_cap, a->n_procs + 1, sizeof(*e->procs), 16) < 0)
 		goto nomem;
 
 	/* A host new to the totals whose records would not fit the budget is refused. */
@@ -742,7 +728,7 @@ int estimator_slot(struct estimator *e, const struct wb_aligned *a, struct wb_es
 	} else {
 		res->no_model = true;
 	}
-	if (grow((void **)&e->energy, &e->energy_cap, a->n_procs * nz + 1, sizeof(uint64_t)) < 0)
+	if (wb_grow(&e->energy, &e->energy_cap, a->n_procs * nz + 1, sizeof(uint64_t), 16) < 0)
 		goto nomem;
 	if (attribute(e, a, nz, busy, measured) < 0)
 		goto nomem;

@@ -15,6 +15,7 @@
 #include <jansson.h>
 
 #include "estimd.h"
+#include "grow.h"
 #include "json.h"
 #include "plaus.h"
 
@@ -83,14 +84,8 @@ static struct tot_host *host_get(struct totals *t, const char *host, uint64_t t_
 		return h;
 	}
 	if (t->n < t->max) {
-		if (t->n == t->cap) {
-			size_t cap = t->cap ? t->cap * 2 : 8;
-			struct tot_host *nh = realloc(t->h, cap * sizeof(*nh));
-			if (!nh)
-				return NULL;
-			t->h = nh;
-			t->cap = cap;
-		}
+		if (wb_grow(&t->h, &t->cap, t->n + 1, sizeof(*t->h), 8) < 0)
+			return NULL;
 		h = &t->h[t->n++];
 		memset(h, 0, sizeof(*h));
 	} else {
@@ -299,14 +294,8 @@ static struct tot_vm *vm_get(struct totals *t, struct tot_host *h, const char *i
 		} else {
 			if (!wb_budget_fits(t->budget, sizeof(*v)))
 				return NULL;
-			if (h->nvm == h->vmcap) {
-				size_t cap = h->vmcap ? h->vmcap * 2 : 4;
-				struct tot_vm *nv = realloc(h->vm, cap * sizeof(*nv));
-				if (!nv)
-					return NULL;
-				h->vm = nv;
-				h->vmcap = cap;
-			}
+			if (wb_grow(&h->vm, &h->vmcap, h->nvm + 1, sizeof(*h->vm), 4) < 0)
+				return NULL;
 			v = &h->vm[h->nvm++];
 		}
 		memset(v, 0, sizeof(*v));

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "exportd.h"
+#include "grow.h"
 #include "log.h"
 
 /* Copy the value of a "key\t: value" line if its key is name. */
@@ -44,15 +45,9 @@ int cpuinfo_parse(const char *text, struct cpuinfo_entry **out)
 		if (field(line, len, "processor", tmp, sizeof tmp)) {
 			/* every "processor" line opens a CPU; the other keys attach to the last one
 			 */
-			if (n == cap) {
-				size_t ncap = cap ? cap * 2 : 16;
-				struct cpuinfo_entry *nv = realloc(v, ncap * sizeof *nv);
-				if (!nv) {
-					free(v);
-					return -1;
-				}
-				v = nv;
-				cap = ncap;
+			if (wb_grow(&v, &cap, n + 1, sizeof *v, 16) < 0) {
+				free(v);
+				return -1;
 			}
 			cur = &v[n++];
 			*cur = (struct cpuinfo_entry){0};

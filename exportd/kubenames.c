@@ -10,6 +10,7 @@
 #include <jansson.h>
 
 #include "exportd.h"
+#include "grow.h"
 
 struct kube_names {
 	struct kube_pod *pods;
@@ -58,19 +59,6 @@ static const char *str_at(json_t *o, const char *key, size_t max)
 	return s && s[0] && strlen(s) <= max && json_string_length(v) == strlen(s) ? s : NULL;
 }
 
-static int grow(void **p, size_t *cap, size_t n, size_t size)
-{
-	if (n < *cap)
-		return 0;
-	size_t nc = *cap ? *cap * 2 : 16;
-	void *q = realloc(*p, nc * size);
-	if (!q)
-		return -1;
-	*p = q;
-	*cap = nc;
-	return 0;
-}
-
 /* "containerd://<id>", "cri-o://<id>", "docker://<id>": the id; NULL when not that shape. */
 static const char *bare_id(const char *cid)
 {
@@ -84,7 +72,7 @@ static int add_ctr(struct kube_names *k, size_t *cap, const char *cid, const cha
 	const char *id = bare_id(cid);
 	if (!id)
 		return 0; /* not started yet (waiting): no id to match */
-	if (grow((void **)&k->ctrs, cap, k->nctrs, sizeof *k->ctrs) < 0)
+	if (wb_grow(&k->ctrs, cap, k->nctrs + 1, sizeof *k->ctrs, 16) < 0)
 		return -1;
 	struct kube_container *c = &k->ctrs[k->nctrs];
 	c->id = strdup(id);
@@ -156,7 +144,7 @@ struct kube_names *kube_names_parse(const char *body, size_t len, size_t *skippe
 			(*skipped)++;
 			continue;
 		}
-		if (grow((void **)&k->pods, &pcap, k->npods, sizeof *k->pods) < 0)
+		if (wb_grow(&k->pods, &pcap, k->npods + 1, sizeof *k->pods, 16) < 0)
 			goto oom;
 		struct kube_pod *p = &k->pods[k->npods];
 		p->uid = strdup(uid);

@@ -13,24 +13,17 @@
 
 #include "codec.h"
 #include "exportd.h"
+#include "grow.h"
 #include "log.h"
 
 static bool rbuf_reserve(struct rbuf *b, size_t more)
 {
 	if (b->oom)
 		return false;
-	if (b->len + more <= b->cap)
-		return true;
-	size_t cap = b->cap ? b->cap : 4096;
-	while (cap < b->len + more)
-		cap *= 2;
-	char *p = realloc(b->p, cap);
-	if (!p) {
+	if (more > SIZE_MAX - b->len || wb_grow(&b->p, &b->cap, b->len + more, 1, 4096) < 0) {
 		b->oom = true;
 		return false;
 	}
-	b->p = p;
-	b->cap = cap;
 	return true;
 }
 

@@ -1,4 +1,5 @@
 /* The HTTP client over libcurl (httpc.h). */
+#include "grow.h"
 #include "httpc.h"
 
 #include <errno.h>
@@ -49,16 +50,8 @@ static size_t on_data(char *data, size_t size, size_t n, void *arg)
 		s->too_big = true;
 		return 0;
 	}
-	if (s->resp->len + add + 1 > s->cap) {
-		size_t cap = s->cap ? s->cap : 4096;
-		while (cap < s->resp->len + add + 1)
-			cap *= 2;
-		char *b = realloc(s->resp->body, cap);
-		if (!b)
-			return 0;
-		s->resp->body = b;
-		s->cap = cap;
-	}
+	if (wb_grow(&s->resp->body, &s->cap, s->resp->len + add + 1, 1, 4096) < 0)
+		return 0;
 	memcpy(s->resp->body + s->resp->len, data, add);
 	s->resp->len += add;
 	s->resp->body[s->resp->len] = '\0';

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "grow.h"
 #include "powerd.h"
 
 struct rapl_entry {
@@ -133,13 +134,8 @@ int rapl_discover(struct pd_set *set, const struct pd_opts *opts, char *why, siz
 		struct rapl_entry e;
 		if (rapl_parse_entry(de->d_name, &e) < 0)
 			continue;
-		if (n == cap) {
-			cap = cap ? cap * 2 : 16;
-			struct rapl_entry *ne = realloc(ents, cap * sizeof(*ents));
-			if (!ne)
-				break;
-			ents = ne;
-		}
+		if (wb_grow(&ents, &cap, n + 1, sizeof(*ents), 16) < 0)
+			break;
 		ents[n++] = e;
 	}
 	closedir(dir);

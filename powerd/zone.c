@@ -10,6 +10,7 @@
 
 #include "clock.h"
 #include "codec.h"
+#include "grow.h"
 #include "powerd.h"
 
 struct pd_set *pd_set_new(const struct pd_opts *opts)
@@ -75,15 +76,9 @@ int pd_set_add(struct pd_set *set, const struct pd_zone *z)
 		log_warnx("%s: more than %d zones, ignoring %s", z->path, PD_ZONES_MAX, z->name);
 		return -1;
 	}
-	if (set->n == set->cap) {
-		size_t cap = set->cap ? set->cap * 2 : 16;
-		struct pd_zone *zones = realloc(set->zones, cap * sizeof(*zones));
-		if (!zones) {
-			log_errx("out of memory adding zone %s", z->name);
-			return -1;
-		}
-		set->zones = zones;
-		set->cap = cap;
+	if (wb_grow(&set->zones, &set->cap, set->n + 1, sizeof(*set->zones), 16) < 0) {
+		log_errx("out of memory adding zone %s", z->name);
+		return -1;
 	}
 	struct pd_zone *nz = &set->zones[set->n];
 	*nz = *z;
