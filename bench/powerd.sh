@@ -82,8 +82,12 @@ run_one() {
 	local tap=$!
 	pids+=("$tap")
 	sleep 0.3
+	# the samples are counted from the first and the last stat message: a short run needs them
+	# more often than the default 5 s
+	local stat_every=5s
+	[ "$secs" -lt 15 ] && stat_every=1s
 	"$PD" --sysfs_root "$T/sys" --msr_root "$T/none" --pub "$ep" --runtime_dir "$T" --host bench \
-		--interval "$interval" --log_level warning 2>"$T/$name.log" &
+		--interval "$interval" --stat_interval "$stat_every" --log_level warning 2>"$T/$name.log" &
 	local pd=$!
 	pids+=("$pd")
 	sleep 1
