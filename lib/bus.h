@@ -44,7 +44,15 @@ struct wb_stat_row {
 	const char *name;
 	size_t off;
 };
-#define WB_STAT_ROW(type, field, name) {(name), offsetof(type, field)}
+/* The field must be a uint64_t * (wb_stats_bind) or a uint64_t (wb_stats_mirror): checked at
+ * compile time, as the offset alone would take any field. */
+#define WB_STAT_ROW(type, field, name)                                                            \
+	{(name), offsetof(type, field) + 0 * sizeof(struct {                                      \
+			 int unused;                                                              \
+			 _Static_assert(_Generic(((type *)0)->field, uint64_t *: 1, uint64_t: 1,  \
+						 default: 0),                                     \
+					"WB_STAT_ROW: " #field " is not a uint64_t or uint64_t *"); \
+		 })}
 /*
  * Point each row's `uint64_t *` field of base at its named counter (created at
  * 0), so that the stage counts with `(*x->field)++`. Never leaves a field NULL:
