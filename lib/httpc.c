@@ -124,14 +124,11 @@ enum wb_httpc_result wb_httpc_request(const char *method, const char *url, const
 	curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
 	curl_easy_setopt(c, CURLOPT_MAXREDIRS, 3L);
 	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, timeout);
-	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS,
-			 o->connect_timeout_ms > 0 ? o->connect_timeout_ms : timeout);
+	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, timeout);
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, &sink);
 	curl_easy_setopt(c, CURLOPT_ACCEPT_ENCODING, "");
 	curl_easy_setopt(c, CURLOPT_USERAGENT, "wattbus/" WB_VERSION);
-	if (o->unix_socket)
-		curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, o->unix_socket);
 	if (o->ca_file)
 		curl_easy_setopt(c, CURLOPT_CAINFO, o->ca_file);
 	if (o->insecure) {
@@ -157,9 +154,7 @@ enum wb_httpc_result wb_httpc_request(const char *method, const char *url, const
 		hdr = curl_slist_append(hdr, line);
 	}
 	if (body) {
-		snprintf(line, sizeof(line), "Content-Type: %s",
-			 o->content_type ? o->content_type : "application/json");
-		hdr = curl_slist_append(hdr, line);
+		hdr = curl_slist_append(hdr, "Content-Type: application/json");
 		curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
 		curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body_len);
 	}
@@ -257,9 +252,7 @@ static void job_free(struct wb_httpc_job *j)
 	free_secret(j->opts.bearer);
 	free((char *)j->opts.user);
 	free_secret(j->opts.password);
-	free((char *)j->opts.content_type);
 	free((char *)j->opts.accept);
-	free((char *)j->opts.unix_socket);
 	wb_httpc_resp_free(&j->resp);
 	free(j);
 }
@@ -305,9 +298,7 @@ struct wb_httpc_job *wb_httpc_start(const char *method, const char *url, const v
 		j->opts.bearer = dup_or_null(opts->bearer, &ok);
 		j->opts.user = dup_or_null(opts->user, &ok);
 		j->opts.password = dup_or_null(opts->password, &ok);
-		j->opts.content_type = dup_or_null(opts->content_type, &ok);
 		j->opts.accept = dup_or_null(opts->accept, &ok);
-		j->opts.unix_socket = dup_or_null(opts->unix_socket, &ok);
 	}
 	/* curl_global_init is not thread-safe: run it here, before the thread. */
 	pthread_once(&global_once, global_init);

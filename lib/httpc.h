@@ -23,12 +23,9 @@ struct wb_httpc_opts {
 	const char *bearer;       /* Authorization: Bearer TOKEN, or NULL */
 	const char *user;         /* basic authentication when not NULL */
 	const char *password;
-	const char *content_type; /* of the request body; NULL: application/json */
 	const char *accept;       /* Accept header, or NULL */
 	long timeout_ms;          /* whole transfer; 0: 10 s */
-	long connect_timeout_ms;  /* 0: the whole transfer's deadline */
 	size_t max_body;          /* a longer answer fails WB_HTTPC_TOO_BIG; 0: 4 MiB */
-	const char *unix_socket;  /* speak HTTP over this socket instead of TCP, or NULL */
 };
 
 enum wb_httpc_result {
@@ -52,7 +49,7 @@ struct wb_httpc_resp {
 const char *wb_httpc_result_name(enum wb_httpc_result r);
 
 /*
- * method "GET", "POST", ...; body may be NULL. Fills *resp (free it with
+ * method "GET", "POST", ...; body (sent as application/json) may be NULL. Fills *resp (free it with
  * wb_httpc_resp_free whatever the result). On anything but WB_HTTPC_OK, err
  * says "METHOD URL: reason" in one line (the status and the start of the body
  * for WB_HTTPC_STATUS). Never follows a redirect to another protocol than
