@@ -79,8 +79,9 @@ static int top_height(void)
 }
 
 /*
- * Which zones add up to the node without counting anything twice: psys or
- * platform meters cover the whole machine; otherwise package + dram (+ gpu,
+ * Which zones add up to the node without counting anything twice: a platform
+ * meter (a BMC, ACPI) covers the whole machine, psys most of it (the two together
+ * would count the machine twice: platform wins); otherwise package + dram (+ gpu,
  * other), since core and uncore are parts of package. For workloads
  * (workloads true), a platform zone that estimd did not attribute (all its
  * active energy unattributed: estimd's attribute_platform is off) counts as
@@ -98,10 +99,12 @@ static bool top_whole(const struct wb_est_zone *z, bool workloads)
 static void top_zone_set(const struct wb_estimate *e, bool workloads, bool *use, char *label,
 			 size_t size)
 {
-	bool whole = false, parts = false;
+	bool whole = false, platform = false, parts = false;
 	for (size_t i = 0; i < e->n_zones; i++) {
 		const char *k = e->zones[i].zone;
-		whole |= top_whole(&e->zones[i], workloads);
+		bool w = top_whole(&e->zones[i], workloads);
+		whole |= w;
+		platform |= w && !strcmp(k, "platform");
 		parts |= !strcmp(k, "package") || !strcmp(k, "dram") || !strcmp(k, "gpu") ||
 			 !strcmp(k, "other");
 	}
@@ -109,7 +112,8 @@ static void top_zone_set(const struct wb_estimate *e, bool workloads, bool *use,
 	for (size_t i = 0; i < e->n_zones; i++) {
 		const char *k = e->zones[i].zone;
 		if (whole)
-			use[i] = top_whole(&e->zones[i], workloads);
+			use[i] = top_whole(&e->zones[i], workloads) &&
+				 (!platform || !strcmp(k, "platform"));
 		else if (parts)
 			use[i] = strcmp(k, "core") != 0 && strcmp(k, "uncore") != 0 &&
 				 strcmp(k, "platform") != 0;

@@ -94,6 +94,17 @@ teardown() {
 	[ "$got" = "p1=1.500 p2=0.500 " ] || fail "processes: $got"
 }
 
+@test "psys and platform together: the node total is the platform meter's alone, not both" {
+	zones='[{"name":"psys","zone":"psys","energy_uj":6000000,"active_uj":4000000,"idle_uj":2000000},{"name":"platform","zone":"platform","energy_uj":8100000,"active_uj":5000000,"idle_uj":3100000,"unattributed_uj":5000000}]'
+	procs='[{"pid":101,"comm":"p1","cpu_ns":500000000,"energy_uj":[1500000,0]}]'
+	top_bg frame --plain --once --timeout 20s "$(wb_ep est)"
+	est h1 $T0 1000000000 "$procs" "$zones" | pub
+	wait "$TOP_PID"
+	run cat "$BATS_TEST_TMPDIR/frame"
+	# 14.1 W would be psys and platform added up
+	assert_line --regexp '^node +8\.100 +5\.000 +3\.100 +5\.000  \(platform\)$'
+}
+
 @test "refreshed every slot: --count 2 draws both slots, with ANSI clear+home and nothing else" {
 	top_bg frames --count 2 --timeout 20s "$(wb_ep est)"
 	{
