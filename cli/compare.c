@@ -35,6 +35,7 @@ struct side {
 	uint64_t messages, lost, discontinuities, bridged, stale;
 	double *lag_s; /* per message: receive time minus sample time */
 	size_t nlag, lagcap;
+	double spacing_s; /* median sample spacing, once the curve is complete (analyze) */
 };
 
 /* How well B follows A over slots [i0, i1). */
@@ -189,14 +190,18 @@ static double spacing_s(const struct curve *c)
 	return m;
 }
 
-/* Slot powers of A and of B shifted by lag_ns (B at [t0 + lag, t1 + lag]); returns the slots where both are known. */
-static size_t slot_pairs(const struct cmp *k, size_t i0, size_t i1, int64_t lag_ns, double *a, double *b, double *xa,
-			 double *xb)
+/*
+ * Slot powers of A and of B shifted by lag_ns (B at [t0 + lag, t1 + lag]); returns the slots
+ * where both are known. a_slots: A's slot powers over [i0, i1) when already known (A never
+ * moves), else NULL.
+ */
+static size_t slot_pairs(const struct cmp *k, size_t i0, size_t i1, int64_t lag_ns,
+			 const double *a_slots, double *a, double *b, double *xa, double *xb)
 {
 	size_t n = 0;
 	for (size_t i = i0; i < i1; i++) {
 		uint64_t t0 = k->t0_ns + i * k->slot_ns, t1 = t0 + k->slot_ns;
-		double pa = slot_w(&k->s[0], t0, t1);
+		double pa = a_slots ? a_slots[i - i0] : slot_w(&k->s[0], t0, t1);
 		double pb = slot_w(&k->s[1], (uint64_t)((int64_t)t0 + lag_ns), (uint64_t)((int64_t)t1 + lag_ns));
 		if (a) {
 			a[i] = pa;
@@ -221,8 +226,14 @@ static int64_t find_lag(const struct cmp *k, size_t i0, size_t i1, int64_t step_
 {
 	int64_t best = 0;
 	double best_r = -INFINITY;
+	/* A's slot powers, read once for all lags (NULL when out of memory: read at each) */
+	double *pa = malloc((i1 - i0 + 1) * sizeof(*pa));
+	for (size_t i = i0; pa && i < i1; i++) {
+		uint64_t t0 = k->t0_ns + i * k->slot_ns;
+		pa[i - i0] = slot_w(&k->s[0], t0, t0 + k->slot_ns);
+	}
 	for (int64_t lag = -(int64_t)k->max_lag_ns; lag <= (int64_t)k->max_lag_ns; lag += step_ns) {
-		size_t n = slot_pairs(k, i0, i1, lag, NULL, NULL, xa, xb);
+		size_t n = slot_pairs(k, i0, i1, lag, pa, NULL, NULL, xa, xb);
 		double r = n >= 3 ? correlation(xa, xb, n) : NAN;
 		if (isfinite(r) && (r > best_r + 1e-12 || (fabs(r - best_r) <= 1e-12 && llabs(lag) < llabs(best)))) {
 			best_r = r;
@@ -232,8 +243,9 @@ static int64_t find_lag(const struct cmp *k, size_t i0, size_t i1, int64_t step_
 	g->lag_known = isfinite(best_r);
 	g->lag_s = (double)best / 1e9;
 	g->lag_r = g->lag_known ? best_r : NAN;
-	size_t n0 = slot_pairs(k, i0, i1, 0, NULL, NULL, xa, xb);
+	size_t n0 = slot_pairs(k, i0, i1, 0, pa, NULL, NULL, xa, xb);
 	fit_linear(xa, xb, n0, &g->fit0);
+	free(pa);
 	return best;
 }
 
@@ -275,9 +287,11 @@ static int analyze(struct cmp *k)
 	const struct curve *ca = k->s[0].c, *cb = k->s[1].c;
 	if (ca->n < 2 || cb->n < 2)
 		return -1;
+	/* each is a median over every sample: computed once */
+	double spa = k->s[0].spacing_s = spacing_s(ca), spb = k->s[1].spacing_s = spacing_s(cb);
 	if (!k->slot_ns) {
 		/* Four samples of the coarser meter: interpolation at the edges then moves little. */
-		double sp = fmax(spacing_s(ca), spacing_s(cb));
+		double sp = fmax(spa, spb);
 		k->slot_ns = (uint64_t)ceil(4 * sp * 1e3) * WB_NS_PER_MS;
 		if (!k->slot_ns)
 			k->slot_ns = WB_NS_PER_MS;
@@ -287,7 +301,7 @@ static int analyze(struct cmp *k)
 	if (to <= from || to - from < 4 * k->slot_ns)
 		return -1;
 	if (!k->max_lag_ns)
-		k->max_lag_ns = (uint64_t)(10 * fmax(spacing_s(ca), spacing_s(cb)) * 1e9);
+		k->max_lag_ns = (uint64_t)(10 * fmax(spa, spb) * 1e9);
 	if (k->max_lag_ns > (to - from) / 4)
 		k->max_lag_ns = (to - from) / 4;
 	/* Slots on the slot grid; B may be read up to max_lag either side of each. */
@@ -306,7 +320,7 @@ static int analyze(struct cmp *k)
 		return -1;
 	}
 	/* Steps of a tenth of the finer meter's spacing (or of the slot, if shorter). */
-	double fine_s = fmin(fmin(spacing_s(ca), spacing_s(cb)), (double)k->slot_ns / 1e9);
+	double fine_s = fmin(fmin(spa, spb), (double)k->slot_ns / 1e9);
 	int64_t step = (int64_t)(fine_s * 1e8);
 	if (step < 1000)
 		step = 1000;
@@ -316,7 +330,7 @@ static int analyze(struct cmp *k)
 	 * on usage samples): its slot energies are then read, not interpolated, and only
 	 * the finer meter is interpolated, within its shorter spacing.
 	 */
-	bool b_coarser = spacing_s(cb) >= spacing_s(ca);
+	bool b_coarser = spb >= spa;
 	int64_t shift = b_coarser ? best : 0;
 	uint64_t anchor = (uint64_t)((int64_t)(b_coarser ? cb->s[0].t_ns : ca->s[0].t_ns) - shift);
 	uint64_t phase = anchor % k->slot_ns;
@@ -330,7 +344,7 @@ static int analyze(struct cmp *k)
 		free(xb);
 		return -1;
 	}
-	slot_pairs(k, 0, k->nslots, best, k->a_w, k->b_w, xa, xb);
+	slot_pairs(k, 0, k->nslots, best, NULL, k->a_w, k->b_w, xa, xb);
 	agree_fill(k, 0, k->nslots, xa, xb, &k->all);
 	/* Windows: the lag each finds for itself; the fit on the slots at the overall lag. */
 	size_t per = k->window_ns ? (size_t)(k->window_ns / k->slot_ns) : 0;
@@ -365,7 +379,7 @@ static void say_side(const struct side *s, char which, uint64_t missing)
 {
 	printf("%c = %s/%s (%s, %s): %llu samples %.3g s apart, %llu lost, %llu discontinuities, %llu restarts bridged, "
 	       "arrival %.3g s late (median; max %.3g s), missing from %llu slots\n",
-	       which, s->host, s->zone, s->kind, s->source, (unsigned long long)s->messages, spacing_s(s->c),
+	       which, s->host, s->zone, s->kind, s->source, (unsigned long long)s->messages, s->spacing_s,
 	       (unsigned long long)s->lost, (unsigned long long)s->discontinuities, (unsigned long long)s->bridged,
 	       lag_q(s, 0.5), lag_q(s, 1), (unsigned long long)missing);
 }
@@ -424,7 +438,7 @@ static json_t *side_json(const struct side *s, uint64_t missing)
 			      (json_int_t)s->messages, "lost", (json_int_t)s->lost, "discontinuities",
 			      (json_int_t)s->discontinuities, "bridged", (json_int_t)s->bridged, "slots_missing",
 			      (json_int_t)missing);
-	json_object_set_new(o, "spacing_s", jnum(spacing_s(s->c)));
+	json_object_set_new(o, "spacing_s", jnum(s->spacing_s));
 	json_object_set_new(o, "arrival_lag_s", json_pack("{s:o, s:o}", "median", jnum(lag_q(s, 0.5)), "max", jnum(lag_q(s, 1))));
 	return o;
 }
