@@ -223,11 +223,21 @@ struct counts {
 	size_t in_groups, of_type, weighted, passed;
 };
 
+/* A model of pipeline p that answers the request's source, output and trainer, in the feature
+ * group of order go among those the request's metrics cover. */
+static bool candidate(const struct md_model *m, const struct md_pipeline *p,
+		      const struct md_request *r, size_t go)
+{
+	size_t order;
+	return !strcmp(m->pipeline, p->name) && !strcmp(m->source, r->source) &&
+	       !strcmp(m->output, r->output) && group_valid(m, r, &order) && order == go &&
+	       (!r->trainer[0] || strstr(m->name, r->trainer));
+}
+
 const struct md_model *md_select(const struct md_store *self, const struct md_request *r, char *why,
 				 size_t whylen)
 {
 	const struct md_model *best = NULL;
-	size_t best_order = 0;
 	bool best_fallback = false;
 	double best_sim = 0;
 	struct counts n = {0};
@@ -245,27 +255,22 @@ const struct md_model *md_select(const struct md_store *self, const struct md_re
 			double most_cores = 0; /* of the group's node types: the loose fallback */
 			for (size_t i = 0; i < self->nmodels; i++) {
 				const struct md_model *m = self->models[i];
-				size_t order;
-				if (strcmp(m->pipeline, p->name) || strcmp(m->source, r->source) ||
-				    strcmp(m->output, r->output) || !group_valid(m, r, &order) ||
-				    order != go || (r->trainer[0] && !strstr(m->name, r->trainer)))
+				if (!candidate(m, p, r, go))
 					continue;
 				any = true;
 				n.in_groups++;
 				if (c.node_type < 0 || m->node_type == c.node_type)
 					any_of_type = true;
-				if (cores_of(p, m->node_type) > most_cores)
-					most_cores = cores_of(p, m->node_type);
+				double cores = cores_of(p, m->node_type);
+				if (cores > most_cores)
+					most_cores = cores;
 			}
 			if (!any || (!any_of_type && !r->loose_node_type))
 				continue;
 			bool fallback = !any_of_type;
 			for (size_t i = 0; i < self->nmodels; i++) {
 				const struct md_model *m = self->models[i];
-				size_t order;
-				if (strcmp(m->pipeline, p->name) || strcmp(m->source, r->source) ||
-				    strcmp(m->output, r->output) || !group_valid(m, r, &order) ||
-				    order != go || (r->trainer[0] && !strstr(m->name, r->trainer)))
+				if (!candidate(m, p, r, go))
 					continue;
 				if (!fallback && c.node_type >= 0 && m->node_type != c.node_type)
 					continue;
@@ -293,14 +298,12 @@ const struct md_model *md_select(const struct md_store *self, const struct md_re
 					better = m->mae < best->mae;
 				if (better) {
 					best = m;
-					best_order = go;
 					best_fallback = fallback;
 					best_sim = sim;
 				}
 			}
 		}
 	}
-	(void)best_order;
 	if (best)
 		return best;
 	if (named && !found_pipe)
