@@ -131,18 +131,6 @@ static int hwmon_num_cmp(const void *a, const void *b)
 		   : *(const unsigned *)a > *(const unsigned *)b;
 }
 
-static void zone_name(struct pd_zone *z, const char *kind, unsigned idx)
-{
-	if (!strcmp(kind, "platform") || !strcmp(kind, "psys")) {
-		if (idx)
-			snprintf(z->name, sizeof(z->name), "%s-%u", kind, idx);
-		else
-			snprintf(z->name, sizeof(z->name), "%s", kind);
-	} else {
-		snprintf(z->name, sizeof(z->name), "%s-%u", kind, idx);
-	}
-}
-
 int hwmon_discover(struct pd_set *set, const struct pd_opts *opts, char *why, size_t whylen)
 {
 	static const char *const kinds[] = {"package", "core",	   "uncore", "dram",
@@ -221,7 +209,7 @@ int hwmon_discover(struct pd_set *set, const struct pd_opts *opts, char *why, si
 				ki++;
 			struct pd_zone z;
 			pd_zone_init(&z, &hwmon_source, kind, per_kind[ki]);
-			zone_name(&z, kind, per_kind[ki]++);
+			pd_zone_name(&z, kind, per_kind[ki]++);
 			snprintf(z.path, sizeof(z.path), "%.255s", file);
 			pd_fmt(z.file, sizeof(z.file), "%s", file);
 			if (c->energy) {

@@ -159,9 +159,7 @@ static int ipmi_on_readable(struct pd_set *set)
 	pthread_join(st->thread, NULL);
 	st->busy = false;
 	if (st->res == PD_READ_OK) {
-		struct pd_zone *z = &set->zones[st->zi];
-		z->held_uw = st->uw;
-		z->held_mono_ns = wb_mono_ns();
+		pd_zone_hold(&set->zones[st->zi], st->uw);
 		return 0;
 	}
 	if (st->res == PD_READ_PARSE)
@@ -254,16 +252,9 @@ static int ipmi_discover(struct pd_set *set, const struct pd_opts *opts, char *w
 	st->rl = (struct wb_ratelimit)WB_RATELIMIT_INIT;
 
 	struct pd_zone z;
-	unsigned n = 0;
-	for (size_t i = 0; i < set->n; i++)
-		n += !strcmp(set->zones[i].kind, "platform");
-	pd_zone_init(&z, &ipmi_source, "platform", n);
-	pd_platform_name(&z, n);
-	snprintf(z.path, sizeof(z.path), "ipmi://%.200s/dcmi", st->host[0] ? st->host : "local");
-	z.is_power = true;
 	/* A reading stands until two requests have failed after it. */
-	z.hold_ns = 2 * st->interval_ns + opts->ipmi_timeout_ns;
-	integ_init(&z.integ, (uint64_t)(opts->max_power_w * 1e6), z.hold_ns + opts->interval_ns);
+	pd_held_zone_init(set, &z, &ipmi_source, 2 * st->interval_ns + opts->ipmi_timeout_ns);
+	snprintf(z.path, sizeof(z.path), "ipmi://%.200s/dcmi", st->host[0] ? st->host : "local");
 	int zi = pd_set_add(set, &z);
 	if (zi < 0) {
 		snprintf(why, whylen, "no room for another zone");

@@ -211,8 +211,15 @@ void pd_set_destroy(struct pd_set **self_p);
 /* Add a copy of z (name made unique); returns its index or -1 when full. */
 int pd_set_add(struct pd_set *set, const struct pd_zone *z);
 struct pd_zone *pd_set_find(struct pd_set *set, const char *name);
-/* A platform zone's name as hwmon gives it: "platform", then "platform-1", ... */
-void pd_platform_name(struct pd_zone *z, unsigned idx);
+/* A zone's name from its kind and its index among the zones of that kind: "package-0", ...;
+ * "platform" and "psys" for the first of those, then "platform-1", ... */
+void pd_zone_name(struct pd_zone *z, const char *kind, unsigned idx);
+/* A platform zone of a source whose meter answers slowly (a BMC): named after the platform zones
+ * already in set, given in watts, its reading held hold_ns (pd_zone_read_held). */
+void pd_held_zone_init(struct pd_set *set, struct pd_zone *z, const struct pd_source *src,
+		       uint64_t hold_ns);
+/* Keep uw as the zone's latest reading, from now. */
+void pd_zone_hold(struct pd_zone *z, uint64_t uw);
 /* A zero zone with its rate limit and fd set up. */
 void pd_zone_init(struct pd_zone *z, const struct pd_source *src, const char *kind, unsigned index);
 /* A source's slot for its own state in the set (exec's running command). */

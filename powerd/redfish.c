@@ -166,11 +166,7 @@ static void rf_add_zone(struct pd_set *set, struct rf_state *rf, struct rf_targe
 			const char *member, const char *label)
 {
 	struct pd_zone z;
-	unsigned n = 0;
-	for (size_t i = 0; i < set->n; i++)
-		n += !strcmp(set->zones[i].kind, "platform");
-	pd_zone_init(&z, &redfish_source, "platform", n);
-	pd_platform_name(&z, n);
+	pd_held_zone_init(set, &z, &redfish_source, rf->hold_ns);
 	int fit = t->kind == RF_POWER ? pd_fmt(z.path, sizeof(z.path), "%s%s#/PowerControl/%s",
 					       rf->base, t->path, member)
 				      : pd_fmt(z.path, sizeof(z.path), "%s%s#/PowerWatts", rf->base,
@@ -187,10 +183,6 @@ static void rf_add_zone(struct pd_set *set, struct rf_state *rf, struct rf_targe
 			zi = (int)i;
 	bool known = zi >= 0;
 	if (!known) {
-		z.is_power = true;
-		uint64_t max_uw = (uint64_t)(set->opts->max_power_w * 1e6);
-		integ_init(&z.integ, max_uw, rf->hold_ns + set->opts->interval_ns);
-		z.hold_ns = rf->hold_ns;
 		zi = pd_set_add(set, &z);
 		if (zi < 0)
 			return;
@@ -201,13 +193,6 @@ static void rf_add_zone(struct pd_set *set, struct rf_state *rf, struct rf_targe
 	if (!known)
 		log_info("redfish: chassis %s: %s (%s) -> zone %s", t->chassis, label,
 			 set->zones[zi].path, set->zones[zi].name);
-}
-
-static void rf_hold(struct pd_set *set, size_t zi, uint64_t uw)
-{
-	struct pd_zone *z = &set->zones[zi];
-	z->held_uw = uw;
-	z->held_mono_ns = wb_mono_ns();
 }
 
 /* A PowerControl entry's reading, by MemberId, or by position when there is none. */
@@ -235,7 +220,7 @@ static int rf_take(struct pd_set *set, struct rf_target *t, const json_t *doc, c
 			snprintf(err, errlen, "no number in PowerWatts.Reading");
 			return -1;
 		}
-		rf_hold(set, t->zi[0], uw);
+		pd_zone_hold(&set->zones[t->zi[0]], uw);
 		return 0;
 	}
 	const json_t *pcs = json_object_get(doc, "PowerControl");
@@ -244,7 +229,7 @@ static int rf_take(struct pd_set *set, struct rf_target *t, const json_t *doc, c
 		uint64_t uw;
 		const json_t *pc = power_control(pcs, t->member[k], k);
 		if (pc && watts_uw(json_object_get(pc, "PowerConsumedWatts"), &uw)) {
-			rf_hold(set, t->zi[k], uw);
+			pd_zone_hold(&set->zones[t->zi[k]], uw);
 			got++;
 		}
 	}

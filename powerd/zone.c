@@ -54,12 +54,33 @@ void pd_zone_init(struct pd_zone *z, const struct pd_source *src, const char *ki
 	snprintf(z->kind, sizeof(z->kind), "%s", kind);
 }
 
-void pd_platform_name(struct pd_zone *z, unsigned idx)
+void pd_zone_name(struct pd_zone *z, const char *kind, unsigned idx)
 {
-	if (idx)
-		snprintf(z->name, sizeof(z->name), "platform-%u", idx);
+	/* a machine has one as a rule: the first has no number */
+	if (idx == 0 && (!strcmp(kind, "platform") || !strcmp(kind, "psys")))
+		snprintf(z->name, sizeof(z->name), "%s", kind);
 	else
-		snprintf(z->name, sizeof(z->name), "platform");
+		snprintf(z->name, sizeof(z->name), "%s-%u", kind, idx);
+}
+
+void pd_held_zone_init(struct pd_set *set, struct pd_zone *z, const struct pd_source *src,
+		       uint64_t hold_ns)
+{
+	unsigned n = 0;
+	for (size_t i = 0; i < set->n; i++)
+		n += !strcmp(set->zones[i].kind, "platform");
+	pd_zone_init(z, src, "platform", n);
+	pd_zone_name(z, "platform", n);
+	z->is_power = true;
+	z->hold_ns = hold_ns;
+	integ_init(&z->integ, (uint64_t)(set->opts->max_power_w * 1e6),
+		   hold_ns + set->opts->interval_ns);
+}
+
+void pd_zone_hold(struct pd_zone *z, uint64_t uw)
+{
+	z->held_uw = uw;
+	z->held_mono_ns = wb_mono_ns();
 }
 
 struct pd_zone *pd_set_find(struct pd_set *set, const char *name)

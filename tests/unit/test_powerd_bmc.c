@@ -71,10 +71,14 @@ static void test_platform_names(void)
 {
 	struct pd_zone z;
 	pd_zone_init(&z, &ipmi_source, "platform", 0);
-	pd_platform_name(&z, 0);
+	pd_zone_name(&z, "platform", 0);
 	CHECK_STR(z.name, "platform");
-	pd_platform_name(&z, 2);
+	pd_zone_name(&z, "platform", 2);
 	CHECK_STR(z.name, "platform-2");
+	pd_zone_name(&z, "psys", 0);
+	CHECK_STR(z.name, "psys");
+	pd_zone_name(&z, "package", 0);
+	CHECK_STR(z.name, "package-0");
 }
 
 static const struct unit_case cases[] = {
