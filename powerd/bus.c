@@ -310,6 +310,13 @@ static int bus_on_readable(struct pd_set *set)
 	return 0;
 }
 
+#define R(f) WB_STAT_ROW(struct pd_counts, f, #f)
+static const struct wb_stat_row bus_stats[] = {
+    R(bus_frames),    R(bus_lost),	  R(bus_rejected),    R(bus_resets),
+    R(bus_offset_ns), R(bus_host_ahead_ns), R(bus_clock_steps),
+};
+#undef R
+
 const struct pd_source bus_source = {
     .name = "bus",
     .in_auto = false,
@@ -320,4 +327,6 @@ const struct pd_source bus_source = {
     .watch_fd = bus_watch_fd,
     .on_readable = bus_on_readable,
     .destroy = bus_destroy,
+    .stats = bus_stats,
+    .nstats = sizeof(bus_stats) / sizeof(bus_stats[0]),
 };

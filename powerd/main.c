@@ -176,72 +176,26 @@ struct powerd {
 	struct pd_set *set;
 	struct wb_grid *grid;
 	uint64_t last_t_ns;
-	struct {
-		uint64_t *samples, *samples_missed, *zone_samples_skipped, *read_errors,
-		    *parse_errors, *backwards, *implausible, *rebased, *wraps, *exec_failures,
-		    *exec_burst_lines, *lateness_max_ns, *lateness_mean_ns, *lateness_sum_ns,
-		    *clock_steps, *bus_frames, *bus_lost, *bus_rejected, *bus_resets, *bus_offset_ns,
-		    *bus_host_ahead_ns, *bus_clock_steps;
-	} stat;
-	uint64_t clock_steps;
 };
 
-static void stat_bind(struct powerd *pd)
+/* The set's counters as stat counters; a source's own ones while it is in use. */
+static void stat_update(struct powerd *pd)
 {
-#define R(f) WB_STAT_ROW(struct powerd, stat.f, #f)
+#define R(f) WB_STAT_ROW(struct pd_counts, f, #f)
 	static const struct wb_stat_row rows[] = {
 	    R(samples),		R(samples_missed),   R(zone_samples_skipped), R(read_errors),
 	    R(parse_errors),	R(backwards),	     R(implausible),	      R(rebased),
 	    R(wraps),		R(exec_failures),    R(exec_burst_lines),     R(lateness_max_ns),
 	    R(lateness_mean_ns), R(lateness_sum_ns), R(clock_steps),
 	};
-	static const struct wb_stat_row bus_rows[] = {
-	    R(bus_frames),    R(bus_lost),	    R(bus_rejected),	R(bus_resets),
-	    R(bus_offset_ns), R(bus_host_ahead_ns), R(bus_clock_steps),
-	};
 #undef R
-	wb_stats_bind(wb_daemon_stats(pd->d), pd, rows, sizeof(rows) / sizeof(rows[0]));
-	/* The bus source's counters only where it is named (it never is by auto). */
-	const struct powerd_conf *conf = wb_daemon_conf(pd->d);
-	unsigned mask = 0;
-	char err[256];
-	detect_parse_sources(conf->source.v, conf->source.n, &mask, err, sizeof(err));
-	if (mask & (1u << pd_source_index(&bus_source))) {
-		wb_stats_bind(wb_daemon_stats(pd->d), pd, bus_rows,
-			      sizeof(bus_rows) / sizeof(bus_rows[0]));
-	} else {
-		static uint64_t spare;
-		pd->stat.bus_frames = pd->stat.bus_lost = pd->stat.bus_rejected = pd->stat.bus_resets =
-		    pd->stat.bus_offset_ns = pd->stat.bus_host_ahead_ns = pd->stat.bus_clock_steps =
-			&spare;
-	}
-}
-
-static void stat_update(struct powerd *pd)
-{
-	const struct pd_counts *c = &pd->set->counts;
-	*pd->stat.samples = c->samples;
-	*pd->stat.samples_missed = c->samples_missed;
-	*pd->stat.zone_samples_skipped = c->zone_samples_skipped;
-	*pd->stat.read_errors = c->read_errors;
-	*pd->stat.parse_errors = c->parse_errors;
-	*pd->stat.backwards = c->backwards;
-	*pd->stat.implausible = c->implausible;
-	*pd->stat.rebased = c->rebased;
-	*pd->stat.wraps = c->wraps;
-	*pd->stat.exec_failures = c->exec_failures;
-	*pd->stat.exec_burst_lines = c->exec_burst_lines;
-	*pd->stat.lateness_max_ns = c->lateness_max_ns;
-	*pd->stat.lateness_mean_ns = c->samples ? c->lateness_sum_ns / c->samples : 0;
-	*pd->stat.lateness_sum_ns = c->lateness_sum_ns;
-	*pd->stat.clock_steps = pd->clock_steps;
-	*pd->stat.bus_frames = c->bus_frames;
-	*pd->stat.bus_lost = c->bus_lost;
-	*pd->stat.bus_rejected = c->bus_rejected;
-	*pd->stat.bus_resets = c->bus_resets;
-	*pd->stat.bus_offset_ns = c->bus_offset_ns;
-	*pd->stat.bus_host_ahead_ns = c->bus_host_ahead_ns;
-	*pd->stat.bus_clock_steps = c->bus_clock_steps;
+	struct pd_counts *c = &pd->set->counts;
+	struct wb_stats *stats = wb_daemon_stats(pd->d);
+	c->lateness_mean_ns = c->samples ? c->lateness_sum_ns / c->samples : 0;
+	wb_stats_mirror(stats, c, rows, sizeof(rows) / sizeof(rows[0]));
+	for (unsigned s = 0; s < pd_nsources; s++)
+		if ((pd->set->used & (1u << s)) && pd_sources[s]->stats)
+			wb_stats_mirror(stats, c, pd_sources[s]->stats, pd_sources[s]->nstats);
 }
 
 static int on_source_fd(struct wb_daemon *d, int fd, void *arg)
@@ -270,7 +224,7 @@ static void on_tick(struct wb_daemon *d, const struct wb_grid_tick *tick, void *
 	if (tick->t_ns <= pd->last_t_ns) {
 		/* The clock went back: the counters were read (no wrap goes unseen) but t must not
 		 * repeat. */
-		pd->clock_steps++;
+		c->clock_steps++;
 		log_warnx(
 		    "sample time %llu is not after the last one published (%llu): clock set back; "
 		    "not published",
@@ -368,12 +322,12 @@ int main(int argc, char **argv)
 	pd.d = wb_daemon_new(&powerd_stage, argc, argv);
 	struct powerd_conf *conf = wb_daemon_conf(pd.d);
 	opts_from_conf(&pd.opts, conf);
-	stat_bind(&pd);
 	open_sources(&pd, conf);
 	if (!pd.set) {
 		wb_daemon_destroy(&pd.d);
 		return WB_EXIT_FAILURE;
 	}
+	stat_update(&pd); /* every counter there from the first stat message, at 0 */
 	/* Timer slack delays wake-ups by up to 50 us by default; keep it well under the interval.
 	 */
 	uint64_t slack_ns = conf->interval_ns / 1000;

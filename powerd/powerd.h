@@ -60,6 +60,10 @@ struct pd_source {
 	void (*annotate)(const struct pd_zone *z, struct wb_power_zone *pz);
 	/* Advice appended when a read is refused for permissions (EACCES, EPERM). */
 	const char *(*permission_hint)(void);
+	/* Counters of its own in struct pd_counts, published (as stat counters) while the
+	 * source is in use; NULL: none. */
+	const struct wb_stat_row *stats;
+	size_t nstats;
 };
 
 /* ---- sources.c: the table of sources ---- */
@@ -188,7 +192,8 @@ struct pd_counts {
 	uint64_t exec_failures;
 	/* stream lines without @NS that shared one read() with an earlier line of their zone */
 	uint64_t exec_burst_lines;
-	uint64_t lateness_max_ns, lateness_sum_ns;
+	uint64_t lateness_max_ns, lateness_sum_ns, lateness_mean_ns;
+	uint64_t clock_steps; /* sample times not after the last one published: not published */
 	/* bus: host messages taken, lost on the way, refused; new or resumed host counts; the
 	 * clock mapping (delay of host slot times, or how far the host is ahead) and its steps */
 	uint64_t bus_frames, bus_lost, bus_rejected, bus_resets;
