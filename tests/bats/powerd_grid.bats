@@ -71,3 +71,21 @@ teardown() { wb_kill_all; }
 0 300000000"
 	grep -q "reloaded" "$BATS_TEST_TMPDIR/powerd.log"
 }
+
+@test "stat counters: the set's, and a source's own only while it is in use (bus_* with the bus source)" {
+	pd_start
+	pd_wait_stat samples 2
+	[ -n "$(pd_stat_counter lateness_mean_ns)" ] && [ -n "$(pd_stat_counter clock_steps)" ]
+	[ -z "$(pd_stat_counter bus_frames)" ] || fail "bus_frames published by a rapl powerd"
+	wb_kill_all
+	: >"$TAPLOG"
+	# a VM guest's powerd whose host is not there: its counters at 0 from the first stat
+	wb_spawn tap "$WATTBUS" tap --check "$PDEP"
+	wb_spawn powerd "$PD" --source bus --bus_sub tcp://127.0.0.1:9 --bus_vm vm1 --bus_wait 0 \
+		--pub "$PDEP" --runtime_dir "$BATS_TEST_TMPDIR/run" --interval 100ms \
+		--stat_interval 200ms --host testhost
+	wb_wait_for 10 bash -c '[ -n "$(pd_stat_counter bus_frames)" ]'
+	for c in bus_frames bus_lost bus_rejected bus_resets bus_offset_ns bus_host_ahead_ns bus_clock_steps; do
+		[ "$(pd_stat_counter $c)" = 0 ] || fail "$c: $(pd_stat_counter $c)"
+	done
+}
