@@ -68,17 +68,10 @@ static void count_status(struct http *self, unsigned status)
 static enum MHD_Result reply_text(struct http *self, struct MHD_Connection *con, unsigned status,
 				  const char *body)
 {
-	struct MHD_Response *r =
-	    MHD_create_response_from_buffer(strlen(body), (void *)body, MHD_RESPMEM_PERSISTENT);
-	if (!r)
-		return MHD_NO;
-	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; charset=utf-8");
-	if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
-		MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
-	enum MHD_Result rc = MHD_queue_response(con, status, r);
-	MHD_destroy_response(r);
-	count_status(self, status);
-	return rc;
+	static const char *const allow[] = {MHD_HTTP_HEADER_ALLOW, "GET, HEAD", NULL};
+	return wb_httpd_reply_with(self->srv, con, status, "text/plain; charset=utf-8", body,
+				   strlen(body), MHD_RESPMEM_PERSISTENT,
+				   status == MHD_HTTP_METHOD_NOT_ALLOWED ? allow : NULL);
 }
 
 enum auth_result { AUTH_OK, AUTH_MISSING, AUTH_WRONG };
@@ -106,20 +99,14 @@ static enum MHD_Result reply_throttled(struct http *self, struct MHD_Connection 
 				       uint64_t left_ns)
 {
 	static const char body[] = "too many failed logins from this address; try again later\n";
-	struct MHD_Response *r =
-	    MHD_create_response_from_buffer(sizeof body - 1, (void *)body, MHD_RESPMEM_PERSISTENT);
-	if (!r)
-		return MHD_NO;
 	char secs[24];
 	snprintf(secs, sizeof secs, "%llu",
 		 (unsigned long long)((left_ns + WB_NS_PER_SEC - 1) / WB_NS_PER_SEC));
-	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; charset=utf-8");
-	MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, secs);
-	enum MHD_Result rc = MHD_queue_response(con, MHD_HTTP_TOO_MANY_REQUESTS, r);
-	MHD_destroy_response(r);
-	count_status(self, MHD_HTTP_TOO_MANY_REQUESTS);
+	const char *const headers[] = {MHD_HTTP_HEADER_RETRY_AFTER, secs, NULL};
 	self->ctr->auth_throttled++;
-	return rc;
+	return wb_httpd_reply_with(self->srv, con, MHD_HTTP_TOO_MANY_REQUESTS,
+				   "text/plain; charset=utf-8", body, sizeof body - 1,
+				   MHD_RESPMEM_PERSISTENT, headers);
 }
 
 static enum MHD_Result reply_metrics(struct http *self, struct MHD_Connection *con)
@@ -148,21 +135,11 @@ static enum MHD_Result reply_metrics(struct http *self, struct MHD_Connection *c
 	}
 	size_t len;
 	char *p = rbuf_steal(&body, &len);
-	struct MHD_Response *r = MHD_create_response_from_buffer(
-	    len, p ? p : "", p ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
-	if (!r) {
-		free(p);
-		return MHD_NO;
-	}
-	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
-				"text/plain; version=0.0.4; charset=utf-8");
-	MHD_add_response_header(r, MHD_HTTP_HEADER_VARY, MHD_HTTP_HEADER_ACCEPT_ENCODING);
-	if (gz)
-		MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_ENCODING, "gzip");
-	enum MHD_Result rc = MHD_queue_response(con, MHD_HTTP_OK, r);
-	MHD_destroy_response(r);
-	count_status(self, MHD_HTTP_OK);
-	return rc;
+	const char *const headers[] = {MHD_HTTP_HEADER_VARY, MHD_HTTP_HEADER_ACCEPT_ENCODING,
+				       gz ? MHD_HTTP_HEADER_CONTENT_ENCODING : NULL, "gzip", NULL};
+	return wb_httpd_reply_with(self->srv, con, MHD_HTTP_OK,
+				   "text/plain; version=0.0.4; charset=utf-8", p, len,
+				   MHD_RESPMEM_MUST_FREE, headers);
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const char *url,

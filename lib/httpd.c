@@ -104,11 +104,28 @@ void wb_httpd_count(struct wb_httpd *self, unsigned status)
 enum MHD_Result wb_httpd_reply(struct wb_httpd *self, struct MHD_Connection *con, unsigned status,
 			       const char *content_type, const void *body, size_t len)
 {
-	struct MHD_Response *r =
-	    MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
-	if (!r)
+	return wb_httpd_reply_with(self, con, status, content_type, body, len,
+				   MHD_RESPMEM_MUST_COPY, NULL);
+}
+
+enum MHD_Result wb_httpd_reply_with(struct wb_httpd *self, struct MHD_Connection *con,
+				    unsigned status, const char *content_type, const void *body,
+				    size_t len, enum MHD_ResponseMemoryMode mode,
+				    const char *const *headers)
+{
+	if (!body) {
+		body = "";
+		mode = MHD_RESPMEM_PERSISTENT;
+	}
+	struct MHD_Response *r = MHD_create_response_from_buffer(len, (void *)body, mode);
+	if (!r) {
+		if (mode == MHD_RESPMEM_MUST_FREE)
+			free((void *)body);
 		return MHD_NO;
+	}
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
+	for (size_t i = 0; headers && headers[i] && headers[i + 1]; i += 2)
+		MHD_add_response_header(r, headers[i], headers[i + 1]);
 	enum MHD_Result rc = MHD_queue_response(con, status, r);
 	MHD_destroy_response(r);
 	wb_httpd_count(self, status);

@@ -81,6 +81,15 @@ void wb_httpd_count(struct wb_httpd *self, unsigned status);
 /* Queue body (copied) with this status and content type; counted. */
 enum MHD_Result wb_httpd_reply(struct wb_httpd *self, struct MHD_Connection *con, unsigned status,
 			       const char *content_type, const void *body, size_t len);
+/*
+ * The same with more headers (NULL, or name, value, ..., NULL) and the body's
+ * mode: MHD_RESPMEM_MUST_FREE hands a malloc'd body over (freed here when the
+ * response cannot be made), MHD_RESPMEM_PERSISTENT for a body that outlives it.
+ */
+enum MHD_Result wb_httpd_reply_with(struct wb_httpd *self, struct MHD_Connection *con,
+				    unsigned status, const char *content_type, const void *body,
+				    size_t len, enum MHD_ResponseMemoryMode mode,
+				    const char *const *headers);
 
 /*
  * The server's config keys, the same in every stage that serves HTTP: a

@@ -149,20 +149,11 @@ static enum MHD_Result post_model(struct api *a, struct MHD_Connection *con, con
 	if (model_zip(m, &zip, &len) < 0)
 		return reply(a, con, MHD_HTTP_INTERNAL_SERVER_ERROR, "text/plain; charset=utf-8",
 			     "cannot build the archive\n", 25);
-	struct MHD_Response *resp =
-	    MHD_create_response_from_buffer(len, zip, MHD_RESPMEM_MUST_FREE);
-	if (!resp) {
-		free(zip);
-		return MHD_NO;
-	}
 	char disp[MD_NAME_MAX + 48];
 	snprintf(disp, sizeof disp, "attachment; filename=%s.zip", m->name);
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/zip");
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_DISPOSITION, disp);
-	enum MHD_Result rc = MHD_queue_response(con, MHD_HTTP_OK, resp);
-	MHD_destroy_response(resp);
-	wb_httpd_count(a->srv, MHD_HTTP_OK);
-	return rc;
+	const char *const headers[] = {MHD_HTTP_HEADER_CONTENT_DISPOSITION, disp, NULL};
+	return wb_httpd_reply_with(a->srv, con, MHD_HTTP_OK, "application/zip", zip, len,
+				   MHD_RESPMEM_MUST_FREE, headers);
 }
 
 /* ---- GET /best-models ---- */
