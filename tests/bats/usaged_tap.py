@@ -6,6 +6,7 @@ usage: usaged_tap.py FILE cpu PID          last cpu_ns published for PID
        usaged_tap.py FILE cgroup PID       the identity of PID's last cgroup, as JSON
        usaged_tap.py FILE exe PID          "COMM PATH" of PID's last listing: its executable's path
                                            from the exes of the capture ("-" unknown), "none" unlisted
+       usaged_tap.py FILE noexe            pids listed without an exe (exe_id 0), one a line
        usaged_tap.py FILE exited COMM      how many processes named COMM were published as exited
        usaged_tap.py FILE pids [--started-before NS] PID...
                                            "L E": how many of the PIDs were listed, and listed as exited
@@ -74,6 +75,14 @@ def main():
             print("none")
         else:
             print(p["comm"], paths.get(p.get("exe_id", 0), "-"))
+    elif cmd == "noexe":
+        pids = set()
+        for m in messages(path, "usage"):
+            for q in m.get("procs", []):
+                if not q.get("exe_id", 0):
+                    pids.add(q["pid"])
+        for pid in sorted(pids):
+            print(pid)
     elif cmd == "exited":
         seen = set()
         for m in messages(path, "usage"):
