@@ -220,7 +220,7 @@ struct usage_state {
 	struct proctab procs;
 	struct idtab cgroups; /* struct wb_cgroup */
 	struct idtab exes;    /* struct wb_exe */
-	bool complete; /* every live process of the host is in procs */
+	bool complete;	      /* every live process of the host is in procs */
 	struct wb_cpu_times cpu;
 	uint64_t slot_stamp;
 };

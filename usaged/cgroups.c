@@ -28,7 +28,7 @@ struct cgroups {
 	const struct ident_mount *v2; /* NULL when no cgroup2 is mounted */
 	bool has_v1;
 	struct dict *infos; /* id -> struct wb_cgroup (id, path and what the path says) */
-	zhashx_t *v2paths; /* "%016llx" id -> path, from the last walk */
+	zhashx_t *v2paths;  /* "%016llx" id -> path, from the last walk */
 	uint64_t msgno, walked_msgno;
 	bool walked;
 	uint64_t full_drops;
@@ -235,7 +235,8 @@ static uint64_t remember(struct cgroups *self, uint64_t id, const char *path)
 		return id;
 	if (!cg && dict_full(self->infos)) {
 		self->full_drops++;
-		log_rl(&self->rl, WB_LOG_WARN, "more than %d cgroups in use: %s left without identity", CGROUPS_MAX, path);
+		log_rl(&self->rl, WB_LOG_WARN,
+		       "more than %d cgroups in use: %s left without identity", CGROUPS_MAX, path);
 		return id;
 	}
 	cg = dict_set(self->infos, id); /* new, or its path changed: sent again */

@@ -81,7 +81,8 @@ uint64_t exes_resolve(void *arg, uint32_t pid)
 		 * unknown, neither a fault. */
 		if (n < 0 && errno != ENOENT && errno != ESRCH) {
 			self->read_errors++;
-			log_rl(&self->rl, WB_LOG_WARN, "%s: %s (reading another user's process's executable takes CAP_SYS_PTRACE)", link, strerror(errno));
+			log_rl(&self->rl, WB_LOG_WARN, "%s: %s (needs CAP_SYS_PTRACE)", link,
+			       strerror(errno));
 		}
 		return 0;
 	}
@@ -92,7 +93,8 @@ uint64_t exes_resolve(void *arg, uint32_t pid)
 		return id;
 	if (dict_full(self->paths)) {
 		self->full_drops++;
-		log_rl(&self->rl, WB_LOG_WARN, "more than %d executables in use: %s left unnamed", EXES_MAX, buf);
+		log_rl(&self->rl, WB_LOG_WARN, "more than %d executables in use: %s left unnamed",
+		       EXES_MAX, buf);
 		return 0;
 	}
 	struct wb_exe *x = dict_set(self->paths, id);

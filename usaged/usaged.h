@@ -143,7 +143,7 @@ size_t ptab_retire(struct ptab *self, ptab_retire_fn *fn, void *arg);
 size_t ptab_count(const struct ptab *self);
 uint64_t ptab_dropped(const struct ptab *self);
 
-/* ---- dict.c: id -> item dictionaries (cgroups, exes), which items a message carries (pure) ---- */
+/* ---- dict.c: id -> item dictionaries (cgroups, exes), what a message carries (pure) ---- */
 
 struct dict;
 /* Items of item_size bytes, at most max of them. NULL on ENOMEM. */

@@ -372,7 +372,8 @@ static void test_exes(void)
 	CHECK_U64(out.procs[0].exe_id, 41);
 	CHECK_U64(out.procs[1].exe_id, 0);
 	CHECK_U64(out.n_exes, 1);
-	CHECK(out.n_exes == 1 && out.exes[0].id == 41 && strcmp(out.exes[0].path, "/usr/bin/sleep") == 0);
+	CHECK(out.n_exes == 1 && out.exes[0].id == 41 &&
+	      strcmp(out.exes[0].path, "/usr/bin/sleep") == 0);
 	estimator_destroy(&e);
 	slot_free(m);
 }

@@ -608,15 +608,18 @@ static void test_exe_label(void)
 	exe_slot(a, 10, 41, "sleep", 0, NULL);
 	CHECK(strstr(find_proc(a, "h", 100, 5000)->labels, ",exe=\"\",") != NULL);
 	exe_slot(a, 11, 41, "sleep", 41, "/usr/bin/sl\"eep (deleted)");
-	CHECK_STR(find_proc(a, "h", 100, 5000)->labels,
-		  "pid=\"100\",comm=\"sleep\",exe=\"/usr/bin/sl\\\"eep (deleted)\",type=\"regular\","
-		  "container_id=\"\",vm_id=\"\"");
+	CHECK_STR(
+	    find_proc(a, "h", 100, 5000)->labels,
+	    "pid=\"100\",comm=\"sleep\",exe=\"/usr/bin/sl\\\"eep (deleted)\",type=\"regular\","
+	    "container_id=\"\",vm_id=\"\"");
 	/* a slot without the path of the same id keeps it */
 	exe_slot(a, 12, 41, "sleep", 0, NULL);
-	CHECK(strstr(find_proc(a, "h", 100, 5000)->labels, "exe=\"/usr/bin/sl\\\"eep (deleted)\"") != NULL);
+	CHECK(strstr(find_proc(a, "h", 100, 5000)->labels,
+		     "exe=\"/usr/bin/sl\\\"eep (deleted)\"") != NULL);
 	/* exec: a new comm and a new exe */
 	exe_slot(a, 13, 42, "python3", 42, "/usr/bin/python3.11");
-	CHECK(strstr(find_proc(a, "h", 100, 5000)->labels, "comm=\"python3\",exe=\"/usr/bin/python3.11\"") != NULL);
+	CHECK(strstr(find_proc(a, "h", 100, 5000)->labels,
+		     "comm=\"python3\",exe=\"/usr/bin/python3.11\"") != NULL);
 	/* an exec to a binary whose path has not come yet: empty, not the old one */
 	exe_slot(a, 14, 43, "python3", 0, NULL);
 	CHECK(strstr(find_proc(a, "h", 100, 5000)->labels, ",exe=\"\",") != NULL);

@@ -54,7 +54,8 @@ static void setup(void)
 	memset(longpath + 513, 'b', 100);
 	longpath[613] = '\0';
 	link_exe(13, longpath);
-	link_exe(14, "/bin/a\xff" "b");
+	link_exe(14, "/bin/a\xff"
+		     "b"); /* \xff then b (one string would read \xffb as one escape) */
 	link_exe(16, "/usr/bin/sleep"); /* a second process of the same binary */
 	/* 15: /proc/15/exe is no link (readlink fails with EINVAL): a counted read error */
 	char path[600];
@@ -194,8 +195,10 @@ static void test_teardown(void)
 
 static const struct unit_case cases[] = {
     {"a path's id is a stable hash below 2^63, never 0", test_ids},
-    {"pid -> path: kernel threads and gone processes unknown, long and bad paths cleaned", test_resolve},
-    {"a path goes out in every full message and retire_after messages after it is new", test_window},
+    {"pid -> path: kernel threads and gone processes unknown, long and bad paths cleaned",
+     test_resolve},
+    {"a path goes out in every full message and retire_after messages after it is new",
+     test_window},
     {"paths no message named are forgotten", test_evict},
     {"teardown", test_teardown},
 };
