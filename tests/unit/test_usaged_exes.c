@@ -38,7 +38,7 @@ static char longpath[700];
 
 static void setup(void)
 {
-	snprintf(root, sizeof(root), "/tmp/usaged-exes-XXXXXX");
+	unit_tmp(root, sizeof(root), "usaged-exes-XXXXXX");
 	if (!mkdtemp(root))
 		exit(1);
 	char proc[512];
