@@ -185,10 +185,11 @@ struct id_entry {
 struct idtab {
 	struct wb_table tab; /* .budget: charged for slots */
 	size_t item_size;
+	size_t id_off; /* where an item holds its id */
 	uint32_t gen;
 };
 
-void idtab_init(struct idtab *t, size_t item_size, size_t max);
+void idtab_init(struct idtab *t, size_t item_size, size_t id_off, size_t max);
 void idtab_free(struct idtab *t);
 /* The item of id (owned by the table: stale after the next put or sweep), or NULL. */
 void *idtab_find(const struct idtab *t, uint64_t id);

@@ -14,13 +14,14 @@ static void *item_of(const struct id_entry *e)
 	return (char *)e + sizeof(*e);
 }
 
-void idtab_init(struct idtab *t, size_t item_size, size_t max)
+void idtab_init(struct idtab *t, size_t item_size, size_t id_off, size_t max)
 {
-	/* Entries stay 8-byte aligned: the items (wb_cgroup, wb_exe) start with a uint64_t. */
+	/* Entries stay 8-byte aligned, as the items' uint64_t members need. */
 	size_t size = sizeof(struct id_entry) + (item_size + 7) / 8 * 8;
 	wb_table_init(&t->tab, size, offsetof(struct id_entry, id), 1,
 		      offsetof(struct id_entry, used), 64, max);
 	t->item_size = item_size;
+	t->id_off = id_off;
 	t->gen = 0;
 }
 

@@ -20,8 +20,9 @@ int usage_init(struct usage_state *us, size_t max_procs, size_t max_cgroups, siz
 {
 	memset(us, 0, sizeof(*us));
 	proctab_init(&us->procs, max_procs);
-	idtab_init(&us->cgroups, sizeof(struct wb_cgroup), max_cgroups);
-	idtab_init(&us->exes, sizeof(struct wb_exe), max_exes);
+	idtab_init(&us->cgroups, sizeof(struct wb_cgroup), offsetof(struct wb_cgroup, id),
+		   max_cgroups);
+	idtab_init(&us->exes, sizeof(struct wb_exe), offsetof(struct wb_exe, id), max_exes);
 	us->procs.budget = us->cgroups.tab.budget = us->exes.tab.budget = budget;
 	return 0;
 }
@@ -64,8 +65,8 @@ static void remember(struct idtab *t, bool full, const void *items, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		const void *item = (const char *)items + i * t->item_size;
 		uint64_t id;
-		memcpy(&id, item, sizeof(id)); /* wb_cgroup and wb_exe start with their id */
-		idtab_put(t, id, item);	       /* full table: the slot goes without it */
+		memcpy(&id, (const char *)item + t->id_off, sizeof(id));
+		idtab_put(t, id, item); /* full table: the slot goes without it */
 	}
 	if (full)
 		idtab_sweep(t, t->gen);

@@ -99,7 +99,7 @@ static void proctab_sweep_and_cap(void)
 static void idtab_put_find_sweep(void)
 {
 	struct idtab t;
-	idtab_init(&t, sizeof(struct wb_cgroup), 3);
+	idtab_init(&t, sizeof(struct wb_cgroup), offsetof(struct wb_cgroup, id), 3);
 	struct wb_cgroup a = {
 	    .id = 11, .path = "system.slice/nginx.service", .service = "nginx.service"};
 	struct wb_cgroup b = {.id = 12, .path = "kubepods/pod1/abc", .container_id = "abc"};
