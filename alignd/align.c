@@ -208,7 +208,8 @@ int align_reconf(struct align *a, const struct align_conf *conf)
 	/* A remapped host starts new carries by itself: its carries name the old curves. */
 	for (struct uhost *uh = zhashx_first(a->uhosts); uh; uh = zhashx_next(a->uhosts)) {
 		uh->us.procs.max = conf->max_procs;
-		uh->us.cgroups.max = conf->max_cgroups;
+		uh->us.cgroups.tab.max = conf->max_cgroups;
+		uh->us.exes.tab.max = conf->max_exes;
 		power_name_of(a, uh->name, uh->power_name);
 	}
 	for (struct phost *ph = zhashx_first(a->phosts); ph; ph = zhashx_next(a->phosts))
@@ -283,7 +284,7 @@ struct uhost *uhost_get(struct align *a, const char *name)
 		return NULL;
 	snprintf(uh->name, sizeof(uh->name), "%s", name);
 	power_name_of(a, name, uh->power_name);
-	usage_init(&uh->us, a->conf.max_procs, a->conf.max_cgroups, &a->budget);
+	usage_init(&uh->us, a->conf.max_procs, a->conf.max_cgroups, a->conf.max_exes, &a->budget);
 	wb_budget_move(&a->budget, 0, UHOST_BYTES);
 	uh->live = true;
 	zhashx_insert(a->uhosts, uh->name, uh);
@@ -607,7 +608,8 @@ static int enqueue(struct align *a, struct uhost *uh, struct pending *pd, uint64
 	}
 	const struct wb_aligned *s = &pd->msg.aligned;
 	pd->bytes = 2 * sizeof(*pd) + s->n_procs * sizeof(*s->procs) +
-		    s->n_cgroups * sizeof(*s->cgroups) + s->n_counters * sizeof(*s->counters);
+		    s->n_cgroups * sizeof(*s->cgroups) + s->n_exes * sizeof(*s->exes) +
+		    s->n_counters * sizeof(*s->counters);
 	bool room = wb_budget_fits(&a->budget, pd->bytes);
 	wb_budget_move(&a->budget, 0, pd->bytes);
 	waiting_add(a, uh);
@@ -765,7 +767,7 @@ void align_usage(struct align *a, const struct wb_usage *u, uint64_t lost, uint6
 		growth = usage_growth(&uh->us, u);
 	} else {
 		struct usage_state empty;
-		usage_init(&empty, a->conf.max_procs, a->conf.max_cgroups, NULL);
+		usage_init(&empty, a->conf.max_procs, a->conf.max_cgroups, a->conf.max_exes, NULL);
 		growth = UHOST_BYTES + usage_growth(&empty, u);
 	}
 	if (!budget_admits(a, "usage", u->env.host, !uh, growth))
@@ -878,7 +880,7 @@ static void sweep(struct align *a, uint64_t now_ns)
 		usage_free(&uh->us);
 		uh->live = false;
 		a->cnt.hosts_dropped++;
-		log_info("usage/%s: silent for %.0f s: process and cgroup tables dropped", uh->name,
+		log_info("usage/%s: silent for %.0f s: process, cgroup and executable tables dropped", uh->name,
 			 (double)to / 1e9);
 	}
 	for (struct phost *ph = zhashx_first(a->phosts); ph; ph = zhashx_next(a->phosts)) {

@@ -172,28 +172,40 @@ size_t proctab_sweep(struct proctab *pt, uint32_t gen);
 /* Bytes the table would hold after adding n entries not in it. */
 size_t proctab_bytes_for(const struct proctab *pt, size_t n);
 
-/* ---- cgtab.c: cgroup identity per id ---- */
+/* ---- idtab.c: what ids name, per id (cgroup identities, executables' paths) ---- */
 
-struct cg_entry {
-	struct wb_cgroup cg;
+/* The table's entry; the item (a struct wb_cgroup, a struct wb_exe) follows it. */
+struct id_entry {
+	uint64_t id;
 	uint64_t stamp; /* last slot that attached it */
-	uint32_t gen;
+	uint32_t gen;	/* the full message that last named it */
 	bool used;
 };
 
-struct cgtab {
-	WB_TABLE(struct cg_entry); /* .budget: charged for slots */
+struct idtab {
+	struct wb_table tab; /* .budget: charged for slots */
+	size_t item_size;
+	size_t id_off; /* where an item holds its id */
 	uint32_t gen;
 };
 
-int cgtab_init(struct cgtab *t, size_t max);
-void cgtab_free(struct cgtab *t);
-struct cg_entry *cgtab_find(struct cgtab *t, uint64_t id);
-/* Insert or update; NULL when full or on ENOMEM. */
-struct cg_entry *cgtab_put(struct cgtab *t, const struct wb_cgroup *cg);
-size_t cgtab_sweep(struct cgtab *t, uint32_t gen);
+void idtab_init(struct idtab *t, size_t item_size, size_t id_off, size_t max);
+void idtab_free(struct idtab *t);
+/* The item of id (owned by the table: stale after the next put or sweep), or NULL. */
+void *idtab_find(const struct idtab *t, uint64_t id);
+/* Insert or update id with a copy of item; NULL when full or on ENOMEM. */
+void *idtab_put(struct idtab *t, uint64_t id, const void *item);
+/* Remove every entry whose gen differs from gen; returns how many. */
+size_t idtab_sweep(struct idtab *t, uint32_t gen);
 /* Bytes the table would hold after adding n ids not in it. */
-size_t cgtab_bytes_for(const struct cgtab *t, size_t n);
+size_t idtab_bytes_for(const struct idtab *t, size_t n);
+/*
+ * Copy into out the items that the n processes (proc_size bytes apart, the id
+ * at id_off) name, each once: out has room for min(n, entries). stamp: a new
+ * number per call. Returns how many.
+ */
+size_t idtab_attach(struct idtab *t, const void *procs, size_t n, size_t proc_size, size_t id_off,
+		    uint64_t stamp, void *out);
 
 /* ---- usage.c: usage deltas of one host ---- */
 
@@ -207,28 +219,29 @@ struct usage_counts {
 
 struct usage_state {
 	struct proctab procs;
-	struct cgtab cgroups;
-	bool complete; /* every live process of the host is in procs */
+	struct idtab cgroups; /* struct wb_cgroup */
+	struct idtab exes;    /* struct wb_exe */
+	bool complete;	      /* every live process of the host is in procs */
 	struct wb_cpu_times cpu;
 	uint64_t slot_stamp;
 };
 
-/* budget (NULL: none) is charged for the process and cgroup tables. */
-int usage_init(struct usage_state *us, size_t max_procs, size_t max_cgroups,
+/* budget (NULL: none) is charged for the process, cgroup and executable tables. */
+int usage_init(struct usage_state *us, size_t max_procs, size_t max_cgroups, size_t max_exes,
 	       struct wb_budget *budget);
 void usage_free(struct usage_state *us);
-/* Forget the process table (new usaged epoch, host dropped); cgroup ids stay valid. */
+/* Forget the process table (new usaged epoch, host dropped); cgroup and exe ids stay valid. */
 void usage_forget_procs(struct usage_state *us);
 /* First message of a host: remember its values, no slot. */
 void usage_baseline(struct usage_state *us, const struct wb_usage *u, struct usage_counts *cnt);
 /*
- * Fill out's cpu, procs and cgroups with the deltas of u against what was
+ * Fill out's cpu, procs, cgroups and exes with the deltas of u against what was
  * seen before (slot [t0_ns, u->t]). lost: usage messages missed before u.
  * Returns 0, or -1 on ENOMEM (out untouched).
  */
 int usage_slot(struct usage_state *us, const struct wb_usage *u, uint64_t t0_ns, uint64_t lost,
 	       struct wb_aligned *out, struct usage_counts *cnt);
-/* Bytes the tables would grow by to take u (its processes and cgroups not yet in them). */
+/* Bytes the tables would grow by to take u (its processes, cgroups and exes not yet in them). */
 size_t usage_growth(struct usage_state *us, const struct wb_usage *u);
 
 /* ---- align.c: hosts, pairing, waiting, resolution ---- */
@@ -240,7 +253,7 @@ struct align_conf {
 	uint64_t max_skew_ns;	  /* |arrival - t| beyond this is logged and counted; 0: off */
 	double bridge_max_w;	  /* see curve_add; 0: no limit */
 	uint64_t max_slot_ns;	  /* [global] max_slot: a longer span between usage samples is no slot; 0: off */
-	size_t max_hosts, max_procs, max_cgroups, max_pending, max_samples;
+	size_t max_hosts, max_procs, max_cgroups, max_exes, max_pending, max_samples;
 	size_t budget_bytes; /* all hosts' tables, curves and waiting slots together; 0: no limit */
 	/* usage host -> power host ("node1=bmc1"); parsed by align_conf_map */
 	size_t nmap;

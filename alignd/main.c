@@ -28,7 +28,7 @@ struct alignd_conf {
 	uint64_t max_skew_ns;
 	uint64_t tick_ns;
 	double bridge_max_w;
-	int64_t max_hosts, max_procs, max_cgroups, max_pending, max_samples;
+	int64_t max_hosts, max_procs, max_cgroups, max_exes, max_pending, max_samples;
 	int64_t budget_mib;
 };
 
@@ -51,7 +51,7 @@ static const struct wb_conf_key alignd_keys[] = {
 	K("snap", WB_CONF_DURATION, snap_ns, "5ms", 0, 1e9,
 	  "a slot end this close after the last power sample goes out at once, unmarked (0: off)"),
 	K("host_timeout", WB_CONF_DURATION, host_timeout_ns, "60s", 1e8, 30 * 86400e9,
-	  "a host silent this long is dropped (usage: its process and cgroup tables; power: its curves)"),
+	  "a host silent this long is dropped (usage: its process, cgroup and executable tables; power: its curves)"),
 	K("max_skew", WB_CONF_DURATION, max_skew_ns, "2s", 0, 86400e9,
 	  "log and count messages whose time differs from their arrival by more (0: off)"),
 	K("tick", WB_CONF_DURATION, tick_ns, "20ms", 1e6, 1e9,
@@ -64,12 +64,14 @@ static const struct wb_conf_key alignd_keys[] = {
 	  "processes remembered per usage host"),
 	K("max_cgroups", WB_CONF_INT, max_cgroups, "16384", 1, 65536,
 	  "cgroups remembered per usage host"),
+	K("max_exes", WB_CONF_INT, max_exes, "16384", 1, 65536,
+	  "executables' paths remembered per usage host"),
 	K("max_pending", WB_CONF_INT, max_pending, "64", 1, 65536,
 	  "slots per usage host waiting for power before the oldest is extrapolated"),
 	K("max_samples", WB_CONF_INT, max_samples, "16384", 4, 16777216,
 	  "power samples kept per zone"),
 	K("budget_mib", WB_CONF_INT, budget_mib, "512", 0, 1048576,
-	  "MiB that all hosts' process and cgroup tables, power curves and waiting slots may hold together; a new host beyond it is refused (0: no limit)"),
+	  "MiB that all hosts' process, cgroup and executable tables, power curves and waiting slots may hold together; a new host beyond it is refused (0: no limit)"),
 };
 #undef K
 /* clang-format on */
@@ -86,6 +88,7 @@ static int conf_to_align(const struct alignd_conf *c, struct align_conf *ac, cha
 	    .max_hosts = (size_t)c->max_hosts,
 	    .max_procs = (size_t)c->max_procs,
 	    .max_cgroups = (size_t)c->max_cgroups,
+	    .max_exes = (size_t)c->max_exes,
 	    .max_pending = (size_t)c->max_pending,
 	    .max_samples = (size_t)c->max_samples,
 	    .budget_bytes = (size_t)c->budget_mib << 20,

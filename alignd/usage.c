@@ -15,33 +15,39 @@
 
 #include "alignd.h"
 
-int usage_init(struct usage_state *us, size_t max_procs, size_t max_cgroups,
+int usage_init(struct usage_state *us, size_t max_procs, size_t max_cgroups, size_t max_exes,
 	       struct wb_budget *budget)
 {
 	memset(us, 0, sizeof(*us));
 	proctab_init(&us->procs, max_procs);
-	cgtab_init(&us->cgroups, max_cgroups);
-	us->procs.budget = us->cgroups.budget = budget;
+	idtab_init(&us->cgroups, sizeof(struct wb_cgroup), offsetof(struct wb_cgroup, id),
+		   max_cgroups);
+	idtab_init(&us->exes, sizeof(struct wb_exe), offsetof(struct wb_exe, id), max_exes);
+	us->procs.budget = us->cgroups.tab.budget = us->exes.tab.budget = budget;
 	return 0;
 }
 
 size_t usage_growth(struct usage_state *us, const struct wb_usage *u)
 {
-	size_t np = 0, nc = 0;
+	size_t np = 0, nc = 0, nx = 0;
 	for (size_t i = 0; i < u->n_procs; i++)
 		np += !proctab_find(&us->procs, u->procs[i].pid, u->procs[i].start_ns);
 	for (size_t i = 0; i < u->n_cgroups; i++)
-		nc += !cgtab_find(&us->cgroups, u->cgroups[i].id);
-	size_t now = (us->procs.cap * sizeof(*us->procs.slots)) +
-		     (us->cgroups.cap * sizeof(*us->cgroups.slots));
-	size_t after = proctab_bytes_for(&us->procs, np) + cgtab_bytes_for(&us->cgroups, nc);
+		nc += !idtab_find(&us->cgroups, u->cgroups[i].id);
+	for (size_t i = 0; i < u->n_exes; i++)
+		nx += !idtab_find(&us->exes, u->exes[i].id);
+	size_t now = (us->procs.cap * sizeof(*us->procs.slots)) + wb_table_bytes(&us->cgroups.tab) +
+		     wb_table_bytes(&us->exes.tab);
+	size_t after = proctab_bytes_for(&us->procs, np) + idtab_bytes_for(&us->cgroups, nc) +
+		       idtab_bytes_for(&us->exes, nx);
 	return after > now ? after - now : 0;
 }
 
 void usage_free(struct usage_state *us)
 {
 	proctab_free(&us->procs);
-	cgtab_free(&us->cgroups);
+	idtab_free(&us->cgroups);
+	idtab_free(&us->exes);
 	us->complete = false;
 }
 
@@ -51,14 +57,38 @@ void usage_forget_procs(struct usage_state *us)
 	us->complete = false;
 }
 
-static void remember_cgroups(struct usage_state *us, const struct wb_usage *u)
+/* Take n items of a message's dictionary (cgroups, exes): a full message names every one in use. */
+static void remember(struct idtab *t, bool full, const void *items, size_t n)
 {
-	if (u->full)
-		us->cgroups.gen++;
-	for (size_t i = 0; i < u->n_cgroups; i++)
-		cgtab_put(&us->cgroups, &u->cgroups[i]); /* full table: the slot goes without it */
-	if (u->full)
-		cgtab_sweep(&us->cgroups, us->cgroups.gen);
+	if (full)
+		t->gen++;
+	for (size_t i = 0; i < n; i++) {
+		const void *item = (const char *)items + i * t->item_size;
+		uint64_t id;
+		memcpy(&id, (const char *)item + t->id_off, sizeof(id));
+		idtab_put(t, id, item); /* full table: the slot goes without it */
+	}
+	if (full)
+		idtab_sweep(t, t->gen);
+}
+
+static void remember_ids(struct usage_state *us, const struct wb_usage *u)
+{
+	remember(&us->cgroups, u->full, u->cgroups, u->n_cgroups);
+	remember(&us->exes, u->full, u->exes, u->n_exes);
+}
+
+/* The items of t that the slot's n processes name, each once, in a new array (NULL: none). */
+static void *attach(struct usage_state *us, struct idtab *t, const struct wb_slot_proc *procs,
+		    size_t n, size_t id_off, size_t *nout)
+{
+	*nout = 0;
+	if (!n || !t->tab.n)
+		return NULL;
+	void *out = wb_array_new(n < t->tab.n ? n : t->tab.n, t->item_size);
+	if (out)
+		*nout = idtab_attach(t, procs, n, sizeof(*procs), id_off, ++us->slot_stamp, out);
+	return out;
 }
 
 static uint64_t delta(uint64_t now, uint64_t *last, bool *backwards)
@@ -88,6 +118,7 @@ static size_t walk_procs(struct usage_state *us, const struct wb_usage *u, uint6
 		struct wb_slot_proc d = {.pid = p->pid,
 					 .start_ns = p->start_ns,
 					 .cgroup_id = p->cgroup_id,
+					 .exe_id = p->exe_id,
 					 .exited = p->exited};
 		memcpy(d.comm, p->comm, sizeof(d.comm));
 		struct proc_entry *e = proctab_find(pt, p->pid, p->start_ns);
@@ -152,7 +183,7 @@ void usage_baseline(struct usage_state *us, const struct wb_usage *u, struct usa
 {
 	us->cpu = u->cpu;
 	us->complete = false;
-	remember_cgroups(us, u);
+	remember_ids(us, u);
 	walk_procs(us, u, u->t, false, NULL, cnt);
 }
 
@@ -187,29 +218,15 @@ int usage_slot(struct usage_state *us, const struct wb_usage *u, uint64_t t0_ns,
 	if (lost)
 		us->complete = false;
 	cpu_delta(us, &u->cpu, &out->cpu, cnt);
-	remember_cgroups(us, u);
+	remember_ids(us, u);
 	size_t n = walk_procs(us, u, t0_ns, complete_at_t0, procs, cnt);
 	out->procs = procs;
 	out->n_procs = n;
 
-	/* The cgroups the slot's processes ran in, each once. */
-	size_t ncg = 0;
-	struct wb_cgroup *cgs = NULL;
-	if (n && us->cgroups.n) {
-		size_t max = n < us->cgroups.n ? n : us->cgroups.n;
-		cgs = wb_array_new(max, sizeof(*cgs));
-		uint64_t stamp = ++us->slot_stamp;
-		for (size_t i = 0; cgs && i < n; i++) {
-			if (!procs[i].cgroup_id)
-				continue;
-			struct cg_entry *e = cgtab_find(&us->cgroups, procs[i].cgroup_id);
-			if (!e || e->stamp == stamp)
-				continue;
-			e->stamp = stamp;
-			cgs[ncg++] = e->cg;
-		}
-	}
-	out->cgroups = cgs;
-	out->n_cgroups = ncg;
+	/* The cgroups the slot's processes ran in and the executables they ran, each once. */
+	out->cgroups = attach(us, &us->cgroups, procs, n, offsetof(struct wb_slot_proc, cgroup_id),
+			      &out->n_cgroups);
+	out->exes =
+	    attach(us, &us->exes, procs, n, offsetof(struct wb_slot_proc, exe_id), &out->n_exes);
 	return 0;
 }

@@ -89,6 +89,7 @@ static struct align *mk(void)
 			       .max_hosts = 16,
 			       .max_procs = 262144,
 			       .max_cgroups = 16384,
+			       .max_exes = 16384,
 			       .max_pending = 64,
 			       .max_samples = 16384};
 	return align_new(&c, emit, NULL);

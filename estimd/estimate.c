@@ -596,6 +596,7 @@ static void fill_procs(struct estimator *e, const struct wb_aligned *a, size_t n
 		memcpy(p->comm, sp->comm, sizeof(p->comm));
 		p->start_ns = sp->start_ns;
 		p->cgroup_id = sp->cgroup_id;
+		p->exe_id = sp->exe_id;
 		p->cpu_ns = sp->cpu_ns;
 		p->exited = sp->exited;
 		p->container_id[0] = p->vm[0] = '\0';
@@ -756,6 +757,9 @@ int estimator_slot(struct estimator *e, const struct wb_aligned *a, struct wb_es
 	out->n_zones = nz;
 	out->procs = e->procs;
 	out->n_procs = a->n_procs;
+	/* The paths of the slot's executables, as alignd attached them (the slot's memory). */
+	out->exes = a->exes;
+	out->n_exes = a->n_exes;
 	struct wb_est_group **dst[G_KINDS] = {&out->containers, &out->pods, &out->vms,
 					      &out->services};
 	size_t *dst_n[G_KINDS] = {&out->n_containers, &out->n_pods, &out->n_vms, &out->n_services};

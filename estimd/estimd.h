@@ -506,7 +506,8 @@ const struct model *estimator_model(const struct estimator *e);
 double estimator_core_ratio(const struct estimator *e, uint64_t ncpu);
 /*
  * Estimate one slot. On success *out holds the estimate; its arrays belong to
- * the estimator and stay valid until the next call (do not wb_msg_clear it).
+ * the estimator and stay valid until the next call (do not wb_msg_clear it),
+ * except exes, which is a's: valid while a is.
  * Returns 0, or -1 with err when the slot cannot be used (rejected, counted by
  * the caller).
  */

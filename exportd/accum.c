@@ -18,6 +18,7 @@
 #include "exportd.h"
 #include "json.h"
 #include "log.h"
+#include "table.h"
 
 static const char *const reason_names[ACC_R_COUNT] = {
     [ACC_R_SLOT] = "slot",
@@ -333,15 +334,21 @@ static const char *proc_type(const struct wb_est_proc *p)
 	return "regular";
 }
 
+/* A process as its labels show it: estimd's process and its executable's path ("": unknown). */
+struct proc_view {
+	const struct wb_est_proc *p;
+	const char *exe;
+};
+
 static void render_proc_labels(struct rbuf *b, const void *src)
 {
-	const struct wb_est_proc *p = src;
+	const struct proc_view *v = src;
+	const struct wb_est_proc *p = v->p;
 	char pid[24];
 	snprintf(pid, sizeof pid, "%llu", (unsigned long long)p->pid);
 	rbuf_label(b, true, "pid", pid, sizeof pid);
 	rbuf_label(b, false, "comm", p->comm, sizeof p->comm);
-	/* usaged does not read /proc/PID/exe: the label exists, empty, as in Kepler's schema */
-	rbuf_label(b, false, "exe", "", 1);
+	rbuf_label(b, false, "exe", v->exe, sizeof(((struct wb_exe *)0)->path));
 	rbuf_label(b, false, "type", proc_type(p), 16);
 	rbuf_label(b, false, "container_id", p->container_id, sizeof p->container_id);
 	rbuf_label(b, false, "vm_id", p->vm, sizeof p->vm);
@@ -777,6 +784,32 @@ static void tot_remember(struct ex_host *h, const struct wb_estimate *e, bool sa
 }
 
 /* ---- applying a slot ---- */
+
+/* The estimate's exes by id, for the processes' exe label (the first entry of an id wins). */
+struct exe_ix {
+	uint64_t id;
+	uint32_t idx;
+	bool used;
+};
+
+static void exes_index(struct wb_table *t, const struct wb_estimate *e)
+{
+	wb_table_init(t, sizeof(struct exe_ix), offsetof(struct exe_ix, id), 1,
+		      offsetof(struct exe_ix, used), 64, e->n_exes ? e->n_exes : 1);
+	for (size_t i = 0; i < e->n_exes; i++) {
+		struct exe_ix *x = wb_table_find(t, e->exes[i].id, 0);
+		if (!x && (x = wb_table_insert(t, e->exes[i].id, 0)))
+			x->idx = (uint32_t)i;
+	}
+}
+
+/* The path of exe_id in the estimate, or NULL (0, or an id without an entry: no fault). */
+static const char *exe_path(const struct wb_table *t, const struct wb_estimate *e, uint64_t id)
+{
+	const struct exe_ix *x = id && t->n ? wb_table_find(t, id, 0) : NULL;
+	return x ? e->exes[x->idx].path : NULL;
+}
+
 struct slot_ctx {
 	struct accum *self;
 	struct ex_host *h;
@@ -1013,6 +1046,8 @@ int accum_add(struct accum *self, const struct wb_estimate *e, enum accum_reason
 	tot_remember(h, e, same);
 
 	if (self->lim.levels & (1u << EX_PROCESS)) {
+		struct wb_table exes;
+		exes_index(&exes, e);
 		for (size_t i = 0; i < e->n_procs; i++) {
 			const struct wb_est_proc *p = &e->procs[i];
 			struct ex_work *w =
@@ -1022,11 +1057,22 @@ int accum_add(struct accum *self, const struct wb_estimate *e, enum accum_reason
 			uint64_t ident = hash_str(hash_str(hash_str(0, p->comm, sizeof p->comm),
 							   p->container_id, sizeof p->container_id),
 						  p->vm, sizeof p->vm);
-			work_labels(w, ident, &c.tmp, render_proc_labels, p);
+			/* exe: the path of its exe_id. An estimate without that path (alignd
+			 * restarted and has not had it again yet) keeps the path the labels
+			 * show for the same id: a label that comes and goes would split the
+			 * series. */
+			struct proc_view v = {.p = p, .exe = exe_path(&exes, e, p->exe_id)};
+			uint64_t with = wb_hash2(ident, p->exe_id);
+			if (!v.exe && !(p->exe_id && w->labels && w->ident == with)) {
+				v.exe = "";
+				with = ident;
+			}
+			work_labels(w, with, &c.tmp, render_proc_labels, &v);
 			work_add(&c, w, p->cpu_ns, p->energy_uj);
 			if (p->exited)
 				work_terminate(h, w, e->t1);
 		}
+		wb_table_free(&exes);
 	}
 	apply_groups(&c, EX_CONTAINER, e->containers, e->n_containers, render_container_labels);
 	apply_groups(&c, EX_POD, e->pods, e->n_pods, render_pod_labels);

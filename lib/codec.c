@@ -400,15 +400,11 @@ static bool key_is(const struct wb_field *f, const char *key, uint32_t len)
 static const struct wb_field *find_field(const struct wb_type *t, char *dst, const char *key, uint32_t len,
 					 uint32_t hint, char **base, int *slot)
 {
-	if (hint < t->nfields) {
-		const struct wb_field *f = &t->fields[hint];
-		if (f->type != WB_T_FLAT && key_is(f, key, len)) {
-			*base = dst;
-			*slot = (int)hint;
-			return f;
-		}
-	}
-	for (uint32_t i = 0; i < t->nfields; i++) {
+	/* Encoders write keys in table order and leave out optional ones that hold zero: the key
+	 * is most likely the hint or one of the fields after it, so look there first, then wrap
+	 * around. */
+	for (uint32_t k = 0; k < t->nfields; k++) {
+		uint32_t i = hint + k < t->nfields ? hint + k : hint + k - t->nfields;
 		const struct wb_field *f = &t->fields[i];
 		if (f->type == WB_T_FLAT) {
 			const struct wb_type *ft = f->obj;
@@ -568,7 +564,8 @@ static void clear_obj(const struct wb_type *t, char *obj)
 		} else if (f->type == WB_T_ARR) {
 			char **items = (char **)(obj + f->off);
 			size_t n = *(size_t *)(obj + f->off_n);
-			if (*items && f->elem->type == WB_T_OBJ)
+			/* Items of scalars and fixed strings only (processes) need no walk. */
+			if (*items && f->elem->type == WB_T_OBJ && f->elem->obj->owns)
 				for (size_t j = 0; j < n; j++)
 					clear_obj(f->elem->obj, *items + j * f->size);
 			free(*items);

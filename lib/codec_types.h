@@ -5,6 +5,7 @@
 #ifndef WB_CODEC_TYPES_H
 #define WB_CODEC_TYPES_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 enum wb_ftype {
@@ -43,6 +44,7 @@ struct wb_type {
 	uint32_t nfields;
 	const struct wb_field *fields;
 	uint32_t nkeys; /* keys its map can hold: its fields, a flat struct's counted key by key */
+	bool owns;	/* holds memory to free (an array, or an object that does): cleared field by field */
 };
 
 struct wb_kind_info {

@@ -21,4 +21,15 @@ static inline uint64_t wb_hash2(uint64_t a, uint64_t b)
 	return wb_mix64(a * 0x9e3779b97f4a7c15ull ^ b);
 }
 
+/* FNV-1a of a NUL-terminated string: a name's 64-bit id (an executable's path). */
+static inline uint64_t wb_hash_str(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	for (; *s; s++) {
+		h ^= (unsigned char)*s;
+		h *= 0x100000001b3ull;
+	}
+	return h;
+}
+
 #endif

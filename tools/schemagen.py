@@ -75,6 +75,16 @@ class Gen:
             return ("arr", {"min": prop.get("minItems", 0), "max": prop["maxItems"], "elem": (ek, ei)})
         sys.exit(f"{cur}: {key}: unsupported type {t}")
 
+    def owns(self, name):
+        """Whether a struct of this type holds memory to free: an array, or an object that does."""
+        t = self.types[name]
+        if t["flat"] and self.owns(t["flat"]):
+            return True
+        for _key, k, info, _req in t["fields"]:
+            if k == "arr" or (k == "obj" and self.owns(info["type"])):
+                return True
+        return False
+
     def add_type(self, name, schema, cur):
         if name in self.types:
             return
@@ -172,8 +182,9 @@ class Gen:
             c += rows
             c.append("};")
             nkeys = len(t["fields"]) + (len(self.types[t["flat"]]["fields"]) if t["flat"] else 0)
+            owns = "true" if self.owns(name) else "false"
             c.append(f'const struct wb_type wb_type_{name} = {{"{name}", sizeof(struct {name}), '
-                     f"sizeof(wb_fields_{name}) / sizeof(wb_fields_{name}[0]), wb_fields_{name}, {nkeys}}};")
+                     f"sizeof(wb_fields_{name}) / sizeof(wb_fields_{name}[0]), wb_fields_{name}, {nkeys}, {owns}}};")
             c.append("")
         h.append("enum wb_kind {")
         for k in KINDS:

@@ -20,13 +20,6 @@
 
 #define CGROUPS_MAX 65536 /* the schema's bound on one message's cgroups */
 #define WALK_DEPTH 32
-#define UNSENT UINT64_MAX
-
-struct cg_info {
-	struct wb_cgroup ident; /* id, path and what the path says */
-	uint64_t first_sent;	/* message number, UNSENT until then */
-	uint64_t last_used;	/* message number */
-};
 
 struct cgroups {
 	struct procfs *pf;
@@ -34,8 +27,8 @@ struct cgroups {
 	size_t nmounts;
 	const struct ident_mount *v2; /* NULL when no cgroup2 is mounted */
 	bool has_v1;
-	zhashx_t *infos;   /* "%016llx" id -> struct cg_info */
-	zhashx_t *v2paths; /* "%016llx" id -> path, from the last walk */
+	struct dict *infos; /* id -> struct wb_cgroup (id, path and what the path says) */
+	zhashx_t *v2paths;  /* "%016llx" id -> path, from the last walk */
 	uint64_t msgno, walked_msgno;
 	bool walked;
 	uint64_t full_drops;
@@ -64,11 +57,10 @@ struct cgroups *cgroups_new(struct procfs *pf)
 		return NULL;
 	self->pf = pf;
 	self->rl = (struct wb_ratelimit)WB_RATELIMIT_INIT;
-	self->infos = zhashx_new();
+	self->infos = dict_new(sizeof(struct wb_cgroup), CGROUPS_MAX);
 	self->v2paths = zhashx_new();
 	if (!self->infos || !self->v2paths)
 		goto fail;
-	zhashx_set_destructor(self->infos, free_item);
 	zhashx_set_destructor(self->v2paths, free_item);
 
 	snprintf(path, sizeof(path), "%s/self/mountinfo", procfs_root(pf));
@@ -117,7 +109,7 @@ void cgroups_destroy(struct cgroups **self_p)
 	if (!self_p || !*self_p)
 		return;
 	struct cgroups *self = *self_p;
-	zhashx_destroy(&self->infos);
+	dict_destroy(&self->infos);
 	zhashx_destroy(&self->v2paths);
 	free(self->mounts);
 	free(self);
@@ -131,12 +123,13 @@ const char *cgroups_describe(const struct cgroups *self)
 
 size_t cgroups_count(const struct cgroups *self)
 {
-	return zhashx_size(self->infos);
+	return dict_count(self->infos);
 }
 
 void cgroups_begin(struct cgroups *self, uint64_t msgno)
 {
 	self->msgno = msgno;
+	dict_begin(self->infos, msgno);
 }
 
 /* Where the hierarchy path of m lives in the filesystem. Returns 0 or -1 (outside the mount). */
@@ -230,38 +223,28 @@ static const char *v2_path(struct cgroups *self, uint64_t id)
 /* Make sure id's identity is known; returns id. */
 static uint64_t remember(struct cgroups *self, uint64_t id, const char *path)
 {
-	char key[17];
 	if (!id)
 		return 0;
-	key_of(id, key);
 	/* The stored path is cleaned and cut to size: compare it with path made the same way, or
 	 * a non-UTF-8 name would look new (and be sent again) at every lookup. */
-	char clean[sizeof(((struct cg_info *)0)->ident.path)];
+	char clean[sizeof(((struct wb_cgroup *)0)->path)];
 	snprintf(clean, sizeof(clean), "%s", path);
 	usaged_utf8_clean(clean);
-	struct cg_info *info = zhashx_lookup(self->infos, key);
-	if (info && strcmp(info->ident.path, clean) != 0) {
-		zhashx_delete(self->infos, key);
-		info = NULL;
+	struct wb_cgroup *cg = dict_get(self->infos, id);
+	if (cg && strcmp(cg->path, clean) == 0)
+		return id;
+	if (!cg && dict_full(self->infos)) {
+		self->full_drops++;
+		log_rl(&self->rl, WB_LOG_WARN,
+		       "more than %d cgroups in use: %s left without identity", CGROUPS_MAX, path);
+		return id;
 	}
-	if (!info) {
-		if (zhashx_size(self->infos) >= CGROUPS_MAX) {
-			self->full_drops++;
-			log_rl(&self->rl, WB_LOG_WARN,
-			       "more than %d cgroups in use: %s left without identity", CGROUPS_MAX,
-			       path);
-			return id;
-		}
-		info = calloc(1, sizeof(*info));
-		if (!info)
-			return id;
-		info->ident.id = id;
-		memcpy(info->ident.path, clean, sizeof(clean));
-		ident_parse(path, &info->ident);
-		info->first_sent = UNSENT;
-		zhashx_insert(self->infos, key, info);
-	}
-	info->last_used = self->msgno;
+	cg = dict_set(self->infos, id); /* new, or its path changed: sent again */
+	if (!cg)
+		return id;
+	cg->id = id;
+	memcpy(cg->path, clean, sizeof(clean));
+	ident_parse(path, cg);
 	return id;
 }
 
@@ -301,75 +284,17 @@ uint64_t cgroups_resolve(void *arg, uint32_t pid, uint64_t kcgroup_id)
 	return kcgroup_id;
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return x < y ? -1 : x > y;
-}
-
 int cgroups_fill(struct cgroups *self, uint64_t retire_after, struct wb_usage *msg)
 {
-	uint64_t *ids;
-	size_t n = 0, nout = 0;
-
-	msg->n_cgroups = 0;
-	msg->cgroups = NULL;
-	if (!msg->n_procs)
-		return 0;
-	ids = malloc(msg->n_procs * sizeof(*ids));
-	if (!ids)
-		return -1;
-	for (size_t i = 0; i < msg->n_procs; i++)
-		if (msg->procs[i].cgroup_id)
-			ids[n++] = msg->procs[i].cgroup_id;
-	qsort(ids, n, sizeof(*ids), cmp_u64);
-	size_t u = 0;
-	for (size_t i = 0; i < n; i++)
-		if (i == 0 || ids[i] != ids[u - 1])
-			ids[u++] = ids[i];
-
-	struct cg_info **sel = u ? calloc(u, sizeof(*sel)) : NULL;
-	if (u && !sel) {
-		free(ids);
-		return -1;
-	}
-	for (size_t i = 0; i < u; i++) {
-		char key[17];
-		key_of(ids[i], key);
-		struct cg_info *info = zhashx_lookup(self->infos, key);
-		if (!info)
-			continue;
-		info->last_used = self->msgno;
-		if (msg->full || info->first_sent == UNSENT ||
-		    info->first_sent + retire_after > self->msgno)
-			sel[nout++] = info;
-	}
-	msg->n_cgroups = 0;
-	msg->cgroups = nout ? wb_array_new(nout, sizeof(*msg->cgroups)) : NULL;
-	if (nout && !msg->cgroups) {
-		free(sel);
-		free(ids);
-		return -1;
-	}
-	for (size_t i = 0; i < nout; i++) {
-		if (sel[i]->first_sent == UNSENT)
-			sel[i]->first_sent = self->msgno;
-		msg->cgroups[msg->n_cgroups++] = sel[i]->ident;
-	}
-	free(sel);
-	free(ids);
-	return 0;
+	void *out;
+	int rc = dict_fill(self->infos, msg->procs, msg->n_procs, sizeof(*msg->procs),
+			   offsetof(struct wb_proc, cgroup_id), msg->full, retire_after, &out,
+			   &msg->n_cgroups);
+	msg->cgroups = out;
+	return rc;
 }
 
 void cgroups_evict(struct cgroups *self, uint64_t unused_msgs)
 {
-	zlistx_t *keys = zhashx_keys(self->infos);
-	if (!keys)
-		return;
-	for (const char *key = zlistx_first(keys); key; key = zlistx_next(keys)) {
-		struct cg_info *info = zhashx_lookup(self->infos, key);
-		if (info && info->last_used + unused_msgs < self->msgno)
-			zhashx_delete(self->infos, key);
-	}
-	zlistx_destroy(&keys);
+	dict_evict(self->infos, unused_msgs);
 }

@@ -74,6 +74,7 @@ struct usaged {
 	struct procfs *pf;
 	struct ptab *tab;
 	struct cgroups *cg;
+	struct exes *ex;
 	struct bpfsrc *bpf; /* NULL in procfs mode */
 	const char *src;
 	struct wb_grid *grid;
@@ -82,6 +83,7 @@ struct usaged {
 	    *c_table_full;
 	uint64_t *c_cgroups, *c_map_full, *c_map_entries, *c_exits_seen, *c_perf_fail, *c_counters,
 	    *c_unpaired, *c_no_storage, *c_exits_forced;
+	uint64_t *c_exes, *c_exe_errors, *c_exes_full;
 	struct wb_ratelimit rl;
 	struct wb_ratelimit rl_full; /* once a minute: a full map stays full */
 };
@@ -111,6 +113,9 @@ static void update_stats(struct usaged *u)
 	*u->c_procs = ptab_count(u->tab);
 	*u->c_table_full = ptab_dropped(u->tab);
 	*u->c_cgroups = cgroups_count(u->cg);
+	*u->c_exes = exes_count(u->ex);
+	*u->c_exe_errors = exes_read_errors(u->ex);
+	*u->c_exes_full = exes_full_drops(u->ex);
 	if (!u->bpf)
 		return;
 	struct bpfsrc_stats bs;
@@ -155,6 +160,7 @@ static void on_tick(struct wb_daemon *d, const struct wb_grid_tick *tick, void *
 
 	ptab_begin(u->tab, u->msgno);
 	cgroups_begin(u->cg, u->msgno);
+	exes_begin(u->ex, u->msgno);
 	if (u->bpf)
 		complete = bpfsrc_scan(u->bpf, u->tab, u->pf) == 0;
 	else
@@ -164,9 +170,10 @@ static void on_tick(struct wb_daemon *d, const struct wb_grid_tick *tick, void *
 	ptab_end(u->tab, complete, u->bpf ? procfs_alive : NULL, u->pf);
 	/* /proc cannot see a process change cgroup, so look again at those that ran. */
 	ptab_resolve(u->tab, !u->bpf || full, cgroups_resolve, u->cg);
+	ptab_resolve_exes(u->tab, exes_resolve, u->ex);
 
 	if (ptab_build(u->tab, full, retire_after, msg) < 0 ||
-	    cgroups_fill(u->cg, retire_after, msg) < 0) {
+	    cgroups_fill(u->cg, retire_after, msg) < 0 || exes_fill(u->ex, retire_after, msg) < 0) {
 		log_rl(&u->rl, WB_LOG_ERR, "usage message: out of memory");
 		(*u->c_send_fail)++;
 		wb_msg_clear(&m);
@@ -189,8 +196,10 @@ static void on_tick(struct wb_daemon *d, const struct wb_grid_tick *tick, void *
 		(*u->c_send_fail)++;
 	}
 	wb_msg_clear(&m);
-	if (full)
+	if (full) {
 		cgroups_evict(u->cg, full_every + retire_after);
+		exes_evict(u->ex, full_every + retire_after);
+	}
 	update_stats(u);
 	*u->c_scan_ns = wb_mono_ns() - mono0;
 	log_debug("usage %llu: %zu processes tracked, scan %.1f ms, late %.1f ms",
@@ -279,6 +288,9 @@ int main(int argc, char **argv)
 	    WB_STAT_ROW(struct usaged, c_unpaired, "bpf_unpaired_switches"),
 	    WB_STAT_ROW(struct usaged, c_no_storage, "bpf_no_task_storage"),
 	    WB_STAT_ROW(struct usaged, c_exits_forced, "bpf_exits_forced"),
+	    WB_STAT_ROW(struct usaged, c_exes, "exes"),
+	    WB_STAT_ROW(struct usaged, c_exe_errors, "exe_read_errors"),
+	    WB_STAT_ROW(struct usaged, c_exes_full, "exes_full"),
 	};
 	wb_stats_bind(st, &u, rows, sizeof(rows) / sizeof(rows[0]));
 
@@ -287,6 +299,9 @@ int main(int argc, char **argv)
 		goto out;
 	u.cg = cgroups_new(u.pf);
 	if (!u.cg)
+		goto out;
+	u.ex = exes_new(u.pf);
+	if (!u.ex)
 		goto out;
 	if (open_source(&u, conf) < 0)
 		goto out;
@@ -303,6 +318,7 @@ out:
 	bpfsrc_destroy(&u.bpf);
 	ptab_destroy(&u.tab);
 	cgroups_destroy(&u.cg);
+	exes_destroy(&u.ex);
 	procfs_destroy(&u.pf);
 	wb_daemon_destroy(&u.d);
 	return rc;

@@ -20,6 +20,7 @@ struct pt_entry {
 	uint64_t start_ns;
 	uint64_t kcgroup_id; /* as the source reports it */
 	uint64_t cgroup_id;  /* as published */
+	uint64_t exe_id;     /* as published */
 	uint64_t base_cpu_ns, base_counters[USAGED_NCOUNTERS];
 	uint64_t cpu_ns, counters[USAGED_NCOUNTERS]; /* published: since base, never decreasing */
 	uint64_t last_active;			     /* message number of the last increase */
@@ -29,6 +30,7 @@ struct pt_entry {
 	bool active_now;  /* increased in this scan */
 	bool fresh;	  /* identity not resolved yet */
 	bool moved;	  /* the source reports another cgroup */
+	bool exe_stale;	  /* new, or its comm changed (an exec): read its executable */
 	bool transient;	  /* last seen running only: the source does not keep it */
 	bool exited;
 };
@@ -171,7 +173,7 @@ int ptab_put(struct ptab *self, const struct usaged_sample *s)
 			self->dropped++;
 			return -1;
 		}
-		e->fresh = true;
+		e->fresh = e->exe_stale = true;
 		e->kcgroup_id = s->kcgroup_id;
 		if (self->baseline_first && self->first_scan) {
 			e->base_cpu_ns = s->cpu_ns;
@@ -182,6 +184,7 @@ int ptab_put(struct ptab *self, const struct usaged_sample *s)
 		memcpy(e->comm, s->comm, sizeof(e->comm));
 		e->comm[sizeof(e->comm) - 1] = '\0';
 		usaged_utf8_clean(e->comm);
+		e->exe_stale = true; /* exec sets the comm: the executable may have changed too */
 	}
 	if (s->kcgroup_id && s->kcgroup_id != e->kcgroup_id) {
 		e->kcgroup_id = s->kcgroup_id;
@@ -239,6 +242,19 @@ void ptab_resolve(struct ptab *self, bool all_active, ptab_cgroup_fn *fn, void *
 	}
 }
 
+void ptab_resolve_exes(struct ptab *self, ptab_exe_fn *fn, void *arg)
+{
+	for (size_t k = 0; k < self->n; k++) {
+		struct pt_entry *e = &self->ents[k];
+		/* Only what will be published, and never an exited process: its pid may be
+		 * another's by now. */
+		if (!e->exe_stale || !e->ever_active || e->exited)
+			continue;
+		e->exe_id = fn(arg, e->pid);
+		e->exe_stale = false;
+	}
+}
+
 static bool listed(const struct ptab *self, const struct pt_entry *e, bool full,
 		   uint64_t retire_after)
 {
@@ -266,6 +282,7 @@ int ptab_build(struct ptab *self, bool full, uint64_t retire_after, struct wb_us
 		memcpy(p->comm, e->comm, sizeof(p->comm));
 		p->start_ns = e->start_ns;
 		p->cgroup_id = e->cgroup_id;
+		p->exe_id = e->exe_id;
 		p->cpu_ns = e->cpu_ns;
 		p->cycles = e->counters[USAGED_CYCLES];
 		p->instructions = e->counters[USAGED_INSTRUCTIONS];

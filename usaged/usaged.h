@@ -125,6 +125,13 @@ void ptab_end(struct ptab *self, bool complete, ptab_alive_fn *alive_fn, void *a
 typedef uint64_t(ptab_cgroup_fn)(void *arg, uint32_t pid, uint64_t kcgroup_id);
 void ptab_resolve(struct ptab *self, bool all_active, ptab_cgroup_fn *fn, void *arg);
 /*
+ * Decide each process's published executable: fn runs for processes that have
+ * something to report and are new, or whose comm changed since (an exec), not
+ * for exited ones. fn returns the id to publish (0: unknown).
+ */
+typedef uint64_t(ptab_exe_fn)(void *arg, uint32_t pid);
+void ptab_resolve_exes(struct ptab *self, ptab_exe_fn *fn, void *arg);
+/*
  * Fill msg->procs: with full, every process that used CPU since the epoch;
  * else those that used CPU in the last retire_after messages. Exited processes
  * are listed once more with exited=true. Returns 0 or -1 (out of memory).
@@ -135,6 +142,54 @@ typedef void(ptab_retire_fn)(void *arg, uint32_t pid, uint64_t start_ns);
 size_t ptab_retire(struct ptab *self, ptab_retire_fn *fn, void *arg);
 size_t ptab_count(const struct ptab *self);
 uint64_t ptab_dropped(const struct ptab *self);
+
+/* ---- dict.c: id -> item dictionaries (cgroups, exes), what a message carries (pure) ---- */
+
+struct dict;
+/* Items of item_size bytes, at most max of them. NULL on ENOMEM. */
+struct dict *dict_new(size_t item_size, size_t max);
+void dict_destroy(struct dict **self_p);
+/* Start the work for message msgno: what is looked up or set from now on is used in it. */
+void dict_begin(struct dict *self, uint64_t msgno);
+/* id's item (owned by the dictionary), marked used; NULL when unknown. */
+void *dict_get(struct dict *self, uint64_t id);
+/* id's item zeroed for the caller to fill, new or replacing the old, and sent again as new;
+ * NULL when id is 0, the dictionary is full (dict_full) or on ENOMEM. */
+void *dict_set(struct dict *self, uint64_t id);
+bool dict_full(const struct dict *self);
+size_t dict_count(const struct dict *self);
+/*
+ * The items a message carries for the ids at id_off in its nprocs processes
+ * (proc_size bytes apart), each once: all of them when full, else those first
+ * sent in the last retire_after messages. *out is a wb_array_new array of
+ * *nout items (NULL when none). Returns 0 or -1 (ENOMEM).
+ */
+int dict_fill(struct dict *self, const void *procs, size_t nprocs, size_t proc_size, size_t id_off,
+	      bool full, uint64_t retire_after, void **out, size_t *nout);
+/* Forget items no message used in the last unused_msgs messages. */
+void dict_evict(struct dict *self, uint64_t unused_msgs);
+
+/* ---- exes.c: process -> executable path, and which go in a message ---- */
+
+struct exes;
+/* Reads <procfs root>/<pid>/exe. NULL on ENOMEM. */
+struct exes *exes_new(struct procfs *pf);
+void exes_destroy(struct exes **self_p);
+void exes_begin(struct exes *self, uint64_t msgno);
+/* The id to publish for pid's executable (a ptab_exe_fn); 0 for a kernel thread, a process
+ * gone, one usaged may not read (counted in exes_read_errors) or a full table. */
+uint64_t exes_resolve(void *self, uint32_t pid);
+/* Fill msg->exes for the executables msg->procs name, as cgroups_fill. Returns 0 or -1. */
+int exes_fill(struct exes *self, uint64_t retire_after, struct wb_usage *msg);
+/* Forget paths no message named in the last unused_msgs messages. */
+void exes_evict(struct exes *self, uint64_t unused_msgs);
+size_t exes_count(const struct exes *self);
+uint64_t exes_read_errors(const struct exes *self);
+uint64_t exes_full_drops(const struct exes *self);
+/* A path's id: its FNV-1a hash, below 2^63 and never 0 (pure). */
+uint64_t exes_id(const char *path);
+/* Cut path to fit size bytes on a UTF-8 character boundary, then make it valid UTF-8 (pure). */
+void exes_clean(char *path, size_t size);
 
 /* ---- cgroups.c: cgroup id -> path -> identity, and which go in a message ---- */
 

@@ -58,7 +58,7 @@ print(len(objs), sorted({o["metadata"].get("namespace", "-") for o in objs if o[
 	run $CHECK "$M" "$WB_BUILD"
 	assert_failure
 	assert_output --partial "container alignd is privileged"
-	assert_output --partial "container usaged adds ['BPF', 'PERFMON', 'SYS_ADMIN'], expected ['BPF', 'PERFMON']"
+	assert_output --partial "container usaged adds ['BPF', 'PERFMON', 'SYS_PTRACE', 'SYS_ADMIN'], expected ['BPF', 'PERFMON', 'SYS_PTRACE']"
 	assert_output --partial "container exportd must run as a non-root uid"
 }
 

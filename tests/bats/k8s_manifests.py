@@ -9,7 +9,8 @@
 - cross-references: volumes and mounts, ConfigMap keys, the ServiceAccount and
   RBAC, Service selectors and target ports, the claim, the pod labels;
 - the privilege policy: powerd and usaged as uid 0 with every capability
-  dropped (usaged adding exactly BPF and PERFMON), the others non-root on a
+  dropped (usaged adding exactly BPF, PERFMON and SYS_PTRACE), the others
+  non-root on a
   read-only root, nothing privileged, no privilege escalation;
 - wattbus.conf from the ConfigMap, with each container's environment, accepted
   by that container's own binary (`wattbus-<stage> -n -c`), and exportd's
@@ -179,7 +180,7 @@ def check_pod(objs, owner, pod):
         caps = sc.get("capabilities", {})
         if caps.get("drop") != ["ALL"]:
             fail(f"{where}: container {c['name']} does not drop ALL capabilities")
-        want_add = {"usaged": ["BPF", "PERFMON"]}.get(c["name"], [])
+        want_add = {"usaged": ["BPF", "PERFMON", "SYS_PTRACE"]}.get(c["name"], [])
         if sorted(caps.get("add", [])) != want_add:
             fail(f"{where}: container {c['name']} adds {caps.get('add', [])}, expected {want_add}")
         root = c["name"] in ("powerd", "usaged")

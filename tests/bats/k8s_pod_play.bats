@@ -1,8 +1,9 @@
 #!/usr/bin/env bats
 # The DaemonSet's pod (deploy/kubernetes) played by podman from the image
 # `make image` builds: five containers on one emptyDir, powerd reading a fake
-# powercap tree through its hostPath volume, usaged with CAP_BPF and
-# CAP_PERFMON only, the other three as uid 65532 on a read-only root; a scrape
+# powercap tree through its hostPath volume, usaged with CAP_BPF,
+# CAP_PERFMON and CAP_SYS_PTRACE only, the other three as uid 65532 on a
+# read-only root; a scrape
 # of exportd shows the node's energy from every stage. What podman 4.3 plays
 # differently from a kubelet is changed by k8s_pod.py and said there.
 # Builds the image (minutes): runs only with WB_K8S_POD=1.

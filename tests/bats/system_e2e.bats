@@ -107,6 +107,16 @@ check_node_sums() {
 	wb_wait_for 30 busy_grows
 	check_node_sums package
 	check_node_sums dram
+	# The exe label: the binary the process runs (stress-ng's workers are forks that rename
+	# themselves, so comm and exe differ), read by usaged from /proc/PID/exe.
+	# One series for the worker (other stress-ng runs on the machine have their own pids).
+	exe=$(readlink -f "$(command -v stress-ng)")
+	worker=$(pgrep -P "$PID_busy" | head -n 1)
+	[ -n "$worker" ]
+	want="kepler_process_cpu_joules_total{node_name=\"e2e\",pid=\"$worker\",comm=\"stress-ng-cpu\",exe=\"$exe\","
+	wb_wait_for 30 bash -c "curl -sf http://127.0.0.1:$PORT/metrics | grep -qF '$want'"
+	run bash -c "curl -sf http://127.0.0.1:$PORT/metrics | grep -F ',pid=\"$worker\",' | grep -c '^kepler_process_cpu_joules_total{.*zone=\"package\"'"
+	assert_output 1
 	run scrape
 	assert_output --partial 'kepler_node_cpu_joules_total{node_name="e2e",zone="package",path="'"$SYS"'/class/powercap/intel-rapl:0"}'
 	# The meter's 30 W shows as node power. (The fake meter's file lags its clock by up to a

@@ -43,8 +43,8 @@ for s in usaged alignd estimd exportd; do
 	uid=$(stat -c %u "/proc/$(prop "$s" MainPID)")
 	check "$s runs as a dynamic user (uid $uid)" test "$uid" -ge 61184 -a "$uid" -le 65519
 done
-check "usaged has exactly CAP_BPF and CAP_PERFMON" \
-	grep -qx 'CapEff:	000000c000000000' "/proc/$(prop usaged MainPID)/status"
+check "usaged has exactly CAP_BPF, CAP_PERFMON and CAP_SYS_PTRACE" \
+	grep -qx 'CapEff:	000000c000080000' "/proc/$(prop usaged MainPID)/status"
 for s in powerd alignd estimd exportd; do
 	check "$s has no capabilities" grep -qx 'CapEff:	0000000000000000' "/proc/$(prop "$s" MainPID)/status"
 done

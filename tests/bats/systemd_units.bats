@@ -101,14 +101,17 @@ unit() {
 	assert_success
 }
 
-@test "systemd-analyze security: exposure under 2.0 for every unit" {
+@test "systemd-analyze security: exposure under 2.0 for every unit, 2.5 for usaged" {
 	for s in "${STAGES[@]}"; do
 		run systemd-analyze security --offline=yes --root="$ROOT" "$(unit wattbus-$s.service)"
 		assert_success
 		score=$(echo "$output" | sed -n 's/.*Overall exposure level for .*: \([0-9.]*\) .*/\1/p')
 		echo "# wattbus-$s.service exposure $score" >&3
 		[ -n "$score" ] || fail "no score in: $output"
-		awk -v s="$score" 'BEGIN { exit !(s < 2.0) }' || fail "wattbus-$s.service exposure $score >= 2.0"
+		# usaged's CAP_SYS_PTRACE (reading /proc/PID/exe, docs/systemd.md) weighs 0.3.
+		max=2.0
+		[ "$s" = usaged ] && max=2.5
+		awk -v s="$score" -v m="$max" 'BEGIN { exit !(s < m) }' || fail "wattbus-$s.service exposure $score >= $max"
 	done
 	# The unprivileged stages have no capability, no ambient set and a private user namespace.
 	for s in alignd estimd exportd modeld; do
@@ -117,7 +120,7 @@ unit() {
 		grep -qx 'ProtectSystem=strict' "$(unit wattbus-$s.service)"
 		grep -qx 'SystemCallFilter=@system-service' "$(unit wattbus-$s.service)"
 	done
-	grep -qx 'CapabilityBoundingSet=CAP_BPF CAP_PERFMON' "$(unit wattbus-usaged.service)"
+	grep -qx 'CapabilityBoundingSet=CAP_BPF CAP_PERFMON CAP_SYS_PTRACE' "$(unit wattbus-usaged.service)"
 	grep -qx 'CapabilityBoundingSet=' "$(unit wattbus-powerd.service)"
 }
 

@@ -4,6 +4,9 @@
 usage: usaged_tap.py FILE cpu PID          last cpu_ns published for PID
        usaged_tap.py FILE field PID KEY    last value of KEY (cycles, ...) for PID
        usaged_tap.py FILE cgroup PID       the identity of PID's last cgroup, as JSON
+       usaged_tap.py FILE exe PID          "COMM PATH" of PID's last listing: its executable's path
+                                           from the exes of the capture ("-" unknown), "none" unlisted
+       usaged_tap.py FILE noexe            pids listed without an exe (exe_id 0), one a line
        usaged_tap.py FILE exited COMM      how many processes named COMM were published as exited
        usaged_tap.py FILE pids [--started-before NS] PID...
                                            "L E": how many of the PIDs were listed, and listed as exited
@@ -58,6 +61,28 @@ def main():
             print("none")
         else:
             print(json.dumps(ids.get(p.get("cgroup_id", 0), {"id": p.get("cgroup_id", 0)}), sort_keys=True))
+    elif cmd == "exe":
+        pid = int(sys.argv[3])
+        paths = {}
+        p = None
+        for m in messages(path, "usage"):
+            for x in m.get("exes", []):
+                paths[x["id"]] = x["path"]
+            for q in m.get("procs", []):
+                if q["pid"] == pid:
+                    p = q
+        if not p:
+            print("none")
+        else:
+            print(p["comm"], paths.get(p.get("exe_id", 0), "-"))
+    elif cmd == "noexe":
+        pids = set()
+        for m in messages(path, "usage"):
+            for q in m.get("procs", []):
+                if not q.get("exe_id", 0):
+                    pids.add(q["pid"])
+        for pid in sorted(pids):
+            print(pid)
     elif cmd == "exited":
         seen = set()
         for m in messages(path, "usage"):
@@ -96,6 +121,11 @@ def main():
             prev_seq = m["seq"]
             if m.get("full"):
                 fulls.append(m["seq"])
+                # A full message names the path of every executable its processes run.
+                have = {x["id"] for x in m.get("exes", [])}
+                for p in m.get("procs", []):
+                    if p.get("exe_id", 0) and p["exe_id"] not in have:
+                        sys.exit("full message %d: pid %d's exe_id %d has no path" % (m["seq"], p["pid"], p["exe_id"]))
             for p in m.get("procs", []):
                 k = (p["pid"], p.get("start_ns", 0))
                 if p["cpu_ns"] < last.get(k, 0):

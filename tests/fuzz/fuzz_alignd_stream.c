@@ -92,7 +92,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				  .bridge_max_w = (double)(take(&in, 1) * 10),
 				  .max_hosts = 2,
 				  .max_procs = 16,
-				  .max_cgroups = 4,
+				  .max_cgroups = 4, .max_exes = 4,
 				  .max_pending = 1 + take(&in, 1) % 8,
 				  .max_samples = 4 + take(&in, 1) % 16};
 	char *map[] = {"h1=p0"};

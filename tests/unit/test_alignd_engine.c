@@ -101,7 +101,7 @@ static struct align_conf base_conf(void)
 	    .host_timeout_ns = 60 * S,
 	    .max_hosts = 16,
 	    .max_procs = 1000,
-	    .max_cgroups = 100,
+	    .max_cgroups = 100, .max_exes = 100,
 	    .max_pending = 64,
 	    .max_samples = 4096,
 	};

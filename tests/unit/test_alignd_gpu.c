@@ -90,7 +90,7 @@ static void test_slots_carry_gpu_weights(void)
 	struct align_conf c = {.host_timeout_ns = 60 * S,
 			       .max_hosts = 4,
 			       .max_procs = 100,
-			       .max_cgroups = 10,
+			       .max_cgroups = 10, .max_exes = 10,
 			       .max_pending = 16,
 			       .max_samples = 1024};
 	ngot = 0;
@@ -153,7 +153,8 @@ static void test_slots_carry_gpu_weights(void)
 static void test_off_grid_shares(void)
 {
 	struct align_conf c = {.host_timeout_ns = 60 * S, .max_hosts = 4, .max_procs = 100,
-			       .max_cgroups = 10, .max_pending = 16, .max_samples = 1024};
+			       .max_cgroups = 10, .max_exes = 10, .max_pending = 16,
+			       .max_samples = 1024};
 	ngot = 0;
 	struct align *a = align_new(&c, collect, NULL);
 	const uint64_t base = 1700000000ull * S;

@@ -1,7 +1,7 @@
 /*
  * alignd's usage side: the process table (hashing, deletion, sweeps) and the
  * usage deltas: lost messages, first-seen processes, exits, pid reuse, node
- * CPU totals and the cgroups a slot carries.
+ * CPU totals and the cgroups and executables a slot carries.
  */
 #include "../../alignd/alignd.h"
 #include "unit.h"
@@ -96,27 +96,30 @@ static void proctab_sweep_and_cap(void)
 	proctab_free(&pt);
 }
 
-static void cgtab_put_find_sweep(void)
+static void idtab_put_find_sweep(void)
 {
-	struct cgtab t;
-	cgtab_init(&t, 3);
+	struct idtab t;
+	idtab_init(&t, sizeof(struct wb_cgroup), offsetof(struct wb_cgroup, id), 3);
 	struct wb_cgroup a = {
 	    .id = 11, .path = "system.slice/nginx.service", .service = "nginx.service"};
 	struct wb_cgroup b = {.id = 12, .path = "kubepods/pod1/abc", .container_id = "abc"};
-	CHECK(cgtab_put(&t, &a) != NULL);
-	CHECK(cgtab_put(&t, &b) != NULL);
+	CHECK(idtab_put(&t, a.id, &a) != NULL);
+	CHECK(idtab_put(&t, b.id, &b) != NULL);
 	snprintf(a.service, sizeof(a.service), "nginx2.service");
-	CHECK(cgtab_put(&t, &a) != NULL); /* update in place */
-	CHECK_U64(t.n, 2);
-	CHECK_STR(cgtab_find(&t, 11)->cg.service, "nginx2.service");
+	CHECK(idtab_put(&t, a.id, &a) != NULL); /* update in place */
+	CHECK_U64(t.tab.n, 2);
+	const struct wb_cgroup *got = idtab_find(&t, 11);
+	CHECK(got && strcmp(got->service, "nginx2.service") == 0);
+	got = idtab_find(&t, 12);
+	CHECK(got && strcmp(got->container_id, "abc") == 0 && got->id == 12);
 	struct wb_cgroup c = {.id = 13}, d = {.id = 14};
-	CHECK(cgtab_put(&t, &c) != NULL);
-	CHECK(cgtab_put(&t, &d) == NULL); /* max 3 */
+	CHECK(idtab_put(&t, c.id, &c) != NULL);
+	CHECK(idtab_put(&t, d.id, &d) == NULL); /* max 3 */
 	t.gen = 5;
-	cgtab_put(&t, &b);
-	CHECK_U64(cgtab_sweep(&t, 5), 2);
-	CHECK(cgtab_find(&t, 12) != NULL && cgtab_find(&t, 11) == NULL);
-	cgtab_free(&t);
+	idtab_put(&t, b.id, &b);
+	CHECK_U64(idtab_sweep(&t, 5), 2);
+	CHECK(idtab_find(&t, 12) != NULL && idtab_find(&t, 11) == NULL);
+	idtab_free(&t);
 }
 
 /* ---- usage deltas ---- */
@@ -125,6 +128,7 @@ struct umsg {
 	struct wb_usage u;
 	struct wb_proc procs[16];
 	struct wb_cgroup cgroups[4];
+	struct wb_exe exes[4];
 };
 
 static void umsg_init(struct umsg *m, uint64_t t, uint64_t busy_ns, bool full)
@@ -137,6 +141,7 @@ static void umsg_init(struct umsg *m, uint64_t t, uint64_t busy_ns, bool full)
 	m->u.cpu.idle_ns = 2 * t - busy_ns;
 	m->u.procs = m->procs;
 	m->u.cgroups = m->cgroups;
+	m->u.exes = m->exes;
 }
 
 static void add_proc(struct umsg *m, uint64_t pid, uint64_t start_ns, uint64_t cpu_ns, uint64_t cg,
@@ -179,7 +184,7 @@ static void deltas_against_last_seen(void)
 	struct usage_counts cnt = {0};
 	struct umsg m;
 	struct wb_aligned a;
-	usage_init(&us, 1000, 100, NULL);
+	usage_init(&us, 1000, 100, 100, NULL);
 	umsg_init(&m, 10 * S, 4 * S, true);
 	add_proc(&m, 100, 5, 1000, 0, false);
 	add_proc(&m, 200, 6, 5000, 0, false);
@@ -223,7 +228,7 @@ static void first_seen_rules(void)
 	struct usage_counts cnt = {0};
 	struct umsg m;
 	struct wb_aligned a;
-	usage_init(&us, 1000, 100, NULL);
+	usage_init(&us, 1000, 100, 100, NULL);
 
 	/* Baseline from a partial message: the table may miss idle processes. */
 	umsg_init(&m, 10 * S, 0, false);
@@ -288,7 +293,7 @@ static void exits_and_pid_reuse(void)
 	struct usage_counts cnt = {0};
 	struct umsg m;
 	struct wb_aligned a;
-	usage_init(&us, 1000, 100, NULL);
+	usage_init(&us, 1000, 100, 100, NULL);
 	umsg_init(&m, 10 * S, 0, true);
 	add_proc(&m, 42, 1000, 500, 0, false);
 	usage_baseline(&us, &m.u, &cnt);
@@ -327,7 +332,7 @@ static void exited_listed_twice(void)
 	struct usage_counts cnt = {0};
 	struct umsg m;
 	struct wb_aligned a;
-	usage_init(&us, 1000, 100, NULL);
+	usage_init(&us, 1000, 100, 100, NULL);
 	umsg_init(&m, 10 * S, 0, true);
 	add_proc(&m, 42, 1000, 500, 0, false);
 	usage_baseline(&us, &m.u, &cnt);
@@ -372,7 +377,7 @@ static void node_totals_and_reboot(void)
 	struct usage_counts cnt = {0};
 	struct umsg m;
 	struct wb_aligned a;
-	usage_init(&us, 10, 10, NULL);
+	usage_init(&us, 10, 10, 10, NULL);
 	umsg_init(&m, 100 * S, 30 * S, true);
 	m.u.cpu.steal_ns = 5;
 	usage_baseline(&us, &m.u, &cnt);
@@ -401,7 +406,7 @@ static void cgroups_of_the_slot(void)
 	struct usage_counts cnt = {0};
 	struct umsg m;
 	struct wb_aligned a;
-	usage_init(&us, 100, 100, NULL);
+	usage_init(&us, 100, 100, 100, NULL);
 	umsg_init(&m, 10 * S, 0, true);
 	m.cgroups[0] =
 	    (struct wb_cgroup){.id = 500, .path = "system.slice/a.service", .service = "a.service"};
@@ -429,17 +434,67 @@ static void cgroups_of_the_slot(void)
 	usage_free(&us);
 }
 
+/* Executables travel as cgroups do: remembered per host, attached once per slot, forgotten when a
+ * full message no longer names them. */
+static void exes_of_the_slot(void)
+{
+	struct usage_state us;
+	struct usage_counts cnt = {0};
+	struct umsg m;
+	struct wb_aligned a;
+	usage_init(&us, 100, 100, 100, NULL);
+	umsg_init(&m, 10 * S, 0, true);
+	m.exes[0] = (struct wb_exe){.id = 41, .path = "/usr/bin/sleep"};
+	m.exes[1] = (struct wb_exe){.id = 42, .path = "/usr/sbin/nginx (deleted)"};
+	m.u.n_exes = 2;
+	add_proc(&m, 1, 1, 0, 0, false);
+	add_proc(&m, 2, 1, 0, 0, false);
+	add_proc(&m, 3, 1, 0, 0, false);
+	m.procs[0].exe_id = m.procs[1].exe_id = 41;
+	m.procs[2].exe_id = 42;
+	usage_baseline(&us, &m.u, &cnt);
+	/* 1 and 2 run sleep, 4 is new with a new path, 5 names a path never sent. */
+	umsg_init(&m, 11 * S, 0, false);
+	m.exes[0] = (struct wb_exe){.id = 43, .path = "/opt/x"};
+	m.u.n_exes = 1;
+	add_proc(&m, 1, 1, 10, 0, false);
+	add_proc(&m, 2, 1, 10, 0, false);
+	add_proc(&m, 4, 9, 10, 0, false);
+	add_proc(&m, 5, 9, 10, 0, false);
+	m.procs[0].exe_id = m.procs[1].exe_id = 41;
+	m.procs[2].exe_id = 43;
+	m.procs[3].exe_id = 999;
+	slot(&us, &m, 10 * S, 0, &a, &cnt);
+	CHECK_U64(find(&a, 1)->exe_id, 41);
+	CHECK_U64(find(&a, 5)->exe_id, 999); /* the id goes on; receivers leave the label empty */
+	CHECK_U64(a.n_exes, 2);
+	CHECK(a.n_exes == 2 && a.exes[0].id == 41 && strcmp(a.exes[0].path, "/usr/bin/sleep") == 0);
+	CHECK(a.n_exes == 2 && a.exes[1].id == 43 && strcmp(a.exes[1].path, "/opt/x") == 0);
+	aligned_clear(&a);
+	/* A full message without 42: forgotten. */
+	umsg_init(&m, 12 * S, 0, true);
+	m.exes[0] = (struct wb_exe){.id = 41, .path = "/usr/bin/sleep"};
+	m.u.n_exes = 1;
+	add_proc(&m, 1, 1, 20, 0, false);
+	m.procs[0].exe_id = 41;
+	slot(&us, &m, 11 * S, 0, &a, &cnt);
+	CHECK(idtab_find(&us.exes, 42) == NULL && idtab_find(&us.exes, 41) != NULL);
+	aligned_clear(&a);
+	usage_free(&us);
+}
+
 static const struct unit_case cases[] = {
     {"proctab agrees with a reference under churn", proctab_matches_reference},
     {"proctab deletion across the table's end", proctab_remove_across_the_end},
     {"proctab sweep and cap", proctab_sweep_and_cap},
-    {"cgtab put, update, cap, sweep", cgtab_put_find_sweep},
+    {"idtab put, update, cap, sweep", idtab_put_find_sweep},
     {"deltas against the last value seen", deltas_against_last_seen},
     {"first-seen processes: boot_ns, completeness, losses", first_seen_rules},
     {"exits and pid reuse", exits_and_pid_reuse},
     {"a process listed twice, exited first, counts once", exited_listed_twice},
     {"node CPU deltas and reboot", node_totals_and_reboot},
     {"cgroups attached once per slot", cgroups_of_the_slot},
+    {"executables attached once per slot", exes_of_the_slot},
 };
 
 UNIT_MAIN(cases)

@@ -267,6 +267,18 @@ static const struct mutation mutations[] = {
 	{WB_MODEL, "zero scale", "zones.0.scales.0", "0.0", 0, WB_R_BOUND, "zones[0].scales[0]"},
 	{WB_MODEL, "no zones", "zones", "[]", 0, WB_R_BOUND, "zones"},
 	{WB_STAT, "top-level seq too big", "seq", "9223372036854775807", 1, 0, NULL},
+	{WB_USAGE, "exe id 0", "exes.0.id", "0", 0, WB_R_BOUND, "exes[0].id"},
+	{WB_USAGE, "exe without path", "exes.0.path", NULL, 0, WB_R_MISSING, "exes[0]"},
+	{WB_USAGE, "empty exe path", "exes.0.path", "\"\"", 0, WB_R_BOUND, "exes[0].path"},
+	{WB_USAGE, "exe path of 512 bytes", "exes.0.path",
+	 "\"/0123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890\"",
+	 0, WB_R_BOUND, "exes[0].path"},
+	{WB_USAGE, "exe_id negative", "procs.0.exe_id", "-1", 0, WB_R_BOUND, "procs[0].exe_id"},
+	{WB_USAGE, "exe_id not in exes is no fault", "procs.0.exe_id", "78", 1, 0, NULL},
+	{WB_USAGE, "exes not an array", "exes", "{}", 0, WB_R_TYPE, "exes"},
+	{WB_ALIGNED, "aligned exe path a number", "exes.0.path", "5", 0, WB_R_TYPE, "exes[0].path"},
+	{WB_ESTIMATE, "estimate exe_id a string", "procs.0.exe_id", "\"9\"", 0, WB_R_TYPE,
+	 "procs[0].exe_id"},
 };
 
 /* Walk "a.0.b" in j and set or delete the last step. */
@@ -448,6 +460,67 @@ static void test_binary_faults(void)
 	}
 }
 
+/* Executables: exe_id on processes and the exes dictionary of usage, aligned and estimate. */
+static void test_exes(void)
+{
+	char *buf;
+	size_t len;
+	struct wb_msg m;
+	struct wb_err err;
+	CHECK(to_msgpack(valid[WB_USAGE], &buf, &len) == 0);
+	CHECK(wb_decode(buf, len, &m, &err) == 0);
+	CHECK_U64(m.usage.procs[0].exe_id, 77);
+	CHECK_U64(m.usage.n_exes, 1);
+	CHECK_U64(m.usage.exes[0].id, 77);
+	CHECK_STR(m.usage.exes[0].path, "/usr/bin/stress-ng");
+	wb_msg_clear(&m);
+	/* Invalid UTF-8 in a path is a type fault naming it. */
+	char *p = memmem(buf, len, "/usr/bin/stress-ng", 18);
+	CHECK(p != NULL);
+	if (p) {
+		p[5] = (char)0xff;
+		CHECK(wb_decode(buf, len, &m, &err) < 0 && err.reason == WB_R_TYPE &&
+		      strstr(err.msg, "exes[0].path"));
+	}
+	free(buf);
+	CHECK(to_msgpack(valid[WB_ALIGNED], &buf, &len) == 0);
+	CHECK(wb_decode(buf, len, &m, &err) == 0);
+	CHECK_U64(m.aligned.procs[0].exe_id, 9);
+	CHECK_U64(m.aligned.n_exes, 1);
+	CHECK_STR(m.aligned.exes[0].path, "/bin/a (deleted)");
+	wb_msg_clear(&m);
+	free(buf);
+	CHECK(to_msgpack(valid[WB_ESTIMATE], &buf, &len) == 0);
+	CHECK(wb_decode(buf, len, &m, &err) == 0);
+	CHECK_U64(m.estimate.procs[0].exe_id, 9);
+	CHECK_U64(m.estimate.n_exes, 1);
+	CHECK_STR(m.estimate.exes[0].path, "/bin/a");
+	wb_msg_clear(&m);
+	free(buf);
+
+	/* A message without the keys: exe_id 0, no exes (optional keys, v stays 1). */
+	json_t *j = json_loads(valid[WB_USAGE], 0, NULL);
+	json_object_del(j, "exes");
+	json_object_del(json_array_get(json_object_get(j, "procs"), 0), "exe_id");
+	CHECK(wb_json_to_msgpack(j, &buf, &len, &err) == 0);
+	CHECK(wb_decode(buf, len, &m, &err) == 0);
+	CHECK_U64(m.usage.procs[0].exe_id, 0);
+	CHECK_U64(m.usage.n_exes, 0);
+	wb_msg_clear(&m);
+	free(buf);
+
+	/* More entries than the schema's 65536 is a bound fault, not an allocation. */
+	json_t *many = json_array();
+	for (int i = 0; i < 65537; i++)
+		json_array_append_new(many, json_pack("{s:i, s:s}", "id", i + 1, "path", "/x"));
+	json_object_set_new(j, "exes", many);
+	CHECK(wb_json_to_msgpack(j, &buf, &len, &err) == 0);
+	CHECK(wb_decode(buf, len, &m, &err) < 0 && err.reason == WB_R_BOUND &&
+	      strstr(err.msg, "exes"));
+	free(buf);
+	json_decref(j);
+}
+
 static void test_topic_check(void)
 {
 	char *buf;
@@ -624,6 +697,7 @@ static const struct unit_case cases[] = {
 	{"the model's spec and errors are optional", test_model_spec_optional},
 	{"every truncation is rejected as malformed", test_every_truncation},
 	{"mutations give the right reason and key", test_mutations},
+	{"exe_id and exes decode, and their faults are named", test_exes},
 	{"binary faults (trailing, huge headers, NaN, UTF-8, duplicates)", test_binary_faults},
 	{"topic must be KIND/HOST", test_topic_check},
 	{"encoder refuses arrays beyond their bound", test_encode_bounds},

@@ -351,6 +351,33 @@ static void test_groups(void)
 	slot_free(m);
 }
 
+/* Each process keeps its exe_id and the slot's paths go on with the estimate. */
+static void test_exes(void)
+{
+	struct wb_msg *m = slot_new(2, 1, 0);
+	struct wb_aligned *a = &m->aligned;
+	a->zones[0].energy_uj = 1000;
+	a->cpu.user_ns = 100;
+	a->procs[0].cpu_ns = a->procs[1].cpu_ns = 50;
+	a->procs[0].exe_id = 41;
+	a->exes = wb_array_new(1, sizeof(*a->exes));
+	a->exes[0] = (struct wb_exe){.id = 41, .path = "/usr/bin/sleep"};
+	a->n_exes = 1;
+	struct est_conf c = conf_default();
+	struct estimator *e = estimator_new(&c);
+	struct wb_estimate out;
+	struct est_result res;
+	char err[256];
+	CHECK(estimator_slot(e, a, &out, &res, err, sizeof(err)) == 0);
+	CHECK_U64(out.procs[0].exe_id, 41);
+	CHECK_U64(out.procs[1].exe_id, 0);
+	CHECK_U64(out.n_exes, 1);
+	CHECK(out.n_exes == 1 && out.exes[0].id == 41 &&
+	      strcmp(out.exes[0].path, "/usr/bin/sleep") == 0);
+	estimator_destroy(&e);
+	slot_free(m);
+}
+
 /* Thousands of random slots: exact conservation per zone and slot, groups equal to their processes.
  */
 static void test_conservation_random(void)
@@ -514,6 +541,7 @@ static void test_platform_not_attributed(void)
 }
 
 static const struct unit_case cases[] = {
+    {"exe_id and the slot's exes pass through", test_exes},
     {"platform zones stay unattributed unless attribute_platform", test_platform_not_attributed},
     {"split: exact, ties to the lower index", test_split_exact_and_ties},
     {"split: zero weights, zero energy, 128-bit values", test_split_degenerate},

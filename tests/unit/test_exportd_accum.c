@@ -578,6 +578,54 @@ static void test_levels_and_pid_reuse(void)
 	accum_destroy(&a);
 }
 
+/* One slot of process 100 (start 5000) naming exe_id, with exes {id: path} when path is set. */
+static void exe_slot(struct accum *a, uint64_t t, uint64_t exe_id, const char *comm,
+		     uint64_t exes_id, const char *path)
+{
+	struct wb_msg m;
+	est_init(&m, "h", t * S, (t + 1) * S, 1, 1);
+	est_zone(&m, 0, 1000, 400);
+	snprintf(m.estimate.procs[0].comm, 16, "%s", comm);
+	m.estimate.procs[0].exe_id = exe_id;
+	if (path) {
+		m.estimate.exes = wb_array_new(2, sizeof *m.estimate.exes);
+		m.estimate.exes[0] = (struct wb_exe){.id = 9999, .path = "/not/this/one"};
+		m.estimate.exes[1].id = exes_id;
+		snprintf(m.estimate.exes[1].path, sizeof m.estimate.exes[1].path, "%s", path);
+		m.estimate.n_exes = 2;
+	}
+	CHECK(accum_add(a, &m.estimate, NULL) == 0);
+	wb_msg_clear(&m);
+}
+
+/* The exe label: the path of the process's exe_id from the estimate's exes, escaped; empty when
+ * unknown; kept while later estimates lack the path of the same id; new after an exec. */
+static void test_exe_label(void)
+{
+	struct accum_limits lim = lim_default();
+	struct accum *a = accum_new(&lim);
+	/* an exe_id with no matching entry: an empty label, not a rejection */
+	exe_slot(a, 10, 41, "sleep", 0, NULL);
+	CHECK(strstr(find_proc(a, "h", 100, 5000)->labels, ",exe=\"\",") != NULL);
+	exe_slot(a, 11, 41, "sleep", 41, "/usr/bin/sl\"eep (deleted)");
+	CHECK_STR(
+	    find_proc(a, "h", 100, 5000)->labels,
+	    "pid=\"100\",comm=\"sleep\",exe=\"/usr/bin/sl\\\"eep (deleted)\",type=\"regular\","
+	    "container_id=\"\",vm_id=\"\"");
+	/* a slot without the path of the same id keeps it */
+	exe_slot(a, 12, 41, "sleep", 0, NULL);
+	CHECK(strstr(find_proc(a, "h", 100, 5000)->labels,
+		     "exe=\"/usr/bin/sl\\\"eep (deleted)\"") != NULL);
+	/* exec: a new comm and a new exe */
+	exe_slot(a, 13, 42, "python3", 42, "/usr/bin/python3.11");
+	CHECK(strstr(find_proc(a, "h", 100, 5000)->labels,
+		     "comm=\"python3\",exe=\"/usr/bin/python3.11\"") != NULL);
+	/* an exec to a binary whose path has not come yet: empty, not the old one */
+	exe_slot(a, 14, 43, "python3", 0, NULL);
+	CHECK(strstr(find_proc(a, "h", 100, 5000)->labels, ",exe=\"\",") != NULL);
+	accum_destroy(&a);
+}
+
 static void test_labels(void)
 {
 	struct accum_limits lim = lim_default();
@@ -1018,6 +1066,7 @@ static const struct unit_case cases[] = {
     {"a new zone does not take workloads past the cap", test_new_zone_within_cap},
     {"levels and pid reuse", test_levels_and_pid_reuse},
     {"labels are escaped and follow exec and node_name", test_labels},
+    {"the exe label follows the process's exe_id", test_exe_label},
     {"the workload map survives churn", test_map_churn},
     {"max_hosts, and silent hosts make room", test_hosts_cap},
     {"silent zones make room for new ones", test_zones_turn_over},

@@ -316,6 +316,74 @@ static void test_resolve(void)
 	ptab_destroy(&t);
 }
 
+static uint64_t exe_calls, exe_gen = 1; /* exe_gen: which binary the pids run now */
+static uint64_t exe_of(void *arg, uint32_t pid)
+{
+	(void)arg;
+	exe_calls++;
+	return pid == 7 ? 0 : pid * 100 + exe_gen; /* 7: a kernel thread */
+}
+
+/* The executable is read once a process has something to report, then again only after an exec. */
+static void test_resolve_exes(void)
+{
+	struct ptab *t = ptab_new(100, false);
+	struct usaged_sample a[] = {S(1, 10, 100), S(2, 20, 0), S(7, 30, 100)};
+	ptab_begin(t, 0);
+	for (int i = 0; i < 3; i++)
+		ptab_put(t, &a[i]);
+	ptab_end(t, true, NULL, NULL);
+	exe_calls = 0;
+	ptab_resolve_exes(t, exe_of, NULL);
+	CHECK_U64(exe_calls, 2); /* 1 and 7; 2 has not run */
+	struct wb_usage u = {0};
+	CHECK(ptab_build(t, false, 5, &u) == 0);
+	CHECK_U64(find(&u, 1)->exe_id, 101);
+	CHECK_U64(find(&u, 7)->exe_id, 0);
+	clear(&u);
+
+	/* Ten intervals of running, no exec: no further reads (not once per interval). */
+	for (uint64_t m = 1; m <= 10; m++) {
+		for (int i = 0; i < 3; i++)
+			a[i].cpu_ns += 100;
+		ptab_begin(t, m);
+		for (int i = 0; i < 3; i++)
+			ptab_put(t, &a[i]);
+		ptab_end(t, true, NULL, NULL);
+		exe_calls = 0;
+		ptab_resolve_exes(t, exe_of, NULL);
+		CHECK_U64(exe_calls, m == 1 ? 1 : 0); /* 2 ran for the first time in message 1 */
+	}
+
+	/* Process 1 execs: its comm changes, and its executable is read again. */
+	snprintf(a[0].comm, sizeof(a[0].comm), "after-exec");
+	ptab_begin(t, 11);
+	for (int i = 0; i < 3; i++)
+		ptab_put(t, &a[i]);
+	ptab_end(t, true, NULL, NULL);
+	exe_calls = 0;
+	exe_gen = 2;
+	ptab_resolve_exes(t, exe_of, NULL);
+	CHECK_U64(exe_calls, 1);
+	CHECK(ptab_build(t, true, 5, &u) == 0);
+	CHECK_U64(find(&u, 1)->exe_id, 102);
+	CHECK_U64(find(&u, 2)->exe_id, 201); /* no exec: still the first reading */
+	CHECK_STR(find(&u, 1)->comm, "after-exec");
+	clear(&u);
+
+	/* An exited process is not read: its pid may be another process's by now. */
+	snprintf(a[1].comm, sizeof(a[1].comm), "renamed");
+	a[1].exited = true;
+	ptab_begin(t, 12);
+	for (int i = 0; i < 3; i++)
+		ptab_put(t, &a[i]);
+	ptab_end(t, true, NULL, NULL);
+	exe_calls = 0;
+	ptab_resolve_exes(t, exe_of, NULL);
+	CHECK_U64(exe_calls, 0);
+	ptab_destroy(&t);
+}
+
 static void test_full_table(void)
 {
 	struct ptab *t = ptab_new(3, false);
@@ -388,6 +456,7 @@ static const struct unit_case cases[] = {
     {"a reused pid is another process", test_pid_reuse},
     {"comm is valid UTF-8 and follows exec", test_comm},
     {"cgroup resolution: new, moved, and ran", test_resolve},
+    {"executables: read once per process and again after an exec", test_resolve_exes},
     {"a full table drops and counts", test_full_table},
     {"churn of 20,000 pids against a model", test_churn},
 };
