@@ -101,10 +101,10 @@ check_node_sums() {
 @test "measured: the busy process's joules grow; active + idle = total; processes <= active" {
 	fake_meter
 	start_pipeline --sysfs_root "$SYS" --source rapl
-	wb_spawn busy stress-ng --cpu 1 --cpu-load 80 --timeout 60s
-	wb_wait_for 30 bash -c "curl -sf http://127.0.0.1:$PORT/metrics | grep -q 'kepler_process_cpu_joules_total{.*comm=\"stress-ng-cpu\".*zone=\"package\"'"
+	wb_spawn busy stress-ng --cpu 1 --cpu-load 80 --timeout 300s
+	wb_wait_for 90 bash -c "curl -sf http://127.0.0.1:$PORT/metrics | grep -q 'kepler_process_cpu_joules_total{.*comm=\"stress-ng-cpu\".*zone=\"package\"'"
 	first=$(busy_joules)
-	wb_wait_for 30 busy_grows
+	wb_wait_for 60 busy_grows
 	check_node_sums package
 	check_node_sums dram
 	# The exe label: the binary the process runs (stress-ng's workers are forks that rename
@@ -114,7 +114,7 @@ check_node_sums() {
 	worker=$(pgrep -P "$PID_busy" | head -n 1)
 	[ -n "$worker" ]
 	want="kepler_process_cpu_joules_total{node_name=\"e2e\",pid=\"$worker\",comm=\"stress-ng-cpu\",exe=\"$exe\","
-	wb_wait_for 30 bash -c "curl -sf http://127.0.0.1:$PORT/metrics | grep -qF '$want'"
+	wb_wait_for 60 bash -c "curl -sf http://127.0.0.1:$PORT/metrics | grep -qF '$want'"
 	run bash -c "curl -sf http://127.0.0.1:$PORT/metrics | grep -F ',pid=\"$worker\",' | grep -c '^kepler_process_cpu_joules_total{.*zone=\"package\"'"
 	assert_output 1
 	run scrape
@@ -126,10 +126,10 @@ check_node_sums() {
 
 @test "model mode: no meter, the same sums hold and the busy process's joules grow" {
 	start_pipeline --sysfs_root "$BATS_TEST_TMPDIR/empty" --msr_root "$BATS_TEST_TMPDIR/empty"
-	wb_spawn busy stress-ng --cpu 1 --cpu-load 80 --timeout 60s
-	wb_wait_for 30 bash -c "curl -sf http://127.0.0.1:$PORT/metrics | grep -q 'kepler_process_cpu_joules_total{.*comm=\"stress-ng-cpu\".*zone=\"package\"'"
+	wb_spawn busy stress-ng --cpu 1 --cpu-load 80 --timeout 300s
+	wb_wait_for 90 bash -c "curl -sf http://127.0.0.1:$PORT/metrics | grep -q 'kepler_process_cpu_joules_total{.*comm=\"stress-ng-cpu\".*zone=\"package\"'"
 	first=$(busy_joules)
-	wb_wait_for 30 busy_grows
+	wb_wait_for 60 busy_grows
 	check_node_sums package
 	grep -q "mode model" "$BATS_TEST_TMPDIR/estimd.log"
 }
