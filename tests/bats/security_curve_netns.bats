@@ -76,9 +76,9 @@ metrics_b() {
 @test "an authorised subscriber on another host gets the data over CURVE; the pipeline runs across hosts" {
 	start_host_a
 	start_host_b
-	wb_wait_for 30 bash -c "ip netns exec $NSB curl -sf http://$B:9102/metrics | grep -q 'kepler_node_cpu_joules_total{node_name=\"nodea\",zone=\"package\"'"
+	wb_wait_for 90 bash -c "ip netns exec $NSB curl -sf http://$B:9102/metrics | grep -q 'kepler_node_cpu_joules_total{node_name=\"nodea\",zone=\"package\"'"
 	# Measured energy: the fake meter advances 10 W; after a few slots the counter is well above 0.
-	wb_wait_for 20 bash -c "ip netns exec $NSB curl -sf http://$B:9102/metrics | awk '/^kepler_node_cpu_joules_total\\{node_name=\"nodea\",zone=\"package\"/ { exit !(\$2 > 5) }'"
+	wb_wait_for 60 bash -c "ip netns exec $NSB curl -sf http://$B:9102/metrics | awk '/^kepler_node_cpu_joules_total\\{node_name=\"nodea\",zone=\"package\"/ { exit !(\$2 > 5) }'"
 	run ip netns exec "$NSB" "$WATTBUS" tap --count 1 --timeout 10s --curve-cert "$K/collector" --curve-peer "$K/hosta" "tcp://$A:5550" power/
 	assert_success
 	assert_output --partial '"topic":"power/nodea"'

@@ -42,7 +42,7 @@ teardown() {
 		[ "$s" = exportd ] && extra=(--listen "127.0.0.1:$port" --sub "ipc://$RT/estimd.sock")
 		wb_spawn "$s" "${AS_USER[@]}" "$WB_BUILD/wattbus-$s" --runtime_dir "$RT" --socket_group "$G" "${extra[@]}"
 	done
-	wb_wait_for 30 bash -c "curl -sf http://127.0.0.1:$port/metrics | grep -q 'kepler_node_cpu_joules_total{node_name=\"h\",zone=\"package\"'"
+	wb_wait_for 90 bash -c "curl -sf http://127.0.0.1:$port/metrics | grep -q 'kepler_node_cpu_joules_total{node_name=\"h\",zone=\"package\"'"
 	for s in alignd estimd exportd; do
 		run ps -o user= -p "$(pgrep -f "wattbus-$s --runtime_dir $RT" | head -n 1)"
 		assert_output nobody

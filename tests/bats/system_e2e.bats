@@ -137,7 +137,7 @@ check_node_sums() {
 @test "powerd replaced by a script through wattbus pub drives the same pipeline" {
 	start_pipeline none
 	wb_spawn meter bash -c "'$WB_ROOT/examples/meter-to-bus.py' --host e2e --zone package --watts 40 --interval 0.5 | '$WATTBUS' pub --src meter-to-bus --wait 30s 'ipc://$RT/powerd.sock'"
-	wb_wait_for 30 bash -c "curl -sf http://127.0.0.1:$PORT/metrics | grep -q 'kepler_node_cpu_joules_total{node_name=\"e2e\",zone=\"package\"'"
+	wb_wait_for 90 bash -c "curl -sf http://127.0.0.1:$PORT/metrics | grep -q 'kepler_node_cpu_joules_total{node_name=\"e2e\",zone=\"package\"'"
 	# 40 W from the script: measured mode, and node power reads 40 W.
 	wb_wait_for 30 watts_near 40
 	check_node_sums package
