@@ -28,10 +28,9 @@
 /* Power intervals past the last power sample a slot end may be extrapolated. */
 #define EXTRAP_INTERVALS 4
 
-
 /* What a host record holds beyond its tables, charged to the budget while it exists. */
 #define UHOST_BYTES (sizeof(struct uhost) + TOTALS_MAX * sizeof(struct zone_total))
-#define PHOST_BYTES \
+#define PHOST_BYTES                                                                                \
 	(sizeof(struct phost) + ALIGN_ZONES_MAX * (sizeof(struct curve) + sizeof(struct curve *)))
 
 /* ---- configuration ---- */
@@ -48,10 +47,10 @@ int align_conf_map(struct align_conf *conf, char *const *items, size_t n, char *
 		size_t ul = eq ? (size_t)(eq - items[i]) : 0;
 		size_t pl = eq ? strlen(eq + 1) : 0;
 		if (!eq || ul == 0 || pl == 0 || ul > 63 || pl > 63 || strchr(eq + 1, '=')) {
-			snprintf(err, errlen,
-				 "host_map: '%s' is not usagehost=powerhost (host names of 1 to 63 "
-				 "characters)",
-				 items[i]);
+			snprintf(
+			    err, errlen,
+			    "host_map: '%s' is not usagehost=powerhost (host names of 1 to 63 characters)",
+			    items[i]);
 			free(map);
 			return -1;
 		}
@@ -247,11 +246,11 @@ static void check_skew(struct align *a, const char *kind, const char *host, uint
 	if (d <= a->conf.max_skew_ns)
 		return;
 	a->cnt.clock_skew++;
-	log_rl(&a->rl_skew, WB_LOG_WARN,
-	       "%s/%s: message time is %s%.3f s from its arrival, beyond max_skew %.3f s: check "
-	       "the clocks (NTP)",
-	       kind, host, recv_ns > t_ns ? "-" : "+", (double)d / 1e9,
-	       (double)a->conf.max_skew_ns / 1e9);
+	log_rl(
+	    &a->rl_skew, WB_LOG_WARN,
+	    "%s/%s: message time is %s%.3f s from its arrival, beyond max_skew %.3f s: check the clocks (NTP)",
+	    kind, host, recv_ns > t_ns ? "-" : "+", (double)d / 1e9,
+	    (double)a->conf.max_skew_ns / 1e9);
 }
 
 /* Make room for a new host record by forgetting the longest-silent one that holds no tables. */
@@ -339,17 +338,16 @@ static bool curve_evict(struct align *a, struct phost *ph, const char *zone_name
 		       ph->name, zone_name, ALIGN_ZONES_MAX);
 		return false;
 	}
-	log_rl(&a->rl_power, WB_LOG_WARN,
-	       "power/%s: more than %d zones (renamed, or two producers under one host name?): "
-	       "zone %s, the least recently updated, dropped for %s",
-	       ph->name, ALIGN_ZONES_MAX, ph->curves[v]->name, zone_name);
+	log_rl(
+	    &a->rl_power, WB_LOG_WARN,
+	    "power/%s: more than %d zones (renamed, or two producers under one host name?): zone %s, the least recently updated, dropped for %s",
+	    ph->name, ALIGN_ZONES_MAX, ph->curves[v]->name, zone_name);
 	curve_destroy(&ph->curves[v]);
 	ph->curves[v] = ph->curves[--ph->ncurves];
 	return true;
 }
 
-struct curve *curve_of(struct align *a, struct phost *ph, const char *zone_name,
-			      uint64_t recv_ns)
+struct curve *curve_of(struct align *a, struct phost *ph, const char *zone_name, uint64_t recv_ns)
 {
 	for (size_t i = 0; i < ph->ncurves; i++)
 		if (strcmp(ph->curves[i]->name, zone_name) == 0)
@@ -638,7 +636,11 @@ static bool budget_admits(struct align *a, const char *kind, const char *host, b
 		a->cnt.budget_refused++;
 	else
 		a->cnt.budget_short++;
-	log_rl(&a->rl_host, WB_LOG_WARN, "%s/%s: %s: it needs %zu KiB more and the memory budget has %zu of %zu MiB in use (budget_mib)", kind, host, is_new ? "refused" : "kept in part", growth >> 10, a->budget.used >> 20, a->budget.max >> 20);
+	log_rl(
+	    &a->rl_host, WB_LOG_WARN,
+	    "%s/%s: %s: it needs %zu KiB more and the memory budget has %zu of %zu MiB in use (budget_mib)",
+	    kind, host, is_new ? "refused" : "kept in part", growth >> 10, a->budget.used >> 20,
+	    a->budget.max >> 20);
 	return !is_new;
 }
 
@@ -654,8 +656,9 @@ static size_t power_growth(const struct phost *ph, const struct wb_power *p)
 		if (!c)
 			bytes += 16 * sizeof(struct curve_sample);
 		else if (c->n == c->cap && c->cap < c->max_samples)
-			bytes += (c->cap < c->max_samples - c->cap ? c->cap : c->max_samples - c->cap) *
-				 sizeof(struct curve_sample);
+			bytes +=
+			    (c->cap < c->max_samples - c->cap ? c->cap : c->max_samples - c->cap) *
+			    sizeof(struct curve_sample);
 	}
 	return bytes;
 }
@@ -678,11 +681,14 @@ void align_power(struct align *a, const struct wb_power *p, uint64_t recv_ns)
 	}
 	if (ph->have_t && p->t <= ph->last_t && wb_rewind_see(&ph->rewind, p->t)) {
 		a->cnt.clock_rewinds++;
-		log_warnx("power/%s: %d samples in a row behind t=%" PRIu64 ": its clock was set back; the time line continues from t=%" PRIu64, p->env.host, WB_REWIND_SAMPLES, ph->last_t, p->t);
+		log_warnx("power/%s: %d samples in a row behind t=%" PRIu64
+			  ": its clock was set back; the time line continues from t=%" PRIu64,
+			  p->env.host, WB_REWIND_SAMPLES, ph->last_t, p->t);
 		for (size_t i = 0; i < ph->ncurves; i++) {
 			struct curve *c = ph->curves[i];
 			if (curve_last_t(c) >= p->t && !curve_rewind(c, p->t)) {
-				/* only samples from the clock ahead: the curve starts over, its carries too */
+				/* only samples from the clock ahead: the curve starts over, its
+				 * carries too */
 				c->n = 0;
 				c->id = ++a->next_curve_id;
 			}
@@ -718,11 +724,11 @@ void align_power(struct align *a, const struct wb_power *p, uint64_t recv_ns)
 			break;
 		case CURVE_DISCONTINUITY:
 			a->cnt.power_discontinuities++;
-			log_rl(&a->rl_power, WB_LOG_WARN,
-			       "power/%s zone %s: counter went from %" PRIu64 " to %" PRIu64
-			       " uJ without continuing: discontinuity, energy across it unknown "
-			       "(slots flagged gap)",
-			       p->env.host, z->name, before, z->energy_uj);
+			log_rl(
+			    &a->rl_power, WB_LOG_WARN,
+			    "power/%s zone %s: counter went from %" PRIu64 " to %" PRIu64
+			    " uJ without continuing: discontinuity, energy across it unknown (slots flagged gap)",
+			    p->env.host, z->name, before, z->energy_uj);
 			break;
 		case CURVE_NOMEM:
 			log_rl(&a->rl_power, WB_LOG_WARN, "power/%s: out of memory", p->env.host);
@@ -734,8 +740,8 @@ void align_power(struct align *a, const struct wb_power *p, uint64_t recv_ns)
 			break;
 		}
 		c->last_recv_ns = recv_ns;
-		if ((z->uuid[0] || z->n_gpu_procs || c->gpu) && ev != CURVE_STALE && ev != CURVE_NOMEM &&
-		    gpu_ring_add(c, p->t, p->interval_ns, z) < 0)
+		if ((z->uuid[0] || z->n_gpu_procs || c->gpu) && ev != CURVE_STALE &&
+		    ev != CURVE_NOMEM && gpu_ring_add(c, p->t, p->interval_ns, z) < 0)
 			a->cnt.gpu_weights_dropped++;
 		memcpy(c->zone, z->zone, sizeof(c->zone));
 		memcpy(c->path, z->path, sizeof(c->path));
@@ -798,7 +804,9 @@ void align_usage(struct align *a, const struct wb_usage *u, uint64_t lost, uint6
 		}
 	} else if (uh->have_t && u->t <= uh->last_t && wb_rewind_see(&uh->rewind, u->t)) {
 		a->cnt.clock_rewinds++;
-		log_warnx("usage/%s: %d samples in a row behind t=%" PRIu64 ": its clock was set back; a new baseline at t=%" PRIu64, uh->name, WB_REWIND_SAMPLES, uh->last_t, u->t);
+		log_warnx("usage/%s: %d samples in a row behind t=%" PRIu64
+			  ": its clock was set back; a new baseline at t=%" PRIu64,
+			  uh->name, WB_REWIND_SAMPLES, uh->last_t, u->t);
 		resolve(a, uh, recv_ns, true);
 		uh->have_t = false;
 		uh->ncarries = 0;
@@ -827,7 +835,10 @@ void align_usage(struct align *a, const struct wb_usage *u, uint64_t lost, uint6
 		/* A slot that long would be refused downstream (max_slot): the span has no
 		 * slot and counting starts again from this sample. */
 		a->cnt.slots_too_long++;
-		log_rl(&a->rl_usage, WB_LOG_WARN, "usage/%s: %.0f s since its last sample, more than max_slot: no slot for the span, a new baseline at t=%" PRIu64, uh->name, (double)(u->t - uh->last_t) / 1e9, u->t);
+		log_rl(
+		    &a->rl_usage, WB_LOG_WARN,
+		    "usage/%s: %.0f s since its last sample, more than max_slot: no slot for the span, a new baseline at t=%" PRIu64,
+		    uh->name, (double)(u->t - uh->last_t) / 1e9, u->t);
 		resolve(a, uh, recv_ns, true);
 		uh->ncarries = 0; /* the next slot starts from E(t0), not from before the span */
 		usage_baseline(&uh->us, u, &a->cnt.usage);
@@ -880,8 +891,9 @@ static void sweep(struct align *a, uint64_t now_ns)
 		usage_free(&uh->us);
 		uh->live = false;
 		a->cnt.hosts_dropped++;
-		log_info("usage/%s: silent for %.0f s: process, cgroup and executable tables dropped", uh->name,
-			 (double)to / 1e9);
+		log_info(
+		    "usage/%s: silent for %.0f s: process, cgroup and executable tables dropped",
+		    uh->name, (double)to / 1e9);
 	}
 	for (struct phost *ph = zhashx_first(a->phosts); ph; ph = zhashx_next(a->phosts)) {
 		if (ph->away)
@@ -894,8 +906,7 @@ static void sweep(struct align *a, uint64_t now_ns)
 			ph->keep_from_ns = ph->last_t;
 			a->cnt.hosts_dropped++;
 			log_info(
-			    "power/%s: silent for %.0f s: its slots go without power until it is "
-			    "back",
+			    "power/%s: silent for %.0f s: its slots go without power until it is back",
 			    ph->name, (double)to / 1e9);
 			continue;
 		}
@@ -956,7 +967,8 @@ uint64_t align_next_tick_ns(const struct align *a)
 		/* The wait that resolve_head applies; a slot it would not hold is due now. */
 		uint64_t due = 0;
 		if (ph && !ph->away && ph->have_t) {
-			uint64_t lag = a->conf.max_lag_ns ? a->conf.max_lag_ns : 2 * ph->interval_ns;
+			uint64_t lag =
+			    a->conf.max_lag_ns ? a->conf.max_lag_ns : 2 * ph->interval_ns;
 			due = pd->recv_ns + lag;
 		}
 		if (due < next)

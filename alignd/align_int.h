@@ -85,8 +85,7 @@ struct align {
 /* Find or create (NULL: refused, counted); align.c. */
 struct uhost *uhost_get(struct align *a, const char *name);
 struct phost *phost_get(struct align *a, const char *name);
-struct curve *curve_of(struct align *a, struct phost *ph, const char *zone_name,
-			      uint64_t recv_ns);
+struct curve *curve_of(struct align *a, struct phost *ph, const char *zone_name, uint64_t recv_ns);
 struct carry *carry_of(struct uhost *uh, const char *zone_name);
 struct zone_total *total_get(struct uhost *uh, const char *name);
 struct wb_cpu_times cpu_at_boundary(const struct uhost *uh);

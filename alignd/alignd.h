@@ -252,7 +252,8 @@ struct align_conf {
 	uint64_t host_timeout_ns; /* a host silent this long is dropped */
 	uint64_t max_skew_ns;	  /* |arrival - t| beyond this is logged and counted; 0: off */
 	double bridge_max_w;	  /* see curve_add; 0: no limit */
-	uint64_t max_slot_ns;	  /* [global] max_slot: a longer span between usage samples is no slot; 0: off */
+	uint64_t max_slot_ns; /* [global] max_slot: a longer span between usage samples is no slot;
+				 0: off */
 	size_t max_hosts, max_procs, max_cgroups, max_exes, max_pending, max_samples;
 	size_t budget_bytes; /* all hosts' tables, curves and waiting slots together; 0: no limit */
 	/* usage host -> power host ("node1=bmc1"); parsed by align_conf_map */
@@ -277,9 +278,11 @@ struct align_counters {
 	uint64_t usage_stale, usage_epochs, usage_baselines;
 	uint64_t clock_skew, hosts_dropped, hosts_refused;
 	uint64_t budget_refused; /* frames of new hosts refused: they would exceed budget_bytes */
-	uint64_t budget_short;	 /* frames of known hosts kept in part (procs_dropped, curves pruned) */
+	uint64_t
+	    budget_short; /* frames of known hosts kept in part (procs_dropped, curves pruned) */
 	uint64_t slots_too_long;   /* usage samples further apart than max_slot: a new baseline */
-	uint64_t clock_rewinds;	   /* a host's time line set back after WB_REWIND_SAMPLES samples behind it */
+	uint64_t clock_rewinds;	   /* a host's time line set back after WB_REWIND_SAMPLES samples
+				      behind it */
 	uint64_t totals_saturated; /* a zone total held at the wire's maximum */
 	uint64_t gpu_weights_dropped; /* a GPU sample's process weights not kept (budget, ENOMEM) */
 	struct usage_counts usage;
@@ -315,7 +318,8 @@ uint64_t align_next_tick_ns(const struct align *a);
 void align_flush(struct align *a, uint64_t now_ns);
 const struct align_counters *align_counters(const struct align *a);
 /* ---- state.c: the state file ---- */
-/* Save what a restart needs to lose nothing (after align_flush; fsync'd when sync). Returns 0 or -1 (logged). */
+/* Save what a restart needs to lose nothing (after align_flush; fsync'd when sync). Returns 0 or -1
+ * (logged). */
 int align_save(struct align *a, const char *path, uint64_t now_ns, bool sync);
 /* Resume from a state saved at most max_age_ns ago, before any message. 0, or -1: not used. */
 int align_load(struct align *a, const char *path, uint64_t now_ns, uint64_t max_age_ns);

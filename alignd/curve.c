@@ -42,7 +42,8 @@ size_t curve_rewind(struct curve *c, uint64_t t_ns)
 	while (keep > 1 && c->s[keep - 1].t_ns >= t_ns)
 		keep--;
 	if (keep == c->n || c->s[keep - 1].t_ns >= t_ns)
-		return 0; /* nothing to drop, or only the first sample: the caller starts the curve over */
+		return 0; /* nothing to drop, or only the first sample: the caller starts the curve
+			     over */
 	/* The counter read at the dropped samples went up by what E did since the last kept one. */
 	uint64_t back = c->s[c->n - 1].e_uj - c->s[keep - 1].e_uj;
 	c->raw_last_uj = c->raw_last_uj >= back ? c->raw_last_uj - back : 0;
@@ -104,7 +105,8 @@ static bool bridge(const struct curve *c, uint64_t dt_ns, uint64_t energy_uj, ui
 	if (energy_uj >= c->raw_last_uj) {
 		*delta_uj = energy_uj - c->raw_last_uj;
 		cont = true;
-	} else if (range && range < UINT64_MAX && energy_uj <= range && energy_uj >= c->raw_last_uj % (range + 1)) {
+	} else if (range && range < UINT64_MAX && energy_uj <= range &&
+		   energy_uj >= c->raw_last_uj % (range + 1)) {
 		*delta_uj = energy_uj - c->raw_last_uj % (range + 1);
 		cont = true;
 	}

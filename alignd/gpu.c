@@ -107,7 +107,8 @@ int gpu_slot_fill(const struct curve *c, uint64_t t0_ns, uint64_t t1_ns, struct 
 			all[n] = e->procs[j];
 			/* the share of the sample's SM time that falls in the slot */
 			if (in < span)
-				all[n].sm_ns = (uint64_t)((unsigned __int128)all[n].sm_ns * in / span);
+				all[n].sm_ns =
+				    (uint64_t)((unsigned __int128)all[n].sm_ns * in / span);
 			n++;
 		}
 	}

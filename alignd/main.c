@@ -116,11 +116,11 @@ static const struct wb_stage alignd_stage = {
 struct alignd {
 	struct wb_daemon *d;
 	struct align *align;
-	int tick_id;		/* the armed one-shot timer, or -1 */
-	uint64_t tick_at_ns;	/* when it fires (monotonic clock) */
-	uint64_t next_save_ns;	/* next checkpoint of the state file (monotonic clock) */
-	uint64_t next_sync_ns;	/* next checkpoint that also fsyncs (monotonic clock) */
-	bool dirty;		/* a message came in since the last checkpoint */
+	int tick_id;	       /* the armed one-shot timer, or -1 */
+	uint64_t tick_at_ns;   /* when it fires (monotonic clock) */
+	uint64_t next_save_ns; /* next checkpoint of the state file (monotonic clock) */
+	uint64_t next_sync_ns; /* next checkpoint that also fsyncs (monotonic clock) */
+	bool dirty;	       /* a message came in since the last checkpoint */
 };
 
 static void emit(struct wb_msg *msg, void *arg)
@@ -275,7 +275,8 @@ static int on_reload(struct wb_daemon *d, void *new_conf, void *arg)
 
 int main(int argc, char **argv)
 {
-	/* dirty: the first checkpoint writes the file, so it shows from the start that saving works */
+	/* dirty: the first checkpoint writes the file, so it shows from the start that saving works
+	 */
 	struct alignd ad = {.dirty = true};
 	ad.d = wb_daemon_new(&alignd_stage, argc, argv);
 	struct alignd_conf *conf = wb_daemon_conf(ad.d);

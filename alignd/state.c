@@ -144,33 +144,45 @@ static int state_check(const json_t *root, char *why, size_t len)
 	    !json_is_array(json_object_get(root, "power")) ||
 	    !json_is_array(json_object_get(root, "usage")) || !state_objects_ok(root, "power") ||
 	    !state_objects_ok(root, "usage")) {
-		snprintf(why, len, "not an alignd state (an object with version, saved_ns, power and usage)");
+		snprintf(why, len,
+			 "not an alignd state (an object with version, saved_ns, power and usage)");
 		return -1;
 	}
 	json_array_foreach(json_object_get(root, "power"), i, o)
 	{
 		if (!state_name_ok(o, "host") || !state_objects_ok(o, "zones") ||
 		    !state_uints_ok(o, "epoch", "interval_ns", "last_t", NULL)) {
-			snprintf(why, len, "power[%zu]: needs a host of 1 to 63 bytes, zones and non-negative integers", i);
+			snprintf(
+			    why, len,
+			    "power[%zu]: needs a host of 1 to 63 bytes, zones and non-negative integers",
+			    i);
 			return -1;
 		}
 		json_array_foreach(json_object_get(o, "zones"), j, z)
 		{
 			if (state_name_ok(z, "name") &&
-			    state_uints_ok(z, "index", "first_t", "t", "e", "raw", "epoch", "range", NULL))
+			    state_uints_ok(z, "index", "first_t", "t", "e", "raw", "epoch", "range",
+					   NULL))
 				continue;
-			snprintf(why, len, "power[%zu].zones[%zu]: needs a name of 1 to 63 bytes and non-negative integers", i, j);
+			snprintf(
+			    why, len,
+			    "power[%zu].zones[%zu]: needs a name of 1 to 63 bytes and non-negative integers",
+			    i, j);
 			return -1;
 		}
 	}
 	json_array_foreach(json_object_get(root, "usage"), i, o)
 	{
 		const json_t *cpu = json_object_get(o, "cpu");
-		if (!state_name_ok(o, "host") || !json_is_string(json_object_get(o, "power_host")) ||
+		if (!state_name_ok(o, "host") ||
+		    !json_is_string(json_object_get(o, "power_host")) ||
 		    strlen(wb_json_str(o, "power_host")) > 63 || !state_objects_ok(o, "carries") ||
 		    !state_objects_ok(o, "totals") || (cpu && !json_is_array(cpu)) ||
 		    !state_uints_ok(o, "epoch", "last_t", "total_epoch", NULL)) {
-			snprintf(why, len, "usage[%zu]: needs a host of 1 to 63 bytes, a power_host, carries, totals and non-negative integers", i);
+			snprintf(
+			    why, len,
+			    "usage[%zu]: needs a host of 1 to 63 bytes, a power_host, carries, totals and non-negative integers",
+			    i);
 			return -1;
 		}
 		json_array_foreach(cpu, j, z)
@@ -184,14 +196,20 @@ static int state_check(const json_t *root, char *why, size_t len)
 		{
 			if (state_name_ok(z, "zone") && state_uints_ok(z, "emitted_uj", NULL))
 				continue;
-			snprintf(why, len, "usage[%zu].carries[%zu]: needs a zone of 1 to 63 bytes and a non-negative emitted_uj", i, j);
+			snprintf(
+			    why, len,
+			    "usage[%zu].carries[%zu]: needs a zone of 1 to 63 bytes and a non-negative emitted_uj",
+			    i, j);
 			return -1;
 		}
 		json_array_foreach(json_object_get(o, "totals"), j, z)
 		{
 			if (state_name_ok(z, "zone") && state_uints_ok(z, "uj", NULL))
 				continue;
-			snprintf(why, len, "usage[%zu].totals[%zu]: needs a zone of 1 to 63 bytes and a non-negative uj", i, j);
+			snprintf(
+			    why, len,
+			    "usage[%zu].totals[%zu]: needs a zone of 1 to 63 bytes and a non-negative uj",
+			    i, j);
 			return -1;
 		}
 	}
@@ -216,7 +234,7 @@ int align_load(struct align *a, const char *path, uint64_t now_ns, uint64_t max_
 	if (wb_json_u64(root, "version") != 1 || saved > now_ns || now_ns - saved > max_age_ns) {
 		log_info("state %s: %s, not used", path,
 			 wb_json_u64(root, "version") != 1 ? "unknown version"
-						    : "older than host_timeout");
+							   : "older than host_timeout");
 		json_decref(root);
 		return -1;
 	}
@@ -241,8 +259,9 @@ int align_load(struct align *a, const char *path, uint64_t now_ns, uint64_t max_
 			snprintf(c->path, sizeof(c->path), "%s", wb_json_str(z, "path"));
 			c->index = wb_json_u64(z, "index");
 			/* One sample, as if just received: the next real one continues from it. */
-			if (curve_add(c, wb_json_u64(z, "t"), wb_json_u64(z, "epoch"), wb_json_u64(z, "raw"),
-				      wb_json_u64(z, "range"), 0, NULL) != CURVE_APPENDED) {
+			if (curve_add(c, wb_json_u64(z, "t"), wb_json_u64(z, "epoch"),
+				      wb_json_u64(z, "raw"), wb_json_u64(z, "range"), 0,
+				      NULL) != CURVE_APPENDED) {
 				/* Empty, the curve starts over from the zone's next sample. */
 				log_rl(&a->rl_state, WB_LOG_WARN,
 				       "state %s: power/%s zone %s: out of memory: not resumed",
@@ -269,8 +288,9 @@ int align_load(struct align *a, const char *path, uint64_t now_ns, uint64_t max_
 			a->last_total_epoch = uh->total_epoch;
 		json_array_foreach(json_object_get(o, "totals"), j, z)
 		{
-			struct zone_total *zt =
-			    wb_json_str(z, "zone")[0] ? total_get(uh, wb_json_str(z, "zone")) : NULL;
+			struct zone_total *zt = wb_json_str(z, "zone")[0]
+						    ? total_get(uh, wb_json_str(z, "zone"))
+						    : NULL;
 			if (zt)
 				zt->uj = wb_json_u64(z, "uj");
 		}
@@ -290,13 +310,15 @@ int align_load(struct align *a, const char *path, uint64_t now_ns, uint64_t max_
 				for (size_t k = 0; k < ph->ncurves; k++) {
 					/* A zone not resumed (no memory) has no value to carry on
 					 * from. */
-					if (strcmp(ph->curves[k]->name, wb_json_str(z, "zone")) != 0 ||
+					if (strcmp(ph->curves[k]->name, wb_json_str(z, "zone")) !=
+						0 ||
 					    !ph->curves[k]->n)
 						continue;
 					struct carry *cy = carry_of(uh, ph->curves[k]->name);
 					if (cy)
 						carry_set(
-						    cy, ph->curves[k]->id, wb_json_u64(z, "emitted_uj"),
+						    cy, ph->curves[k]->id,
+						    wb_json_u64(z, "emitted_uj"),
 						    json_is_true(json_object_get(z, "ahead")));
 				}
 			}

@@ -158,10 +158,9 @@ int main(int argc, char **argv)
 	uint64_t path_ns = wb_mono_ns() - t0;
 	align_destroy(&a);
 
-	printf("alignd bench: %zu processes per usage message, %llu slots, usage frame %zu bytes, "
-	       "aligned frame %llu "
-	       "bytes\n",
-	       nprocs, (unsigned long long)slots, lens[1], (unsigned long long)frame_bytes);
+	printf(
+	    "alignd bench: %zu processes per usage message, %llu slots, usage frame %zu bytes, aligned frame %llu bytes\n",
+	    nprocs, (unsigned long long)slots, lens[1], (unsigned long long)frame_bytes);
 	printf("alignd bench: engine alone           %8.1f slots/s  (%.3f ms per slot)\n",
 	       (double)slots * 1e9 / (double)engine_ns, (double)engine_ns / 1e6 / (double)slots);
 	printf("alignd bench: decode + align + encode %8.1f slots/s  (%.3f ms per slot)\n",

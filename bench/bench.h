@@ -12,7 +12,8 @@
 
 #include "codec.h"
 
-/* v, kind, src and an epoch, as wb_pub_send stamps them: the codec refuses an envelope without them. */
+/* v, kind, src and an epoch, as wb_pub_send stamps them: the codec refuses an envelope without
+ * them. */
 static inline void bench_stamp(struct wb_msg *m, const char *src)
 {
 	m->env.v = wb_kinds[m->kind].version;

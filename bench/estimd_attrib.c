@@ -27,7 +27,8 @@ static int cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* One slot as estimd's on_msg sees it: the aligned frame decoded, attributed, the estimate encoded. */
+/* One slot as estimd's on_msg sees it: the aligned frame decoded, attributed, the estimate encoded.
+ */
 static int daemon_path(struct estimator *e, struct wb_msg *in)
 {
 	char *frame, *buf;
@@ -45,7 +46,8 @@ static int daemon_path(struct estimator *e, struct wb_msg *in)
 	struct est_result res;
 	BENCH_COUNT_START();
 	int rc = wb_decode(frame, len, &m, &werr);
-	if (rc == 0 && (rc = estimator_slot(e, &m.aligned, &out.estimate, &res, err, sizeof(err))) < 0)
+	if (rc == 0 &&
+	    (rc = estimator_slot(e, &m.aligned, &out.estimate, &res, err, sizeof(err))) < 0)
 		fprintf(stderr, "estimator_slot: %s\n", err);
 	if (rc == 0) {
 		bench_stamp(&out, "estimd");

@@ -237,7 +237,8 @@ static __always_inline int account(struct task_struct *prev, struct task_struct 
 	p->cgroup_id = bpf_get_current_cgroup_id(); /* current is still prev */
 	if (final) {
 		th->dying = 0;
-		__sync_fetch_and_add(&p->dying, -1); /* after the charge: user space reads it last */
+		__sync_fetch_and_add(&p->dying,
+				     -1); /* after the charge: user space reads it last */
 	}
 switch_in:
 	cur->switches++;
@@ -291,7 +292,8 @@ int BPF_PROG(on_exit, struct task_struct *task)
 	th = bpf_task_storage_get(&threads, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (th && !th->dying) {
 		th->dying = 1;
-		__sync_fetch_and_add(&p->dying, 1); /* before exit_ns, which user space reads first */
+		__sync_fetch_and_add(&p->dying,
+				     1); /* before exit_ns, which user space reads first */
 	}
 	if (last)
 		p->exit_ns = bpf_ktime_get_ns();

@@ -19,7 +19,8 @@ int cmd_replay(int argc, char **argv);
  * Returns 0 (the whole file read or fn stopped), or -1 (not a recording, or
  * unreadable; logged with the path).
  */
-typedef int(record_fn)(uint64_t recv_ns, const char *topic, const void *body, size_t len, void *arg);
+typedef int(record_fn)(uint64_t recv_ns, const char *topic, const void *body, size_t len,
+		       void *arg);
 int record_each(const char *path, record_fn *fn, void *arg);
 /* train.c */
 int cmd_train(int argc, char **argv);
@@ -58,7 +59,8 @@ struct cli_pd_try {
  * order, every one of them, not only up to the first usable; up to max.
  * Returns how many were tried.
  */
-unsigned cli_pd_discover(const struct pd_opts *o, const char *only, struct cli_pd_try *out, unsigned max);
+unsigned cli_pd_discover(const struct pd_opts *o, const char *only, struct cli_pd_try *out,
+			 unsigned max);
 
 /* series.c: statistics of sampled meters (pure) */
 struct series {
@@ -73,15 +75,16 @@ double series_quantile(const double *v, size_t n, double q);
 
 struct meter_stats {
 	size_t samples, changes;
-	double spacing_s;		       /* median time between samples */
-	double period_s;		       /* median time between changes: the update interval */
-	double period_p10_s, period_p90_s;     /* its spread */
-	bool period_bounded;		       /* nearly every sample changed: the period is at most spacing_s */
-	double step_min;		       /* smallest change: uJ (counter) or uW (power) */
-	double mean_w;			       /* average power over the run */
-	double noise_w;			       /* standard deviation of the power over windows of 10 updates */
+	double spacing_s;		   /* median time between samples */
+	double period_s;		   /* median time between changes: the update interval */
+	double period_p10_s, period_p90_s; /* its spread */
+	bool period_bounded; /* nearly every sample changed: the period is at most spacing_s */
+	double step_min;     /* smallest change: uJ (counter) or uW (power) */
+	double mean_w;	     /* average power over the run */
+	double noise_w;	     /* standard deviation of the power over windows of 10 updates */
 };
-/* What the samples of one zone say; range_uj: where a counter wraps (0: never). NAN where unknown. */
+/* What the samples of one zone say; range_uj: where a counter wraps (0: never). NAN where unknown.
+ */
 void meter_analyze(const struct series *s, bool is_power, double range_uj, struct meter_stats *st);
 
 struct meter_advice {
@@ -115,7 +118,8 @@ double cli_positive(const char *cmd, const char *opt, const char *text);
  * endpoints (comma-separated) is such a one, its path copied into path.
  */
 bool cli_ipc_missing(const char *endpoints, char *path, size_t size);
-/* Say that path is no socket: "yet" at start (waited_ns 0; only to a terminal), else after waiting that long. */
+/* Say that path is no socket: "yet" at start (waited_ns 0; only to a terminal), else after waiting
+ * that long. */
 void cli_say_missing(const char *cmd, const char *path, uint64_t waited_ns);
 /*
  * The ipc endpoint of a stage's socket (file "estimd.sock") in the runtime dir

@@ -56,7 +56,7 @@ struct cmp {
 	uint64_t window_ns; /* 0: no per-window report */
 	/* results */
 	size_t nslots;
-	uint64_t t0_ns;	 /* first slot's start */
+	uint64_t t0_ns;	   /* first slot's start */
 	double *a_w, *b_w; /* per slot at the overall lag; NAN where missing */
 	struct agree all;
 	struct agree *win;
@@ -69,8 +69,12 @@ static int parse_spec(struct side *s, const char *spec)
 	const char *slash = strchr(spec, '/');
 	const char *zone = slash ? slash + 1 : spec;
 	size_t hlen = slash ? (size_t)(slash - spec) : 0;
-	if (!*zone || strlen(zone) >= sizeof(s->zone) || hlen >= sizeof(s->host) || (slash && !hlen)) {
-		fprintf(stderr, "wattbus compare: '%s' is not a power stream: give ZONE or HOST/ZONE (e.g. package-0, node1/platform)\n", spec);
+	if (!*zone || strlen(zone) >= sizeof(s->zone) || hlen >= sizeof(s->host) ||
+	    (slash && !hlen)) {
+		fprintf(
+		    stderr,
+		    "wattbus compare: '%s' is not a power stream: give ZONE or HOST/ZONE (e.g. package-0, node1/platform)\n",
+		    spec);
 		return -1;
 	}
 	snprintf(s->zone, sizeof(s->zone), "%s", zone);
@@ -97,19 +101,30 @@ static void feed(struct cmp *k, const struct wb_power *pw, uint64_t recv_ns, uin
 			if (strcmp(wz->name, s->zone) != 0)
 				continue;
 			if (!s->host[0])
-				snprintf(s->host, sizeof(s->host), "%s", pw->env.host); /* from now on, this host's */
+				snprintf(s->host, sizeof(s->host), "%s",
+					 pw->env.host); /* from now on, this host's */
 			snprintf(s->kind, sizeof(s->kind), "%s", wz->zone);
 			snprintf(s->source, sizeof(s->source), "%s", wz->source);
 			if (s->messages)
 				s->lost += lost;
 			s->messages++;
 			add_lag(s, recv_ns > pw->t ? (double)(recv_ns - pw->t) / 1e9 : 0);
-			switch (curve_add(s->c, pw->t, pw->env.epoch, wz->energy_uj, wz->max_energy_range_uj, 0, NULL)) {
-			case CURVE_DISCONTINUITY: s->discontinuities++; break;
-			case CURVE_BRIDGED: s->bridged++; break;
-			case CURVE_STALE: s->stale++; break;
-			case CURVE_NOMEM: log_warnx("%s: out of memory for its samples", s->spec); break;
-			case CURVE_APPENDED: break;
+			switch (curve_add(s->c, pw->t, pw->env.epoch, wz->energy_uj,
+					  wz->max_energy_range_uj, 0, NULL)) {
+			case CURVE_DISCONTINUITY:
+				s->discontinuities++;
+				break;
+			case CURVE_BRIDGED:
+				s->bridged++;
+				break;
+			case CURVE_STALE:
+				s->stale++;
+				break;
+			case CURVE_NOMEM:
+				log_warnx("%s: out of memory for its samples", s->spec);
+				break;
+			case CURVE_APPENDED:
+				break;
 			}
 			break;
 		}
@@ -135,7 +150,8 @@ static int feed_record(uint64_t recv_ns, const char *topic, const void *body, si
 	return 0;
 }
 
-static int feed_bus(struct cmp *k, const char *endpoints, uint64_t duration_ns, const struct wb_sockopts *so)
+static int feed_bus(struct cmp *k, const char *endpoints, uint64_t duration_ns,
+		    const struct wb_sockopts *so)
 {
 	struct wb_sub *sub = wb_sub_new(so);
 	if (!sub || wb_sub_connect(sub, endpoints) < 0) {
@@ -171,7 +187,8 @@ static double slot_w(const struct side *s, uint64_t t0, uint64_t t1)
 	uint64_t e0, e1;
 	if (curve_covered_ns(s->c, t0, t1) < t1 - t0)
 		return NAN;
-	if (curve_at(s->c, t0, &e0) != CURVE_INSIDE || curve_at(s->c, t1, &e1) != CURVE_INSIDE || e1 < e0)
+	if (curve_at(s->c, t0, &e0) != CURVE_INSIDE || curve_at(s->c, t1, &e1) != CURVE_INSIDE ||
+	    e1 < e0)
 		return NAN;
 	return (double)(e1 - e0) / (double)(t1 - t0) * 1e3; /* uJ per ns is kW */
 }
@@ -202,7 +219,8 @@ static size_t slot_pairs(const struct cmp *k, size_t i0, size_t i1, int64_t lag_
 	for (size_t i = i0; i < i1; i++) {
 		uint64_t t0 = k->t0_ns + i * k->slot_ns, t1 = t0 + k->slot_ns;
 		double pa = a_slots ? a_slots[i - i0] : slot_w(&k->s[0], t0, t1);
-		double pb = slot_w(&k->s[1], (uint64_t)((int64_t)t0 + lag_ns), (uint64_t)((int64_t)t1 + lag_ns));
+		double pb = slot_w(&k->s[1], (uint64_t)((int64_t)t0 + lag_ns),
+				   (uint64_t)((int64_t)t1 + lag_ns));
 		if (a) {
 			a[i] = pa;
 			b[i] = pb;
@@ -221,8 +239,8 @@ static size_t slot_pairs(const struct cmp *k, size_t i0, size_t i1, int64_t lag_
  * where B follows A best over slots [i0, i1) (the smallest such lag on a tie); also
  * the fit at lag 0. Returns that lag in ns (0 when nothing varies).
  */
-static int64_t find_lag(const struct cmp *k, size_t i0, size_t i1, int64_t step_ns, double *xa, double *xb,
-			struct agree *g)
+static int64_t find_lag(const struct cmp *k, size_t i0, size_t i1, int64_t step_ns, double *xa,
+			double *xb, struct agree *g)
 {
 	int64_t best = 0;
 	double best_r = -INFINITY;
@@ -235,7 +253,8 @@ static int64_t find_lag(const struct cmp *k, size_t i0, size_t i1, int64_t step_
 	for (int64_t lag = -(int64_t)k->max_lag_ns; lag <= (int64_t)k->max_lag_ns; lag += step_ns) {
 		size_t n = slot_pairs(k, i0, i1, lag, pa, NULL, NULL, xa, xb);
 		double r = n >= 3 ? correlation(xa, xb, n) : NAN;
-		if (isfinite(r) && (r > best_r + 1e-12 || (fabs(r - best_r) <= 1e-12 && llabs(lag) < llabs(best)))) {
+		if (isfinite(r) && (r > best_r + 1e-12 ||
+				    (fabs(r - best_r) <= 1e-12 && llabs(lag) < llabs(best)))) {
 			best_r = r;
 			best = lag;
 		}
@@ -250,7 +269,8 @@ static int64_t find_lag(const struct cmp *k, size_t i0, size_t i1, int64_t step_
 }
 
 /* The fit and the errors of B against A over slots [i0, i1) of k->a_w and k->b_w. */
-static void agree_fill(const struct cmp *k, size_t i0, size_t i1, double *xa, double *xb, struct agree *g)
+static void agree_fill(const struct cmp *k, size_t i0, size_t i1, double *xa, double *xb,
+		       struct agree *g)
 {
 	size_t n = 0;
 	g->i0 = i0;
@@ -290,14 +310,16 @@ static int analyze(struct cmp *k)
 	/* each is a median over every sample: computed once */
 	double spa = k->s[0].spacing_s = spacing_s(ca), spb = k->s[1].spacing_s = spacing_s(cb);
 	if (!k->slot_ns) {
-		/* Four samples of the coarser meter: interpolation at the edges then moves little. */
+		/* Four samples of the coarser meter: interpolation at the edges then moves little.
+		 */
 		double sp = fmax(spa, spb);
 		k->slot_ns = (uint64_t)ceil(4 * sp * 1e3) * WB_NS_PER_MS;
 		if (!k->slot_ns)
 			k->slot_ns = WB_NS_PER_MS;
 	}
 	uint64_t from = ca->s[0].t_ns > cb->s[0].t_ns ? ca->s[0].t_ns : cb->s[0].t_ns;
-	uint64_t to = ca->s[ca->n - 1].t_ns < cb->s[cb->n - 1].t_ns ? ca->s[ca->n - 1].t_ns : cb->s[cb->n - 1].t_ns;
+	uint64_t to = ca->s[ca->n - 1].t_ns < cb->s[cb->n - 1].t_ns ? ca->s[ca->n - 1].t_ns
+								    : cb->s[cb->n - 1].t_ns;
 	if (to <= from || to - from < 4 * k->slot_ns)
 		return -1;
 	if (!k->max_lag_ns)
@@ -377,11 +399,12 @@ static double lag_q(const struct side *s, double q)
 
 static void say_side(const struct side *s, char which, uint64_t missing)
 {
-	printf("%c = %s/%s (%s, %s): %llu samples %.3g s apart, %llu lost, %llu discontinuities, %llu restarts bridged, "
-	       "arrival %.3g s late (median; max %.3g s), missing from %llu slots\n",
-	       which, s->host, s->zone, s->kind, s->source, (unsigned long long)s->messages, s->spacing_s,
-	       (unsigned long long)s->lost, (unsigned long long)s->discontinuities, (unsigned long long)s->bridged,
-	       lag_q(s, 0.5), lag_q(s, 1), (unsigned long long)missing);
+	printf(
+	    "%c = %s/%s (%s, %s): %llu samples %.3g s apart, %llu lost, %llu discontinuities, %llu restarts bridged, arrival %.3g s late (median; max %.3g s), missing from %llu slots\n",
+	    which, s->host, s->zone, s->kind, s->source, (unsigned long long)s->messages,
+	    s->spacing_s, (unsigned long long)s->lost, (unsigned long long)s->discontinuities,
+	    (unsigned long long)s->bridged, lag_q(s, 0.5), lag_q(s, 1),
+	    (unsigned long long)missing);
 }
 
 static void print_text(const struct cmp *k, bool slots)
@@ -391,11 +414,15 @@ static void print_text(const struct cmp *k, bool slots)
 		for (size_t i = 0; i < k->nslots; i++) {
 			double t = (double)(i * k->slot_ns) / 1e9, a = k->a_w[i], b = k->b_w[i];
 			if (!isfinite(a) || !isfinite(b)) {
-				printf("%10.3f %10s %10s %10s %8s  %s\n", t, isfinite(a) ? "" : "-", isfinite(b) ? "" : "-", "",
-				       "", !isfinite(a) && !isfinite(b) ? "both missing" : !isfinite(a) ? "A missing" : "B missing");
+				printf("%10.3f %10s %10s %10s %8s  %s\n", t, isfinite(a) ? "" : "-",
+				       isfinite(b) ? "" : "-", "", "",
+				       !isfinite(a) && !isfinite(b) ? "both missing"
+				       : !isfinite(a)		    ? "A missing"
+								    : "B missing");
 				continue;
 			}
-			printf("%10.3f %10.3f %10.3f %10.3f %8.2f\n", t, a, b, b - a, a > 0 ? 100 * (b - a) / a : NAN);
+			printf("%10.3f %10.3f %10.3f %10.3f %8.2f\n", t, a, b, b - a,
+			       a > 0 ? 100 * (b - a) / a : NAN);
 		}
 		printf("\n");
 	}
@@ -406,66 +433,76 @@ static void print_text(const struct cmp *k, bool slots)
 	time_t secs = (time_t)(k->t0_ns / WB_NS_PER_SEC);
 	struct tm tm;
 	strftime(from, sizeof(from), "%Y-%m-%d %H:%M:%S UTC", gmtime_r(&secs, &tm));
-	printf("slots: %zu of %.3g s from %s (T_S 0), %zu with both meters\n", k->nslots, (double)k->slot_ns / 1e9,
-	       from, g->n);
+	printf("slots: %zu of %.3g s from %s (T_S 0), %zu with both meters\n", k->nslots,
+	       (double)k->slot_ns / 1e9, from, g->n);
 	if (g->lag_known)
-		printf("lag: B follows A by %+.3f s (correlation %.4f at that lag; searched +-%.3g s)\n", g->lag_s, g->lag_r,
-		       (double)k->max_lag_ns / 1e9);
+		printf(
+		    "lag: B follows A by %+.3f s (correlation %.4f at that lag; searched +-%.3g s)\n",
+		    g->lag_s, g->lag_r, (double)k->max_lag_ns / 1e9);
 	else
 		printf("lag: unknown (a meter stayed constant: nothing to correlate)\n");
-	printf("fit: B = %.4f * A %+.3f W, R^2 %.4f (at lag 0: R^2 %.4f)\n", g->fit.gain, g->fit.offset, g->fit.r2,
-	       g->fit0.r2);
-	printf("error of B against A: MAE %.3f W, MAPE %.2f %%, bias %+.3f W\n", g->mae_w, g->mape_pct, g->bias_w);
+	printf("fit: B = %.4f * A %+.3f W, R^2 %.4f (at lag 0: R^2 %.4f)\n", g->fit.gain,
+	       g->fit.offset, g->fit.r2, g->fit0.r2);
+	printf("error of B against A: MAE %.3f W, MAPE %.2f %%, bias %+.3f W\n", g->mae_w,
+	       g->mape_pct, g->bias_w);
 	if (k->nwin) {
-		printf("\n%10s %6s %8s %8s %9s %7s %8s %7s %9s %9s\n", "WINDOW_S", "SLOTS", "LAG_S", "GAIN", "OFFSET_W",
-		       "R2", "MAE_W", "MAPE_%", "A_MISSING", "B_MISSING");
+		printf("\n%10s %6s %8s %8s %9s %7s %8s %7s %9s %9s\n", "WINDOW_S", "SLOTS", "LAG_S",
+		       "GAIN", "OFFSET_W", "R2", "MAE_W", "MAPE_%", "A_MISSING", "B_MISSING");
 		for (size_t w = 0; w < k->nwin; w++) {
 			const struct agree *x = &k->win[w];
 			printf("%10.1f %6zu %+8.3f %8.4f %+9.3f %7.4f %8.3f %7.2f %9llu %9llu\n",
-			       (double)(x->i0 * k->slot_ns) / 1e9, x->n, x->lag_known ? x->lag_s : NAN, x->fit.gain,
-			       x->fit.offset, x->fit.r2, x->mae_w, x->mape_pct, (unsigned long long)x->missing_a,
+			       (double)(x->i0 * k->slot_ns) / 1e9, x->n,
+			       x->lag_known ? x->lag_s : NAN, x->fit.gain, x->fit.offset, x->fit.r2,
+			       x->mae_w, x->mape_pct, (unsigned long long)x->missing_a,
 			       (unsigned long long)x->missing_b);
 		}
 	}
 	if (k->rejected)
-		printf("%llu power frames rejected as invalid (left out)\n", (unsigned long long)k->rejected);
+		printf("%llu power frames rejected as invalid (left out)\n",
+		       (unsigned long long)k->rejected);
 }
 
 static json_t *side_json(const struct side *s, uint64_t missing)
 {
-	json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I}", "spec", s->spec, "host", s->host,
-			      "zone", s->zone, "kind", s->kind, "source", s->source, "samples",
-			      (json_int_t)s->messages, "lost", (json_int_t)s->lost, "discontinuities",
-			      (json_int_t)s->discontinuities, "bridged", (json_int_t)s->bridged, "slots_missing",
-			      (json_int_t)missing);
+	json_t *o =
+	    json_pack("{s:s, s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I}", "spec", s->spec, "host",
+		      s->host, "zone", s->zone, "kind", s->kind, "source", s->source, "samples",
+		      (json_int_t)s->messages, "lost", (json_int_t)s->lost, "discontinuities",
+		      (json_int_t)s->discontinuities, "bridged", (json_int_t)s->bridged,
+		      "slots_missing", (json_int_t)missing);
 	json_object_set_new(o, "spacing_s", jnum(s->spacing_s));
-	json_object_set_new(o, "arrival_lag_s", json_pack("{s:o, s:o}", "median", jnum(lag_q(s, 0.5)), "max", jnum(lag_q(s, 1))));
+	json_object_set_new(
+	    o, "arrival_lag_s",
+	    json_pack("{s:o, s:o}", "median", jnum(lag_q(s, 0.5)), "max", jnum(lag_q(s, 1))));
 	return o;
 }
 
 static json_t *fit_json(const struct lin_fit *f)
 {
-	return json_pack("{s:o, s:o, s:o, s:I}", "gain", jnum(f->gain), "offset_w", jnum(f->offset), "r2", jnum(f->r2),
-			 "n", (json_int_t)f->n);
+	return json_pack("{s:o, s:o, s:o, s:I}", "gain", jnum(f->gain), "offset_w", jnum(f->offset),
+			 "r2", jnum(f->r2), "n", (json_int_t)f->n);
 }
 
-/* An agreement as JSON: slots_both, lag_s, lag_r, fit, fit_lag0, mae_w, mape_pct, bias_w, slots_missing. */
+/* An agreement as JSON: slots_both, lag_s, lag_r, fit, fit_lag0, mae_w, mape_pct, bias_w,
+ * slots_missing. */
 static json_t *agree_json(const struct agree *g)
 {
-	json_t *o = json_pack("{s:I, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:{s:I, s:I}}", "slots_both", (json_int_t)g->n,
-			      "lag_s", g->lag_known ? json_real(g->lag_s) : json_null(), "lag_r", jnum(g->lag_r), "fit",
-			      fit_json(&g->fit), "fit_lag0", fit_json(&g->fit0), "mae_w", jnum(g->mae_w), "mape_pct",
-			      jnum(g->mape_pct), "bias_w", jnum(g->bias_w), "slots_missing", "a",
-			      (json_int_t)g->missing_a, "b", (json_int_t)g->missing_b);
+	json_t *o = json_pack(
+	    "{s:I, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:{s:I, s:I}}", "slots_both",
+	    (json_int_t)g->n, "lag_s", g->lag_known ? json_real(g->lag_s) : json_null(), "lag_r",
+	    jnum(g->lag_r), "fit", fit_json(&g->fit), "fit_lag0", fit_json(&g->fit0), "mae_w",
+	    jnum(g->mae_w), "mape_pct", jnum(g->mape_pct), "bias_w", jnum(g->bias_w),
+	    "slots_missing", "a", (json_int_t)g->missing_a, "b", (json_int_t)g->missing_b);
 	return o;
 }
 
 static int print_json(const struct cmp *k, bool slots)
 {
 	const struct agree *g = &k->all;
-	json_t *root = json_pack("{s:o, s:o, s:f, s:I, s:I}", "a", side_json(&k->s[0], g->missing_a), "b",
-				 side_json(&k->s[1], g->missing_b), "slot_s", (double)k->slot_ns / 1e9, "t0_ns",
-				 (json_int_t)k->t0_ns, "slots", (json_int_t)k->nslots);
+	json_t *root =
+	    json_pack("{s:o, s:o, s:f, s:I, s:I}", "a", side_json(&k->s[0], g->missing_a), "b",
+		      side_json(&k->s[1], g->missing_b), "slot_s", (double)k->slot_ns / 1e9,
+		      "t0_ns", (json_int_t)k->t0_ns, "slots", (json_int_t)k->nslots);
 	json_t *all = agree_json(g);
 	json_object_update(root, all);
 	json_decref(all);
@@ -474,7 +511,8 @@ static int print_json(const struct cmp *k, bool slots)
 		json_t *arr = json_array();
 		for (size_t w = 0; w < k->nwin; w++) {
 			json_t *o = agree_json(&k->win[w]);
-			json_object_set_new(o, "t_s", json_real((double)(k->win[w].i0 * k->slot_ns) / 1e9));
+			json_object_set_new(o, "t_s",
+					    json_real((double)(k->win[w].i0 * k->slot_ns) / 1e9));
 			json_array_append_new(arr, o);
 		}
 		json_object_set_new(root, "windows", arr);
@@ -483,8 +521,9 @@ static int print_json(const struct cmp *k, bool slots)
 	if (slots) {
 		json_t *arr = json_array();
 		for (size_t i = 0; i < k->nslots; i++)
-			json_array_append_new(arr, json_pack("{s:f, s:o, s:o}", "t_s", (double)(i * k->slot_ns) / 1e9,
-							     "a_w", jnum(k->a_w[i]), "b_w", jnum(k->b_w[i])));
+			json_array_append_new(
+			    arr, json_pack("{s:f, s:o, s:o}", "t_s", (double)(i * k->slot_ns) / 1e9,
+					   "a_w", jnum(k->a_w[i]), "b_w", jnum(k->b_w[i])));
 		json_object_set_new(root, "per_slot", arr);
 	}
 	char *s = json_dumps(root, JSON_INDENT(2) | JSON_ENSURE_ASCII);
@@ -513,7 +552,8 @@ static int plot_svg(const struct cmp *k, const char *path)
 {
 	FILE *gp = popen("gnuplot 2>&1", "w");
 	if (!gp) {
-		fprintf(stderr, "wattbus compare: --plot: cannot run gnuplot: %s\n", strerror(errno));
+		fprintf(stderr, "wattbus compare: --plot: cannot run gnuplot: %s\n",
+			strerror(errno));
 		return -1;
 	}
 	fprintf(gp, "set terminal svg size 1000,800 dynamic enhanced font 'sans,11'\nset output ");
@@ -521,24 +561,34 @@ static int plot_svg(const struct cmp *k, const char *path)
 	fprintf(gp, "\n$D << EOD\n");
 	for (size_t i = 0; i < k->nslots; i++)
 		if (isfinite(k->a_w[i]) && isfinite(k->b_w[i]))
-			fprintf(gp, "%.6f %.6f %.6f\n", (double)(i * k->slot_ns) / 1e9, k->a_w[i], k->b_w[i]);
+			fprintf(gp, "%.6f %.6f %.6f\n", (double)(i * k->slot_ns) / 1e9, k->a_w[i],
+				k->b_w[i]);
 	fprintf(gp, "EOD\nset multiplot layout 2,1\nset grid\nset key top left noenhanced\n"
 		    "set xlabel 's'\nset ylabel 'W'\nset title ");
 	char title[512];
-	snprintf(title, sizeof(title), "A = %s/%s, B = %s/%s (B shifted by %.3f s)", k->s[0].host, k->s[0].zone,
-		 k->s[1].host, k->s[1].zone, k->all.lag_s);
+	snprintf(title, sizeof(title), "A = %s/%s, B = %s/%s (B shifted by %.3f s)", k->s[0].host,
+		 k->s[0].zone, k->s[1].host, k->s[1].zone, k->all.lag_s);
 	gp_quote(gp, title);
-	fprintf(gp, " noenhanced\nplot $D using 1:2 with lines title 'A', $D using 1:3 with lines title 'B'\n");
-	snprintf(title, sizeof(title), "B = %.4f A %+.3f W, R^2 %.4f, MAE %.3f W", k->all.fit.gain, k->all.fit.offset,
-		 k->all.fit.r2, k->all.mae_w);
+	fprintf(
+	    gp,
+	    " noenhanced\nplot $D using 1:2 with lines title 'A', $D using 1:3 with lines title 'B'\n");
+	snprintf(title, sizeof(title), "B = %.4f A %+.3f W, R^2 %.4f, MAE %.3f W", k->all.fit.gain,
+		 k->all.fit.offset, k->all.fit.r2, k->all.mae_w);
 	fprintf(gp, "set xlabel 'A (W)'\nset ylabel 'B (W)'\nset title ");
 	gp_quote(gp, title);
-	fprintf(gp, " noenhanced\nplot $D using 2:3 with points pt 7 ps 0.4 title 'slots', %.9g * x + %.9g with lines title 'fit'\n"
-		    "unset multiplot\n", k->all.fit.gain, k->all.fit.offset);
+	fprintf(
+	    gp,
+	    " noenhanced\nplot $D using 2:3 with points pt 7 ps 0.4 title 'slots', %.9g * x + %.9g with lines title 'fit'\n"
+	    "unset multiplot\n",
+	    k->all.fit.gain, k->all.fit.offset);
 	int st = pclose(gp);
 	if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-		fprintf(stderr, "wattbus compare: --plot %s: gnuplot failed (%s); install gnuplot-nox for plots\n", path,
-			st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 127 ? "not installed" : "see its message above");
+		fprintf(
+		    stderr,
+		    "wattbus compare: --plot %s: gnuplot failed (%s); install gnuplot-nox for plots\n",
+		    path,
+		    st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 127 ? "not installed"
+									: "see its message above");
 		return -1;
 	}
 	return 0;
@@ -546,19 +596,21 @@ static int plot_svg(const struct cmp *k, const char *path)
 
 static void compare_usage(FILE *out)
 {
-	fprintf(out, "usage: wattbus compare [--from FILE]... [--sub ENDPOINT]... [--duration D] [--slot D] [--max-lag D] [--window D]\n"
-		     "                       [--json] [--summary] [--plot FILE.svg] A B\n"
-		     "  A, B             power streams: ZONE (any host) or HOST/ZONE, e.g. node1/psys bmc/platform\n"
-		     "  --from FILE      read a `wattbus record` file (repeatable) instead of the bus\n"
-		     "  --sub ENDPOINT   subscribe to this publisher (repeatable, or comma-separated)\n"
-		     "  --duration D     how long to listen on the bus (default 60s; Ctrl-C ends it early)\n"
-		     "  --slot D         slot length (default: four samples of the coarser meter)\n"
-		     "  --max-lag D      largest lag searched either way (default 10 samples of the coarser meter)\n"
-		     "  --window D       also lag, fit and errors per window of D (at least 3 slots), to see drift\n"
-		     "  --json           one JSON object (per-slot values under per_slot, windows under windows)\n"
-		     "  --summary        leave out the per-slot table\n"
-		     "  --plot FILE.svg  both meters and B against A, drawn by gnuplot\n"
-		     "  --curve-cert FILE, --curve-peer FILE   CURVE for tcp:// endpoints\n");
+	fprintf(
+	    out,
+	    "usage: wattbus compare [--from FILE]... [--sub ENDPOINT]... [--duration D] [--slot D] [--max-lag D] [--window D]\n"
+	    "                       [--json] [--summary] [--plot FILE.svg] A B\n"
+	    "  A, B             power streams: ZONE (any host) or HOST/ZONE, e.g. node1/psys bmc/platform\n"
+	    "  --from FILE      read a `wattbus record` file (repeatable) instead of the bus\n"
+	    "  --sub ENDPOINT   subscribe to this publisher (repeatable, or comma-separated)\n"
+	    "  --duration D     how long to listen on the bus (default 60s; Ctrl-C ends it early)\n"
+	    "  --slot D         slot length (default: four samples of the coarser meter)\n"
+	    "  --max-lag D      largest lag searched either way (default 10 samples of the coarser meter)\n"
+	    "  --window D       also lag, fit and errors per window of D (at least 3 slots), to see drift\n"
+	    "  --json           one JSON object (per-slot values under per_slot, windows under windows)\n"
+	    "  --summary        leave out the per-slot table\n"
+	    "  --plot FILE.svg  both meters and B against A, drawn by gnuplot\n"
+	    "  --curve-cert FILE, --curve-peer FILE   CURVE for tcp:// endpoints\n");
 }
 
 int cmd_compare(int argc, char **argv)
@@ -598,17 +650,39 @@ int cmd_compare(int argc, char **argv)
 			snprintf(subs + len, sizeof(subs) - len, "%s%s", len ? "," : "", optarg);
 			break;
 		}
-		case 'd': duration_ns = cli_duration_ns("compare", "--duration", optarg); break;
-		case 'S': k.slot_ns = cli_duration_ns("compare", "--slot", optarg); break;
-		case 'L': k.max_lag_ns = cli_duration_ns("compare", "--max-lag", optarg); break;
-		case 'W': k.window_ns = cli_duration_ns("compare", "--window", optarg); break;
-		case 'j': json = true; break;
-		case 'u': summary = true; break;
-		case 'p': plot = optarg; break;
-		case 'C': so.curve_cert = optarg; break;
-		case 'P': so.curve_peer = optarg; break;
-		case 'h': compare_usage(stdout); return 0;
-		default: compare_usage(stderr); return 2;
+		case 'd':
+			duration_ns = cli_duration_ns("compare", "--duration", optarg);
+			break;
+		case 'S':
+			k.slot_ns = cli_duration_ns("compare", "--slot", optarg);
+			break;
+		case 'L':
+			k.max_lag_ns = cli_duration_ns("compare", "--max-lag", optarg);
+			break;
+		case 'W':
+			k.window_ns = cli_duration_ns("compare", "--window", optarg);
+			break;
+		case 'j':
+			json = true;
+			break;
+		case 'u':
+			summary = true;
+			break;
+		case 'p':
+			plot = optarg;
+			break;
+		case 'C':
+			so.curve_cert = optarg;
+			break;
+		case 'P':
+			so.curve_peer = optarg;
+			break;
+		case 'h':
+			compare_usage(stdout);
+			return 0;
+		default:
+			compare_usage(stderr);
+			return 2;
 		}
 	}
 	if (argc - optind != 2) {
@@ -617,18 +691,22 @@ int cmd_compare(int argc, char **argv)
 		return 2;
 	}
 	if (!nfrom == !subs[0]) {
-		fprintf(stderr, "wattbus compare: give --from FILE (a recording) or --sub ENDPOINT (the bus), not %s\n",
-			nfrom ? "both" : "neither");
+		fprintf(
+		    stderr,
+		    "wattbus compare: give --from FILE (a recording) or --sub ENDPOINT (the bus), not %s\n",
+		    nfrom ? "both" : "neither");
 		return 2;
 	}
 	if (k.slot_ns && k.slot_ns < WB_NS_PER_MS) {
-		fprintf(stderr, "wattbus compare: --slot: below 1 ms is finer than any meter here\n");
+		fprintf(stderr,
+			"wattbus compare: --slot: below 1 ms is finer than any meter here\n");
 		return 2;
 	}
 	if (parse_spec(&k.s[0], argv[optind]) < 0 || parse_spec(&k.s[1], argv[optind + 1]) < 0)
 		return 2;
 	if (!strcmp(k.s[0].host, k.s[1].host) && !strcmp(k.s[0].zone, k.s[1].zone)) {
-		fprintf(stderr, "wattbus compare: A and B are the same stream (%s)\n", argv[optind]);
+		fprintf(stderr, "wattbus compare: A and B are the same stream (%s)\n",
+			argv[optind]);
 		return 2;
 	}
 	rc = 1;
@@ -646,20 +724,26 @@ int cmd_compare(int argc, char **argv)
 		goto out;
 	for (int i = 0; i < 2; i++)
 		if (k.s[i].c->n < 2) {
-			fprintf(stderr, "wattbus compare: %s: %s power samples of zone %s%s%s in %s%s\n", k.s[i].spec,
-				k.s[i].c->n ? "only one of the" : "no", k.s[i].zone, k.s[i].host[0] ? " from host " : "",
-				k.s[i].host, nfrom ? "the recording" : "what the bus sent",
+			fprintf(stderr,
+				"wattbus compare: %s: %s power samples of zone %s%s%s in %s%s\n",
+				k.s[i].spec, k.s[i].c->n ? "only one of the" : "no", k.s[i].zone,
+				k.s[i].host[0] ? " from host " : "", k.s[i].host,
+				nfrom ? "the recording" : "what the bus sent",
 				k.rejected ? " (some frames were rejected as invalid)" : "");
 			goto out;
 		}
 	if (analyze(&k) < 0) {
-		fprintf(stderr, "wattbus compare: %s and %s overlap for too short a time: need at least 4 slots (%.3g s each) plus the lag searched\n",
-			k.s[0].spec, k.s[1].spec, (double)k.slot_ns / 1e9);
+		fprintf(
+		    stderr,
+		    "wattbus compare: %s and %s overlap for too short a time: need at least 4 slots (%.3g s each) plus the lag searched\n",
+		    k.s[0].spec, k.s[1].spec, (double)k.slot_ns / 1e9);
 		goto out;
 	}
 	if (k.window_ns && !k.nwin)
-		fprintf(stderr, "wattbus compare: --window: %.3g s %s; no windows reported\n", (double)k.window_ns / 1e9,
-			k.window_ns / k.slot_ns < 3 ? "holds fewer than 3 slots" : "is longer than the slots compared");
+		fprintf(stderr, "wattbus compare: --window: %.3g s %s; no windows reported\n",
+			(double)k.window_ns / 1e9,
+			k.window_ns / k.slot_ns < 3 ? "holds fewer than 3 slots"
+						    : "is longer than the slots compared");
 	rc = json ? print_json(&k, !summary) : (print_text(&k, !summary), 0);
 	if (plot && plot_svg(&k, plot) < 0)
 		rc = 1;

@@ -155,10 +155,9 @@ static void probe_rapl(struct doctor *d)
 	if (!dir) {
 		snprintf(f->state, sizeof(f->state), "absent");
 		snprintf(f->detail, sizeof(f->detail), "%s: %s", base, strerror(errno));
-		snprintf(f->fix, sizeof(f->fix),
-			 "a kernel with CONFIG_INTEL_RAPL: `modprobe intel_rapl_msr` (Intel, and "
-			 "AMD since Linux 5.8); "
-			 "virtual machines have no RAPL");
+		snprintf(
+		    f->fix, sizeof(f->fix),
+		    "a kernel with CONFIG_INTEL_RAPL: `modprobe intel_rapl_msr` (Intel, and AMD since Linux 5.8); virtual machines have no RAPL");
 		return;
 	}
 	struct dirent *de;
@@ -287,10 +286,9 @@ static void probe_msr(struct doctor *d)
 	if (!readable) {
 		snprintf(f->state, sizeof(f->state), "unreadable");
 		snprintf(f->detail, sizeof(f->detail), "%s: %s", path, strerror(err));
-		snprintf(f->fix, sizeof(f->fix),
-			 "reading MSRs needs root with CAP_SYS_RAWIO (wattbus-powerd.service drops "
-			 "it: see "
-			 "docs/systemd.md for the msr drop-in)");
+		snprintf(
+		    f->fix, sizeof(f->fix),
+		    "reading MSRs needs root with CAP_SYS_RAWIO (wattbus-powerd.service drops it: see docs/systemd.md for the msr drop-in)");
 		return;
 	}
 	bool rapl_cpu = !strcmp(d->meter_vendor, "intel") || !strcmp(d->meter_vendor, "amd");
@@ -367,9 +365,9 @@ static void probe_hwmon(struct doctor *d)
 		snprintf(f->state, sizeof(f->state), "absent");
 		snprintf(f->detail, sizeof(f->detail),
 			 "no power*_input, power*_average or energy*_input in %s", base);
-		snprintf(f->fix, sizeof(f->fix),
-			 "server BMC/ACPI meters appear with `modprobe acpi_power_meter`; "
-			 "otherwise none");
+		snprintf(
+		    f->fix, sizeof(f->fix),
+		    "server BMC/ACPI meters appear with `modprobe acpi_power_meter`; otherwise none");
 		return;
 	}
 	snprintf(f->state, sizeof(f->state), readable_meters ? "readable" : "unreadable");
@@ -407,10 +405,13 @@ static void probe_bpf(struct doctor *d)
 			     p.sys_admin);
 	snprintf(f->detail, sizeof(f->detail), "kernel %s; BTF %s %s; %s", rel, p.btf,
 		 p.have_btf ? "present" : "missing",
-		 privileged ? (p.bpf_perfmon ? "CAP_BPF and CAP_PERFMON held" : "CAP_SYS_ADMIN held")
-			    : "no CAP_BPF+CAP_PERFMON (not root)");
+		 privileged
+		     ? (p.bpf_perfmon ? "CAP_BPF and CAP_PERFMON held" : "CAP_SYS_ADMIN held")
+		     : "no CAP_BPF+CAP_PERFMON (not root)");
 	snprintf(f->state, sizeof(f->state), "%s",
-		 d->bpf_usable ? "usable" : p.have_btf ? "unprivileged" : "no-btf");
+		 d->bpf_usable ? "usable"
+		 : p.have_btf  ? "unprivileged"
+			       : "no-btf");
 	snprintf(f->fix, sizeof(f->fix), "%s", p.fix);
 }
 
@@ -446,14 +447,13 @@ static void probe_perf(struct doctor *d)
 	snprintf(f->detail, sizeof(f->detail),
 		 "perf_event_open(cycles): %s; perf_event_paranoid %s", strerror(err), paranoid);
 	if (err == ENOENT || err == ENODEV || err == EOPNOTSUPP)
-		snprintf(f->fix, sizeof(f->fix),
-			 "no hardware PMU (usual in virtual machines: enable the vPMU); usaged "
-			 "counts CPU time only and "
-			 "estimd attributes by CPU time");
+		snprintf(
+		    f->fix, sizeof(f->fix),
+		    "no hardware PMU (usual in virtual machines: enable the vPMU); usaged counts CPU time only and estimd attributes by CPU time");
 	else
-		snprintf(f->fix, sizeof(f->fix),
-			 "CAP_PERFMON (wattbus-usaged.service has it) or `sysctl "
-			 "kernel.perf_event_paranoid=2`");
+		snprintf(
+		    f->fix, sizeof(f->fix),
+		    "CAP_PERFMON (wattbus-usaged.service has it) or `sysctl kernel.perf_event_paranoid=2`");
 }
 
 /* ---- cgroups and kubepods ---- */
@@ -535,9 +535,9 @@ static void probe_cgroup(struct doctor *d)
 			 json_array_size(where) > 1 ? " (and more)" : "");
 	} else {
 		snprintf(k->state, sizeof(k->state), "absent");
-		snprintf(k->detail, sizeof(k->detail),
-			 "no kubepods cgroup: not a Kubernetes node (containers and "
-			 "processes are still measured)");
+		snprintf(
+		    k->detail, sizeof(k->detail),
+		    "no kubepods cgroup: not a Kubernetes node (containers and processes are still measured)");
 	}
 }
 
@@ -588,15 +588,14 @@ static void summarize(struct doctor *d)
 			cat(p->reason, sizeof(p->reason), "%s%s: %s", i ? "; " : "", d->pd[i].name,
 			    d->pd[i].why);
 		if (d->rapl_root_only)
-			snprintf(p->fix, sizeof(p->fix),
-				 "uid %u cannot read energy_uj; `sudo wattbus doctor` shows what "
-				 "wattbus-powerd.service (root) gets",
-				 (unsigned)geteuid());
+			snprintf(
+			    p->fix, sizeof(p->fix),
+			    "uid %u cannot read energy_uj; `sudo wattbus doctor` shows what wattbus-powerd.service (root) gets",
+			    (unsigned)geteuid());
 		else
-			snprintf(p->fix, sizeof(p->fix),
-				 "none needed: the pipeline runs in model mode; a meter script can "
-				 "publish power "
-				 "messages (wattbus pub, or powerd's exec source)");
+			snprintf(
+			    p->fix, sizeof(p->fix),
+			    "none needed: the pipeline runs in model mode; a meter script can publish power messages (wattbus pub, or powerd's exec source)");
 	}
 	bool metered = strcmp(p->mode, "none") != 0;
 
@@ -613,15 +612,15 @@ static void summarize(struct doctor *d)
 
 	if (metered) {
 		snprintf(e->mode, sizeof(e->mode), "measured");
-		snprintf(e->reason, sizeof(e->reason),
-			 "powerd measures (%s): energy is split, not modelled; estimd "
-			 "also trains a model from it",
-			 p->mode);
+		snprintf(
+		    e->reason, sizeof(e->reason),
+		    "powerd measures (%s): energy is split, not modelled; estimd also trains a model from it",
+		    p->mode);
 	} else {
 		snprintf(e->mode, sizeof(e->mode), "model");
-		snprintf(e->reason, sizeof(e->reason),
-			 "no meter: node energy comes from the power model "
-			 "(Kepler model-db weights)");
+		snprintf(
+		    e->reason, sizeof(e->reason),
+		    "no meter: node energy comes from the power model (Kepler model-db weights)");
 		snprintf(e->fix, sizeof(e->fix), "%s", p->fix);
 	}
 }
@@ -664,18 +663,18 @@ static void probe_modeld(struct doctor *d)
 		    d->modeld_store, models, models == 1 ? "" : "s", pipes, pipes == 1 ? "" : "s");
 	}
 	if (!running)
-		snprintf(m->fix, sizeof m->fix,
-			 "optional, on the one host that serves models: systemctl enable --now "
-			 "wattbus-modeld.service; meterless hosts then ask it (estimd --model_server)");
+		snprintf(
+		    m->fix, sizeof m->fix,
+		    "optional, on the one host that serves models: systemctl enable --now wattbus-modeld.service; meterless hosts then ask it (estimd --model_server)");
 }
 
 /* ---- output ---- */
 
 static void print_text(const struct doctor *d)
 {
-	printf("wattbus doctor: what this machine offers (uid %u; `sudo wattbus doctor` shows what "
-	       "the units get)\n\n",
-	       (unsigned)geteuid());
+	printf(
+	    "wattbus doctor: what this machine offers (uid %u; `sudo wattbus doctor` shows what the units get)\n\n",
+	    (unsigned)geteuid());
 	static const char *const labels[F_COUNT] = {"RAPL", "MSR",    "hwmon",	 "BPF",
 						    "perf", "cgroup", "kubepods"};
 	for (int i = 0; i < F_COUNT; i++) {
@@ -726,8 +725,7 @@ static void doctor_usage(FILE *out)
 {
 	fprintf(
 	    out,
-	    "usage: wattbus doctor [--json] [--sysfs-root DIR] [--proc-root DIR] [--dev-root DIR] "
-	    "[--modeld-store DIR]\n"
+	    "usage: wattbus doctor [--json] [--sysfs-root DIR] [--proc-root DIR] [--dev-root DIR] [--modeld-store DIR]\n"
 	    "  --json            one JSON object instead of text\n"
 	    "  --sysfs-root DIR  where sysfs is (default /sys)\n"
 	    "  --proc-root DIR   where procfs is (default /proc)\n"

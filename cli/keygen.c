@@ -25,7 +25,8 @@ int cmd_keygen(int argc, char **argv)
 	char secret[4096];
 	snprintf(secret, sizeof(secret), "%s_secret", name);
 	if (access(name, F_OK) == 0 || access(secret, F_OK) == 0) {
-		fprintf(stderr, "wattbus keygen: %s or %s exists; not overwriting it\n", name, secret);
+		fprintf(stderr, "wattbus keygen: %s or %s exists; not overwriting it\n", name,
+			secret);
 		return 1;
 	}
 	zcert_t *cert = zcert_new();
@@ -46,7 +47,8 @@ int cmd_keygen(int argc, char **argv)
 		zcert_destroy(&cert);
 		return 1;
 	}
-	printf("%s (public key %s)\n%s (secret: keep it on this host)\n", name, zcert_public_txt(cert), secret);
+	printf("%s (public key %s)\n%s (secret: keep it on this host)\n", name,
+	       zcert_public_txt(cert), secret);
 	zcert_destroy(&cert);
 	return 0;
 }

@@ -27,17 +27,25 @@ static const struct {
 	int (*fn)(int argc, char **argv);
 	const char *summary;
 } commands[] = {
-	{"tap", cmd_tap, "ENDPOINT [PREFIX...]   print every message as one JSON line (--check validates)"},
-	{"record", cmd_record, "ENDPOINT FILE [PREFIX...]   store messages with their receive times"},
-	{"replay", cmd_replay, "FILE ENDPOINT   publish recorded messages again with their spacing"},
-	{"pub", cmd_pub, "ENDPOINT   publish JSON lines from stdin as msgpack messages"},
-	{"keygen", cmd_keygen, "NAME   make a CURVE certificate pair (NAME, NAME_secret) for tcp:// endpoints"},
-	{"doctor", cmd_doctor, "   what this machine offers (RAPL, MSR, hwmon, BPF, perf, cgroups) and each stage's mode"},
-	{"probe", cmd_probe, "[--exec CMD | --sub ENDPOINT]   each meter's update period, step, noise, wrap and cost; alignd settings"},
-	{"compare", cmd_compare, "A B --from FILE | --sub ENDPOINT   one meter against another: lag, gain, offset, R^2, MAE"},
-	{"vmpub", cmd_vmpub, "VM ENDPOINT   publish one VM's measured energy from estimd for its guest (powerd's bus source)"},
-	{"train", cmd_train, "[--out DIR | --publish EP] RECORDING...   fit a power model from recordings of a metered host's aligned slots"},
-	{"top", cmd_top, "[ENDPOINT]   live watts per zone, process, container and pod from estimd (--plain for scripts)"},
+    {"tap", cmd_tap,
+     "ENDPOINT [PREFIX...]   print every message as one JSON line (--check validates)"},
+    {"record", cmd_record, "ENDPOINT FILE [PREFIX...]   store messages with their receive times"},
+    {"replay", cmd_replay, "FILE ENDPOINT   publish recorded messages again with their spacing"},
+    {"pub", cmd_pub, "ENDPOINT   publish JSON lines from stdin as msgpack messages"},
+    {"keygen", cmd_keygen,
+     "NAME   make a CURVE certificate pair (NAME, NAME_secret) for tcp:// endpoints"},
+    {"doctor", cmd_doctor,
+     "   what this machine offers (RAPL, MSR, hwmon, BPF, perf, cgroups) and each stage's mode"},
+    {"probe", cmd_probe,
+     "[--exec CMD | --sub ENDPOINT]   each meter's update period, step, noise, wrap and cost; alignd settings"},
+    {"compare", cmd_compare,
+     "A B --from FILE | --sub ENDPOINT   one meter against another: lag, gain, offset, R^2, MAE"},
+    {"vmpub", cmd_vmpub,
+     "VM ENDPOINT   publish one VM's measured energy from estimd for its guest (powerd's bus source)"},
+    {"train", cmd_train,
+     "[--out DIR | --publish EP] RECORDING...   fit a power model from recordings of a metered host's aligned slots"},
+    {"top", cmd_top,
+     "[ENDPOINT]   live watts per zone, process, container and pod from estimd (--plain for scripts)"},
 };
 
 static void usage(FILE *out)
@@ -52,7 +60,8 @@ uint64_t cli_duration_ns(const char *cmd, const char *opt, const char *text)
 {
 	uint64_t ns;
 	if (wb_parse_duration(text, &ns) < 0) {
-		fprintf(stderr, "wattbus %s: %s: '%s' is not a duration (e.g. 500ms, 2s)\n", cmd, opt, text);
+		fprintf(stderr, "wattbus %s: %s: '%s' is not a duration (e.g. 500ms, 2s)\n", cmd,
+			opt, text);
 		exit(2);
 	}
 	return ns;
@@ -67,9 +76,11 @@ long long cli_int(const char *cmd, const char *opt, const char *text, long long 
 	}
 	if (v < min || v > max) {
 		if (max == LLONG_MAX)
-			fprintf(stderr, "wattbus %s: %s: '%s' is below %lld\n", cmd, opt, text, min);
+			fprintf(stderr, "wattbus %s: %s: '%s' is below %lld\n", cmd, opt, text,
+				min);
 		else
-			fprintf(stderr, "wattbus %s: %s: '%s' is outside [%lld, %lld]\n", cmd, opt, text, min, max);
+			fprintf(stderr, "wattbus %s: %s: '%s' is outside [%lld, %lld]\n", cmd, opt,
+				text, min, max);
 		exit(2);
 	}
 	return v;
@@ -85,7 +96,8 @@ double cli_positive(const char *cmd, const char *opt, const char *text)
 	return v;
 }
 
-/* What is at an ipc path: something listening, nothing, or a socket file left by a stopped process. */
+/* What is at an ipc path: something listening, nothing, or a socket file left by a stopped process.
+ */
 enum ipc_state { IPC_LISTENING, IPC_NONE, IPC_STALE };
 
 static enum ipc_state ipc_state(const char *path)
@@ -93,7 +105,8 @@ static enum ipc_state ipc_state(const char *path)
 	struct stat st;
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	if (stat(path, &st) < 0)
-		return errno == ENOENT || errno == ENOTDIR ? IPC_NONE : IPC_LISTENING; /* not ours to tell */
+		return errno == ENOENT || errno == ENOTDIR ? IPC_NONE
+							   : IPC_LISTENING; /* not ours to tell */
 	if (!S_ISSOCK(st.st_mode))
 		return IPC_NONE;
 	if (strlen(path) >= sizeof(sa.sun_path))
@@ -130,12 +143,18 @@ bool cli_ipc_missing(const char *endpoints, char *path, size_t size)
 
 void cli_say_missing(const char *cmd, const char *path, uint64_t waited_ns)
 {
-	const char *what = ipc_state(path) == IPC_STALE ? "a socket left by a stopped process, nothing listens there" : "no such socket";
+	const char *what = ipc_state(path) == IPC_STALE
+			       ? "a socket left by a stopped process, nothing listens there"
+			       : "no such socket";
 	/* The note while waiting is for a person; a script reading stderr gets only the failure. */
 	if (!waited_ns && isatty(STDERR_FILENO))
-		fprintf(stderr, "wattbus %s: %s: %s yet; waiting for a stage to publish there\n", cmd, path, what);
+		fprintf(stderr, "wattbus %s: %s: %s yet; waiting for a stage to publish there\n",
+			cmd, path, what);
 	else if (waited_ns)
-		fprintf(stderr, "wattbus %s: %s: %s after %.1f s: is the stage running, with its sockets there? (installed stages use /run/wattbus, make run uses build/run)\n", cmd, path, what, (double)waited_ns / 1e9);
+		fprintf(
+		    stderr,
+		    "wattbus %s: %s: %s after %.1f s: is the stage running, with its sockets there? (installed stages use /run/wattbus, make run uses build/run)\n",
+		    cmd, path, what, (double)waited_ns / 1e9);
 }
 
 int cli_find_socket(const char *file, char *ep, size_t size, char *looked, size_t looked_size)
@@ -189,7 +208,8 @@ int main(int argc, char **argv)
 		usage(stdout);
 		return 0;
 	}
-	if (!strcmp(argv[1], "-V") || !strcmp(argv[1], "--version") || !strcmp(argv[1], "version")) {
+	if (!strcmp(argv[1], "-V") || !strcmp(argv[1], "--version") ||
+	    !strcmp(argv[1], "version")) {
 		printf("wattbus %s\n", WB_VERSION);
 		return 0;
 	}

@@ -52,10 +52,10 @@ static const char *covers(const char *kind)
 
 struct pzone {
 	char host[64], name[64], kind[16], source[16], path[256];
-	bool is_power;	   /* readings in uW rather than a counter */
+	bool is_power;	    /* readings in uW rather than a counter */
 	double uj_per_tick; /* a counter tick in uJ */
-	double range_uj;   /* the counter's range (max_energy_range_uj), 0: does not wrap */
-	double wrap_uj;	   /* what analysis adds at a wrap (range + one tick), 0: none */
+	double range_uj;    /* the counter's range (max_energy_range_uj), 0: does not wrap */
+	double wrap_uj;	    /* what analysis adds at a wrap (range + one tick), 0: none */
 	struct pd_set *set; /* powerd mode: the zone is set->zones[zi] */
 	size_t zi;
 	struct series s;
@@ -152,9 +152,12 @@ static void take_zones(struct probe *p, struct pd_set *set)
 		snprintf(z->source, sizeof(z->source), "%s", pz->src->name);
 		snprintf(z->path, sizeof(z->path), "%s", pz->path);
 		z->is_power = pz->is_power;
-		z->uj_per_tick = pz->ctr.uj_div ? (double)pz->ctr.uj_mul / (double)pz->ctr.uj_div : 1;
+		z->uj_per_tick =
+		    pz->ctr.uj_div ? (double)pz->ctr.uj_mul / (double)pz->ctr.uj_div : 1;
 		z->range_uj = pz->is_power ? 0 : (double)counter_range_uj(&pz->ctr);
-		z->wrap_uj = pz->ctr.modulus && !pz->is_power ? (double)pz->ctr.modulus * z->uj_per_tick - 1 : 0;
+		z->wrap_uj = pz->ctr.modulus && !pz->is_power
+				 ? (double)pz->ctr.modulus * z->uj_per_tick - 1
+				 : 0;
 		z->set = set;
 		z->zi = i;
 	}
@@ -192,7 +195,8 @@ static void sample_reads(struct probe *p)
 			uint64_t v;
 			double c0 = thread_cpu_s();
 			uint64_t t0 = wb_mono_ns();
-			enum pd_read_err rc = pz->src->read(pz, &v, z->last_err, sizeof(z->last_err));
+			enum pd_read_err rc =
+			    pz->src->read(pz, &v, z->last_err, sizeof(z->last_err));
 			uint64_t t1 = wb_mono_ns();
 			z->cpu_s += thread_cpu_s() - c0;
 			z->reads++;
@@ -218,7 +222,8 @@ static void take_exec_readings(struct probe *p, uint64_t mono_ns, double run_s)
 			continue;
 		pz->updated = false;
 		z->reads++;
-		zone_reading(z, mono_ns, pz->is_power ? (double)pz->integ.last_uw : (double)pz->ctr.last_raw);
+		zone_reading(z, mono_ns,
+			     pz->is_power ? (double)pz->integ.last_uw : (double)pz->ctr.last_raw);
 		if (run_s >= 0)
 			add_lat(z, run_s);
 	}
@@ -259,8 +264,11 @@ static void sample_exec(struct probe *p, struct pd_set *set)
 		uint64_t refused = c->implausible + c->backwards;
 		p->z[i].read_errors = c->exec_failures + c->parse_errors + refused;
 		if (p->z[i].read_errors)
-			snprintf(p->z[i].last_err, sizeof(p->z[i].last_err), "%llu failed runs, %llu lines unreadable, %llu readings implausible: see the warnings",
-				 (unsigned long long)c->exec_failures, (unsigned long long)c->parse_errors, (unsigned long long)refused);
+			snprintf(
+			    p->z[i].last_err, sizeof(p->z[i].last_err),
+			    "%llu failed runs, %llu lines unreadable, %llu readings implausible: see the warnings",
+			    (unsigned long long)c->exec_failures,
+			    (unsigned long long)c->parse_errors, (unsigned long long)refused);
 	}
 	if (!p->r.o.exec_stream)
 		for (size_t i = 0; i < p->nz; i++)
@@ -268,7 +276,8 @@ static void sample_exec(struct probe *p, struct pd_set *set)
 }
 
 /* Bus mode: each power stream's samples as published, and how late they arrive. */
-static int sample_bus(struct probe *p, const char *endpoint, const char *host, const struct wb_sockopts *so)
+static int sample_bus(struct probe *p, const char *endpoint, const char *host,
+		      const struct wb_sockopts *so)
 {
 	struct wb_sub *sub = wb_sub_new(so);
 	if (!sub || wb_sub_connect(sub, endpoint) < 0) {
@@ -281,7 +290,8 @@ static int sample_bus(struct probe *p, const char *endpoint, const char *host, c
 	uint64_t end = wb_mono_ns() + p->duration_ns;
 	while (wb_mono_ns() < end && !cli_interrupted()) {
 		uint64_t left = end - wb_mono_ns();
-		if (!wb_sub_wait(sub, (int)(left / WB_NS_PER_MS < 100 ? left / WB_NS_PER_MS + 1 : 100)))
+		if (!wb_sub_wait(sub,
+				 (int)(left / WB_NS_PER_MS < 100 ? left / WB_NS_PER_MS + 1 : 100)))
 			continue;
 		struct wb_msg msg = {0};
 		struct wb_rx rx;
@@ -306,7 +316,8 @@ static int sample_bus(struct probe *p, const char *endpoint, const char *host, c
 			const struct wb_power_zone *wz = &pw->zones[i];
 			struct pzone *z = NULL;
 			for (size_t k = 0; k < p->nz && !z; k++)
-				if (!strcmp(p->z[k].host, pw->env.host) && !strcmp(p->z[k].name, wz->name))
+				if (!strcmp(p->z[k].host, pw->env.host) &&
+				    !strcmp(p->z[k].name, wz->name))
 					z = &p->z[k];
 			if (!z) {
 				if (!(z = zone_add(p)))
@@ -320,7 +331,8 @@ static int sample_bus(struct probe *p, const char *endpoint, const char *host, c
 			} else {
 				z->lost += rx.lost;
 			}
-			z->range_uj = (double)wz->max_energy_range_uj; /* published values are already wrap-corrected */
+			z->range_uj = (double)wz->max_energy_range_uj; /* published values are
+									  already wrap-corrected */
 			z->reads++;
 			zone_reading(z, pw->t, (double)wz->energy_uj);
 			add_lat(z, rx.recv_ns > pw->t ? (double)(rx.recv_ns - pw->t) / 1e9 : 0);
@@ -389,13 +401,15 @@ static json_t *jnum(double x)
 static void print_text(const struct probe *p, const struct meter_advice *all)
 {
 	const char *lat_word = strcmp(p->mode, "bus") ? "READ" : "ARRIVAL";
-	printf("%-22s %-8s %-7s %-10s %-11s %8s %8s %-11s %-9s %-9s %-9s\n", "ZONE", "KIND", "SOURCE",
-	       "PERIOD", "STEP", "MEAN W", "NOISE W", "WRAP", "TO WRAP", lat_word, "CPU/READ");
+	printf("%-22s %-8s %-7s %-10s %-11s %8s %8s %-11s %-9s %-9s %-9s\n", "ZONE", "KIND",
+	       "SOURCE", "PERIOD", "STEP", "MEAN W", "NOISE W", "WRAP", "TO WRAP", lat_word,
+	       "CPU/READ");
 	for (size_t i = 0; i < p->nz; i++) {
 		const struct pzone *z = &p->z[i];
 		char name[200], per[32], step[32], wrap[32], tow[32], lat[32], cpu[32];
 		snprintf(name, sizeof(name), "%s%s%s", z->host, z->host[0] ? "/" : "", z->name);
-		fmt_s(per, sizeof(per) - 2, z->st.period_bounded ? z->st.spacing_s : z->st.period_s);
+		fmt_s(per, sizeof(per) - 2,
+		      z->st.period_bounded ? z->st.spacing_s : z->st.period_s);
 		if (z->st.period_bounded) {
 			memmove(per + 2, per, strlen(per) + 1);
 			memcpy(per, "<=", 2);
@@ -416,8 +430,8 @@ static void print_text(const struct probe *p, const struct meter_advice *all)
 		if (isfinite(z->st.noise_w))
 			snprintf(noise, sizeof(noise), "%.3f", z->st.noise_w);
 		printf("%-22s %-8s %-7s %-10s %-11s %8s %8s %-11s %-9s %-9s %-9s\n", name, z->kind,
-		       z->source, z->st.changes >= 2 || z->st.period_bounded ? per : "no change", step,
-		       mean, noise, wrap, tow, lat, cpu);
+		       z->source, z->st.changes >= 2 || z->st.period_bounded ? per : "no change",
+		       step, mean, noise, wrap, tow, lat, cpu);
 	}
 	printf("\n");
 	for (size_t i = 0; i < p->nz; i++) {
@@ -427,31 +441,43 @@ static void print_text(const struct probe *p, const struct meter_advice *all)
 		fmt_s(p10, sizeof(p10), z->st.period_p10_s);
 		fmt_s(p90, sizeof(p90), z->st.period_p90_s);
 		fmt_s(lmax, sizeof(lmax), lat_q(z, 1));
-		printf("%s%s%s: %s; %zu readings %s apart, %zu changes (period 10-90%%: %s - %s); %s max %s",
-		       z->host, z->host[0] ? "/" : "", z->name, covers(z->kind), z->st.samples, sp,
-		       z->st.changes, p10, p90, strcmp(p->mode, "bus") ? "read" : "arrival", lmax);
+		printf(
+		    "%s%s%s: %s; %zu readings %s apart, %zu changes (period 10-90%%: %s - %s); %s max %s",
+		    z->host, z->host[0] ? "/" : "", z->name, covers(z->kind), z->st.samples, sp,
+		    z->st.changes, p10, p90, strcmp(p->mode, "bus") ? "read" : "arrival", lmax);
 		if (z->read_errors)
-			printf("; %llu read errors (%s)", (unsigned long long)z->read_errors, z->last_err);
+			printf("; %llu read errors (%s)", (unsigned long long)z->read_errors,
+			       z->last_err);
 		if (z->lost)
 			printf("; %llu messages lost", (unsigned long long)z->lost);
 		if (z->full)
-			printf("; readings stopped at %zu: a longer --duration needs a wider --spacing", z->s.n);
+			printf(
+			    "; readings stopped at %zu: a longer --duration needs a wider --spacing",
+			    z->s.n);
 		if (z->st.period_bounded && (p->r.o.exec_stream || !strcmp(p->mode, "bus")))
-			printf("; it changed at nearly every %s: it updates at least that often", p->r.o.exec_stream ? "line" : "message");
+			printf("; it changed at nearly every %s: it updates at least that often",
+			       p->r.o.exec_stream ? "line" : "message");
 		else if (z->st.period_bounded)
-			printf("; it changed at nearly every reading: read it faster (--spacing) for its real period");
+			printf(
+			    "; it changed at nearly every reading: read it faster (--spacing) for its real period");
 		else if (z->st.changes < 2)
-			printf("; it did not change twice: probe longer (--duration) or under load");
-		printf("\n    alignd: interval = %gs, max_lag = %gs\n", z->adv.interval_s, z->adv.max_lag_s);
+			printf(
+			    "; it did not change twice: probe longer (--duration) or under load");
+		printf("\n    alignd: interval = %gs, max_lag = %gs\n", z->adv.interval_s,
+		       z->adv.max_lag_s);
 		double w = wrap_s(z);
 		if (isfinite(w) && w < 2 * z->adv.interval_s)
-			printf("    warning: the counter wraps in %.3g s at this power: sample at least twice as often\n", w);
+			printf(
+			    "    warning: the counter wraps in %.3g s at this power: sample at least twice as often\n",
+			    w);
 	}
 	if (p->nz)
-		printf("\nsettings for all zones together: [powerd] interval = %gs, [alignd] max_lag = %gs\n",
-		       all->interval_s, all->max_lag_s);
+		printf(
+		    "\nsettings for all zones together: [powerd] interval = %gs, [alignd] max_lag = %gs\n",
+		    all->interval_s, all->max_lag_s);
 	if (p->rejected)
-		printf("%llu power frames rejected as invalid (left out)\n", (unsigned long long)p->rejected);
+		printf("%llu power frames rejected as invalid (left out)\n",
+		       (unsigned long long)p->rejected);
 }
 
 static int print_json(const struct probe *p, const struct meter_advice *all)
@@ -459,12 +485,13 @@ static int print_json(const struct probe *p, const struct meter_advice *all)
 	json_t *zones = json_array();
 	for (size_t i = 0; i < p->nz; i++) {
 		const struct pzone *z = &p->z[i];
-		json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:I, s:I, s:b, s:I, s:I}", "host",
-				      z->host, "name", z->name, "kind", z->kind, "covers", covers(z->kind),
-				      "source", z->source, "path", z->path, "unit", z->is_power ? "uW" : "uJ",
-				      "samples", (json_int_t)z->st.samples, "changes", (json_int_t)z->st.changes,
-				      "period_bounded", z->st.period_bounded, "read_errors",
-				      (json_int_t)z->read_errors, "lost", (json_int_t)z->lost);
+		json_t *o = json_pack(
+		    "{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:I, s:I, s:b, s:I, s:I}", "host", z->host,
+		    "name", z->name, "kind", z->kind, "covers", covers(z->kind), "source",
+		    z->source, "path", z->path, "unit", z->is_power ? "uW" : "uJ", "samples",
+		    (json_int_t)z->st.samples, "changes", (json_int_t)z->st.changes,
+		    "period_bounded", z->st.period_bounded, "read_errors",
+		    (json_int_t)z->read_errors, "lost", (json_int_t)z->lost);
 		json_object_set_new(o, "readings_capped", json_boolean(z->full));
 		json_object_set_new(o, "spacing_s", jnum(z->st.spacing_s));
 		json_object_set_new(o, "period_s", jnum(z->st.period_s));
@@ -476,18 +503,20 @@ static int print_json(const struct probe *p, const struct meter_advice *all)
 		json_object_set_new(o, "range_uj", jnum(z->range_uj > 0 ? z->range_uj : NAN));
 		json_object_set_new(o, "wrap_s", jnum(wrap_s(z)));
 		json_object_set_new(o, strcmp(p->mode, "bus") ? "read_latency_s" : "arrival_lag_s",
-				    json_pack("{s:o, s:o}", "median", jnum(lat_q(z, 0.5)), "max", jnum(lat_q(z, 1))));
-		json_object_set_new(o, "cpu_per_read_s",
-				    jnum(cpu_per_read(p, z)));
+				    json_pack("{s:o, s:o}", "median", jnum(lat_q(z, 0.5)), "max",
+					      jnum(lat_q(z, 1))));
+		json_object_set_new(o, "cpu_per_read_s", jnum(cpu_per_read(p, z)));
 		json_object_set_new(o, "suggest",
-				    json_pack("{s:f, s:f}", "interval_s", z->adv.interval_s, "max_lag_s", z->adv.max_lag_s));
+				    json_pack("{s:f, s:f}", "interval_s", z->adv.interval_s,
+					      "max_lag_s", z->adv.max_lag_s));
 		json_array_append_new(zones, o);
 	}
-	json_t *root = json_pack("{s:s, s:f, s:o}", "mode", p->mode, "duration_s", (double)p->duration_ns / 1e9,
-				 "zones", zones);
+	json_t *root = json_pack("{s:s, s:f, s:o}", "mode", p->mode, "duration_s",
+				 (double)p->duration_ns / 1e9, "zones", zones);
 	if (p->nz)
 		json_object_set_new(root, "suggest",
-				    json_pack("{s:f, s:f}", "interval_s", all->interval_s, "max_lag_s", all->max_lag_s));
+				    json_pack("{s:f, s:f}", "interval_s", all->interval_s,
+					      "max_lag_s", all->max_lag_s));
 	json_t *why = json_object();
 	for (unsigned i = 0; i < p->nsets; i++)
 		if (!p->sets[i])
@@ -505,18 +534,20 @@ static int print_json(const struct probe *p, const struct meter_advice *all)
 
 static void probe_usage(FILE *out)
 {
-	fprintf(out, "usage: wattbus probe [--json] [--duration D] [--spacing D] [--source NAME] [--sysfs-root DIR] [--dev-root DIR] [--proc-root DIR]\n"
-		     "       wattbus probe [--json] [--duration D] [--spacing D] --exec CMD [--exec-stream]\n"
-		     "       wattbus probe [--json] [--duration D] --sub ENDPOINT [--host HOST] [--curve-cert FILE --curve-peer FILE]\n"
-		     "  --duration D      how long to read (default 3s; a BMC or ACPI meter needs a minute)\n"
-		     "  --spacing D       pause between two rounds of reads (default 100us; exec sample mode: between runs)\n"
-		     "  --source NAME     only this powerd source (rapl, msr, hwmon); default: those `source = auto` tries\n"
-		     "  --sysfs-root DIR  where sysfs is (default /sys); --dev-root, --proc-root likewise\n"
-		     "  --exec CMD        a meter command printing powerd exec lines (ZONE VALUE uj|w ...), run again and again\n"
-		     "  --exec-stream     CMD runs on and prints lines as it reads the meter\n"
-		     "  --sub ENDPOINT    the power messages on the bus (powerd, wattbus pub) instead\n"
-		     "  --host HOST       only that host's power stream\n"
-		     "  --json            one JSON object instead of the table\n");
+	fprintf(
+	    out,
+	    "usage: wattbus probe [--json] [--duration D] [--spacing D] [--source NAME] [--sysfs-root DIR] [--dev-root DIR] [--proc-root DIR]\n"
+	    "       wattbus probe [--json] [--duration D] [--spacing D] --exec CMD [--exec-stream]\n"
+	    "       wattbus probe [--json] [--duration D] --sub ENDPOINT [--host HOST] [--curve-cert FILE --curve-peer FILE]\n"
+	    "  --duration D      how long to read (default 3s; a BMC or ACPI meter needs a minute)\n"
+	    "  --spacing D       pause between two rounds of reads (default 100us; exec sample mode: between runs)\n"
+	    "  --source NAME     only this powerd source (rapl, msr, hwmon); default: those `source = auto` tries\n"
+	    "  --sysfs-root DIR  where sysfs is (default /sys); --dev-root, --proc-root likewise\n"
+	    "  --exec CMD        a meter command printing powerd exec lines (ZONE VALUE uj|w ...), run again and again\n"
+	    "  --exec-stream     CMD runs on and prints lines as it reads the meter\n"
+	    "  --sub ENDPOINT    the power messages on the bus (powerd, wattbus pub) instead\n"
+	    "  --host HOST       only that host's power stream\n"
+	    "  --json            one JSON object instead of the table\n");
 }
 
 int cmd_probe(int argc, char **argv)
@@ -542,7 +573,8 @@ int cmd_probe(int argc, char **argv)
 		return 1;
 	}
 	struct wb_sockopts so = {0};
-	const char *sys = "/sys", *dev = "/dev", *proc = "/proc", *only = NULL, *sub = NULL, *host = NULL;
+	const char *sys = "/sys", *dev = "/dev", *proc = "/proc", *only = NULL, *sub = NULL,
+		   *host = NULL;
 	const char *exec_cmd = NULL;
 	bool json = false, exec_stream = false;
 	p->duration_ns = 3 * WB_NS_PER_SEC;
@@ -550,21 +582,52 @@ int cmd_probe(int argc, char **argv)
 	int c, rc = 2;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
-		case 'j': json = true; break;
-		case 'd': p->duration_ns = cli_duration_ns("probe", "--duration", optarg); break;
-		case 'S': p->spacing_ns = cli_duration_ns("probe", "--spacing", optarg); break;
-		case 's': only = optarg; break;
-		case 'y': sys = optarg; break;
-		case 'D': dev = optarg; break;
-		case 'p': proc = optarg; break;
-		case 'e': exec_cmd = optarg; break;
-		case 'E': exec_stream = true; break;
-		case 'b': sub = optarg; break;
-		case 'H': host = optarg; break;
-		case 'C': so.curve_cert = optarg; break;
-		case 'P': so.curve_peer = optarg; break;
-		case 'h': probe_usage(stdout); rc = 0; goto out;
-		default: probe_usage(stderr); goto out;
+		case 'j':
+			json = true;
+			break;
+		case 'd':
+			p->duration_ns = cli_duration_ns("probe", "--duration", optarg);
+			break;
+		case 'S':
+			p->spacing_ns = cli_duration_ns("probe", "--spacing", optarg);
+			break;
+		case 's':
+			only = optarg;
+			break;
+		case 'y':
+			sys = optarg;
+			break;
+		case 'D':
+			dev = optarg;
+			break;
+		case 'p':
+			proc = optarg;
+			break;
+		case 'e':
+			exec_cmd = optarg;
+			break;
+		case 'E':
+			exec_stream = true;
+			break;
+		case 'b':
+			sub = optarg;
+			break;
+		case 'H':
+			host = optarg;
+			break;
+		case 'C':
+			so.curve_cert = optarg;
+			break;
+		case 'P':
+			so.curve_peer = optarg;
+			break;
+		case 'h':
+			probe_usage(stdout);
+			rc = 0;
+			goto out;
+		default:
+			probe_usage(stderr);
+			goto out;
 		}
 	}
 	if (optind < argc) {
@@ -573,18 +636,24 @@ int cmd_probe(int argc, char **argv)
 		goto out;
 	}
 	if (p->duration_ns < 100 * WB_NS_PER_MS) {
-		fprintf(stderr, "wattbus probe: --duration: '%.3g s' is too short to see a meter change; give at least 100ms\n",
-			(double)p->duration_ns / 1e9);
+		fprintf(
+		    stderr,
+		    "wattbus probe: --duration: '%.3g s' is too short to see a meter change; give at least 100ms\n",
+		    (double)p->duration_ns / 1e9);
 		goto out;
 	}
 	if ((sub != NULL) + (exec_cmd != NULL) + (only != NULL) > 1) {
-		fprintf(stderr, "wattbus probe: --sub, --exec and --source each pick what to probe: give one\n");
+		fprintf(
+		    stderr,
+		    "wattbus probe: --sub, --exec and --source each pick what to probe: give one\n");
 		goto out;
 	}
 	if (only && (!pd_source_find(only) || !strcmp(only, "exec"))) {
 		char names[256];
 		pd_source_names(names, sizeof(names));
-		fprintf(stderr, "wattbus probe: --source: '%s' is not one of %s (exec: use --exec)\n", only, names);
+		fprintf(stderr,
+			"wattbus probe: --source: '%s' is not one of %s (exec: use --exec)\n", only,
+			names);
 		goto out;
 	}
 	cli_pd_opts(&p->r, sys, dev, proc);
@@ -596,8 +665,9 @@ int cmd_probe(int argc, char **argv)
 		if (sample_bus(p, sub, host, &so) < 0)
 			goto out;
 		if (!p->nz) {
-			fprintf(stderr, "wattbus probe: no power message from %s%s%s in %.1f s%s\n", sub,
-				host ? " for host " : "", host ? host : "", (double)p->duration_ns / 1e9,
+			fprintf(stderr, "wattbus probe: no power message from %s%s%s in %.1f s%s\n",
+				sub, host ? " for host " : "", host ? host : "",
+				(double)p->duration_ns / 1e9,
 				p->rejected ? " that was valid (see the rejections above)" : "");
 			goto out;
 		}
@@ -609,12 +679,14 @@ int cmd_probe(int argc, char **argv)
 			goto out;
 		}
 		int level = log_get_level();
-		log_set_level(WB_LOG_WARN); /* new zones are in the table; the meter's faults are worth a line */
+		log_set_level(WB_LOG_WARN); /* new zones are in the table; the meter's faults are
+					       worth a line */
 		sample_exec(p, p->sets[0]);
 		log_set_level(level);
 		if (!p->nz) {
-			fprintf(stderr, "wattbus probe: --exec: '%s' printed no valid reading in %.1f s\n", exec_cmd,
-				(double)p->duration_ns / 1e9);
+			fprintf(stderr,
+				"wattbus probe: --exec: '%s' printed no valid reading in %.1f s\n",
+				exec_cmd, (double)p->duration_ns / 1e9);
 			goto out;
 		}
 	} else {
@@ -623,8 +695,10 @@ int cmd_probe(int argc, char **argv)
 		if (!p->nz) {
 			fprintf(stderr, "wattbus probe: no meter here that powerd could read:");
 			for (unsigned i = 0; i < p->nsets; i++)
-				fprintf(stderr, "%s %s: %s", i ? ";" : "", p->set_why[i], p->why[i]);
-			fprintf(stderr, " (`wattbus doctor` says more; an unknown meter: --exec CMD)\n");
+				fprintf(stderr, "%s %s: %s", i ? ";" : "", p->set_why[i],
+					p->why[i]);
+			fprintf(stderr,
+				" (`wattbus doctor` says more; an unknown meter: --exec CMD)\n");
 			goto out;
 		}
 		sample_reads(p);

@@ -16,7 +16,8 @@
 #include "json.h"
 #include "log.h"
 
-/* Envelope keys a line leaves out, stamped as wb_pub_send would: the publisher's src, epoch and seq. */
+/* Envelope keys a line leaves out, stamped as wb_pub_send would: the publisher's src, epoch and
+ * seq. */
 static void stamp_missing(struct wb_pub *pub, const char *src, json_t *msg, const char *topic)
 {
 	const char *kind = json_string_value(json_object_get(msg, "kind"));
@@ -34,14 +35,16 @@ static void stamp_missing(struct wb_pub *pub, const char *src, json_t *msg, cons
 
 static void pub_usage(FILE *out)
 {
-	fprintf(out, "usage: wattbus pub [--raw] [--src NAME] [--wait DURATION] ENDPOINT < lines.json\n"
-		     "  ENDPOINT        where to publish (binds; a leading > connects instead)\n"
-		     "  -r, --raw       send lines as they are, without validation (for testing consumers)\n"
-		     "  -s, --src NAME  src stamped on messages that have none (default wattbus-pub)\n"
-		     "  -w, --wait D    wait up to D for a subscriber before the first message (default 5s)\n"
-		     "  -i, --interval D  pause D between messages\n"
-		     "  --curve-cert FILE  serve tcp:// with CURVE using this certificate (FILE_secret beside it)\n"
-		     "  --curve-allow DIR  public certificates of the subscribers let in (default: any with a key)\n");
+	fprintf(
+	    out,
+	    "usage: wattbus pub [--raw] [--src NAME] [--wait DURATION] ENDPOINT < lines.json\n"
+	    "  ENDPOINT        where to publish (binds; a leading > connects instead)\n"
+	    "  -r, --raw       send lines as they are, without validation (for testing consumers)\n"
+	    "  -s, --src NAME  src stamped on messages that have none (default wattbus-pub)\n"
+	    "  -w, --wait D    wait up to D for a subscriber before the first message (default 5s)\n"
+	    "  -i, --interval D  pause D between messages\n"
+	    "  --curve-cert FILE  serve tcp:// with CURVE using this certificate (FILE_secret beside it)\n"
+	    "  --curve-allow DIR  public certificates of the subscribers let in (default: any with a key)\n");
 }
 
 int cmd_pub(int argc, char **argv)
@@ -61,14 +64,30 @@ int cmd_pub(int argc, char **argv)
 	int c;
 	while ((c = getopt_long(argc, argv, "rs:w:i:h", opts, NULL)) != -1) {
 		switch (c) {
-		case 'r': raw = true; break;
-		case 's': src = optarg; break;
-		case 'w': wait_ns = cli_duration_ns("pub", "--wait", optarg); break;
-		case 'i': interval_ns = cli_duration_ns("pub", "--interval", optarg); break;
-		case 'C': so.curve_cert = optarg; break;
-		case 'A': so.curve_allow = optarg; break;
-		case 'h': pub_usage(stdout); return 0;
-		default: pub_usage(stderr); return 2;
+		case 'r':
+			raw = true;
+			break;
+		case 's':
+			src = optarg;
+			break;
+		case 'w':
+			wait_ns = cli_duration_ns("pub", "--wait", optarg);
+			break;
+		case 'i':
+			interval_ns = cli_duration_ns("pub", "--interval", optarg);
+			break;
+		case 'C':
+			so.curve_cert = optarg;
+			break;
+		case 'A':
+			so.curve_allow = optarg;
+			break;
+		case 'h':
+			pub_usage(stdout);
+			return 0;
+		default:
+			pub_usage(stderr);
+			return 2;
 		}
 	}
 	if (argc - optind != 1) {
@@ -106,7 +125,8 @@ int cmd_pub(int argc, char **argv)
 		} else {
 			const char *kind = json_string_value(json_object_get(msg, "kind"));
 			const char *host = json_string_value(json_object_get(msg, "host"));
-			snprintf(topic, sizeof(topic), "%s/%s", kind ? kind : "?", host ? host : "?");
+			snprintf(topic, sizeof(topic), "%s/%s", kind ? kind : "?",
+				 host ? host : "?");
 		}
 		if (!raw && json_is_object(msg))
 			stamp_missing(pub, src, msg, topic);
@@ -116,7 +136,8 @@ int cmd_pub(int argc, char **argv)
 		struct wb_msg decoded;
 		if (wb_json_to_msgpack(msg, &buf, &len, &err) < 0 ||
 		    (!raw && wb_frame_check(topic, buf, len, &decoded, &err) < 0)) {
-			log_warnx("stdin:%ld: not sent (%s): %s", lineno, wb_reason_name(err.reason), err.msg);
+			log_warnx("stdin:%ld: not sent (%s): %s", lineno,
+				  wb_reason_name(err.reason), err.msg);
 			bad++;
 		} else {
 			if (!raw)

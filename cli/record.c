@@ -55,10 +55,18 @@ int cmd_record(int argc, char **argv)
 	int c;
 	while ((c = getopt_long(argc, argv, "n:d:h", opts, NULL)) != -1) {
 		switch (c) {
-		case 'n': count = cli_int("record", "--count", optarg, 1, LLONG_MAX); break;
-		case 'd': duration_ns = cli_duration_ns("record", "--duration", optarg); break;
-		case 'h': record_usage(stdout); return 0;
-		default: record_usage(stderr); return 2;
+		case 'n':
+			count = cli_int("record", "--count", optarg, 1, LLONG_MAX);
+			break;
+		case 'd':
+			duration_ns = cli_duration_ns("record", "--duration", optarg);
+			break;
+		case 'h':
+			record_usage(stdout);
+			return 0;
+		default:
+			record_usage(stderr);
+			return 2;
 		}
 	}
 	if (argc - optind < 2) {
@@ -177,11 +185,14 @@ static int reader_next(struct reader *r)
 			log_errx("%s: out of memory", r->path);
 			return -1;
 		}
-		size_t n = fread(msgpack_unpacker_buffer(&r->up), 1, msgpack_unpacker_buffer_capacity(&r->up), r->f);
+		size_t n = fread(msgpack_unpacker_buffer(&r->up), 1,
+				 msgpack_unpacker_buffer_capacity(&r->up), r->f);
 		if (n == 0) {
-			if (msgpack_unpacker_message_size(&r->up) > msgpack_unpacker_parsed_size(&r->up))
-				log_warnx("%s: record %ld is cut short (the recording was interrupted); stopping there",
-					  r->path, r->index);
+			if (msgpack_unpacker_message_size(&r->up) >
+			    msgpack_unpacker_parsed_size(&r->up))
+				log_warnx(
+				    "%s: record %ld is cut short (the recording was interrupted); stopping there",
+				    r->path, r->index);
 			return 0;
 		}
 		msgpack_unpacker_buffer_consumed(&r->up, n);
@@ -231,14 +242,16 @@ int record_each(const char *path, record_fn *fn, void *arg)
 		const msgpack_object *o = &r.res.data;
 		if (o->type != MSGPACK_OBJECT_ARRAY || o->via.array.size != 3 ||
 		    o->via.array.ptr[0].type != MSGPACK_OBJECT_POSITIVE_INTEGER ||
-		    o->via.array.ptr[1].type != MSGPACK_OBJECT_STR || o->via.array.ptr[2].type != MSGPACK_OBJECT_BIN) {
-			log_errx("%s: record %ld is not [recv_ns, topic, body]; skipped", r.path, r.index);
+		    o->via.array.ptr[1].type != MSGPACK_OBJECT_STR ||
+		    o->via.array.ptr[2].type != MSGPACK_OBJECT_BIN) {
+			log_errx("%s: record %ld is not [recv_ns, topic, body]; skipped", r.path,
+				 r.index);
 			continue;
 		}
 		char topic[WB_TOPIC_MAX];
 		const msgpack_object_str *ts = &o->via.array.ptr[1].via.str;
-		snprintf(topic, sizeof(topic), "%.*s", (int)(ts->size < WB_TOPIC_MAX ? ts->size : WB_TOPIC_MAX - 1),
-			 ts->ptr);
+		snprintf(topic, sizeof(topic), "%.*s",
+			 (int)(ts->size < WB_TOPIC_MAX ? ts->size : WB_TOPIC_MAX - 1), ts->ptr);
 		if (fn(o->via.array.ptr[0].via.u64, topic, o->via.array.ptr[2].via.bin.ptr,
 		       o->via.array.ptr[2].via.bin.size, arg))
 			break;
@@ -253,10 +266,12 @@ out:
 
 static void replay_usage(FILE *out)
 {
-	fprintf(out, "usage: wattbus replay [--speed N | --fast] [--wait DURATION] FILE ENDPOINT\n"
-		     "  -s, --speed N      N times faster than recorded (default 1)\n"
-		     "  -f, --fast         as fast as possible\n"
-		     "  -w, --wait D       wait up to D for a subscriber before the first message (default 5s)\n");
+	fprintf(
+	    out,
+	    "usage: wattbus replay [--speed N | --fast] [--wait DURATION] FILE ENDPOINT\n"
+	    "  -s, --speed N      N times faster than recorded (default 1)\n"
+	    "  -f, --fast         as fast as possible\n"
+	    "  -w, --wait D       wait up to D for a subscriber before the first message (default 5s)\n");
 }
 
 int cmd_replay(int argc, char **argv)
@@ -272,11 +287,21 @@ int cmd_replay(int argc, char **argv)
 	int c;
 	while ((c = getopt_long(argc, argv, "s:fw:h", opts, NULL)) != -1) {
 		switch (c) {
-		case 's': speed = cli_positive("replay", "--speed", optarg); break;
-		case 'f': fast = true; break;
-		case 'w': wait_ns = cli_duration_ns("replay", "--wait", optarg); break;
-		case 'h': replay_usage(stdout); return 0;
-		default: replay_usage(stderr); return 2;
+		case 's':
+			speed = cli_positive("replay", "--speed", optarg);
+			break;
+		case 'f':
+			fast = true;
+			break;
+		case 'w':
+			wait_ns = cli_duration_ns("replay", "--wait", optarg);
+			break;
+		case 'h':
+			replay_usage(stdout);
+			return 0;
+		default:
+			replay_usage(stderr);
+			return 2;
 		}
 	}
 	if (argc - optind != 2) {
@@ -309,8 +334,10 @@ int cmd_replay(int argc, char **argv)
 		const msgpack_object *o = &r.res.data;
 		if (o->type != MSGPACK_OBJECT_ARRAY || o->via.array.size != 3 ||
 		    o->via.array.ptr[0].type != MSGPACK_OBJECT_POSITIVE_INTEGER ||
-		    o->via.array.ptr[1].type != MSGPACK_OBJECT_STR || o->via.array.ptr[2].type != MSGPACK_OBJECT_BIN) {
-			log_errx("%s: record %ld is not [recv_ns, topic, body]; skipped", r.path, r.index);
+		    o->via.array.ptr[1].type != MSGPACK_OBJECT_STR ||
+		    o->via.array.ptr[2].type != MSGPACK_OBJECT_BIN) {
+			log_errx("%s: record %ld is not [recv_ns, topic, body]; skipped", r.path,
+				 r.index);
 			continue;
 		}
 		uint64_t t = o->via.array.ptr[0].via.u64;
@@ -329,9 +356,10 @@ int cmd_replay(int argc, char **argv)
 		}
 		char topic[WB_TOPIC_MAX];
 		const msgpack_object_str *ts = &o->via.array.ptr[1].via.str;
-		snprintf(topic, sizeof(topic), "%.*s", (int)(ts->size < WB_TOPIC_MAX ? ts->size : WB_TOPIC_MAX - 1),
-			 ts->ptr);
-		if (wb_pub_send_raw(pub, topic, o->via.array.ptr[2].via.bin.ptr, o->via.array.ptr[2].via.bin.size) == 0)
+		snprintf(topic, sizeof(topic), "%.*s",
+			 (int)(ts->size < WB_TOPIC_MAX ? ts->size : WB_TOPIC_MAX - 1), ts->ptr);
+		if (wb_pub_send_raw(pub, topic, o->via.array.ptr[2].via.bin.ptr,
+				    o->via.array.ptr[2].via.bin.size) == 0)
 			sent++;
 	}
 	if (got < 0)

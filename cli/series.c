@@ -83,7 +83,8 @@ void meter_analyze(const struct series *s, bool is_power, double range_uj, struc
 	for (size_t i = 1; i < s->n; i++) {
 		if (s->v[i] == s->v[i - 1])
 			continue;
-		double d = is_power ? fabs(s->v[i] - s->v[i - 1]) : counter_delta(s->v[i - 1], s->v[i], range_uj);
+		double d = is_power ? fabs(s->v[i] - s->v[i - 1])
+				    : counter_delta(s->v[i - 1], s->v[i], range_uj);
 		if (d > 0 && d < step)
 			step = d;
 		chg_i[nc++] = i;
@@ -97,7 +98,8 @@ void meter_analyze(const struct series *s, bool is_power, double range_uj, struc
 		st->period_s = series_quantile(chg_t, nc - 1, 0.5);
 		st->period_p10_s = series_quantile(chg_t, nc - 1, 0.1);
 		st->period_p90_s = series_quantile(chg_t, nc - 1, 0.9);
-		/* Changes at (nearly) every reading: the meter updates at least as often as it was read. */
+		/* Changes at (nearly) every reading: the meter updates at least as often as it was
+		 * read. */
 		st->period_bounded = st->period_s < 1.5 * st->spacing_s;
 	}
 	if (is_power) {
@@ -143,7 +145,8 @@ out:
 	free(chg_i);
 }
 
-/* The smallest of 1, 2, 5, 10, 15, 30, 60, 120, 300, 600 s not below s; above that, s in whole seconds. */
+/* The smallest of 1, 2, 5, 10, 15, 30, 60, 120, 300, 600 s not below s; above that, s in whole
+ * seconds. */
 static double nice_up(double s)
 {
 	static const double steps[] = {1, 2, 5, 10, 15, 30, 60, 120, 300, 600};

@@ -25,7 +25,8 @@ void cli_pd_opts(struct cli_pd_roots *r, const char *sys, const char *dev, const
 	r->o.exec_timeout_ns = WB_NS_PER_SEC;
 }
 
-unsigned cli_pd_discover(const struct pd_opts *o, const char *only, struct cli_pd_try *out, unsigned max)
+unsigned cli_pd_discover(const struct pd_opts *o, const char *only, struct cli_pd_try *out,
+			 unsigned max)
 {
 	unsigned n = 0;
 	int level = log_get_level();

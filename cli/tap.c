@@ -29,16 +29,18 @@ static void print_line(json_t *line)
 
 static void tap_usage(FILE *out)
 {
-	fprintf(out, "usage: wattbus tap [--check] [--count N] [--timeout DURATION] [--time] [--curve-cert FILE --curve-peer FILE]\n"
-		     "                   ENDPOINT [PREFIX...]\n"
-		     "  ENDPOINT       publisher to connect to (a leading @ binds instead)\n"
-		     "  PREFIX         topic prefixes to subscribe to (default: everything)\n"
-		     "  -c, --check    validate every frame as the stages do; print rejections with their reason\n"
-		     "  -n, --count N  exit after N lines\n"
-		     "  -t, --timeout  exit after this long (e.g. 10s)\n"
-		     "  -T, --time     add the receive time (recv_ns) to every line\n"
-		     "  --curve-cert FILE  our CURVE certificate (FILE_secret beside it), for tcp:// endpoints\n"
-		     "  --curve-peer FILE  the publisher's public certificate\n");
+	fprintf(
+	    out,
+	    "usage: wattbus tap [--check] [--count N] [--timeout DURATION] [--time] [--curve-cert FILE --curve-peer FILE]\n"
+	    "                   ENDPOINT [PREFIX...]\n"
+	    "  ENDPOINT       publisher to connect to (a leading @ binds instead)\n"
+	    "  PREFIX         topic prefixes to subscribe to (default: everything)\n"
+	    "  -c, --check    validate every frame as the stages do; print rejections with their reason\n"
+	    "  -n, --count N  exit after N lines\n"
+	    "  -t, --timeout  exit after this long (e.g. 10s)\n"
+	    "  -T, --time     add the receive time (recv_ns) to every line\n"
+	    "  --curve-cert FILE  our CURVE certificate (FILE_secret beside it), for tcp:// endpoints\n"
+	    "  --curve-peer FILE  the publisher's public certificate\n");
 }
 
 int cmd_tap(int argc, char **argv)
@@ -58,14 +60,30 @@ int cmd_tap(int argc, char **argv)
 	int c;
 	while ((c = getopt_long(argc, argv, "cn:t:Th", opts, NULL)) != -1) {
 		switch (c) {
-		case 'c': check = true; break;
-		case 'n': count = cli_int("tap", "--count", optarg, 1, LLONG_MAX); break;
-		case 't': timeout_ns = cli_duration_ns("tap", "--timeout", optarg); break;
-		case 'T': with_time = true; break;
-		case 'C': so.curve_cert = optarg; break;
-		case 'P': so.curve_peer = optarg; break;
-		case 'h': tap_usage(stdout); return 0;
-		default: tap_usage(stderr); return 2;
+		case 'c':
+			check = true;
+			break;
+		case 'n':
+			count = cli_int("tap", "--count", optarg, 1, LLONG_MAX);
+			break;
+		case 't':
+			timeout_ns = cli_duration_ns("tap", "--timeout", optarg);
+			break;
+		case 'T':
+			with_time = true;
+			break;
+		case 'C':
+			so.curve_cert = optarg;
+			break;
+		case 'P':
+			so.curve_peer = optarg;
+			break;
+		case 'h':
+			tap_usage(stdout);
+			return 0;
+		default:
+			tap_usage(stderr);
+			return 2;
 		}
 	}
 	if (optind >= argc) {
@@ -121,7 +139,8 @@ int cmd_tap(int argc, char **argv)
 		int bad = 0;
 		if (nframes != 2) {
 			err.reason = WB_R_TOPIC;
-			snprintf(err.msg, sizeof(err.msg), "expected 2 frames (topic, map), got %d", nframes);
+			snprintf(err.msg, sizeof(err.msg), "expected 2 frames (topic, map), got %d",
+				 nframes);
 			bad = 1;
 		} else if (check && wb_frame_check(topic, body, len, &msg, &err) < 0) {
 			bad = 1;
@@ -132,7 +151,8 @@ int cmd_tap(int argc, char **argv)
 		if (m) {
 			json_object_set_new(line, "msg", m);
 		} else {
-			json_object_set_new(line, "rejected", json_string(wb_reason_name(err.reason)));
+			json_object_set_new(line, "rejected",
+					    json_string(wb_reason_name(err.reason)));
 			json_object_set_new(line, "error", json_string(err.msg));
 		}
 		print_line(line);

@@ -287,8 +287,8 @@ static void render_host(const struct top *t, const struct wb_estimate *e, int wi
 	}
 	table("PROCESSES", rows, live, limit, true, width);
 	table("CONTAINERS", rows,
-	      group_rows(e->containers, e->n_containers, wuse, e->n_zones, dt_ns, rows), group_limit,
-	      false, width);
+	      group_rows(e->containers, e->n_containers, wuse, e->n_zones, dt_ns, rows),
+	      group_limit, false, width);
 	table("PODS", rows, group_rows(e->pods, e->n_pods, wuse, e->n_zones, dt_ns, rows),
 	      group_limit, false, width);
 	table("VMS", rows, group_rows(e->vms, e->n_vms, wuse, e->n_zones, dt_ns, rows), group_limit,
@@ -409,8 +409,7 @@ static void top_usage(FILE *out)
 	    "  -1, --once       draw one frame and exit (--count 1)\n"
 	    "  -n, --count N    exit after N frames\n"
 	    "  -p, --plain      no escape codes: frames one after another, for scripts\n"
-	    "  -t, --timeout D  give up (exit 1) when no estimate arrives for this long (e.g. "
-	    "10s)\n"
+	    "  -t, --timeout D  give up (exit 1) when no estimate arrives for this long (e.g. 10s)\n"
 	    "  -H, --host HOST  only this host's estimates\n"
 	    "  -r, --rows N     rows per table (default: fit the terminal; 10 with --plain)\n"
 	    "  -w, --width N    line width (default: $COLUMNS, the terminal's, or 80)\n"
@@ -426,12 +425,17 @@ static int top_find(const struct top *t, char *ep, size_t size)
 	char looked[4 * PATH_MAX];
 	if (cli_find_socket("estimd.sock", ep, size, looked, sizeof(looked)) == 0)
 		return 0;
-	fprintf(stderr, "wattbus top: no estimd socket yet: looked for %s; waiting (start the stages with make run or systemctl start wattbus.target, or give the ENDPOINT, or set WATTBUS_RUNTIME_DIR)\n", looked);
+	fprintf(
+	    stderr,
+	    "wattbus top: no estimd socket yet: looked for %s; waiting (start the stages with make run or systemctl start wattbus.target, or give the ENDPOINT, or set WATTBUS_RUNTIME_DIR)\n",
+	    looked);
 	uint64_t start = wb_mono_ns();
 	struct timespec pause = {0, 100 * 1000 * 1000};
 	while (!cli_interrupted()) {
 		if (t->o.timeout_ns && wb_mono_ns() - start >= t->o.timeout_ns) {
-			fprintf(stderr, "wattbus top: no estimd socket after %.1f s: looked for %s\n", (double)t->o.timeout_ns / 1e9, looked);
+			fprintf(stderr,
+				"wattbus top: no estimd socket after %.1f s: looked for %s\n",
+				(double)t->o.timeout_ns / 1e9, looked);
 			return -1;
 		}
 		nanosleep(&pause, NULL);
@@ -540,7 +544,8 @@ int cmd_top(int argc, char **argv)
 			if (absent)
 				cli_say_missing("top", missing, t->o.timeout_ns);
 			else
-				fprintf(stderr, "wattbus top: no estimate on %s for %.1f s\n", ep, (double)t->o.timeout_ns / 1e9);
+				fprintf(stderr, "wattbus top: no estimate on %s for %.1f s\n", ep,
+					(double)t->o.timeout_ns / 1e9);
 			rc = 1;
 			break;
 		}

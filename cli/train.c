@@ -36,19 +36,21 @@ static const struct {
 
 static void train_usage(FILE *out)
 {
-	fprintf(out, "usage: wattbus train [OPTIONS] RECORDING...\n"
-		     "  -o, --out DIR          write DIR/weight.json and DIR/metadata.json (default: . unless --publish)\n"
-		     "  -p, --publish EP       publish the model as a model message on EP (a modeld subscribes there)\n"
-		     "  -w, --wait D           with --publish: wait up to D for a subscriber (default 30s)\n"
-		     "  -f, --form F           auto (default: every form, the lowest held-out MAE wins), linear, logarithmic, logistic, exponential\n"
-		     "  -H, --host HOST        the host whose slots to train on (needed when the recordings hold several)\n"
-		     "  -k, --holdout-every K  every K-th slot is held out to measure the error (default 5)\n"
-		     "  -m, --min-slots N      training slots needed (default 20)\n"
-		     "  -n, --name NAME        model name (default TRAINER-wattbus-HOST)\n"
-		     "  --curve-cert FILE      with --publish on tcp://: our CURVE certificate\n"
-		     "  --curve-allow DIR      with --publish: public certificates of the subscribers let in\n"
-		     "The machine spec written with the model is this machine's (train on the recorded host);\n"
-		     "WATTBUS_PROCFS_ROOT and WATTBUS_SYSFS_ROOT point elsewhere.\n");
+	fprintf(
+	    out,
+	    "usage: wattbus train [OPTIONS] RECORDING...\n"
+	    "  -o, --out DIR          write DIR/weight.json and DIR/metadata.json (default: . unless --publish)\n"
+	    "  -p, --publish EP       publish the model as a model message on EP (a modeld subscribes there)\n"
+	    "  -w, --wait D           with --publish: wait up to D for a subscriber (default 30s)\n"
+	    "  -f, --form F           auto (default: every form, the lowest held-out MAE wins), linear, logarithmic, logistic, exponential\n"
+	    "  -H, --host HOST        the host whose slots to train on (needed when the recordings hold several)\n"
+	    "  -k, --holdout-every K  every K-th slot is held out to measure the error (default 5)\n"
+	    "  -m, --min-slots N      training slots needed (default 20)\n"
+	    "  -n, --name NAME        model name (default TRAINER-wattbus-HOST)\n"
+	    "  --curve-cert FILE      with --publish on tcp://: our CURVE certificate\n"
+	    "  --curve-allow DIR      with --publish: public certificates of the subscribers let in\n"
+	    "The machine spec written with the model is this machine's (train on the recorded host);\n"
+	    "WATTBUS_PROCFS_ROOT and WATTBUS_SYSFS_ROOT point elsewhere.\n");
 }
 
 struct scan {
@@ -139,11 +141,11 @@ static json_t *metadata_json(const struct model *m, const struct mspec *spec, co
 	json_t *feats = json_array();
 	for (size_t f = 0; m->nzones && f < m->zones[0].nfeat; f++)
 		json_array_append_new(feats, json_string(m->zones[0].feat[f].name));
-	json_t *md = json_pack("{s:s,s:s,s:s,s:o,s:s,s:f,s:f}", "model_name", m->name, "model_class",
-			       m->form == MODEL_LINEAR ? "scikit" : "curvefit", "model_file",
-			       "weight.json", "features", feats, "output_type",
-			       model_output_name(m->output), "mae", total_mae(m), "mape",
-			       worst_mape(m));
+	json_t *md =
+	    json_pack("{s:s,s:s,s:s,s:o,s:s,s:f,s:f}", "model_name", m->name, "model_class",
+		      m->form == MODEL_LINEAR ? "scikit" : "curvefit", "model_file", "weight.json",
+		      "features", feats, "output_type", model_output_name(m->output), "mae",
+		      total_mae(m), "mape", worst_mape(m));
 	/* Kepler's per-zone figures, -1 for the zones not trained. */
 	static const char *const zones[] = {"package", "core", "uncore", "dram", "platform"};
 	for (size_t z = 0; z < sizeof(zones) / sizeof(zones[0]); z++) {
@@ -230,18 +232,42 @@ int cmd_train(int argc, char **argv)
 	int c;
 	while ((c = getopt_long(argc, argv, "o:p:w:f:H:k:m:n:h", opts, NULL)) != -1) {
 		switch (c) {
-		case 'o': out_dir = optarg; break;
-		case 'p': endpoint = optarg; break;
-		case 'w': wait_ns = cli_duration_ns("train", "--wait", optarg); break;
-		case 'f': form_arg = optarg; break;
-		case 'H': sc.host_filter = optarg; break;
-		case 'k': holdout = cli_int("train", "--holdout-every", optarg, 2, 1000); break;
-		case 'm': min_slots = cli_int("train", "--min-slots", optarg, 2, 100000000); break;
-		case 'n': name_arg = optarg; break;
-		case 'C': so.curve_cert = optarg; break;
-		case 'A': so.curve_allow = optarg; break;
-		case 'h': train_usage(stdout); return 0;
-		default: train_usage(stderr); return 2;
+		case 'o':
+			out_dir = optarg;
+			break;
+		case 'p':
+			endpoint = optarg;
+			break;
+		case 'w':
+			wait_ns = cli_duration_ns("train", "--wait", optarg);
+			break;
+		case 'f':
+			form_arg = optarg;
+			break;
+		case 'H':
+			sc.host_filter = optarg;
+			break;
+		case 'k':
+			holdout = cli_int("train", "--holdout-every", optarg, 2, 1000);
+			break;
+		case 'm':
+			min_slots = cli_int("train", "--min-slots", optarg, 2, 100000000);
+			break;
+		case 'n':
+			name_arg = optarg;
+			break;
+		case 'C':
+			so.curve_cert = optarg;
+			break;
+		case 'A':
+			so.curve_allow = optarg;
+			break;
+		case 'h':
+			train_usage(stdout);
+			return 0;
+		default:
+			train_usage(stderr);
+			return 2;
 		}
 	}
 	if (optind >= argc) {
@@ -254,11 +280,15 @@ int cmd_train(int argc, char **argv)
 			if (strcmp(form_arg, forms[i].name) == 0)
 				want = (int)i;
 		if (want < 0) {
-			fprintf(stderr, "wattbus train: --form: '%s' is not auto, linear, logarithmic, logistic or exponential\n", form_arg);
+			fprintf(
+			    stderr,
+			    "wattbus train: --form: '%s' is not auto, linear, logarithmic, logistic or exponential\n",
+			    form_arg);
 			return 2;
 		}
 	}
-	if (name_arg && (strlen(name_arg) == 0 || strlen(name_arg) >= sizeof(((struct model *)0)->name))) {
+	if (name_arg &&
+	    (strlen(name_arg) == 0 || strlen(name_arg) >= sizeof(((struct model *)0)->name))) {
 		fprintf(stderr, "wattbus train: --name: 1 to 127 characters\n");
 		return 2;
 	}
@@ -269,14 +299,19 @@ int cmd_train(int argc, char **argv)
 	if (scan_files(argv + optind, argc - optind, &sc) < 0)
 		return 1;
 	if (sc.many_hosts) {
-		log_errx("the recordings hold aligned slots of several hosts (%s, %s, ...): choose one with --host", sc.host, sc.other_host);
+		log_errx(
+		    "the recordings hold aligned slots of several hosts (%s, %s, ...): choose one with --host",
+		    sc.host, sc.other_host);
 		return 2;
 	}
 	if (sc.aligned == 0) {
 		if (sc.host_filter)
-			log_errx("no aligned slots of host %s in the recordings (record alignd's endpoint, prefix aligned/)", sc.host_filter);
+			log_errx(
+			    "no aligned slots of host %s in the recordings (record alignd's endpoint, prefix aligned/)",
+			    sc.host_filter);
 		else
-			log_errx("no aligned slots in the recordings (record alignd's endpoint, prefix aligned/)");
+			log_errx(
+			    "no aligned slots in the recordings (record alignd's endpoint, prefix aligned/)");
 		return 1;
 	}
 	struct trainer t;
@@ -293,14 +328,21 @@ int cmd_train(int argc, char **argv)
 		trainer_free(&t);
 		return 1;
 	}
-	fprintf(stderr, "wattbus train: %s: %zu aligned slots, %zu usable (%zu without power, with a gap or extrapolated)%s\n", sc.host, sc.aligned, sc.usable, sc.skipped, sc.undecodable ? "; some messages did not decode" : "");
+	fprintf(
+	    stderr,
+	    "wattbus train: %s: %zu aligned slots, %zu usable (%zu without power, with a gap or extrapolated)%s\n",
+	    sc.host, sc.aligned, sc.usable, sc.skipped,
+	    sc.undecodable ? "; some messages did not decode" : "");
 
 	struct mspec spec;
 	char err[MODEL_ERR_MAX];
 	if (mspec_read_env(&spec, err, sizeof(err)) < 0)
 		log_warnx("machine spec: %s; the model carries none", err);
 	if (spec.cores && sc.ncpu && spec.cores != sc.ncpu)
-		log_warnx("this machine has %" PRIu64 " CPUs, the recorded host %s %" PRIu64 ": the model's spec is this machine's but its cores are the host's; train on the recorded host", spec.cores, sc.host, sc.ncpu);
+		log_warnx(
+		    "this machine has %" PRIu64 " CPUs, the recorded host %s %" PRIu64
+		    ": the model's spec is this machine's but its cores are the host's; train on the recorded host",
+		    spec.cores, sc.host, sc.ncpu);
 
 	struct model *fit = calloc(NFORMS, sizeof(*fit));
 	bool ok[NFORMS] = {false};
@@ -310,7 +352,8 @@ int cmd_train(int argc, char **argv)
 		log_errx("out of memory");
 		return 1;
 	}
-	printf("%-12s %-9s %8s %8s %10s %8s\n", "form", "zone", "train", "held-out", "MAE W", "MAPE %");
+	printf("%-12s %-9s %8s %8s %10s %8s\n", "form", "zone", "train", "held-out", "MAE W",
+	       "MAPE %");
 	for (size_t i = 0; i < NFORMS; i++) {
 		if (want >= 0 && (size_t)want != i)
 			continue;
@@ -322,7 +365,8 @@ int cmd_train(int argc, char **argv)
 		for (char *p = name; *p; p++)
 			if (*p == '_')
 				*p = '-'; /* Kepler splits model names on '_' */
-		if (trainer_fit_form(&t, forms[i].form, name, sc.ncpu, &fit[i], err, sizeof(err)) < 0) {
+		if (trainer_fit_form(&t, forms[i].form, name, sc.ncpu, &fit[i], err, sizeof(err)) <
+		    0) {
 			printf("%-12s %s\n", forms[i].name, err);
 			continue;
 		}
@@ -341,7 +385,8 @@ int cmd_train(int argc, char **argv)
 		goto out;
 	}
 	struct model *m = &fit[best];
-	printf("chosen: %s (%s), held-out MAE %.3f W over its zones\n", m->name, forms[best].name, total_mae(m));
+	printf("chosen: %s (%s), held-out MAE %.3f W over its zones\n", m->name, forms[best].name,
+	       total_mae(m));
 
 	if (out_dir) {
 		char path[PATH_MAX];
@@ -354,7 +399,8 @@ int cmd_train(int argc, char **argv)
 			log_errx("%s", err);
 			goto out;
 		}
-		json_t *md = metadata_json(m, &spec, forms[best].trainer, argv + optind, argc - optind, &sc);
+		json_t *md =
+		    metadata_json(m, &spec, forms[best].trainer, argv + optind, argc - optind, &sc);
 		snprintf(path, sizeof(path), "%s/metadata.json", out_dir);
 		int sr = wb_json_save(md, path, true, err, sizeof(err));
 		json_decref(md);
@@ -362,17 +408,22 @@ int cmd_train(int argc, char **argv)
 			log_errx("%s", err);
 			goto out;
 		}
-		fprintf(stderr, "wattbus train: wrote %s/weight.json and %s/metadata.json\n", out_dir, out_dir);
+		fprintf(stderr, "wattbus train: wrote %s/weight.json and %s/metadata.json\n",
+			out_dir, out_dir);
 	}
 	if (endpoint) {
 		const struct model *pm = m;
 		if (m->form != MODEL_LINEAR) {
 			/* The model message carries linear weights only. */
 			if (!ok[0]) {
-				log_errx("the %s fit won, and a model message carries linear weights only, and the linear fit failed: nothing to publish", forms[best].name);
+				log_errx(
+				    "the %s fit won, and a model message carries linear weights only, and the linear fit failed: nothing to publish",
+				    forms[best].name);
 				goto out;
 			}
-			log_warnx("the %s fit won, but a model message carries linear weights only: publishing the linear fit %s (held-out MAE %.3f W)", forms[best].name, fit[0].name, total_mae(&fit[0]));
+			log_warnx(
+			    "the %s fit won, but a model message carries linear weights only: publishing the linear fit %s (held-out MAE %.3f W)",
+			    forms[best].name, fit[0].name, total_mae(&fit[0]));
 			pm = &fit[0];
 		}
 		if (publish(pm, endpoint, wait_ns, &so, sc.host, &spec) < 0)

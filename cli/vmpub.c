@@ -33,13 +33,15 @@ struct vmpub {
 
 static void vmpub_usage(FILE *out)
 {
-	fprintf(out, "usage: wattbus vmpub [--sub ENDPOINT] [--host HOST] [--curve-cert FILE --curve-allow DIR] VM ENDPOINT\n"
-		     "  VM              the VM's name as estimd reports it (the libvirt domain name)\n"
-		     "  ENDPOINT        where the VM's guest subscribes (binds; e.g. tcp://192.168.122.1:5610)\n"
-		     "  -s, --sub EP    estimd's endpoint (default: estimd.sock in the runtime dir)\n"
-		     "  -H, --host HOST the host whose estimates hold the VM (default: this host's name)\n"
-		     "  --curve-cert FILE  serve tcp:// with CURVE using this certificate (FILE_secret beside it)\n"
-		     "  --curve-allow DIR  the public certificate of this VM's guest, alone in DIR\n");
+	fprintf(
+	    out,
+	    "usage: wattbus vmpub [--sub ENDPOINT] [--host HOST] [--curve-cert FILE --curve-allow DIR] VM ENDPOINT\n"
+	    "  VM              the VM's name as estimd reports it (the libvirt domain name)\n"
+	    "  ENDPOINT        where the VM's guest subscribes (binds; e.g. tcp://192.168.122.1:5610)\n"
+	    "  -s, --sub EP    estimd's endpoint (default: estimd.sock in the runtime dir)\n"
+	    "  -H, --host HOST the host whose estimates hold the VM (default: this host's name)\n"
+	    "  --curve-cert FILE  serve tcp:// with CURVE using this certificate (FILE_secret beside it)\n"
+	    "  --curve-allow DIR  the public certificate of this VM's guest, alone in DIR\n");
 }
 
 /*
@@ -67,7 +69,8 @@ static int vmpub_build(struct vmpub *v, const struct wb_estimate *e, struct wb_e
 			z->total_uj = g->total_uj[i];
 		}
 	} else if (g || !e->total_epoch) {
-		/* a stale slot (no totals in it), or a VM whose totals did not fit estimd's budget */
+		/* a stale slot (no totals in it), or a VM whose totals did not fit estimd's budget
+		 */
 		v->no_totals++;
 		return 0;
 	} else if (v->have && v->epoch == e->total_epoch) {
@@ -126,7 +129,9 @@ static void vmpub_one(struct vmpub *v, const struct wb_msg *m)
 		v->sent++;
 	} else {
 		v->send_failed++;
-		log_rl(&v->rl, WB_LOG_WARN, "vmpub %s: could not send the estimate of slot [%" PRIu64 ", %" PRIu64 "]", v->vm, out.t0, out.t1);
+		log_rl(&v->rl, WB_LOG_WARN,
+		       "vmpub %s: could not send the estimate of slot [%" PRIu64 ", %" PRIu64 "]",
+		       v->vm, out.t0, out.t1);
 	}
 }
 
@@ -145,12 +150,24 @@ int cmd_vmpub(int argc, char **argv)
 	int c;
 	while ((c = getopt_long(argc, argv, "s:H:h", opts, NULL)) != -1) {
 		switch (c) {
-		case 's': sub = optarg; break;
-		case 'H': v.host = optarg; break;
-		case 'C': so.curve_cert = optarg; break;
-		case 'A': so.curve_allow = optarg; break;
-		case 'h': vmpub_usage(stdout); return 0;
-		default: vmpub_usage(stderr); return 2;
+		case 's':
+			sub = optarg;
+			break;
+		case 'H':
+			v.host = optarg;
+			break;
+		case 'C':
+			so.curve_cert = optarg;
+			break;
+		case 'A':
+			so.curve_allow = optarg;
+			break;
+		case 'h':
+			vmpub_usage(stdout);
+			return 0;
+		default:
+			vmpub_usage(stderr);
+			return 2;
 		}
 	}
 	if (argc - optind != 2) {
@@ -159,23 +176,33 @@ int cmd_vmpub(int argc, char **argv)
 	}
 	v.vm = argv[optind];
 	if (!v.vm[0] || strlen(v.vm) > 63) {
-		fprintf(stderr, "wattbus vmpub: VM '%s': needs 1 to 63 bytes (it becomes the host name of the guest's stream)\n", v.vm);
+		fprintf(
+		    stderr,
+		    "wattbus vmpub: VM '%s': needs 1 to 63 bytes (it becomes the host name of the guest's stream)\n",
+		    v.vm);
 		return 2;
 	}
 	if (so.curve_cert && (!so.curve_allow || !so.curve_allow[0])) {
-		fprintf(stderr, "wattbus vmpub: --curve-cert needs --curve-allow DIR holding only VM %s's public certificate: without it any key gets in\n", v.vm);
+		fprintf(
+		    stderr,
+		    "wattbus vmpub: --curve-cert needs --curve-allow DIR holding only VM %s's public certificate: without it any key gets in\n",
+		    v.vm);
 		return 2;
 	}
 	if (!v.host) {
 		if (gethostname(hostname, sizeof(hostname) - 1) < 0) {
-			fprintf(stderr, "wattbus vmpub: cannot read this host's name: give --host\n");
+			fprintf(stderr,
+				"wattbus vmpub: cannot read this host's name: give --host\n");
 			return 2;
 		}
 		v.host = hostname;
 	}
 	if (!sub) {
 		if (cli_find_socket("estimd.sock", ep, sizeof(ep), looked, sizeof(looked)) < 0) {
-			fprintf(stderr, "wattbus vmpub: no estimd socket found (looked in %s): give --sub\n", looked);
+			fprintf(
+			    stderr,
+			    "wattbus vmpub: no estimd socket found (looked in %s): give --sub\n",
+			    looked);
 			return 2;
 		}
 		sub = ep;
@@ -192,7 +219,8 @@ int cmd_vmpub(int argc, char **argv)
 		wb_pub_destroy(&v.pub);
 		return 1;
 	}
-	log_info("vmpub %s: estimates of %s from %s, the VM's energy on %s", v.vm, v.host, sub, argv[optind + 1]);
+	log_info("vmpub %s: estimates of %s from %s, the VM's energy on %s", v.vm, v.host, sub,
+		 argv[optind + 1]);
 	struct wb_stats stats = {0};
 	while (!cli_interrupted()) {
 		if (wb_sub_wait(s, 1000) <= 0)
@@ -210,7 +238,11 @@ int cmd_vmpub(int argc, char **argv)
 		vmpub_one(&v, &m);
 		wb_msg_clear(&m);
 	}
-	log_info("vmpub %s: %" PRIu64 " estimates of %s, %" PRIu64 " sent, %" PRIu64 " failed to send, %" PRIu64 " without the VM's totals, %" PRIu64 " rejected, %" PRIu64 " lost", v.vm, v.frames, v.host, v.sent, v.send_failed, v.no_totals, v.rejected, stats.lost);
+	log_info("vmpub %s: %" PRIu64 " estimates of %s, %" PRIu64 " sent, %" PRIu64
+		 " failed to send, %" PRIu64 " without the VM's totals, %" PRIu64
+		 " rejected, %" PRIu64 " lost",
+		 v.vm, v.frames, v.host, v.sent, v.send_failed, v.no_totals, v.rejected,
+		 stats.lost);
 	wb_sub_destroy(&s);
 	wb_pub_destroy(&v.pub);
 	return 0;

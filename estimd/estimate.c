@@ -14,7 +14,9 @@
 #include "estimd.h"
 #include "grow.h"
 
-#define HOSTS_MAX 1024 /* hosts whose learning state (idle regression, training) is kept, least recent dropped */
+#define HOSTS_MAX                                                                                  \
+	1024 /* hosts whose learning state (idle regression, training) is kept, least recent       \
+		dropped */
 #define ZONE_STATE_MAX 256
 /* procs x zones of one estimate; beyond it a slot is refused rather than allocating gigabytes. */
 #define ENERGY_CELLS_MAX (1u << 24)
@@ -29,8 +31,8 @@ struct zone_state {
 
 struct host_state {
 	char host[64];
-	uint64_t used;	/* estimator tick of the last slot: least recent goes first */
-	size_t bytes;	/* charged to the budget: its zones' regressions and its trainer */
+	uint64_t used; /* estimator tick of the last slot: least recent goes first */
+	size_t bytes;  /* charged to the budget: its zones' regressions and its trainer */
 	struct zone_state *zones;
 	size_t nzones;
 	struct trainer trainer;
@@ -250,7 +252,6 @@ static struct idle_reg *zone_reg(struct estimator *e, struct host_state *h, cons
 	return zs ? &zs->reg : NULL;
 }
 
-
 static inline uint64_t hash_str(const char *s)
 {
 	uint64_t h = 1469598103934665603ull;
@@ -375,8 +376,7 @@ static int groups_build(struct estimator *e, const struct wb_aligned *a, size_t 
 			if (key[0] && e->cg_group[i * G_KINDS + k] < 0)
 				return -1;
 		}
-		if (wb_grow(&gs->energy, &gs->energy_cap, gs->n * nz + 1, sizeof(uint64_t), 16) <
-		    0)
+		if (wb_grow(&gs->energy, &gs->energy_cap, gs->n * nz + 1, sizeof(uint64_t), 16) < 0)
 			return -1;
 		memset(gs->energy, 0, (gs->n * nz + 1) * sizeof(uint64_t));
 	}
@@ -437,7 +437,8 @@ static void model_zones(struct estimator *e, const struct wb_aligned *a, double 
 		double idle_w = 0, active_w = 0;
 		/* A model within the schema's bounds can still say 1e39 W; no zone of one node
 		 * draws MODEL_MAX_W, so such a slot is counted and given nothing, like a NaN. */
-		if (!isfinite(p) || !isfinite(p0) || fabs(p) > MODEL_MAX_W || fabs(p0) > MODEL_MAX_W) {
+		if (!isfinite(p) || !isfinite(p0) || fabs(p) > MODEL_MAX_W ||
+		    fabs(p0) > MODEL_MAX_W) {
 			res->model_nan++;
 		} else if (m->output == MODEL_ABS) {
 			/* Kepler scales the idle (zero-usage) power by the core ratio; usage adds
@@ -561,7 +562,8 @@ static int attribute(struct estimator *e, const struct wb_aligned *a, size_t nz,
 			if (gpu_weights(&a->zones[z], a, e->gw, &d, &e->gpu_scratch) < 0)
 				return -1;
 			/* d 0 (no process on the GPU): its active energy is nobody's */
-			if (attrib_split(ez->active_uj, e->gw, n, d, e->part, &rest, &e->scratch) < 0)
+			if (attrib_split(ez->active_uj, e->gw, n, d, e->part, &rest, &e->scratch) <
+			    0)
 				return -1;
 		} else if (!by_instr) {
 			if (attrib_split(ez->active_uj, e->w, n, cpu_denom, e->part, &rest,
@@ -710,7 +712,10 @@ int estimator_slot(struct estimator *e, const struct wb_aligned *a, struct wb_es
 	size_t nz_in = measured ? a->n_zones : use_ext ? e->ext.n : e->model ? e->model->nzones : 0;
 	if (!totals_admits(&e->totals, a->env.host, nz_in)) {
 		res->budget_refused = true;
-		snprintf(err, errlen, "slot from %s: refused, a new host and the memory budget (budget_mib) has %zu of %zu MiB in use", a->env.host, e->budget.used >> 20, e->budget.max >> 20);
+		snprintf(
+		    err, errlen,
+		    "slot from %s: refused, a new host and the memory budget (budget_mib) has %zu of %zu MiB in use",
+		    a->env.host, e->budget.used >> 20, e->budget.max >> 20);
 		return -1;
 	}
 	struct host_state *h = host_get(e, a->env.host);

@@ -74,7 +74,8 @@ struct model {
 	uint64_t cores; /* logical CPUs of the machine it was trained on (machine_spec.cores); 0
 			   unknown */
 	uint64_t train_slots, test_slots;
-	double mae_w; /* the whole model's error as Kepler's weights answer states it (mae); 0 unknown */
+	double mae_w; /* the whole model's error as Kepler's weights answer states it (mae); 0
+			 unknown */
 	size_t ncategorical; /* Categorical_Variables entries, which wattbus cannot evaluate
 				(ignored) */
 	size_t nzones;
@@ -134,10 +135,10 @@ void model_describe(const struct model *m, char *buf, size_t size);
 /* ---- spec.c: this machine's spec, as Kepler's model server matches node types ---- */
 
 struct mspec {
-	char processor[128]; /* "intel_xeon_platinum_8259cl": Kepler's format_processor */
-	uint64_t cores;	     /* logical CPUs */
-	uint64_t chips;	     /* sockets (distinct physical ids), at least 1 */
-	uint64_t memory_gib; /* MemTotal in whole GiB (rounded down, as Kepler) */
+	char processor[128];	/* "intel_xeon_platinum_8259cl": Kepler's format_processor */
+	uint64_t cores;		/* logical CPUs */
+	uint64_t chips;		/* sockets (distinct physical ids), at least 1 */
+	uint64_t memory_gib;	/* MemTotal in whole GiB (rounded down, as Kepler) */
 	uint64_t frequency_mhz; /* max(cpufreq maximum, cpu MHz), to 100 MHz, as Kepler */
 };
 
@@ -148,9 +149,11 @@ struct mspec {
  */
 int mspec_read(const char *procfs_root, const char *sysfs_root, struct mspec *out, char *err,
 	       size_t errlen);
-/* The same, with the roots from $WATTBUS_PROCFS_ROOT and $WATTBUS_SYSFS_ROOT (default /proc, /sys). */
+/* The same, with the roots from $WATTBUS_PROCFS_ROOT and $WATTBUS_SYSFS_ROOT (default /proc, /sys).
+ */
 int mspec_read_env(struct mspec *out, char *err, size_t errlen);
-/* The spec as a model message carries it; cores, when not 0, replaces the spec's (the trainer's host's). */
+/* The spec as a model message carries it; cores, when not 0, replaces the spec's (the trainer's
+ * host's). */
 void mspec_to_msg(const struct mspec *s, uint64_t cores, struct wb_model_spec *out);
 
 /* ---- kepler.c: Kepler's model server request and estimator sidecar protocol ---- */
@@ -389,7 +392,7 @@ struct tot_host {
 	char in_src[32];   /* the aligned producer of in_epoch */
 	uint64_t in_epoch; /* alignd's total_epoch of the last slot */
 	bool have_t;
-	uint64_t last_t1; /* end of the last slot counted */
+	uint64_t last_t1;	 /* end of the last slot counted */
 	struct wb_rewind rewind; /* slots of a new alignd count behind last_t1: a clock set back */
 	uint64_t used;
 	struct tot_zone *z;
@@ -400,7 +403,7 @@ struct totals {
 	struct tot_host *h;
 	size_t n, cap, max;
 	struct wb_budget *budget; /* charged for the zones of every host (NULL: none) */
-	uint64_t last_epoch; /* total epochs are unique within this estimd */
+	uint64_t last_epoch;	  /* total epochs are unique within this estimd */
 	uint64_t tick;
 };
 
@@ -408,9 +411,10 @@ struct tot_result {
 	bool stale;	       /* the slot ended no later than the last one: it added nothing */
 	uint64_t recovered_uj; /* energy beyond the slot's own: slots never received */
 	uint64_t epoch;	       /* total_epoch of the host */
-	unsigned implausible;  /* zones whose alignd total jumped more than a zone can draw: not trusted */
+	unsigned implausible;  /* zones whose alignd total jumped more than a zone can draw: not
+				  trusted */
 	unsigned saturated;    /* zones whose total is held at the wire's maximum */
-	bool rewound;	       /* the host's time line was set back: counting continues from this slot */
+	bool rewound; /* the host's time line was set back: counting continues from this slot */
 };
 
 int totals_init(struct totals *t, size_t max_hosts);
@@ -440,7 +444,8 @@ int totals_slot(struct totals *t, const struct wb_aligned *a, struct wb_est_zone
  */
 int totals_vms(struct totals *t, const char *host, const struct wb_est_zone *zones, size_t nz,
 	       struct wb_est_group *vms, size_t ngroups, const uint64_t *idle_uj, uint64_t *pool);
-/* Write the totals to path atomically (JSON; fsync'd when sync). Returns 0 or -1 (err names the file). */
+/* Write the totals to path atomically (JSON; fsync'd when sync). Returns 0 or -1 (err names the
+ * file). */
 int totals_save(const struct totals *t, const char *path, uint64_t now_ns, bool sync, char *err,
 		size_t errlen);
 /* Resume from a saved state (before any slot). Returns 0 (*nhosts read) or -1 (err). */
@@ -459,7 +464,8 @@ struct est_conf {
 	struct idle_conf idle;
 	struct idle_conf gpu_idle; /* fixed idle power of GPU zones (gpu_idle_w); none: learned */
 	bool train;
-	bool vm_idle; /* a VM's cumulative energy includes its share of idle (CPU time of the node's) */
+	bool vm_idle; /* a VM's cumulative energy includes its share of idle (CPU time of the
+			 node's) */
 	struct train_conf train_conf;
 	uint64_t model_cores; /* >0: the model's machine cores, overriding the file */
 	size_t budget_bytes;  /* learning state and totals of all hosts together; 0: no limit */

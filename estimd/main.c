@@ -84,8 +84,8 @@ static const struct wb_conf_key keys[] = {
      "how often the model server is asked again"},
     {"model_retry", WB_CONF_DURATION, OFF(model_retry_ns), "10s", 1e8, 86400e9, NULL,
      "first retry after a failed model server request; doubles after each failure, up to model_refresh"},
-    {"model_server_timeout", WB_CONF_DURATION, OFF(model_server_timeout_ns), "10s", 1e8, 600e9, NULL,
-     "deadline of one model server request"},
+    {"model_server_timeout", WB_CONF_DURATION, OFF(model_server_timeout_ns), "10s", 1e8, 600e9,
+     NULL, "deadline of one model server request"},
     {"estimator", WB_CONF_STR, OFF(estimator), "", 0, 0, NULL,
      "Kepler estimator sidecar, unix:PATH: asked for the power of every slot in model mode; the local model stands in when it does not answer in time (empty: none)"},
     {"estimator_timeout", WB_CONF_DURATION, OFF(estimator_timeout_ns), "200ms", 1e6, 60e9, NULL,
@@ -120,8 +120,7 @@ static const struct wb_conf_key keys[] = {
     {"state_file", WB_CONF_STR, OFF(state_file), "%r/estimd.state", 0, 0, NULL,
      "where the node energy totals are saved, so that a restart continues them (empty: nowhere)"},
     {"state_every", WB_CONF_DURATION, OFF(state_every_ns), "1s", 0, 3600e9, NULL,
-     "also save the state this often while running, so that a crash loses no energy (0: at stop "
-     "only)"},
+     "also save the state this often while running, so that a crash loses no energy (0: at stop only)"},
     {"budget_mib", WB_CONF_INT, OFF(budget_mib), "256", 0, 1048576, NULL,
      "MiB that the learning state (idle regressions, training) and node totals of all hosts may hold together; a new host beyond it is refused (0: no limit)"},
 };
@@ -171,12 +170,15 @@ static int est_conf_from(const struct estimd_conf *c, struct est_conf *ec, char 
 		return -1;
 	}
 	if (c->estimator[0] && (strncmp(c->estimator, "unix:", 5) != 0 || !c->estimator[5])) {
-		snprintf(err, errlen, "estimator '%s': expected unix:PATH (Kepler's estimator sidecar socket)", c->estimator);
+		snprintf(err, errlen,
+			 "estimator '%s': expected unix:PATH (Kepler's estimator sidecar socket)",
+			 c->estimator);
 		return -1;
 	}
 	if (c->model_server[0] && strncmp(c->model_server, "http://", 7) != 0 &&
 	    strncmp(c->model_server, "https://", 8) != 0) {
-		snprintf(err, errlen, "model_server '%s': expected an http:// or https:// URL", c->model_server);
+		snprintf(err, errlen, "model_server '%s': expected an http:// or https:// URL",
+			 c->model_server);
 		return -1;
 	}
 	ec->model_cores = (uint64_t)c->model_cores;
@@ -187,7 +189,8 @@ static int est_conf_from(const struct estimd_conf *c, struct est_conf *ec, char 
 /* The built-in default model is where `make install` puts it; a build tree runs without it. */
 static bool default_model_missing(const struct estimd_conf *c)
 {
-	return strcmp(c->model, DEFAULT_MODEL) == 0 && access(c->model, F_OK) < 0 && errno == ENOENT;
+	return strcmp(c->model, DEFAULT_MODEL) == 0 && access(c->model, F_OK) < 0 &&
+	       errno == ENOENT;
 }
 
 /*
@@ -202,7 +205,10 @@ static int load_model(const struct estimd_conf *c, struct model **out, char *err
 	if (default_model_missing(c)) {
 		if (strcmp(c->mode, "model") != 0)
 			return 0;
-		snprintf(err, errlen, "mode model needs a power model, and the default %s is not installed (make install puts it there): set --model FILE (model = FILE in [estimd]), e.g. data/models/*.json of the source tree", c->model);
+		snprintf(
+		    err, errlen,
+		    "mode model needs a power model, and the default %s is not installed (make install puts it there): set --model FILE (model = FILE in [estimd]), e.g. data/models/*.json of the source tree",
+		    c->model);
 		return -1;
 	}
 	struct model *m = malloc(sizeof(*m));
@@ -235,8 +241,8 @@ static int check_conf(const void *conf, char *err, size_t errlen)
 
 static const struct wb_stage stage = {
     .name = "estimd",
-    .summary = "Split node energy into idle and active, attribute it to processes, containers, "
-	       "pods and VMs.",
+    .summary =
+	"Split node energy into idle and active, attribute it to processes, containers, pods and VMs.",
     .keys = keys,
     .nkeys = NKEYS,
     .conf_size = sizeof(struct estimd_conf),
@@ -280,19 +286,20 @@ static void use_model(struct app *app, struct model *m, const char *how)
 	model_describe(m, desc, sizeof(desc));
 	log_info("%s model %s", how, desc);
 	if (m->ncategorical)
-		log_warnx("model %s: %zu Categorical_Variables entries ignored (wattbus has no "
-			  "categorical features)",
-			  m->name, m->ncategorical);
+		log_warnx(
+		    "model %s: %zu Categorical_Variables entries ignored (wattbus has no categorical features)",
+		    m->name, m->ncategorical);
 	for (size_t i = 0; i < m->nzones; i++)
 		for (size_t f = 0; f < m->zones[i].nfeat; f++)
 			if (m->zones[i].feat[f].id == FEAT_UNMEASURED &&
 			    m->zones[i].feat[f].weight != 0)
-				log_warnx("model %s: %s feature %s is not measured by wattbus and "
-					  "counts as 0",
-					  m->name, m->zones[i].zone, m->zones[i].feat[f].name);
+				log_warnx(
+				    "model %s: %s feature %s is not measured by wattbus and counts as 0",
+				    m->name, m->zones[i].zone, m->zones[i].feat[f].name);
 }
 
-/* ---- the model server: asked at start, every model_refresh, and after failures with backoff ---- */
+/* ---- the model server: asked at start, every model_refresh, and after failures with backoff ----
+ */
 
 static void ms_schedule(struct app *app, uint64_t delay_ns);
 
@@ -318,11 +325,14 @@ static void ms_failed(struct app *app, uint64_t *counter, const char *what, cons
 {
 	(*counter)++;
 	uint64_t max = app->conf->model_refresh_ns;
-	app->ms_backoff_ns = app->ms_backoff_ns ? app->ms_backoff_ns * 2 : app->conf->model_retry_ns;
+	app->ms_backoff_ns =
+	    app->ms_backoff_ns ? app->ms_backoff_ns * 2 : app->conf->model_retry_ns;
 	if (app->ms_backoff_ns > max)
 		app->ms_backoff_ns = max;
 	const struct model *cur = estimator_model(app->est);
-	log_rl(&app->rl_ms, WB_LOG_WARN, "model server %s: %s; keeping model %s, next try in %.1f s", what, err, cur ? cur->name : "none", (double)app->ms_backoff_ns / 1e9);
+	log_rl(&app->rl_ms, WB_LOG_WARN,
+	       "model server %s: %s; keeping model %s, next try in %.1f s", what, err,
+	       cur ? cur->name : "none", (double)app->ms_backoff_ns / 1e9);
 	ms_schedule(app, app->ms_backoff_ns);
 }
 
@@ -385,14 +395,16 @@ static void ms_start(struct app *app)
 	snprintf(app->ms_asked, sizeof(app->ms_asked), "%s", app->slot_counters);
 	char tmp[64];
 	snprintf(tmp, sizeof(tmp), "%s", app->slot_counters);
-	for (char *save = NULL, *t = strtok_r(tmp, ",", &save); t && n < 4; t = strtok_r(NULL, ",", &save))
+	for (char *save = NULL, *t = strtok_r(tmp, ",", &save); t && n < 4;
+	     t = strtok_r(NULL, ",", &save))
 		snprintf(names[n++], sizeof(names[0]), "%s", t);
 	kepler_metrics_from((const char(*)[16])names, n, &km);
 	struct mspec spec;
 	char err[1024];
 	bool have_spec = mspec_read_env(&spec, err, sizeof(err)) == 0;
 	if (!have_spec)
-		log_rl(&app->rl_ms, WB_LOG_WARN, "machine spec: %s; asking the model server without one", err);
+		log_rl(&app->rl_ms, WB_LOG_WARN,
+		       "machine spec: %s; asking the model server without one", err);
 	char *body = kepler_model_request(&km, "AbsPower", have_spec ? &spec : NULL);
 	char url[1100];
 	ms_url(app, url, sizeof(url));
@@ -415,7 +427,8 @@ static void ms_start(struct app *app)
 	if (wb_daemon_watch_fd(app->d, wb_httpc_job_fd(app->ms_job), on_ms_done, app) < 0) {
 		/* Nothing would tell when it is done: wait for it here (bounded by its timeout). */
 		struct wb_httpc_resp resp;
-		enum wb_httpc_result res = wb_httpc_job_finish(app->ms_job, &resp, err, sizeof(err));
+		enum wb_httpc_result res =
+		    wb_httpc_job_finish(app->ms_job, &resp, err, sizeof(err));
 		app->ms_job = NULL;
 		ms_answer(app, res, &resp, err);
 		wb_httpc_resp_free(&resp);
@@ -454,19 +467,26 @@ static void sidecar_slot(struct app *app, const struct wb_aligned *a)
 	size_t len;
 	bool timed_out;
 	(*app->est_requests)++;
-	int rc = kepler_sidecar_call(path, req, (int)(app->conf->estimator_timeout_ns / WB_NS_PER_MS), buf, sizeof(buf), &len, &timed_out, err, sizeof(err));
+	int rc =
+	    kepler_sidecar_call(path, req, (int)(app->conf->estimator_timeout_ns / WB_NS_PER_MS),
+				buf, sizeof(buf), &len, &timed_out, err, sizeof(err));
 	free(req);
 	const struct model *m = estimator_model(app->est);
 	const char *local = m ? m->name : "none";
 	if (rc < 0) {
 		(*(timed_out ? app->est_timeout : app->est_gone))++;
-		log_rl(&app->rl_est, WB_LOG_WARN, "estimator sidecar %s; slot of %s from the local model %s", err, a->env.host, local);
+		log_rl(&app->rl_est, WB_LOG_WARN,
+		       "estimator sidecar %s; slot of %s from the local model %s", err, a->env.host,
+		       local);
 		return;
 	}
 	struct kepler_powers kp;
 	if (kepler_powers_parse(buf, len, &kp, err, sizeof(err)) < 0) {
 		(*app->est_bad_answer)++;
-		log_rl(&app->rl_est, WB_LOG_WARN, "estimator sidecar %s: answer refused: %s; slot of %s from the local model %s", path, err, a->env.host, local);
+		log_rl(
+		    &app->rl_est, WB_LOG_WARN,
+		    "estimator sidecar %s: answer refused: %s; slot of %s from the local model %s",
+		    path, err, a->env.host, local);
 		return;
 	}
 	(*app->est_answered)++;
@@ -542,10 +562,11 @@ static void on_aligned(struct wb_daemon *d, const struct wb_msg *msg, const stru
 	(*(res.measured ? app->slots_measured : app->slots_model))++;
 	if (res.stale) {
 		(*app->slots_stale)++;
-		log_rl(&app->rl_slot, WB_LOG_INFO,
-		       "slot [%" PRIu64 ", %" PRIu64 "] of %s ends no later than the last one "
-		       "(alignd resent it after a restart?): estimated, not added to the totals",
-		       a->t0, a->t1, a->env.host);
+		log_rl(
+		    &app->rl_slot, WB_LOG_INFO,
+		    "slot [%" PRIu64 ", %" PRIu64
+		    "] of %s ends no later than the last one (alignd resent it after a restart?): estimated, not added to the totals",
+		    a->t0, a->t1, a->env.host);
 	}
 	if (res.recovered_uj) {
 		(*app->slots_recovered)++;
@@ -561,13 +582,23 @@ static void on_aligned(struct wb_daemon *d, const struct wb_msg *msg, const stru
 	*app->totals_saturated += res.totals_saturated;
 	*app->vm_totals_short += res.vm_totals_short;
 	if (res.vm_totals_short)
-		log_rl(&app->rl_slot, WB_LOG_WARN, "%s: VMs of slot [%" PRIu64 ", %" PRIu64 "] left without their cumulative total_uj: out of memory or the memory budget (budget_mib) is full", a->env.host, a->t0, a->t1);
+		log_rl(
+		    &app->rl_slot, WB_LOG_WARN,
+		    "%s: VMs of slot [%" PRIu64 ", %" PRIu64
+		    "] left without their cumulative total_uj: out of memory or the memory budget (budget_mib) is full",
+		    a->env.host, a->t0, a->t1);
 	if (res.clock_rewound) {
 		(*app->clock_rewinds)++;
-		log_warnx("%s: %d slots of a new alignd count in a row end before the last one counted: the host's clock was set back; its totals continue from slot [%" PRIu64 ", %" PRIu64 "]", a->env.host, WB_REWIND_SAMPLES, a->t0, a->t1);
+		log_warnx(
+		    "%s: %d slots of a new alignd count in a row end before the last one counted: the host's clock was set back; its totals continue from slot [%" PRIu64
+		    ", %" PRIu64 "]",
+		    a->env.host, WB_REWIND_SAMPLES, a->t0, a->t1);
 	}
 	if (res.totals_implausible)
-		log_rl(&app->rl_slot, WB_LOG_WARN, "%s: alignd's total_uj jumped by more than a zone can draw since the last slot (%.0f W): only the slot's own energy is counted", a->env.host, WB_ZONE_MAX_W);
+		log_rl(
+		    &app->rl_slot, WB_LOG_WARN,
+		    "%s: alignd's total_uj jumped by more than a zone can draw since the last slot (%.0f W): only the slot's own energy is counted",
+		    a->env.host, WB_ZONE_MAX_W);
 	*app->model_nan += res.model_nan;
 	if (res.no_model) {
 		(*app->slots_no_model)++;
@@ -681,8 +712,8 @@ static int on_reload(struct wb_daemon *d, void *new_conf, void *arg)
 	if (strcmp(c->pub, app->conf->pub) != 0 || !same_list(&c->sub, &app->conf->sub) ||
 	    !same_list(&c->model_from, &app->conf->model_from) ||
 	    c->state_every_ns != app->conf->state_every_ns)
-		log_warnx("reload: new pub, sub, model_from or state_every take effect at the next "
-			  "restart");
+		log_warnx(
+		    "reload: new pub, sub, model_from or state_every take effect at the next restart");
 	app->conf = c;
 	/* The model file replaced the model server's: ask it again now. */
 	if (c->model_server[0] && !app->ms_job)
@@ -746,7 +777,9 @@ int main(int argc, char **argv)
 	if (!(app.est = estimator_new(&ec)))
 		fatalx(WB_EXIT_FAILURE, "out of memory");
 	if (default_model_missing(app.conf))
-		log_warnx("the default model %s is not installed (make install puts it there): a host without a meter gets no energy; set --model FILE (model = FILE in [estimd])", app.conf->model);
+		log_warnx(
+		    "the default model %s is not installed (make install puts it there): a host without a meter gets no energy; set --model FILE (model = FILE in [estimd])",
+		    app.conf->model);
 	use_model(&app, m, "loaded");
 	if (app.conf->state_file[0]) {
 		size_t n;
@@ -778,11 +811,14 @@ int main(int argc, char **argv)
 	}
 	wb_daemon_on_reload(d, on_reload, &app);
 	if (app.conf->model_server[0]) {
-		log_info("model server %s: asked now and every %.0f s", app.conf->model_server, (double)app.conf->model_refresh_ns / 1e9);
+		log_info("model server %s: asked now and every %.0f s", app.conf->model_server,
+			 (double)app.conf->model_refresh_ns / 1e9);
 		ms_schedule(&app, WB_NS_PER_MS);
 	}
 	if (app.conf->estimator[0])
-		log_info("estimator sidecar %s: asked for every slot in model mode, %.0f ms deadline; the local model stands in", app.conf->estimator, (double)app.conf->estimator_timeout_ns / 1e6);
+		log_info(
+		    "estimator sidecar %s: asked for every slot in model mode, %.0f ms deadline; the local model stands in",
+		    app.conf->estimator, (double)app.conf->estimator_timeout_ns / 1e6);
 	if (app.conf->state_every_ns)
 		wb_daemon_timer(d, app.conf->state_every_ns, on_checkpoint, &app);
 	set_mode(&app, ec.mode == EST_MEASURED ? "measured"

@@ -152,8 +152,8 @@ static int read_number(struct reader *r, const json_t *v, const char *key, doubl
 		static const char *const nonfinite[] = {"NaN", "-NaN", "Infinity", "-Infinity"};
 		for (size_t i = 0; i < sizeof(nonfinite) / sizeof(nonfinite[0]); i++)
 			if (strcmp(json_string_value(v), nonfinite[i]) == 0)
-				return fail(r->err, r->errlen, r->origin, key, "%s is not a finite number",
-					    nonfinite[i]);
+				return fail(r->err, r->errlen, r->origin, key,
+					    "%s is not a finite number", nonfinite[i]);
 	}
 	if (!json_is_number(v))
 		return fail(r->err, r->errlen, r->origin, key, "expected a number, got %s",
@@ -368,11 +368,10 @@ static int resolve_form(struct reader *r, const struct model_hint *hint, const c
 		else {
 			char key[64];
 			snprintf(key, sizeof(key), "%s.All_Weights.CurveFit_Weights", z0->zone);
-			return fail(r->err, r->errlen, r->origin, key,
-				    "%zu curve-fit weights fit the logarithmic and the exponential "
-				    "form alike; name the trainer "
-				    "(model_name, the model-db file name, or model_trainer)",
-				    z0->ncurve);
+			return fail(
+			    r->err, r->errlen, r->origin, key,
+			    "%zu curve-fit weights fit the logarithmic and the exponential form alike; name the trainer (model_name, the model-db file name, or model_trainer)",
+			    z0->ncurve);
 		}
 		why = "the weights";
 	}
@@ -444,7 +443,8 @@ int model_parse(const char *text, size_t len, const char *origin, const struct m
 				     json_type_name(v));
 				goto done;
 			}
-			/* null: unknown (Kepler's servers write unknown attributes so); 96.0 is 96 */
+			/* null: unknown (Kepler's servers write unknown attributes so); 96.0 is 96
+			 */
 			double c = json_is_number(cores) ? json_number_value(cores) : 0;
 			if (cores && !json_is_null(cores) &&
 			    (!json_is_number(cores) || !(c >= 1 && c <= 65536) || c != floor(c))) {
@@ -455,15 +455,15 @@ int model_parse(const char *text, size_t len, const char *origin, const struct m
 			if (c >= 1)
 				out->cores = (uint64_t)c;
 		} else if (strcmp(key, "mae") == 0 && json_is_number(v) &&
-			 isfinite(json_number_value(v)) && json_number_value(v) >= 0)
+			   isfinite(json_number_value(v)) && json_number_value(v) >= 0)
 			/* A model server's weights answer states the model's error. */
 			out->mae_w = json_number_value(v);
 		/* Other keys (Kepler ignores them too) are left alone. */
 	}
 	if (out->nzones == 0) {
-		fail(err, errlen, r.origin, "package",
-		     "missing: no zone (expected at least one of package, core, uncore, dram, "
-		     "platform)");
+		fail(
+		    err, errlen, r.origin, "package",
+		    "missing: no zone (expected at least one of package, core, uncore, dram, platform)");
 		goto done;
 	}
 	const json_t *meta = json_object_get(root, "wattbus");
@@ -643,13 +643,14 @@ char *model_to_kepler_json(const struct model *m, char *err, size_t errlen)
 		if (m->form == MODEL_LINEAR) {
 			for (size_t f = 0; f < z->nfeat; f++)
 				json_object_set_new(nv, z->feat[f].name,
-						    json_pack("{s:f,s:f}", "scale", z->feat[f].scale,
-							      "weight", z->feat[f].weight));
+						    json_pack("{s:f,s:f}", "scale",
+							      z->feat[f].scale, "weight",
+							      z->feat[f].weight));
 			json_object_set_new(root, z->zone,
 					    json_pack("{s:{s:f,s:{},s:o}}", "All_Weights",
 						      "Bias_Weight", folded_bias(z),
-						      "Categorical_Variables", "Numerical_Variables",
-						      nv));
+						      "Categorical_Variables",
+						      "Numerical_Variables", nv));
 		} else {
 			/* model-db's curve fits: features with their scale only (no means), the
 			 * curve's weights apart. */
@@ -659,10 +660,10 @@ char *model_to_kepler_json(const struct model *m, char *err, size_t errlen)
 						    json_pack("{s:f}", "scale", z->feat[f].scale));
 			for (size_t c = 0; c < z->ncurve; c++)
 				json_array_append_new(cf, json_real(z->curve[c]));
-			json_object_set_new(root, z->zone,
-					    json_pack("{s:{s:{},s:o,s:o}}", "All_Weights",
-						      "Categorical_Variables", "Numerical_Variables", nv,
-						      "CurveFit_Weights", cf));
+			json_object_set_new(
+			    root, z->zone,
+			    json_pack("{s:{s:{},s:o,s:o}}", "All_Weights", "Categorical_Variables",
+				      "Numerical_Variables", nv, "CurveFit_Weights", cf));
 		}
 		json_object_set_new(meta_zones, z->zone,
 				    json_pack("{s:f,s:f}", "mae_w", z->mae_w, "mape", z->mape));

@@ -248,7 +248,8 @@ int totals_slot(struct totals *t, const struct wb_aligned *a, struct wb_est_zone
 		bool sat = false;
 		z->total_uj = wb_sat_add(z->total_uj, d, &sat);
 		z->active_uj = wb_sat_add(z->active_uj, act, &sat);
-		z->idle_uj = z->total_uj - (z->active_uj < z->total_uj ? z->active_uj : z->total_uj);
+		z->idle_uj =
+		    z->total_uj - (z->active_uj < z->total_uj ? z->active_uj : z->total_uj);
 		res->saturated += sat;
 		if (!stale && in) {
 			z->in_uj = in;
@@ -380,8 +381,10 @@ int totals_save(const struct totals *t, const char *path, uint64_t now_ns, bool 
 			const struct tot_vm *v = &h->vm[k];
 			json_t *uj = json_object();
 			for (size_t j = 0; j < v->n && j < h->nz; j++)
-				json_object_set_new(uj, h->z[j].name, json_integer((json_int_t)v->uj[j]));
-			json_array_append_new(vms, json_pack("{s:s, s:o}", "id", v->id, "total_uj", uj));
+				json_object_set_new(uj, h->z[j].name,
+						    json_integer((json_int_t)v->uj[j]));
+			json_array_append_new(vms,
+					      json_pack("{s:s, s:o}", "id", v->id, "total_uj", uj));
 		}
 		json_array_append_new(
 		    hosts, json_pack("{s:s, s:I, s:s, s:I, s:b, s:I, s:o, s:o}", "host", h->host,
@@ -416,8 +419,8 @@ static int state_check(const json_t *root, char *why, size_t len)
 	static const char *const zone_uints[] = {"in_uj", "total_uj", "active_uj", "idle_uj"};
 	size_t i, k;
 	const json_t *o, *zo;
-	if (!json_is_object(root) || wb_json_u64(root, "version") != 1 || !uint_ok(root, "last_epoch") ||
-	    !json_is_array(json_object_get(root, "hosts"))) {
+	if (!json_is_object(root) || wb_json_u64(root, "version") != 1 ||
+	    !uint_ok(root, "last_epoch") || !json_is_array(json_object_get(root, "hosts"))) {
 		snprintf(why, len, "not an estimd state (version 1 with hosts)");
 		return -1;
 	}
@@ -429,7 +432,10 @@ static int state_check(const json_t *root, char *why, size_t len)
 		for (size_t u = 0; ok && u < sizeof(host_uints) / sizeof(*host_uints); u++)
 			ok = uint_ok(o, host_uints[u]);
 		if (!ok) {
-			snprintf(why, len, "hosts[%zu]: needs a host of 1 to 63 bytes, zones and non-negative integers", i);
+			snprintf(
+			    why, len,
+			    "hosts[%zu]: needs a host of 1 to 63 bytes, zones and non-negative integers",
+			    i);
 			return -1;
 		}
 		const json_t *vms = json_object_get(o, "vms");
@@ -443,11 +449,15 @@ static int state_check(const json_t *root, char *why, size_t len)
 			const json_t *uj = json_object_get(zo, "total_uj");
 			const char *zn;
 			const json_t *zv;
-			ok = json_is_object(zo) && id && id[0] && strlen(id) <= 127 && json_is_object(uj);
-			json_object_foreach((json_t *)uj, zn, zv)
-			    ok = ok && json_is_integer(zv) && json_integer_value(zv) >= 0;
+			ok = json_is_object(zo) && id && id[0] && strlen(id) <= 127 &&
+			     json_is_object(uj);
+			json_object_foreach((json_t *)uj, zn, zv) ok =
+			    ok && json_is_integer(zv) && json_integer_value(zv) >= 0;
 			if (!ok) {
-				snprintf(why, len, "hosts[%zu].vms[%zu]: needs an id of 1 to 127 bytes and total_uj, an object of non-negative integers", i, k);
+				snprintf(
+				    why, len,
+				    "hosts[%zu].vms[%zu]: needs an id of 1 to 127 bytes and total_uj, an object of non-negative integers",
+				    i, k);
 				return -1;
 			}
 		}
@@ -457,7 +467,10 @@ static int state_check(const json_t *root, char *why, size_t len)
 			for (size_t u = 0; ok && u < sizeof(zone_uints) / sizeof(*zone_uints); u++)
 				ok = uint_ok(zo, zone_uints[u]);
 			if (!ok) {
-				snprintf(why, len, "hosts[%zu].zones[%zu]: needs a name of 1 to 63 bytes and non-negative integers", i, k);
+				snprintf(
+				    why, len,
+				    "hosts[%zu].zones[%zu]: needs a name of 1 to 63 bytes and non-negative integers",
+				    i, k);
 				return -1;
 			}
 		}

@@ -213,7 +213,7 @@ static void fit_zone(const struct trainer *t, int zi, const bool include[FEAT_CO
 
 /* MAE and MAPE of zone z (Kepler zone zi) of model m on the held-out samples. */
 static void heldout_error(const struct trainer *t, const struct model *m, struct model_zone *z,
-			 int zi)
+			  int zi)
 {
 	double abs_sum = 0, pct_sum = 0;
 	size_t nabs = 0, npct = 0;
@@ -445,7 +445,7 @@ int trainer_fit_form(struct trainer *t, enum model_form form, const char *name, 
 	if (ntrain < t->conf.min_slots || ntrain < model_curve_len(form) + 1) {
 		snprintf(err, errlen, "%zu training slots, %zu needed for the %s form", ntrain,
 			 t->conf.min_slots > model_curve_len(form) + 1 ? t->conf.min_slots
-								     : model_curve_len(form) + 1,
+								       : model_curve_len(form) + 1,
 			 model_form_name(form));
 		return -1;
 	}
@@ -477,7 +477,8 @@ int trainer_fit_form(struct trainer *t, enum model_form form, const char *name, 
 		memset(z, 0, sizeof(*z));
 		snprintf(z->zone, sizeof(z->zone), "%s", train_zone_name(zi));
 		z->nfeat = 1;
-		snprintf(z->feat[0].name, sizeof(z->feat[0].name), "%s", feat_name(FEAT_CPU_TIME_MS));
+		snprintf(z->feat[0].name, sizeof(z->feat[0].name), "%s",
+			 feat_name(FEAT_CPU_TIME_MS));
 		z->feat[0].id = FEAT_CPU_TIME_MS;
 		z->feat[0].scale = scale;
 		z->ncurve = model_curve_len(form);

@@ -271,7 +271,8 @@ static struct ex_work *work_get(struct accum *self, struct ex_host *h, enum ex_l
 	if (w)
 		return w;
 	struct ex_work *old;
-	if (level == EX_PROCESS && (old = wmap_terminated_pid(&h->works[level], hash, pid, start_ns))) {
+	if (level == EX_PROCESS &&
+	    (old = wmap_terminated_pid(&h->works[level], hash, pid, start_ns))) {
 		/* The pid was reused: a terminated predecessor still exported would render a
 		 * second series with the same labels. The new process takes the pid's series
 		 * over from zero (a counter reset, as when Kepler sees a pid again). */
@@ -458,8 +459,9 @@ static int host_label(struct ex_host *h, const char *node_name)
 /* How long a host or a zone may be silent before its place can go to a new one. */
 static uint64_t forget_after_ns(const struct accum *self)
 {
-	uint64_t ns = self->lim.stale_after_ns > self->lim.terminated_ttl_ns ? self->lim.stale_after_ns
-									   : self->lim.terminated_ttl_ns;
+	uint64_t ns = self->lim.stale_after_ns > self->lim.terminated_ttl_ns
+			  ? self->lim.stale_after_ns
+			  : self->lim.terminated_ttl_ns;
 	return ns ? ns : 600 * 1000000000ull;
 }
 
@@ -604,7 +606,8 @@ static int zone_get(struct accum *self, struct ex_host *h, const char *zone, con
 		return -1;
 	char gkind[16];
 	if (gpu)
-		snprintf(gkind, sizeof gkind, "gpu:%llu", (unsigned long long)(gpu->index % 100000));
+		snprintf(gkind, sizeof gkind, "gpu:%llu",
+			 (unsigned long long)(gpu->index % 100000));
 	int kind = kind_get(h, gpu ? gkind : zone, (size_t)slot, gpu);
 	if (kind < 0)
 		return -1;
@@ -898,9 +901,9 @@ static void apply_groups(struct slot_ctx *c, enum ex_level level, const struct w
 		/* A pod deleted (gone from the kubelet's list) keeps the names its series has:
 		 * its last slots and its terminated series stay one series. */
 		if (from_kube || !w->named) {
-			uint64_t ident = hash_str(hash_str(hash_str(0, v.name ? v.name : "", 256),
-							   v.ns ? v.ns : "", 256),
-						  g[i].runtime, sizeof g[i].runtime);
+			uint64_t ident = hash_str(
+			    hash_str(hash_str(0, v.name ? v.name : "", 256), v.ns ? v.ns : "", 256),
+			    g[i].runtime, sizeof g[i].runtime);
 			ident = hash_str(ident, g[i].pod_uid, sizeof g[i].pod_uid);
 			work_labels(w, ident, &c->tmp, render, &v);
 			w->named = from_kube && w->labels && w->ident == ident;
@@ -1171,10 +1174,10 @@ int accum_save(const struct accum *self, const char *path, char *err, size_t err
 			    zones,
 			    json_pack(
 				"{s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:s, s:s, s:s, s:I}",
-				"zone", xz->zone,
-				"path", xz->path, "total_uj", (json_int_t)xz->total_uj, "active_uj",
-				(json_int_t)xz->active_uj, "idle_uj", (json_int_t)xz->idle_uj,
-				"slot_total_uj", (json_int_t)xz->slot_total_uj, "slot_active_uj",
+				"zone", xz->zone, "path", xz->path, "total_uj",
+				(json_int_t)xz->total_uj, "active_uj", (json_int_t)xz->active_uj,
+				"idle_uj", (json_int_t)xz->idle_uj, "slot_total_uj",
+				(json_int_t)xz->slot_total_uj, "slot_active_uj",
 				(json_int_t)xz->slot_active_uj, "slot_idle_uj",
 				(json_int_t)xz->slot_idle_uj, "slot_t1", (json_int_t)xz->slot_t1,
 				"uuid", xz->uuid, "model", xz->model, "vendor", xz->vendor, "index",

@@ -155,7 +155,8 @@ struct ex_kind {
 	char zone[16]; /* the zone kind, or "gpu:INDEX" for a GPU */
 	char *zlabel;  /* zone="..", or gpu="..",vendor=".." */
 	bool gpu;
-	bool platform; /* the platform zone: its energy is the workloads' only when estimd splits it */
+	bool platform; /* the platform zone: its energy is the workloads' only when estimd splits it
+			*/
 };
 
 #define EX_MAX_ZONES 32
@@ -179,8 +180,8 @@ struct ex_work {
 	uint64_t pid, start_ns;
 	char *id;
 	uint64_t ident; /* hash of what the labels were rendered from, to notice exec or rename */
-	bool named;	/* its labels hold a name from the kubelet: kept when the pod leaves the list */
-	char *labels;	/* the fixed labels: everything but node_name, state and zone */
+	bool named; /* its labels hold a name from the kubelet: kept when the pod leaves the list */
+	char *labels; /* the fixed labels: everything but node_name, state and zone */
 	uint64_t cpu_ns;
 	uint64_t *uj;	  /* nz accumulated totals, then nz energies of the last slot it ran in */
 	uint64_t last_t1; /* last slot it appeared in */
@@ -330,9 +331,9 @@ struct render_filter {
 
 /* exportd's own counters, kept by main.c and http.c. */
 struct exportd_counters {
-	struct wb_httpd_counters http;	/* kept by the server (lib/httpd.h) */
-	uint64_t auth_failures;		/* wrong user or password */
-	uint64_t auth_throttled;	/* requests answered 429 during a penalty */
+	struct wb_httpd_counters http; /* kept by the server (lib/httpd.h) */
+	uint64_t auth_failures;	       /* wrong user or password */
+	uint64_t auth_throttled;       /* requests answered 429 during a penalty */
 	double last_render_s;
 };
 

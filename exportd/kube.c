@@ -97,8 +97,7 @@ static int on_done(struct wb_daemon *d, int fd, void *arg)
 	else if (r == WB_HTTPC_STATUS && (resp.status == 401 || resp.status == 403))
 		log_rl(
 		    &k->rl, WB_LOG_WARN,
-		    "kube: %s: status %ld: the token (%s) is refused or lacks the RBAC rule (%s); "
-		    "the last names stay",
+		    "kube: %s: status %ld: the token (%s) is refused or lacks the RBAC rule (%s); the last names stay",
 		    k->url, resp.status, k->o.token_file,
 		    k->o.apiserver ? "pods list" : "nodes/proxy get");
 	else
@@ -199,9 +198,9 @@ struct kube *kube_new(struct wb_daemon *d, const struct kube_opts *o, kube_names
 		return NULL;
 	}
 	if (o->insecure)
-		log_warnx("kube: kube_insecure is on: %s is not verified (anyone on the path can "
-			  "serve names)",
-			  k->url);
+		log_warnx(
+		    "kube: kube_insecure is on: %s is not verified (anyone on the path can serve names)",
+		    k->url);
 	log_info("kube: names from %s every %.1f s", k->url, (double)o->interval_ns / 1e9);
 	return k;
 }

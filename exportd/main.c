@@ -58,8 +58,7 @@ static const struct wb_conf_key exportd_keys[] = {
     K("pub", WB_CONF_STR, pub, "ipc://%r/exportd.sock", 0, 0,
       "endpoint exportd's stat messages are published on"),
     K("sub", WB_CONF_LIST, sub,
-      "ipc://%r/estimd.sock,ipc://%r/powerd.sock,ipc://%r/usaged.sock,ipc://%r/alignd.sock,ipc://"
-      "%r/exportd.sock,ipc://%r/modeld.sock",
+      "ipc://%r/estimd.sock,ipc://%r/powerd.sock,ipc://%r/usaged.sock,ipc://%r/alignd.sock,ipc://%r/exportd.sock,ipc://%r/modeld.sock",
       0, 0, "endpoints to read estimate/ and stat/ messages from"),
     K("levels", WB_CONF_LIST, levels, "node,process,container,pod,vm", 0, 0,
       "workload levels exported (Kepler's metricsLevel): node, process, container, pod, vm"),
@@ -70,8 +69,7 @@ static const struct wb_conf_key exportd_keys[] = {
     K("node_name", WB_CONF_STR, node_name, "", 0, 0,
       "value of the node_name label; empty: the host name each estimate carries"),
     K("max_series", WB_CONF_INT, max_series, "500000", 1, 1e9,
-      "workload series (process, container, pod, vm) exported at most; the rest are dropped and "
-      "counted"),
+      "workload series (process, container, pod, vm) exported at most; the rest are dropped and counted"),
     K("max_terminated", WB_CONF_INT, max_terminated, "500", 0, 1e7,
       "terminated workloads kept per host and level (oldest go first)"),
     K("terminated_ttl", WB_CONF_DURATION, terminated_ttl_ns, "10m", 0, 30 * 86400e9,
@@ -93,24 +91,19 @@ static const struct wb_conf_key exportd_keys[] = {
     K("auth_max_failures", WB_CONF_INT, auth_max_failures, "5", 1, 1000000,
       "wrong passwords from one client address before it gets 429 for auth_penalty"),
     K("auth_penalty", WB_CONF_DURATION, auth_penalty_ns, "1s", 0, 3600e9,
-      "first penalty after auth_max_failures; doubles with each further failure up to 1024 "
-      "times (0: no penalty)"),
+      "first penalty after auth_max_failures; doubles with each further failure up to 1024 times (0: no penalty)"),
     K("procfs", WB_CONF_STR, procfs, "/proc", 0, 0, "procfs mount read for kepler_node_cpu_info"),
     K("state_file", WB_CONF_STR, state_file, "%r/exportd.state", 0, 0,
-      "where the node energy counters are saved, so that a restart continues them (empty: "
-      "nowhere)"),
+      "where the node energy counters are saved, so that a restart continues them (empty: nowhere)"),
     K("state_every", WB_CONF_DURATION, state_every_ns, "1s", 0, 3600e9,
       "also save the state this often while running (0: at stop only)"),
     {"kube_source", WB_CONF_ENUM | WB_CONF_RESTART, offsetof(struct exportd_conf, kube_source),
      "none", 0, 0, "none|kubelet|apiserver",
-     "where pod and container names come from: none (pod_name shows the uid), the kubelet's "
-     "/pods, or the API server's pods of kube_node"},
+     "where pod and container names come from: none (pod_name shows the uid), the kubelet's /pods, or the API server's pods of kube_node"},
     K("kube_url", WB_CONF_STR | WB_CONF_RESTART, kube_url, "", 0, 0,
-      "base URL of the kubelet or API server; empty: https://127.0.0.1:10250 (kubelet), "
-      "https://kubernetes.default.svc (apiserver)"),
+      "base URL of the kubelet or API server; empty: https://127.0.0.1:10250 (kubelet), https://kubernetes.default.svc (apiserver)"),
     K("kube_node", WB_CONF_STR | WB_CONF_RESTART, kube_node, "", 0, 0,
-      "apiserver: the node whose pods are listed (spec.nodeName); empty: node_name, else "
-      "[global] host, else the host name"),
+      "apiserver: the node whose pods are listed (spec.nodeName); empty: node_name, else [global] host, else the host name"),
     K("kube_token_file", WB_CONF_STR | WB_CONF_RESTART, kube_token_file,
       "/var/run/secrets/kubernetes.io/serviceaccount/token", 0, 0,
       "bearer token, read again at every poll (projected tokens rotate); empty: none"),
@@ -118,10 +111,9 @@ static const struct wb_conf_key exportd_keys[] = {
       "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt", 0, 0,
       "PEM bundle the server's certificate is verified with; empty: the system's"),
     K("kube_insecure", WB_CONF_BOOL | WB_CONF_RESTART, kube_insecure, "false", 0, 0,
-      "do not verify the server's certificate (a kubelet with a self-signed serving "
-      "certificate)"),
-    K("kube_interval", WB_CONF_DURATION | WB_CONF_RESTART, kube_interval_ns, "15s", 1e9,
-      86400e9, "how often the names are asked for"),
+      "do not verify the server's certificate (a kubelet with a self-signed serving certificate)"),
+    K("kube_interval", WB_CONF_DURATION | WB_CONF_RESTART, kube_interval_ns, "15s", 1e9, 86400e9,
+      "how often the names are asked for"),
     K("kube_timeout", WB_CONF_DURATION | WB_CONF_RESTART, kube_timeout_ns, "10s", 1e8, 600e9,
       "deadline of one poll"),
     K("kube_max_bytes", WB_CONF_INT | WB_CONF_RESTART, kube_max_bytes, "8388608", 4096, 1e9,
@@ -133,7 +125,8 @@ static const struct wb_conf_key exportd_keys[] = {
 static bool node_name_ok(const char *s)
 {
 	for (const char *p = s; *p; p++)
-		if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '-' || *p == '.'))
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '-' ||
+		      *p == '.'))
 			return false;
 	return true;
 }
@@ -151,10 +144,10 @@ static int check_conf(const void *conf, char *err, size_t errlen)
 		return -1;
 	}
 	if (!node_name_ok(c->kube_node)) {
-		snprintf(err, errlen,
-			 "kube_node: \"%s\" is not a node name (lower-case letters, digits, '-' and "
-			 "'.')",
-			 c->kube_node);
+		snprintf(
+		    err, errlen,
+		    "kube_node: \"%s\" is not a node name (lower-case letters, digits, '-' and '.')",
+		    c->kube_node);
 		return -1;
 	}
 	return 0;
@@ -311,10 +304,10 @@ static int start_kube(struct exportd *x, const struct exportd_conf *c)
 	char host[256] = "";
 	/* on a DaemonSet, [global] host is the node's name (WATTBUS_GLOBAL_HOST, spec.nodeName);
 	 * the host name is the pod's */
-	const char *node = c->kube_node[0]	 ? c->kube_node
-			   : c->node_name[0]	 ? c->node_name
+	const char *node = c->kube_node[0]		  ? c->kube_node
+			   : c->node_name[0]		  ? c->node_name
 			   : wb_daemon_global(x->d)->host ? wb_daemon_global(x->d)->host
-						      : "";
+							  : "";
 	if (apiserver && !node[0]) {
 		if (gethostname(host, sizeof host - 1) < 0 || !host[0]) {
 			log_errx("kube_node: empty, and no host name to use instead");
@@ -323,16 +316,16 @@ static int start_kube(struct exportd *x, const struct exportd_conf *c)
 		node = host;
 	}
 	if (apiserver && !node_name_ok(node)) {
-		log_errx("kube_node: \"%s\" (from node_name, [global] host or the host name) is not a "
-			 "node name; set kube_node",
-			 node);
+		log_errx(
+		    "kube_node: \"%s\" (from node_name, [global] host or the host name) is not a node name; set kube_node",
+		    node);
 		return -2;
 	}
 	struct kube_opts ko = {
 	    .apiserver = apiserver,
-	    .url = c->kube_url[0] ? c->kube_url
-				  : (apiserver ? "https://kubernetes.default.svc"
-					       : "https://127.0.0.1:10250"),
+	    .url = c->kube_url[0]
+		       ? c->kube_url
+		       : (apiserver ? "https://kubernetes.default.svc" : "https://127.0.0.1:10250"),
 	    .node = node,
 	    .token_file = c->kube_token_file,
 	    .ca_file = c->kube_ca_file,
@@ -402,16 +395,15 @@ static int on_reload(struct wb_daemon *d, void *new_conf, void *arg)
 	apply_filter(x, c, levels);
 	x->stage_timeout_ns = stage_timeout(x, c);
 	load_cpuinfo(x, c);
-	bool http_same =
-	    wb_httpd_conf_same(&old->http, &c->http) &&
-	    old->auth_max_failures == c->auth_max_failures &&
-	    old->auth_penalty_ns == c->auth_penalty_ns && old->gzip_level == c->gzip_level &&
-	    !strcmp(old->auth_user, c->auth_user) &&
-	    !strcmp(old->auth_password_file, c->auth_password_file);
+	bool http_same = wb_httpd_conf_same(&old->http, &c->http) &&
+			 old->auth_max_failures == c->auth_max_failures &&
+			 old->auth_penalty_ns == c->auth_penalty_ns &&
+			 old->gzip_level == c->gzip_level &&
+			 !strcmp(old->auth_user, c->auth_user) &&
+			 !strcmp(old->auth_password_file, c->auth_password_file);
 	if (!http_same)
-		log_warnx("reload: the HTTP settings (listen, limits, gzip, TLS, auth) keep their "
-			  "old values until a "
-			  "restart");
+		log_warnx(
+		    "reload: the HTTP settings (listen, limits, gzip, TLS, auth) keep their old values until a restart");
 	if (old->state_every_ns != c->state_every_ns)
 		log_warnx("reload: state_every keeps its old value until a restart");
 	if (strcmp(old->pub, c->pub) || old->sub.n != c->sub.n)

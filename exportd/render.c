@@ -172,8 +172,7 @@ static const struct zone_row {
     {"kepler_node_cpu_joules_total", "Energy consumption of cpu at node level in joules", false,
      false, Z_TOTAL},
     {"kepler_node_cpu_active_joules_total",
-     "Energy consumption of cpu in active state at node level in joules", false, false,
-     Z_ACTIVE},
+     "Energy consumption of cpu in active state at node level in joules", false, false, Z_ACTIVE},
     {"kepler_node_cpu_idle_joules_total",
      "Energy consumption of cpu in idle state at node level in joules", false, false, Z_IDLE},
     {"kepler_node_cpu_watts", "Power consumption of cpu at node level in watts", true, false,
@@ -253,9 +252,10 @@ static void platform_metrics(struct ctx *c)
 	bool any = false;
 	for (size_t i = 0; i < a->nhosts; i++)
 		any |= a->hosts[i]->nplat > 0;
-	if (!any || !family(c, "kepler_platform_watts", "gauge",
-			    "Current platform power consumption in watts from BMC PowerControl entries",
-			    EX_NODE))
+	if (!any ||
+	    !family(c, "kepler_platform_watts", "gauge",
+		    "Current platform power consumption in watts from BMC PowerControl entries",
+		    EX_NODE))
 		return;
 	for (size_t i = 0; i < a->nhosts; i++) {
 		const struct ex_host *h = a->hosts[i];
@@ -303,9 +303,10 @@ static void node_gpu_metrics(struct ctx *c)
 		}
 	}
 	zone_families(c, true);
-	if (family(c, "kepler_node_gpu_idle_watts", "gauge",
-		   "Idle power consumption of GPU at node level in watts (configured, or the lowest seen with no compute process)",
-		   EX_NODE)) {
+	if (family(
+		c, "kepler_node_gpu_idle_watts", "gauge",
+		"Idle power consumption of GPU at node level in watts (configured, or the lowest seen with no compute process)",
+		EX_NODE)) {
 		for (size_t i = 0; i < a->nhosts; i++) {
 			const struct ex_host *h = a->hosts[i];
 			for (size_t z = 0; z < h->nzones; z++) {
@@ -377,12 +378,13 @@ static void work_energy_family(struct ctx *c, enum ex_level level, const char *n
 				continue;
 			bool in_last = w->last_t1 == h->last_t1;
 			for (size_t z = 0; z < w->nz && z < h->nkinds; z++) {
-				/* platform energy is not the workloads' (estimd's attribute_platform
-				 * off): no series of zeros for it, as Kepler has none */
+				/* platform energy is not the workloads' (estimd's
+				 * attribute_platform off): no series of zeros for it, as Kepler has
+				 * none */
 				if (w->uj[z] == 0 && h->kinds[z].platform)
 					continue;
-				/* a GPU's series only for the workloads that ran on it, as Kepler has
-				 * them, not one of zeros per workload and GPU */
+				/* a GPU's series only for the workloads that ran on it, as Kepler
+				 * has them, not one of zeros per workload and GPU */
 				if (h->kinds[z].gpu != gpu || (gpu && w->uj[z] == 0))
 					continue;
 				work_prefix(c, h, w);
@@ -516,8 +518,8 @@ static const struct stage_row {
     {"wattbus_stage_upstream_restarts_total", "counter",
      "New upstream epochs (producer restarts) the stage saw", SV_MONO,
      offsetof(struct stage_rec, restarts), 0},
-    {"wattbus_stage_cpu_seconds_total", "counter", "CPU time (user + system) of the stage",
-     SV_MONO, offsetof(struct stage_rec, cpu_ns), 9},
+    {"wattbus_stage_cpu_seconds_total", "counter", "CPU time (user + system) of the stage", SV_MONO,
+     offsetof(struct stage_rec, cpu_ns), 9},
     {"wattbus_stage_resident_memory_bytes", "gauge", "Resident set size of the stage", SV_U64,
      offsetof(struct stage_rec, rss_bytes), 0},
     {"wattbus_stage_checkpoint_failures_total", "counter",
@@ -615,51 +617,54 @@ static const struct ex_row {
 	enum ex_base base;
 	size_t off;
 	unsigned decimals;
-} ex_rows[] = {
-    {"wattbus_exportd_slots_clipped_total", "counter",
-     "Slots that overlapped the previous slot of their host; only the new part was counted", ACC,
-     offsetof(struct accum, clipped), 0},
-    {"wattbus_exportd_slots_recovered_total", "counter",
-     "Slots whose node totals carried the energy of estimates never received", ACC,
-     offsetof(struct accum, recovered), 0},
-    {"wattbus_exportd_recovered_joules_total", "counter",
-     "Node energy of estimates never received, counted from the totals of the next", ACC,
-     offsetof(struct accum, recovered_uj), 6},
-    {"wattbus_exportd_slots_underattributed_total", "counter",
-     "Slots whose workloads and unattributed energy summed to less than the active energy", ACC,
-     offsetof(struct accum, underattributed), 0},
-    {"wattbus_exportd_hosts_forgotten_total", "counter",
-     "Hosts silent longer than stale_after/terminated_ttl whose place went to a new host", ACC,
-     offsetof(struct accum, evicted_hosts), 0},
-    {"wattbus_exportd_pids_reused_total", "counter",
-     "Processes that took over the series of an earlier process with the same pid", ACC,
-     offsetof(struct accum, pid_reused), 0},
-    {"wattbus_exportd_zones_forgotten_total", "counter",
-     "Zones silent longer than stale_after/terminated_ttl whose place went to a new zone", ACC,
-     offsetof(struct accum, evicted_zones), 0},
-    {"wattbus_exportd_http_connections", "gauge", "HTTP connections open, this scrape's included",
-     CTR, offsetof(struct exportd_counters, http.connections), 0},
-    {"wattbus_exportd_http_connections_refused_total", "counter",
-     "Connections refused because only reserved_connections were left and the address held one already",
-     CTR, offsetof(struct exportd_counters, http.refused), 0},
-    {"wattbus_exportd_http_request_timeouts_total", "counter",
-     "Connections closed because their request was not received and answered within http_request_timeout",
-     CTR, offsetof(struct exportd_counters, http.request_timeouts), 0},
-    {"wattbus_exportd_auth_failures_total", "counter",
-     "Requests for /metrics with a wrong user or password", CTR,
-     offsetof(struct exportd_counters, auth_failures), 0},
-    {"wattbus_exportd_auth_throttled_total", "counter",
-     "Requests answered 429 because their address served a penalty for wrong passwords", CTR,
-     offsetof(struct exportd_counters, auth_throttled), 0},
-}, ex_level_rows[] = {
-    {"wattbus_exportd_series", "gauge", "Workload series exported, by level", ACC,
-     offsetof(struct accum, series), 0},
-    {"wattbus_exportd_series_dropped_total", "counter",
-     "Workload series refused by max_series, counted in every slot the workload ran in", ACC,
-     offsetof(struct accum, dropped), 0},
-    {"wattbus_exportd_workloads_evicted_total", "counter",
-     "Terminated workloads removed (terminated_ttl, max_terminated, max_series)", ACC,
-     offsetof(struct accum, evicted), 0},
+} ex_rows[] =
+    {
+	{"wattbus_exportd_slots_clipped_total", "counter",
+	 "Slots that overlapped the previous slot of their host; only the new part was counted",
+	 ACC, offsetof(struct accum, clipped), 0},
+	{"wattbus_exportd_slots_recovered_total", "counter",
+	 "Slots whose node totals carried the energy of estimates never received", ACC,
+	 offsetof(struct accum, recovered), 0},
+	{"wattbus_exportd_recovered_joules_total", "counter",
+	 "Node energy of estimates never received, counted from the totals of the next", ACC,
+	 offsetof(struct accum, recovered_uj), 6},
+	{"wattbus_exportd_slots_underattributed_total", "counter",
+	 "Slots whose workloads and unattributed energy summed to less than the active energy", ACC,
+	 offsetof(struct accum, underattributed), 0},
+	{"wattbus_exportd_hosts_forgotten_total", "counter",
+	 "Hosts silent longer than stale_after/terminated_ttl whose place went to a new host", ACC,
+	 offsetof(struct accum, evicted_hosts), 0},
+	{"wattbus_exportd_pids_reused_total", "counter",
+	 "Processes that took over the series of an earlier process with the same pid", ACC,
+	 offsetof(struct accum, pid_reused), 0},
+	{"wattbus_exportd_zones_forgotten_total", "counter",
+	 "Zones silent longer than stale_after/terminated_ttl whose place went to a new zone", ACC,
+	 offsetof(struct accum, evicted_zones), 0},
+	{"wattbus_exportd_http_connections", "gauge",
+	 "HTTP connections open, this scrape's included", CTR,
+	 offsetof(struct exportd_counters, http.connections), 0},
+	{"wattbus_exportd_http_connections_refused_total", "counter",
+	 "Connections refused because only reserved_connections were left and the address held one already",
+	 CTR, offsetof(struct exportd_counters, http.refused), 0},
+	{"wattbus_exportd_http_request_timeouts_total", "counter",
+	 "Connections closed because their request was not received and answered within http_request_timeout",
+	 CTR, offsetof(struct exportd_counters, http.request_timeouts), 0},
+	{"wattbus_exportd_auth_failures_total", "counter",
+	 "Requests for /metrics with a wrong user or password", CTR,
+	 offsetof(struct exportd_counters, auth_failures), 0},
+	{"wattbus_exportd_auth_throttled_total", "counter",
+	 "Requests answered 429 because their address served a penalty for wrong passwords", CTR,
+	 offsetof(struct exportd_counters, auth_throttled), 0},
+},
+  ex_level_rows[] = {
+      {"wattbus_exportd_series", "gauge", "Workload series exported, by level", ACC,
+       offsetof(struct accum, series), 0},
+      {"wattbus_exportd_series_dropped_total", "counter",
+       "Workload series refused by max_series, counted in every slot the workload ran in", ACC,
+       offsetof(struct accum, dropped), 0},
+      {"wattbus_exportd_workloads_evicted_total", "counter",
+       "Terminated workloads removed (terminated_ttl, max_terminated, max_series)", ACC,
+       offsetof(struct accum, evicted), 0},
 };
 
 /* Where a row's number is, or NULL when its struct is not there (no counters in unit tests). */
@@ -711,9 +716,11 @@ static void exportd_metrics(struct ctx *c)
 			for (int l = EX_PROCESS; l < EX_NLEVELS; l++)
 				by_reason(c, "level", ex_level_names[l], v[l]);
 	}
-	if (a->kube && family(c, "wattbus_exportd_kube_names", "gauge",
-			      "Pods and containers whose names the last good kubelet or API server answer gave",
-			      NO_LEVEL)) {
+	if (a->kube &&
+	    family(
+		c, "wattbus_exportd_kube_names", "gauge",
+		"Pods and containers whose names the last good kubelet or API server answer gave",
+		NO_LEVEL)) {
 		by_reason(c, "kind", "pod", kube_names_npods(a->kube));
 		by_reason(c, "kind", "container", kube_names_ncontainers(a->kube));
 	}

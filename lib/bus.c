@@ -36,7 +36,9 @@ static uint64_t *counter_or_die(struct wb_stats *stats, const char *name)
 {
 	uint64_t *c = wb_stats_counter(stats, name);
 	if (!c)
-		fatalx(1 /* WB_EXIT_FAILURE */, "stat counter %s: more than %d counters (WB_COUNTERS_MAX)", name, WB_COUNTERS_MAX);
+		fatalx(1 /* WB_EXIT_FAILURE */,
+		       "stat counter %s: more than %d counters (WB_COUNTERS_MAX)", name,
+		       WB_COUNTERS_MAX);
 	return c;
 }
 
@@ -154,7 +156,8 @@ static void ipc_remember(const char *ep, struct ipc_file *f)
 	f->ino = st.st_ino;
 }
 
-/* ZeroMQ leaves the file behind; a later instance may have bound the path anew, so check it is ours. */
+/* ZeroMQ leaves the file behind; a later instance may have bound the path anew, so check it is
+ * ours. */
 static void ipc_remove(struct ipc_file *f)
 {
 	struct stat st;
@@ -185,7 +188,8 @@ static int apply_curve(zsock_t *sock, const struct wb_sockopts *o, bool server, 
 		return 0;
 	zcert_t *cert = zcert_load(o->curve_cert);
 	if (!cert) {
-		log_errx("CURVE certificate %s: cannot load (make one with `wattbus keygen`)", o->curve_cert);
+		log_errx("CURVE certificate %s: cannot load (make one with `wattbus keygen`)",
+			 o->curve_cert);
 		return -1;
 	}
 	zcert_apply(cert, sock);
@@ -196,14 +200,16 @@ static int apply_curve(zsock_t *sock, const struct wb_sockopts *o, bool server, 
 			log_errx("CURVE: cannot start the authentication actor");
 			return -1;
 		}
-		const char *allow = o->curve_allow && o->curve_allow[0] ? o->curve_allow : CURVE_ALLOW_ANY;
+		const char *allow =
+		    o->curve_allow && o->curve_allow[0] ? o->curve_allow : CURVE_ALLOW_ANY;
 		zstr_sendx(*auth, "CURVE", allow, NULL);
 		zsock_wait(*auth);
 		zsock_set_zap_domain(sock, "wattbus");
 		zsock_set_curve_server(sock, 1);
 	} else {
 		if (!o->curve_peer || !o->curve_peer[0]) {
-			log_errx("CURVE: curve_cert is set but curve_peer (the publisher's public certificate) is not");
+			log_errx(
+			    "CURVE: curve_cert is set but curve_peer (the publisher's public certificate) is not");
 			return -1;
 		}
 		zcert_t *peer = zcert_load(o->curve_peer);
@@ -231,7 +237,8 @@ struct wb_pub {
 	struct ipc_file file;
 };
 
-struct wb_pub *wb_pub_new(const char *endpoint, const char *src, const char *host, const struct wb_sockopts *opts)
+struct wb_pub *wb_pub_new(const char *endpoint, const char *src, const char *host,
+			  const struct wb_sockopts *opts)
 {
 	struct wb_pub *self = calloc(1, sizeof(*self));
 	if (!self)
@@ -391,13 +398,14 @@ struct producer {
 	uint64_t epoch;
 	uint64_t seq;
 	uint64_t seen_mono;
-	uint64_t prev_epoch;	      /* the epoch before this one: if it comes back, two are alive */
+	uint64_t prev_epoch; /* the epoch before this one: if it comes back, two are alive */
 	uint64_t refused[DUP_EPOCHS]; /* epochs of second producers (0: free) */
 	uint32_t refused_run;	      /* refused messages since the last accepted one */
-	uint32_t takeover;	      /* refused_run that lets a refused epoch take over (0: WB_DUP_TAKEOVER) */
-	uint64_t stale_seq;	      /* the last seq that was not after seq */
-	bool stale_run;		      /* stale_seq is set: a stale one continuing it is a second run */
-	bool interleaved;	      /* said so already */
+	uint32_t
+	    takeover; /* refused_run that lets a refused epoch take over (0: WB_DUP_TAKEOVER) */
+	uint64_t stale_seq; /* the last seq that was not after seq */
+	bool stale_run;	    /* stale_seq is set: a stale one continuing it is a second run */
+	bool interleaved;   /* said so already */
 };
 
 struct wb_seqtrack {
@@ -463,7 +471,8 @@ static void refuse(struct producer *p, uint64_t epoch)
 	*free_slot = epoch;
 }
 
-void wb_seqtrack_see(struct wb_seqtrack *self, const struct wb_envelope *env, const char *kind, struct wb_rx *rx)
+void wb_seqtrack_see(struct wb_seqtrack *self, const struct wb_envelope *env, const char *kind,
+		     struct wb_rx *rx)
 {
 	char key[WB_TOPIC_MAX + 40];
 	snprintf(key, sizeof(key), "%s/%s/%s", kind, env->host, env->src);
@@ -486,7 +495,10 @@ void wb_seqtrack_see(struct wb_seqtrack *self, const struct wb_envelope *env, co
 			rx->duplicate = true;
 			return;
 		}
-		log_warnx("%s: epoch %llu takes over: %d of its messages and none of epoch %llu, which has stopped", key, (unsigned long long)env->epoch, WB_DUP_TAKEOVER, (unsigned long long)p->epoch);
+		log_warnx(
+		    "%s: epoch %llu takes over: %d of its messages and none of epoch %llu, which has stopped",
+		    key, (unsigned long long)env->epoch, WB_DUP_TAKEOVER,
+		    (unsigned long long)p->epoch);
 		*refused = 0;
 		/* The next takeover needs twice as many: a fast producer cannot keep displacing
 		 * a slow one that is still alive. */
@@ -496,7 +508,10 @@ void wb_seqtrack_see(struct wb_seqtrack *self, const struct wb_envelope *env, co
 		p->prev_epoch = p->epoch;
 	} else if (p->epoch != env->epoch) {
 		if (p->prev_epoch && env->epoch == p->prev_epoch) {
-			log_warnx("%s: two live producers: epoch %llu is back after %llu (one host name on two machines, a cloned VM?); refusing epoch %llu, counted as duplicate_producer", key, (unsigned long long)env->epoch, (unsigned long long)p->epoch, (unsigned long long)env->epoch);
+			log_warnx(
+			    "%s: two live producers: epoch %llu is back after %llu (one host name on two machines, a cloned VM?); refusing epoch %llu, counted as duplicate_producer",
+			    key, (unsigned long long)env->epoch, (unsigned long long)p->epoch,
+			    (unsigned long long)env->epoch);
 			refuse(p, env->epoch);
 			p->refused_run = 1;
 			p->seen_mono = wb_mono_ns();
@@ -508,7 +523,9 @@ void wb_seqtrack_see(struct wb_seqtrack *self, const struct wb_envelope *env, co
 	} else if (env->seq <= p->seq) {
 		if (p->stale_run && env->seq == p->stale_seq + 1) {
 			if (!p->interleaved)
-				log_warnx("%s: two live producers: two runs of seq interleave in epoch %llu (a second process with the same name and epoch); refusing the lower run, counted as duplicate_producer", key, (unsigned long long)env->epoch);
+				log_warnx(
+				    "%s: two live producers: two runs of seq interleave in epoch %llu (a second process with the same name and epoch); refusing the lower run, counted as duplicate_producer",
+				    key, (unsigned long long)env->epoch);
 			p->interleaved = true;
 			rx->duplicate = true;
 		} else {
@@ -595,7 +612,8 @@ static int sub_connect_one(struct wb_sub *self, const char *endpoint)
 	}
 	int rc = bind ? zsock_bind(self->sock, "%s", ep) : zsock_connect(self->sock, "%s", ep);
 	if (rc < 0) {
-		log_errx("cannot %s %s: %s", bind ? "bind" : "connect to", ep, zmq_strerror(zmq_errno()));
+		log_errx("cannot %s %s: %s", bind ? "bind" : "connect to", ep,
+			 zmq_strerror(zmq_errno()));
 		return -1;
 	}
 	return 0;
@@ -631,7 +649,8 @@ int wb_sub_wait(struct wb_sub *self, int timeout_ms)
 	return zmq_poll(&it, 1, timeout_ms) > 0 && (it.revents & ZMQ_POLLIN);
 }
 
-int wb_frame_check(const char *topic, const void *body, size_t len, struct wb_msg *out, struct wb_err *err)
+int wb_frame_check(const char *topic, const void *body, size_t len, struct wb_msg *out,
+		   struct wb_err *err)
 {
 	if (wb_decode(body, len, out, err) < 0)
 		return -1;
@@ -639,16 +658,18 @@ int wb_frame_check(const char *topic, const void *body, size_t len, struct wb_ms
 	snprintf(want, sizeof(want), "%s/%s", out->env.kind, out->env.host);
 	if (strcmp(topic, want) != 0) {
 		err->reason = WB_R_TOPIC;
-		snprintf(err->msg, sizeof(err->msg), "topic '%.60s' does not match the message's kind/host '%s'",
-			 topic, want);
+		snprintf(err->msg, sizeof(err->msg),
+			 "topic '%.60s' does not match the message's kind/host '%s'", topic, want);
 		wb_msg_clear(out);
 		return -1;
 	}
 	return 0;
 }
 
-/* Receive all frames of one message; topic and body are the first two, extra frames are counted and dropped. */
-static int recv_frames(struct wb_sub *self, int flags, zmq_msg_t *topic, zmq_msg_t *body, int *nframes)
+/* Receive all frames of one message; topic and body are the first two, extra frames are counted and
+ * dropped. */
+static int recv_frames(struct wb_sub *self, int flags, zmq_msg_t *topic, zmq_msg_t *body,
+		       int *nframes)
 {
 	void *s = zsock_resolve(self->sock);
 	zmq_msg_init(topic);
@@ -677,8 +698,8 @@ static int recv_frames(struct wb_sub *self, int flags, zmq_msg_t *topic, zmq_msg
 	return 0;
 }
 
-static int sub_recv(struct wb_sub *self, int flags, struct wb_msg *out, struct wb_rx *rx, struct wb_err *err,
-		    struct wb_stats *stats)
+static int sub_recv(struct wb_sub *self, int flags, struct wb_msg *out, struct wb_rx *rx,
+		    struct wb_err *err, struct wb_stats *stats)
 {
 	zmq_msg_t topic, body;
 	int nframes;
@@ -693,18 +714,21 @@ static int sub_recv(struct wb_sub *self, int flags, struct wb_msg *out, struct w
 	}
 	rx->recv_ns = wb_now_ns();
 	size_t tlen = zmq_msg_size(&topic);
-	snprintf(rx->topic, sizeof(rx->topic), "%.*s", (int)(tlen < WB_TOPIC_MAX ? tlen : WB_TOPIC_MAX - 1),
+	snprintf(rx->topic, sizeof(rx->topic), "%.*s",
+		 (int)(tlen < WB_TOPIC_MAX ? tlen : WB_TOPIC_MAX - 1),
 		 (const char *)zmq_msg_data(&topic));
 	if (stats)
 		stats->frames_in++;
 	int rc;
 	if (nframes != 2) {
 		err->reason = WB_R_TOPIC;
-		snprintf(err->msg, sizeof(err->msg), "expected 2 frames (topic, map), got %d", nframes);
+		snprintf(err->msg, sizeof(err->msg), "expected 2 frames (topic, map), got %d",
+			 nframes);
 		rc = -1;
 	} else if (tlen >= WB_TOPIC_MAX || memchr(zmq_msg_data(&topic), '\0', tlen)) {
 		err->reason = WB_R_TOPIC;
-		snprintf(err->msg, sizeof(err->msg), "topic of %zu bytes is not a KIND/HOST string", tlen);
+		snprintf(err->msg, sizeof(err->msg), "topic of %zu bytes is not a KIND/HOST string",
+			 tlen);
 		rc = -1;
 	} else {
 		rc = wb_frame_check(rx->topic, zmq_msg_data(&body), zmq_msg_size(&body), out, err);
@@ -719,7 +743,10 @@ static int sub_recv(struct wb_sub *self, int flags, struct wb_msg *out, struct w
 		wb_seqtrack_see(self->seq, &out->env, out->env.kind, rx);
 		if (rx->duplicate) {
 			err->reason = WB_R_DUP_PRODUCER;
-			snprintf(err->msg, sizeof(err->msg), "epoch %llu seq %llu of src '%s' is a second live producer", (unsigned long long)out->env.epoch, (unsigned long long)out->env.seq, out->env.src);
+			snprintf(err->msg, sizeof(err->msg),
+				 "epoch %llu seq %llu of src '%s' is a second live producer",
+				 (unsigned long long)out->env.epoch,
+				 (unsigned long long)out->env.seq, out->env.src);
 			wb_msg_clear(out);
 			rc = -1;
 		}
@@ -736,11 +763,13 @@ static int sub_recv(struct wb_sub *self, int flags, struct wb_msg *out, struct w
 		stats->stale += rx->stale;
 	}
 	if (rx->lost)
-		log_rl(&self->rl, WB_LOG_INFO, "%s from %s: %llu messages lost before seq %llu", rx->topic,
-		       out->env.src, (unsigned long long)rx->lost, (unsigned long long)out->env.seq);
+		log_rl(&self->rl, WB_LOG_INFO, "%s from %s: %llu messages lost before seq %llu",
+		       rx->topic, out->env.src, (unsigned long long)rx->lost,
+		       (unsigned long long)out->env.seq);
 	if (rx->new_epoch)
-		log_rl(&self->rl_epoch, WB_LOG_INFO, "%s from %s: producer restarted (new epoch %llu)", rx->topic,
-		       out->env.src, (unsigned long long)out->env.epoch);
+		log_rl(&self->rl_epoch, WB_LOG_INFO,
+		       "%s from %s: producer restarted (new epoch %llu)", rx->topic, out->env.src,
+		       (unsigned long long)out->env.epoch);
 	return 1;
 }
 

@@ -46,13 +46,17 @@ struct wb_stat_row {
 };
 /* The field must be a uint64_t * (wb_stats_bind) or a uint64_t (wb_stats_mirror): checked at
  * compile time, as the offset alone would take any field. */
-#define WB_STAT_ROW(type, field, name)                                                            \
-	{(name), offsetof(type, field) + 0 * sizeof(struct {                                      \
-			 int unused;                                                              \
-			 _Static_assert(_Generic(((type *)0)->field, uint64_t *: 1, uint64_t: 1,  \
-						 default: 0),                                     \
-					"WB_STAT_ROW: " #field " is not a uint64_t or uint64_t *"); \
-		 })}
+#define WB_STAT_ROW(type, field, name)                                                             \
+	{                                                                                          \
+		(name), offsetof(type, field) +                                                    \
+			    0 * sizeof(struct {                                                    \
+				    int unused;                                                    \
+				    _Static_assert(_Generic(((type *)0)->field, uint64_t * : 1,    \
+							    uint64_t : 1, default : 0),            \
+						   "WB_STAT_ROW: " #field                          \
+						   " is not a uint64_t or uint64_t *");            \
+			    })                                                                     \
+	}
 /*
  * Point each row's `uint64_t *` field of base at its named counter (created at
  * 0), so that the stage counts with `(*x->field)++`. Never leaves a field NULL:
@@ -69,18 +73,21 @@ void wb_stats_reject(struct wb_stats *stats, enum wb_reason reason);
 
 /* Options for sockets: ZeroMQ high-water mark and CURVE keys (NULL: plain). */
 struct wb_sockopts {
-	int hwm;		 /* messages; 0 for the default (10000) */
-	const char *curve_cert;	 /* our certificate file (czmq zcert format), secret part included */
-	const char *curve_peer;	 /* SUB: the publisher's public certificate file */
+	int hwm;		/* messages; 0 for the default (10000) */
+	const char *curve_cert; /* our certificate file (czmq zcert format), secret part included */
+	const char *curve_peer; /* SUB: the publisher's public certificate file */
 	const char *curve_allow; /* PUB: directory of client public certificates allowed in */
-	const char *ipc_group;	 /* PUB on ipc://: socket file mode 0660 with this group (NULL: 0660, own group) */
-	struct wb_plaus plaus;	 /* SUB: times refused on receipt (all 0: none) */
+	const char *ipc_group; /* PUB on ipc://: socket file mode 0660 with this group (NULL: 0660,
+				  own group) */
+	struct wb_plaus plaus; /* SUB: times refused on receipt (all 0: none) */
 };
 
 struct wb_pub;
 
-/* Bind (or connect) a PUB socket. src names the producer in every message. NULL on failure (logged). */
-struct wb_pub *wb_pub_new(const char *endpoint, const char *src, const char *host, const struct wb_sockopts *opts);
+/* Bind (or connect) a PUB socket. src names the producer in every message. NULL on failure
+ * (logged). */
+struct wb_pub *wb_pub_new(const char *endpoint, const char *src, const char *host,
+			  const struct wb_sockopts *opts);
 void wb_pub_destroy(struct wb_pub **self_p);
 /*
  * Stamp msg (v, kind, src, epoch, next seq for its kind; host when empty),
@@ -95,18 +102,19 @@ int wb_pub_next_seq(struct wb_pub *self, const char *topic, uint64_t *seq);
 uint64_t wb_pub_epoch(const struct wb_pub *self);
 uint64_t wb_pub_sent(const struct wb_pub *self);
 zsock_t *wb_pub_sock(struct wb_pub *self);
-/* Wait up to timeout_ms until a subscriber has joined (uses XPUB). Returns 1 joined, 0 timed out. */
+/* Wait up to timeout_ms until a subscriber has joined (uses XPUB). Returns 1 joined, 0 timed out.
+ */
 int wb_pub_wait_subscriber(struct wb_pub *self, int timeout_ms);
 
 /* What a subscriber learned about a received message. */
 struct wb_rx {
 	char topic[WB_TOPIC_MAX];
-	uint64_t recv_ns;  /* wall clock at receipt */
-	uint64_t lost;	   /* messages of this producer missed before this one */
-	bool first;	   /* first message seen from this producer */
-	bool new_epoch;	   /* the producer restarted */
-	bool stale;	   /* seq not after the last one seen (duplicate or reordered) */
-	bool duplicate;	   /* from a second live producer of the same kind/host/src: refused */
+	uint64_t recv_ns; /* wall clock at receipt */
+	uint64_t lost;	  /* messages of this producer missed before this one */
+	bool first;	  /* first message seen from this producer */
+	bool new_epoch;	  /* the producer restarted */
+	bool stale;	  /* seq not after the last one seen (duplicate or reordered) */
+	bool duplicate;	  /* from a second live producer of the same kind/host/src: refused */
 };
 
 struct wb_sub;
@@ -131,8 +139,10 @@ int wb_sub_try_recv(struct wb_sub *self, struct wb_msg *out, struct wb_rx *rx, s
 		    struct wb_stats *stats);
 /* Receive the raw frames: *topic and *body are malloc'd, owned by the caller. Returns 0 or -1. */
 int wb_sub_recv_raw(struct wb_sub *self, char **topic, char **body, size_t *len, int *nframes);
-/* Check a decoded frame pair against its topic: decode, topic == KIND/HOST. Returns 0 or -1 (err). */
-int wb_frame_check(const char *topic, const void *body, size_t len, struct wb_msg *out, struct wb_err *err);
+/* Check a decoded frame pair against its topic: decode, topic == KIND/HOST. Returns 0 or -1 (err).
+ */
+int wb_frame_check(const char *topic, const void *body, size_t len, struct wb_msg *out,
+		   struct wb_err *err);
 
 /*
  * Sequence tracking per producer (kind, host, src); bounded, least recent dropped first.
@@ -146,6 +156,7 @@ int wb_frame_check(const char *topic, const void *body, size_t len, struct wb_ms
 struct wb_seqtrack;
 struct wb_seqtrack *wb_seqtrack_new(size_t max_producers);
 void wb_seqtrack_destroy(struct wb_seqtrack **self_p);
-void wb_seqtrack_see(struct wb_seqtrack *self, const struct wb_envelope *env, const char *kind, struct wb_rx *rx);
+void wb_seqtrack_see(struct wb_seqtrack *self, const struct wb_envelope *env, const char *kind,
+		     struct wb_rx *rx);
 
 #endif

@@ -34,7 +34,8 @@ uint64_t wb_grid_next(uint64_t t_ns, uint64_t interval_ns)
 
 int wb_sleep_until(uint64_t t_ns)
 {
-	struct timespec ts = {.tv_sec = (time_t)(t_ns / WB_NS_PER_SEC), .tv_nsec = (long)(t_ns % WB_NS_PER_SEC)};
+	struct timespec ts = {.tv_sec = (time_t)(t_ns / WB_NS_PER_SEC),
+			      .tv_nsec = (long)(t_ns % WB_NS_PER_SEC)};
 	int rc = clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &ts, NULL);
 	return rc == 0 ? 0 : -1;
 }
@@ -72,7 +73,8 @@ void wb_format_duration(uint64_t ns, char *buf, unsigned size)
 	for (int i = (int)(sizeof(units) / sizeof(units[0])) - 1; i >= 0; i--) {
 		uint64_t u = (uint64_t)units[i].ns;
 		if (ns >= u && ns % u == 0) {
-			snprintf(buf, size, "%llu%s", (unsigned long long)(ns / u), units[i].suffix);
+			snprintf(buf, size, "%llu%s", (unsigned long long)(ns / u),
+				 units[i].suffix);
 			return;
 		}
 	}

@@ -18,13 +18,20 @@
 #define WB_DEPTH_MAX 16
 
 static const char *const reason_names[WB_R_COUNT] = {
-	[WB_R_MALFORMED] = "malformed", [WB_R_TRAILING] = "trailing",
-	[WB_R_NOT_MAP] = "not_map",	[WB_R_KIND] = "kind",
-	[WB_R_VERSION] = "version",	[WB_R_MISSING] = "missing",
-	[WB_R_TYPE] = "type",		[WB_R_BOUND] = "bound",
-	[WB_R_DUPLICATE] = "duplicate", [WB_R_TOPIC] = "topic",
-	[WB_R_TOO_BIG] = "too_big",	[WB_R_BUDGET] = "budget",
-	[WB_R_IMPLAUSIBLE_TIME] = "implausible_time", [WB_R_DUP_PRODUCER] = "duplicate_producer",
+    [WB_R_MALFORMED] = "malformed",
+    [WB_R_TRAILING] = "trailing",
+    [WB_R_NOT_MAP] = "not_map",
+    [WB_R_KIND] = "kind",
+    [WB_R_VERSION] = "version",
+    [WB_R_MISSING] = "missing",
+    [WB_R_TYPE] = "type",
+    [WB_R_BOUND] = "bound",
+    [WB_R_DUPLICATE] = "duplicate",
+    [WB_R_TOPIC] = "topic",
+    [WB_R_TOO_BIG] = "too_big",
+    [WB_R_BUDGET] = "budget",
+    [WB_R_IMPLAUSIBLE_TIME] = "implausible_time",
+    [WB_R_DUP_PRODUCER] = "duplicate_producer",
 };
 
 const char *wb_reason_name(enum wb_reason reason)
@@ -60,7 +67,8 @@ static void path_format(const struct path *p, char *buf, size_t size)
 	while (n-- > 0 && used < size) {
 		int w;
 		if (segs[n]->key)
-			w = snprintf(buf + used, size - used, "%s%s", used ? "." : "", segs[n]->key);
+			w = snprintf(buf + used, size - used, "%s%s", used ? "." : "",
+				     segs[n]->key);
 		else
 			w = snprintf(buf + used, size - used, "[%zu]", segs[n]->index);
 		if (w < 0)
@@ -125,7 +133,8 @@ int wb_msgpack_check(const void *buf, size_t len, int max_depth, struct wb_err *
 		}
 		todo--;
 		if (p >= end)
-			return fail(err, WB_R_MALFORMED, NULL, "truncated: frame ends inside an object (%zu bytes)", len);
+			return fail(err, WB_R_MALFORMED, NULL,
+				    "truncated: frame ends inside an object (%zu bytes)", len);
 		uint8_t b = *p++;
 		uint64_t skip = 0;
 		uint64_t children = 0;
@@ -140,34 +149,83 @@ int wb_msgpack_check(const void *buf, size_t len, int max_depth, struct wb_err *
 			skip = b & 0x1f;
 		else
 			switch (b) {
-			case 0xc4: case 0xd9: lenbytes = 1; break;
-			case 0xc5: case 0xda: lenbytes = 2; break;
-			case 0xc6: case 0xdb: lenbytes = 4; break;
-			case 0xc7: lenbytes = 1; skip = 1; break;
-			case 0xc8: lenbytes = 2; skip = 1; break;
-			case 0xc9: lenbytes = 4; skip = 1; break;
-			case 0xca: skip = 4; break;
-			case 0xcb: skip = 8; break;
-			case 0xcc: case 0xd0: skip = 1; break;
-			case 0xcd: case 0xd1: skip = 2; break;
-			case 0xce: case 0xd2: skip = 4; break;
-			case 0xcf: case 0xd3: skip = 8; break;
-			case 0xd4: skip = 2; break;
-			case 0xd5: skip = 3; break;
-			case 0xd6: skip = 5; break;
-			case 0xd7: skip = 9; break;
-			case 0xd8: skip = 17; break;
-			case 0xdc: case 0xdd: case 0xde: case 0xdf: {
+			case 0xc4:
+			case 0xd9:
+				lenbytes = 1;
+				break;
+			case 0xc5:
+			case 0xda:
+				lenbytes = 2;
+				break;
+			case 0xc6:
+			case 0xdb:
+				lenbytes = 4;
+				break;
+			case 0xc7:
+				lenbytes = 1;
+				skip = 1;
+				break;
+			case 0xc8:
+				lenbytes = 2;
+				skip = 1;
+				break;
+			case 0xc9:
+				lenbytes = 4;
+				skip = 1;
+				break;
+			case 0xca:
+				skip = 4;
+				break;
+			case 0xcb:
+				skip = 8;
+				break;
+			case 0xcc:
+			case 0xd0:
+				skip = 1;
+				break;
+			case 0xcd:
+			case 0xd1:
+				skip = 2;
+				break;
+			case 0xce:
+			case 0xd2:
+				skip = 4;
+				break;
+			case 0xcf:
+			case 0xd3:
+				skip = 8;
+				break;
+			case 0xd4:
+				skip = 2;
+				break;
+			case 0xd5:
+				skip = 3;
+				break;
+			case 0xd6:
+				skip = 5;
+				break;
+			case 0xd7:
+				skip = 9;
+				break;
+			case 0xd8:
+				skip = 17;
+				break;
+			case 0xdc:
+			case 0xdd:
+			case 0xde:
+			case 0xdf: {
 				uint64_t n;
 				if (read_be(&p, end, (b & 1) ? 4 : 2, &n) < 0)
-					return fail(err, WB_R_MALFORMED, NULL, "truncated container header");
+					return fail(err, WB_R_MALFORMED, NULL,
+						    "truncated container header");
 				children = b >= 0xde ? 2 * n : n;
 				if (children == 0)
 					continue;
 				break;
 			}
 			default:
-				return fail(err, WB_R_MALFORMED, NULL, "invalid msgpack type byte 0x%02x at offset %zu", b,
+				return fail(err, WB_R_MALFORMED, NULL,
+					    "invalid msgpack type byte 0x%02x at offset %zu", b,
 					    (size_t)(p - 1 - (const uint8_t *)buf));
 			}
 		if (lenbytes) {
@@ -177,27 +235,32 @@ int wb_msgpack_check(const void *buf, size_t len, int max_depth, struct wb_err *
 			skip += n;
 		}
 		if (skip > (uint64_t)(end - p))
-			return fail(err, WB_R_MALFORMED, NULL, "truncated: a %llu-byte value with %zu bytes left",
+			return fail(err, WB_R_MALFORMED, NULL,
+				    "truncated: a %llu-byte value with %zu bytes left",
 				    (unsigned long long)skip, (size_t)(end - p));
 		p += skip;
 		if (children) {
 			if (children > (uint64_t)(end - p))
-				return fail(err, WB_R_MALFORMED, NULL,
-					    "truncated: a container of %llu items with %zu bytes left",
-					    (unsigned long long)children, (size_t)(end - p));
+				return fail(
+				    err, WB_R_MALFORMED, NULL,
+				    "truncated: a container of %llu items with %zu bytes left",
+				    (unsigned long long)children, (size_t)(end - p));
 			/* msgpack-c builds ~24 bytes of tree per object before any schema check. */
 			objects += children;
 			if (objects > WB_OBJECTS_MAX)
-				return fail(err, WB_R_TOO_BIG, NULL, "more than %u objects in one frame", WB_OBJECTS_MAX);
+				return fail(err, WB_R_TOO_BIG, NULL,
+					    "more than %u objects in one frame", WB_OBJECTS_MAX);
 			if (depth >= max_depth)
-				return fail(err, WB_R_MALFORMED, NULL, "nested deeper than %d levels", max_depth);
+				return fail(err, WB_R_MALFORMED, NULL,
+					    "nested deeper than %d levels", max_depth);
 			stack[depth++] = todo;
 			todo = children;
 		}
 	}
 done:
 	if (p != end)
-		return fail(err, WB_R_TRAILING, NULL, "%zu trailing bytes after the map", (size_t)(end - p));
+		return fail(err, WB_R_TRAILING, NULL, "%zu trailing bytes after the map",
+			    (size_t)(end - p));
 	return 0;
 }
 
@@ -268,38 +331,50 @@ static bool utf8_valid(const unsigned char *s, size_t n)
 static const char *type_name(msgpack_object_type t)
 {
 	switch (t) {
-	case MSGPACK_OBJECT_NIL: return "nil";
-	case MSGPACK_OBJECT_BOOLEAN: return "a boolean";
-	case MSGPACK_OBJECT_POSITIVE_INTEGER: return "an unsigned integer";
-	case MSGPACK_OBJECT_NEGATIVE_INTEGER: return "a negative integer";
+	case MSGPACK_OBJECT_NIL:
+		return "nil";
+	case MSGPACK_OBJECT_BOOLEAN:
+		return "a boolean";
+	case MSGPACK_OBJECT_POSITIVE_INTEGER:
+		return "an unsigned integer";
+	case MSGPACK_OBJECT_NEGATIVE_INTEGER:
+		return "a negative integer";
 	case MSGPACK_OBJECT_FLOAT32:
-	case MSGPACK_OBJECT_FLOAT64: return "a float";
-	case MSGPACK_OBJECT_STR: return "a string";
-	case MSGPACK_OBJECT_ARRAY: return "an array";
-	case MSGPACK_OBJECT_MAP: return "a map";
-	case MSGPACK_OBJECT_BIN: return "binary";
-	case MSGPACK_OBJECT_EXT: return "an ext value";
+	case MSGPACK_OBJECT_FLOAT64:
+		return "a float";
+	case MSGPACK_OBJECT_STR:
+		return "a string";
+	case MSGPACK_OBJECT_ARRAY:
+		return "an array";
+	case MSGPACK_OBJECT_MAP:
+		return "a map";
+	case MSGPACK_OBJECT_BIN:
+		return "binary";
+	case MSGPACK_OBJECT_EXT:
+		return "an ext value";
 	}
 	return "an unknown type";
 }
 
-static int decode_obj(const msgpack_object *o, const struct wb_type *t, char *dst, const struct path *at,
-		      struct wb_err *err);
+static int decode_obj(const msgpack_object *o, const struct wb_type *t, char *dst,
+		      const struct path *at, struct wb_err *err);
 static void clear_obj(const struct wb_type *t, char *obj);
 
-static int decode_value(const msgpack_object *o, const struct wb_field *f, char *dst, const struct path *at,
-			struct wb_err *err)
+static int decode_value(const msgpack_object *o, const struct wb_field *f, char *dst,
+			const struct path *at, struct wb_err *err)
 {
 	switch (f->type) {
 	case WB_T_U64:
 		if (o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER)
-			return fail(err, WB_R_BOUND, at, "%lld is below the minimum %llu", (long long)o->via.i64,
-				    (unsigned long long)f->umin);
+			return fail(err, WB_R_BOUND, at, "%lld is below the minimum %llu",
+				    (long long)o->via.i64, (unsigned long long)f->umin);
 		if (o->type != MSGPACK_OBJECT_POSITIVE_INTEGER)
-			return fail(err, WB_R_TYPE, at, "expected an unsigned integer, got %s", type_name(o->type));
+			return fail(err, WB_R_TYPE, at, "expected an unsigned integer, got %s",
+				    type_name(o->type));
 		if (o->via.u64 < f->umin || o->via.u64 > f->umax)
-			return fail(err, WB_R_BOUND, at, "%llu is outside [%llu, %llu]", (unsigned long long)o->via.u64,
-				    (unsigned long long)f->umin, (unsigned long long)f->umax);
+			return fail(err, WB_R_BOUND, at, "%llu is outside [%llu, %llu]",
+				    (unsigned long long)o->via.u64, (unsigned long long)f->umin,
+				    (unsigned long long)f->umax);
 		*(uint64_t *)(dst + f->off) = o->via.u64;
 		return 0;
 	case WB_T_I64: {
@@ -309,13 +384,15 @@ static int decode_value(const msgpack_object *o, const struct wb_field *f, char 
 		else if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER && o->via.u64 <= INT64_MAX)
 			v = (int64_t)o->via.u64;
 		else if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
-			return fail(err, WB_R_BOUND, at, "%llu does not fit a signed 64-bit integer",
+			return fail(err, WB_R_BOUND, at,
+				    "%llu does not fit a signed 64-bit integer",
 				    (unsigned long long)o->via.u64);
 		else
-			return fail(err, WB_R_TYPE, at, "expected an integer, got %s", type_name(o->type));
+			return fail(err, WB_R_TYPE, at, "expected an integer, got %s",
+				    type_name(o->type));
 		if (v < f->imin || v > f->imax)
-			return fail(err, WB_R_BOUND, at, "%lld is outside [%lld, %lld]", (long long)v,
-				    (long long)f->imin, (long long)f->imax);
+			return fail(err, WB_R_BOUND, at, "%lld is outside [%lld, %lld]",
+				    (long long)v, (long long)f->imin, (long long)f->imax);
 		*(int64_t *)(dst + f->off) = v;
 		return 0;
 	}
@@ -328,26 +405,30 @@ static int decode_value(const msgpack_object *o, const struct wb_field *f, char 
 		else if (o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER)
 			v = (double)o->via.i64;
 		else
-			return fail(err, WB_R_TYPE, at, "expected a number, got %s", type_name(o->type));
+			return fail(err, WB_R_TYPE, at, "expected a number, got %s",
+				    type_name(o->type));
 		if (!isfinite(v))
 			return fail(err, WB_R_BOUND, at, "%g is not a finite number", v);
 		if (v < f->fmin || v > f->fmax)
-			return fail(err, WB_R_BOUND, at, "%g is outside [%g, %g]", v, f->fmin, f->fmax);
+			return fail(err, WB_R_BOUND, at, "%g is outside [%g, %g]", v, f->fmin,
+				    f->fmax);
 		*(double *)(dst + f->off) = v;
 		return 0;
 	}
 	case WB_T_BOOL:
 		if (o->type != MSGPACK_OBJECT_BOOLEAN)
-			return fail(err, WB_R_TYPE, at, "expected a boolean, got %s", type_name(o->type));
+			return fail(err, WB_R_TYPE, at, "expected a boolean, got %s",
+				    type_name(o->type));
 		*(bool *)(dst + f->off) = o->via.boolean;
 		return 0;
 	case WB_T_STR: {
 		if (o->type != MSGPACK_OBJECT_STR)
-			return fail(err, WB_R_TYPE, at, "expected a string, got %s", type_name(o->type));
+			return fail(err, WB_R_TYPE, at, "expected a string, got %s",
+				    type_name(o->type));
 		uint32_t n = o->via.str.size;
 		if (n > f->max_len || n < f->min_len)
-			return fail(err, WB_R_BOUND, at, "string of %u bytes, allowed %u to %u", n, f->min_len,
-				    f->max_len);
+			return fail(err, WB_R_BOUND, at, "string of %u bytes, allowed %u to %u", n,
+				    f->min_len, f->max_len);
 		if (memchr(o->via.str.ptr, '\0', n))
 			return fail(err, WB_R_TYPE, at, "string contains a NUL byte");
 		if (!utf8_valid((const unsigned char *)o->via.str.ptr, n))
@@ -358,15 +439,17 @@ static int decode_value(const msgpack_object *o, const struct wb_field *f, char 
 	}
 	case WB_T_OBJ:
 		if (o->type != MSGPACK_OBJECT_MAP)
-			return fail(err, WB_R_TYPE, at, "expected a map, got %s", type_name(o->type));
+			return fail(err, WB_R_TYPE, at, "expected a map, got %s",
+				    type_name(o->type));
 		return decode_obj(o, f->obj, dst + f->off, at, err);
 	case WB_T_ARR: {
 		if (o->type != MSGPACK_OBJECT_ARRAY)
-			return fail(err, WB_R_TYPE, at, "expected an array, got %s", type_name(o->type));
+			return fail(err, WB_R_TYPE, at, "expected an array, got %s",
+				    type_name(o->type));
 		uint32_t n = o->via.array.size;
 		if (n > f->max_len || n < f->min_len)
-			return fail(err, WB_R_BOUND, at, "array of %u items, allowed %u to %u", n, f->min_len,
-				    f->max_len);
+			return fail(err, WB_R_BOUND, at, "array of %u items, allowed %u to %u", n,
+				    f->min_len, f->max_len);
 		char *items = NULL;
 		if (n) {
 			items = wb_array_new(n, f->size);
@@ -377,7 +460,8 @@ static int decode_value(const msgpack_object *o, const struct wb_field *f, char 
 		*(size_t *)(dst + f->off_n) = 0;
 		for (uint32_t i = 0; i < n; i++) {
 			struct path p = {at, NULL, i};
-			if (decode_value(&o->via.array.ptr[i], f->elem, items + (size_t)i * f->size, &p, err) < 0) {
+			if (decode_value(&o->via.array.ptr[i], f->elem, items + (size_t)i * f->size,
+					 &p, err) < 0) {
 				/* Count the items decoded so far, so clear frees what they hold. */
 				*(size_t *)(dst + f->off_n) = i + 1;
 				return -1;
@@ -397,8 +481,8 @@ static bool key_is(const struct wb_field *f, const char *key, uint32_t len)
 }
 
 /* Find key in t (or its flat envelope); returns the field and where its struct sits. */
-static const struct wb_field *find_field(const struct wb_type *t, char *dst, const char *key, uint32_t len,
-					 uint32_t hint, char **base, int *slot)
+static const struct wb_field *find_field(const struct wb_type *t, char *dst, const char *key,
+					 uint32_t len, uint32_t hint, char **base, int *slot)
 {
 	/* Encoders write keys in table order and leave out optional ones that hold zero: the key
 	 * is most likely the hint or one of the fields after it, so look there first, then wrap
@@ -423,15 +507,16 @@ static const struct wb_field *find_field(const struct wb_type *t, char *dst, con
 	return NULL;
 }
 
-static int check_required(const struct wb_type *t, uint64_t seen, uint64_t seen_flat, const struct path *at,
-			  struct wb_err *err)
+static int check_required(const struct wb_type *t, uint64_t seen, uint64_t seen_flat,
+			  const struct path *at, struct wb_err *err)
 {
 	for (uint32_t i = 0; i < t->nfields; i++) {
 		const struct wb_field *f = &t->fields[i];
 		if (f->type == WB_T_FLAT) {
 			for (uint32_t j = 0; j < f->obj->nfields; j++)
 				if (f->obj->fields[j].required && !(seen_flat & (1ull << j)))
-					return fail(err, WB_R_MISSING, at, "missing required key '%s'",
+					return fail(err, WB_R_MISSING, at,
+						    "missing required key '%s'",
 						    f->obj->fields[j].key);
 		} else if (f->required && !(seen & (1ull << i))) {
 			return fail(err, WB_R_MISSING, at, "missing required key '%s'", f->key);
@@ -440,15 +525,16 @@ static int check_required(const struct wb_type *t, uint64_t seen, uint64_t seen_
 	return 0;
 }
 
-static int decode_obj(const msgpack_object *o, const struct wb_type *t, char *dst, const struct path *at,
-		      struct wb_err *err)
+static int decode_obj(const msgpack_object *o, const struct wb_type *t, char *dst,
+		      const struct path *at, struct wb_err *err)
 {
 	uint64_t seen = 0, seen_flat = 0;
 	uint32_t hint = 0; /* encoders write keys in table order: try the next field first */
 	const msgpack_object_kv *kv = o->via.map.ptr;
 	for (uint32_t i = 0; i < o->via.map.size; i++) {
 		if (kv[i].key.type != MSGPACK_OBJECT_STR)
-			return fail(err, WB_R_TYPE, at, "map key %u is %s, not a string", i, type_name(kv[i].key.type));
+			return fail(err, WB_R_TYPE, at, "map key %u is %s, not a string", i,
+				    type_name(kv[i].key.type));
 		const char *key = kv[i].key.via.str.ptr;
 		uint32_t len = kv[i].key.via.str.size;
 		char *base;
@@ -478,7 +564,8 @@ static const msgpack_object *map_get(const msgpack_object *map, const char *key)
 	size_t len = strlen(key);
 	for (uint32_t i = 0; i < map->via.map.size; i++) {
 		const msgpack_object *k = &map->via.map.ptr[i].key;
-		if (k->type == MSGPACK_OBJECT_STR && k->via.str.size == len && memcmp(k->via.str.ptr, key, len) == 0)
+		if (k->type == MSGPACK_OBJECT_STR && k->via.str.size == len &&
+		    memcmp(k->via.str.ptr, key, len) == 0)
 			return &map->via.map.ptr[i].val;
 	}
 	return NULL;
@@ -489,7 +576,8 @@ int wb_decode(const void *buf, size_t len, struct wb_msg *out, struct wb_err *er
 	memset(out, 0, sizeof(*out));
 	out->kind = WB_KIND_NONE;
 	if (len > WB_FRAME_MAX)
-		return fail(err, WB_R_TOO_BIG, NULL, "frame of %zu bytes exceeds %u", len, WB_FRAME_MAX);
+		return fail(err, WB_R_TOO_BIG, NULL, "frame of %zu bytes exceeds %u", len,
+			    WB_FRAME_MAX);
 	if (len == 0)
 		return fail(err, WB_R_MALFORMED, NULL, "empty frame");
 	if (wb_msgpack_check(buf, len, WB_DEPTH_MAX, err) < 0)
@@ -520,19 +608,23 @@ int wb_decode(const void *buf, size_t len, struct wb_msg *out, struct wb_err *er
 	}
 	enum wb_kind kind = wb_kind_from_name(k->via.str.ptr, k->via.str.size);
 	if (kind == WB_KIND_NONE) {
-		fail(err, WB_R_KIND, NULL, "kind: unknown kind '%.*s'", (int)(k->via.str.size > 32 ? 32 : k->via.str.size),
-		     k->via.str.ptr);
+		fail(err, WB_R_KIND, NULL, "kind: unknown kind '%.*s'",
+		     (int)(k->via.str.size > 32 ? 32 : k->via.str.size), k->via.str.ptr);
 		goto out;
 	}
 	const msgpack_object *v = map_get(root, "v");
-	if (!v || v->type != MSGPACK_OBJECT_POSITIVE_INTEGER || v->via.u64 != wb_kinds[kind].version) {
+	if (!v || v->type != MSGPACK_OBJECT_POSITIVE_INTEGER ||
+	    v->via.u64 != wb_kinds[kind].version) {
 		if (!v)
 			fail(err, WB_R_VERSION, NULL, "v: missing required key 'v'");
 		else if (v->type != MSGPACK_OBJECT_POSITIVE_INTEGER)
-			fail(err, WB_R_VERSION, NULL, "v: expected an unsigned integer, got %s", type_name(v->type));
+			fail(err, WB_R_VERSION, NULL, "v: expected an unsigned integer, got %s",
+			     type_name(v->type));
 		else
-			fail(err, WB_R_VERSION, NULL, "v: version %llu of %s is unknown (this build reads v%u)",
-			     (unsigned long long)v->via.u64, wb_kinds[kind].name, wb_kinds[kind].version);
+			fail(err, WB_R_VERSION, NULL,
+			     "v: version %llu of %s is unknown (this build reads v%u)",
+			     (unsigned long long)v->via.u64, wb_kinds[kind].name,
+			     wb_kinds[kind].version);
 		goto out;
 	}
 	out->kind = kind;
@@ -593,19 +685,26 @@ static bool is_empty(const struct wb_field *f, const char *src)
 	case WB_T_OBJ:
 		/* an optional map whose keys are all optional and empty is left out */
 		for (uint32_t i = 0; i < f->obj->nfields; i++)
-			if (f->obj->fields[i].required || !is_empty(&f->obj->fields[i], src + f->off))
+			if (f->obj->fields[i].required ||
+			    !is_empty(&f->obj->fields[i], src + f->off))
 				return false;
 		return true;
-	case WB_T_U64: return *(const uint64_t *)(src + f->off) == 0;
-	case WB_T_I64: return *(const int64_t *)(src + f->off) == 0;
-	case WB_T_F64: return *(const double *)(src + f->off) == 0.0;
-	case WB_T_BOOL: return !*(const bool *)(src + f->off);
-	case WB_T_STR: return src[f->off] == '\0';
-	case WB_T_ARR: return *(const size_t *)(src + f->off_n) == 0;
-	default: return false;
+	case WB_T_U64:
+		return *(const uint64_t *)(src + f->off) == 0;
+	case WB_T_I64:
+		return *(const int64_t *)(src + f->off) == 0;
+	case WB_T_F64:
+		return *(const double *)(src + f->off) == 0.0;
+	case WB_T_BOOL:
+		return !*(const bool *)(src + f->off);
+	case WB_T_STR:
+		return src[f->off] == '\0';
+	case WB_T_ARR:
+		return *(const size_t *)(src + f->off_n) == 0;
+	default:
+		return false;
 	}
 }
-
 
 /*
  * The encoder writes msgpack straight into a msgpack_sbuffer: each key and its
@@ -681,9 +780,10 @@ static inline unsigned char *put_int(unsigned char *w, int64_t v)
 	return be(w, (uint64_t)v, 8);
 }
 
-/* A str, array or map header: fixed form below `fix`, else 8 (str only), 16 or 32 bits of length. */
-static inline unsigned char *put_hdr(unsigned char *w, uint64_t n, unsigned char fixbase, uint64_t fix,
-				     unsigned char b8, unsigned char b16)
+/* A str, array or map header: fixed form below `fix`, else 8 (str only), 16 or 32 bits of length.
+ */
+static inline unsigned char *put_hdr(unsigned char *w, uint64_t n, unsigned char fixbase,
+				     uint64_t fix, unsigned char b8, unsigned char b16)
 {
 	if (n < fix) {
 		*w++ = (unsigned char)(fixbase | n);
@@ -706,7 +806,8 @@ static inline unsigned char *put_hdr(unsigned char *w, uint64_t n, unsigned char
 #define PUT_MAP_HDR(w, n) put_hdr(w, n, 0x80, 16, 0, 0xde)
 #define HDR_MAX 5 /* bytes of the largest header */
 
-/* Keys of t that are present in src; only for a map that may hold more than 15 keys (see encode_obj). */
+/* Keys of t that are present in src; only for a map that may hold more than 15 keys (see
+ * encode_obj). */
 static uint32_t count_keys(const struct wb_type *t, const char *src)
 {
 	uint32_t n = 0;
@@ -735,8 +836,9 @@ static int encode_u64s(msgpack_sbuffer *sb, const struct wb_field *f, const char
 		uint64_t v = *(const uint64_t *)(items + i * f->size + e->off);
 		if (v < e->umin || v > e->umax) {
 			struct path p = {at, NULL, i};
-			return fail(err, WB_R_BOUND, &p, "%llu is outside [%llu, %llu]", (unsigned long long)v,
-				    (unsigned long long)e->umin, (unsigned long long)e->umax);
+			return fail(err, WB_R_BOUND, &p, "%llu is outside [%llu, %llu]",
+				    (unsigned long long)v, (unsigned long long)e->umin,
+				    (unsigned long long)e->umax);
 		}
 		w = put_uint(w, v);
 	}
@@ -757,31 +859,35 @@ static int encode_value(msgpack_sbuffer *sb, const struct wb_field *key, const s
 	case WB_T_U64: {
 		uint64_t v = *(const uint64_t *)(src + f->off);
 		if (v < f->umin || v > f->umax)
-			return fail(err, WB_R_BOUND, at, "%llu is outside [%llu, %llu]", (unsigned long long)v,
-				    (unsigned long long)f->umin, (unsigned long long)f->umax);
+			return fail(err, WB_R_BOUND, at, "%llu is outside [%llu, %llu]",
+				    (unsigned long long)v, (unsigned long long)f->umin,
+				    (unsigned long long)f->umax);
 		break;
 	}
 	case WB_T_I64: {
 		int64_t v = *(const int64_t *)(src + f->off);
 		if (v < f->imin || v > f->imax)
-			return fail(err, WB_R_BOUND, at, "%lld is outside [%lld, %lld]", (long long)v, (long long)f->imin,
-				    (long long)f->imax);
+			return fail(err, WB_R_BOUND, at, "%lld is outside [%lld, %lld]",
+				    (long long)v, (long long)f->imin, (long long)f->imax);
 		break;
 	}
 	case WB_T_F64: {
 		double v = *(const double *)(src + f->off);
 		if (!isfinite(v) || v < f->fmin || v > f->fmax)
-			return fail(err, WB_R_BOUND, at, "%g is outside [%g, %g]", v, f->fmin, f->fmax);
+			return fail(err, WB_R_BOUND, at, "%g is outside [%g, %g]", v, f->fmin,
+				    f->fmax);
 		break;
 	}
-	case WB_T_BOOL: break;
+	case WB_T_BOOL:
+		break;
 	case WB_T_STR:
 		s = src + f->off;
 		n = strnlen(s, f->size);
 		if (n >= f->size)
 			return fail(err, WB_R_BOUND, at, "string is not NUL-terminated");
 		if (n < f->min_len)
-			return fail(err, WB_R_BOUND, at, "string of %zu bytes, allowed %u to %u", n, f->min_len, f->max_len);
+			return fail(err, WB_R_BOUND, at, "string of %zu bytes, allowed %u to %u", n,
+				    f->min_len, f->max_len);
 		if (!utf8_valid((const unsigned char *)s, n))
 			return fail(err, WB_R_TYPE, at, "string is not valid UTF-8");
 		need = HDR_MAX + n;
@@ -798,7 +904,8 @@ static int encode_value(msgpack_sbuffer *sb, const struct wb_field *key, const s
 		items = *(char *const *)(src + f->off);
 		n = *(const size_t *)(src + f->off_n);
 		if (n > f->max_len || n < f->min_len)
-			return fail(err, WB_R_BOUND, at, "array of %zu items, allowed %u to %u", n, f->min_len, f->max_len);
+			return fail(err, WB_R_BOUND, at, "array of %zu items, allowed %u to %u", n,
+				    f->min_len, f->max_len);
 		if (n && !items)
 			return fail(err, WB_R_MISSING, at, "%zu items but no array", n);
 	}
@@ -813,8 +920,12 @@ static int encode_value(msgpack_sbuffer *sb, const struct wb_field *key, const s
 		w += key->key_len;
 	}
 	switch (f->type) {
-	case WB_T_U64: w = put_uint(w, *(const uint64_t *)(src + f->off)); break;
-	case WB_T_I64: w = put_int(w, *(const int64_t *)(src + f->off)); break;
+	case WB_T_U64:
+		w = put_uint(w, *(const uint64_t *)(src + f->off));
+		break;
+	case WB_T_I64:
+		w = put_int(w, *(const int64_t *)(src + f->off));
+		break;
 	case WB_T_F64: {
 		uint64_t bits;
 		memcpy(&bits, src + f->off, sizeof(bits));
@@ -822,7 +933,9 @@ static int encode_value(msgpack_sbuffer *sb, const struct wb_field *key, const s
 		w = be(w, bits, 8);
 		break;
 	}
-	case WB_T_BOOL: *w++ = *(const bool *)(src + f->off) ? 0xc3 : 0xc2; break;
+	case WB_T_BOOL:
+		*w++ = *(const bool *)(src + f->off) ? 0xc3 : 0xc2;
+		break;
 	case WB_T_STR:
 		w = PUT_STR_HDR(w, n);
 		memcpy(w, s, n);
@@ -842,7 +955,8 @@ static int encode_value(msgpack_sbuffer *sb, const struct wb_field *key, const s
 				return -1;
 		}
 		return 0;
-	default: break;
+	default:
+		break;
 	}
 	sb->size = (size_t)((char *)w - sb->data);
 	return 0;
@@ -924,7 +1038,8 @@ int wb_encode(const struct wb_msg *msg, char **out, size_t *out_len, struct wb_e
 	*out = NULL;
 	*out_len = 0;
 	if (msg->kind < 0 || msg->kind >= WB_NKINDS)
-		return fail(err, WB_R_KIND, NULL, "cannot encode a message of unknown kind %d", (int)msg->kind);
+		return fail(err, WB_R_KIND, NULL, "cannot encode a message of unknown kind %d",
+			    (int)msg->kind);
 	const struct wb_type *t = wb_kinds[msg->kind].type;
 	const char *src = (const char *)&msg->env;
 	msgpack_sbuffer sb;

@@ -26,7 +26,8 @@ enum wb_reason {
 	WB_R_TOO_BIG,	/* frame larger than WB_FRAME_MAX */
 	WB_R_BUDGET,	/* valid, but keeping it would exceed the stage's memory budget */
 	/* Valid for the schema, refused on receipt (lib/plaus.c, lib/bus.c): */
-	WB_R_IMPLAUSIBLE_TIME, /* a time outside max_ahead/max_behind, a slot longer than max_slot */
+	WB_R_IMPLAUSIBLE_TIME, /* a time outside max_ahead/max_behind, a slot longer than max_slot
+				*/
 	WB_R_DUP_PRODUCER,     /* a second live producer under one kind/host/src */
 	WB_R_COUNT
 };
@@ -38,7 +39,8 @@ enum wb_reason {
 
 struct wb_err {
 	enum wb_reason reason;
-	char msg[WB_ERR_MAX]; /* e.g. "procs[3].cpu_ns: expected an unsigned integer, got a string" */
+	char msg[WB_ERR_MAX]; /* e.g. "procs[3].cpu_ns: expected an unsigned integer, got a string"
+			       */
 };
 
 const char *wb_reason_name(enum wb_reason reason);
@@ -63,7 +65,8 @@ void wb_msg_clear(struct wb_msg *msg);
  */
 int wb_encode(const struct wb_msg *msg, char **out, size_t *out_len, struct wb_err *err);
 
-/* Length (1-4) of the valid UTF-8 sequence at s within n bytes, or 0: the codec's rule for strings. */
+/* Length (1-4) of the valid UTF-8 sequence at s within n bytes, or 0: the codec's rule for strings.
+ */
 size_t wb_utf8_seq_len(const unsigned char *s, size_t n);
 
 /* Allocate n zeroed elements for an array field; returns NULL on overflow or ENOMEM. */

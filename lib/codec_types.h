@@ -26,10 +26,10 @@ struct wb_field {
 	uint32_t key_len;
 	uint8_t type;
 	uint8_t required;
-	uint32_t off;	   /* value; for WB_T_ARR the element pointer */
-	uint32_t off_n;	   /* WB_T_ARR: the size_t element count */
-	uint32_t size;	   /* STR: capacity with NUL; OBJ: struct size; ARR: element size */
-	uint32_t min_len;  /* STR: characters; ARR: items */
+	uint32_t off;	  /* value; for WB_T_ARR the element pointer */
+	uint32_t off_n;	  /* WB_T_ARR: the size_t element count */
+	uint32_t size;	  /* STR: capacity with NUL; OBJ: struct size; ARR: element size */
+	uint32_t min_len; /* STR: characters; ARR: items */
 	uint32_t max_len;
 	uint64_t umin, umax;
 	int64_t imin, imax;
@@ -44,7 +44,8 @@ struct wb_type {
 	uint32_t nfields;
 	const struct wb_field *fields;
 	uint32_t nkeys; /* keys its map can hold: its fields, a flat struct's counted key by key */
-	bool owns;	/* holds memory to free (an array, or an object that does): cleared field by field */
+	bool owns;	/* holds memory to free (an array, or an object that does): cleared field by
+			   field */
 };
 
 struct wb_kind_info {

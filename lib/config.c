@@ -17,7 +17,8 @@
 #include "codec.h"
 #include "config.h"
 
-const char *const wb_conf_known_sections[] = {"global", "powerd", "usaged", "alignd", "estimd", "exportd", "modeld", NULL};
+const char *const wb_conf_known_sections[] = {"global", "powerd",  "usaged", "alignd",
+					      "estimd", "exportd", "modeld", NULL};
 
 static void strlist_clear(struct wb_strlist *l)
 {
@@ -75,7 +76,8 @@ static bool in_choices(const char *choices, const char *value)
 	return false;
 }
 
-/* What the codec accepts in a string, less control characters (a host name goes in topics and logs). */
+/* What the codec accepts in a string, less control characters (a host name goes in topics and
+ * logs). */
 static const char *utf8_problem(const char *value)
 {
 	const unsigned char *p = (const unsigned char *)value;
@@ -143,7 +145,8 @@ int wb_parse_double(const char *text, double *v)
 	return 0;
 }
 
-static int set_value(const struct wb_conf_key *k, void *dst, const char *value, char *err, size_t errlen)
+static int set_value(const struct wb_conf_key *k, void *dst, const char *value, char *err,
+		     size_t errlen)
 {
 	char *slot = (char *)dst + k->off;
 	switch (WB_CONF_TYPE(k)) {
@@ -192,7 +195,8 @@ static int set_value(const struct wb_conf_key *k, void *dst, const char *value, 
 			return -1;
 		}
 		if (bounded(k) && (v < k->min || v > k->max)) {
-			snprintf(err, errlen, "%lld is outside [%.0f, %.0f]", (long long)v, k->min, k->max);
+			snprintf(err, errlen, "%lld is outside [%.0f, %.0f]", (long long)v, k->min,
+				 k->max);
 			return -1;
 		}
 		*(int64_t *)slot = v;
@@ -227,7 +231,8 @@ static int set_value(const struct wb_conf_key *k, void *dst, const char *value, 
 				return 0;
 			}
 		}
-		snprintf(err, errlen, "'%s' is not a boolean (true/false, yes/no, on/off, 1/0)", value);
+		snprintf(err, errlen, "'%s' is not a boolean (true/false, yes/no, on/off, 1/0)",
+			 value);
 		return -1;
 	}
 	case WB_CONF_DOUBLE: {
@@ -256,8 +261,8 @@ const struct wb_conf_key *wb_conf_find(const struct wb_conf_section *sec, const 
 	return NULL;
 }
 
-int wb_conf_set(const struct wb_conf_section *sec, const char *key, const char *value, const char *origin,
-		char *err, size_t errlen)
+int wb_conf_set(const struct wb_conf_section *sec, const char *key, const char *value,
+		const char *origin, char *err, size_t errlen)
 {
 	const struct wb_conf_key *k = wb_conf_find(sec, key);
 	if (!k) {
@@ -283,8 +288,8 @@ static const char *after_section(const char *name, const char *section)
 	return *name == '_' ? name + 1 : NULL;
 }
 
-int wb_conf_env(const struct wb_conf_section *secs, size_t nsecs, char *const *envp, wb_conf_env_fn *fn, void *arg,
-		char *err, size_t errlen)
+int wb_conf_env(const struct wb_conf_section *secs, size_t nsecs, char *const *envp,
+		wb_conf_env_fn *fn, void *arg, char *err, size_t errlen)
 {
 	int set = 0;
 	for (char *const *e = envp; e && *e; e++) {
@@ -303,7 +308,8 @@ int wb_conf_env(const struct wb_conf_section *secs, size_t nsecs, char *const *e
 			char key[sizeof(var)];
 			size_t n = 0;
 			for (const char *p = rest; *p; p++) {
-				if (!(isupper((unsigned char)*p) || isdigit((unsigned char)*p) || *p == '_'))
+				if (!(isupper((unsigned char)*p) || isdigit((unsigned char)*p) ||
+				      *p == '_'))
 					break;
 				key[n++] = (char)tolower((unsigned char)*p);
 			}
@@ -314,7 +320,8 @@ int wb_conf_env(const struct wb_conf_section *secs, size_t nsecs, char *const *e
 			if (!k) {
 				if (strcmp(key, "opts") == 0 || strncmp(key, "test_", 5) == 0)
 					continue;
-				snprintf(err, errlen, "%s: [%s] has no key '%s' (see --help)", var, secs[s].name, key);
+				snprintf(err, errlen, "%s: [%s] has no key '%s' (see --help)", var,
+					 secs[s].name, key);
 				return -1;
 			}
 			if (wb_conf_set(&secs[s], key, eq + 1, var, err, errlen) < 0)
@@ -332,7 +339,8 @@ int wb_conf_defaults(const struct wb_conf_section *secs, size_t nsecs, char *err
 	for (size_t s = 0; s < nsecs; s++)
 		for (size_t i = 0; i < secs[s].nkeys; i++) {
 			const struct wb_conf_key *k = &secs[s].keys[i];
-			if (k->def && wb_conf_set(&secs[s], k->name, k->def, "default", err, errlen) < 0)
+			if (k->def &&
+			    wb_conf_set(&secs[s], k->name, k->def, "default", err, errlen) < 0)
 				return -1;
 		}
 	return 0;
@@ -420,7 +428,8 @@ static int on_ini(void *user, const char *section, const char *name, const char 
 	return section_known(section) ? 1 : 0;
 }
 
-int wb_conf_load(const char *path, const struct wb_conf_section *secs, size_t nsecs, char *err, size_t errlen)
+int wb_conf_load(const char *path, const struct wb_conf_section *secs, size_t nsecs, char *err,
+		 size_t errlen)
 {
 	struct load_ctx ctx = {.secs = secs, .nsecs = nsecs};
 	ctx.f = fopen(path, "r");
@@ -445,8 +454,9 @@ int wb_conf_load(const char *path, const struct wb_conf_section *secs, size_t ns
 		return 0;
 	/* inih reports the first line it disliked; ours may come from a later line. */
 	if (line > 0 && (!ctx.why[0] || line < ctx.err_line))
-		snprintf(err, errlen, "%s:%d: syntax error (expected [section], key = value, or a ; comment)", path,
-			 line);
+		snprintf(err, errlen,
+			 "%s:%d: syntax error (expected [section], key = value, or a ; comment)",
+			 path, line);
 	else
 		snprintf(err, errlen, "%s:%d: %s", path, ctx.err_line, ctx.why);
 	return -1;
@@ -492,13 +502,15 @@ static int expand_slot(char **slot, const char *runtime_dir, const char *host)
 	return 0;
 }
 
-int wb_conf_expand(const struct wb_conf_section *secs, size_t nsecs, const char *runtime_dir, const char *host)
+int wb_conf_expand(const struct wb_conf_section *secs, size_t nsecs, const char *runtime_dir,
+		   const char *host)
 {
 	for (size_t s = 0; s < nsecs; s++)
 		for (size_t i = 0; i < secs[s].nkeys; i++) {
 			const struct wb_conf_key *k = &secs[s].keys[i];
 			char *slot = (char *)secs[s].dst + k->off;
-			bool str = WB_CONF_TYPE(k) == WB_CONF_STR || WB_CONF_TYPE(k) == WB_CONF_UTF8;
+			bool str =
+			    WB_CONF_TYPE(k) == WB_CONF_STR || WB_CONF_TYPE(k) == WB_CONF_UTF8;
 			if (str && expand_slot((char **)slot, runtime_dir, host) < 0)
 				return -1;
 			if (WB_CONF_IS_LIST(k)) {
@@ -530,16 +542,20 @@ static bool same_value(const struct wb_conf_key *k, const char *a, const char *b
 				return false;
 		return true;
 	}
-	case WB_CONF_INT: return *(const int64_t *)a == *(const int64_t *)b;
-	case WB_CONF_DURATION: return *(const uint64_t *)a == *(const uint64_t *)b;
-	case WB_CONF_BOOL: return *(const bool *)a == *(const bool *)b;
-	case WB_CONF_DOUBLE: return *(const double *)a == *(const double *)b;
+	case WB_CONF_INT:
+		return *(const int64_t *)a == *(const int64_t *)b;
+	case WB_CONF_DURATION:
+		return *(const uint64_t *)a == *(const uint64_t *)b;
+	case WB_CONF_BOOL:
+		return *(const bool *)a == *(const bool *)b;
+	case WB_CONF_DOUBLE:
+		return *(const double *)a == *(const double *)b;
 	}
 	return false;
 }
 
-size_t wb_conf_restart_changes(const struct wb_conf_section *sec, const void *a, const void *b, char *buf,
-			       size_t len)
+size_t wb_conf_restart_changes(const struct wb_conf_section *sec, const void *a, const void *b,
+			       char *buf, size_t len)
 {
 	size_t n = 0, used = 0;
 	if (len)
@@ -599,14 +615,18 @@ void wb_conf_print_ini(const struct wb_conf_section *sec, const char *summary, v
 		const struct wb_conf_key *k = &sec->keys[i];
 		char text[1024];
 		bool is_enum = WB_CONF_TYPE(k) == WB_CONF_ENUM;
-		snprintf(text, sizeof(text), "%s%s%s%s", k->help ? k->help : "", is_enum ? " (" : "",
-			 is_enum ? k->choices : "", is_enum ? ")" : WB_CONF_IS_LIST(k) ? " (comma-separated)" : "");
+		snprintf(text, sizeof(text), "%s%s%s%s", k->help ? k->help : "",
+			 is_enum ? " (" : "", is_enum ? k->choices : "",
+			 is_enum	      ? ")"
+			 : WB_CONF_IS_LIST(k) ? " (comma-separated)"
+					      : "");
 		/* Wrap at 78 columns: config lines stay short and readable. */
 		const char *p = text;
 		while (*p) {
 			size_t n = strlen(p);
 			if (n > 76) {
-				/* Break at the last space before column 76, or after a longer word. */
+				/* Break at the last space before column 76, or after a longer word.
+				 */
 				size_t cut = 76;
 				while (cut > 0 && p[cut] != ' ')
 					cut--;

@@ -18,8 +18,8 @@ enum wb_conf_type {
 	WB_CONF_BOOL,	  /* bool: true/false/yes/no/on/off/1/0 */
 	WB_CONF_DOUBLE,	  /* double, bounds min..max */
 	WB_CONF_ENUM,	  /* char *, one of choices "a|b|c" */
-	WB_CONF_UTF8,	  /* char *, valid UTF-8 without control characters (names sent on the bus) */
-	WB_CONF_GLOBS,	  /* struct wb_strlist of shell patterns (fnmatch), each checked */
+	WB_CONF_UTF8,  /* char *, valid UTF-8 without control characters (names sent on the bus) */
+	WB_CONF_GLOBS, /* struct wb_strlist of shell patterns (fnmatch), each checked */
 };
 #define WB_CONF_TYPE_MASK 0xff
 /* Flag or'ed into a key's type: the key is read at startup only, so a reload
@@ -34,9 +34,9 @@ struct wb_strlist {
 struct wb_conf_key {
 	const char *name; /* key in the section; --name on the command line */
 	enum wb_conf_type type;
-	size_t off;	     /* offset into the section's struct */
-	const char *def;     /* default as text; %r expands to the runtime dir, %h to the host name */
-	double min, max;     /* INT, DURATION (ns), DOUBLE; min == max means unbounded */
+	size_t off;	 /* offset into the section's struct */
+	const char *def; /* default as text; %r expands to the runtime dir, %h to the host name */
+	double min, max; /* INT, DURATION (ns), DOUBLE; min == max means unbounded */
 	const char *choices; /* ENUM */
 	const char *help;
 };
@@ -66,10 +66,11 @@ int wb_conf_defaults(const struct wb_conf_section *secs, size_t nsecs, char *err
  * Read path into secs. Sections of other stages are skipped; unknown sections,
  * unknown keys, bad values and syntax errors fail with "path:line: reason".
  */
-int wb_conf_load(const char *path, const struct wb_conf_section *secs, size_t nsecs, char *err, size_t errlen);
+int wb_conf_load(const char *path, const struct wb_conf_section *secs, size_t nsecs, char *err,
+		 size_t errlen);
 /* Set one key from text (a flag); origin names it in errors ("--interval"). */
-int wb_conf_set(const struct wb_conf_section *sec, const char *key, const char *value, const char *origin,
-		char *err, size_t errlen);
+int wb_conf_set(const struct wb_conf_section *sec, const char *key, const char *value,
+		const char *origin, char *err, size_t errlen);
 /*
  * Environment overrides, the convention containers expect: WATTBUS_<SECTION>_<KEY>
  * (upper case, "WATTBUS_EXPORTD_LISTEN") sets the key of one of secs, after the
@@ -80,20 +81,21 @@ int wb_conf_set(const struct wb_conf_section *sec, const char *key, const char *
  * other sections are left alone. fn, when given, is told of each key set.
  * Returns how many keys were set, or -1 with "NAME: ..." in err.
  */
-typedef void(wb_conf_env_fn)(const char *var, const struct wb_conf_section *sec, const struct wb_conf_key *k,
-			     const char *value, void *arg);
-int wb_conf_env(const struct wb_conf_section *secs, size_t nsecs, char *const *envp, wb_conf_env_fn *fn, void *arg,
-		char *err, size_t errlen);
+typedef void(wb_conf_env_fn)(const char *var, const struct wb_conf_section *sec,
+			     const struct wb_conf_key *k, const char *value, void *arg);
+int wb_conf_env(const struct wb_conf_section *secs, size_t nsecs, char *const *envp,
+		wb_conf_env_fn *fn, void *arg, char *err, size_t errlen);
 /* Find the section and key a flag name refers to. */
 const struct wb_conf_key *wb_conf_find(const struct wb_conf_section *sec, const char *key);
 /* Expand %r and %h in every string and list value. */
-int wb_conf_expand(const struct wb_conf_section *secs, size_t nsecs, const char *runtime_dir, const char *host);
+int wb_conf_expand(const struct wb_conf_section *secs, size_t nsecs, const char *runtime_dir,
+		   const char *host);
 /*
  * Names of the WB_CONF_F_RESTART keys whose value differs between two structs
  * of the section, comma-separated into buf ("" when none). Returns how many.
  */
-size_t wb_conf_restart_changes(const struct wb_conf_section *sec, const void *a, const void *b, char *buf,
-			       size_t len);
+size_t wb_conf_restart_changes(const struct wb_conf_section *sec, const void *a, const void *b,
+			       char *buf, size_t len);
 /* Free the strings and lists of every section. */
 void wb_conf_free(const struct wb_conf_section *secs, size_t nsecs);
 /* Print the section as commented INI: "# help" then "#key = default" for each key. */

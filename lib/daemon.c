@@ -27,30 +27,37 @@
 #define DEFAULT_CONFIG WB_SYSCONFDIR "/wattbus/wattbus.conf"
 
 static const struct wb_conf_key global_keys[] = {
-	{"host", WB_CONF_UTF8 | WB_CONF_RESTART, offsetof(struct wb_global, host), "", 0, 0, NULL,
-	 "host name in topics and messages, UTF-8 without control characters (default: this machine's hostname)"},
-	{"runtime_dir", WB_CONF_STR | WB_CONF_RESTART, offsetof(struct wb_global, runtime_dir), "", 0, 0, NULL,
-	 "directory of the ipc sockets (default: $WATTBUS_RUNTIME_DIR, else /run/wattbus as root, else $XDG_RUNTIME_DIR/wattbus)"},
-	{"log_level", WB_CONF_ENUM, offsetof(struct wb_global, log_level), "info", 0, 0, "error|warning|info|debug",
-	 "least severe level logged"},
-	{"stat_interval", WB_CONF_DURATION | WB_CONF_RESTART, offsetof(struct wb_global, stat_interval_ns), "5s", 1e8, 3600e9, NULL,
-	 "how often the stage publishes its stat message"},
-	{"hwm", WB_CONF_INT | WB_CONF_RESTART, offsetof(struct wb_global, hwm), "10000", 1, 10000000, NULL,
-	 "ZeroMQ high-water mark (messages queued per peer before drops)"},
-	{"curve_cert", WB_CONF_STR | WB_CONF_RESTART, offsetof(struct wb_global, curve_cert), "", 0, 0, NULL,
-	 "CURVE certificate (with secret key) of this stage; empty: no encryption"},
-	{"curve_peer", WB_CONF_STR | WB_CONF_RESTART, offsetof(struct wb_global, curve_peer), "", 0, 0, NULL,
-	 "public certificate of the publishers this stage subscribes to"},
-	{"curve_allow", WB_CONF_STR | WB_CONF_RESTART, offsetof(struct wb_global, curve_allow), "", 0, 0, NULL,
-	 "directory of public certificates allowed to subscribe (empty: any client with a valid key)"},
-	{"socket_group", WB_CONF_STR | WB_CONF_RESTART, offsetof(struct wb_global, socket_group), "", 0, 0, NULL,
-	 "group owning the ipc sockets (mode 0660) and the state files (0640); without it state files are 0600"},
-	{"max_ahead", WB_CONF_DURATION | WB_CONF_RESTART, offsetof(struct wb_global, max_ahead_ns), "5m", 0, 86400e9, NULL,
-	 "refuse a received message whose time is this far ahead of this host's clock (implausible_time); 0: off"},
-	{"max_behind", WB_CONF_DURATION | WB_CONF_RESTART, offsetof(struct wb_global, max_behind_ns), "0", 0, 3650 * 86400e9, NULL,
-	 "refuse a received message whose time is this far behind this host's clock; 0: off (replayed recordings are old)"},
-	{"max_slot", WB_CONF_DURATION | WB_CONF_RESTART, offsetof(struct wb_global, max_slot_ns), "1h", 0, 30 * 86400e9, NULL,
-	 "refuse a received slot (aligned, estimate) longer than this; alignd forms none longer; 0: off"},
+    {"host", WB_CONF_UTF8 | WB_CONF_RESTART, offsetof(struct wb_global, host), "", 0, 0, NULL,
+     "host name in topics and messages, UTF-8 without control characters (default: this machine's hostname)"},
+    {"runtime_dir", WB_CONF_STR | WB_CONF_RESTART, offsetof(struct wb_global, runtime_dir), "", 0,
+     0, NULL,
+     "directory of the ipc sockets (default: $WATTBUS_RUNTIME_DIR, else /run/wattbus as root, else $XDG_RUNTIME_DIR/wattbus)"},
+    {"log_level", WB_CONF_ENUM, offsetof(struct wb_global, log_level), "info", 0, 0,
+     "error|warning|info|debug", "least severe level logged"},
+    {"stat_interval", WB_CONF_DURATION | WB_CONF_RESTART,
+     offsetof(struct wb_global, stat_interval_ns), "5s", 1e8, 3600e9, NULL,
+     "how often the stage publishes its stat message"},
+    {"hwm", WB_CONF_INT | WB_CONF_RESTART, offsetof(struct wb_global, hwm), "10000", 1, 10000000,
+     NULL, "ZeroMQ high-water mark (messages queued per peer before drops)"},
+    {"curve_cert", WB_CONF_STR | WB_CONF_RESTART, offsetof(struct wb_global, curve_cert), "", 0, 0,
+     NULL, "CURVE certificate (with secret key) of this stage; empty: no encryption"},
+    {"curve_peer", WB_CONF_STR | WB_CONF_RESTART, offsetof(struct wb_global, curve_peer), "", 0, 0,
+     NULL, "public certificate of the publishers this stage subscribes to"},
+    {"curve_allow", WB_CONF_STR | WB_CONF_RESTART, offsetof(struct wb_global, curve_allow), "", 0,
+     0, NULL,
+     "directory of public certificates allowed to subscribe (empty: any client with a valid key)"},
+    {"socket_group", WB_CONF_STR | WB_CONF_RESTART, offsetof(struct wb_global, socket_group), "", 0,
+     0, NULL,
+     "group owning the ipc sockets (mode 0660) and the state files (0640); without it state files are 0600"},
+    {"max_ahead", WB_CONF_DURATION | WB_CONF_RESTART, offsetof(struct wb_global, max_ahead_ns),
+     "5m", 0, 86400e9, NULL,
+     "refuse a received message whose time is this far ahead of this host's clock (implausible_time); 0: off"},
+    {"max_behind", WB_CONF_DURATION | WB_CONF_RESTART, offsetof(struct wb_global, max_behind_ns),
+     "0", 0, 3650 * 86400e9, NULL,
+     "refuse a received message whose time is this far behind this host's clock; 0: off (replayed recordings are old)"},
+    {"max_slot", WB_CONF_DURATION | WB_CONF_RESTART, offsetof(struct wb_global, max_slot_ns), "1h",
+     0, 30 * 86400e9, NULL,
+     "refuse a received slot (aligned, estimate) longer than this; alignd forms none longer; 0: off"},
 };
 #define NGLOBAL (sizeof(global_keys) / sizeof(global_keys[0]))
 
@@ -109,7 +116,8 @@ struct wb_daemon {
 	void *reload_arg;
 };
 
-static void sections(struct wb_daemon *d, struct wb_global *g, void *conf, struct wb_conf_section secs[2])
+static void sections(struct wb_daemon *d, struct wb_global *g, void *conf,
+		     struct wb_conf_section secs[2])
 {
 	secs[0] = (struct wb_conf_section){"global", global_keys, NGLOBAL, g};
 	secs[1] = (struct wb_conf_section){d->stage->name, d->stage->keys, d->stage->nkeys, conf};
@@ -119,17 +127,18 @@ static void usage(struct wb_daemon *d, FILE *out)
 {
 	struct wb_conf_section secs[2];
 	sections(d, &d->global, d->conf, secs);
-	fprintf(out,
-		"usage: wattbus-%s [-c FILE] [-n] [-v] [--KEY VALUE ...]\n%s\n\n"
-		"  -c, --config FILE        config file (default %s when it exists, or $WATTBUS_CONF)\n"
-		"  -n, --check              check the config and exit (0 valid, 2 invalid)\n"
-		"  -v, --verbose            log at debug level\n"
-		"      --print-config       print [global] and [%s] as a commented config file\n"
-		"  -h, --help               this text\n"
-		"  -V, --version            print the version\n\n"
-		"Every key is also a variable WATTBUS_<SECTION>_<KEY> (WATTBUS_GLOBAL_HOST): flags override it, it overrides the file.\n\n"
-		"[%s] keys, also flags:\n",
-		d->stage->name, d->stage->summary, DEFAULT_CONFIG, d->stage->name, d->stage->name);
+	fprintf(
+	    out,
+	    "usage: wattbus-%s [-c FILE] [-n] [-v] [--KEY VALUE ...]\n%s\n\n"
+	    "  -c, --config FILE        config file (default %s when it exists, or $WATTBUS_CONF)\n"
+	    "  -n, --check              check the config and exit (0 valid, 2 invalid)\n"
+	    "  -v, --verbose            log at debug level\n"
+	    "      --print-config       print [global] and [%s] as a commented config file\n"
+	    "  -h, --help               this text\n"
+	    "  -V, --version            print the version\n\n"
+	    "Every key is also a variable WATTBUS_<SECTION>_<KEY> (WATTBUS_GLOBAL_HOST): flags override it, it overrides the file.\n\n"
+	    "[%s] keys, also flags:\n",
+	    d->stage->name, d->stage->summary, DEFAULT_CONFIG, d->stage->name, d->stage->name);
 	wb_conf_usage(&secs[1], out);
 	fprintf(out, "\n[global] keys, also flags:\n");
 	wb_conf_usage(&secs[0], out);
@@ -158,27 +167,30 @@ static void envset_clear(struct wb_daemon *d)
 	d->nenvset = 0;
 }
 
-/* Note a key the environment set, and the flag that overrides it if any (for -n and the startup log). */
-static void on_env(const char *var, const struct wb_conf_section *sec, const struct wb_conf_key *k, const char *value,
-		   void *arg)
+/* Note a key the environment set, and the flag that overrides it if any (for -n and the startup
+ * log). */
+static void on_env(const char *var, const struct wb_conf_section *sec, const struct wb_conf_key *k,
+		   const char *value, void *arg)
 {
 	struct wb_daemon *d = arg;
 	const char *flag = NULL;
 	for (size_t i = 0; i < d->nflags; i++)
-		if (d->flags[i].sec == (strcmp(sec->name, "global") == 0 ? 0 : 1) && strcmp(d->flags[i].key, k->name) == 0)
+		if (d->flags[i].sec == (strcmp(sec->name, "global") == 0 ? 0 : 1) &&
+		    strcmp(d->flags[i].key, k->name) == 0)
 			flag = d->flags[i].key;
 	char *line, **v = realloc(d->envset, (d->nenvset + 1) * sizeof(*v));
 	if (!v)
 		return;
 	d->envset = v;
-	if (asprintf(&line, "%s: [%s] %s = %s%s%s", var, sec->name, k->name, value, flag ? ", overridden by --" : "",
-		     flag ? flag : "") < 0)
+	if (asprintf(&line, "%s: [%s] %s = %s%s%s", var, sec->name, k->name, value,
+		     flag ? ", overridden by --" : "", flag ? flag : "") < 0)
 		return;
 	v[d->nenvset++] = line;
 }
 
 /* defaults -> file -> WATTBUS_<SECTION>_<KEY> -> flags -> %r/%h -> stage check, into g and conf. */
-static int load_config(struct wb_daemon *d, struct wb_global *g, void *conf, char *err, size_t errlen)
+static int load_config(struct wb_daemon *d, struct wb_global *g, void *conf, char *err,
+		       size_t errlen)
 {
 	struct wb_conf_section secs[2];
 	sections(d, g, conf, secs);
@@ -192,7 +204,8 @@ static int load_config(struct wb_daemon *d, struct wb_global *g, void *conf, cha
 	for (size_t i = 0; i < d->nflags; i++) {
 		char origin[80];
 		snprintf(origin, sizeof(origin), "--%s", d->flags[i].key);
-		if (wb_conf_set(&secs[d->flags[i].sec], d->flags[i].key, d->flags[i].value, origin, err, errlen) < 0)
+		if (wb_conf_set(&secs[d->flags[i].sec], d->flags[i].key, d->flags[i].value, origin,
+				err, errlen) < 0)
 			return -1;
 	}
 	if (!g->host[0]) {
@@ -217,14 +230,17 @@ static int load_config(struct wb_daemon *d, struct wb_global *g, void *conf, cha
 		return -1;
 	}
 	if (!wb_conf_find(&secs[1], "pub")) {
-		snprintf(err, errlen, "stage %s has no 'pub' key (programming error)", d->stage->name);
+		snprintf(err, errlen, "stage %s has no 'pub' key (programming error)",
+			 d->stage->name);
 		return -1;
 	}
 	if (d->stage->check && d->stage->check(conf, err, errlen) < 0) {
 		/* The check names keys; say which of them came from the environment. */
 		for (size_t i = 0, used = strlen(err); i < d->nenvset && used + 1 < errlen; i++) {
-			int w = snprintf(err + used, errlen - used, "%s%.*s", i ? ", " : " (environment: ",
-					 (int)strcspn(d->envset[i], ":"), d->envset[i]);
+			int w =
+			    snprintf(err + used, errlen - used, "%s%.*s",
+				     i ? ", " : " (environment: ", (int)strcspn(d->envset[i], ":"),
+				     d->envset[i]);
 			used = w < 0 ? errlen : used + (size_t)w;
 			if (i + 1 == d->nenvset && used + 1 < errlen)
 				snprintf(err + used, errlen - used, ")");
@@ -245,7 +261,8 @@ static int add_flag(struct wb_daemon *d, int sec, const struct wb_conf_key *k, c
 {
 	/* A list flag given again appends: --sub a --sub b. */
 	for (size_t i = 0; i < d->nflags; i++)
-		if (WB_CONF_IS_LIST(k) && d->flags[i].sec == sec && strcmp(d->flags[i].key, k->name) == 0) {
+		if (WB_CONF_IS_LIST(k) && d->flags[i].sec == sec &&
+		    strcmp(d->flags[i].key, k->name) == 0) {
 			char *joined;
 			if (asprintf(&joined, "%s,%s", d->flags[i].value, value) < 0)
 				return -1;
@@ -277,14 +294,16 @@ static void parse_args(struct wb_daemon *d, int argc, char **argv, bool *check_o
 	opts[n++] = (struct option){"help", no_argument, NULL, 'h'};
 	opts[n++] = (struct option){"version", no_argument, NULL, 'V'};
 	opts[n++] = (struct option){"print-config", no_argument, NULL, 'P'};
-	/* Every key is a flag, spelt as in the file (--model_from) or with dashes (--model-from). */
+	/* Every key is a flag, spelt as in the file (--model_from) or with dashes (--model-from).
+	 */
 	char **dashed = calloc(2 * nkeys + 1, sizeof(*dashed));
 	size_t ndashed = 0;
 	if (!dashed)
 		fatalx(WB_EXIT_FAILURE, "out of memory");
 	for (size_t i = 0; i < nkeys; i++) {
 		bool global = i >= d->stage->nkeys;
-		const char *name = global ? global_keys[i - d->stage->nkeys].name : d->stage->keys[i].name;
+		const char *name =
+		    global ? global_keys[i - d->stage->nkeys].name : d->stage->keys[i].name;
 		int val = global ? 2000 + (int)(i - d->stage->nkeys) : 1000 + (int)i;
 		opts[n++] = (struct option){name, required_argument, NULL, val};
 		if (strchr(name, '_')) {
@@ -309,8 +328,12 @@ static void parse_args(struct wb_daemon *d, int argc, char **argv, bool *check_o
 				fatalx(WB_EXIT_FAILURE, "out of memory");
 			d->config_explicit = true;
 			break;
-		case 'n': *check_only = true; break;
-		case 'v': d->verbose = true; break;
+		case 'n':
+			*check_only = true;
+			break;
+		case 'v':
+			d->verbose = true;
+			break;
 		case 'h':
 			free(opts);
 			usage(d, stdout);
@@ -329,22 +352,25 @@ static void parse_args(struct wb_daemon *d, int argc, char **argv, bool *check_o
 			exit(WB_EXIT_OK);
 		}
 		case ':':
-			fprintf(stderr, "wattbus-%s: %s needs a value\n", d->stage->name, argv[optind - 1]);
+			fprintf(stderr, "wattbus-%s: %s needs a value\n", d->stage->name,
+				argv[optind - 1]);
 			exit(WB_EXIT_USAGE);
 		case '?':
-			fprintf(stderr, "wattbus-%s: unknown option '%s' (see --help)\n", d->stage->name,
-				argv[optind - 1]);
+			fprintf(stderr, "wattbus-%s: unknown option '%s' (see --help)\n",
+				d->stage->name, argv[optind - 1]);
 			exit(WB_EXIT_USAGE);
 		default: {
 			bool global = c >= 2000;
-			const struct wb_conf_key *k = global ? &global_keys[c - 2000] : &d->stage->keys[c - 1000];
+			const struct wb_conf_key *k =
+			    global ? &global_keys[c - 2000] : &d->stage->keys[c - 1000];
 			if (add_flag(d, global ? 0 : 1, k, optarg) < 0)
 				fatalx(WB_EXIT_FAILURE, "out of memory");
 		}
 		}
 	}
 	if (optind < argc) {
-		fprintf(stderr, "wattbus-%s: unexpected argument '%s' (see --help)\n", d->stage->name, argv[optind]);
+		fprintf(stderr, "wattbus-%s: unexpected argument '%s' (see --help)\n",
+			d->stage->name, argv[optind]);
 		exit(WB_EXIT_USAGE);
 	}
 	free(opts);
@@ -415,14 +441,16 @@ struct wb_daemon *wb_daemon_new(const struct wb_stage *stage, int argc, char **a
 	zsys_handler_set(NULL);
 	zsys_set_logstream(stderr);
 
-	/* State files and directories the stage makes are for its user and the socket group only. */
+	/* State files and directories the stage makes are for its user and the socket group only.
+	 */
 	if (d->global.socket_group[0]) {
 		struct group *gr = getgrnam(d->global.socket_group);
 		if (gr)
 			wb_state_set_group(gr->gr_gid);
 		else
-			log_warnx("[global] socket_group '%s' does not exist: state files are for this user only",
-				  d->global.socket_group);
+			log_warnx(
+			    "[global] socket_group '%s' does not exist: state files are for this user only",
+			    d->global.socket_group);
 	}
 	if (wb_state_mkdir(d->global.runtime_dir, err, sizeof(err)) < 0) {
 		if (errno == EPERM)
@@ -430,12 +458,12 @@ struct wb_daemon *wb_daemon_new(const struct wb_stage *stage, int argc, char **a
 		log_warnx("runtime dir %s", err);
 	}
 	d->sockopts = (struct wb_sockopts){
-		.hwm = (int)d->global.hwm,
-		.curve_cert = d->global.curve_cert,
-		.curve_peer = d->global.curve_peer,
-		.curve_allow = d->global.curve_allow,
-		.ipc_group = d->global.socket_group,
-		.plaus = {d->global.max_ahead_ns, d->global.max_behind_ns, d->global.max_slot_ns},
+	    .hwm = (int)d->global.hwm,
+	    .curve_cert = d->global.curve_cert,
+	    .curve_peer = d->global.curve_peer,
+	    .curve_allow = d->global.curve_allow,
+	    .ipc_group = d->global.socket_group,
+	    .plaus = {d->global.max_ahead_ns, d->global.max_behind_ns, d->global.max_slot_ns},
 	};
 	struct wb_conf_section secs[2];
 	sections(d, &d->global, d->conf, secs);
@@ -443,15 +471,16 @@ struct wb_daemon *wb_daemon_new(const struct wb_stage *stage, int argc, char **a
 	const char *pub_ep = *(char **)((char *)d->conf + pubk->off);
 	d->pub = wb_pub_new(pub_ep, stage->name, d->global.host, &d->sockopts);
 	if (!d->pub)
-		fatalx(WB_EXIT_FAILURE, "cannot publish on %s (is another wattbus-%s running?)", pub_ep, stage->name);
+		fatalx(WB_EXIT_FAILURE, "cannot publish on %s (is another wattbus-%s running?)",
+		       pub_ep, stage->name);
 	d->loop = zloop_new();
 	d->subs = zlistx_new();
 	d->watches = zlistx_new();
 	if (!d->loop || !d->subs || !d->watches)
 		fatalx(WB_EXIT_FAILURE, "out of memory");
 	zloop_set_nonstop(d->loop, true);
-	log_info("version %s, host %s, publishing on %s, config %s", WB_VERSION, d->global.host, pub_ep,
-		 d->config_path ? d->config_path : "(built-in defaults)");
+	log_info("version %s, host %s, publishing on %s, config %s", WB_VERSION, d->global.host,
+		 pub_ep, d->config_path ? d->config_path : "(built-in defaults)");
 	return d;
 }
 
@@ -531,7 +560,8 @@ void wb_daemon_set_mode(struct wb_daemon *d, const char *mode)
 int wb_daemon_send(struct wb_daemon *d, struct wb_msg *msg)
 {
 	if (wb_pub_send(d->pub, msg) < 0) {
-		/* A value past its schema bound is a message lost here: counted, not just logged. */
+		/* A value past its schema bound is a message lost here: counted, not just logged.
+		 */
 		uint64_t *n = errno == EINVAL ? wb_stats_counter(&d->stats, "encode_failed") : NULL;
 		if (n)
 			(*n)++;
@@ -563,8 +593,8 @@ static int on_sub_readable(zloop_t *loop, zsock_t *sock, void *arg)
 	return 0;
 }
 
-int wb_daemon_subscribe(struct wb_daemon *d, const struct wb_strlist *endpoints, const char *const *prefixes,
-			wb_msg_fn *fn, void *arg)
+int wb_daemon_subscribe(struct wb_daemon *d, const struct wb_strlist *endpoints,
+			const char *const *prefixes, wb_msg_fn *fn, void *arg)
 {
 	struct subscription *s = calloc(1, sizeof(*s));
 	if (!s)
@@ -632,8 +662,9 @@ static int grid_arm(int fd, uint64_t interval_ns)
 {
 	uint64_t first = wb_grid_next(wb_now_ns(), interval_ns);
 	struct itimerspec its = {
-		.it_value = {(time_t)(first / WB_NS_PER_SEC), (long)(first % WB_NS_PER_SEC)},
-		.it_interval = {(time_t)(interval_ns / WB_NS_PER_SEC), (long)(interval_ns % WB_NS_PER_SEC)},
+	    .it_value = {(time_t)(first / WB_NS_PER_SEC), (long)(first % WB_NS_PER_SEC)},
+	    .it_interval = {(time_t)(interval_ns / WB_NS_PER_SEC),
+			    (long)(interval_ns % WB_NS_PER_SEC)},
 	};
 	if (timerfd_settime(fd, TFD_TIMER_ABSTIME | TFD_TIMER_CANCEL_ON_SET, &its, NULL) < 0) {
 		log_warn("timerfd_settime");
@@ -718,7 +749,8 @@ struct wb_grid *wb_daemon_grid_timer(struct wb_daemon *d, uint64_t interval_ns, 
 		close(fd);
 		return NULL;
 	}
-	g->w = (struct fdwatch){.d = d, .fd = fd, .grid_fn = fn, .arg = arg, .interval_ns = interval_ns};
+	g->w = (struct fdwatch){
+	    .d = d, .fd = fd, .grid_fn = fn, .arg = arg, .interval_ns = interval_ns};
 	if (watch(d, &g->w) < 0) { /* watch frees g */
 		close(fd);
 		return NULL;
@@ -791,7 +823,8 @@ static void publish_stat(struct wb_daemon *d)
 	s->checkpoint_failures = d->stats.checkpoint_failures;
 	for (int r = 0; r < WB_R_COUNT; r++)
 		if (d->stats.rejected_by[r]) {
-			snprintf(rej[s->n_rejected_by].name, sizeof(rej[0].name), "%s", wb_reason_name(r));
+			snprintf(rej[s->n_rejected_by].name, sizeof(rej[0].name), "%s",
+				 wb_reason_name(r));
 			rej[s->n_rejected_by++].value = d->stats.rejected_by[r];
 		}
 	s->rejected_by = rej;
@@ -831,17 +864,20 @@ static void reload(struct wb_daemon *d)
 		free(d->global.log_level);
 		d->global.log_level = g.log_level;
 		g.log_level = NULL;
-		/* [global] keys read at startup only: say which changed rather than drop them silently. */
+		/* [global] keys read at startup only: say which changed rather than drop them
+		 * silently. */
 		struct wb_conf_section gsec = {"global", global_keys, NGLOBAL, NULL};
 		char keys[256], later[sizeof(keys) + 64] = "";
 		if (wb_conf_restart_changes(&gsec, &d->global, &g, keys, sizeof(keys)))
-			snprintf(later, sizeof(later), "; [global] %s keep their old values until a restart", keys);
+			snprintf(later, sizeof(later),
+				 "; [global] %s keep their old values until a restart", keys);
 		if (d->reload_fn && d->reload_fn(d, conf, d->reload_arg) == 0) {
 			free_config(d, &(struct wb_global){0}, d->conf);
 			free(d->conf);
 			d->conf = conf;
 			conf = NULL;
-			log_info("reloaded %s%s", d->config_path ? d->config_path : "(built-in defaults)", later);
+			log_info("reloaded %s%s",
+				 d->config_path ? d->config_path : "(built-in defaults)", later);
 		} else {
 			log_info("reloaded the log level; other changes need a restart%s", later);
 		}
@@ -884,7 +920,8 @@ int wb_daemon_run(struct wb_daemon *d)
 	if (zloop_poller(d->loop, &sig, on_signal, d) < 0 ||
 	    zloop_poller(d->loop, &stop, on_stop, d) < 0 ||
 	    wb_daemon_timer(d, d->global.stat_interval_ns, on_stat_timer, d) < 0) {
-		log_errx("cannot watch signals, the stop pipe or the stat timer: %s", zmq_strerror(zmq_errno()));
+		log_errx("cannot watch signals, the stop pipe or the stat timer: %s",
+			 zmq_strerror(zmq_errno()));
 		return WB_EXIT_FAILURE;
 	}
 	uint64_t wd_usec = 0;

@@ -30,11 +30,12 @@ struct wb_global {
 	char *log_level;
 	uint64_t stat_interval_ns;
 	int64_t hwm;
-	char *curve_cert;  /* our certificate (secret); empty: no CURVE */
-	char *curve_peer;  /* publisher certificate to trust when subscribing */
-	char *curve_allow; /* directory of client certificates our PUB admits */
+	char *curve_cert;   /* our certificate (secret); empty: no CURVE */
+	char *curve_peer;   /* publisher certificate to trust when subscribing */
+	char *curve_allow;  /* directory of client certificates our PUB admits */
 	char *socket_group; /* group that owns ipc sockets (mode 0660) */
-	uint64_t max_ahead_ns, max_behind_ns, max_slot_ns; /* receive-side plausibility (lib/plaus.h) */
+	uint64_t max_ahead_ns, max_behind_ns,
+	    max_slot_ns; /* receive-side plausibility (lib/plaus.h) */
 };
 
 struct wb_stage {
@@ -42,7 +43,8 @@ struct wb_stage {
 	const char *summary; /* one line for --help */
 	const struct wb_conf_key *keys;
 	size_t nkeys;
-	size_t conf_size; /* sizeof the stage's conf struct; its keys must include "pub" (WB_CONF_STR) */
+	size_t conf_size; /* sizeof the stage's conf struct; its keys must include "pub"
+			     (WB_CONF_STR) */
 	/* Cross-key checks after loading; fill err and return -1 to reject. Optional. */
 	int (*check)(const void *conf, char *err, size_t errlen);
 };
@@ -65,14 +67,15 @@ void wb_daemon_set_mode(struct wb_daemon *d, const char *mode);
 int wb_daemon_send(struct wb_daemon *d, struct wb_msg *msg);
 struct wb_pub *wb_daemon_pub(struct wb_daemon *d);
 
-typedef void(wb_msg_fn)(struct wb_daemon *d, const struct wb_msg *msg, const struct wb_rx *rx, void *arg);
+typedef void(wb_msg_fn)(struct wb_daemon *d, const struct wb_msg *msg, const struct wb_rx *rx,
+			void *arg);
 /*
  * Connect a SUB socket to every endpoint, subscribe to the prefixes (NULL-
  * terminated), and call fn for every valid message (rejections are counted and
  * logged by the daemon). Returns 0 or -1.
  */
-int wb_daemon_subscribe(struct wb_daemon *d, const struct wb_strlist *endpoints, const char *const *prefixes,
-			wb_msg_fn *fn, void *arg);
+int wb_daemon_subscribe(struct wb_daemon *d, const struct wb_strlist *endpoints,
+			const char *const *prefixes, wb_msg_fn *fn, void *arg);
 
 /* zloop timer (monotonic, not aligned); returns the timer id or -1. */
 int wb_daemon_timer(struct wb_daemon *d, uint64_t interval_ns, zloop_timer_fn *fn, void *arg);

@@ -18,9 +18,9 @@
 #define DEFAULT_MAX_BODY (4u << 20)
 
 static const char *const result_names[WB_HTTPC_NRESULTS] = {
-	[WB_HTTPC_OK] = "ok",           [WB_HTTPC_STATUS] = "status",   [WB_HTTPC_CONNECT] = "connect",
-	[WB_HTTPC_TIMEOUT] = "timeout", [WB_HTTPC_TLS] = "tls",         [WB_HTTPC_TOO_BIG] = "too_big",
-	[WB_HTTPC_ERROR] = "error",
+    [WB_HTTPC_OK] = "ok",	    [WB_HTTPC_STATUS] = "status", [WB_HTTPC_CONNECT] = "connect",
+    [WB_HTTPC_TIMEOUT] = "timeout", [WB_HTTPC_TLS] = "tls",	  [WB_HTTPC_TOO_BIG] = "too_big",
+    [WB_HTTPC_ERROR] = "error",
 };
 
 const char *wb_httpc_result_name(enum wb_httpc_result r)
@@ -101,7 +101,8 @@ enum wb_httpc_result wb_httpc_request(const char *method, const char *url, const
 		err[0] = '\0';
 	pthread_once(&global_once, global_init);
 	if (global_rc != CURLE_OK) {
-		snprintf(err, errlen, "%s %s: libcurl: %s", method, url, curl_easy_strerror(global_rc));
+		snprintf(err, errlen, "%s %s: libcurl: %s", method, url,
+			 curl_easy_strerror(global_rc));
 		return WB_HTTPC_ERROR;
 	}
 	CURL *c = curl_easy_init();
@@ -141,10 +142,12 @@ enum wb_httpc_result wb_httpc_request(const char *method, const char *url, const
 		curl_easy_setopt(c, CURLOPT_PASSWORD, o->password ? o->password : "");
 	}
 	if (o->bearer) {
-		if ((size_t)snprintf(line, sizeof(line), "Authorization: Bearer %s", o->bearer) >= sizeof(line)) {
+		if ((size_t)snprintf(line, sizeof(line), "Authorization: Bearer %s", o->bearer) >=
+		    sizeof(line)) {
 			explicit_bzero(line, sizeof(line));
 			curl_easy_cleanup(c);
-			snprintf(err, errlen, "%s %s: bearer token longer than %zu bytes", method, url, sizeof(line) - 23);
+			snprintf(err, errlen, "%s %s: bearer token longer than %zu bytes", method,
+				 url, sizeof(line) - 23);
 			return WB_HTTPC_ERROR;
 		}
 		hdr = curl_slist_append(hdr, line);
@@ -175,8 +178,8 @@ enum wb_httpc_result wb_httpc_request(const char *method, const char *url, const
 		char ex[128];
 		body_excerpt(resp, ex, sizeof(ex));
 		res = WB_HTTPC_STATUS;
-		snprintf(err, errlen, "%s %s: HTTP %ld%s%s", method, url, resp->status, ex[0] ? ": " : "",
-			 ex);
+		snprintf(err, errlen, "%s %s: HTTP %ld%s%s", method, url, resp->status,
+			 ex[0] ? ": " : "", ex);
 	} else {
 		res = WB_HTTPC_OK;
 	}
@@ -260,8 +263,8 @@ static void job_free(struct wb_httpc_job *j)
 static void *job_run(void *arg)
 {
 	struct wb_httpc_job *j = arg;
-	j->res = wb_httpc_request(j->method, j->url, j->body, j->body_len, &j->opts, &j->resp, j->err,
-				  sizeof(j->err));
+	j->res = wb_httpc_request(j->method, j->url, j->body, j->body_len, &j->opts, &j->resp,
+				  j->err, sizeof(j->err));
 	atomic_store(&j->done, true);
 	uint64_t one = 1;
 	while (write(j->fd, &one, sizeof(one)) < 0 && errno == EINTR)

@@ -18,24 +18,24 @@
 #include <jansson.h>
 
 struct wb_httpc_opts {
-	const char *ca_file;      /* PEM bundle to verify the server with; NULL: the system's */
-	bool insecure;            /* skip TLS verification (the caller warns about it) */
-	const char *bearer;       /* Authorization: Bearer TOKEN, or NULL */
-	const char *user;         /* basic authentication when not NULL */
+	const char *ca_file; /* PEM bundle to verify the server with; NULL: the system's */
+	bool insecure;	     /* skip TLS verification (the caller warns about it) */
+	const char *bearer;  /* Authorization: Bearer TOKEN, or NULL */
+	const char *user;    /* basic authentication when not NULL */
 	const char *password;
-	const char *accept;       /* Accept header, or NULL */
-	long timeout_ms;          /* whole transfer; 0: 10 s */
-	size_t max_body;          /* a longer answer fails WB_HTTPC_TOO_BIG; 0: 4 MiB */
+	const char *accept; /* Accept header, or NULL */
+	long timeout_ms;    /* whole transfer; 0: 10 s */
+	size_t max_body;    /* a longer answer fails WB_HTTPC_TOO_BIG; 0: 4 MiB */
 };
 
 enum wb_httpc_result {
-	WB_HTTPC_OK = 0,   /* an answer with status 2xx */
-	WB_HTTPC_STATUS,   /* an answer with another status (resp->status, resp->body set) */
-	WB_HTTPC_CONNECT,  /* no connection: refused, unreachable, no such host */
-	WB_HTTPC_TIMEOUT,  /* past the deadline */
-	WB_HTTPC_TLS,      /* TLS handshake or certificate verification failed */
-	WB_HTTPC_TOO_BIG,  /* the answer is longer than max_body */
-	WB_HTTPC_ERROR,    /* anything else (bad URL, out of memory, protocol error) */
+	WB_HTTPC_OK = 0,  /* an answer with status 2xx */
+	WB_HTTPC_STATUS,  /* an answer with another status (resp->status, resp->body set) */
+	WB_HTTPC_CONNECT, /* no connection: refused, unreachable, no such host */
+	WB_HTTPC_TIMEOUT, /* past the deadline */
+	WB_HTTPC_TLS,	  /* TLS handshake or certificate verification failed */
+	WB_HTTPC_TOO_BIG, /* the answer is longer than max_body */
+	WB_HTTPC_ERROR,	  /* anything else (bad URL, out of memory, protocol error) */
 	WB_HTTPC_NRESULTS
 };
 

@@ -541,7 +541,8 @@ int wb_httpd_conf_check(const struct wb_httpd_conf *c, char *err, size_t errlen)
 	char host[256];
 	unsigned port;
 	if (http_split_listen(c->listen, host, sizeof host, &port) < 0) {
-		snprintf(err, errlen, "listen: \"%s\" is not PORT, :PORT, HOST:PORT or [IPV6]:PORT", c->listen);
+		snprintf(err, errlen, "listen: \"%s\" is not PORT, :PORT, HOST:PORT or [IPV6]:PORT",
+			 c->listen);
 		return -1;
 	}
 	if (!c->tls_cert[0] != !c->tls_key[0]) {

@@ -104,33 +104,40 @@ struct wb_httpd_conf {
 	int64_t max_header_bytes;
 	char *tls_cert, *tls_key;
 };
-#define WB_HTTPD_KEY(name, type, type_, m, field, def, min, max, help)                           \
-	{name, type, offsetof(type_, m.field), def, min, max, NULL, help}
+#define WB_HTTPD_KEY(name, type, type_, m, field, def, min, max, help)                             \
+	{                                                                                          \
+		name, type, offsetof(type_, m.field), def, min, max, NULL, help                    \
+	}
 /* The rows of type_'s member m: listen (default listen_def), limits, timeouts, TLS. */
-#define WB_HTTPD_KEYS(type_, m, listen_def, max_connections_def)                                 \
-	WB_HTTPD_KEY("listen", WB_CONF_STR, type_, m, listen, listen_def, 0, 0,                   \
-		     "HTTP address: PORT, :PORT (all addresses), HOST:PORT or [IPV6]:PORT; port 0 picks a free one"), \
-	    WB_HTTPD_KEY("max_connections", WB_CONF_INT, type_, m, max_connections,               \
-			 max_connections_def, 1, 65536, "concurrent HTTP connections"),             \
-	    WB_HTTPD_KEY("max_connections_per_ip", WB_CONF_INT, type_, m, max_connections_per_ip, \
-			 "16", 0, 65536,                                                            \
-			 "concurrent HTTP connections from one client address (0: no limit)"),      \
-	    WB_HTTPD_KEY("reserved_connections", WB_CONF_INT, type_, m, reserved_connections, "8", \
-			 0, 32768,                                                                  \
-			 "of max_connections, the last ones (at most half) go only to client addresses holding no connection, so that a few busy addresses cannot keep the others out"), \
-	    WB_HTTPD_KEY("http_timeout", WB_CONF_DURATION, type_, m, http_timeout_ns, "10s", 1e9,  \
-			 3600e9, "an HTTP connection idle this long is closed"),                    \
-	    WB_HTTPD_KEY("http_request_timeout", WB_CONF_DURATION, type_, m,                      \
-			 http_request_timeout_ns, "30s", 1e9, 3600e9,                               \
-			 "a connection whose request is not received and answered within this long (from its accept or its previous answer) is closed, however steadily it trickles"), \
-	    WB_HTTPD_KEY("max_header_bytes", WB_CONF_INT, type_, m, max_header_bytes, "16384",    \
-			 4096, 1048576,                                                             \
-			 "memory per HTTP connection for the request line and headers; larger requests get 431"), \
-	    WB_HTTPD_KEY("tls_cert", WB_CONF_STR, type_, m, tls_cert, "", 0, 0,                   \
-			 "PEM certificate (chain) file: serve HTTPS; needs tls_key"),               \
-	    WB_HTTPD_KEY("tls_key", WB_CONF_STR, type_, m, tls_key, "", 0, 0,                     \
+#define WB_HTTPD_KEYS(type_, m, listen_def, max_connections_def)                                                                                                                \
+	WB_HTTPD_KEY(                                                                                                                                                           \
+	    "listen", WB_CONF_STR, type_, m, listen, listen_def, 0, 0,                                                                                                          \
+	    "HTTP address: PORT, :PORT (all addresses), HOST:PORT or [IPV6]:PORT; port 0 picks a free one"),                                                                    \
+	    WB_HTTPD_KEY("max_connections", WB_CONF_INT, type_, m, max_connections,                                                                                             \
+			 max_connections_def, 1, 65536, "concurrent HTTP connections"),                                                                                         \
+	    WB_HTTPD_KEY("max_connections_per_ip", WB_CONF_INT, type_, m, max_connections_per_ip,                                                                               \
+			 "16", 0, 65536,                                                                                                                                        \
+			 "concurrent HTTP connections from one client address (0: no limit)"),                                                                                  \
+	    WB_HTTPD_KEY(                                                                                                                                                       \
+		"reserved_connections", WB_CONF_INT, type_, m, reserved_connections, "8", 0,                                                                                    \
+		32768,                                                                                                                                                          \
+		"of max_connections, the last ones (at most half) go only to client addresses holding no connection, so that a few busy addresses cannot keep the others out"), \
+	    WB_HTTPD_KEY("http_timeout", WB_CONF_DURATION, type_, m, http_timeout_ns, "10s", 1e9,                                                                               \
+			 3600e9, "an HTTP connection idle this long is closed"),                                                                                                \
+	    WB_HTTPD_KEY(                                                                                                                                                       \
+		"http_request_timeout", WB_CONF_DURATION, type_, m, http_request_timeout_ns,                                                                                    \
+		"30s", 1e9, 3600e9,                                                                                                                                             \
+		"a connection whose request is not received and answered within this long (from its accept or its previous answer) is closed, however steadily it trickles"),   \
+	    WB_HTTPD_KEY(                                                                                                                                                       \
+		"max_header_bytes", WB_CONF_INT, type_, m, max_header_bytes, "16384", 4096,                                                                                     \
+		1048576,                                                                                                                                                        \
+		"memory per HTTP connection for the request line and headers; larger requests get 431"),                                                                        \
+	    WB_HTTPD_KEY("tls_cert", WB_CONF_STR, type_, m, tls_cert, "", 0, 0,                                                                                                 \
+			 "PEM certificate (chain) file: serve HTTPS; needs tls_key"),                                                                                           \
+	    WB_HTTPD_KEY("tls_key", WB_CONF_STR, type_, m, tls_key, "", 0, 0,                                                                                                   \
 			 "PEM private key file of tls_cert")
-/* 0, or -1 with err naming the key: a listen address that does not parse, tls_cert without tls_key. */
+/* 0, or -1 with err naming the key: a listen address that does not parse, tls_cert without tls_key.
+ */
 int wb_httpd_conf_check(const struct wb_httpd_conf *c, char *err, size_t errlen);
 /* The server options of c; handler, auth and completion are the caller's to add. */
 struct wb_httpd_opts wb_httpd_opts_of(const struct wb_httpd_conf *c);

@@ -24,13 +24,16 @@ static json_t *obj_to_json(const msgpack_object *o, int depth, struct wb_err *er
 		return NULL;
 	}
 	switch (o->type) {
-	case MSGPACK_OBJECT_NIL: return json_null();
-	case MSGPACK_OBJECT_BOOLEAN: return json_boolean(o->via.boolean);
+	case MSGPACK_OBJECT_NIL:
+		return json_null();
+	case MSGPACK_OBJECT_BOOLEAN:
+		return json_boolean(o->via.boolean);
 	case MSGPACK_OBJECT_POSITIVE_INTEGER:
 		if (o->via.u64 > (uint64_t)INT64_MAX)
 			return json_real((double)o->via.u64); /* beyond every schema bound anyway */
 		return json_integer((json_int_t)o->via.u64);
-	case MSGPACK_OBJECT_NEGATIVE_INTEGER: return json_integer((json_int_t)o->via.i64);
+	case MSGPACK_OBJECT_NEGATIVE_INTEGER:
+		return json_integer((json_int_t)o->via.i64);
 	case MSGPACK_OBJECT_FLOAT32:
 	case MSGPACK_OBJECT_FLOAT64:
 		if (!isfinite(o->via.f64))
@@ -40,7 +43,8 @@ static json_t *obj_to_json(const msgpack_object *o, int depth, struct wb_err *er
 		json_t *s = json_stringn(o->via.str.ptr, o->via.str.size);
 		if (s)
 			return s;
-		/* Not UTF-8 (or holds NUL): show it with the odd bytes as '?', never fail the line. */
+		/* Not UTF-8 (or holds NUL): show it with the odd bytes as '?', never fail the line.
+		 */
 		char *copy = malloc((size_t)o->via.str.size + 1);
 		if (!copy)
 			return NULL;
@@ -82,7 +86,8 @@ static json_t *obj_to_json(const msgpack_object *o, int depth, struct wb_err *er
 			const msgpack_object *k = &o->via.map.ptr[i].key;
 			char key[256];
 			if (k->type == MSGPACK_OBJECT_STR)
-				snprintf(key, sizeof(key), "%.*s", (int)(k->via.str.size < 255 ? k->via.str.size : 255),
+				snprintf(key, sizeof(key), "%.*s",
+					 (int)(k->via.str.size < 255 ? k->via.str.size : 255),
 					 k->via.str.ptr);
 			else if (k->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
 				snprintf(key, sizeof(key), "%llu", (unsigned long long)k->via.u64);
@@ -127,11 +132,16 @@ static int pack_json(msgpack_packer *pk, const json_t *j, int depth)
 	if (depth > 32)
 		return -1;
 	switch (json_typeof(j)) {
-	case JSON_NULL: return msgpack_pack_nil(pk);
-	case JSON_TRUE: return msgpack_pack_true(pk);
-	case JSON_FALSE: return msgpack_pack_false(pk);
-	case JSON_INTEGER: return msgpack_pack_int64(pk, json_integer_value(j));
-	case JSON_REAL: return msgpack_pack_double(pk, json_real_value(j));
+	case JSON_NULL:
+		return msgpack_pack_nil(pk);
+	case JSON_TRUE:
+		return msgpack_pack_true(pk);
+	case JSON_FALSE:
+		return msgpack_pack_false(pk);
+	case JSON_INTEGER:
+		return msgpack_pack_int64(pk, json_integer_value(j));
+	case JSON_REAL:
+		return msgpack_pack_double(pk, json_real_value(j));
 	case JSON_STRING: {
 		size_t n = json_string_length(j);
 		if (msgpack_pack_str(pk, n) < 0)
@@ -173,7 +183,8 @@ int wb_json_to_msgpack(const json_t *json, char **out, size_t *len, struct wb_er
 	if (pack_json(&pk, json, 0) < 0) {
 		msgpack_sbuffer_destroy(&sb);
 		err->reason = WB_R_MALFORMED;
-		snprintf(err->msg, sizeof(err->msg), "cannot encode this JSON value as msgpack (nested too deep?)");
+		snprintf(err->msg, sizeof(err->msg),
+			 "cannot encode this JSON value as msgpack (nested too deep?)");
 		return -1;
 	}
 	*out = sb.data;
@@ -228,7 +239,8 @@ json_t *wb_json_load(const char *path, size_t flags, char *err, size_t errlen)
 uint64_t wb_json_u64(const json_t *obj, const char *key)
 {
 	json_t *v = json_object_get(obj, key);
-	return json_is_integer(v) && json_integer_value(v) >= 0 ? (uint64_t)json_integer_value(v) : 0;
+	return json_is_integer(v) && json_integer_value(v) >= 0 ? (uint64_t)json_integer_value(v)
+								: 0;
 }
 
 const char *wb_json_str(const json_t *obj, const char *key)

@@ -49,8 +49,11 @@ int log_level_parse(const char *name)
 	static const struct {
 		const char *name;
 		int level;
-	} names[] = {{"error", WB_LOG_ERR}, {"warning", WB_LOG_WARN}, {"warn", WB_LOG_WARN},
-		     {"info", WB_LOG_INFO}, {"debug", WB_LOG_DEBUG}};
+	} names[] = {{"error", WB_LOG_ERR},
+		     {"warning", WB_LOG_WARN},
+		     {"warn", WB_LOG_WARN},
+		     {"info", WB_LOG_INFO},
+		     {"debug", WB_LOG_DEBUG}};
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		if (strcmp(name, names[i].name) == 0)
 			return names[i].level;
@@ -60,10 +63,14 @@ int log_level_parse(const char *name)
 static const char *level_word(int level)
 {
 	switch (level) {
-	case WB_LOG_ERR: return "error";
-	case WB_LOG_WARN: return "warning";
-	case WB_LOG_INFO: return "info";
-	default: return "debug";
+	case WB_LOG_ERR:
+		return "error";
+	case WB_LOG_WARN:
+		return "warning";
+	case WB_LOG_INFO:
+		return "info";
+	default:
+		return "debug";
 	}
 }
 
@@ -85,15 +92,15 @@ static void vlog(int level, int errnum, const char *fmt, va_list ap)
 		fprintf(stderr, "%s: %s: %s\n", log_prog, level_word(level), line);
 }
 
-#define LOG_FN(name, level, with_errno)              \
-	void name(const char *fmt, ...)              \
-	{                                            \
-		int saved = errno;                   \
-		va_list ap;                          \
-		va_start(ap, fmt);                   \
-		vlog(level, with_errno ? saved : 0, fmt, ap); \
-		va_end(ap);                          \
-		errno = saved;                       \
+#define LOG_FN(name, level, with_errno)                                                            \
+	void name(const char *fmt, ...)                                                            \
+	{                                                                                          \
+		int saved = errno;                                                                 \
+		va_list ap;                                                                        \
+		va_start(ap, fmt);                                                                 \
+		vlog(level, with_errno ? saved : 0, fmt, ap);                                      \
+		va_end(ap);                                                                        \
+		errno = saved;                                                                     \
 	}
 
 LOG_FN(log_err, WB_LOG_ERR, 1)

@@ -36,7 +36,10 @@ struct wb_ratelimit {
 	uint32_t printed;
 	uint64_t suppressed;
 };
-#define WB_RATELIMIT_INIT {.interval_ns = 10000000000ull, .burst = 10}
+#define WB_RATELIMIT_INIT                                                                          \
+	{                                                                                          \
+		.interval_ns = 10000000000ull, .burst = 10                                         \
+	}
 
 void log_rl(struct wb_ratelimit *rl, int level, const char *fmt, ...) WB_PRINTF(3, 4);
 

@@ -104,4 +104,3 @@ void wb_processor_name(const char *model_name, char *out, size_t size)
 	while ((p = strstr(out, "_v")))
 		memmove(p, p + 1, strlen(p + 1) + 1);
 }
-

@@ -191,9 +191,11 @@ int main(int argc, char **argv)
 	}
 	mirror(&m);
 	wb_daemon_set_mode(m.d, c->http.tls_cert[0] ? "https" : "http");
-	log_info("serving the model API on %s%s (port %u): %zu models in %zu pipelines (store %s, %" PRIu64 " entries skipped)",
-		 c->http.tls_cert[0] ? "https " : "", c->http.listen, api_port(m.api), m.store->nmodels,
-		 m.store->npipes, c->store, m.store->skipped);
+	log_info(
+	    "serving the model API on %s%s (port %u): %zu models in %zu pipelines (store %s, %" PRIu64
+	    " entries skipped)",
+	    c->http.tls_cert[0] ? "https " : "", c->http.listen, api_port(m.api), m.store->nmodels,
+	    m.store->npipes, c->store, m.store->skipped);
 	rc = wb_daemon_run(m.d);
 out:
 	api_destroy(&m.api);

@@ -20,8 +20,8 @@
 #include "clock.h"
 #include "powerd.h"
 
-#define BUS_POINTS 16	/* host samples kept per zone for the mapping */
-#define BUS_WINDOW 32	/* messages whose smallest delay is the clock mapping */
+#define BUS_POINTS 16 /* host samples kept per zone for the mapping */
+#define BUS_WINDOW 32 /* messages whose smallest delay is the clock mapping */
 
 struct bus_point {
 	uint64_t host_ns, uj;
@@ -102,7 +102,10 @@ static void bus_map_clock(struct pd_set *set, struct pd_bus *b, uint64_t recv_ns
 	struct pd_counts *c = &set->counts;
 	if (b->have_offset && llabs(min - b->offset_ns) > (long long)set->opts->interval_ns) {
 		c->bus_clock_steps++;
-		log_rl(&b->rl, WB_LOG_WARN, "bus: VM %s: the host's slot times moved by %.3f s against this clock (a clock set, or a slower path); mapping them anew", b->vm, (double)(min - b->offset_ns) / 1e9);
+		log_rl(
+		    &b->rl, WB_LOG_WARN,
+		    "bus: VM %s: the host's slot times moved by %.3f s against this clock (a clock set, or a slower path); mapping them anew",
+		    b->vm, (double)(min - b->offset_ns) / 1e9);
 	}
 	b->offset_ns = min;
 	b->have_offset = true;
@@ -121,13 +124,19 @@ static void bus_take(struct pd_set *set, struct pd_bus *b, const struct wb_estim
 		return;
 	if (e->total_epoch == 0) {
 		c->bus_rejected++;
-		log_rl(&b->rl, WB_LOG_WARN, "bus: estimate/%s from %s has no total_epoch: not a VM stream of wattbus vmpub; ignored", b->vm, b->endpoint);
+		log_rl(
+		    &b->rl, WB_LOG_WARN,
+		    "bus: estimate/%s from %s has no total_epoch: not a VM stream of wattbus vmpub; ignored",
+		    b->vm, b->endpoint);
 		return;
 	}
 	bool same = b->have_count && e->total_epoch == b->count;
 	if (b->have_count && !same) {
 		c->bus_resets++;
-		log_rl(&b->rl, WB_LOG_INFO, "bus: VM %s: the host started a new count (estimd without its state): counting on from its new totals", b->vm);
+		log_rl(
+		    &b->rl, WB_LOG_INFO,
+		    "bus: VM %s: the host started a new count (estimd without its state): counting on from its new totals",
+		    b->vm);
 	}
 	for (size_t i = 0; i < e->n_zones; i++) {
 		const struct wb_est_zone *ez = &e->zones[i];
@@ -137,7 +146,8 @@ static void bus_take(struct pd_set *set, struct pd_bus *b, const struct wb_estim
 		uint64_t in = ez->total_uj;
 		if (!bz->have) {
 			bz->held = false;
-			bz->out_uj = in; /* the host's count itself, so a restarted powerd continues it */
+			bz->out_uj =
+			    in; /* the host's count itself, so a restarted powerd continues it */
 		} else if (!same) {
 			bz->out_uj = wb_sat_add(bz->out_uj, in, NULL); /* all of the new count */
 			bz->held = false;
@@ -190,18 +200,21 @@ static void bus_drain(struct pd_set *set, struct pd_bus *b)
 	}
 }
 
-/* The zone's counter at host time h: interpolated between the points around it, never past the last. */
+/* The zone's counter at host time h: interpolated between the points around it, never past the
+ * last. */
 static uint64_t bus_value_at(const struct bus_zone *bz, uint64_t h)
 {
 	const struct bus_point *prev = NULL;
 	for (size_t k = 0; k < bz->npt; k++) {
-		const struct bus_point *p = &bz->pt[(bz->head + BUS_POINTS - bz->npt + k) % BUS_POINTS];
+		const struct bus_point *p =
+		    &bz->pt[(bz->head + BUS_POINTS - bz->npt + k) % BUS_POINTS];
 		if (p->host_ns >= h) {
 			/* before the oldest point kept: that point (out_uj never decreases) */
 			if (!prev)
 				return p->uj;
-			return prev->uj + (uint64_t)((unsigned __int128)(p->uj - prev->uj) *
-						     (h - prev->host_ns) / (p->host_ns - prev->host_ns));
+			return prev->uj +
+			       (uint64_t)((unsigned __int128)(p->uj - prev->uj) *
+					  (h - prev->host_ns) / (p->host_ns - prev->host_ns));
 		}
 		prev = p;
 	}
@@ -214,7 +227,8 @@ static void bus_sample(struct pd_set *set, uint64_t t_ns, uint64_t mono_ns)
 	if (!b)
 		return;
 	bus_drain(set, b);
-	uint64_t h = (int64_t)t_ns - b->offset_ns > 0 ? (uint64_t)((int64_t)t_ns - b->offset_ns) : 0;
+	uint64_t h =
+	    (int64_t)t_ns - b->offset_ns > 0 ? (uint64_t)((int64_t)t_ns - b->offset_ns) : 0;
 	for (size_t i = 0; i < b->nzones; i++) {
 		struct bus_zone *bz = &b->zones[i];
 		if (!bz->npt)
@@ -234,15 +248,22 @@ static void bus_sample(struct pd_set *set, uint64_t t_ns, uint64_t mono_ns)
 static int bus_check(const struct pd_opts *o, char *err, size_t errlen)
 {
 	if (!o->bus_sub || !o->bus_sub[0]) {
-		snprintf(err, errlen, "source bus needs bus_sub, the endpoint of the host's `wattbus vmpub` for this VM (e.g. bus_sub = tcp://192.168.122.1:5610)");
+		snprintf(
+		    err, errlen,
+		    "source bus needs bus_sub, the endpoint of the host's `wattbus vmpub` for this VM (e.g. bus_sub = tcp://192.168.122.1:5610)");
 		return -1;
 	}
 	if (!o->bus_vm || !o->bus_vm[0] || strlen(o->bus_vm) > 63) {
-		snprintf(err, errlen, "source bus needs bus_vm, this VM's name on its host (1 to 63 bytes: the libvirt domain name)");
+		snprintf(
+		    err, errlen,
+		    "source bus needs bus_vm, this VM's name on its host (1 to 63 bytes: the libvirt domain name)");
 		return -1;
 	}
-	if (o->bus_curve_cert && o->bus_curve_cert[0] && (!o->bus_curve_peer || !o->bus_curve_peer[0])) {
-		snprintf(err, errlen, "bus_curve_cert is set but bus_curve_peer (the host's public certificate) is not");
+	if (o->bus_curve_cert && o->bus_curve_cert[0] &&
+	    (!o->bus_curve_peer || !o->bus_curve_peer[0])) {
+		snprintf(
+		    err, errlen,
+		    "bus_curve_cert is set but bus_curve_peer (the host's public certificate) is not");
 		return -1;
 	}
 	return 0;
@@ -276,7 +297,8 @@ static int bus_discover(struct pd_set *set, const struct pd_opts *o, char *why, 
 	char topic[WB_TOPIC_MAX];
 	snprintf(topic, sizeof(topic), "estimate/%s", b->vm);
 	b->sub = wb_sub_new(&so);
-	if (!b->sub || wb_sub_connect(b->sub, o->bus_sub) < 0 || wb_sub_subscribe(b->sub, topic) < 0) {
+	if (!b->sub || wb_sub_connect(b->sub, o->bus_sub) < 0 ||
+	    wb_sub_subscribe(b->sub, topic) < 0) {
 		snprintf(why, whylen, "cannot subscribe to %s at %s", topic, o->bus_sub);
 		bus_destroy(set);
 		return 0;
@@ -289,7 +311,9 @@ static int bus_discover(struct pd_set *set, const struct pd_opts *o, char *why, 
 			bus_drain(set, b);
 	}
 	if (b->nzones == 0)
-		log_warnx("bus: no estimate/%s from %s within %.0f s (is `wattbus vmpub %s` running on the host, with this VM's key allowed?); zones will appear with the first one", b->vm, b->endpoint, (double)o->bus_wait_ns / 1e9, b->vm);
+		log_warnx(
+		    "bus: no estimate/%s from %s within %.0f s (is `wattbus vmpub %s` running on the host, with this VM's key allowed?); zones will appear with the first one",
+		    b->vm, b->endpoint, (double)o->bus_wait_ns / 1e9, b->vm);
 	for (size_t i = 0; i < b->nzones; i++)
 		set->zones[b->zones[i].zi].updated = false;
 	set->used |= 1u << pd_source_index(&bus_source);
@@ -312,7 +336,7 @@ static int bus_on_readable(struct pd_set *set)
 
 #define R(f) WB_STAT_ROW(struct pd_counts, f, #f)
 static const struct wb_stat_row bus_stats[] = {
-    R(bus_frames),    R(bus_lost),	  R(bus_rejected),    R(bus_resets),
+    R(bus_frames),    R(bus_lost),	    R(bus_rejected),	R(bus_resets),
     R(bus_offset_ns), R(bus_host_ahead_ns), R(bus_clock_steps),
 };
 #undef R

@@ -70,12 +70,12 @@ size_t detect_open(struct pd_set *set, unsigned mask)
 		}
 	}
 	if (!mask && set->opts->exec_cmd && set->opts->exec_cmd[0])
-		log_info("exec is set but source = auto never runs commands; set source = exec to "
-			 "use it");
+		log_info(
+		    "exec is set but source = auto never runs commands; set source = exec to use it");
 	if (usable)
 		return usable;
-	log_warnx("no usable power meter; publishing only stat messages (mode none), so that the "
-		  "other stages estimate power with a model. Tried:");
+	log_warnx(
+	    "no usable power meter; publishing only stat messages (mode none), so that the other stages estimate power with a model. Tried:");
 	for (unsigned s = 0; s < pd_nsources; s++)
 		if (tried[s])
 			log_warnx("  %s: %s", pd_sources[s]->name, why[s]);
@@ -107,18 +107,14 @@ void detect_log_zones(const struct pd_set *set)
 				 z->src->power_from ? z->src->power_from : "from microwatts");
 		} else if (safe_s > 0) {
 			log_info(
-			    "zone %s (%s, %s): counter range %llu uJ; at max_power_w %.0f W it "
-			    "wraps no "
-			    "sooner than %.1f s (minimum safe interval); interval %.3f s is %s",
+			    "zone %s (%s, %s): counter range %llu uJ; at max_power_w %.0f W it wraps no sooner than %.1f s (minimum safe interval); interval %.3f s is %s",
 			    z->name, z->kind, z->path,
 			    (unsigned long long)counter_range_uj(&z->ctr), o->max_power_w, safe_s,
 			    interval_s, interval_s < safe_s ? "safe" : "NOT safe");
 			if (interval_s >= safe_s)
-				log_warnx("zone %s: interval %.3f s is not shorter than %.1f s, "
-					  "the time this "
-					  "counter takes to wrap at %.0f W; two wraps between "
-					  "samples would look like one",
-					  z->name, interval_s, safe_s, o->max_power_w);
+				log_warnx(
+				    "zone %s: interval %.3f s is not shorter than %.1f s, the time this counter takes to wrap at %.0f W; two wraps between samples would look like one",
+				    z->name, interval_s, safe_s, o->max_power_w);
 		} else {
 			log_info("zone %s (%s, %s): counter without a wrap range", z->name, z->kind,
 				 z->path);

@@ -303,12 +303,10 @@ static void exec_line(struct pd_set *set, struct pd_exec *ex, const char *line, 
 			/* Both lines get the time of the read: the later ones are lost (watts) or
 			 * judged on no time (counters). The meter buffers its output. */
 			set->counts.exec_burst_lines++;
-			log_rl(&ex->rl_burst, WB_LOG_WARN,
-			       "exec: '%s': several lines for zone %s in one read and no @NS "
-			       "timestamps: the meter buffers its output, so all but the first "
-			       "lose their time; make it line-buffered (python3 -u, stdbuf -oL) or "
-			       "end each line with @<ns since the epoch>",
-			       ex->cmd, l.zone);
+			log_rl(
+			    &ex->rl_burst, WB_LOG_WARN,
+			    "exec: '%s': several lines for zone %s in one read and no @NS timestamps: the meter buffers its output, so all but the first lose their time; make it line-buffered (python3 -u, stdbuf -oL) or end each line with @<ns since the epoch>",
+			    ex->cmd, l.zone);
 		}
 		ez->read_seq = seq;
 	}
@@ -601,10 +599,9 @@ int exec_discover(struct pd_set *set, const struct pd_opts *opts, char *why, siz
 		return 0;
 	}
 	if (ex->nzones == 0)
-		log_warnx("exec: '%s' printed no reading within %.0f ms; zones will appear with "
-			  "its first "
-			  "lines",
-			  ex->cmd, (double)opts->exec_timeout_ns / 1e6);
+		log_warnx(
+		    "exec: '%s' printed no reading within %.0f ms; zones will appear with its first lines",
+		    ex->cmd, (double)opts->exec_timeout_ns / 1e6);
 	for (size_t i = 0; i < ex->nzones; i++)
 		set->zones[ex->zones[i].zi].updated = false;
 	set->used |= 1u << pd_source_index(&exec_source);

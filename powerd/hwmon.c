@@ -224,14 +224,12 @@ int hwmon_discover(struct pd_set *set, const struct pd_opts *opts, char *why, si
 					 c->num);
 				if (pd_read_u64(path, &ms, err, sizeof(err)) == PD_READ_OK && ms) {
 					z.avg_interval_ms = ms;
-					log_info("hwmon: %s (%s) is the average over %llu ms%s",
-						 file, devname, (unsigned long long)ms,
-						 opts->interval_ns < ms * 1000000ull
-						     ? "; samples closer than that repeat the same "
-						       "average, which "
-						       "still integrates to the right energy over "
-						       "the window"
-						     : "");
+					log_info(
+					    "hwmon: %s (%s) is the average over %llu ms%s", file,
+					    devname, (unsigned long long)ms,
+					    opts->interval_ns < ms * 1000000ull
+						? "; samples closer than that repeat the same average, which still integrates to the right energy over the window"
+						: "");
 				}
 			}
 			log_debug("hwmon: %s: %s label \"%s\" -> %s", file, devname, c->label,
@@ -244,10 +242,10 @@ int hwmon_discover(struct pd_set *set, const struct pd_opts *opts, char *why, si
 		if (failed)
 			snprintf(why, whylen, "no readable power or energy channel: %s", first_err);
 		else
-			snprintf(why, whylen,
-				 "no power*_input, power*_average or energy*_input under %s (%zu "
-				 "devices)",
-				 base, ndev);
+			snprintf(
+			    why, whylen,
+			    "no power*_input, power*_average or energy*_input under %s (%zu devices)",
+			    base, ndev);
 	}
 	return added;
 }

@@ -63,7 +63,9 @@ static int ipmi_connect(struct ipmi_state *st)
 		ipmi_driver_type_t driver;
 		rc = ipmi_ctx_find_inband(st->ctx, &driver, 0, 0, 0, NULL, 0, 0);
 		if (rc == 0) {
-			snprintf(st->err, sizeof(st->err), "ipmi: no in-band IPMI interface found (no /dev/ipmi0: load ipmi_si and ipmi_devintf; run powerd as root)");
+			snprintf(
+			    st->err, sizeof(st->err),
+			    "ipmi: no in-band IPMI interface found (no /dev/ipmi0: load ipmi_si and ipmi_devintf; run powerd as root)");
 			return -1;
 		}
 	} else if (st->lanplus) {
@@ -71,9 +73,9 @@ static int ipmi_connect(struct ipmi_state *st)
 						 IPMI_PRIVILEGE_LEVEL_USER, 3, st->timeout_ms,
 						 st->timeout_ms / 4, 0, 0);
 	} else {
-		rc = ipmi_ctx_open_outofband(st->ctx, st->host, st->user, st->password,
-					     IPMI_AUTHENTICATION_TYPE_MD5, IPMI_PRIVILEGE_LEVEL_USER,
-					     st->timeout_ms, st->timeout_ms / 4, 0, 0);
+		rc = ipmi_ctx_open_outofband(
+		    st->ctx, st->host, st->user, st->password, IPMI_AUTHENTICATION_TYPE_MD5,
+		    IPMI_PRIVILEGE_LEVEL_USER, st->timeout_ms, st->timeout_ms / 4, 0, 0);
 	}
 	if (rc < 0) {
 		snprintf(st->err, sizeof(st->err), "ipmi: %s: cannot open a session: %s", where(st),
@@ -97,11 +99,10 @@ static void *ipmi_work(void *arg)
 		snprintf(st->err, sizeof(st->err), "ipmi: out of memory");
 		goto done;
 	}
-	if (ipmi_cmd_dcmi_get_power_reading(st->ctx,
-					    IPMI_DCMI_POWER_READING_MODE_SYSTEM_POWER_STATISTICS, 0,
-					    rs) < 0) {
-		snprintf(st->err, sizeof(st->err), "ipmi: %s: DCMI Get Power Reading: %s", where(st),
-			 ipmi_ctx_errormsg(st->ctx));
+	if (ipmi_cmd_dcmi_get_power_reading(
+		st->ctx, IPMI_DCMI_POWER_READING_MODE_SYSTEM_POWER_STATISTICS, 0, rs) < 0) {
+		snprintf(st->err, sizeof(st->err), "ipmi: %s: DCMI Get Power Reading: %s",
+			 where(st), ipmi_ctx_errormsg(st->ctx));
 		/* a session the BMC dropped is opened again next time */
 		ipmi_ctx_close(st->ctx);
 		st->open = false;
@@ -111,12 +112,17 @@ static void *ipmi_work(void *arg)
 	if (fiid_obj_get(rs, "current_power", &watts) != 1 ||
 	    fiid_obj_get(rs, "power_reading_state.power_measurement", &active) != 1) {
 		st->res = PD_READ_PARSE;
-		snprintf(st->err, sizeof(st->err), "ipmi: %s: DCMI Get Power Reading: answer without current_power: %s", where(st), fiid_obj_errormsg(rs));
+		snprintf(st->err, sizeof(st->err),
+			 "ipmi: %s: DCMI Get Power Reading: answer without current_power: %s",
+			 where(st), fiid_obj_errormsg(rs));
 		goto done;
 	}
 	if (!active) {
 		st->res = PD_READ_PARSE;
-		snprintf(st->err, sizeof(st->err), "ipmi: %s: DCMI power measurement is not active on the BMC (current_power %llu W not used)", where(st), (unsigned long long)watts);
+		snprintf(
+		    st->err, sizeof(st->err),
+		    "ipmi: %s: DCMI power measurement is not active on the BMC (current_power %llu W not used)",
+		    where(st), (unsigned long long)watts);
 		goto done;
 	}
 	st->uw = watts * 1000000ull;
@@ -180,7 +186,9 @@ static int ipmi_check(const struct pd_opts *opts, char *err, size_t errlen)
 {
 	if (opts->ipmi_host && *opts->ipmi_host &&
 	    (!opts->ipmi_credentials || !*opts->ipmi_credentials)) {
-		snprintf(err, errlen, "ipmi_host %s needs ipmi_credentials (a file: USER:PASSWORD, mode 600)", opts->ipmi_host);
+		snprintf(err, errlen,
+			 "ipmi_host %s needs ipmi_credentials (a file: USER:PASSWORD, mode 600)",
+			 opts->ipmi_host);
 		return -1;
 	}
 	return 0;
@@ -228,7 +236,8 @@ static int ipmi_discover(struct pd_set *set, const struct pd_opts *opts, char *w
 	if (opts->ipmi_host && *opts->ipmi_host) {
 		if (strlen(opts->ipmi_host) >= sizeof(st->host) - 1 ||
 		    strpbrk(opts->ipmi_host, "/# \t")) {
-			snprintf(why, whylen, "ipmi_host %s: expected a host name or address", opts->ipmi_host);
+			snprintf(why, whylen, "ipmi_host %s: expected a host name or address",
+				 opts->ipmi_host);
 			free(st);
 			return 0;
 		}
@@ -265,7 +274,9 @@ static int ipmi_discover(struct pd_set *set, const struct pd_opts *opts, char *w
 	st->zi = (size_t)zi;
 	*pd_set_state(set, &ipmi_source) = st;
 	log_info("ipmi: DCMI power reading of %s (%s), every %.1f s", where(st),
-		 !st->host[0] ? "in-band" : st->lanplus ? "IPMI 2.0 lanplus" : "IPMI 1.5 lan",
+		 !st->host[0]  ? "in-band"
+		 : st->lanplus ? "IPMI 2.0 lanplus"
+			       : "IPMI 1.5 lan",
 		 (double)st->interval_ns / 1e9);
 	ipmi_tend(set);
 	return 1;

@@ -51,50 +51,44 @@ static const struct wb_conf_key powerd_keys[] = {
     {"interval", WB_CONF_DURATION, OFF(interval_ns), "1s", 10e6, 3600e9, NULL,
      "sampling interval (10ms..1h); samples fall on wall-clock multiples of it"},
     {"source", WB_CONF_LIST | WB_CONF_RESTART, OFF(source), "auto", 0, 0, NULL,
-     "meters to read: auto (the first usable of rapl, msr, hwmon) or a list of rapl, msr, hwmon, "
-     "exec, redfish, ipmi, bus, nvml"},
+     "meters to read: auto (the first usable of rapl, msr, hwmon) or a list of rapl, msr, hwmon, exec, redfish, ipmi, bus, nvml"},
     {"sysfs_root", WB_CONF_STR | WB_CONF_RESTART, OFF(sysfs_root), "/sys", 0, 0, NULL,
      "where sysfs is mounted (class/powercap, class/hwmon, devices/system/cpu)"},
     {"msr_root", WB_CONF_STR | WB_CONF_RESTART, OFF(msr_root), "/dev/cpu", 0, 0, NULL,
      "directory of the msr devices, MSR_ROOT/CPU/msr (register number = file offset)"},
     {"msr_dram_unit_nj", WB_CONF_INT | WB_CONF_RESTART, OFF(msr_dram_unit_nj), "0", 0, 1e9, NULL,
-     "DRAM energy unit in nJ for the msr source; 0: as the kernel (15300 on Xeon servers, else the "
-     "power-unit register)"},
+     "DRAM energy unit in nJ for the msr source; 0: as the kernel (15300 on Xeon servers, else the power-unit register)"},
     {"max_power_w", WB_CONF_DOUBLE, OFF(max_power_w), "5000", 1, 1e6, NULL,
-     "highest plausible power of one zone; faster counter changes and higher readings are "
-     "rejected"},
+     "highest plausible power of one zone; faster counter changes and higher readings are rejected"},
     {"exec", WB_CONF_STR | WB_CONF_RESTART, OFF(exec), "", 0, 0, NULL,
      "command (run by /bin/sh -c) printing readings for the exec source: ZONE VALUE uj|w per line"},
     {"exec_mode", WB_CONF_ENUM | WB_CONF_RESTART, OFF(exec_mode), "sample", 0, 0, "sample|stream",
-     "sample: run the command at every sample; stream: keep it running and take lines as they "
-     "come"},
+     "sample: run the command at every sample; stream: keep it running and take lines as they come"},
     {"exec_timeout", WB_CONF_DURATION, OFF(exec_timeout_ns), "1s", 1e6, 3600e9, NULL,
      "sample mode: longest run (at most the interval); stream mode: wait for the first readings"},
     {"redfish_url", WB_CONF_STR | WB_CONF_RESTART, OFF(redfish_url), "", 0, 0, NULL,
      "the BMC for the redfish source: https://HOST[:PORT] (its Chassis collection is read)"},
     {"redfish_credentials", WB_CONF_STR | WB_CONF_RESTART, OFF(redfish_credentials), "", 0, 0, NULL,
-     "file holding the BMC's USER:PASSWORD; refused unless owned by powerd's user and mode 600 "
-     "or stricter"},
+     "file holding the BMC's USER:PASSWORD; refused unless owned by powerd's user and mode 600 or stricter"},
     {"redfish_ca_file", WB_CONF_STR | WB_CONF_RESTART, OFF(redfish_ca_file), "", 0, 0, NULL,
      "PEM file of the CA(s) that signed the BMC's certificate; empty: the system's"},
     {"redfish_insecure", WB_CONF_BOOL | WB_CONF_RESTART, OFF(redfish_insecure), "false", 0, 0, NULL,
-     "skip TLS verification of the BMC (logs a warning: its password and readings are then "
-     "open to anyone in the path)"},
-    {"redfish_interval", WB_CONF_DURATION | WB_CONF_RESTART, OFF(redfish_interval_ns), "10s", 1e9, 3600e9, NULL,
-     "how often the BMC is asked (1s..1h): no faster than it updates its readings (5-60 s on most "
-     "BMCs)"},
-    {"redfish_timeout", WB_CONF_DURATION | WB_CONF_RESTART, OFF(redfish_timeout_ns), "5s", 100e6, 60e9, NULL,
-     "longest wait for one answer of the BMC"},
+     "skip TLS verification of the BMC (logs a warning: its password and readings are then open to anyone in the path)"},
+    {"redfish_interval", WB_CONF_DURATION | WB_CONF_RESTART, OFF(redfish_interval_ns), "10s", 1e9,
+     3600e9, NULL,
+     "how often the BMC is asked (1s..1h): no faster than it updates its readings (5-60 s on most BMCs)"},
+    {"redfish_timeout", WB_CONF_DURATION | WB_CONF_RESTART, OFF(redfish_timeout_ns), "5s", 100e6,
+     60e9, NULL, "longest wait for one answer of the BMC"},
     {"ipmi_host", WB_CONF_STR | WB_CONF_RESTART, OFF(ipmi_host), "", 0, 0, NULL,
      "the BMC for the ipmi source over the LAN (host name or address); empty: in-band (/dev/ipmi0)"},
     {"ipmi_credentials", WB_CONF_STR | WB_CONF_RESTART, OFF(ipmi_credentials), "", 0, 0, NULL,
      "file holding the BMC's USER:PASSWORD for ipmi_host; refused unless owned by powerd's user and mode 600 or stricter"},
-    {"ipmi_protocol", WB_CONF_ENUM | WB_CONF_RESTART, OFF(ipmi_protocol), "lanplus", 0, 0, "lanplus|lan",
-     "over the LAN: lanplus (IPMI 2.0, RMCP+) or lan (IPMI 1.5, MD5)"},
-    {"ipmi_interval", WB_CONF_DURATION | WB_CONF_RESTART, OFF(ipmi_interval_ns), "5s", 1e9, 3600e9, NULL,
-     "how often the DCMI power reading is asked for (1s..1h)"},
-    {"ipmi_timeout", WB_CONF_DURATION | WB_CONF_RESTART, OFF(ipmi_timeout_ns), "5s", 100e6, 60e9, NULL,
-     "longest wait for the BMC's session and answer over the LAN"},
+    {"ipmi_protocol", WB_CONF_ENUM | WB_CONF_RESTART, OFF(ipmi_protocol), "lanplus", 0, 0,
+     "lanplus|lan", "over the LAN: lanplus (IPMI 2.0, RMCP+) or lan (IPMI 1.5, MD5)"},
+    {"ipmi_interval", WB_CONF_DURATION | WB_CONF_RESTART, OFF(ipmi_interval_ns), "5s", 1e9, 3600e9,
+     NULL, "how often the DCMI power reading is asked for (1s..1h)"},
+    {"ipmi_timeout", WB_CONF_DURATION | WB_CONF_RESTART, OFF(ipmi_timeout_ns), "5s", 100e6, 60e9,
+     NULL, "longest wait for the BMC's session and answer over the LAN"},
     {"bus_sub", WB_CONF_STR | WB_CONF_RESTART, OFF(bus_sub), "", 0, 0, NULL,
      "bus source (a VM guest): the endpoint of the host's `wattbus vmpub` for this VM"},
     {"bus_vm", WB_CONF_STR | WB_CONF_RESTART, OFF(bus_vm), "", 0, 0, NULL,
@@ -105,8 +99,8 @@ static const struct wb_conf_key powerd_keys[] = {
      "bus source: the host's public CURVE certificate"},
     {"bus_wait", WB_CONF_DURATION, OFF(bus_wait_ns), "10s", 0, 3600e9, NULL,
      "bus source: wait this long at start for the host's first message (its zones)"},
-    {"nvml_library", WB_CONF_STR | WB_CONF_RESTART, OFF(nvml_library), "libnvidia-ml.so.1", 0, 0, NULL,
-     "the NVML library the nvml source loads (a name the loader searches, or a path)"},
+    {"nvml_library", WB_CONF_STR | WB_CONF_RESTART, OFF(nvml_library), "libnvidia-ml.so.1", 0, 0,
+     NULL, "the NVML library the nvml source loads (a name the loader searches, or a path)"},
 };
 #undef OFF
 
@@ -183,10 +177,11 @@ static void stat_update(struct powerd *pd)
 {
 #define R(f) WB_STAT_ROW(struct pd_counts, f, #f)
 	static const struct wb_stat_row rows[] = {
-	    R(samples),		R(samples_missed),   R(zone_samples_skipped), R(read_errors),
-	    R(parse_errors),	R(backwards),	     R(implausible),	      R(rebased),
-	    R(wraps),		R(exec_failures),    R(exec_burst_lines),     R(lateness_max_ns),
-	    R(lateness_mean_ns), R(lateness_sum_ns), R(clock_steps),
+	    R(samples),		 R(samples_missed),   R(zone_samples_skipped),
+	    R(read_errors),	 R(parse_errors),     R(backwards),
+	    R(implausible),	 R(rebased),	      R(wraps),
+	    R(exec_failures),	 R(exec_burst_lines), R(lateness_max_ns),
+	    R(lateness_mean_ns), R(lateness_sum_ns),  R(clock_steps),
 	};
 #undef R
 	struct pd_counts *c = &pd->set->counts;
@@ -226,8 +221,7 @@ static void on_tick(struct wb_daemon *d, const struct wb_grid_tick *tick, void *
 		 * repeat. */
 		c->clock_steps++;
 		log_warnx(
-		    "sample time %llu is not after the last one published (%llu): clock set back; "
-		    "not published",
+		    "sample time %llu is not after the last one published (%llu): clock set back; not published",
 		    (unsigned long long)tick->t_ns, (unsigned long long)pd->last_t_ns);
 	} else if (n > 0) {
 		if (wb_daemon_send(d, &msg) == 0)
@@ -274,13 +268,16 @@ static int on_reload(struct wb_daemon *d, void *new_confp, void *arg)
 	const struct wb_conf_section sec = {"powerd", powerd_keys,
 					    sizeof(powerd_keys) / sizeof(powerd_keys[0]), NULL};
 	char changed[512];
-	bool sources_changed = wb_conf_restart_changes(&sec, old, conf, changed, sizeof(changed)) > 0;
+	bool sources_changed =
+	    wb_conf_restart_changes(&sec, old, conf, changed, sizeof(changed)) > 0;
 	if (strcmp(old->pub, conf->pub)) {
 		log_warnx("reload: pub changes need a restart; keeping the running config");
 		return -1;
 	}
 	if (pd->set->n > 0 && sources_changed) {
-		log_warnx("reload: %s change the zones or their meters and need a restart; keeping the running config", changed);
+		log_warnx(
+		    "reload: %s change the zones or their meters and need a restart; keeping the running config",
+		    changed);
 		return -1;
 	}
 	bool rearm = old->interval_ns != conf->interval_ns;
@@ -301,8 +298,7 @@ static int on_reload(struct wb_daemon *d, void *new_confp, void *arg)
 			if (rearm)
 				wb_grid_rearm(pd->grid, old->interval_ns);
 			log_warnx(
-			    "reload: cannot open the sources again (out of memory); keeping the "
-			    "running config");
+			    "reload: cannot open the sources again (out of memory); keeping the running config");
 			return -1;
 		}
 		pd->set->counts = keep_set->counts;
@@ -347,11 +343,11 @@ int main(int argc, char **argv)
 	int rc = wb_daemon_run(pd.d);
 
 	const struct pd_counts *c = &pd.set->counts;
-	log_info("%llu samples, %llu missed; lateness mean %.1f us, max %.1f us; %llu zone samples "
-		 "skipped",
-		 (unsigned long long)c->samples, (unsigned long long)c->samples_missed,
-		 c->samples ? (double)c->lateness_sum_ns / (double)c->samples / 1e3 : 0.0,
-		 (double)c->lateness_max_ns / 1e3, (unsigned long long)c->zone_samples_skipped);
+	log_info(
+	    "%llu samples, %llu missed; lateness mean %.1f us, max %.1f us; %llu zone samples skipped",
+	    (unsigned long long)c->samples, (unsigned long long)c->samples_missed,
+	    c->samples ? (double)c->lateness_sum_ns / (double)c->samples / 1e3 : 0.0,
+	    (double)c->lateness_max_ns / 1e3, (unsigned long long)c->zone_samples_skipped);
 	pd_set_destroy(&pd.set);
 	wb_daemon_destroy(&pd.d);
 	return rc;

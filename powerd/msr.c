@@ -233,9 +233,9 @@ int msr_discover(struct pd_set *set, const struct pd_opts *opts, char *why, size
 	bool multi_die = false;
 	size_t npkg = msr_packages(opts, pkgs, sizeof(pkgs) / sizeof(pkgs[0]), &multi_die);
 	if (npkg == 0) {
-		log_info("msr: no CPU topology under %s/devices/system/cpu; reading package 0 from "
-			 "cpu 0",
-			 opts->sysfs_root);
+		log_info(
+		    "msr: no CPU topology under %s/devices/system/cpu; reading package 0 from cpu 0",
+		    opts->sysfs_root);
 		pkgs[0] = (struct msr_pkg){.cpu = 0};
 		npkg = 1;
 	}
@@ -276,11 +276,10 @@ int msr_discover(struct pd_set *set, const struct pd_opts *opts, char *why, size
 		}
 		if (vendor == PD_CPU_UNKNOWN) {
 			if (!added)
-				snprintf(why, whylen,
-					 "%s: neither the Intel (0x606) nor the AMD (0xc0010299) "
-					 "RAPL power-unit "
-					 "register reads (%s): no RAPL on this CPU",
-					 dev, strerror(e));
+				snprintf(
+				    why, whylen,
+				    "%s: neither the Intel (0x606) nor the AMD (0xc0010299) RAPL power-unit register reads (%s): no RAPL on this CPU",
+				    dev, strerror(e));
 			close(fd);
 			continue;
 		}

@@ -116,7 +116,10 @@ static int nvml_load(const char *path, char *why, size_t whylen)
 	nv.lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
 	if (!nv.lib) {
 		const char *e = dlerror();
-		snprintf(why, whylen, "cannot load %s (%s): no NVIDIA driver on this host, or set nvml_library to its path", path, e ? e : "not found");
+		snprintf(
+		    why, whylen,
+		    "cannot load %s (%s): no NVIDIA driver on this host, or set nvml_library to its path",
+		    path, e ? e : "not found");
 		return -1;
 	}
 	struct nvml_api *a = &nv.api;
@@ -144,12 +147,15 @@ static int nvml_load(const char *path, char *why, size_t whylen)
 		void *p = dlsym(nv.lib, syms[i].sym);
 		memcpy(syms[i].fn, &p, sizeof(p)); /* object pointer to function pointer */
 		if (!p && syms[i].required) {
-			snprintf(why, whylen, "%s has no %s (an NVML older than driver 418?)", path, syms[i].sym);
+			snprintf(why, whylen, "%s has no %s (an NVML older than driver 418?)", path,
+				 syms[i].sym);
 			return -1;
 		}
 	}
 	if (!a->procs || !a->util)
-		log_warnx("nvml: %s lacks nvmlDeviceGetComputeRunningProcesses_v3 or nvmlDeviceGetProcessUtilization: GPU energy is measured but not shared among processes", path);
+		log_warnx(
+		    "nvml: %s lacks nvmlDeviceGetComputeRunningProcesses_v3 or nvmlDeviceGetProcessUtilization: GPU energy is measured but not shared among processes",
+		    path);
 	return 0;
 }
 
@@ -232,7 +238,9 @@ static int nvml_discover(struct pd_set *set, const struct pd_opts *opts, char *w
 					snprintf(first_err, sizeof(first_err),
 						 "GPU %u: no energy (%s) nor power (%s)", i,
 						 nvml_err(rc), nvml_err(prc));
-				log_warnx("nvml: GPU %u (%s): no energy counter (%s) nor power reading (%s); left out", i, g->uuid, nvml_err(rc), nvml_err(prc));
+				log_warnx(
+				    "nvml: GPU %u (%s): no energy counter (%s) nor power reading (%s); left out",
+				    i, g->uuid, nvml_err(rc), nvml_err(prc));
 				g->dev = NULL;
 				continue;
 			}

@@ -35,7 +35,7 @@ enum pd_read_err { PD_READ_OK = 0, PD_READ_IO = -1, PD_READ_PARSE = -2, PD_READ_
  */
 struct pd_source {
 	const char *name;
-	bool in_auto;		/* tried by `source = auto`, in table order; the first usable wins */
+	bool in_auto; /* tried by `source = auto`, in table order; the first usable wins */
 	const char *power_from; /* power zones: what the watts are, for the start-up log */
 	/* Add the zones found; returns how many (or 1 for a source whose zones come later), or
 	 * 0 with why saying what was tried and what to do about it. */
@@ -102,7 +102,7 @@ struct pd_opts {
 	const char *bus_curve_cert; /* bus: this VM's certificate (secret beside it) */
 	const char *bus_curve_peer; /* bus: the host's public certificate */
 	uint64_t bus_wait_ns;	    /* bus: wait this long for the first message at start */
-	const char *nvml_library; /* "": libnvidia-ml.so.1 from the loader's path */
+	const char *nvml_library;   /* "": libnvidia-ml.so.1 from the loader's path */
 };
 
 /* ---- counter.c: wrap-corrected counters and integrated power (pure) ---- */
@@ -179,9 +179,10 @@ struct pd_zone {
 	uint64_t avg_interval_ms; /* hwmon power*_average: the meter's averaging window */
 	bool updated;		  /* exec: a valid reading since the last sample */
 	bool published;		  /* published at least once */
-	/* redfish, ipmi: the meter's latest watts (uW), held between its updates until hold_ns old */
+	/* redfish, ipmi: the meter's latest watts (uW), held between its updates until hold_ns old
+	 */
 	uint64_t held_uw, held_mono_ns, hold_ns;
-	uint64_t energy_uj;	  /* cumulative, what goes on the wire */
+	uint64_t energy_uj; /* cumulative, what goes on the wire */
 	struct wb_ratelimit rl;
 };
 
@@ -256,8 +257,8 @@ int pd_fmt(char *buf, size_t size, const char *fmt, ...) WB_PRINTF(3, 4);
 int pd_read_text(const char *path, char *buf, size_t size);
 /* A BMC's USER:PASSWORD (one line) from a file only powerd's uid may read or write (the config key
  * names it in messages). Returns 0, or -1 with err saying why. */
-int pd_read_credentials(const char *key, const char *path, char *user, size_t ulen,
-			char *password, size_t plen, char *err, size_t errlen);
+int pd_read_credentials(const char *key, const char *path, char *user, size_t ulen, char *password,
+			size_t plen, char *err, size_t errlen);
 
 /* ---- rapl.c: powercap sysfs ---- */
 

@@ -120,11 +120,10 @@ int rapl_discover(struct pd_set *set, const struct pd_opts *opts, char *why, siz
 	snprintf(base, sizeof(base), "%s/class/powercap", opts->sysfs_root);
 	DIR *dir = opendir(base);
 	if (!dir) {
-		snprintf(why, whylen,
-			 "%s: %s (no powercap: a kernel without CONFIG_INTEL_RAPL, the "
-			 "intel_rapl_msr module not "
-			 "loaded, or a virtual machine)",
-			 base, strerror(errno));
+		snprintf(
+		    why, whylen,
+		    "%s: %s (no powercap: a kernel without CONFIG_INTEL_RAPL, the intel_rapl_msr module not loaded, or a virtual machine)",
+		    base, strerror(errno));
 		return 0;
 	}
 	struct rapl_entry *ents = NULL;
@@ -214,8 +213,7 @@ int rapl_discover(struct pd_set *set, const struct pd_opts *opts, char *why, siz
 		if (pd_read_u64(path, &max_range, err, sizeof(err)) != PD_READ_OK ||
 		    max_range == 0 || max_range == UINT64_MAX) {
 			log_warnx(
-			    "rapl: %s: no usable max_energy_range_uj (%s); a wrap of this counter "
-			    "will look like a restart and lose one interval",
+			    "rapl: %s: no usable max_energy_range_uj (%s); a wrap of this counter will look like a restart and lose one interval",
 			    zdir, max_range ? "unusable value" : err);
 			max_range = 0;
 		}
@@ -236,11 +234,10 @@ int rapl_discover(struct pd_set *set, const struct pd_opts *opts, char *why, siz
 		else if (broken)
 			snprintf(why, whylen, "no readable zone under %s: %s", base, first_err);
 		else
-			snprintf(why, whylen,
-				 "no zone with energy_uj under %s (no RAPL on this CPU, "
-				 "intel_rapl_msr not loaded, "
-				 "or a virtual machine)",
-				 base);
+			snprintf(
+			    why, whylen,
+			    "no zone with energy_uj under %s (no RAPL on this CPU, intel_rapl_msr not loaded, or a virtual machine)",
+			    base);
 	}
 	return added;
 }

@@ -34,8 +34,8 @@ struct rf_target {
 	char path[RF_URL_MAX]; /* /redfish/v1/Chassis/1U/Power */
 	enum rf_kind kind;
 	char chassis[64];
-	size_t zi[16];		  /* zone indexes in the set, per PowerControl entry (RF_POWER) */
-	char member[16][32];	  /* their MemberId */
+	size_t zi[16];	     /* zone indexes in the set, per PowerControl entry (RF_POWER) */
+	char member[16][32]; /* their MemberId */
 	unsigned nz;
 };
 
@@ -88,9 +88,10 @@ static int rf_check(const struct pd_opts *opts, char *err, size_t errlen)
 		return -1;
 	}
 	if (!https && !opts->redfish_insecure) {
-		snprintf(err, errlen,
-			 "redfish_url %s: plain http would send the BMC's password in clear; use https (or set redfish_insecure)",
-			 u);
+		snprintf(
+		    err, errlen,
+		    "redfish_url %s: plain http would send the BMC's password in clear; use https (or set redfish_insecure)",
+		    u);
 		return -1;
 	}
 	if (strlen(u) >= RF_URL_MAX - 64) {
@@ -98,7 +99,9 @@ static int rf_check(const struct pd_opts *opts, char *err, size_t errlen)
 		return -1;
 	}
 	if (!opts->redfish_credentials || !*opts->redfish_credentials) {
-		snprintf(err, errlen, "source redfish needs redfish_credentials (a file: USER:PASSWORD, mode 600)");
+		snprintf(
+		    err, errlen,
+		    "source redfish needs redfish_credentials (a file: USER:PASSWORD, mode 600)");
 		return -1;
 	}
 	return 0;
@@ -167,10 +170,10 @@ static void rf_add_zone(struct pd_set *set, struct rf_state *rf, struct rf_targe
 {
 	struct pd_zone z;
 	pd_held_zone_init(set, &z, &redfish_source, rf->hold_ns);
-	int fit = t->kind == RF_POWER ? pd_fmt(z.path, sizeof(z.path), "%s%s#/PowerControl/%s",
-					       rf->base, t->path, member)
-				      : pd_fmt(z.path, sizeof(z.path), "%s%s#/PowerWatts", rf->base,
-					       t->path);
+	int fit =
+	    t->kind == RF_POWER
+		? pd_fmt(z.path, sizeof(z.path), "%s%s#/PowerControl/%s", rf->base, t->path, member)
+		: pd_fmt(z.path, sizeof(z.path), "%s%s#/PowerWatts", rf->base, t->path);
 	if (fit < 0) {
 		log_warnx("redfish: chassis %s: %s%s: URL longer than %zu characters; no zone",
 			  t->chassis, rf->base, t->path, sizeof(z.path) - 1);
@@ -234,7 +237,8 @@ static int rf_take(struct pd_set *set, struct rf_target *t, const json_t *doc, c
 		}
 	}
 	if (got < (int)t->nz) {
-		snprintf(err, errlen, "%u of %u PowerControl entries without a number in PowerConsumedWatts",
+		snprintf(err, errlen,
+			 "%u of %u PowerControl entries without a number in PowerConsumedWatts",
 			 t->nz - (unsigned)got, t->nz);
 		return -1;
 	}
@@ -251,9 +255,10 @@ static void rf_finish_discovery(struct pd_set *set, struct rf_state *rf)
 	rf->phase = RF_IDLE;
 	if (rf->ntargets == 0) {
 		set->counts.parse_errors++;
-		log_rl(&rf->rl, WB_LOG_WARN,
-		       "redfish: %s: no chassis with EnvironmentMetrics PowerWatts or Power PowerControl PowerConsumedWatts; trying again in a while",
-		       rf->base);
+		log_rl(
+		    &rf->rl, WB_LOG_WARN,
+		    "redfish: %s: no chassis with EnvironmentMetrics PowerWatts or Power PowerControl PowerConsumedWatts; trying again in a while",
+		    rf->base);
 		return;
 	}
 	rf->discovered = true;
@@ -327,8 +332,8 @@ static void rf_on_probe(struct pd_set *set, struct rf_state *rf, const json_t *d
 	if (rf->phase == RF_ENV_PROBE) {
 		uint64_t uw;
 		struct rf_target *t = rf_new_target(rf, RF_ENV, rf->env_path);
-		if (t && watts_uw(json_object_get(json_object_get(doc, "PowerWatts"), "Reading"),
-				  &uw)) {
+		if (t &&
+		    watts_uw(json_object_get(json_object_get(doc, "PowerWatts"), "Reading"), &uw)) {
 			rf_add_zone(set, rf, t, "", "EnvironmentMetrics PowerWatts");
 			if (t->nz) {
 				rf->ntargets++;
@@ -374,8 +379,9 @@ static void rf_on_probe(struct pd_set *set, struct rf_state *rf, const json_t *d
 		rf->ntargets++;
 		rf_take(set, t, doc, err, sizeof(err));
 	} else {
-		log_info("redfish: chassis %s: %s has no PowerControl entry with PowerConsumedWatts; no zone",
-			 rf->chassis_id, rf->power_path);
+		log_info(
+		    "redfish: chassis %s: %s has no PowerControl entry with PowerConsumedWatts; no zone",
+		    rf->chassis_id, rf->power_path);
 	}
 	rf_next_chassis(set, rf);
 }
@@ -448,7 +454,8 @@ static int rf_on_readable(struct pd_set *set)
 		rf->job = NULL;
 		json_t *doc = NULL;
 		if (res != WB_HTTPC_OK) {
-			bool auth = res == WB_HTTPC_STATUS && (resp.status == 401 || resp.status == 403);
+			bool auth =
+			    res == WB_HTTPC_STATUS && (resp.status == 401 || resp.status == 403);
 			rf_count(set, rf, false, "redfish: %s%s", err,
 				 auth ? " (check redfish_credentials)" : "");
 		} else if (!(doc = wb_httpc_json(&resp, rf->job_url, err, sizeof(err)))) {
@@ -536,7 +543,8 @@ static int rf_discover(struct pd_set *set, const struct pd_opts *opts, char *why
 	}
 	rf->epfd = -1;
 	if (pd_read_credentials("redfish_credentials", opts->redfish_credentials, rf->user,
-				sizeof(rf->user), rf->password, sizeof(rf->password), why, whylen) < 0) {
+				sizeof(rf->user), rf->password, sizeof(rf->password), why,
+				whylen) < 0) {
 		free(rf);
 		return 0;
 	}
@@ -551,8 +559,8 @@ static int rf_discover(struct pd_set *set, const struct pd_opts *opts, char *why
 	while (bl > 0 && rf->base[bl - 1] == '/')
 		rf->base[--bl] = '\0';
 	/* the config is freed on reload: keep copies of what requests need */
-	if (opts->redfish_ca_file && pd_fmt(rf->ca_file, sizeof(rf->ca_file), "%s",
-					    opts->redfish_ca_file) < 0) {
+	if (opts->redfish_ca_file &&
+	    pd_fmt(rf->ca_file, sizeof(rf->ca_file), "%s", opts->redfish_ca_file) < 0) {
 		snprintf(why, whylen, "redfish_ca_file: path too long");
 		close(rf->epfd);
 		free(rf);
@@ -572,8 +580,9 @@ static int rf_discover(struct pd_set *set, const struct pd_opts *opts, char *why
 	rf->hold_ns = 2 * opts->redfish_interval_ns + opts->redfish_timeout_ns;
 	rf->rl = (struct wb_ratelimit)WB_RATELIMIT_INIT;
 	if (opts->redfish_insecure)
-		log_warnx("redfish: redfish_insecure is set: the BMC at %s is not verified (TLS certificate and host name), so anyone in the path can read its password and fake its readings",
-			  rf->base);
+		log_warnx(
+		    "redfish: redfish_insecure is set: the BMC at %s is not verified (TLS certificate and host name), so anyone in the path can read its password and fake its readings",
+		    rf->base);
 	*pd_set_state(set, &redfish_source) = rf;
 	set->used |= 1u << pd_source_index(&redfish_source);
 	log_info("redfish: %s, every %.1f s; zones appear once the Chassis collection is read",

@@ -101,13 +101,12 @@ enum pd_read_err pd_read_u64(const char *path, uint64_t *value, char *err, size_
 	return PD_READ_OK;
 }
 
-int pd_read_credentials(const char *key, const char *path, char *user, size_t ulen,
-			char *password, size_t plen, char *err, size_t errlen)
+int pd_read_credentials(const char *key, const char *path, char *user, size_t ulen, char *password,
+			size_t plen, char *err, size_t errlen)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0) {
-		snprintf(err, errlen, "%s %s: cannot open: %s", key, path,
-			 strerror(errno));
+		snprintf(err, errlen, "%s %s: cannot open: %s", key, path, strerror(errno));
 		return -1;
 	}
 	struct stat st;
@@ -117,15 +116,15 @@ int pd_read_credentials(const char *key, const char *path, char *user, size_t ul
 		return -1;
 	}
 	if (st.st_mode & 077) {
-		snprintf(err, errlen,
-			 "%s %s: mode %04o lets group or others at the BMC's password; refused (chmod 600 it, owned by the user powerd runs as)",
-			 key, path, (unsigned)(st.st_mode & 07777));
+		snprintf(
+		    err, errlen,
+		    "%s %s: mode %04o lets group or others at the BMC's password; refused (chmod 600 it, owned by the user powerd runs as)",
+		    key, path, (unsigned)(st.st_mode & 07777));
 		close(fd);
 		return -1;
 	}
 	if (st.st_uid != geteuid()) {
-		snprintf(err, errlen,
-			 "%s %s: owned by uid %u, not by powerd's uid %u; refused",
+		snprintf(err, errlen, "%s %s: owned by uid %u, not by powerd's uid %u; refused",
 			 key, path, (unsigned)st.st_uid, (unsigned)geteuid());
 		close(fd);
 		return -1;
@@ -134,8 +133,7 @@ int pd_read_credentials(const char *key, const char *path, char *user, size_t ul
 	ssize_t n = read(fd, buf, sizeof(buf) - 1);
 	close(fd);
 	if (n < 0) {
-		snprintf(err, errlen, "%s %s: cannot read: %s", key, path,
-			 strerror(errno));
+		snprintf(err, errlen, "%s %s: cannot read: %s", key, path, strerror(errno));
 		return -1;
 	}
 	buf[n] = '\0';

@@ -111,8 +111,7 @@ int pd_set_add(struct pd_set *set, const struct pd_zone *z)
 		snprintf(base, sizeof(base), "%s", nz->name);
 		snprintf(nz->name, sizeof(nz->name), "%.40s-%s", base, nz->src->name);
 		for (unsigned k = 2; pd_set_find(set, nz->name); k++)
-			snprintf(nz->name, sizeof(nz->name), "%.40s-%s-%u", base,
-				 nz->src->name, k);
+			snprintf(nz->name, sizeof(nz->name), "%.40s-%s-%u", base, nz->src->name, k);
 		log_info("zone %s from %s is also %s elsewhere; published as %s", base, nz->path,
 			 base, nz->name);
 	}
@@ -161,22 +160,20 @@ enum pd_verdict pd_zone_account(struct pd_set *set, struct pd_zone *z, uint64_t 
 		break;
 	case PD_BACKWARDS:
 		c->backwards++;
-		log_rl(&z->rl, WB_LOG_WARN,
-		       "%s: %s: counter went back from %llu to %llu, not a plausible wrap (range "
-		       "%llu, "
-		       "%.3f s); sample skipped",
-		       z->name, what, (unsigned long long)last_raw, (unsigned long long)value,
-		       (unsigned long long)(z->ctr.modulus ? z->ctr.modulus - 1 : 0),
-		       (double)(mono_ns - last_ns) / 1e9);
+		log_rl(
+		    &z->rl, WB_LOG_WARN,
+		    "%s: %s: counter went back from %llu to %llu, not a plausible wrap (range %llu, %.3f s); sample skipped",
+		    z->name, what, (unsigned long long)last_raw, (unsigned long long)value,
+		    (unsigned long long)(z->ctr.modulus ? z->ctr.modulus - 1 : 0),
+		    (double)(mono_ns - last_ns) / 1e9);
 		break;
 	case PD_JUMP:
 		c->implausible++;
-		log_rl(&z->rl, WB_LOG_WARN,
-		       "%s: %s: counter jumped from %llu to %llu in %.3f s, more than max_power_w "
-		       "%.0f W; "
-		       "sample skipped",
-		       z->name, what, (unsigned long long)last_raw, (unsigned long long)value,
-		       (double)(mono_ns - last_ns) / 1e9, set->opts->max_power_w);
+		log_rl(
+		    &z->rl, WB_LOG_WARN,
+		    "%s: %s: counter jumped from %llu to %llu in %.3f s, more than max_power_w %.0f W; sample skipped",
+		    z->name, what, (unsigned long long)last_raw, (unsigned long long)value,
+		    (double)(mono_ns - last_ns) / 1e9, set->opts->max_power_w);
 		break;
 	case PD_RANGE:
 		c->implausible++;
@@ -233,10 +230,12 @@ size_t pd_set_sample(struct pd_set *set, uint64_t t_ns, uint64_t mono_ns, struct
 				log_debug("%s: %s; sample skipped", z->name, err);
 				ok = false;
 			} else if (rc == PD_READ_IO) {
-				bool perm = (errno == EACCES || errno == EPERM) && z->src->permission_hint;
+				bool perm =
+				    (errno == EACCES || errno == EPERM) && z->src->permission_hint;
 				c->read_errors++;
 				log_rl(&z->rl, WB_LOG_WARN, "%s: %s; sample skipped%s%s", z->name,
-				       err, perm ? ": " : "", perm ? z->src->permission_hint() : "");
+				       err, perm ? ": " : "",
+				       perm ? z->src->permission_hint() : "");
 				ok = false;
 			} else if (rc == PD_READ_PARSE) {
 				c->parse_errors++;

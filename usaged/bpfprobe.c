@@ -37,13 +37,20 @@ bool usaged_bpf_probe(const char *sys_root, const char *status_path, const char 
 	bool new_enough = major > 5 || (major == 5 && minor >= 8);
 
 	if (!p->have_btf) {
-		snprintf(p->why, sizeof(p->why), "no kernel BTF (%s; needs CONFIG_DEBUG_INFO_BTF)", p->btf);
-		snprintf(p->fix, sizeof(p->fix), "a kernel built with CONFIG_DEBUG_INFO_BTF=y (Debian's is, since 5.10): usaged's CO-RE program needs it");
+		snprintf(p->why, sizeof(p->why), "no kernel BTF (%s; needs CONFIG_DEBUG_INFO_BTF)",
+			 p->btf);
+		snprintf(
+		    p->fix, sizeof(p->fix),
+		    "a kernel built with CONFIG_DEBUG_INFO_BTF=y (Debian's is, since 5.10): usaged's CO-RE program needs it");
 		return false;
 	}
 	if (!p->sys_admin && !p->bpf_perfmon) {
-		snprintf(p->why, sizeof(p->why), "not root (uid %u, needs CAP_BPF and CAP_PERFMON)", (unsigned)geteuid());
-		snprintf(p->fix, sizeof(p->fix), "run usaged as root or with CAP_BPF and CAP_PERFMON%s: wattbus-usaged.service grants exactly those", new_enough ? "" : " (kernels before 5.8: CAP_SYS_ADMIN)");
+		snprintf(p->why, sizeof(p->why), "not root (uid %u, needs CAP_BPF and CAP_PERFMON)",
+			 (unsigned)geteuid());
+		snprintf(
+		    p->fix, sizeof(p->fix),
+		    "run usaged as root or with CAP_BPF and CAP_PERFMON%s: wattbus-usaged.service grants exactly those",
+		    new_enough ? "" : " (kernels before 5.8: CAP_SYS_ADMIN)");
 		return false;
 	}
 	return true;

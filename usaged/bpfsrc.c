@@ -43,7 +43,7 @@ struct bpfsrc {
 	struct usaged_cpu *slots, *slots2; /* ncpus each */
 	uint64_t *statvals;		   /* ncpus */
 	uint64_t entries;		   /* in the map at the last scan */
-	uint64_t exits_forced;		   /* exits published before every thread's final switch-out */
+	uint64_t exits_forced; /* exits published before every thread's final switch-out */
 	struct wb_ratelimit rl;
 };
 
@@ -189,9 +189,8 @@ struct bpfsrc *bpfsrc_new(const struct bpfsrc_opts *opts, char *why, size_t whyl
 	if (opts->counters) {
 		bool sw = getenv("WATTBUS_USAGED_TEST_SWCOUNTERS") != NULL;
 		if (sw)
-			log_warnx("test hook WATTBUS_USAGED_TEST_SWCOUNTERS: the cpu-clock "
-				  "software event stands in "
-				  "for every hardware counter");
+			log_warnx(
+			    "test hook WATTBUS_USAGED_TEST_SWCOUNTERS: the cpu-clock software event stands in for every hardware counter");
 		for (int c = 0; c < USAGED_NCOUNTERS; c++) {
 			if (perf_open(self, c, sw) == 0)
 				self->counters |= 1u << c;
@@ -301,7 +300,10 @@ static void sample_of(struct bpfsrc *self, int fd, const struct usaged_key *k,
 	s->comm[sizeof(s->comm) - 1] = '\0';
 	if (v->exit_ns && v->dying && now > v->exit_ns + EXIT_STALL_NS) {
 		self->exits_forced++;
-		log_rl(&self->rl, WB_LOG_WARN, "bpf procs map: pid %" PRIu32 " exited %.1f s ago with %" PRIu32 " threads not seen switching out for the last time; publishing it as exited", k->tgid, (double)(now - v->exit_ns) / 1e9, v->dying);
+		log_rl(&self->rl, WB_LOG_WARN,
+		       "bpf procs map: pid %" PRIu32 " exited %.1f s ago with %" PRIu32
+		       " threads not seen switching out for the last time; publishing it as exited",
+		       k->tgid, (double)(now - v->exit_ns) / 1e9, v->dying);
 		s->exited = true;
 	} else {
 		s->exited = v->exit_ns && !v->dying;

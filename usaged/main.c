@@ -45,7 +45,8 @@ static const struct wb_conf_key usaged_keys[] = {
      "processes tracked at most (the BPF map's size)"},
     {"counters", WB_CONF_BOOL | WB_CONF_RESTART, OFF(counters), "true", 0, 0, NULL,
      "count cycles, instructions and cache misses where perf_event_open allows (bpf mode)"},
-    {"proc_root", WB_CONF_STR | WB_CONF_RESTART, OFF(proc_root), "/proc", 0, 0, NULL, "where procfs is mounted"},
+    {"proc_root", WB_CONF_STR | WB_CONF_RESTART, OFF(proc_root), "/proc", 0, 0, NULL,
+     "where procfs is mounted"},
 };
 
 static int usaged_check(const void *conf, char *err, size_t errlen)
@@ -121,11 +122,10 @@ static void update_stats(struct usaged *u)
 	struct bpfsrc_stats bs;
 	bpfsrc_stats(u->bpf, &bs);
 	if (bs.map_full > *u->c_map_full)
-		log_rl(&u->rl_full, WB_LOG_WARN,
-		       "bpf procs map full (%llu entries): %llu switches of untracked processes so "
-		       "far; raise "
-		       "max_procs",
-		       (unsigned long long)bs.entries, (unsigned long long)bs.map_full);
+		log_rl(
+		    &u->rl_full, WB_LOG_WARN,
+		    "bpf procs map full (%llu entries): %llu switches of untracked processes so far; raise max_procs",
+		    (unsigned long long)bs.entries, (unsigned long long)bs.map_full);
 	*u->c_map_full = bs.map_full;
 	*u->c_map_entries = bs.entries;
 	*u->c_exits_seen = bs.exits;
@@ -216,14 +216,17 @@ static int on_reload(struct wb_daemon *d, void *new_conf, void *arg)
 					    sizeof(usaged_keys) / sizeof(usaged_keys[0]), NULL};
 	char later[256];
 	if (wb_conf_restart_changes(&sec, oc, nc, later, sizeof(later)))
-		log_warnx("reload: %s keep their old values until a restart; interval, full_every and retire_after apply now", later);
+		log_warnx(
+		    "reload: %s keep their old values until a restart; interval, full_every and retire_after apply now",
+		    later);
 	if (nc->interval_ns != oc->interval_ns) {
 		/* Values are cumulative, so the message that spans the change loses nothing. */
 		if (wb_grid_rearm(u->grid, nc->interval_ns) < 0) {
 			log_warnx("reload: cannot re-arm the timer; keeping the running config");
 			return -1;
 		}
-		log_info("reload: publishing every %.3g s from the next multiple of it on", (double)nc->interval_ns / 1e9);
+		log_info("reload: publishing every %.3g s from the next multiple of it on",
+			 (double)nc->interval_ns / 1e9);
 	}
 	return 0;
 }

@@ -225,7 +225,8 @@ struct bpfsrc_opts {
 };
 struct bpfsrc_stats {
 	uint64_t map_full, exits, perf_fail, unpaired, no_storage, entries;
-	uint64_t exits_forced; /* published as exited before every thread's final switch-out was seen */
+	uint64_t
+	    exits_forced; /* published as exited before every thread's final switch-out was seen */
 };
 struct bpfsrc;
 /* Load and attach. NULL on failure, with why (one line) filled. */
@@ -242,12 +243,13 @@ int bpfsrc_scan(struct bpfsrc *self, struct ptab *tab, struct procfs *pf);
 /* Delete an exited process's entry (ptab_retire_fn). */
 void bpfsrc_retire(void *self, uint32_t pid, uint64_t start_ns);
 void bpfsrc_stats(struct bpfsrc *self, struct bpfsrc_stats *out);
-/* Why bpf cannot run here (not root, no BTF), or NULL when it may: usaged_bpf_probe on this host. */
+/* Why bpf cannot run here (not root, no BTF), or NULL when it may: usaged_bpf_probe on this host.
+ */
 const char *bpfsrc_unsupported(void);
 
 /* ---- bpfprobe.c: can the eBPF source run here (usaged and wattbus doctor) ---- */
 struct usaged_bpf_probe {
-	char btf[512];	  /* the kernel BTF file looked for */
+	char btf[512]; /* the kernel BTF file looked for */
 	bool have_btf;
 	bool sys_admin;	  /* CAP_SYS_ADMIN held */
 	bool bpf_perfmon; /* CAP_BPF and CAP_PERFMON held */

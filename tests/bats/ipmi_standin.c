@@ -24,7 +24,8 @@ static char errmsg[128] = "success";
 static void ctl(const char *name, char *buf, size_t size, const char *dflt)
 {
 	char path[4096];
-	snprintf(path, sizeof(path), "%s/%s", getenv("WB_IPMI_STANDIN") ? getenv("WB_IPMI_STANDIN") : ".", name);
+	snprintf(path, sizeof(path), "%s/%s",
+		 getenv("WB_IPMI_STANDIN") ? getenv("WB_IPMI_STANDIN") : ".", name);
 	FILE *f = fopen(path, "r");
 	snprintf(buf, size, "%s", dflt);
 	if (!f)
@@ -39,7 +40,8 @@ static void logline(const char *name, const char *fmt, const char *a, const char
 	char path[4096];
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
-	snprintf(path, sizeof(path), "%s/%s", getenv("WB_IPMI_STANDIN") ? getenv("WB_IPMI_STANDIN") : ".", name);
+	snprintf(path, sizeof(path), "%s/%s",
+		 getenv("WB_IPMI_STANDIN") ? getenv("WB_IPMI_STANDIN") : ".", name);
 	FILE *f = fopen(path, "a");
 	if (!f)
 		return;
@@ -82,10 +84,11 @@ static int open_session(const char *host, const char *user, const char *password
 }
 
 int ipmi_ctx_open_outofband_2_0(ipmi_ctx_t ctx, const char *hostname, const char *username,
-				const char *password, const unsigned char *k_g, unsigned int k_g_len,
-				uint8_t privilege_level, uint8_t cipher_suite_id,
-				unsigned int session_timeout, unsigned int retransmission_timeout,
-				unsigned int workaround_flags, unsigned int flags)
+				const char *password, const unsigned char *k_g,
+				unsigned int k_g_len, uint8_t privilege_level,
+				uint8_t cipher_suite_id, unsigned int session_timeout,
+				unsigned int retransmission_timeout, unsigned int workaround_flags,
+				unsigned int flags)
 {
 	return open_session(hostname, username, password);
 }

@@ -92,7 +92,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				  .bridge_max_w = (double)(take(&in, 1) * 10),
 				  .max_hosts = 2,
 				  .max_procs = 16,
-				  .max_cgroups = 4, .max_exes = 4,
+				  .max_cgroups = 4,
+				  .max_exes = 4,
 				  .max_pending = 1 + take(&in, 1) % 8,
 				  .max_samples = 4 + take(&in, 1) % 16};
 	char *map[] = {"h1=p0"};
@@ -110,10 +111,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		now += take(&in, 1) * 10000000ull;
 		switch (op & 3) {
 		case 0: {
-			struct wb_power_zone z[3] = {
-			    {.name = "package-0", .zone = "package"},
-			    {.name = "dram-0", .zone = "dram"},
-			    {.name = "psys", .zone = "psys"}};
+			struct wb_power_zone z[3] = {{.name = "package-0", .zone = "package"},
+						     {.name = "dram-0", .zone = "dram"},
+						     {.name = "psys", .zone = "psys"}};
 			struct wb_power p = {.t = t,
 					     .interval_ns = 1000000 * (1 + take(&in, 2)),
 					     .zones = z,

@@ -18,13 +18,14 @@ struct conf {
 };
 
 static const struct wb_conf_key keys[] = {
-	{"pub", WB_CONF_STR, offsetof(struct conf, pub), "ipc://%r/x.sock", 0, 0, NULL, ""},
-	{"sub", WB_CONF_LIST, offsetof(struct conf, sub), "a,b", 0, 0, NULL, ""},
-	{"n", WB_CONF_INT, offsetof(struct conf, n), "3", 1, 10, NULL, ""},
-	{"interval", WB_CONF_DURATION, offsetof(struct conf, interval_ns), "1s", 10e6, 3600e9, NULL, ""},
-	{"flag", WB_CONF_BOOL, offsetof(struct conf, flag), "no", 0, 0, NULL, ""},
-	{"ratio", WB_CONF_DOUBLE, offsetof(struct conf, ratio), "0.5", 0, 1, NULL, ""},
-	{"method", WB_CONF_ENUM, offsetof(struct conf, method), "a", 0, 0, "a|b", ""},
+    {"pub", WB_CONF_STR, offsetof(struct conf, pub), "ipc://%r/x.sock", 0, 0, NULL, ""},
+    {"sub", WB_CONF_LIST, offsetof(struct conf, sub), "a,b", 0, 0, NULL, ""},
+    {"n", WB_CONF_INT, offsetof(struct conf, n), "3", 1, 10, NULL, ""},
+    {"interval", WB_CONF_DURATION, offsetof(struct conf, interval_ns), "1s", 10e6, 3600e9, NULL,
+     ""},
+    {"flag", WB_CONF_BOOL, offsetof(struct conf, flag), "no", 0, 0, NULL, ""},
+    {"ratio", WB_CONF_DOUBLE, offsetof(struct conf, ratio), "0.5", 0, 1, NULL, ""},
+    {"method", WB_CONF_ENUM, offsetof(struct conf, method), "a", 0, 0, "a|b", ""},
 };
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

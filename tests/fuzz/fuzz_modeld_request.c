@@ -20,9 +20,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		log_set_level(WB_LOG_ERR);
 		const char *root = getenv("WB_ROOT");
 		char dir[512];
-		snprintf(dir, sizeof dir, "%s/tests/data/kepler-model-db/ec2-0.7.11", root ? root : ".");
+		snprintf(dir, sizeof dir, "%s/tests/data/kepler-model-db/ec2-0.7.11",
+			 root ? root : ".");
 		store = md_store_new("/nonexistent", "wattbus", "rapl-sysfs");
-		if (!store || md_store_import(store, dir, err, sizeof err) < 0 || store->nmodels != 78)
+		if (!store || md_store_import(store, dir, err, sizeof err) < 0 ||
+		    store->nmodels != 78)
 			abort();
 	}
 	struct md_request r;

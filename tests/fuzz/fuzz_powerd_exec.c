@@ -13,8 +13,8 @@
 
 #include "../../powerd/powerd.h"
 
-static const char *const kinds[] = {"package", "core", "uncore", "dram",
-				    "psys",    "platform", "gpu", "other"};
+static const char *const kinds[] = {"package", "core",	   "uncore", "dram",
+				    "psys",    "platform", "gpu",    "other"};
 
 static void check(const struct pd_exec_line *l)
 {
@@ -42,7 +42,8 @@ static void roundtrip(const struct pd_exec_line *l)
 {
 	char line[256], err[256];
 	if (l->unit == PD_UNIT_UJ)
-		snprintf(line, sizeof(line), "%s %" PRIu64 " uj kind=%s", l->zone, l->value, l->kind);
+		snprintf(line, sizeof(line), "%s %" PRIu64 " uj kind=%s", l->zone, l->value,
+			 l->kind);
 	else
 		snprintf(line, sizeof(line), "%s %" PRIu64 ".%06" PRIu64 " W kind=%s", l->zone,
 			 l->value / 1000000, l->value % 1000000, l->kind);

@@ -101,7 +101,8 @@ static struct align_conf base_conf(void)
 	    .host_timeout_ns = 60 * S,
 	    .max_hosts = 16,
 	    .max_procs = 1000,
-	    .max_cgroups = 100, .max_exes = 100,
+	    .max_cgroups = 100,
+	    .max_exes = 100,
 	    .max_pending = 64,
 	    .max_samples = 4096,
 	};
@@ -1057,7 +1058,8 @@ static void slot_longer_than_max_slot(void)
 }
 
 /* One sample of each stream stamped a minute ahead (a clock jump set right at once): after
- * WB_REWIND_SAMPLES samples behind it the host's time line continues, counted; energy stays exact. */
+ * WB_REWIND_SAMPLES samples behind it the host's time line continues, counted; energy stays exact.
+ */
 static void clock_jump_recovers(void)
 {
 	struct align_conf c = base_conf();
@@ -1086,7 +1088,8 @@ static void clock_jump_recovers(void)
 	align_destroy(&a);
 }
 
-/* alignd sleeps until align_next_tick_ns: a slot waiting for power is due at its wait's end, not before. */
+/* alignd sleeps until align_next_tick_ns: a slot waiting for power is due at its wait's end, not
+ * before. */
 static void next_tick_is_the_wait_for_power(void)
 {
 	struct align_conf c = base_conf();

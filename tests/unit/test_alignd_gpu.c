@@ -90,7 +90,8 @@ static void test_slots_carry_gpu_weights(void)
 	struct align_conf c = {.host_timeout_ns = 60 * S,
 			       .max_hosts = 4,
 			       .max_procs = 100,
-			       .max_cgroups = 10, .max_exes = 10,
+			       .max_cgroups = 10,
+			       .max_exes = 10,
 			       .max_pending = 16,
 			       .max_samples = 1024};
 	ngot = 0;
@@ -152,8 +153,12 @@ static void test_slots_carry_gpu_weights(void)
  * shows in the sample after a slot's end still has its share of that slot. */
 static void test_off_grid_shares(void)
 {
-	struct align_conf c = {.host_timeout_ns = 60 * S, .max_hosts = 4, .max_procs = 100,
-			       .max_cgroups = 10, .max_exes = 10, .max_pending = 16,
+	struct align_conf c = {.host_timeout_ns = 60 * S,
+			       .max_hosts = 4,
+			       .max_procs = 100,
+			       .max_cgroups = 10,
+			       .max_exes = 10,
+			       .max_pending = 16,
 			       .max_samples = 1024};
 	ngot = 0;
 	struct align *a = align_new(&c, collect, NULL);

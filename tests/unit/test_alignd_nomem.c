@@ -69,7 +69,8 @@ static void load_without_memory(void)
 	struct align_conf c = {.host_timeout_ns = 60 * S,
 			       .max_hosts = 4,
 			       .max_procs = 100,
-			       .max_cgroups = 10, .max_exes = 10,
+			       .max_cgroups = 10,
+			       .max_exes = 10,
 			       .max_pending = 8,
 			       .max_samples = 4096};
 	struct align *a = align_new(&c, collect, NULL);

@@ -35,7 +35,8 @@ static void test_counter_period_step_wrap(void)
 	CHECK(near(st.spacing_s, 0.001, 1e-9));
 	CHECK(near(st.period_s, 0.020, 1e-9));
 	CHECK(!st.period_bounded);
-	CHECK(near(st.step_min, 500, 1e-9)); /* the wraps (9500 -> 0) count as one step, not -9500 */
+	CHECK(
+	    near(st.step_min, 500, 1e-9)); /* the wraps (9500 -> 0) count as one step, not -9500 */
 	CHECK(near(st.mean_w, 0.025, 1e-9)); /* 500 uJ per 20 ms */
 	CHECK(near(st.noise_w, 0, 1e-6));
 	/* Without its range the wrap would look like a huge step back. */
@@ -99,9 +100,9 @@ static void test_suggest(void)
 	struct meter_stats st = {.period_s = 0.001, .spacing_s = 0.0001};
 	struct meter_advice a;
 	meter_suggest(&st, 0.01, &a);
-	CHECK(near(a.interval_s, 1, 0)); /* RAPL: powerd's default */
+	CHECK(near(a.interval_s, 1, 0));     /* RAPL: powerd's default */
 	CHECK(near(a.max_lag_s, 1.1, 1e-9)); /* 1 + 0.001 + 0.02, up to 100 ms */
-	st.period_s = 5; /* a BMC */
+	st.period_s = 5;		     /* a BMC */
 	meter_suggest(&st, 0.1, &a);
 	CHECK(near(a.interval_s, 10, 0));
 	CHECK(near(a.max_lag_s, 15.2, 1e-9));
@@ -114,7 +115,8 @@ static void test_suggest(void)
 	meter_suggest(&st, 0, &a);
 	CHECK(near(a.interval_s, 5, 0));
 	CHECK(near(a.max_lag_s, 8, 1e-9));
-	st = (struct meter_stats){.period_s = 1, .spacing_s = 1, .period_bounded = true}; /* powerd's 1 s on the bus */
+	st = (struct meter_stats){
+	    .period_s = 1, .spacing_s = 1, .period_bounded = true}; /* powerd's 1 s on the bus */
 	meter_suggest(&st, 0.015, &a);
 	CHECK(near(a.interval_s, 1, 0));
 	CHECK(near(a.max_lag_s, 2.1, 1e-9));

@@ -39,7 +39,6 @@ static void load_valid(void)
 		}
 }
 
-
 static int to_msgpack(const char *json_text, char **buf, size_t *len)
 {
 	json_error_t jerr;
@@ -75,8 +74,10 @@ static void test_round_trip(void)
 		size_t len3;
 		CHECK(wb_encode(&msg2, &third, &len3, &err) == 0);
 		CHECK(len2 == len3 && memcmp(again, third, len2) == 0);
-		/* Nothing was dropped: the JSON views of the original and the re-encoded frame are equal. */
-		json_t *a = wb_msgpack_to_json(buf, len, &err), *b = wb_msgpack_to_json(again, len2, &err);
+		/* Nothing was dropped: the JSON views of the original and the re-encoded frame are
+		 * equal. */
+		json_t *a = wb_msgpack_to_json(buf, len, &err),
+		       *b = wb_msgpack_to_json(again, len2, &err);
 		CHECK(a && b && json_equal(a, b));
 		json_decref(a);
 		json_decref(b);
@@ -141,10 +142,10 @@ static void test_model_spec_optional(void)
 	size_t len, len2;
 	struct wb_msg m;
 	struct wb_err err;
-	CHECK(to_msgpack("{\"v\":1,\"kind\":\"model\",\"host\":\"h\",\"src\":\"estimd\",\"epoch\":1,"
-			 "\"seq\":1,\"t\":9,\"name\":\"m\",\"type\":\"AbsPower\",\"features\":[\"bpf_cpu_time_ms\"],"
-			 "\"zones\":[{\"zone\":\"package\",\"bias_w\":1,\"weights\":[1],\"scales\":[1]}]}",
-			 &buf, &len) == 0);
+	CHECK(
+	    to_msgpack(
+		"{\"v\":1,\"kind\":\"model\",\"host\":\"h\",\"src\":\"estimd\",\"epoch\":1,\"seq\":1,\"t\":9,\"name\":\"m\",\"type\":\"AbsPower\",\"features\":[\"bpf_cpu_time_ms\"],\"zones\":[{\"zone\":\"package\",\"bias_w\":1,\"weights\":[1],\"scales\":[1]}]}",
+		&buf, &len) == 0);
 	CHECK(wb_decode(buf, len, &m, &err) == 0);
 	CHECK_U64(m.model.spec.cores, 0);
 	CHECK_STR(m.model.spec.processor, "");
@@ -202,11 +203,13 @@ static void test_every_truncation(void)
 			struct wb_msg m;
 			struct wb_err err;
 			if (wb_decode(buf, cut, &m, &err) == 0) {
-				printf("# %s cut at %zu of %zu decoded\n", wb_kinds[k].name, cut, len);
+				printf("# %s cut at %zu of %zu decoded\n", wb_kinds[k].name, cut,
+				       len);
 				wb_msg_clear(&m);
 				bad++;
 			} else if (err.reason != WB_R_MALFORMED) {
-				printf("# %s cut at %zu: reason %s\n", wb_kinds[k].name, cut, wb_reason_name(err.reason));
+				printf("# %s cut at %zu: reason %s\n", wb_kinds[k].name, cut,
+				       wb_reason_name(err.reason));
 				bad++;
 			}
 		}
@@ -219,7 +222,7 @@ static void test_every_truncation(void)
 struct mutation {
 	enum wb_kind base;
 	const char *what;
-	const char *path; /* "zones.0.energy_uj": object keys and array indexes */
+	const char *path;  /* "zones.0.energy_uj": object keys and array indexes */
 	const char *value; /* JSON text to put there; NULL deletes */
 	int ok;
 	enum wb_reason reason;
@@ -227,58 +230,63 @@ struct mutation {
 };
 
 static const struct mutation mutations[] = {
-	{WB_POWER, "string where an integer goes", "zones.0.energy_uj", "\"12\"", 0, WB_R_TYPE, "zones[0].energy_uj"},
-	{WB_POWER, "missing required key", "interval_ns", NULL, 0, WB_R_MISSING, "interval_ns"},
-	{WB_POWER, "missing key in an element", "zones.1.name", NULL, 0, WB_R_MISSING, "zones[1]"},
-	{WB_POWER, "unknown version", "v", "2", 0, WB_R_VERSION, "version 2"},
-	{WB_POWER, "version as string", "v", "\"1\"", 0, WB_R_VERSION, "v:"},
-	{WB_POWER, "unknown kind", "kind", "\"powr\"", 0, WB_R_KIND, "powr"},
-	{WB_POWER, "missing kind", "kind", NULL, 0, WB_R_KIND, "kind"},
-	{WB_POWER, "host too long", "host", "\"0123456789012345678901234567890123456789012345678901234567890123\"", 0,
-	 WB_R_BOUND, "host"},
-	{WB_POWER, "empty host", "host", "\"\"", 0, WB_R_BOUND, "host"},
-	{WB_POWER, "negative energy", "zones.0.energy_uj", "-5", 0, WB_R_BOUND, "zones[0].energy_uj"},
-	{WB_POWER, "interval below bound", "interval_ns", "10", 0, WB_R_BOUND, "interval_ns"},
-	{WB_POWER, "zones not an array", "zones", "{}", 0, WB_R_TYPE, "zones"},
-	{WB_POWER, "unknown key ignored", "colour", "\"blue\"", 1, 0, NULL},
-	{WB_POWER, "nil optional key", "zones.0.path", "null", 1, 0, NULL},
-	{WB_POWER, "nil required key", "t", "null", 0, WB_R_TYPE, "t"},
-	{WB_POWER, "GPU process pid beyond pid_max", "zones.2.gpu_procs.0.pid", "4194305", 0, WB_R_BOUND,
-	 "zones[2].gpu_procs[0].pid"},
-	{WB_POWER, "GPU process without sm_ns", "zones.2.gpu_procs.1.sm_ns", NULL, 0, WB_R_MISSING,
-	 "zones[2].gpu_procs[1]"},
-	{WB_POWER, "GPU uuid too long", "zones.2.uuid",
-	 "\"GPU-0123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123\"",
-	 0, WB_R_BOUND, "zones[2].uuid"},
-	{WB_ALIGNED, "GPU sm_ns negative", "zones.0.gpu_procs.0.sm_ns", "-1", 0, WB_R_BOUND,
-	 "zones[0].gpu_procs[0].sm_ns"},
-	{WB_ESTIMATE, "GPU idle_w negative", "zones.0.idle_w", "-1.0", 0, WB_R_BOUND, "zones[0].idle_w"},
-	{WB_USAGE, "float where integer goes", "procs.0.cpu_ns", "1.5", 0, WB_R_TYPE, "procs[0].cpu_ns"},
-	{WB_USAGE, "bool as int", "full", "1", 0, WB_R_TYPE, "full"},
-	{WB_USAGE, "comm too long", "procs.0.comm", "\"0123456789abcdefg\"", 0, WB_R_BOUND, "procs[0].comm"},
-	{WB_USAGE, "pid beyond pid_max", "procs.0.pid", "4194305", 0, WB_R_BOUND, "procs[0].pid"},
-	{WB_USAGE, "cpu not a map", "cpu", "[1]", 0, WB_R_TYPE, "cpu"},
-	{WB_USAGE, "missing cpu key", "cpu.steal_ns", NULL, 0, WB_R_MISSING, "cpu: missing required key 'steal_ns'"},
-	{WB_USAGE, "counter name not a string", "counters.0", "7", 0, WB_R_TYPE, "counters[0]"},
-	{WB_ESTIMATE, "ratio above 1", "cpu_usage_ratio", "1.5", 0, WB_R_BOUND, "cpu_usage_ratio"},
-	{WB_ESTIMATE, "integer in a float key", "cpu_usage_ratio", "1", 1, 0, NULL},
-	{WB_ESTIMATE, "energy array item wrong type", "procs.0.energy_uj.0", "\"x\"", 0, WB_R_TYPE,
-	 "procs[0].energy_uj[0]"},
-	{WB_MODEL, "zero scale", "zones.0.scales.0", "0.0", 0, WB_R_BOUND, "zones[0].scales[0]"},
-	{WB_MODEL, "no zones", "zones", "[]", 0, WB_R_BOUND, "zones"},
-	{WB_STAT, "top-level seq too big", "seq", "9223372036854775807", 1, 0, NULL},
-	{WB_USAGE, "exe id 0", "exes.0.id", "0", 0, WB_R_BOUND, "exes[0].id"},
-	{WB_USAGE, "exe without path", "exes.0.path", NULL, 0, WB_R_MISSING, "exes[0]"},
-	{WB_USAGE, "empty exe path", "exes.0.path", "\"\"", 0, WB_R_BOUND, "exes[0].path"},
-	{WB_USAGE, "exe path of 512 bytes", "exes.0.path",
-	 "\"/0123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890\"",
-	 0, WB_R_BOUND, "exes[0].path"},
-	{WB_USAGE, "exe_id negative", "procs.0.exe_id", "-1", 0, WB_R_BOUND, "procs[0].exe_id"},
-	{WB_USAGE, "exe_id not in exes is no fault", "procs.0.exe_id", "78", 1, 0, NULL},
-	{WB_USAGE, "exes not an array", "exes", "{}", 0, WB_R_TYPE, "exes"},
-	{WB_ALIGNED, "aligned exe path a number", "exes.0.path", "5", 0, WB_R_TYPE, "exes[0].path"},
-	{WB_ESTIMATE, "estimate exe_id a string", "procs.0.exe_id", "\"9\"", 0, WB_R_TYPE,
-	 "procs[0].exe_id"},
+    {WB_POWER, "string where an integer goes", "zones.0.energy_uj", "\"12\"", 0, WB_R_TYPE,
+     "zones[0].energy_uj"},
+    {WB_POWER, "missing required key", "interval_ns", NULL, 0, WB_R_MISSING, "interval_ns"},
+    {WB_POWER, "missing key in an element", "zones.1.name", NULL, 0, WB_R_MISSING, "zones[1]"},
+    {WB_POWER, "unknown version", "v", "2", 0, WB_R_VERSION, "version 2"},
+    {WB_POWER, "version as string", "v", "\"1\"", 0, WB_R_VERSION, "v:"},
+    {WB_POWER, "unknown kind", "kind", "\"powr\"", 0, WB_R_KIND, "powr"},
+    {WB_POWER, "missing kind", "kind", NULL, 0, WB_R_KIND, "kind"},
+    {WB_POWER, "host too long", "host",
+     "\"0123456789012345678901234567890123456789012345678901234567890123\"", 0, WB_R_BOUND, "host"},
+    {WB_POWER, "empty host", "host", "\"\"", 0, WB_R_BOUND, "host"},
+    {WB_POWER, "negative energy", "zones.0.energy_uj", "-5", 0, WB_R_BOUND, "zones[0].energy_uj"},
+    {WB_POWER, "interval below bound", "interval_ns", "10", 0, WB_R_BOUND, "interval_ns"},
+    {WB_POWER, "zones not an array", "zones", "{}", 0, WB_R_TYPE, "zones"},
+    {WB_POWER, "unknown key ignored", "colour", "\"blue\"", 1, 0, NULL},
+    {WB_POWER, "nil optional key", "zones.0.path", "null", 1, 0, NULL},
+    {WB_POWER, "nil required key", "t", "null", 0, WB_R_TYPE, "t"},
+    {WB_POWER, "GPU process pid beyond pid_max", "zones.2.gpu_procs.0.pid", "4194305", 0,
+     WB_R_BOUND, "zones[2].gpu_procs[0].pid"},
+    {WB_POWER, "GPU process without sm_ns", "zones.2.gpu_procs.1.sm_ns", NULL, 0, WB_R_MISSING,
+     "zones[2].gpu_procs[1]"},
+    {WB_POWER, "GPU uuid too long", "zones.2.uuid",
+     "\"GPU-0123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123\"",
+     0, WB_R_BOUND, "zones[2].uuid"},
+    {WB_ALIGNED, "GPU sm_ns negative", "zones.0.gpu_procs.0.sm_ns", "-1", 0, WB_R_BOUND,
+     "zones[0].gpu_procs[0].sm_ns"},
+    {WB_ESTIMATE, "GPU idle_w negative", "zones.0.idle_w", "-1.0", 0, WB_R_BOUND,
+     "zones[0].idle_w"},
+    {WB_USAGE, "float where integer goes", "procs.0.cpu_ns", "1.5", 0, WB_R_TYPE,
+     "procs[0].cpu_ns"},
+    {WB_USAGE, "bool as int", "full", "1", 0, WB_R_TYPE, "full"},
+    {WB_USAGE, "comm too long", "procs.0.comm", "\"0123456789abcdefg\"", 0, WB_R_BOUND,
+     "procs[0].comm"},
+    {WB_USAGE, "pid beyond pid_max", "procs.0.pid", "4194305", 0, WB_R_BOUND, "procs[0].pid"},
+    {WB_USAGE, "cpu not a map", "cpu", "[1]", 0, WB_R_TYPE, "cpu"},
+    {WB_USAGE, "missing cpu key", "cpu.steal_ns", NULL, 0, WB_R_MISSING,
+     "cpu: missing required key 'steal_ns'"},
+    {WB_USAGE, "counter name not a string", "counters.0", "7", 0, WB_R_TYPE, "counters[0]"},
+    {WB_ESTIMATE, "ratio above 1", "cpu_usage_ratio", "1.5", 0, WB_R_BOUND, "cpu_usage_ratio"},
+    {WB_ESTIMATE, "integer in a float key", "cpu_usage_ratio", "1", 1, 0, NULL},
+    {WB_ESTIMATE, "energy array item wrong type", "procs.0.energy_uj.0", "\"x\"", 0, WB_R_TYPE,
+     "procs[0].energy_uj[0]"},
+    {WB_MODEL, "zero scale", "zones.0.scales.0", "0.0", 0, WB_R_BOUND, "zones[0].scales[0]"},
+    {WB_MODEL, "no zones", "zones", "[]", 0, WB_R_BOUND, "zones"},
+    {WB_STAT, "top-level seq too big", "seq", "9223372036854775807", 1, 0, NULL},
+    {WB_USAGE, "exe id 0", "exes.0.id", "0", 0, WB_R_BOUND, "exes[0].id"},
+    {WB_USAGE, "exe without path", "exes.0.path", NULL, 0, WB_R_MISSING, "exes[0]"},
+    {WB_USAGE, "empty exe path", "exes.0.path", "\"\"", 0, WB_R_BOUND, "exes[0].path"},
+    {WB_USAGE, "exe path of 512 bytes", "exes.0.path",
+     "\"/0123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890\"",
+     0, WB_R_BOUND, "exes[0].path"},
+    {WB_USAGE, "exe_id negative", "procs.0.exe_id", "-1", 0, WB_R_BOUND, "procs[0].exe_id"},
+    {WB_USAGE, "exe_id not in exes is no fault", "procs.0.exe_id", "78", 1, 0, NULL},
+    {WB_USAGE, "exes not an array", "exes", "{}", 0, WB_R_TYPE, "exes"},
+    {WB_ALIGNED, "aligned exe path a number", "exes.0.path", "5", 0, WB_R_TYPE, "exes[0].path"},
+    {WB_ESTIMATE, "estimate exe_id a string", "procs.0.exe_id", "\"9\"", 0, WB_R_TYPE,
+     "procs[0].exe_id"},
 };
 
 /* Walk "a.0.b" in j and set or delete the last step. */
@@ -295,7 +303,8 @@ static int apply_path(json_t *j, const char *path, const char *value)
 			if (value && !v)
 				return -1;
 			if (idx)
-				return value ? json_array_set_new(j, (size_t)atoi(tok), v) : json_array_remove(j, (size_t)atoi(tok));
+				return value ? json_array_set_new(j, (size_t)atoi(tok), v)
+					     : json_array_remove(j, (size_t)atoi(tok));
 			return value ? json_object_set_new(j, tok, v) : json_object_del(j, tok);
 		}
 		j = idx ? json_array_get(j, (size_t)atoi(tok)) : json_object_get(j, tok);
@@ -319,11 +328,14 @@ static void test_mutations(void)
 		struct wb_msg m;
 		int rc = wb_decode(buf, len, &m, &err);
 		if ((rc == 0) != mu->ok) {
-			printf("# mutation '%s': decode %s (%s)\n", mu->what, rc == 0 ? "accepted" : "rejected", err.msg);
+			printf("# mutation '%s': decode %s (%s)\n", mu->what,
+			       rc == 0 ? "accepted" : "rejected", err.msg);
 			unit_failed_checks++;
 		} else if (!mu->ok && (err.reason != mu->reason || !strstr(err.msg, mu->in_msg))) {
-			printf("# mutation '%s': reason %s, message \"%s\"; expected %s with \"%s\"\n", mu->what,
-			       wb_reason_name(err.reason), err.msg, wb_reason_name(mu->reason), mu->in_msg);
+			printf(
+			    "# mutation '%s': reason %s, message \"%s\"; expected %s with \"%s\"\n",
+			    mu->what, wb_reason_name(err.reason), err.msg,
+			    wb_reason_name(mu->reason), mu->in_msg);
 			unit_failed_checks++;
 		}
 		if (rc == 0)
@@ -364,7 +376,8 @@ static void test_binary_faults(void)
 	free(buf);
 
 	static const unsigned char huge_array[] = {0xdd, 0xff, 0xff, 0xff, 0xff};
-	CHECK(wb_decode(huge_array, sizeof(huge_array), &m, &err) < 0 && err.reason == WB_R_MALFORMED);
+	CHECK(wb_decode(huge_array, sizeof(huge_array), &m, &err) < 0 &&
+	      err.reason == WB_R_MALFORMED);
 	static const unsigned char huge_str[] = {0x81, 0xa1, 'v', 0xdb, 0x7f, 0xff, 0xff, 0xff};
 	CHECK(wb_decode(huge_str, sizeof(huge_str), &m, &err) < 0 && err.reason == WB_R_MALFORMED);
 	static const unsigned char bad_byte[] = {0x81, 0xa1, 'v', 0xc1};
@@ -418,7 +431,8 @@ static void test_binary_faults(void)
 	const struct {
 		const char *key;
 		enum wb_reason reason;
-	} cases[] = {{"nan", WB_R_BOUND}, {"utf8", WB_R_TYPE}, {"nul", WB_R_TYPE}, {"intkey", WB_R_TYPE}};
+	} cases[] = {
+	    {"nan", WB_R_BOUND}, {"utf8", WB_R_TYPE}, {"nul", WB_R_TYPE}, {"intkey", WB_R_TYPE}};
 	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
 		msgpack_sbuffer_init(&sb);
 		msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
@@ -452,8 +466,8 @@ static void test_binary_faults(void)
 		msgpack_pack_double(&pk, NAN);
 		int rc = raw_decode(&sb, &err);
 		if (rc == 0 || err.reason != cases[c].reason) {
-			printf("# binary case %s: rc %d reason %s (%s)\n", cases[c].key, rc, wb_reason_name(err.reason),
-			       err.msg);
+			printf("# binary case %s: rc %d reason %s (%s)\n", cases[c].key, rc,
+			       wb_reason_name(err.reason), err.msg);
 			unit_failed_checks++;
 		}
 		msgpack_sbuffer_destroy(&sb);
@@ -544,14 +558,18 @@ static void test_encode_value_bounds(void)
 	struct wb_err err;
 	CHECK(to_msgpack(valid[WB_USAGE], &buf, &len) == 0);
 	CHECK(wb_decode(buf, len, &m, &err) == 0);
-	m.usage.cpu.idle_ns = 9290000000000000000ull; /* /proc/stat on a 512-thread host after 208 days */
-	CHECK(wb_encode(&m, &out, &len, &err) < 0 && err.reason == WB_R_BOUND && strstr(err.msg, "cpu.idle_ns"));
+	m.usage.cpu.idle_ns =
+	    9290000000000000000ull; /* /proc/stat on a 512-thread host after 208 days */
+	CHECK(wb_encode(&m, &out, &len, &err) < 0 && err.reason == WB_R_BOUND &&
+	      strstr(err.msg, "cpu.idle_ns"));
 	m.usage.cpu.idle_ns = 1;
 	m.usage.env.host[0] = '\0';
-	CHECK(wb_encode(&m, &out, &len, &err) < 0 && err.reason == WB_R_BOUND && strstr(err.msg, "host"));
+	CHECK(wb_encode(&m, &out, &len, &err) < 0 && err.reason == WB_R_BOUND &&
+	      strstr(err.msg, "host"));
 	snprintf(m.usage.env.host, sizeof(m.usage.env.host), "h");
 	snprintf(m.usage.procs[0].comm, sizeof(m.usage.procs[0].comm), "\xff\xfe");
-	CHECK(wb_encode(&m, &out, &len, &err) < 0 && err.reason == WB_R_TYPE && strstr(err.msg, "procs[0].comm"));
+	CHECK(wb_encode(&m, &out, &len, &err) < 0 && err.reason == WB_R_TYPE &&
+	      strstr(err.msg, "procs[0].comm"));
 	snprintf(m.usage.procs[0].comm, sizeof(m.usage.procs[0].comm), "ok");
 	CHECK(wb_encode(&m, &out, &len, &err) == 0);
 	free(out);
@@ -560,7 +578,8 @@ static void test_encode_value_bounds(void)
 	CHECK(to_msgpack(valid[WB_ESTIMATE], &buf, &len) == 0);
 	CHECK(wb_decode(buf, len, &m, &err) == 0);
 	m.estimate.cpu_usage_ratio = NAN;
-	CHECK(wb_encode(&m, &out, &len, &err) < 0 && err.reason == WB_R_BOUND && strstr(err.msg, "cpu_usage_ratio"));
+	CHECK(wb_encode(&m, &out, &len, &err) < 0 && err.reason == WB_R_BOUND &&
+	      strstr(err.msg, "cpu_usage_ratio"));
 	m.estimate.cpu_usage_ratio = 0.5;
 	CHECK(m.estimate.n_procs > 0 && m.estimate.procs[0].n_energy_uj > 0);
 	m.estimate.procs[0].energy_uj[m.estimate.procs[0].n_energy_uj - 1] = 9223372036854775808ull;
@@ -570,7 +589,8 @@ static void test_encode_value_bounds(void)
 	free(buf);
 }
 
-/* A frame whose containers declare more objects than WB_OBJECTS_MAX is refused before msgpack-c builds them. */
+/* A frame whose containers declare more objects than WB_OBJECTS_MAX is refused before msgpack-c
+ * builds them. */
 static void test_object_limit(void)
 {
 	size_t n = WB_OBJECTS_MAX + 16;
@@ -583,7 +603,8 @@ static void test_object_limit(void)
 	memset(b + 5, 0xc0, n);
 	struct wb_msg m;
 	struct wb_err err;
-	CHECK(wb_decode(b, n + 5, &m, &err) < 0 && err.reason == WB_R_TOO_BIG && strstr(err.msg, "objects"));
+	CHECK(wb_decode(b, n + 5, &m, &err) < 0 && err.reason == WB_R_TOO_BIG &&
+	      strstr(err.msg, "objects"));
 	free(b);
 }
 
@@ -600,7 +621,8 @@ static void test_encode_bounds(void)
 	char *out;
 	size_t len;
 	struct wb_err err;
-	CHECK(wb_encode(&m, &out, &len, &err) < 0 && err.reason == WB_R_BOUND && strstr(err.msg, "zones"));
+	CHECK(wb_encode(&m, &out, &len, &err) < 0 && err.reason == WB_R_BOUND &&
+	      strstr(err.msg, "zones"));
 	wb_msg_clear(&m);
 	CHECK(m.power.zones == NULL && m.kind == WB_KIND_NONE);
 }
@@ -617,7 +639,8 @@ static bool same_as_msgpack_c(const char *buf, size_t len)
 		msgpack_sbuffer_init(&sb);
 		msgpack_packer pk;
 		msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-		same = msgpack_pack_object(&pk, up.data) == 0 && sb.size == len && memcmp(sb.data, buf, len) == 0;
+		same = msgpack_pack_object(&pk, up.data) == 0 && sb.size == len &&
+		       memcmp(sb.data, buf, len) == 0;
 		msgpack_sbuffer_destroy(&sb);
 	}
 	msgpack_unpacked_destroy(&up);
@@ -640,7 +663,16 @@ static void test_encode_bytes(void)
 		wb_msg_clear(&msg);
 	}
 	/* Every integer width and string header, and maps whose optional keys are left out. */
-	static const uint64_t ints[] = {0, 1, 127, 128, 255, 256, 65535, 65536, 4294967295ull, 4294967296ull,
+	static const uint64_t ints[] = {0,
+					1,
+					127,
+					128,
+					255,
+					256,
+					65535,
+					65536,
+					4294967295ull,
+					4294967296ull,
 					9223372036854775807ull};
 	static const size_t lens[] = {0, 1, 31, 32, 255};
 	size_t nz = sizeof(ints) / sizeof(ints[0]);
@@ -683,27 +715,30 @@ static void test_encode_bytes(void)
 	wb_msg_clear(&back);
 	free(again);
 	free(out);
-	/* Strings the encoder still refuses: bad UTF-8 after an ASCII run, and a lone continuation byte. */
+	/* Strings the encoder still refuses: bad UTF-8 after an ASCII run, and a lone continuation
+	 * byte. */
 	memcpy(m.power.zones[1].path, "abcdefghij\xc3(", 13);
-	CHECK(wb_encode(&m, &out, &olen, &err) < 0 && err.reason == WB_R_TYPE && strstr(err.msg, "zones[1].path"));
+	CHECK(wb_encode(&m, &out, &olen, &err) < 0 && err.reason == WB_R_TYPE &&
+	      strstr(err.msg, "zones[1].path"));
 	memcpy(m.power.zones[1].path, "abcdefgh\x80", 10);
-	CHECK(wb_encode(&m, &out, &olen, &err) < 0 && err.reason == WB_R_TYPE && strstr(err.msg, "UTF-8"));
+	CHECK(wb_encode(&m, &out, &olen, &err) < 0 && err.reason == WB_R_TYPE &&
+	      strstr(err.msg, "UTF-8"));
 	wb_msg_clear(&m);
 }
 
 static const struct unit_case cases[] = {
-	{"round trip of every kind", test_round_trip},
-	{"decoded fields", test_fields_decoded},
-	{"the model's spec and errors are optional", test_model_spec_optional},
-	{"every truncation is rejected as malformed", test_every_truncation},
-	{"mutations give the right reason and key", test_mutations},
-	{"exe_id and exes decode, and their faults are named", test_exes},
-	{"binary faults (trailing, huge headers, NaN, UTF-8, duplicates)", test_binary_faults},
-	{"topic must be KIND/HOST", test_topic_check},
-	{"encoder refuses arrays beyond their bound", test_encode_bounds},
-	{"encoder refuses values beyond their bounds, naming the key", test_encode_value_bounds},
-	{"frames with too many objects are refused before unpacking", test_object_limit},
-	{"the encoder writes the bytes msgpack-c's packer writes", test_encode_bytes},
+    {"round trip of every kind", test_round_trip},
+    {"decoded fields", test_fields_decoded},
+    {"the model's spec and errors are optional", test_model_spec_optional},
+    {"every truncation is rejected as malformed", test_every_truncation},
+    {"mutations give the right reason and key", test_mutations},
+    {"exe_id and exes decode, and their faults are named", test_exes},
+    {"binary faults (trailing, huge headers, NaN, UTF-8, duplicates)", test_binary_faults},
+    {"topic must be KIND/HOST", test_topic_check},
+    {"encoder refuses arrays beyond their bound", test_encode_bounds},
+    {"encoder refuses values beyond their bounds, naming the key", test_encode_value_bounds},
+    {"frames with too many objects are refused before unpacking", test_object_limit},
+    {"the encoder writes the bytes msgpack-c's packer writes", test_encode_bytes},
 };
 int main(void)
 {

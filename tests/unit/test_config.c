@@ -18,15 +18,19 @@ struct conf {
 };
 
 static const struct wb_conf_key keys[] = {
-	{"pub", WB_CONF_STR | WB_CONF_RESTART, offsetof(struct conf, pub), "ipc://%r/alignd.sock", 0, 0, NULL, "endpoint"},
-	{"sub", WB_CONF_LIST, offsetof(struct conf, sub), "ipc://%r/a.sock, ipc://%r/b.sock", 0, 0, NULL, "up"},
-	{"level", WB_CONF_INT, offsetof(struct conf, level), "3", 1, 10, NULL, "a level"},
-	{"interval", WB_CONF_DURATION, offsetof(struct conf, interval_ns), "1s", 10e6, 3600e9, NULL, "interval"},
-	{"train", WB_CONF_BOOL, offsetof(struct conf, train), "no", 0, 0, NULL, "train"},
-	{"ratio", WB_CONF_DOUBLE, offsetof(struct conf, ratio), "0.5", 0, 1, NULL, "ratio"},
-	{"method", WB_CONF_ENUM, offsetof(struct conf, method), "ratio", 0, 0, "ratio|fixed|regression", "m"},
-	{"name", WB_CONF_UTF8 | WB_CONF_RESTART, offsetof(struct conf, name), "", 0, 0, NULL, "a name"},
-	{"pats", WB_CONF_GLOBS, offsetof(struct conf, pats), "", 0, 0, NULL, "patterns"},
+    {"pub", WB_CONF_STR | WB_CONF_RESTART, offsetof(struct conf, pub), "ipc://%r/alignd.sock", 0, 0,
+     NULL, "endpoint"},
+    {"sub", WB_CONF_LIST, offsetof(struct conf, sub), "ipc://%r/a.sock, ipc://%r/b.sock", 0, 0,
+     NULL, "up"},
+    {"level", WB_CONF_INT, offsetof(struct conf, level), "3", 1, 10, NULL, "a level"},
+    {"interval", WB_CONF_DURATION, offsetof(struct conf, interval_ns), "1s", 10e6, 3600e9, NULL,
+     "interval"},
+    {"train", WB_CONF_BOOL, offsetof(struct conf, train), "no", 0, 0, NULL, "train"},
+    {"ratio", WB_CONF_DOUBLE, offsetof(struct conf, ratio), "0.5", 0, 1, NULL, "ratio"},
+    {"method", WB_CONF_ENUM, offsetof(struct conf, method), "ratio", 0, 0, "ratio|fixed|regression",
+     "m"},
+    {"name", WB_CONF_UTF8 | WB_CONF_RESTART, offsetof(struct conf, name), "", 0, 0, NULL, "a name"},
+    {"pats", WB_CONF_GLOBS, offsetof(struct conf, pats), "", 0, 0, NULL, "patterns"},
 };
 
 static struct conf c;
@@ -65,8 +69,9 @@ static void test_file_values(void)
 	char err[WB_CONF_ERR_MAX];
 	memset(&c, 0, sizeof(c));
 	CHECK(wb_conf_defaults(&sec, 1, err, sizeof(err)) == 0);
-	char *path = write_file("; comment\n[global]\n[alignd]\ninterval = 250ms\ntrain = yes\nsub = tcp://a:1\n"
-				"[exportd]\nlisten = :9102\n");
+	char *path = write_file(
+	    "; comment\n[global]\n[alignd]\ninterval = 250ms\ntrain = yes\nsub = tcp://a:1\n"
+	    "[exportd]\nlisten = :9102\n");
 	int rc = wb_conf_load(path, &sec, 1, err, sizeof(err));
 	if (rc < 0)
 		printf("# %s\n", err);
@@ -83,23 +88,28 @@ static const struct {
 	const char *text;
 	const char *expect; /* ":LINE: reason" part */
 } bad_files[] = {
-	{"[alignd]\n\ncolour = blue\n", ":3: unknown key 'colour' in [alignd]"},
-	{"[alignd]\ninterval = soon\n", ":2: [alignd] interval: 'soon' is not a duration"},
-	{"[alignd]\ninterval = 1ms\n", ":2: [alignd] interval: 1ms is outside [10ms, 1h]"},
-	{"[alignd]\nlevel = 11\n", ":2: [alignd] level: 11 is outside [1, 10]"},
-	{"[alignd]\nlevel = 3x\n", ":2: [alignd] level: '3x' is not an integer"},
-	{"[alignd]\ntrain = perhaps\n", ":2: [alignd] train: 'perhaps' is not a boolean"},
-	{"[alignd]\nratio = nan\n", ":2: [alignd] ratio: 'nan' is not a number"},
-	{"[alignd]\nmethod = magic\n", ":2: [alignd] method: 'magic' is not one of ratio|fixed|regression"},
-	{"[alignd]\nthis line has no equals sign\n", ":2: syntax error"},
-	{"[alignd\nlevel = 2\n", ":1: syntax error"},
-	{"[aligned]\nlevel = 2\n", ":1: unknown section [aligned]"},
-	{"[alignd]\nlevel = 2\n[nothing]\n", ":3: unknown section [nothing]"},
-	{"level = 2\n", ":1: key 'level' outside a section"},
-	{"[alignd]\nname = caf\xe9\n", ":2: [alignd] name: 'caf\xe9' is not valid UTF-8"},
-	{"[alignd]\nname = a\x01" "b\n", ":2: [alignd] name: 'a\x01" "b' holds a control character"},
-	{"[alignd]\npats = wattbus_*, node_[ab\n", ":2: [alignd] pats: pattern 'node_[ab' has a [ without its ]"},
-	{"[alignd]\npats = x\\\n", ":2: [alignd] pats: pattern 'x\\' ends in a backslash"},
+    {"[alignd]\n\ncolour = blue\n", ":3: unknown key 'colour' in [alignd]"},
+    {"[alignd]\ninterval = soon\n", ":2: [alignd] interval: 'soon' is not a duration"},
+    {"[alignd]\ninterval = 1ms\n", ":2: [alignd] interval: 1ms is outside [10ms, 1h]"},
+    {"[alignd]\nlevel = 11\n", ":2: [alignd] level: 11 is outside [1, 10]"},
+    {"[alignd]\nlevel = 3x\n", ":2: [alignd] level: '3x' is not an integer"},
+    {"[alignd]\ntrain = perhaps\n", ":2: [alignd] train: 'perhaps' is not a boolean"},
+    {"[alignd]\nratio = nan\n", ":2: [alignd] ratio: 'nan' is not a number"},
+    {"[alignd]\nmethod = magic\n",
+     ":2: [alignd] method: 'magic' is not one of ratio|fixed|regression"},
+    {"[alignd]\nthis line has no equals sign\n", ":2: syntax error"},
+    {"[alignd\nlevel = 2\n", ":1: syntax error"},
+    {"[aligned]\nlevel = 2\n", ":1: unknown section [aligned]"},
+    {"[alignd]\nlevel = 2\n[nothing]\n", ":3: unknown section [nothing]"},
+    {"level = 2\n", ":1: key 'level' outside a section"},
+    {"[alignd]\nname = caf\xe9\n", ":2: [alignd] name: 'caf\xe9' is not valid UTF-8"},
+    {"[alignd]\nname = a\x01"
+     "b\n",
+     ":2: [alignd] name: 'a\x01"
+     "b' holds a control character"},
+    {"[alignd]\npats = wattbus_*, node_[ab\n",
+     ":2: [alignd] pats: pattern 'node_[ab' has a [ without its ]"},
+    {"[alignd]\npats = x\\\n", ":2: [alignd] pats: pattern 'x\\' ends in a backslash"},
 };
 
 static void test_bad_files(void)
@@ -113,7 +123,8 @@ static void test_bad_files(void)
 		char want[256];
 		snprintf(want, sizeof(want), "%s%s", path, bad_files[i].expect);
 		if (rc == 0 || strncmp(err, want, strlen(want)) != 0) {
-			printf("# case %zu: got \"%s\", expected prefix \"%s\"\n", i, rc ? err : "(accepted)", want);
+			printf("# case %zu: got \"%s\", expected prefix \"%s\"\n", i,
+			       rc ? err : "(accepted)", want);
 			unit_failed_checks++;
 		}
 		unlink(path);
@@ -131,8 +142,10 @@ static void test_long_lines(void)
 	char *text = malloc(cap);
 	size_t n = (size_t)snprintf(text, cap, "[alignd]\nsub = ");
 	for (int i = 0; i < 100; i++)
-		n += (size_t)snprintf(text + n, cap - n, "%sipc:///run/wattbus/host-%03d.sock", i ? ", " : "", i);
-	snprintf(text + n, cap - n, "\nname = caf\xc3\xa9\npats = wattbus_[a-z]*, *_joules_total\n");
+		n += (size_t)snprintf(text + n, cap - n, "%sipc:///run/wattbus/host-%03d.sock",
+				      i ? ", " : "", i);
+	snprintf(text + n, cap - n,
+		 "\nname = caf\xc3\xa9\npats = wattbus_[a-z]*, *_joules_total\n");
 	char *path = write_file(text);
 	int rc = wb_conf_load(path, &sec, 1, err, sizeof(err));
 	if (rc < 0)
@@ -172,7 +185,8 @@ static void test_restart_changes(void)
 	wb_conf_defaults(&sb, 1, err, sizeof(err));
 	CHECK_U64(wb_conf_restart_changes(&sec, &a, &b, buf, sizeof(buf)), 0);
 	CHECK_STR(buf, "");
-	wb_conf_set(&sb, "level", "5", "--level", err, sizeof(err)); /* applies at reload: not named */
+	wb_conf_set(&sb, "level", "5", "--level", err,
+		    sizeof(err)); /* applies at reload: not named */
 	wb_conf_set(&sb, "pub", "tcp://x:1", "--pub", err, sizeof(err));
 	wb_conf_set(&sb, "name", "n2", "--name", err, sizeof(err));
 	CHECK_U64(wb_conf_restart_changes(&sec, &a, &b, buf, sizeof(buf)), 2);
@@ -243,8 +257,8 @@ struct env_seen {
 	char last[64];
 };
 
-static void note_env(const char *var, const struct wb_conf_section *s, const struct wb_conf_key *k, const char *value,
-		     void *arg)
+static void note_env(const char *var, const struct wb_conf_section *s, const struct wb_conf_key *k,
+		     const char *value, void *arg)
 {
 	struct env_seen *seen = arg;
 	seen->n++;
@@ -258,18 +272,18 @@ static void test_env(void)
 	memset(&c, 0, sizeof(c));
 	wb_conf_defaults(&sec, 1, err, sizeof(err));
 	char *const env[] = {
-		"PATH=/bin",
-		"WATTBUS_CONF=/etc/wattbus/wattbus.conf", /* not a section: left alone */
-		"WATTBUS_RUNTIME_DIR=/run/x",
-		"WATTBUS_EXPORTD_LISTEN=:1",		  /* another stage's section: left alone */
-		"WATTBUS_ALIGND_INTERVAL=250ms",
-		"WATTBUS_ALIGND_SUB=tcp://a:1, tcp://b:2",
-		"WATTBUS_ALIGND_TRAIN=yes",
-		"WATTBUS_ALIGND_OPTS=--level 9",	  /* the systemd units' flag list */
-		"WATTBUS_ALIGND_TEST_HOOK=1",
-		"WATTBUS_alignd_level=9",		  /* not the convention's spelling */
-		"WATTBUS_ALIGNDX_LEVEL=9",
-		NULL,
+	    "PATH=/bin",
+	    "WATTBUS_CONF=/etc/wattbus/wattbus.conf", /* not a section: left alone */
+	    "WATTBUS_RUNTIME_DIR=/run/x",
+	    "WATTBUS_EXPORTD_LISTEN=:1", /* another stage's section: left alone */
+	    "WATTBUS_ALIGND_INTERVAL=250ms",
+	    "WATTBUS_ALIGND_SUB=tcp://a:1, tcp://b:2",
+	    "WATTBUS_ALIGND_TRAIN=yes",
+	    "WATTBUS_ALIGND_OPTS=--level 9", /* the systemd units' flag list */
+	    "WATTBUS_ALIGND_TEST_HOOK=1",
+	    "WATTBUS_alignd_level=9", /* not the convention's spelling */
+	    "WATTBUS_ALIGNDX_LEVEL=9",
+	    NULL,
 	};
 	CHECK(wb_conf_env(&sec, 1, env, note_env, &seen, err, sizeof(err)) == 3);
 	CHECK_U64(c.interval_ns, 250000000);
@@ -286,10 +300,13 @@ static void test_env(void)
 	CHECK_STR(err, "WATTBUS_ALIGND_LEVEL: [alignd] level: 11 is outside [1, 10]");
 	char *const bad_enum[] = {"WATTBUS_ALIGND_METHOD=guess", NULL};
 	CHECK(wb_conf_env(&sec, 1, bad_enum, NULL, NULL, err, sizeof(err)) < 0);
-	CHECK_STR(err, "WATTBUS_ALIGND_METHOD: [alignd] method: 'guess' is not one of ratio|fixed|regression");
+	CHECK_STR(
+	    err,
+	    "WATTBUS_ALIGND_METHOD: [alignd] method: 'guess' is not one of ratio|fixed|regression");
 	char *const bad_dur[] = {"WATTBUS_ALIGND_INTERVAL=", NULL};
 	CHECK(wb_conf_env(&sec, 1, bad_dur, NULL, NULL, err, sizeof(err)) < 0);
-	CHECK(strstr(err, "WATTBUS_ALIGND_INTERVAL: [alignd] interval: '' is not a duration") == err);
+	CHECK(strstr(err, "WATTBUS_ALIGND_INTERVAL: [alignd] interval: '' is not a duration") ==
+	      err);
 	char *const typo[] = {"WATTBUS_ALIGND_INTERVALL=1s", NULL};
 	CHECK(wb_conf_env(&sec, 1, typo, NULL, NULL, err, sizeof(err)) < 0);
 	CHECK_STR(err, "WATTBUS_ALIGND_INTERVALL: [alignd] has no key 'intervall' (see --help)");
@@ -300,14 +317,14 @@ static void test_env(void)
 }
 
 static const struct unit_case cases[] = {
-	{"defaults and %r expansion", test_defaults_and_expand},
-	{"file values; other stages' sections skipped", test_file_values},
-	{"bad files fail with file:line and the reason", test_bad_files},
-	{"missing file, flags and their errors", test_missing_file_and_flags},
-	{"whole-text integers and numbers", test_numbers},
-	{"durations and the wall-clock grid", test_durations},
-	{"lines past inih's 200 bytes; UTF-8 and pattern keys", test_long_lines},
-	{"restart-only keys changed by a reload are named", test_restart_changes},
-	{"WATTBUS_<SECTION>_<KEY> variables; bad ones named", test_env},
+    {"defaults and %r expansion", test_defaults_and_expand},
+    {"file values; other stages' sections skipped", test_file_values},
+    {"bad files fail with file:line and the reason", test_bad_files},
+    {"missing file, flags and their errors", test_missing_file_and_flags},
+    {"whole-text integers and numbers", test_numbers},
+    {"durations and the wall-clock grid", test_durations},
+    {"lines past inih's 200 bytes; UTF-8 and pattern keys", test_long_lines},
+    {"restart-only keys changed by a reload are named", test_restart_changes},
+    {"WATTBUS_<SECTION>_<KEY> variables; bad ones named", test_env},
 };
 UNIT_MAIN(cases)

@@ -34,7 +34,7 @@ static void test_late_skips(void)
 }
 
 static const struct unit_case cases[] = {
-	{"on_time", test_on_time},
-	{"late_skips", test_late_skips},
+    {"on_time", test_on_time},
+    {"late_skips", test_late_skips},
 };
 UNIT_MAIN(cases)

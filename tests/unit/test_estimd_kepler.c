@@ -25,7 +25,8 @@ static void test_processor_names(void)
 	    {"Intel(R) Core(TM) i7-8650U CPU @ 1.90GHz", "intel_core"},
 	    {"AMD Ryzen 7 5800X 8-Core Processor", "amd_ryzen_7_5800x_8_core"},
 	    {"Quad-Core AMD Opteron(tm) Processor 2356", "quad_core_amd_opteron"},
-	    {"AMD Athlon 64 X2 Dual Core Processor 64-Bit Multi-Core 5000+", "amd_athlon_64_x2_dual_core_5000+"},
+	    {"AMD Athlon 64 X2 Dual Core Processor 64-Bit Multi-Core 5000+",
+	     "amd_athlon_64_x2_dual_core_5000+"},
 	    {"Neoverse-N1 3.0 GHz", "neoverse_n1"},
 	    {"intel_xeon_platinum_8259cl", "intel_xeon_platinum_8259cl"},
 	    {"-", ""},
@@ -57,9 +58,11 @@ static void test_spec_from_fake_tree(void)
 	snprintf(p, sizeof(p), "%s/proc", root);
 	mkdir(p, 0755);
 	snprintf(p, sizeof(p), "%s/proc/cpuinfo", root);
-	write_file(p, "processor\t: 0\nmodel name\t: Intel(R) Xeon(R) Platinum 8488C\nphysical id\t: 0\ncpu MHz\t\t: 2400.000\n\n"
-		      "processor\t: 1\nmodel name\t: Intel(R) Xeon(R) Platinum 8488C\nphysical id\t: 1\ncpu MHz\t\t: 3100.400\n\n"
-		      "processor\t: 2\nmodel name\t: Intel(R) Xeon(R) Platinum 8488C\nphysical id\t: 1\ncpu MHz\t\t: 800.000\n\n");
+	write_file(
+	    p,
+	    "processor\t: 0\nmodel name\t: Intel(R) Xeon(R) Platinum 8488C\nphysical id\t: 0\ncpu MHz\t\t: 2400.000\n\n"
+	    "processor\t: 1\nmodel name\t: Intel(R) Xeon(R) Platinum 8488C\nphysical id\t: 1\ncpu MHz\t\t: 3100.400\n\n"
+	    "processor\t: 2\nmodel name\t: Intel(R) Xeon(R) Platinum 8488C\nphysical id\t: 1\ncpu MHz\t\t: 800.000\n\n");
 	snprintf(p, sizeof(p), "%s/proc/meminfo", root);
 	write_file(p, "MemTotal:       395000000 kB\n");
 	struct mspec s;
@@ -108,7 +111,8 @@ static void test_model_request(void)
 		CHECK(json_is_true(json_object_get(j, "weight")));
 		CHECK_U64(json_array_size(json_object_get(j, "metrics")), 4);
 		json_t *ms = json_object_get(j, "machine_spec");
-		CHECK_STR(json_string_value(json_object_get(ms, "processor")), "intel_xeon_e5_2686v4");
+		CHECK_STR(json_string_value(json_object_get(ms, "processor")),
+			  "intel_xeon_e5_2686v4");
 		CHECK_U64(json_integer_value(json_object_get(ms, "cores")), 72);
 		CHECK_U64(json_integer_value(json_object_get(ms, "memory")), 503);
 		json_decref(j);
@@ -120,7 +124,8 @@ static void test_sidecar_answers(void)
 {
 	struct kepler_powers kp;
 	char err[256];
-	const char *ok = "{\"powers\": {\"package\": [120.5, 100], \"dram\": [9, 7]}, \"msg\": \"\", \"core_ratio\": 0.5}";
+	const char *ok =
+	    "{\"powers\": {\"package\": [120.5, 100], \"dram\": [9, 7]}, \"msg\": \"\", \"core_ratio\": 0.5}";
 	CHECK(kepler_powers_parse(ok, strlen(ok), &kp, err, sizeof(err)) == 0);
 	CHECK_U64(kp.n, 2);
 	CHECK_NEAR(kp.core_ratio, 0.5, 0);
@@ -136,12 +141,14 @@ static void test_sidecar_answers(void)
 	    {"{\"powers\": {\"package\": [1]}}", "powers.package: expected 2 values"},
 	    {"{\"powers\": {\"package\": [1, \"x\"]}}", "powers.package[1]: expected a number"},
 	    {"{\"powers\": {\"package\": [1e39, 1]}}", "powers.package[0]: 1e+39 W is not a power"},
-	    {"{\"powers\": {\"package\": [1, 1]}, \"core_ratio\": -1}", "core_ratio: expected a number above 0"},
+	    {"{\"powers\": {\"package\": [1, 1]}, \"core_ratio\": -1}",
+	     "core_ratio: expected a number above 0"},
 	    {"[1, 2]", "expected a JSON object"},
 	    {"<html>", "not JSON"},
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		CHECK(kepler_powers_parse(bad[i].text, strlen(bad[i].text), &kp, err, sizeof(err)) == -1);
+		CHECK(kepler_powers_parse(bad[i].text, strlen(bad[i].text), &kp, err,
+					  sizeof(err)) == -1);
 		if (!strstr(err, bad[i].want))
 			printf("#   %s -> %s\n", bad[i].text, err);
 		CHECK(strstr(err, bad[i].want) != NULL);
@@ -151,10 +158,8 @@ static void test_sidecar_answers(void)
 /* Weights answers as model servers write them: machine_spec with unknowns, mae. */
 static void test_weights_answers(void)
 {
-	const char *ans = "{\"package\": {\"All_Weights\": {\"Bias_Weight\": 50, \"Categorical_Variables\": {},"
-			  " \"Numerical_Variables\": {\"bpf_cpu_time_ms\": {\"scale\": 1000, \"weight\": 2}}}},"
-			  " \"model_name\": \"SGDRegressorTrainer_0\", \"mae\": 4.25,"
-			  " \"machine_spec\": {\"processor\": null, \"cores\": 96.0, \"chips\": null}}";
+	const char *ans =
+	    "{\"package\": {\"All_Weights\": {\"Bias_Weight\": 50, \"Categorical_Variables\": {}, \"Numerical_Variables\": {\"bpf_cpu_time_ms\": {\"scale\": 1000, \"weight\": 2}}}}, \"model_name\": \"SGDRegressorTrainer_0\", \"mae\": 4.25, \"machine_spec\": {\"processor\": null, \"cores\": 96.0, \"chips\": null}}";
 	struct model m;
 	char err[512], desc[1024];
 	CHECK(model_parse(ans, strlen(ans), "http://s/model", NULL, &m, err, sizeof(err)) == 0);
@@ -162,12 +167,12 @@ static void test_weights_answers(void)
 	CHECK_NEAR(m.mae_w, 4.25, 0);
 	model_describe(&m, desc, sizeof(desc));
 	CHECK(strstr(desc, "MAE 4.25 W as its model server states it") != NULL);
-	const char *nullc = "{\"package\": {\"All_Weights\": {\"Numerical_Variables\": {\"bpf_cpu_time_ms\": {\"scale\": 1}}}},"
-			    " \"machine_spec\": {\"cores\": null}}";
+	const char *nullc =
+	    "{\"package\": {\"All_Weights\": {\"Numerical_Variables\": {\"bpf_cpu_time_ms\": {\"scale\": 1}}}}, \"machine_spec\": {\"cores\": null}}";
 	CHECK(model_parse(nullc, strlen(nullc), "a", NULL, &m, err, sizeof(err)) == 0);
 	CHECK_U64(m.cores, 0);
-	const char *badc = "{\"package\": {\"All_Weights\": {\"Numerical_Variables\": {\"bpf_cpu_time_ms\": {\"scale\": 1}}}},"
-			   " \"machine_spec\": {\"cores\": 2.5}}";
+	const char *badc =
+	    "{\"package\": {\"All_Weights\": {\"Numerical_Variables\": {\"bpf_cpu_time_ms\": {\"scale\": 1}}}}, \"machine_spec\": {\"cores\": 2.5}}";
 	CHECK(model_parse(badc, strlen(badc), "b", NULL, &m, err, sizeof(err)) == -1);
 	CHECK(strstr(err, "b: machine_spec.cores: expected 1 to 65536") != NULL);
 }
@@ -176,7 +181,8 @@ static void test_weights_answers(void)
 static void fit_known(enum model_form form, double (*truth)(double), double tol_w)
 {
 	struct trainer t;
-	struct train_conf tc = {.window = 200, .min_slots = 20, .every = 1000000, .holdout_every = 5};
+	struct train_conf tc = {
+	    .window = 200, .min_slots = 20, .every = 1000000, .holdout_every = 5};
 	CHECK(trainer_init(&t, &tc) == 0);
 	for (int i = 0; i < 200; i++) {
 		double x[FEAT_COUNT] = {0}, y[TRAIN_ZONES] = {-1, -1, -1, -1, -1};

@@ -13,7 +13,8 @@
 
 #define SHIPPED "data/models/ec2-0.7.11_rapl-sysfs_AbsPower_BPFOnly_SGDRegressorTrainer_1.json"
 /* The model-db file as shared with the project (../shared beside the checkout), when present. */
-#define SHARED "../shared/data/kepler-model-db/ec2-0.7.11_rapl-sysfs_AbsPower_BPFOnly_SGDRegressorTrainer_1.json"
+#define SHARED                                                                                     \
+	"../shared/data/kepler-model-db/ec2-0.7.11_rapl-sysfs_AbsPower_BPFOnly_SGDRegressorTrainer_1.json"
 
 static const char *shared_path(void)
 {
@@ -136,15 +137,8 @@ static void test_model_mode_slot(void)
 	wb_msg_clear(&msg);
 }
 
-static const char log_json[] = "{\"package\": {\"All_Weights\": {\"Categorical_Variables\": {}, "
-			       "\"Numerical_Variables\": {\"bpf_cpu_time_ms\": "
-			       "{\"scale\": 71901.33333333333}, \"bpf_page_cache_hit\": "
-			       "{\"scale\": 1.0}}, \"CurveFit_Weights\": "
-			       "[52.51018993185623, 46.60573934771109, 22.07181593220226]}}, "
-			       "\"core\": {\"All_Weights\": {\"Categorical_Variables\": "
-			       "{}, \"Numerical_Variables\": {\"bpf_cpu_time_ms\": {\"scale\": "
-			       "71901.33333333333}, \"bpf_page_cache_hit\": {\"scale\": "
-			       "1.0}}, \"CurveFit_Weights\": [0.0, 1.0, 0.0]}}}";
+static const char log_json[] =
+    "{\"package\": {\"All_Weights\": {\"Categorical_Variables\": {}, \"Numerical_Variables\": {\"bpf_cpu_time_ms\": {\"scale\": 71901.33333333333}, \"bpf_page_cache_hit\": {\"scale\": 1.0}}, \"CurveFit_Weights\": [52.51018993185623, 46.60573934771109, 22.07181593220226]}}, \"core\": {\"All_Weights\": {\"Categorical_Variables\": {}, \"Numerical_Variables\": {\"bpf_cpu_time_ms\": {\"scale\": 71901.33333333333}, \"bpf_page_cache_hit\": {\"scale\": 1.0}}, \"CurveFit_Weights\": [0.0, 1.0, 0.0]}}}";
 
 static void test_curve_forms(void)
 {
@@ -173,8 +167,7 @@ static void test_curve_forms(void)
 
 	/* Logistic, 4 weights [A, x0, k, off]: at u = x0 it is A/2 + off = 100/2 + 20 = 70. */
 	const char logistic[] =
-	    "{\"package\": {\"All_Weights\": {\"Numerical_Variables\": {\"bpf_cpu_time_ms\": "
-	    "{\"scale\": 1000}}, \"CurveFit_Weights\": [100, 0.5, 10, 20]}}}";
+	    "{\"package\": {\"All_Weights\": {\"Numerical_Variables\": {\"bpf_cpu_time_ms\": {\"scale\": 1000}}, \"CurveFit_Weights\": [100, 0.5, 10, 20]}}}";
 	CHECK(model_parse(logistic, sizeof(logistic) - 1, "l.json", NULL, &m, err, sizeof(err)) ==
 	      0);
 	CHECK(m.form == MODEL_LOGISTIC);
@@ -183,9 +176,7 @@ static void test_curve_forms(void)
 
 	/* Exponential a*e^(b*u) + c with a=10, b=2, c=5 at u=0.5: 10e + 5 = 32.18281828459045 */
 	const char expo[] =
-	    "{\"model_name\": \"ExponentialRegressionTrainer_1\", \"dram\": {\"All_Weights\": "
-	    "{\"Numerical_Variables\": {\"bpf_cpu_time_ms\": {\"scale\": 1000}}, "
-	    "\"CurveFit_Weights\": [10, 2, 5]}}}";
+	    "{\"model_name\": \"ExponentialRegressionTrainer_1\", \"dram\": {\"All_Weights\": {\"Numerical_Variables\": {\"bpf_cpu_time_ms\": {\"scale\": 1000}}, \"CurveFit_Weights\": [10, 2, 5]}}}";
 	CHECK(model_parse(expo, sizeof(expo) - 1, "e.json", NULL, &m, err, sizeof(err)) == 0);
 	CHECK(m.form == MODEL_EXPONENTIAL);
 	CHECK_NEAR(model_zone_power_w(&m, &m.zones[0], x), 32.18281828459045, 1e-12);
@@ -212,49 +203,27 @@ static void test_bad_files(void)
 	     "bad.json: package.All_Weights.Numerical_Variables: missing"},
 	    {"{\"package\": {\"All_Weights\": {\"Numerical_Variables\": {}}}}",
 	     "bad.json: package.All_Weights.Numerical_Variables: no features"},
-	    {"{\"package\": {\"All_Weights\": {\"Numerical_Variables\": {\"bpf_cpu_time_ms\": "
-	     "{\"weight\": 2}}}}}",
+	    {"{\"package\": {\"All_Weights\": {\"Numerical_Variables\": {\"bpf_cpu_time_ms\": {\"weight\": 2}}}}}",
 	     "bad.json: package.All_Weights.Numerical_Variables.bpf_cpu_time_ms.scale: missing"},
-	    {"{\"package\": {\"All_Weights\": {\"Numerical_Variables\": {\"bpf_cpu_time_ms\": "
-	     "{\"scale\": 0, \"weight\": 2}}}}}",
-	     "bad.json: package.All_Weights.Numerical_Variables.bpf_cpu_time_ms.scale: 0 is not a "
-	     "positive scale"},
-	    {"{\"package\": {\"All_Weights\": {\"Numerical_Variables\": {\"bpf_cpu_time_ms\": "
-	     "{\"scale\": -3}}}}}",
-	     "bad.json: package.All_Weights.Numerical_Variables.bpf_cpu_time_ms.scale: -3 is not a "
-	     "positive scale"},
-	    {"{\"package\": {\"All_Weights\": {\"Bias_Weight\": NaN, \"Numerical_Variables\": "
-	     "{\"bpf_cpu_time_ms\": "
-	     "{\"scale\": 1, \"weight\": 2}}}}}",
+	    {"{\"package\": {\"All_Weights\": {\"Numerical_Variables\": {\"bpf_cpu_time_ms\": {\"scale\": 0, \"weight\": 2}}}}}",
+	     "bad.json: package.All_Weights.Numerical_Variables.bpf_cpu_time_ms.scale: 0 is not a positive scale"},
+	    {"{\"package\": {\"All_Weights\": {\"Numerical_Variables\": {\"bpf_cpu_time_ms\": {\"scale\": -3}}}}}",
+	     "bad.json: package.All_Weights.Numerical_Variables.bpf_cpu_time_ms.scale: -3 is not a positive scale"},
+	    {"{\"package\": {\"All_Weights\": {\"Bias_Weight\": NaN, \"Numerical_Variables\": {\"bpf_cpu_time_ms\": {\"scale\": 1, \"weight\": 2}}}}}",
 	     "bad.json: package.All_Weights.Bias_Weight: NaN is not a finite number"},
-	    {"{\"package\": {\"All_Weights\": {\"Numerical_Variables\": {\"bpf_cpu_time_ms\": "
-	     "{\"scale\": 1, \"weight\": "
-	     "-Infinity}}}}}",
-	     "bad.json: package.All_Weights.Numerical_Variables.bpf_cpu_time_ms.weight: -Infinity "
-	     "is not a finite number"},
-	    {"{\"package\": {\"All_Weights\": {\"Numerical_Variables\": {\"bpf_cpu_time_ms\": "
-	     "{\"scale\": \"1\"}}}}}",
-	     "bad.json: package.All_Weights.Numerical_Variables.bpf_cpu_time_ms.scale: expected a "
-	     "number, got a string"},
-	    {"{\"dram\": {\"All_Weights\": {\"Numerical_Variables\": {\"bpf_cpu_time_ms\": "
-	     "{\"scale\": 1}}, "
-	     "\"CurveFit_Weights\": [1, NaN, 3, 4]}}}",
+	    {"{\"package\": {\"All_Weights\": {\"Numerical_Variables\": {\"bpf_cpu_time_ms\": {\"scale\": 1, \"weight\": -Infinity}}}}}",
+	     "bad.json: package.All_Weights.Numerical_Variables.bpf_cpu_time_ms.weight: -Infinity is not a finite number"},
+	    {"{\"package\": {\"All_Weights\": {\"Numerical_Variables\": {\"bpf_cpu_time_ms\": {\"scale\": \"1\"}}}}}",
+	     "bad.json: package.All_Weights.Numerical_Variables.bpf_cpu_time_ms.scale: expected a number, got a string"},
+	    {"{\"dram\": {\"All_Weights\": {\"Numerical_Variables\": {\"bpf_cpu_time_ms\": {\"scale\": 1}}, \"CurveFit_Weights\": [1, NaN, 3, 4]}}}",
 	     "bad.json: dram.All_Weights.CurveFit_Weights[1]: NaN is not a finite number"},
-	    {"{\"package\": {\"All_Weights\": {\"Numerical_Variables\": {\"bpf_cpu_time_ms\": "
-	     "{\"scale\": 1}}, "
-	     "\"CurveFit_Weights\": [1, 2]}}}",
+	    {"{\"package\": {\"All_Weights\": {\"Numerical_Variables\": {\"bpf_cpu_time_ms\": {\"scale\": 1}}, \"CurveFit_Weights\": [1, 2]}}}",
 	     "bad.json: package.All_Weights.CurveFit_Weights:"},
-	    {"{\"model_name\": \"SGDRegressorTrainer_1\", \"package\": {\"All_Weights\": "
-	     "{\"Numerical_Variables\": "
-	     "{\"bpf_cpu_time_ms\": {\"scale\": 1}}, \"CurveFit_Weights\": [1, 2, 3]}}}",
-	     "bad.json: package.All_Weights.CurveFit_Weights: present, but model_name says the "
-	     "model is linear"},
-	    {"{\"machine_spec\": {\"cores\": 0}, \"package\": {\"All_Weights\": "
-	     "{\"Numerical_Variables\": "
-	     "{\"bpf_cpu_time_ms\": {\"scale\": 1}}}}}",
+	    {"{\"model_name\": \"SGDRegressorTrainer_1\", \"package\": {\"All_Weights\": {\"Numerical_Variables\": {\"bpf_cpu_time_ms\": {\"scale\": 1}}, \"CurveFit_Weights\": [1, 2, 3]}}}",
+	     "bad.json: package.All_Weights.CurveFit_Weights: present, but model_name says the model is linear"},
+	    {"{\"machine_spec\": {\"cores\": 0}, \"package\": {\"All_Weights\": {\"Numerical_Variables\": {\"bpf_cpu_time_ms\": {\"scale\": 1}}}}}",
 	     "bad.json: machine_spec.cores:"},
-	    {"{\"package\": {\"All_Weights\": {\"Numerical_Variables\": {\"x\": {\"scale\": 1}}}}, "
-	     "\"package\": {}}",
+	    {"{\"package\": {\"All_Weights\": {\"Numerical_Variables\": {\"x\": {\"scale\": 1}}}}, \"package\": {}}",
 	     "bad.json:1:"}, /* duplicate key: jansson's position */
 	    {"{\"package\": ", "bad.json:1:"},
 	    {"[1, 2]", "bad.json: expected a JSON object of zones"},
@@ -391,7 +360,8 @@ static void test_roundtrips(void)
 	double xc[FEAT_COUNT] = {0};
 	for (double ms = 0; ms <= 4000; ms += 500) {
 		xc[FEAT_CPU_TIME_MS] = ms;
-		CHECK_NEAR(model_zone_power_w(&cb, &cb.zones[0], xc), model_zone_power_w(&c, &c.zones[0], xc), 1e-9);
+		CHECK_NEAR(model_zone_power_w(&cb, &cb.zones[0], xc),
+			   model_zone_power_w(&c, &c.zones[0], xc), 1e-9);
 	}
 }
 

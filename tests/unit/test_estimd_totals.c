@@ -307,7 +307,8 @@ static void budget_across_hosts(void)
 	static struct wb_slot_zone zones[200];
 	size_t refused = 0;
 	for (int h = 0; h < 100; h++) {
-		struct wb_aligned a = {.t0 = T0, .t1 = T0 + S, .ncpu = 1, .zones = zones, .n_zones = 200};
+		struct wb_aligned a = {
+		    .t0 = T0, .t1 = T0 + S, .ncpu = 1, .zones = zones, .n_zones = 200};
 		snprintf(a.env.host, sizeof(a.env.host), "forged%d", h);
 		snprintf(a.env.src, sizeof(a.env.src), "alignd");
 		a.cpu.user_ns = a.cpu.idle_ns = S / 2;
@@ -446,8 +447,8 @@ static void vm_totals(void)
 				/* busy/total of the node = the VM's CPU share: its idle share is
 				 * the zone's idle in that ratio */
 				uint64_t busy = (k % 4 + 1) * S / 4;
-				uint64_t share = (uint64_t)((unsigned __int128)out.zones[z].idle_uj *
-							    busy / S);
+				uint64_t share =
+				    (uint64_t)((unsigned __int128)out.zones[z].idle_uj * busy / S);
 				sum[z] += out.vms[0].energy_uj[z] + (idle ? share : 0);
 				CHECK_U64(out.vms[0].total_uj[z], sum[z]);
 			}
@@ -461,8 +462,8 @@ static void vm_totals(void)
 		size_t n;
 		CHECK(totals_load(estimator_totals(e), path, &n, err, sizeof(err)) == 0);
 		/* slot 7 again (stale): no VM total in it */
-		struct sim again = {.epoch = 11,
-				    .total = {sim.total[0] - e_of(7, 0), sim.total[1] - e_of(7, 1)}};
+		struct sim again = {
+		    .epoch = 11, .total = {sim.total[0] - e_of(7, 0), sim.total[1] - e_of(7, 1)}};
 		feed_vm(e, &again, 7, &out, &res);
 		CHECK(res.stale);
 		CHECK_U64(out.vms[0].n_total_uj, 0);

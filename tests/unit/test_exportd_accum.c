@@ -610,8 +610,7 @@ static void test_exe_label(void)
 	exe_slot(a, 11, 41, "sleep", 41, "/usr/bin/sl\"eep (deleted)");
 	CHECK_STR(
 	    find_proc(a, "h", 100, 5000)->labels,
-	    "pid=\"100\",comm=\"sleep\",exe=\"/usr/bin/sl\\\"eep (deleted)\",type=\"regular\","
-	    "container_id=\"\",vm_id=\"\"");
+	    "pid=\"100\",comm=\"sleep\",exe=\"/usr/bin/sl\\\"eep (deleted)\",type=\"regular\",container_id=\"\",vm_id=\"\"");
 	/* a slot without the path of the same id keeps it */
 	exe_slot(a, 12, 41, "sleep", 0, NULL);
 	CHECK(strstr(find_proc(a, "h", 100, 5000)->labels,
@@ -655,15 +654,14 @@ static void test_labels(void)
 		if (cm->slots[i])
 			CHECK_STR(
 			    cm->slots[i]->labels,
-			    "container_id=\"0123456789abcdef0123\",container_name=\"0123456789ab\","
-			    "runtime=\"docker\",pod_id=\"\"");
+			    "container_id=\"0123456789abcdef0123\",container_name=\"0123456789ab\",runtime=\"docker\",pod_id=\"\"");
 	CHECK_STR(h->node_label, "node_name=\"h\\\"1\"");
-	CHECK_STR(find_proc(a, "h\"1", 100, 5000)->labels,
-		  "pid=\"100\",comm=\"a\\\"b\\\\c\\nd\xef\xbf\xbd\",exe=\"\",type=\"regular\","
-		  "container_id=\"\",vm_id=\"\"");
-	CHECK_STR(find_proc(a, "h\"1", 101, 5001)->labels,
-		  "pid=\"101\",comm=\"proc1\",exe=\"\",type=\"container\",container_id=\"c0ffee\","
-		  "vm_id=\"\"");
+	CHECK_STR(
+	    find_proc(a, "h\"1", 100, 5000)->labels,
+	    "pid=\"100\",comm=\"a\\\"b\\\\c\\nd\xef\xbf\xbd\",exe=\"\",type=\"regular\",container_id=\"\",vm_id=\"\"");
+	CHECK_STR(
+	    find_proc(a, "h\"1", 101, 5001)->labels,
+	    "pid=\"101\",comm=\"proc1\",exe=\"\",type=\"container\",container_id=\"c0ffee\",vm_id=\"\"");
 	CHECK_STR(
 	    find_proc(a, "h\"1", 102, 5002)->labels,
 	    "pid=\"102\",comm=\"proc2\",exe=\"\",type=\"vm\",container_id=\"\",vm_id=\"vm-1\"");
@@ -741,7 +739,9 @@ static void test_hosts_cap(void)
 	CHECK(why == ACC_R_HOSTS);
 	CHECK_U64(a->nhosts, 2);
 	/* Host a goes on; b falls silent. Once b is silent past forget_after, c takes its place. */
-	uint64_t later = 10 * S + (lim.stale_after_ns > lim.terminated_ttl_ns ? lim.stale_after_ns : lim.terminated_ttl_ns);
+	uint64_t later =
+	    10 * S + (lim.stale_after_ns > lim.terminated_ttl_ns ? lim.stale_after_ns
+								 : lim.terminated_ttl_ns);
 	est_init(&m, "a", later, later + S, 1, 0);
 	est_zone(&m, 0, 1000, 400);
 	CHECK(accum_add(a, &m.estimate, &why) == 0);
@@ -756,7 +756,8 @@ static void test_hosts_cap(void)
 	accum_destroy(&a);
 }
 
-/* A reused pid: the new process takes the pid's one entry over, so one label set means one series. */
+/* A reused pid: the new process takes the pid's one entry over, so one label set means one series.
+ */
 static void test_pid_reuse_one_series(void)
 {
 	struct accum_limits lim = lim_default();
@@ -792,12 +793,15 @@ static void test_zones_turn_over(void)
 	struct accum *a = accum_new(&lim);
 	struct wb_msg m;
 	enum accum_reason why;
-	uint64_t step = (lim.stale_after_ns > lim.terminated_ttl_ns ? lim.stale_after_ns : lim.terminated_ttl_ns) + S;
+	uint64_t step = (lim.stale_after_ns > lim.terminated_ttl_ns ? lim.stale_after_ns
+								    : lim.terminated_ttl_ns) +
+			S;
 	for (int i = 0; i < EX_MAX_ZONES + 5; i++) {
 		uint64_t t = 10 * S + (uint64_t)i * step;
 		est_init(&m, "h", t, t + S, 1, 0);
 		est_zone(&m, 0, 1000, 400);
-		snprintf(m.estimate.zones[0].path, sizeof(m.estimate.zones[0].path), "/sys/class/hwmon/hwmon%d", i);
+		snprintf(m.estimate.zones[0].path, sizeof(m.estimate.zones[0].path),
+			 "/sys/class/hwmon/hwmon%d", i);
 		CHECK(accum_add(a, &m.estimate, &why) == 0);
 		wb_msg_clear(&m);
 	}
@@ -868,14 +872,14 @@ static void test_zone_kind_one_series(void)
 	char one[512];
 	double v = 0;
 	CHECK(series_count(b.p, proc, &v) == 2);
-	snprintf(one, sizeof one, "%s%s", proc,
-		 "comm=\"proc0\",exe=\"\",type=\"regular\",container_id=\"\",vm_id=\"\","
-		 "state=\"running\",zone=\"package\"}");
+	snprintf(
+	    one, sizeof one, "%s%s", proc,
+	    "comm=\"proc0\",exe=\"\",type=\"regular\",container_id=\"\",vm_id=\"\",state=\"running\",zone=\"package\"}");
 	CHECK(series_count(b.p, one, &v) == 1);
 	CHECK(v == 0.00095); /* 600 + 50 + 300 uJ */
-	snprintf(one, sizeof one, "%s%s", proc,
-		 "comm=\"proc0\",exe=\"\",type=\"regular\",container_id=\"\",vm_id=\"\","
-		 "state=\"running\",zone=\"dram\"}");
+	snprintf(
+	    one, sizeof one, "%s%s", proc,
+	    "comm=\"proc0\",exe=\"\",type=\"regular\",container_id=\"\",vm_id=\"\",state=\"running\",zone=\"dram\"}");
 	CHECK(series_count(b.p, one, &v) == 1);
 	CHECK(v == 0.000165);
 	CHECK(series_count(b.p, "kepler_node_cpu_joules_total{node_name=\"n\",zone=\"package\"",

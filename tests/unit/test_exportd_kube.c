@@ -119,19 +119,10 @@ static void test_items_skipped(void)
 	memset(longname, 'a', 254);
 	longname[254] = '\0';
 	char body[2048];
-	snprintf(body, sizeof body,
-		 "{\"items\": ["
-		 "{\"metadata\": {\"name\": \"a\", \"namespace\": \"n\"}},"
-		 "{\"metadata\": {\"name\": 7, \"uid\": \"u2\"}},"
-		 "{\"metadata\": {\"name\": \"b\\u0000c\", \"uid\": \"u3\"}},"
-		 "{\"metadata\": {\"name\": \"%s\", \"uid\": \"u4\"}},"
-		 "42,"
-		 "{\"metadata\": {\"name\": \"ok\", \"uid\": \"u6\"}, \"status\": "
-		 "{\"containerStatuses\": "
-		 "[{\"name\": \"c\", \"containerID\": \"abc\"}, {\"containerID\": \"docker://d1\"},"
-		 " {\"name\": \"x\", \"containerID\": \"cri-o://d2\"}]}}"
-		 "]}",
-		 longname);
+	snprintf(
+	    body, sizeof body,
+	    "{\"items\": [{\"metadata\": {\"name\": \"a\", \"namespace\": \"n\"}},{\"metadata\": {\"name\": 7, \"uid\": \"u2\"}},{\"metadata\": {\"name\": \"b\\u0000c\", \"uid\": \"u3\"}},{\"metadata\": {\"name\": \"%s\", \"uid\": \"u4\"}},42,{\"metadata\": {\"name\": \"ok\", \"uid\": \"u6\"}, \"status\": {\"containerStatuses\": [{\"name\": \"c\", \"containerID\": \"abc\"}, {\"containerID\": \"docker://d1\"}, {\"name\": \"x\", \"containerID\": \"cri-o://d2\"}]}}]}",
+	    longname);
 	struct kube_names *k = parse_str(body, &skipped, err, sizeof err);
 	CHECK(k != NULL);
 	CHECK_U64(skipped, 5);
@@ -219,10 +210,9 @@ static void test_series_names(void)
 	/* before the first answer: the uid and the short id */
 	slot(a, 10 * S, 11 * S, REPORT, JOB_UID, JOB_UID);
 	char *out = render(a);
-	HAS(out,
-	    "kepler_pod_cpu_joules_total{node_name=\"node-a\",pod_id=\"" JOB_UID
-	    "\",pod_name=\"" JOB_UID "\",pod_namespace=\"\",state=\"running\",zone=\"package\"} "
-	    "1.000000");
+	HAS(out, "kepler_pod_cpu_joules_total{node_name=\"node-a\",pod_id=\"" JOB_UID
+		 "\",pod_name=\"" JOB_UID
+		 "\",pod_namespace=\"\",state=\"running\",zone=\"package\"} 1.000000");
 	HAS(out, "container_name=\"845e91831319\"");
 
 	/* the names arrive: the same counters, now under the names */
@@ -230,9 +220,9 @@ static void test_series_names(void)
 	a->kube = k;
 	slot(a, 11 * S, 12 * S, REPORT, JOB_UID, JOB_UID);
 	out = render(a);
-	HAS(out, "kepler_pod_cpu_joules_total{node_name=\"node-a\",pod_id=\"" JOB_UID
-		 "\",pod_name=\"report-28731540-q7k2p\",pod_namespace=\"batch\",state=\"running\","
-		 "zone=\"package\"} 2.000000");
+	HAS(out,
+	    "kepler_pod_cpu_joules_total{node_name=\"node-a\",pod_id=\"" JOB_UID
+	    "\",pod_name=\"report-28731540-q7k2p\",pod_namespace=\"batch\",state=\"running\",zone=\"package\"} 2.000000");
 	HAS(out, "kepler_container_cpu_joules_total{node_name=\"node-a\",container_id=\"" REPORT
 		 "\",container_name=\"report\",runtime=\"containerd\",pod_id=\"" JOB_UID
 		 "\",state=\"running\",zone=\"package\"} 2.000000");
@@ -251,14 +241,14 @@ static void test_series_names(void)
 	kube_names_destroy(&k);
 	slot(a, 12 * S, 13 * S, REPORT, JOB_UID, JOB_UID);
 	out = render(a);
-	HAS(out, "pod_name=\"report-28731540-q7k2p\",pod_namespace=\"batch\",state=\"running\","
-		 "zone=\"package\"} 3.000000");
+	HAS(out,
+	    "pod_name=\"report-28731540-q7k2p\",pod_namespace=\"batch\",state=\"running\",zone=\"package\"} 3.000000");
 	CHECK(strstr(out, "pod_name=\"" JOB_UID "\"") == NULL);
 	/* then it stops running and turns terminated, names and all */
 	slot(a, 13 * S, 17 * S, NULL, NULL, NULL);
 	out = render(a);
-	HAS(out, "pod_name=\"report-28731540-q7k2p\",pod_namespace=\"batch\",state=\"terminated\","
-		 "zone=\"package\"} 3.000000");
+	HAS(out,
+	    "pod_name=\"report-28731540-q7k2p\",pod_namespace=\"batch\",state=\"terminated\",zone=\"package\"} 3.000000");
 	HAS(out, "kepler_container_cpu_seconds_total{node_name=\"node-a\",container_id=\"" REPORT
 		 "\",container_name=\"report\",runtime=\"containerd\",pod_id=\"" JOB_UID
 		 "\",state=\"terminated\"} 1.500000000");

@@ -185,34 +185,24 @@ static void test_kepler_families(void)
 	HAS(out, "# TYPE kepler_node_cpu_joules_total counter");
 	HAS(out, "# TYPE kepler_node_cpu_watts gauge");
 	HAS(out, "kepler_node_cpu_usage_ratio{node_name=\"node-a\"} 0.5");
-	HAS(out, "kepler_node_cpu_info{processor=\"0\",vendor_id=\"GenuineIntel\",model_name="
-		 "\"Xeon \\\"Gold\\\"\","
-		 "physical_id=\"0\",core_id=\"0\"} 1");
-	HAS(out, "kepler_process_cpu_joules_total{node_name=\"node-a\",pid=\"42\",comm=\"stress\","
-		 "exe=\"\","
-		 "type=\"container\",container_id=\"c1\",vm_id=\"\",state=\"running\",zone="
-		 "\"package\"} 6.000000");
 	HAS(out,
-	    "kepler_process_cpu_watts{node_name=\"node-a\",pid=\"42\",comm=\"stress\",exe=\"\","
-	    "type=\"container\",container_id=\"c1\",vm_id=\"\",state=\"running\",zone=\"package\"} "
-	    "1.500000");
-	HAS(out, "kepler_process_cpu_seconds_total{node_name=\"node-a\",pid=\"42\",comm=\"stress\","
-		 "exe=\"\","
-		 "type=\"container\",container_id=\"c1\",vm_id=\"\"} 3.000000000");
-	HAS(out, "kepler_container_cpu_joules_total{node_name=\"node-a\",container_id=\"c1\","
-		 "container_name=\"web\","
-		 "runtime=\"docker\",pod_id=\"p1\",state=\"running\",zone=\"package\"} 6.000000");
-	HAS(out, "kepler_container_cpu_seconds_total{node_name=\"node-a\",container_id=\"c1\","
-		 "container_name=\"web\","
-		 "runtime=\"docker\",pod_id=\"p1\",state=\"running\"} 3.000000000");
-	HAS(out, "kepler_pod_cpu_watts{node_name=\"node-a\",pod_id=\"p1\",pod_name=\"web-7d9\",pod_"
-		 "namespace=\"\","
-		 "state=\"running\",zone=\"package\"} 1.500000");
-	HAS(out, "kepler_vm_cpu_joules_total{node_name=\"node-a\",vm_id=\"v1\",vm_name=\"v1\","
-		 "hypervisor=\"kvm\","
-		 "state=\"running\",zone=\"package\"} 6.000000");
-	HAS(out, "kepler_build_info{arch=\"amd64\",branch=\"\",revision=\"\",version=\"0.1.0\","
-		 "goversion=\"gcc 12\"} 1");
+	    "kepler_node_cpu_info{processor=\"0\",vendor_id=\"GenuineIntel\",model_name=\"Xeon \\\"Gold\\\"\",physical_id=\"0\",core_id=\"0\"} 1");
+	HAS(out,
+	    "kepler_process_cpu_joules_total{node_name=\"node-a\",pid=\"42\",comm=\"stress\",exe=\"\",type=\"container\",container_id=\"c1\",vm_id=\"\",state=\"running\",zone=\"package\"} 6.000000");
+	HAS(out,
+	    "kepler_process_cpu_watts{node_name=\"node-a\",pid=\"42\",comm=\"stress\",exe=\"\",type=\"container\",container_id=\"c1\",vm_id=\"\",state=\"running\",zone=\"package\"} 1.500000");
+	HAS(out,
+	    "kepler_process_cpu_seconds_total{node_name=\"node-a\",pid=\"42\",comm=\"stress\",exe=\"\",type=\"container\",container_id=\"c1\",vm_id=\"\"} 3.000000000");
+	HAS(out,
+	    "kepler_container_cpu_joules_total{node_name=\"node-a\",container_id=\"c1\",container_name=\"web\",runtime=\"docker\",pod_id=\"p1\",state=\"running\",zone=\"package\"} 6.000000");
+	HAS(out,
+	    "kepler_container_cpu_seconds_total{node_name=\"node-a\",container_id=\"c1\",container_name=\"web\",runtime=\"docker\",pod_id=\"p1\",state=\"running\"} 3.000000000");
+	HAS(out,
+	    "kepler_pod_cpu_watts{node_name=\"node-a\",pod_id=\"p1\",pod_name=\"web-7d9\",pod_namespace=\"\",state=\"running\",zone=\"package\"} 1.500000");
+	HAS(out,
+	    "kepler_vm_cpu_joules_total{node_name=\"node-a\",vm_id=\"v1\",vm_name=\"v1\",hypervisor=\"kvm\",state=\"running\",zone=\"package\"} 6.000000");
+	HAS(out,
+	    "kepler_build_info{arch=\"amd64\",branch=\"\",revision=\"\",version=\"0.1.0\",goversion=\"gcc 12\"} 1");
 	HASNOT(out, "wattbus_stage_up");
 	accum_destroy(&a);
 }
@@ -265,30 +255,27 @@ static void test_gpu_families(void)
 	wb_msg_clear(&m);
 	struct render_filter all = {.levels = EX_LEVELS_ALL};
 	char *out = render_all(a, NULL, &all);
-	HAS(out, "kepler_node_gpu_info{node_name=\"node-g\",gpu=\"1\",gpu_uuid=\"GPU-1\","
-		 "gpu_name=\"NVIDIA H100\",vendor=\"nvidia\"} 1");
-	HAS(out, "kepler_node_gpu_joules_total{node_name=\"node-g\",gpu=\"0\",gpu_uuid=\"GPU-0\","
-		 "vendor=\"nvidia\"} 400.000000");
-	HAS(out, "kepler_node_gpu_joules_total{node_name=\"node-g\",gpu=\"1\",gpu_uuid=\"GPU-1\","
-		 "vendor=\"nvidia\"} 800.000000");
-	HAS(out, "kepler_node_gpu_watts{node_name=\"node-g\",gpu=\"1\",gpu_uuid=\"GPU-1\","
-		 "vendor=\"nvidia\"} 400.000000");
-	HAS(out, "kepler_node_gpu_active_joules_total{node_name=\"node-g\",gpu=\"0\","
-		 "gpu_uuid=\"GPU-0\",vendor=\"nvidia\"} 300.000000");
-	HAS(out, "kepler_node_gpu_idle_watts{node_name=\"node-g\",gpu=\"0\",gpu_uuid=\"GPU-0\","
-		 "vendor=\"nvidia\"} 50");
+	HAS(out,
+	    "kepler_node_gpu_info{node_name=\"node-g\",gpu=\"1\",gpu_uuid=\"GPU-1\",gpu_name=\"NVIDIA H100\",vendor=\"nvidia\"} 1");
+	HAS(out,
+	    "kepler_node_gpu_joules_total{node_name=\"node-g\",gpu=\"0\",gpu_uuid=\"GPU-0\",vendor=\"nvidia\"} 400.000000");
+	HAS(out,
+	    "kepler_node_gpu_joules_total{node_name=\"node-g\",gpu=\"1\",gpu_uuid=\"GPU-1\",vendor=\"nvidia\"} 800.000000");
+	HAS(out,
+	    "kepler_node_gpu_watts{node_name=\"node-g\",gpu=\"1\",gpu_uuid=\"GPU-1\",vendor=\"nvidia\"} 400.000000");
+	HAS(out,
+	    "kepler_node_gpu_active_joules_total{node_name=\"node-g\",gpu=\"0\",gpu_uuid=\"GPU-0\",vendor=\"nvidia\"} 300.000000");
+	HAS(out,
+	    "kepler_node_gpu_idle_watts{node_name=\"node-g\",gpu=\"0\",gpu_uuid=\"GPU-0\",vendor=\"nvidia\"} 50");
 	HAS(out, "# TYPE kepler_node_gpu_joules_total counter");
-	HAS(out, "kepler_process_gpu_joules_total{node_name=\"node-g\",pid=\"42\",comm=\"train\","
-		 "exe=\"\",type=\"regular\",container_id=\"\",vm_id=\"\",state=\"running\","
-		 "gpu=\"0\",vendor=\"nvidia\"} 300.000000");
-	HAS(out, "kepler_process_gpu_watts{node_name=\"node-g\",pid=\"42\",comm=\"train\","
-		 "exe=\"\",type=\"regular\",container_id=\"\",vm_id=\"\",state=\"running\","
-		 "gpu=\"0\",vendor=\"nvidia\"} 150.000000");
+	HAS(out,
+	    "kepler_process_gpu_joules_total{node_name=\"node-g\",pid=\"42\",comm=\"train\",exe=\"\",type=\"regular\",container_id=\"\",vm_id=\"\",state=\"running\",gpu=\"0\",vendor=\"nvidia\"} 300.000000");
+	HAS(out,
+	    "kepler_process_gpu_watts{node_name=\"node-g\",pid=\"42\",comm=\"train\",exe=\"\",type=\"regular\",container_id=\"\",vm_id=\"\",state=\"running\",gpu=\"0\",vendor=\"nvidia\"} 150.000000");
 	/* no series for a GPU the process never ran on */
 	HASNOT(out, "gpu=\"1\",vendor=\"nvidia\"} 0.000000");
-	HAS(out, "kepler_process_cpu_joules_total{node_name=\"node-g\",pid=\"42\",comm=\"train\","
-		 "exe=\"\",type=\"regular\",container_id=\"\",vm_id=\"\",state=\"running\","
-		 "zone=\"package\"} 0.000000");
+	HAS(out,
+	    "kepler_process_cpu_joules_total{node_name=\"node-g\",pid=\"42\",comm=\"train\",exe=\"\",type=\"regular\",container_id=\"\",vm_id=\"\",state=\"running\",zone=\"package\"} 0.000000");
 	/* GPUs are neither aggregated nor in the cpu families */
 	HASNOT(out, "aggregated-gpu");
 	HASNOT(out, "zone=\"gpu\"");
@@ -328,17 +315,12 @@ static void test_watts_of_idle_and_terminated(void)
 	wb_msg_clear(&m);
 	struct render_filter all = {.levels = EX_LEVELS_ALL};
 	char *out = render_all(a, NULL, &all);
-	HAS(out, "kepler_node_cpu_watts{node_name=\"node-a\",zone=\"package\",path=\"/sys/class/"
-		 "powercap/intel-rapl:0\"} "
-		 "7.000000");
 	HAS(out,
-	    "kepler_process_cpu_watts{node_name=\"node-a\",pid=\"42\",comm=\"stress\",exe=\"\","
-	    "type=\"container\",container_id=\"c1\",vm_id=\"\",state=\"running\",zone=\"package\"} "
-	    "0.000000");
-	HAS(out, "kepler_process_cpu_joules_total{node_name=\"node-a\",pid=\"43\",comm=\"short\","
-		 "exe=\"\","
-		 "type=\"regular\",container_id=\"\",vm_id=\"\",state=\"terminated\",zone="
-		 "\"package\"} 0.000000");
+	    "kepler_node_cpu_watts{node_name=\"node-a\",zone=\"package\",path=\"/sys/class/powercap/intel-rapl:0\"} 7.000000");
+	HAS(out,
+	    "kepler_process_cpu_watts{node_name=\"node-a\",pid=\"42\",comm=\"stress\",exe=\"\",type=\"container\",container_id=\"c1\",vm_id=\"\",state=\"running\",zone=\"package\"} 0.000000");
+	HAS(out,
+	    "kepler_process_cpu_joules_total{node_name=\"node-a\",pid=\"43\",comm=\"short\",exe=\"\",type=\"regular\",container_id=\"\",vm_id=\"\",state=\"terminated\",zone=\"package\"} 0.000000");
 	accum_destroy(&a);
 }
 
@@ -407,9 +389,9 @@ static void test_stage_families(void)
 	struct accum_limits lim = {.levels = EX_LEVELS_ALL, .max_series = 10, .max_hosts = 1};
 	struct accum *a = accum_new(&lim);
 	struct exportd_counters ctr = {.http = {.requests = {0, 12, 0, 3, 0, 0},
-					        .connections = 57,
-					        .refused = 6,
-					        .request_timeouts = 5},
+						.connections = 57,
+						.refused = 6,
+						.request_timeouts = 5},
 				       .auth_failures = 4,
 				       .auth_throttled = 3};
 	struct rbuf b = {0};
@@ -419,22 +401,22 @@ static void test_stage_families(void)
 	char *out = text(&b);
 	HAS(out, "wattbus_stage_up{host=\"node-a\",stage=\"estimd\",src=\"estimd\"} 1");
 	HAS(out, "wattbus_stage_up{host=\"node-a\",stage=\"powerd\",src=\"powerd\"} 0");
-	HAS(out, "wattbus_stage_last_message_age_seconds{host=\"node-a\",stage=\"estimd\",src="
-		 "\"estimd\"} 10.000000000");
-	HAS(out, "wattbus_stage_info{host=\"node-a\",stage=\"estimd\",src=\"estimd\",version=\"0.1."
-		 "0\",mode=\"model\"} 1");
+	HAS(out,
+	    "wattbus_stage_last_message_age_seconds{host=\"node-a\",stage=\"estimd\",src=\"estimd\"} 10.000000000");
+	HAS(out,
+	    "wattbus_stage_info{host=\"node-a\",stage=\"estimd\",src=\"estimd\",version=\"0.1.0\",mode=\"model\"} 1");
 	HAS(out,
 	    "wattbus_stage_frames_in_total{host=\"node-a\",stage=\"estimd\",src=\"estimd\"} 100");
 	HAS(out,
 	    "wattbus_stage_messages_lost_total{host=\"node-a\",stage=\"estimd\",src=\"estimd\"} 3");
-	HAS(out, "wattbus_stage_messages_rejected_total{host=\"node-a\",stage=\"estimd\",src="
-		 "\"estimd\",reason=\"type\"} 4");
-	HAS(out, "wattbus_stage_messages_rejected_total{host=\"node-a\",stage=\"estimd\",src="
-		 "\"estimd\",reason=\"other\"} 1");
-	HAS(out, "wattbus_stage_cpu_seconds_total{host=\"node-a\",stage=\"estimd\",src=\"estimd\"} "
-		 "2.500000000");
-	HAS(out, "wattbus_stage_resident_memory_bytes{host=\"node-a\",stage=\"estimd\",src="
-		 "\"estimd\"} 4096");
+	HAS(out,
+	    "wattbus_stage_messages_rejected_total{host=\"node-a\",stage=\"estimd\",src=\"estimd\",reason=\"type\"} 4");
+	HAS(out,
+	    "wattbus_stage_messages_rejected_total{host=\"node-a\",stage=\"estimd\",src=\"estimd\",reason=\"other\"} 1");
+	HAS(out,
+	    "wattbus_stage_cpu_seconds_total{host=\"node-a\",stage=\"estimd\",src=\"estimd\"} 2.500000000");
+	HAS(out,
+	    "wattbus_stage_resident_memory_bytes{host=\"node-a\",stage=\"estimd\",src=\"estimd\"} 4096");
 	HAS(out, "wattbus_exportd_http_requests_total{code=\"2xx\"} 12");
 	HAS(out, "wattbus_exportd_http_connections 57");
 	HAS(out, "wattbus_exportd_http_connections_refused_total 6");
@@ -454,8 +436,7 @@ static void test_cpuinfo(void)
 	const char *txt =
 	    "processor\t: 0\nvendor_id\t: GenuineIntel\nmodel name\t: Intel(R) Xeon(R) Gold 6130\n"
 	    "physical id\t: 0\ncore id\t\t: 3\nflags\t\t: fpu vme\n\n"
-	    "processor\t: 1\nvendor_id\t: GenuineIntel\nmodel name\t: Intel(R) Xeon(R) Gold 6130  "
-	    "\n"
+	    "processor\t: 1\nvendor_id\t: GenuineIntel\nmodel name\t: Intel(R) Xeon(R) Gold 6130  \n"
 	    "physical id\t: 1\ncore id\t\t: 0\n";
 	struct cpuinfo_entry *e;
 	CHECK(cpuinfo_parse(txt, &e) == 2);
@@ -487,9 +468,10 @@ static void test_platform_watts(void)
 				   .stale_after_ns = 300 * S,
 				   .max_hosts = 4};
 	struct accum *a = accum_new(&lim);
-	const char *paths[3] = {"https://10.0.0.5:443/redfish/v1/Chassis/System.Embedded.1/Power#/PowerControl/PowerControl",
-				"https://bmc-7/redfish/v1/Chassis/1U/EnvironmentMetrics#/PowerWatts",
-				"ipmi://bmc-9/dcmi"};
+	const char *paths[3] = {
+	    "https://10.0.0.5:443/redfish/v1/Chassis/System.Embedded.1/Power#/PowerControl/PowerControl",
+	    "https://bmc-7/redfish/v1/Chassis/1U/EnvironmentMetrics#/PowerWatts",
+	    "ipmi://bmc-9/dcmi"};
 	for (int slot = 0; slot < 2; slot++) {
 		struct wb_msg m = {.kind = WB_ESTIMATE};
 		struct wb_estimate *e = &m.estimate;
@@ -519,15 +501,20 @@ static void test_platform_watts(void)
 	struct render_filter all = {.levels = EX_LEVELS_ALL};
 	char *out = render_all(a, NULL, &all);
 	HAS(out, "# TYPE kepler_platform_watts gauge");
-	HAS(out, "kepler_platform_watts{source=\"redfish\",node_name=\"node-a\",bmc_id=\"10.0.0.5:443\",chassis_id=\"System.Embedded.1\",power_control_id=\"PowerControl\",power_control_name=\"\"} 250.000000");
-	HAS(out, "kepler_platform_watts{source=\"redfish\",node_name=\"node-a\",bmc_id=\"bmc-7\",chassis_id=\"1U\",power_control_id=\"\",power_control_name=\"\"} 500.000000");
-	HAS(out, "kepler_platform_watts{source=\"ipmi\",node_name=\"node-a\",bmc_id=\"bmc-9\",chassis_id=\"\",power_control_id=\"\",power_control_name=\"\"} 750.000000");
+	HAS(out,
+	    "kepler_platform_watts{source=\"redfish\",node_name=\"node-a\",bmc_id=\"10.0.0.5:443\",chassis_id=\"System.Embedded.1\",power_control_id=\"PowerControl\",power_control_name=\"\"} 250.000000");
+	HAS(out,
+	    "kepler_platform_watts{source=\"redfish\",node_name=\"node-a\",bmc_id=\"bmc-7\",chassis_id=\"1U\",power_control_id=\"\",power_control_name=\"\"} 500.000000");
+	HAS(out,
+	    "kepler_platform_watts{source=\"ipmi\",node_name=\"node-a\",bmc_id=\"bmc-9\",chassis_id=\"\",power_control_id=\"\",power_control_name=\"\"} 750.000000");
 	/* no workload series of zeros for the platform kind; its CPU time is there */
 	HASNOT(out, "kepler_process_cpu_joules_total{");
 	HASNOT(out, "kepler_process_cpu_watts{");
-	HAS(out, "kepler_process_cpu_seconds_total{node_name=\"node-a\",pid=\"7\",comm=\"idle\",exe=\"\",type=\"regular\",container_id=\"\",vm_id=\"\"} 0.002000000");
+	HAS(out,
+	    "kepler_process_cpu_seconds_total{node_name=\"node-a\",pid=\"7\",comm=\"idle\",exe=\"\",type=\"regular\",container_id=\"\",vm_id=\"\"} 0.002000000");
 	/* the node metrics sum the kind, as Kepler's AggregatedZone does */
-	HAS(out, "kepler_node_cpu_joules_total{node_name=\"node-a\",zone=\"platform\",path=\"aggregated-platform\"} 6000.000000");
+	HAS(out,
+	    "kepler_node_cpu_joules_total{node_name=\"node-a\",zone=\"platform\",path=\"aggregated-platform\"} 6000.000000");
 	accum_destroy(&a);
 	/* no platform zone, no family */
 	a = fixture();

@@ -13,10 +13,10 @@
 struct server {
 	int lfd;
 	int port;
-	const char *answer;   /* written as is after the request's headers (and body) */
-	size_t repeat;        /* then this many 'x' bytes */
-	bool stall;           /* never answer: read and wait until the client goes */
-	char request[8192];   /* what the client sent */
+	const char *answer; /* written as is after the request's headers (and body) */
+	size_t repeat;	    /* then this many 'x' bytes */
+	bool stall;	    /* never answer: read and wait until the client goes */
+	char request[8192]; /* what the client sent */
 	size_t request_len;
 	pthread_t thread;
 };
@@ -29,7 +29,8 @@ static void *serve(void *arg)
 		return NULL;
 	/* Read until the end of the headers plus Content-Length bytes. */
 	for (;;) {
-		ssize_t n = read(fd, s->request + s->request_len, sizeof(s->request) - 1 - s->request_len);
+		ssize_t n =
+		    read(fd, s->request + s->request_len, sizeof(s->request) - 1 - s->request_len);
 		if (n <= 0)
 			break;
 		s->request_len += (size_t)n;
@@ -38,7 +39,8 @@ static void *serve(void *arg)
 		if (!end)
 			continue;
 		const char *cl = strcasestr(s->request, "Content-Length:");
-		size_t want = (size_t)(end + 4 - s->request) + (cl ? strtoul(cl + 15, NULL, 10) : 0);
+		size_t want =
+		    (size_t)(end + 4 - s->request) + (cl ? strtoul(cl + 15, NULL, 10) : 0);
 		if (s->request_len >= want)
 			break;
 	}
@@ -111,7 +113,8 @@ static void test_get_json_with_bearer(void)
 
 static void test_post_basic_auth(void)
 {
-	struct server s = {.answer = "HTTP/1.1 201 Created\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok"};
+	struct server s = {
+	    .answer = "HTTP/1.1 201 Created\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok"};
 	server_start(&s);
 	char url[128], err[512];
 	url_of(&s, "/model", url, sizeof(url));
@@ -149,7 +152,8 @@ static void test_status_names_url_and_body(void)
 
 static void test_too_big(void)
 {
-	struct server s = {.answer = "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n", .repeat = 100000};
+	struct server s = {.answer = "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n",
+			   .repeat = 100000};
 	server_start(&s);
 	char url[128], err[512];
 	url_of(&s, "/big", url, sizeof(url));
@@ -165,7 +169,8 @@ static void test_too_big(void)
 
 static void test_not_json(void)
 {
-	struct server s = {.answer = "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: close\r\n\r\n{\"a\":"};
+	struct server s = {
+	    .answer = "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: close\r\n\r\n{\"a\":"};
 	server_start(&s);
 	char url[128], err[512];
 	url_of(&s, "/x", url, sizeof(url));
@@ -203,7 +208,8 @@ static void test_job_timeout_and_refused(void)
 	server_stop(&s);
 
 	/* The listening socket is closed now: nothing listens on that port. */
-	CHECK(wb_httpc_request("GET", url, NULL, 0, NULL, &r, err, sizeof(err)) == WB_HTTPC_CONNECT);
+	CHECK(wb_httpc_request("GET", url, NULL, 0, NULL, &r, err, sizeof(err)) ==
+	      WB_HTTPC_CONNECT);
 	wb_httpc_resp_free(&r);
 }
 
@@ -215,19 +221,19 @@ static void test_bearer_too_long(void)
 	token[sizeof(token) - 1] = '\0';
 	struct wb_httpc_opts o = {.bearer = token};
 	struct wb_httpc_resp r;
-	CHECK(wb_httpc_request("GET", "http://127.0.0.1:1/pods", NULL, 0, &o, &r, err, sizeof(err)) ==
-	      WB_HTTPC_ERROR);
+	CHECK(wb_httpc_request("GET", "http://127.0.0.1:1/pods", NULL, 0, &o, &r, err,
+			       sizeof(err)) == WB_HTTPC_ERROR);
 	CHECK(strstr(err, "bearer token longer than") != NULL);
 	wb_httpc_resp_free(&r);
 }
 
 static const struct unit_case cases[] = {
-	{"bearer_too_long", test_bearer_too_long},
-	{"get_json_with_bearer", test_get_json_with_bearer},
-	{"post_basic_auth", test_post_basic_auth},
-	{"status_names_url_and_body", test_status_names_url_and_body},
-	{"too_big", test_too_big},
-	{"not_json", test_not_json},
-	{"job_timeout_and_refused", test_job_timeout_and_refused},
+    {"bearer_too_long", test_bearer_too_long},
+    {"get_json_with_bearer", test_get_json_with_bearer},
+    {"post_basic_auth", test_post_basic_auth},
+    {"status_names_url_and_body", test_status_names_url_and_body},
+    {"too_big", test_too_big},
+    {"not_json", test_not_json},
+    {"job_timeout_and_refused", test_job_timeout_and_refused},
 };
 UNIT_MAIN(cases)

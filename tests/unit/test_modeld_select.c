@@ -105,11 +105,8 @@ static void test_request(void)
 {
 	struct md_request r;
 	char err[512];
-	const char *ok = "{\"metrics\":[\"bpf_cpu_time_ms\"],\"output_type\":\"AbsPower\","
-			 "\"source\":\"rapl-msr\",\"node_type\":\"3\",\"weight\":true,"
-			 "\"trainer_name\":\"SGD\",\"filter\":\"mae:10\",\"pipeline_name\":\"p\","
-			 "\"machine_spec\":{\"processor\":\"Intel(R) Xeon(R) Platinum 8259CL CPU @ "
-			 "2.50GHz\",\"cores\":96,\"vendor\":\"intel\"},\"loose_node_type\":false}";
+	const char *ok =
+	    "{\"metrics\":[\"bpf_cpu_time_ms\"],\"output_type\":\"AbsPower\",\"source\":\"rapl-msr\",\"node_type\":\"3\",\"weight\":true,\"trainer_name\":\"SGD\",\"filter\":\"mae:10\",\"pipeline_name\":\"p\",\"machine_spec\":{\"processor\":\"Intel(R) Xeon(R) Platinum 8259CL CPU @ 2.50GHz\",\"cores\":96,\"vendor\":\"intel\"},\"loose_node_type\":false}";
 	CHECK(md_request_parse(ok, strlen(ok), &r, err, sizeof err) == 0);
 	CHECK_U64(r.nmetrics, 1);
 	CHECK_STR(r.source, "rapl-sysfs");
@@ -133,7 +130,8 @@ static void test_request(void)
 	    {"{\"metrics\":[],\"output_type\":\"AbsPower\",\"node_type\":1.5}", "node_type"},
 	    {"{\"metrics\":[],\"output_type\":\"AbsPower\",\"colour\":1}",
 	     "unknown key \"colour\""},
-	    {"{\"metrics\":[],\"output_type\":\"AbsPower\",\"col\\nour\":1}", "unknown key \"col?our\""},
+	    {"{\"metrics\":[],\"output_type\":\"AbsPower\",\"col\\nour\":1}",
+	     "unknown key \"col?our\""},
 	    {"{\"a\\\n\":1}", "not JSON"},
 	    {"{\"metrics\":[],\"output_type\":\"AbsPower\",\"filter\":\"mae\"}", "filter"},
 	    {"{\"metrics\":[],\"output_type\":\"AbsPower\",\"machine_spec\":{\"cores\":\"x\"}}",
@@ -252,9 +250,7 @@ static void test_store(void)
 	/* and it serves them: the machine's node type */
 	struct md_request r;
 	const char *q =
-	    "{\"metrics\":[\"bpf_cpu_time_ms\"],\"output_type\":\"AbsPower\",\"weight\":true,"
-	    "\"machine_spec\":{\"processor\":\"Intel(R) Xeon(R) CPU X @ 2GHz\",\"cores\":16,"
-	    "\"chips\":1,\"memory\":16,\"frequency\":3000}}";
+	    "{\"metrics\":[\"bpf_cpu_time_ms\"],\"output_type\":\"AbsPower\",\"weight\":true,\"machine_spec\":{\"processor\":\"Intel(R) Xeon(R) CPU X @ 2GHz\",\"cores\":16,\"chips\":1,\"memory\":16,\"frequency\":3000}}";
 	CHECK(md_request_parse(q, strlen(q), &r, err, sizeof err) == 0);
 	const struct md_model *m = md_select(s, &r, err, sizeof err);
 	CHECK(m && !strcmp(m->name, "SGDRegressorTrainer_1"));

@@ -30,7 +30,8 @@ static void test_credentials(void)
 	/* any group or other bit refuses it, naming the key, the file and its mode */
 	CHECK(creds("root:calvin\n", 0640, user, pass, err, sizeof(err)) < 0);
 	CHECK(strstr(err, "redfish_credentials ") == err);
-	CHECK(strstr(err, "/cred: mode 0640 lets group or others at the BMC's password; refused") != NULL);
+	CHECK(strstr(err, "/cred: mode 0640 lets group or others at the BMC's password; refused") !=
+	      NULL);
 	CHECK(strstr(err, "calvin") == NULL);
 	CHECK(creds("root:calvin\n", 0604, user, pass, err, sizeof(err)) < 0);
 	CHECK(creds("no colon here\n", 0600, user, pass, err, sizeof(err)) < 0);
@@ -38,11 +39,13 @@ static void test_credentials(void)
 	CHECK(creds(":nouser\n", 0600, user, pass, err, sizeof(err)) < 0);
 	char path[PD_PATH_MAX];
 	snprintf(path, sizeof(path), "%s/missing", fake_root);
-	CHECK(pd_read_credentials("ipmi_credentials", path, user, 64, pass, 64, err, sizeof(err)) < 0);
+	CHECK(pd_read_credentials("ipmi_credentials", path, user, 64, pass, 64, err, sizeof(err)) <
+	      0);
 	CHECK(strstr(err, "ipmi_credentials ") == err && strstr(err, "cannot open") != NULL);
 	/* a directory is not a credentials file */
 	fake_mkdirs(path);
-	CHECK(pd_read_credentials("ipmi_credentials", path, user, 64, pass, 64, err, sizeof(err)) < 0);
+	CHECK(pd_read_credentials("ipmi_credentials", path, user, 64, pass, 64, err, sizeof(err)) <
+	      0);
 	fake_cleanup();
 }
 

@@ -61,8 +61,11 @@ static void setup(void)
 	snprintf(ep, sizeof(ep), "ipc://%s/vmpub.sock", dir);
 	pub = wb_pub_new(ep, "vmpub", "vm1", &(struct wb_sockopts){0});
 	CHECK(pub != NULL);
-	opts = (struct pd_opts){.max_power_w = 5000, .interval_ns = S, .bus_sub = ep,
-				.bus_vm = "vm1", .bus_wait_ns = 1};
+	opts = (struct pd_opts){.max_power_w = 5000,
+				.interval_ns = S,
+				.bus_sub = ep,
+				.bus_vm = "vm1",
+				.bus_wait_ns = 1};
 	set = pd_set_new(&opts);
 	char why[256];
 	char err[256];

@@ -1,6 +1,7 @@
 /*
  * powerd's arithmetic: wrap correction, rejected readings and restarts of the
- * energy counters, trapezoid integration of power. (The sampling grid is lib/daemon.c's: test_daemon_grid.c.)
+ * energy counters, trapezoid integration of power. (The sampling grid is lib/daemon.c's:
+ * test_daemon_grid.c.)
  */
 #include "../../powerd/powerd.h"
 #include "unit.h"

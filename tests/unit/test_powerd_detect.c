@@ -14,13 +14,15 @@ static void test_parse_sources(void)
 	CHECK(detect_parse_sources(a, 1, &mask, err, sizeof(err)) == 0 && mask == 0);
 	char *b[] = {"rapl", "hwmon"};
 	CHECK(detect_parse_sources(b, 2, &mask, err, sizeof(err)) == 0);
-	CHECK_U64(mask, (1u << pd_source_index(&rapl_source)) | (1u << pd_source_index(&hwmon_source)));
+	CHECK_U64(mask,
+		  (1u << pd_source_index(&rapl_source)) | (1u << pd_source_index(&hwmon_source)));
 	char *c[] = {"rapl", "nvidia"};
 	CHECK(detect_parse_sources(c, 2, &mask, err, sizeof(err)) == -1);
 	CHECK(strstr(err, "'nvidia'") != NULL);
 	char *e[] = {"rapl", "nvml"};
 	CHECK(detect_parse_sources(e, 2, &mask, err, sizeof(err)) == 0);
-	CHECK_U64(mask, (1u << pd_source_index(&rapl_source)) | (1u << pd_source_index(&nvml_source)));
+	CHECK_U64(mask,
+		  (1u << pd_source_index(&rapl_source)) | (1u << pd_source_index(&nvml_source)));
 	char *d[] = {"auto", "msr"};
 	CHECK(detect_parse_sources(d, 2, &mask, err, sizeof(err)) == -1);
 }
@@ -66,7 +68,9 @@ static void test_combined(void)
 	tree(true);
 	struct pd_opts o = fake_opts();
 	struct pd_set *set = pd_set_new(&o);
-	CHECK_U64(detect_open(set, (1u << pd_source_index(&rapl_source)) | (1u << pd_source_index(&hwmon_source)) | (1u << pd_source_index(&msr_source))),
+	CHECK_U64(detect_open(set, (1u << pd_source_index(&rapl_source)) |
+				       (1u << pd_source_index(&hwmon_source)) |
+				       (1u << pd_source_index(&msr_source))),
 		  2);
 	char mode[32];
 	detect_mode(set, mode, sizeof(mode));

@@ -153,10 +153,9 @@ static void test_sample_mode(void)
 static void test_timeout_and_env(void)
 {
 	fake_new();
-	struct pd_opts o =
-	    exec_opts("test \"$WATTBUS_INTERVAL_NS\" = 1000000000 && echo \"z 1 uj\"; "
-		      "test \"$WATTBUS_SAMPLE_T_NS\" = 1700000001000000000 && sleep 5; echo z 2 uj",
-		      false);
+	struct pd_opts o = exec_opts(
+	    "test \"$WATTBUS_INTERVAL_NS\" = 1000000000 && echo \"z 1 uj\"; test \"$WATTBUS_SAMPLE_T_NS\" = 1700000001000000000 && sleep 5; echo z 2 uj",
+	    false);
 	o.exec_timeout_ns = 300 * MS;
 	struct pd_set *set = pd_set_new(&o);
 	char why[PD_WHY_MAX] = "";
@@ -269,11 +268,10 @@ static void test_stream_mode(void)
 static void stream_burst(bool stamped, uint64_t *energy_uj, uint64_t *burst_lines)
 {
 	char cmd[1024];
-	snprintf(cmd, sizeof(cmd),
-		 "t0=$(date +%%s%%N); sleep 1.2; i=0; out=''; while [ $i -le 12 ]; do "
-		 "out=\"${out}platform 100 w%s\n\"; i=$((i + 1)); done; "
-		 "printf \"$out\"; sleep 30",
-		 stamped ? " @$((t0 + i * 100000000))" : "");
+	snprintf(
+	    cmd, sizeof(cmd),
+	    "t0=$(date +%%s%%N); sleep 1.2; i=0; out=''; while [ $i -le 12 ]; do out=\"${out}platform 100 w%s\n\"; i=$((i + 1)); done; printf \"$out\"; sleep 30",
+	    stamped ? " @$((t0 + i * 100000000))" : "");
 	struct pd_opts o = exec_opts(cmd, true);
 	o.exec_timeout_ns = 200 * MS; /* the zone appears with the burst, after discovery */
 	struct pd_set *set = pd_set_new(&o);

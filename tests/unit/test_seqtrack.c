@@ -4,7 +4,8 @@
 #include "bus.h"
 #include "unit.h"
 
-static struct wb_rx see(struct wb_seqtrack *t, const char *host, const char *src, uint64_t epoch, uint64_t seq)
+static struct wb_rx see(struct wb_seqtrack *t, const char *host, const char *src, uint64_t epoch,
+			uint64_t seq)
 {
 	struct wb_envelope env = {.epoch = epoch, .seq = seq};
 	snprintf(env.host, sizeof(env.host), "%s", host);
@@ -148,7 +149,8 @@ static void test_alternating_epochs(void)
 	wb_seqtrack_destroy(&t);
 }
 
-/* One epoch, two interleaved runs of seq: the lower run is refused; one reordered frame is only stale. */
+/* One epoch, two interleaved runs of seq: the lower run is refused; one reordered frame is only
+ * stale. */
 static void test_interleaved_seq(void)
 {
 	struct wb_seqtrack *t = wb_seqtrack_new(16);
@@ -169,7 +171,8 @@ static void test_interleaved_seq(void)
 	wb_seqtrack_destroy(&t);
 }
 
-/* A message past its schema bounds is not sent, and says so with EINVAL (wb_daemon_send counts encode_failed). */
+/* A message past its schema bounds is not sent, and says so with EINVAL (wb_daemon_send counts
+ * encode_failed). */
 static void test_encode_failure(void)
 {
 	struct wb_pub *pub = wb_pub_new("inproc://plaus-encode", "test", "h", NULL);
@@ -188,12 +191,12 @@ static void test_encode_failure(void)
 }
 
 static const struct unit_case cases[] = {
-	{"a message that cannot be encoded is refused with EINVAL", test_encode_failure},
-	{"two producers alternating epochs", test_alternating_epochs},
-	{"two producers interleaving seq", test_interleaved_seq},
-	{"gaps, restarts and stale messages", test_gaps_and_epochs},
-	{"producer table is bounded", test_bounded},
-	{"stage counters", test_stats_counters},
-	{"stage counters bound and mirrored from a table", test_stats_bind_and_mirror},
+    {"a message that cannot be encoded is refused with EINVAL", test_encode_failure},
+    {"two producers alternating epochs", test_alternating_epochs},
+    {"two producers interleaving seq", test_interleaved_seq},
+    {"gaps, restarts and stale messages", test_gaps_and_epochs},
+    {"producer table is bounded", test_bounded},
+    {"stage counters", test_stats_counters},
+    {"stage counters bound and mirrored from a table", test_stats_bind_and_mirror},
 };
 UNIT_MAIN(cases)

@@ -49,10 +49,10 @@ static const struct {
 	const char *what;
 	const char *expect; /* after "DIR/state: " */
 } refused[] = {
-	{"fifo", "a FIFO, not a regular file"},
-	{"link", "a symbolic link, not a regular file"},
-	{"dir", "a directory, not a regular file"},
-	{"none", "cannot open: No such file or directory"},
+    {"fifo", "a FIFO, not a regular file"},
+    {"link", "a symbolic link, not a regular file"},
+    {"dir", "a directory, not a regular file"},
+    {"none", "cannot open: No such file or directory"},
 };
 
 static void test_open_read(void)
@@ -66,7 +66,8 @@ static void test_open_read(void)
 		if (strcmp(w, "fifo") == 0)
 			CHECK(mkfifo(path, 0600) == 0);
 		else if (strcmp(w, "link") == 0)
-			CHECK(close(open(target, O_WRONLY | O_CREAT, 0600)) == 0 && symlink(target, path) == 0);
+			CHECK(close(open(target, O_WRONLY | O_CREAT, 0600)) == 0 &&
+			      symlink(target, path) == 0);
 		else if (strcmp(w, "dir") == 0)
 			CHECK(mkdir(path, 0700) == 0);
 		/* A FIFO with no writer would block a plain open(): this must return at once. */
@@ -145,7 +146,8 @@ static void test_create_commit(void)
 }
 
 static const struct unit_case cases[] = {
-	{"open to read: links, FIFOs, directories and missing files", test_open_read},
-	{"create and commit: fresh name, links left alone, failures clean up, modes", test_create_commit},
+    {"open to read: links, FIFOs, directories and missing files", test_open_read},
+    {"create and commit: fresh name, links left alone, failures clean up, modes",
+     test_create_commit},
 };
 UNIT_MAIN(cases)

@@ -47,9 +47,8 @@ static const struct {
     /* a pod's own slice, and a static pod (uid is a 32-hex hash) */
     {"/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" UID_ ".slice", "", "", UID,
      "", ""},
-    {"/kubepods.slice/kubepods-burstable.slice/"
-     "kubepods-burstable-pod0f1e2d3c4b5a69788796a5b4c3d2e1f0.slice/"
-     "cri-containerd-" CID ".scope",
+    {"/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod0f1e2d3c4b5a69788796a5b4c3d2e1f0.slice/cri-containerd-" CID
+     ".scope",
      "containerd", CID, "0f1e2d3c4b5a69788796a5b4c3d2e1f0", "", ""},
     /* kubernetes, cgroupfs driver (v1 and v2): runtime not in the path */
     {"/kubepods/burstable/pod" UID "/" CID, "", CID, UID, "", ""},
@@ -177,17 +176,13 @@ static const struct {
 	bool v2;
 	const char *root, *point, *options;
 } mounts[] = {
-    {"36 25 0:31 / /sys/fs/cgroup/unified rw,nosuid,nodev,noexec,relatime shared:10 - cgroup2 "
-     "cgroup2 "
-     "rw,nsdelegate\n",
+    {"36 25 0:31 / /sys/fs/cgroup/unified rw,nosuid,nodev,noexec,relatime shared:10 - cgroup2 cgroup2 rw,nsdelegate\n",
      1, true, "/", "/sys/fs/cgroup/unified", ""},
-    {"37 25 0:32 / /sys/fs/cgroup/systemd rw,nosuid shared:11 - cgroup cgroup "
-     "rw,xattr,name=systemd\n",
+    {"37 25 0:32 / /sys/fs/cgroup/systemd rw,nosuid shared:11 - cgroup cgroup rw,xattr,name=systemd\n",
      1, false, "/", "/sys/fs/cgroup/systemd", "rw,xattr,name=systemd"},
     {"41 25 0:36 / /sys/fs/cgroup/cpu,cpuacct rw shared:15 - cgroup cgroup rw,cpu,cpuacct\n", 1,
      false, "/", "/sys/fs/cgroup/cpu,cpuacct", "rw,cpu,cpuacct"},
-    {"29 1 0:26 / /sys/fs/cgroup rw,nosuid shared:4 - cgroup2 cgroup2 "
-     "rw,nsdelegate,memory_recursiveprot\n",
+    {"29 1 0:26 / /sys/fs/cgroup rw,nosuid shared:4 - cgroup2 cgroup2 rw,nsdelegate,memory_recursiveprot\n",
      1, true, "/", "/sys/fs/cgroup", ""},
     /* inside a cgroup namespace the mount's root is a subtree; spaces are escaped */
     {"50 40 0:26 /kubepods.slice /host\\040cg rw - cgroup2 cgroup2 rw\n", 1, true,
@@ -238,8 +233,7 @@ static void test_mount_matches(void)
 }
 
 static const struct unit_case cases[] = {
-    {"cgroup paths: docker, kubernetes (both drivers), cri-o, containerd, podman, libvirt, "
-     "services",
+    {"cgroup paths: docker, kubernetes (both drivers), cri-o, containerd, podman, libvirt, services",
      test_paths},
     {"VM names unescaped and kept valid UTF-8", test_vm_name_utf8},
     {"/proc/<pid>/cgroup on a hybrid host", test_cgfile_hybrid},

@@ -29,42 +29,42 @@ struct unit_case {
 
 static int unit_failed_checks;
 
-#define CHECK(cond)                                                                      \
-	do {                                                                             \
-		if (!(cond)) {                                                           \
-			printf("#   %s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, #cond); \
-			unit_failed_checks++;                                            \
-		}                                                                        \
+#define CHECK(cond)                                                                                \
+	do {                                                                                       \
+		if (!(cond)) {                                                                     \
+			printf("#   %s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, #cond);        \
+			unit_failed_checks++;                                                      \
+		}                                                                                  \
 	} while (0)
 
-#define CHECK_U64(a, b)                                                                          \
-	do {                                                                                     \
-		uint64_t a_ = (uint64_t)(a), b_ = (uint64_t)(b);                                 \
-		if (a_ != b_) {                                                                  \
-			printf("#   %s:%d: %s == %" PRIu64 ", expected %s == %" PRIu64 "\n", __FILE__, \
-			       __LINE__, #a, a_, #b, b_);                                        \
-			unit_failed_checks++;                                                    \
-		}                                                                                \
+#define CHECK_U64(a, b)                                                                            \
+	do {                                                                                       \
+		uint64_t a_ = (uint64_t)(a), b_ = (uint64_t)(b);                                   \
+		if (a_ != b_) {                                                                    \
+			printf("#   %s:%d: %s == %" PRIu64 ", expected %s == %" PRIu64 "\n",       \
+			       __FILE__, __LINE__, #a, a_, #b, b_);                                \
+			unit_failed_checks++;                                                      \
+		}                                                                                  \
 	} while (0)
 
 #define CHECK_STR(a, b)                                                                            \
 	do {                                                                                       \
 		const char *a_ = (a), *b_ = (b);                                                   \
 		if (!a_ || !b_ || strcmp(a_, b_) != 0) {                                           \
-			printf("#   %s:%d: %s == \"%s\", expected \"%s\"\n", __FILE__, __LINE__, #a, \
-			       a_ ? a_ : "(null)", b_ ? b_ : "(null)");                            \
+			printf("#   %s:%d: %s == \"%s\", expected \"%s\"\n", __FILE__, __LINE__,   \
+			       #a, a_ ? a_ : "(null)", b_ ? b_ : "(null)");                        \
 			unit_failed_checks++;                                                      \
 		}                                                                                  \
 	} while (0)
 
-#define CHECK_NEAR(a, b, tol)                                                                        \
-	do {                                                                                         \
-		double a_ = (a), b_ = (b);                                                           \
-		if (!(a_ - b_ <= (tol) && b_ - a_ <= (tol))) {                                       \
-			printf("#   %s:%d: %s == %.9g, expected %.9g within %g\n", __FILE__, __LINE__, #a, \
-			       a_, b_, (double)(tol));                                               \
-			unit_failed_checks++;                                                        \
-		}                                                                                    \
+#define CHECK_NEAR(a, b, tol)                                                                      \
+	do {                                                                                       \
+		double a_ = (a), b_ = (b);                                                         \
+		if (!(a_ - b_ <= (tol) && b_ - a_ <= (tol))) {                                     \
+			printf("#   %s:%d: %s == %.9g, expected %.9g within %g\n", __FILE__,       \
+			       __LINE__, #a, a_, b_, (double)(tol));                               \
+			unit_failed_checks++;                                                      \
+		}                                                                                  \
 	} while (0)
 
 static inline int unit_run(const struct unit_case *cases, size_t n, const char *file)
@@ -82,10 +82,10 @@ static inline int unit_run(const struct unit_case *cases, size_t n, const char *
 	return failed ? 1 : 0;
 }
 
-#define UNIT_MAIN(cases)                                                             \
-	int main(void)                                                               \
-	{                                                                            \
-		return unit_run(cases, sizeof(cases) / sizeof(cases[0]), __FILE__); \
+#define UNIT_MAIN(cases)                                                                           \
+	int main(void)                                                                             \
+	{                                                                                          \
+		return unit_run(cases, sizeof(cases) / sizeof(cases[0]), __FILE__);                \
 	}
 
 #endif
