@@ -46,7 +46,7 @@ ALL_PKGS := $(PKGS) libmicrohttpd zlib libbpf libelf libfreeipmi libzip
 # `make deps` install what is missing; any other goal (plain `make`, a packager's
 # build in a chroot) only says what is missing and stops.
 INSTALL_GOALS := run check bench deps
-ifeq ($(filter clean format uninstall deps,$(MAKECMDGOALS)),)
+ifeq ($(filter clean format format-check uninstall deps,$(MAKECMDGOALS)),)
 ifneq ($(shell $(PKG_CONFIG) --exists $(ALL_PKGS) 2>/dev/null && command -v $(CLANG) $(BPFTOOL) $(PYTHON) >/dev/null && echo ok),ok)
 ifneq ($(filter $(INSTALL_GOALS),$(MAKECMDGOALS)),)
 $(info wattbus: build dependencies missing, running scripts/deps.sh build)
@@ -187,7 +187,7 @@ $(FAKE_NVML): tests/fake_nvml.c | $(BUILD)/tests/.dir
 all: $(FAKE_NVML)
 $(BUILD)/tests/test_powerd_nvml: $(FAKE_NVML)
 
-check: deps-test all $(UNIT_BINS) $(IPMI_STANDIN)
+check: deps-test format-check all $(UNIT_BINS) $(IPMI_STANDIN)
 	$(Q)WB_BUILD=$(abspath $(BUILD)) tests/run.sh $(abspath $(UNIT_BINS))
 
 # ---- fuzzing (clang libFuzzer + ASan/UBSan; not part of check) ----
@@ -261,8 +261,15 @@ uninstall:
 image:
 	$(Q)scripts/image.sh $(IMAGE)
 
+# Every C file of the tree, in .clang-format's style (clang-format 14, Debian 12's): `make format`
+# applies it, `make format-check` (part of check) fails on a file that is not in it.
+FORMAT_SRCS := $(wildcard lib/*.[ch] cli/*.[ch] $(STAGES:%=%/*.[ch]) bpf/*.[ch] bench/*.[ch] \
+	tests/*.[ch] tests/unit/*.[ch] tests/fuzz/*.[ch] tests/bats/*.[ch])
 format:
-	clang-format -i $(wildcard lib/*.[ch] cli/*.[ch] $(STAGES:%=%/*.[ch]) bpf/*.bpf.c tests/unit/*.[ch])
+	clang-format -i $(FORMAT_SRCS)
+format-check:
+	$(Q)clang-format --dry-run -Werror $(FORMAT_SRCS) || \
+		{ echo "format-check: the files above are not in .clang-format's style; make format fixes them" >&2; exit 1; }
 
 clean:
 	rm -rf build build-san
@@ -270,6 +277,6 @@ clean:
 conf: all
 	tools/genconf.sh $(BUILD) > docs/wattbus.conf
 
-.PHONY: FORCE image conf all check fuzz fuzz-build bench run deps deps-test install uninstall format clean
+.PHONY: FORCE image conf all check fuzz fuzz-build bench run deps deps-test install uninstall format format-check clean
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
