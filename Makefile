@@ -209,7 +209,8 @@ fuzz: fuzz-build
 	$(Q)for f in $(FUZZ_BINS); do \
 		n=$$(basename $$f); mkdir -p fuzz-corpus/$$n; \
 		echo "fuzz: $$n for $(FUZZ_TIME) s"; \
-		$$f -max_total_time=$(FUZZ_TIME) -print_final_stats=1 fuzz-corpus/$$n tests/fuzz/seeds/$$n || exit 1; \
+		seeds=tests/fuzz/seeds/$$n; [ -d $$seeds ] || seeds=; \
+		$$f -max_total_time=$(FUZZ_TIME) -print_final_stats=1 fuzz-corpus/$$n $$seeds || exit 1; \
 	done
 
 # ---- benchmarks ----
