@@ -10,17 +10,21 @@ setup() {
 	G=wbt$$
 	groupadd "$G"
 	GID=$(getent group "$G" | cut -d: -f3)
-	RT=$BATS_TEST_TMPDIR/run
+	# A runtime dir the stages' user can reach: the bats temp dir may sit in a private $TMPDIR
+	# (mode 700), which that user cannot traverse.
+	PUB=$(mktemp -d /tmp/wb-ipc-perms.XXXXXX)
+	chmod 0755 "$PUB"
+	RT=$PUB/run
 	mkdir -p "$RT"
 	chgrp "$G" "$RT"
 	chmod 2770 "$RT"
-	chmod o+x "$BATS_TEST_TMPDIR" "$(dirname "$BATS_TEST_TMPDIR")" "$(dirname "$(dirname "$BATS_TEST_TMPDIR")")" 2>/dev/null || true
 	AS_USER=(setpriv --reuid=65534 --regid="$GID" --clear-groups)
 }
 
 teardown() {
 	wb_kill_all
 	[ -n "${G:-}" ] && groupdel "$G" 2>/dev/null
+	[ -n "${PUB:-}" ] && rm -rf "$PUB"
 	true
 }
 
