@@ -5,14 +5,7 @@
 # and a kubelet stand-in serving the PodList those pods are in: the pod and
 # container series carry the PodList's names.
 load helper
-
-hex() {
-	od -An -tx1 -N"$1" /dev/urandom | tr -d ' \n'
-}
-
-cg2_mount() {
-	awk '$9 == "cgroup2" { print $5; exit }' /proc/self/mountinfo
-}
+load cgroup_helper
 
 setup() {
 	[ "$(id -u)" -eq 0 ] || skip "making cgroups needs root"
@@ -28,18 +21,7 @@ setup() {
 
 teardown() {
 	wb_kill_all
-	for ((i = ${#MADE[@]} - 1; i >= 0; i--)); do rmdir "${MADE[$i]}" 2>/dev/null || true; done
-}
-
-mkcg() {
-	local d=$1 parts=() p
-	while [ ! -d "$d" ]; do
-		parts=("$d" "${parts[@]}")
-		d=$(dirname "$d")
-	done
-	for p in "${parts[@]}"; do
-		mkdir "$p" && MADE+=("$p")
-	done
+	wb_cgroups_remove
 }
 
 # kubelet: the fixture PodList with this run's uids and container ids, served over TLS.

@@ -3,18 +3,12 @@
 # kubernetes pod's container scope, is reported in that cgroup with the parsed
 # container id, runtime and pod uid: in bpf and in procfs mode, on v2 and on v1.
 load helper
+load cgroup_helper
 load usaged_helper
 
-hex() {
-	od -An -tx1 -N"$1" /dev/urandom | tr -d ' \n'
-}
 CID=$(hex 32)
 CID2=$(hex 32)
 UID_=$(hex 4)_$(hex 2)_$(hex 2)_$(hex 2)_$(hex 6)
-
-cg2_mount() {
-	awk '$9 == "cgroup2" { print $5; exit }' /proc/self/mountinfo
-}
 
 setup() {
 	[ "$(id -u)" -eq 0 ] || skip "making cgroups needs root"
@@ -24,19 +18,7 @@ setup() {
 teardown() {
 	wb_kill_all
 	# processes gone, the cgroups can go (deepest first)
-	for ((i = ${#MADE[@]} - 1; i >= 0; i--)); do rmdir "${MADE[$i]}" 2>/dev/null || true; done
-}
-
-# mkcg DIR: make DIR and its missing parents, remembering what we made
-mkcg() {
-	local d=$1 parts=() p
-	while [ ! -d "$d" ]; do
-		parts=("$d" "${parts[@]}")
-		d=$(dirname "$d")
-	done
-	for p in "${parts[@]}"; do
-		mkdir "$p" && MADE+=("$p")
-	done
+	wb_cgroups_remove
 }
 
 # check_identity MODE: busy loops moved into a docker scope and a pod's containerd scope on v2
