@@ -114,6 +114,8 @@ struct wb_daemon {
 	int exit_code;
 	wb_reload_fn *reload_fn;
 	void *reload_arg;
+	wb_stat_fn *stat_fn;
+	void *stat_arg;
 };
 
 static void sections(struct wb_daemon *d, struct wb_global *g, void *conf,
@@ -772,6 +774,12 @@ void wb_daemon_on_reload(struct wb_daemon *d, wb_reload_fn *fn, void *arg)
 	d->reload_arg = arg;
 }
 
+void wb_daemon_on_stat(struct wb_daemon *d, wb_stat_fn *fn, void *arg)
+{
+	d->stat_fn = fn;
+	d->stat_arg = arg;
+}
+
 void wb_daemon_stop(struct wb_daemon *d, int code)
 {
 	d->exit_code = code;
@@ -808,6 +816,8 @@ static void publish_stat(struct wb_daemon *d)
 	struct wb_counter ctr[WB_COUNTERS_MAX];
 	struct wb_msg m = {.kind = WB_STAT};
 	struct wb_stat *s = &m.stat;
+	if (d->stat_fn)
+		d->stat_fn(d, d->stat_arg);
 	s->t = wb_now_ns();
 	snprintf(s->stage, sizeof(s->stage), "%s", d->stage->name);
 	snprintf(s->version, sizeof(s->version), "%s", WB_VERSION);

@@ -120,6 +120,11 @@ int wb_daemon_watch_fd(struct wb_daemon *d, int fd, wb_fd_fn *fn, void *arg);
 typedef int(wb_reload_fn)(struct wb_daemon *d, void *new_conf, void *arg);
 void wb_daemon_on_reload(struct wb_daemon *d, wb_reload_fn *fn, void *arg);
 
+/* Called just before each stat message is made (and the last one at stop): the place to
+ * bring counters kept elsewhere into the stats (wb_stats_mirror), not the hot path. */
+typedef void(wb_stat_fn)(struct wb_daemon *d, void *arg);
+void wb_daemon_on_stat(struct wb_daemon *d, wb_stat_fn *fn, void *arg);
+
 /* Run until SIGTERM/SIGINT. Returns the exit code. */
 int wb_daemon_run(struct wb_daemon *d);
 /* Make wb_daemon_run return code at the next turn (fatal runtime errors). */

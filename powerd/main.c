@@ -173,8 +173,9 @@ struct powerd {
 };
 
 /* The set's counters as stat counters; a source's own ones while it is in use. */
-static void stat_update(struct powerd *pd)
+static void stat_update(struct wb_daemon *d, void *arg)
 {
+	struct powerd *pd = arg;
 #define R(f) WB_STAT_ROW(struct pd_counts, f, #f)
 	static const struct wb_stat_row rows[] = {
 	    R(samples),		 R(samples_missed),   R(zone_samples_skipped),
@@ -228,7 +229,6 @@ static void on_tick(struct wb_daemon *d, const struct wb_grid_tick *tick, void *
 			pd->last_t_ns = tick->t_ns;
 	}
 	wb_msg_clear(&msg);
-	stat_update(pd);
 }
 
 static size_t open_sources(struct powerd *pd, const struct powerd_conf *conf)
@@ -323,7 +323,7 @@ int main(int argc, char **argv)
 		wb_daemon_destroy(&pd.d);
 		return WB_EXIT_FAILURE;
 	}
-	stat_update(&pd); /* every counter there from the first stat message, at 0 */
+	wb_daemon_on_stat(pd.d, stat_update, &pd);
 	/* Timer slack delays wake-ups by up to 50 us by default; keep it well under the interval.
 	 */
 	uint64_t slack_ns = conf->interval_ns / 1000;
