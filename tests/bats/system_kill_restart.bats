@@ -139,7 +139,7 @@ back_after() {
 		echo "$s $r" >>"$BATS_TEST_TMPDIR/restarts"
 		if [ "$s" = exportd ]; then
 			A=$(url_of exportd-2)
-			echo "$A" >"$OUT/a.url"
+			echo "$A" >"$OUT/a.url.new" && mv "$OUT/a.url.new" "$OUT/a.url" # whole, for the scraper
 			wb_wait_for 30 applied "$A" 1 || fail "the restarted exportd serves no value"
 		fi
 		# back before the next fault: a slot ending after the restart reached the estimates,

@@ -51,6 +51,8 @@ while not os.path.exists(os.path.join(out, "stop")):
                     url = uf.read().strip()
             except OSError:
                 continue
+            if not url:
+                continue  # read between the file's truncation and its new URL
         if url != st["url"]:
             if st["url"] is not None:
                 f["scrapes"].write(f"{st['url']} {st['scrapes']}\n")
