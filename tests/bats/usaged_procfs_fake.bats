@@ -46,13 +46,36 @@ listed_cpu() {
 	[ "$($TAPQ "$(usaged_tapfile u)" cpu "$1")" = "$2" ]
 }
 
+# usages: usage messages in the tap so far; usage_after N: wait until there are more than N
+usages() {
+	grep -c '"kind":"usage"' "$(usaged_tapfile u)"
+}
+usage_after() {
+	wb_wait_lines "$(usaged_tapfile u)" $(($1 + 1)) 30 '"kind":"usage"'
+}
+
+# exited_listings PID: how many messages list PID as exited
+exited_listings() {
+	python3 - "$(usaged_tapfile u)" "$1" <<'PY'
+import json, sys
+n = 0
+for line in open(sys.argv[1]):
+    if line.startswith("{"):
+        n += sum(1 for p in json.loads(line)["msg"].get("procs", []) if p["pid"] == int(sys.argv[2]) and p.get("exited"))
+print(n)
+PY
+}
+exited_seen() {
+	[ "$(exited_listings "$1")" -ge 1 ]
+}
+
 @test "procfs over a fake /proc: counts from the first scan, new and exited processes, identity" {
 	fake_proc 10 worker 100 20
 	echo "0::/system.slice/docker-$CID.scope" >"$P/10/cgroup"
 	fake_proc 11 idle 5 5
 	usaged_start u --mode procfs --proc_root "$P" --interval 200ms --retire_after 2 --full_every 1000
 	usaged_tap u 3600 usage/ stat/
-	sleep 0.6
+	usage_after 1 # the first scan and the one after it
 	# nothing ran since the first scan: nothing listed
 	run grep -c '"pid":1[01],' "$(usaged_tapfile u)"
 	assert_output 0
@@ -73,7 +96,8 @@ listed_cpu() {
 
 	# it exits: listed once more as exited, with its final values, then never again
 	rm -r "$P/12"
-	sleep 1
+	wb_wait_for 30 exited_seen 12
+	usage_after $(($(usages) + 2)) # and three more messages: never again
 	run python3 -c "
 import json
 n = 0
@@ -96,17 +120,13 @@ print(n)"
 	fake_proc 10 worker 100 20
 	usaged_start u --mode procfs --proc_root "$P" --interval 200ms
 	usaged_tap u 3600 usage/ stat/
-	sleep 0.5
+	usage_after 0
 	echo "garbage" >"$P/stat"
-	sleep 1.5
-	run grep -c "stat: no \"cpu\" line" "$BATS_TEST_TMPDIR/u.log"
-	[ "$output" -ge 1 ]
-	errors=$($TAPQ "$(usaged_tapfile u)" stat proc_stat_errors)
-	[ "$errors" -ge 3 ]
-	n=$(grep -c '"kind":"usage"' "$(usaged_tapfile u)")
+	wb_wait_for 30 grep -q "stat: no \"cpu\" line" "$BATS_TEST_TMPDIR/u.log"
+	wb_wait_for 30 bash -c '[ "$($0 "$1" stat proc_stat_errors)" -ge 3 ]' "$TAPQ" "$(usaged_tapfile u)"
+	n=$(usages)
 	echo "cpu  200 0 60 2000 0 0 0 0 0 0" >"$P/stat"
-	sleep 0.8
-	[ "$(grep -c '"kind":"usage"' "$(usaged_tapfile u)")" -gt "$n" ]
+	usage_after "$n"
 	kill -0 "$PID_u"
 	# what came after carries the node totals as read, since the first reading (user 100)
 	run tail -n 1 <(grep '"kind":"usage"' "$(usaged_tapfile u)")
@@ -121,9 +141,10 @@ print(n)"
 	fake_proc 10 worker 100 20
 	usaged_start u --mode procfs --proc_root "$P" --interval 200ms
 	usaged_tap u 3600 usage/ stat/
-	sleep 0.5
+	usage_after 0
+	n=$(usages)
 	echo "cpu  $((USER + 30)) 0 $((USER + 2)) $((IDLE + 400)) 0 0 0 0 0 0" >"$P/stat"
-	sleep 0.8
+	usage_after $((n + 1)) # a reading after the change, whole
 	# python, not jq: jq 1.6 rounds big integers
 	run python3 - "$(usaged_tapfile u)" "$TICK" <<'PY'
 import json, sys
