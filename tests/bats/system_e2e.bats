@@ -111,10 +111,20 @@ check_node_sums() {
 	# themselves, so comm and exe differ), read by usaged from /proc/PID/exe.
 	# One series for the worker (other stress-ng runs on the machine have their own pids).
 	exe=$(readlink -f "$(command -v stress-ng)")
-	worker=$(pgrep -P "$PID_busy" | head -n 1)
-	[ -n "$worker" ]
-	want="kepler_process_cpu_joules_total{node_name=\"e2e\",pid=\"$worker\",comm=\"stress-ng-cpu\",exe=\"$exe\","
-	wb_wait_for 60 bash -c "curl -sf http://127.0.0.1:$PORT/metrics | grep -qF '$want'"
+	# the worker: the child of the test's stress-ng that has a process series (stress-ng may
+	# have more than one child; a loaded machine can list them in any order)
+	worker_series() {
+		local pid
+		scrape >"$BATS_TEST_TMPDIR/exe.scrape"
+		for pid in $(pgrep -P "$PID_busy"); do
+			if grep -qF "kepler_process_cpu_joules_total{node_name=\"e2e\",pid=\"$pid\",comm=\"stress-ng-cpu\",exe=\"$exe\"," "$BATS_TEST_TMPDIR/exe.scrape"; then
+				worker=$pid
+				return 0
+			fi
+		done
+		return 1
+	}
+	wb_wait_for 60 worker_series
 	run bash -c "curl -sf http://127.0.0.1:$PORT/metrics | grep -F ',pid=\"$worker\",' | grep -c '^kepler_process_cpu_joules_total{.*zone=\"package\"'"
 	assert_output 1
 	run scrape
