@@ -1,7 +1,16 @@
 /*
  * The eBPF source: loads bpf/usaged.bpf.c through its skeleton (open -> set
- * rodata and autoload -> load -> attach), opens the optional per-CPU perf
- * counters, and reads the procs map plus what runs on each CPU right now.
+ * rodata and autoload -> load -> attach) in a short-lived child process, opens
+ * the optional per-CPU perf counters, and reads the procs map plus what runs on
+ * each CPU right now.
+ *
+ * Why a child: the load parses the kernel's BTF (/sys/kernel/btf/vmlinux,
+ * megabytes) for the CO-RE relocations, which doubled usaged's peak RSS for
+ * the sake of its first second. The child does the open, load and attach and
+ * hands the map and bpf_link fds back over a socketpair (SCM_RIGHTS), then
+ * exits; usaged holds only the fds. A link fd keeps its program attached for as
+ * long as usaged holds it, and a perf event array keeps its entries for as long
+ * as the map file they were set through is open, so usaged keeps those too.
  */
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -12,9 +21,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
-#include <time.h>
 #include <sys/utsname.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "clock.h"
@@ -31,8 +44,21 @@
 #define EXIT_STALL_NS (10 * WB_NS_PER_SEC)
 #define BATCH 4096
 
+/* The maps usaged reads (and the counter arrays, whose entries live as long as their fd). */
+enum { FD_PROCS, FD_CPUS, FD_STATS, FD_COUNTERS, NMAPFDS = FD_COUNTERS + USAGED_NCOUNTERS };
+/* bpf_link fds: the switch program (one of two) and the exit and exec programs. */
+#define MAX_LINKS 4
+
+/* The loader child's one message; its fds (maps, then links) ride along. */
+struct loader_reply {
+	int32_t err; /* 0, or errno of what failed (why says what) */
+	uint32_t nlinks;
+	char why[1024]; /* room for why_failed's longest */
+};
+
 struct bpfsrc {
-	struct usaged_bpf *skel;
+	int map_fds[NMAPFDS];		 /* -1 where not held */
+	int link_fds[MAX_LINKS];	 /* -1 where not held */
 	int ncpus;			 /* possible CPUs: per-CPU maps hold this many values */
 	int *perf_fds[USAGED_NCOUNTERS]; /* per CPU, -1 where not open */
 	unsigned counters;		 /* bit per counter in use */
@@ -144,27 +170,219 @@ static int perf_open(struct bpfsrc *self, int c, bool sw)
 	return -1;
 }
 
-static struct bpf_map *counter_map(struct bpfsrc *self, int c)
+static struct bpf_map *counter_map(struct usaged_bpf *skel, int c)
 {
 	switch (c) {
 	case USAGED_CYCLES:
-		return self->skel->maps.cycles;
+		return skel->maps.cycles;
 	case USAGED_INSTRUCTIONS:
-		return self->skel->maps.instructions;
+		return skel->maps.instructions;
 	default:
-		return self->skel->maps.cache_misses;
+		return skel->maps.cache_misses;
 	}
+}
+
+/*
+ * In the loader child: open, load, fill the counter arrays (self's perf fds,
+ * inherited), attach. Fills fds (NMAPFDS map fds, then *nlinks link fds) and
+ * returns 0, or returns an errno with why filled. The skeleton is never
+ * destroyed: the child exits, and its fds go with it once passed on.
+ */
+static int load_attach(struct bpfsrc *self, const struct bpfsrc_opts *opts, int *fds,
+		       uint32_t *nlinks, char *why, size_t whylen)
+{
+	struct usaged_bpf *skel = usaged_bpf__open();
+	int err;
+
+	if (!skel) {
+		snprintf(why, whylen, "open BPF object: %s", strerror(errno));
+		return errno ? errno : EINVAL;
+	}
+	err = bpf_map__set_max_entries(skel->maps.procs, opts->max_procs);
+	if (err) {
+		snprintf(why, whylen, "procs map of %u entries: %s", opts->max_procs,
+			 strerror(-err));
+		return -err;
+	}
+	skel->rodata->counters_mask = self->counters;
+	skel->rodata->attach_ns = wb_mono_ns();
+	/* The switch program with counter reads only when there is a counter to read. */
+	bpf_program__set_autoload(skel->progs.on_switch, self->counters == 0);
+	bpf_program__set_autoload(skel->progs.on_switch_counters, self->counters != 0);
+
+	err = usaged_bpf__load(skel);
+	if (err) {
+		why_failed(why, whylen, "load BPF programs", -err);
+		return -err;
+	}
+	for (int c = 0; c < USAGED_NCOUNTERS; c++) {
+		if (!(self->counters & (1u << c)))
+			continue;
+		int mapfd = bpf_map__fd(counter_map(skel, c));
+		for (int cpu = 0; cpu < self->ncpus; cpu++) {
+			__u32 key = (__u32)cpu;
+			int fd = self->perf_fds[c][cpu];
+			if (fd >= 0 && bpf_map_update_elem(mapfd, &key, &fd, BPF_ANY) < 0) {
+				err = errno;
+				snprintf(why, whylen, "perf event array %s, CPU %d: %s",
+					 usaged_counter_names[c], cpu, strerror(err));
+				return err;
+			}
+		}
+	}
+	err = usaged_bpf__attach(skel);
+	if (err) {
+		why_failed(why, whylen, "attach BPF programs", -err);
+		return -err;
+	}
+	fds[FD_PROCS] = bpf_map__fd(skel->maps.procs);
+	fds[FD_CPUS] = bpf_map__fd(skel->maps.cpus);
+	fds[FD_STATS] = bpf_map__fd(skel->maps.stats);
+	for (int c = 0; c < USAGED_NCOUNTERS; c++)
+		fds[FD_COUNTERS + c] = bpf_map__fd(counter_map(skel, c));
+	const struct bpf_link *links[] = {skel->links.on_switch, skel->links.on_switch_counters,
+					  skel->links.on_exit, skel->links.on_exec};
+	*nlinks = 0;
+	for (size_t i = 0; i < sizeof(links) / sizeof(links[0]); i++)
+		if (links[i])
+			fds[NMAPFDS + (*nlinks)++] = bpf_link__fd(links[i]);
+	for (int i = 0; i < NMAPFDS + (int)*nlinks; i++)
+		if (fds[i] < 0) {
+			snprintf(why, whylen, "BPF object: a map or link without an fd");
+			return EBADF;
+		}
+	return 0;
+}
+
+/* The loader child: load, pass the fds to sock, exit. Never returns. */
+static void loader_child(struct bpfsrc *self, const struct bpfsrc_opts *opts, int sock,
+			 pid_t parent)
+{
+	struct loader_reply r = {0};
+	int fds[NMAPFDS + MAX_LINKS];
+	union {
+		char buf[CMSG_SPACE(sizeof(fds))];
+		struct cmsghdr align;
+	} ctl;
+	struct iovec iov = {.iov_base = &r, .iov_len = sizeof(r)};
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+	sigset_t none;
+
+	/* usaged blocks SIGTERM for its signalfd: a stop during the load ends the child too. */
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != parent)
+		_exit(1);
+	prctl(PR_SET_NAME, "usaged-bpfload");
+
+	r.err = load_attach(self, opts, fds, &r.nlinks, r.why, sizeof(r.why));
+	if (r.err == 0) {
+		size_t n = (NMAPFDS + r.nlinks) * sizeof(int);
+		memset(&ctl, 0, sizeof(ctl));
+		mh.msg_control = ctl.buf;
+		mh.msg_controllen = CMSG_SPACE(n);
+		struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(n);
+		memcpy(CMSG_DATA(cm), fds, n);
+	}
+	_exit(sendmsg(sock, &mh, MSG_NOSIGNAL) == (ssize_t)sizeof(r) ? 0 : 1);
+}
+
+/*
+ * Run the loader child and take its fds into self. Returns 0, or -1 with why
+ * filled (the child's reason, or how it ended).
+ */
+static int load_in_child(struct bpfsrc *self, const struct bpfsrc_opts *opts, char *why,
+			 size_t whylen)
+{
+	struct loader_reply r;
+	int fds[NMAPFDS + MAX_LINKS], sv[2], status = 0, rc = -1;
+	union {
+		char buf[CMSG_SPACE(sizeof(fds))];
+		struct cmsghdr align;
+	} ctl;
+	struct iovec iov = {.iov_base = &r, .iov_len = sizeof(r)};
+	struct msghdr mh = {.msg_iov = &iov,
+			    .msg_iovlen = 1,
+			    .msg_control = ctl.buf,
+			    .msg_controllen = sizeof(ctl)};
+	ssize_t got;
+	pid_t parent = getpid(), pid;
+
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
+		snprintf(why, whylen, "BPF loader: socketpair: %s", strerror(errno));
+		return -1;
+	}
+	fflush(NULL); /* nothing buffered gets written twice */
+	pid = fork();
+	if (pid < 0) {
+		snprintf(why, whylen, "BPF loader: fork: %s", strerror(errno));
+		close(sv[0]);
+		close(sv[1]);
+		return -1;
+	}
+	if (pid == 0) {
+		close(sv[0]);
+		loader_child(self, opts, sv[1], parent);
+	}
+	close(sv[1]);
+	do
+		got = recvmsg(sv[0], &mh, MSG_CMSG_CLOEXEC);
+	while (got < 0 && errno == EINTR);
+	int rerr = errno;
+	close(sv[0]);
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+
+	struct cmsghdr *cm = got > 0 ? CMSG_FIRSTHDR(&mh) : NULL;
+	size_t nfds = 0;
+	if (cm && cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS) {
+		nfds = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		memcpy(fds, CMSG_DATA(cm), nfds * sizeof(int));
+	}
+	if (got < 0) {
+		snprintf(why, whylen, "BPF loader: recvmsg: %s", strerror(rerr));
+	} else if (got != (ssize_t)sizeof(r)) {
+		if (WIFSIGNALED(status))
+			snprintf(why, whylen, "BPF loader process killed by signal %d (%s)",
+				 WTERMSIG(status), strsignal(WTERMSIG(status)));
+		else
+			snprintf(why, whylen,
+				 "BPF loader process exited with status %d before its reply",
+				 WEXITSTATUS(status));
+	} else if (r.err) {
+		r.why[sizeof(r.why) - 1] = '\0';
+		snprintf(why, whylen, "%s", r.why);
+	} else if ((mh.msg_flags & MSG_CTRUNC) || r.nlinks < 1 || r.nlinks > MAX_LINKS ||
+		   nfds != NMAPFDS + r.nlinks) {
+		snprintf(why, whylen, "BPF loader: %zu fds passed, %u maps and %u links expected",
+			 nfds, NMAPFDS, r.nlinks);
+	} else {
+		memcpy(self->map_fds, fds, sizeof(self->map_fds));
+		memcpy(self->link_fds, fds + NMAPFDS, r.nlinks * sizeof(int));
+		nfds = 0; /* self holds them now */
+		rc = 0;
+	}
+	for (size_t i = 0; i < nfds; i++)
+		close(fds[i]);
+	return rc;
 }
 
 struct bpfsrc *bpfsrc_new(const struct bpfsrc_opts *opts, char *why, size_t whylen)
 {
 	struct bpfsrc *self = calloc(1, sizeof(*self));
-	int err;
 
 	if (!self) {
 		snprintf(why, whylen, "out of memory");
 		return NULL;
 	}
+	for (int i = 0; i < NMAPFDS; i++)
+		self->map_fds[i] = -1;
+	for (int i = 0; i < MAX_LINKS; i++)
+		self->link_fds[i] = -1;
 	self->rl = (struct wb_ratelimit)WB_RATELIMIT_INIT;
 	libbpf_set_print(libbpf_log);
 	libbpf_first[0] = libbpf_verifier[0] = '\0';
@@ -174,18 +392,7 @@ struct bpfsrc *bpfsrc_new(const struct bpfsrc_opts *opts, char *why, size_t whyl
 		snprintf(why, whylen, "cannot count the possible CPUs: %s", strerror(-self->ncpus));
 		goto fail;
 	}
-	self->skel = usaged_bpf__open();
-	if (!self->skel) {
-		snprintf(why, whylen, "open BPF object: %s", strerror(errno));
-		goto fail;
-	}
-	err = bpf_map__set_max_entries(self->skel->maps.procs, opts->max_procs);
-	if (err) {
-		snprintf(why, whylen, "procs map of %u entries: %s", opts->max_procs,
-			 strerror(-err));
-		goto fail;
-	}
-
+	/* The counters are opened here, so that usaged reads them; the child inherits them. */
 	if (opts->counters) {
 		bool sw = getenv("WATTBUS_USAGED_TEST_SWCOUNTERS") != NULL;
 		if (sw)
@@ -199,36 +406,8 @@ struct bpfsrc *bpfsrc_new(const struct bpfsrc_opts *opts, char *why, size_t whyl
 					 usaged_counter_names[c], strerror(errno));
 		}
 	}
-	self->skel->rodata->counters_mask = self->counters;
-	self->skel->rodata->attach_ns = wb_mono_ns();
-	/* The switch program with counter reads only when there is a counter to read. */
-	bpf_program__set_autoload(self->skel->progs.on_switch, self->counters == 0);
-	bpf_program__set_autoload(self->skel->progs.on_switch_counters, self->counters != 0);
-
-	err = usaged_bpf__load(self->skel);
-	if (err) {
-		why_failed(why, whylen, "load BPF programs", -err);
+	if (load_in_child(self, opts, why, whylen) < 0)
 		goto fail;
-	}
-	for (int c = 0; c < USAGED_NCOUNTERS; c++) {
-		if (!(self->counters & (1u << c)))
-			continue;
-		int mapfd = bpf_map__fd(counter_map(self, c));
-		for (int cpu = 0; cpu < self->ncpus; cpu++) {
-			__u32 key = (__u32)cpu;
-			int fd = self->perf_fds[c][cpu];
-			if (fd >= 0 && bpf_map_update_elem(mapfd, &key, &fd, BPF_ANY) < 0) {
-				snprintf(why, whylen, "perf event array %s, CPU %d: %s",
-					 usaged_counter_names[c], cpu, strerror(errno));
-				goto fail;
-			}
-		}
-	}
-	err = usaged_bpf__attach(self->skel);
-	if (err) {
-		why_failed(why, whylen, "attach BPF programs", -err);
-		goto fail;
-	}
 
 	self->batch = BATCH;
 	self->keys = calloc(self->batch, sizeof(*self->keys));
@@ -251,7 +430,13 @@ void bpfsrc_destroy(struct bpfsrc **self_p)
 	if (!self_p || !*self_p)
 		return;
 	struct bpfsrc *self = *self_p;
-	usaged_bpf__destroy(self->skel);
+	/* The links first: closing them detaches the programs. */
+	for (int i = 0; i < MAX_LINKS; i++)
+		if (self->link_fds[i] >= 0)
+			close(self->link_fds[i]);
+	for (int i = 0; i < NMAPFDS; i++)
+		if (self->map_fds[i] >= 0)
+			close(self->map_fds[i]);
 	for (int c = 0; c < USAGED_NCOUNTERS; c++) {
 		for (int cpu = 0; self->perf_fds[c] && cpu < self->ncpus; cpu++)
 			if (self->perf_fds[c][cpu] >= 0)
@@ -313,7 +498,7 @@ static void sample_of(struct bpfsrc *self, int fd, const struct usaged_key *k,
 /* The whole procs map into tab. Returns 0 when every entry was read. */
 static int read_map(struct bpfsrc *self, struct ptab *tab)
 {
-	int fd = bpf_map__fd(self->skel->maps.procs);
+	int fd = self->map_fds[FD_PROCS];
 	uint64_t now = mono_ns();
 	struct usaged_sample s;
 	__u32 in = 0, out = 0;
@@ -385,8 +570,7 @@ static int read_map(struct bpfsrc *self, struct ptab *tab)
  */
 static void read_running(struct bpfsrc *self, struct ptab *tab, struct procfs *pf)
 {
-	int cpus_fd = bpf_map__fd(self->skel->maps.cpus),
-	    procs_fd = bpf_map__fd(self->skel->maps.procs);
+	int cpus_fd = self->map_fds[FD_CPUS], procs_fd = self->map_fds[FD_PROCS];
 	__u32 zero = 0;
 
 	if (bpf_map_lookup_elem(cpus_fd, &zero, self->slots) < 0) {
@@ -466,14 +650,14 @@ void bpfsrc_retire(void *arg, uint32_t pid, uint64_t start_ns)
 	struct bpfsrc *self = arg;
 	struct usaged_key key = {.tgid = pid, .pad = 0, .start_ns = start_ns};
 	/* ENOENT: a process seen only running, never in the map. */
-	if (bpf_map_delete_elem(bpf_map__fd(self->skel->maps.procs), &key) < 0 && errno != ENOENT)
+	if (bpf_map_delete_elem(self->map_fds[FD_PROCS], &key) < 0 && errno != ENOENT)
 		log_rl(&self->rl, WB_LOG_WARN, "bpf procs map: delete pid %" PRIu32 ": %s", pid,
 		       strerror(errno));
 }
 
 void bpfsrc_stats(struct bpfsrc *self, struct bpfsrc_stats *out)
 {
-	int fd = bpf_map__fd(self->skel->maps.stats);
+	int fd = self->map_fds[FD_STATS];
 	uint64_t sums[USAGED_NSTATS] = {0};
 	for (__u32 k = 0; k < USAGED_NSTATS; k++) {
 		if (bpf_map_lookup_elem(fd, &k, self->statvals) < 0)
