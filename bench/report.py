@@ -33,10 +33,12 @@ if os.path.exists(ulog):
         m = re.match(r"(without|with) usaged:.*median ([\d.]+) us", line)
         if m:
             F["usaged.switch_%s_us" % m.group(1)] = m.group(2)
-        m = re.match(r"(bpf|procfs)\s+(\d+)\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s*$", line)
+        m = re.match(r"(bpf|procfs)\s+(\d+)\s+(\d+)\s+([\d.]+)\s+([\d.]+)(?:\s+([\d.]+))?\s*$", line)
         if m:
             F["usaged.%s.%s.cpu_pct" % (m.group(1), m.group(2))] = m.group(4)
             F["usaged.%s.%s.rss_mib" % (m.group(1), m.group(2))] = m.group(5)
+            if m.group(6):
+                F["usaged.%s.%s.peak_mib" % (m.group(1), m.group(2))] = m.group(6)
         m = re.match(r"on_switch: (\d+) calls, ([\d.]+) ns per call", line)
         if m:
             F["usaged.on_switch_ns"] = m.group(2)
@@ -252,8 +254,9 @@ w("- Context switches (perf bench sched pipe or stress-ng --switch, one CPU): %s
   % (fmt("usaged.switch_without_us", " us", 3), fmt("usaged.switch_with_us", " us", 3),
      "; the switch program's own time %s ns per call (kernel.bpf_stats)" % F["usaged.on_switch_ns"]
      if "usaged.on_switch_ns" in F else ""))
-w("- usaged RSS at %s processes: bpf %s MiB, procfs %s MiB."
-  % (label_of(n_big), F.get("usaged.bpf.%s.rss_mib" % n_big, "?"), F.get("usaged.procfs.%s.rss_mib" % n_big, "?")))
+w("- usaged RSS at %s processes (peak, VmHWM, in brackets): bpf %s (%s) MiB, procfs %s (%s) MiB."
+  % (label_of(n_big), F.get("usaged.bpf.%s.rss_mib" % n_big, "?"), F.get("usaged.bpf.%s.peak_mib" % n_big, "?"),
+     F.get("usaged.procfs.%s.rss_mib" % n_big, "?"), F.get("usaged.procfs.%s.peak_mib" % n_big, "?")))
 w("- Energy: %s slots, %s not contiguous, %s powerd zones bridged, alignd state resumed: %s. A wrap while powerd "
   "is down cannot be told from a counter reset and is flagged as a gap by design (docs/alignd.md); the tests "
   "that check the same: tests/bats/powerd_rapl_intel.bats (wraps), tests/bats/alignd_restart.bats (powerd and "

@@ -4,7 +4,7 @@
 #     to one CPU) without and with usaged's eBPF attached, alternating: the slowdown; and
 #     the switch program's own time per call from kernel.bpf_stats (which adds its own
 #     clock reads: an upper bound);
-#  2. usaged's own CPU time (all threads, ns from /proc/PID/task/*/schedstat) and RSS
+#  2. usaged's own CPU time (all threads, ns from /proc/PID/task/*/schedstat), RSS and peak RSS
 #     at 1,000 and 10,000 live processes, in bpf mode and in procfs mode (per-process
 #     /proc/<pid>/stat, the method Kepler >= 0.10 uses), at a 1 s interval: the ratio.
 # Needs root and kernel BTF for the bpf figures (procfs figures are printed anyway).
@@ -26,8 +26,11 @@ SIZES=${SIZES:-1000 10000}
 CPU=$(($(nproc) - 1))
 T=$(mktemp -d /tmp/wb-usaged-bench.XXXXXX)
 pids=()
+stats_old=
 cleanup() {
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	# kernel.bpf_stats_enabled back as it was, should the run stop while it is on
+	[ -z "$stats_old" ] || sysctl -qw kernel.bpf_stats_enabled="$stats_old"
 	rm -rf "$T"
 }
 trap cleanup EXIT
@@ -118,25 +121,33 @@ int main(int argc, char **argv)
 }
 C
 	if cc -o "$T/pinfo" "$T/pinfo.c" -lbpf 2>/dev/null && command -v bpftool >/dev/null; then
-		old=$(sysctl -n kernel.bpf_stats_enabled)
+		stats_old=$(sysctl -n kernel.bpf_stats_enabled)
 		start_usaged bpf
-		sleep 1
-		id=$(bpftool -j prog show name on_switch | python3 -c 'import json, sys
-p = json.load(sys.stdin)
-print(max(x["id"] for x in (p if isinstance(p, list) else [p])))')
-		sysctl -qw kernel.bpf_stats_enabled=1
-		read -r c0 t0 < <("$T/pinfo" "$id")
-		switch_run >/dev/null
-		read -r c1 t1 < <("$T/pinfo" "$id")
-		sysctl -qw kernel.bpf_stats_enabled="$old"
+		# usaged's own switch program (on_switch, or on_switch_counters where counters are
+		# read), found through the links it holds: other usaged instances may run beside it.
+		id=$(for f in /proc/"$UPID"/fdinfo/*; do awk '/^prog_id:/ { print $2 }' "$f"; done |
+			while read -r p; do bpftool -j prog show id "$p"; echo; done | python3 -c 'import json, sys
+for line in sys.stdin:
+    if line.strip() and json.loads(line).get("name", "").startswith("on_switch"):
+        print(json.loads(line)["id"])')
+		if [ -n "$id" ]; then
+			sysctl -qw kernel.bpf_stats_enabled=1
+			read -r c0 t0 < <("$T/pinfo" "$id")
+			switch_run >/dev/null
+			read -r c1 t1 < <("$T/pinfo" "$id")
+			sysctl -qw kernel.bpf_stats_enabled="$stats_old"
+			stats_old=
+			awk -v n=$((c1 - c0)) -v t=$((t1 - t0)) 'BEGIN { printf "on_switch: %d calls, %.0f ns per call (kernel.bpf_stats, its own clock reads included)\n", n, t / n }'
+		else
+			echo "note: usaged's switch program not found among its links: no per-call figure"
+		fi
 		stop_usaged
-		awk -v n=$((c1 - c0)) -v t=$((t1 - t0)) 'BEGIN { printf "on_switch: %d calls, %.0f ns per call (kernel.bpf_stats, its own clock reads included)\n", n, t / n }'
 	fi
 fi
 
 echo
 echo "== usaged CPU at a 1 s interval, ${WINDOW} s windows (processes started after usaged, so they are in its map)"
-printf "%-8s %8s %12s %10s %10s\n" mode procs cpu_ms "%core" rss_MiB
+printf "%-8s %8s %12s %10s %10s %10s\n" mode procs cpu_ms "%core" rss_MiB peak_MiB
 for n in $SIZES; do
 	for mode in bpf procfs; do
 		[ "$mode" = bpf ] && [ $bpf_ok -eq 0 ] && continue
@@ -153,9 +164,10 @@ for n in $SIZES; do
 		sleep "$WINDOW"
 		c1=$(cpu_ns "$UPID")
 		rss=$(awk '/VmRSS/ { print $2 }' "/proc/$UPID/status")
+		hwm=$(awk '/VmHWM/ { print $2 }' "/proc/$UPID/status")
 		ms=$(((c1 - c0) / 1000000))
 		pct=$(awk -v ns=$((c1 - c0)) -v w="$WINDOW" 'BEGIN { printf "%.3f", ns / (w * 1e9) * 100 }')
-		printf "%-8s %8d %12d %10s %10.1f\n" "$mode" "$n" "$ms" "$pct" "$(awk -v k="$rss" 'BEGIN { print k / 1024 }')"
+		printf "%-8s %8d %12d %10s %10.1f %10.1f\n" "$mode" "$n" "$ms" "$pct" "$(awk -v k="$rss" 'BEGIN { print k / 1024 }')" "$(awk -v k="$hwm" 'BEGIN { print k / 1024 }')"
 		echo "$mode $n $((c1 - c0))" >>"$T/cpu"
 		kill "$spid"
 		wait "$spid" 2>/dev/null || true
