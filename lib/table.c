@@ -58,6 +58,13 @@ void wb_table_free(struct wb_table *t)
 	t->cap = t->n = 0;
 }
 
+void wb_table_clear(struct wb_table *t)
+{
+	if (t->slots)
+		memset(t->slots, 0, t->cap * t->size);
+	t->n = 0;
+}
+
 /* Into a new array of cap slots, keeping the entries keep() says yes to (NULL: all). */
 static int rehash(struct wb_table *t, size_t cap, wb_table_keep_fn *keep, void *arg)
 {
@@ -101,6 +108,22 @@ void *wb_table_find(const struct wb_table *t, uint64_t k1, uint64_t k2)
 		if (!e[uoff])
 			return NULL;
 		if (key(e, koff) == k1 && (!two || key(e, koff + 8) == k2))
+			return e;
+	}
+}
+
+void *wb_table_find_next(const struct wb_table *t, const void *prev)
+{
+	size_t mask = t->cap - 1, koff = t->key;
+	const char *p = prev;
+	uint64_t k1 = key(p, koff), k2 = t->nkeys == 2 ? key(p, koff + 8) : 0;
+	/* Every entry with these keys lies between their home and the first empty slot. */
+	for (size_t i = ((size_t)(p - (const char *)t->slots) / t->size + 1) & mask;;
+	     i = (i + 1) & mask) {
+		char *e = slot(t, i);
+		if (!used(t, e))
+			return NULL;
+		if (key(e, koff) == k1 && (t->nkeys != 2 || key(e, koff + 8) == k2))
 			return e;
 	}
 }

@@ -3,6 +3,8 @@
  * a power-of-two array of entries, load factor at most 1/2, backward-shift
  * deletion (no tombstones, however many keys come and go), keyed by one or two
  * uint64_t stored inline in the entry, optionally charged to a wb_budget.
+ * Entries keyed by a string (or anything wider than 16 bytes) are keyed by its
+ * hash (wb_hash_str) and told apart with wb_table_find_next.
  */
 #ifndef WB_TABLE_H
 #define WB_TABLE_H
@@ -44,14 +46,24 @@ void wb_table_init(struct wb_table *t, size_t size, size_t key_off, unsigned nke
 		   size_t min_cap, size_t max);
 /* Frees the slots and returns their bytes to the budget; the table stays usable, empty. */
 void wb_table_free(struct wb_table *t);
+/* Removes every entry and keeps the slots (a table built again every round). */
+void wb_table_clear(struct wb_table *t);
 
-/* The entry with these keys, or NULL. */
+/* The entry with these keys (the first, where several have them), or NULL. */
 void *wb_table_find(const struct wb_table *t, uint64_t k1, uint64_t k2);
 /*
- * A new zeroed entry for keys not in the table (the caller has looked), its
- * keys and used flag set; NULL when the table holds max entries, the budget
- * has no room to grow it, or on ENOMEM. Moves entries: pointers into the
- * table are stale after it.
+ * The next entry after e (from wb_table_find or this) with the same keys, or
+ * NULL. Where the keys are a hash of what tells entries apart (a string), the
+ * caller compares that along find, find_next, ...: two strings with one hash
+ * are two entries.
+ */
+void *wb_table_find_next(const struct wb_table *t, const void *e);
+/*
+ * A new zeroed entry with these keys, its keys and used flag set; NULL when the
+ * table holds max entries, the budget has no room to grow it, or on ENOMEM.
+ * It does not look for the keys: a table keyed by unique keys finds first,
+ * one keyed by a hash may hold the keys more than once. Moves entries:
+ * pointers into the table are stale after it.
  */
 void *wb_table_insert(struct wb_table *t, uint64_t k1, uint64_t k2);
 /* Removes entry e (a pointer into the table); moves later entries of its run back. */

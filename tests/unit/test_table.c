@@ -1,8 +1,11 @@
 /*
  * lib/table.c: the one open-addressing table. Collisions and runs across the
  * end of the array, backward-shift deletion, sweeps, the budget, growth and
- * shrinking, iteration, one-key tables.
+ * shrinking, iteration, one-key tables, keys that are a hash (several entries
+ * with one key, told apart by the caller), clearing.
  */
+#include <string.h>
+
 #include "../../lib/hash.h"
 #include "../../lib/table.h"
 #include "unit.h"
@@ -224,6 +227,188 @@ static void one_key(void)
 	wb_table_free(&t);
 }
 
+/*
+ * Names keyed by a hash, as a caller keyed by strings does: names[e->val] is the
+ * entry's name. hash_of decides the hash, so that a test can make names collide.
+ */
+static const char *const names[] = {"ab", "cd", "ef", "gh", "xyz", "uvw"};
+
+static struct item *name_find(const struct wb_table *t, uint64_t (*hash_of)(const char *),
+			      const char *name)
+{
+	for (struct item *e = wb_table_find(t, hash_of(name), 0); e; e = wb_table_find_next(t, e))
+		if (strcmp(names[e->val], name) == 0)
+			return e;
+	return NULL;
+}
+
+static struct item *name_insert(struct wb_table *t, uint64_t (*hash_of)(const char *), uint32_t i)
+{
+	struct item *e = wb_table_insert(t, hash_of(names[i]), 0);
+	if (e)
+		e->val = i;
+	return e;
+}
+
+/* Every name of one length has one hash: "ab", "cd", "ef", "gh" collide, "xyz", "uvw" too. */
+static uint64_t by_length(const char *s)
+{
+	return strlen(s);
+}
+
+static uint64_t by_fnv(const char *s)
+{
+	return wb_hash_str(s);
+}
+
+static void hash_keys_that_collide(void)
+{
+	struct wb_table t;
+	init(&t, 16, 100);
+	for (uint32_t i = 0; i < 6; i++)
+		CHECK(name_insert(&t, by_length, i) != NULL);
+	CHECK_U64(t.n, 6);
+	/* the first entry of hash 2 is "ab": a lookup that did not compare names would get it */
+	for (uint32_t i = 0; i < 6; i++) {
+		struct item *e = name_find(&t, by_length, names[i]);
+		CHECK(e && e->val == i);
+	}
+	CHECK(name_find(&t, by_length, "zz") == NULL);	 /* a hash present, no such name */
+	CHECK(name_find(&t, by_length, "zzzz") == NULL); /* a hash absent */
+	/* find_next visits exactly the entries of the key, none of another */
+	size_t seen = 0;
+	for (struct item *e = wb_table_find(&t, 2, 0); e; e = wb_table_find_next(&t, e)) {
+		CHECK(e->a == 2 && strlen(names[e->val]) == 2);
+		seen++;
+	}
+	CHECK_U64(seen, 4);
+	CHECK(runs_intact(&t));
+	wb_table_free(&t);
+}
+
+/* Keys of other hashes inside the run of one, and the run across the end of the array. */
+static void hash_keys_in_a_shared_run(void)
+{
+	struct wb_table t;
+	init(&t, 16, 100);
+	uint64_t other[2];
+	keys_at(16, 15, other, 2);
+	/* hash 15's "names": a table keyed by a constant hash, entries 0..3 */
+	uint64_t h = other[0];
+	struct item *e = wb_table_insert(&t, h, 0);
+	e->val = 0;
+	e = wb_table_insert(&t, other[1], 0); /* another key, same home: between them */
+	e->val = 100;
+	for (uint32_t i = 1; i < 4; i++)
+		((struct item *)wb_table_insert(&t, h, 0))->val = i;
+	/* slots 15, 0, 1, 2, 3: h, other, h, h, h */
+	CHECK_U64(pos(&t, wb_table_find(&t, other[1], 0)), 0);
+	uint32_t order[5], n = 0;
+	for (e = wb_table_find(&t, h, 0); e && n < 5; e = wb_table_find_next(&t, e))
+		order[n++] = e->val;
+	CHECK_U64(n, 4);
+	for (uint32_t i = 0; i < 4; i++)
+		CHECK_U64(order[i], i);
+	CHECK(wb_table_find_next(&t, wb_table_find(&t, other[1], 0)) == NULL);
+	wb_table_free(&t);
+}
+
+static void remove_within_a_collision_run(void)
+{
+	struct wb_table t;
+	init(&t, 16, 100);
+	for (uint32_t i = 0; i < 6; i++)
+		name_insert(&t, by_length, i);
+	wb_table_remove(&t, name_find(&t, by_length, "cd")); /* the middle of hash 2's entries */
+	CHECK(name_find(&t, by_length, "cd") == NULL);
+	CHECK(runs_intact(&t));
+	const char *left[] = {"ab", "ef", "gh", "xyz", "uvw"};
+	for (size_t i = 0; i < 5; i++) {
+		struct item *e = name_find(&t, by_length, left[i]);
+		CHECK(e && strcmp(names[e->val], left[i]) == 0);
+	}
+	wb_table_remove(&t, name_find(&t, by_length, "ab")); /* the first: at the home */
+	wb_table_remove(&t, name_find(&t, by_length, "xyz"));
+	CHECK(runs_intact(&t));
+	CHECK(name_find(&t, by_length, "ab") == NULL && name_find(&t, by_length, "xyz") == NULL);
+	CHECK(name_find(&t, by_length, "ef") && name_find(&t, by_length, "gh"));
+	CHECK(name_find(&t, by_length, "uvw"));
+	CHECK_U64(t.n, 3);
+	/* the name comes back as a new entry */
+	CHECK(name_insert(&t, by_length, 1) && name_find(&t, by_length, "cd")->val == 1);
+	CHECK(runs_intact(&t));
+	wb_table_free(&t);
+}
+
+/* Random names with a real string hash, and forced collisions, against a reference. */
+static void hash_keys_churn(void)
+{
+	enum { NNAMES = 500 };
+	static char buf[NNAMES][16];
+	static bool in[NNAMES];
+	struct wb_table t;
+	init(&t, 8, NNAMES);
+	for (int i = 0; i < NNAMES; i++)
+		snprintf(buf[i], sizeof buf[i], "n%d", i);
+	uint64_t x = 2463534242ull;
+	for (int round = 0; round < 40000; round++) {
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		uint32_t k = (uint32_t)(x % NNAMES);
+		/* one name in three hashes to 7: long runs of one key */
+		uint64_t h = k % 3 ? wb_hash_str(buf[k]) : 7;
+		struct item *e = wb_table_find(&t, h, 0);
+		while (e && e->val != k)
+			e = wb_table_find_next(&t, e);
+		CHECK((e != NULL) == in[k]);
+		if (e) {
+			wb_table_remove(&t, e);
+		} else {
+			e = wb_table_insert(&t, h, 0);
+			CHECK(e != NULL);
+			e->val = k;
+		}
+		in[k] = !in[k];
+	}
+	CHECK(runs_intact(&t));
+	size_t n = 0;
+	for (int i = 0; i < NNAMES; i++)
+		n += in[i];
+	CHECK_U64(t.n, n);
+	wb_table_free(&t);
+}
+
+static void hash_keys_budget_and_clear(void)
+{
+	struct wb_budget budget = {.max = 16 * sizeof(struct item)};
+	struct wb_table t;
+	init(&t, 8, 100);
+	t.budget = &budget;
+	/* one key eight times: each a new entry, charged as any other */
+	for (uint32_t i = 0; i < 8; i++) {
+		struct item *e = wb_table_insert(&t, 42, 0);
+		CHECK(e != NULL);
+		e->val = i;
+	}
+	CHECK_U64(t.n, 8);
+	CHECK_U64(t.cap, 16);
+	CHECK_U64(budget.used, 16 * sizeof(struct item));
+	CHECK(wb_table_insert(&t, 42, 0) == NULL); /* 32 slots do not fit the budget */
+	unsigned seen = 0;
+	for (struct item *e = wb_table_find(&t, 42, 0); e; e = wb_table_find_next(&t, e))
+		seen |= 1u << e->val;
+	CHECK_U64(seen, 0xff); /* every one, none lost by the refusal */
+	wb_table_clear(&t);
+	CHECK_U64(t.n, 0);
+	CHECK(wb_table_find(&t, 42, 0) == NULL && wb_table_next(&t, NULL) == NULL);
+	CHECK_U64(budget.used, 16 * sizeof(struct item)); /* the slots are kept, still charged */
+	CHECK(name_insert(&t, by_fnv, 4) && name_find(&t, by_fnv, "xyz"));
+	CHECK(name_find(&t, by_fnv, "uvw") == NULL);
+	wb_table_free(&t);
+	CHECK_U64(budget.used, 0);
+	wb_table_clear(&t); /* an empty table with no slots */
+	CHECK(t.slots == NULL && t.n == 0);
+}
+
 static const struct unit_case cases[] = {
     {"collisions and backward-shift deletion", collisions_and_backward_shift},
     {"a run across the end of the array", run_across_the_end},
@@ -231,6 +416,11 @@ static const struct unit_case cases[] = {
     {"sweep, growth and shrink", sweep_growth_and_shrink},
     {"max entries and the budget", max_and_budget},
     {"a table keyed by one uint64_t", one_key},
+    {"keys that are a hash: colliding names told apart", hash_keys_that_collide},
+    {"keys that are a hash: other keys inside the run", hash_keys_in_a_shared_run},
+    {"keys that are a hash: removal within a collision run", remove_within_a_collision_run},
+    {"keys that are a hash: random names against a reference", hash_keys_churn},
+    {"keys that are a hash: the budget, and clearing", hash_keys_budget_and_clear},
 };
 
 UNIT_MAIN(cases)
