@@ -18,7 +18,7 @@
 #include "exportd.h"
 #include "json.h"
 #include "log.h"
-#include "table.h"
+#include "hash.h"
 
 static const char *const reason_names[ACC_R_COUNT] = {
     [ACC_R_SLOT] = "slot",
@@ -53,117 +53,7 @@ static uint64_t hash_str(uint64_t h, const char *s, size_t maxlen)
 	return h;
 }
 
-/*
- * Processes are told apart by (pid, start_ns) but hashed by pid alone, so that
- * the entries of one pid share a probe chain: a reused pid finds its
- * predecessor there (their series have the same labels; Kepler has no
- * start-time label).
- */
-static uint64_t hash_proc(uint64_t pid)
-{
-	return wb_hash2(pid, 0);
-}
-
-/* ---- an open-addressing map of workloads (linear probing, backward-shift delete) ---- */
-static bool work_matches(const struct ex_work *w, uint64_t hash, uint64_t pid, uint64_t start_ns,
-			 const char *id)
-{
-	if (w->hash != hash)
-		return false;
-	if (w->level == EX_PROCESS)
-		return w->pid == pid && w->start_ns == start_ns;
-	return strcmp(w->id, id) == 0;
-}
-
-static struct ex_work *wmap_get(const struct ex_wmap *m, uint64_t hash, uint64_t pid,
-				uint64_t start_ns, const char *id)
-{
-	if (!m->cap)
-		return NULL;
-	size_t mask = m->cap - 1;
-	for (size_t i = hash & mask;; i = (i + 1) & mask) {
-		struct ex_work *w = m->slots[i];
-		if (!w)
-			return NULL;
-		if (work_matches(w, hash, pid, start_ns, id))
-			return w;
-	}
-}
-
-/* A terminated process of the same pid (and hash), other than start_ns, or NULL. */
-static struct ex_work *wmap_terminated_pid(const struct ex_wmap *m, uint64_t hash, uint64_t pid,
-					   uint64_t start_ns)
-{
-	if (!m->cap)
-		return NULL;
-	size_t mask = m->cap - 1;
-	for (size_t i = hash & mask;; i = (i + 1) & mask) {
-		struct ex_work *w = m->slots[i];
-		if (!w)
-			return NULL;
-		if (w->hash == hash && w->pid == pid && w->start_ns != start_ns && w->terminated)
-			return w;
-	}
-}
-
-static int wmap_grow(struct ex_wmap *m)
-{
-	size_t cap = m->cap ? m->cap * 2 : 64;
-	struct ex_work **slots = calloc(cap, sizeof *slots);
-	if (!slots)
-		return -1;
-	for (size_t i = 0; i < m->cap; i++) {
-		struct ex_work *w = m->slots[i];
-		if (!w)
-			continue;
-		size_t j = w->hash & (cap - 1);
-		while (slots[j])
-			j = (j + 1) & (cap - 1);
-		slots[j] = w;
-	}
-	free(m->slots);
-	m->slots = slots;
-	m->cap = cap;
-	return 0;
-}
-
-static int wmap_put(struct ex_wmap *m, struct ex_work *w)
-{
-	/* keep the load under 3/4 so that probes stay short */
-	if ((m->n + 1) * 4 > m->cap * 3 && wmap_grow(m) < 0)
-		return -1;
-	size_t mask = m->cap - 1, i = w->hash & mask;
-	while (m->slots[i])
-		i = (i + 1) & mask;
-	m->slots[i] = w;
-	m->n++;
-	return 0;
-}
-
-static void wmap_del(struct ex_wmap *m, struct ex_work *w)
-{
-	size_t mask = m->cap - 1, i = w->hash & mask;
-	while (m->slots[i] != w) {
-		if (!m->slots[i])
-			return;
-		i = (i + 1) & mask;
-	}
-	m->slots[i] = NULL;
-	m->n--;
-	/* shift back the entries of the run that follows so that lookups never stop early */
-	for (size_t j = (i + 1) & mask; m->slots[j]; j = (j + 1) & mask) {
-		size_t home = m->slots[j]->hash & mask;
-		/* can the entry at j move to the hole at i? only if its home is not in (i, j] */
-		bool between = i <= j ? (home > i && home <= j) : (home > i || home <= j);
-		if (!between) {
-			m->slots[i] = m->slots[j];
-			m->slots[j] = NULL;
-			i = j;
-		}
-	}
-}
-
-/* ---- workloads ---- */
+/* ---- a workload ---- */
 static void work_free(struct ex_work *w)
 {
 	if (!w)
@@ -174,6 +64,66 @@ static void work_free(struct ex_work *w)
 	free(w);
 }
 
+/* ---- a host's map of workloads of one level (struct ex_wmap) ---- */
+static void wmap_init(struct ex_wmap *m)
+{
+	wb_table_init(&m->tab, sizeof(struct ex_wslot), offsetof(struct ex_wslot, key), 1,
+		      offsetof(struct ex_wslot, used), 64, SIZE_MAX);
+}
+
+static uint64_t work_key(enum ex_level level, uint64_t pid, const char *id)
+{
+	return level == EX_PROCESS ? pid : wb_hash_str(id);
+}
+
+static struct ex_work *wmap_get(const struct ex_wmap *m, enum ex_level level, uint64_t key,
+				uint64_t start_ns, const char *id)
+{
+	for (struct ex_wslot *s = wb_table_find(&m->tab, key, 0); s;
+	     s = wb_table_find_next(&m->tab, s))
+		if (level == EX_PROCESS ? s->w->start_ns == start_ns : strcmp(s->w->id, id) == 0)
+			return s->w;
+	return NULL;
+}
+
+/* A terminated process of the same pid, other than start_ns, or NULL. */
+static struct ex_work *wmap_terminated_pid(const struct ex_wmap *m, uint64_t pid, uint64_t start_ns)
+{
+	for (struct ex_wslot *s = wb_table_find(&m->tab, pid, 0); s;
+	     s = wb_table_find_next(&m->tab, s))
+		if (s->w->start_ns != start_ns && s->w->terminated)
+			return s->w;
+	return NULL;
+}
+
+static int wmap_put(struct ex_wmap *m, struct ex_work *w)
+{
+	struct ex_wslot *s = wb_table_insert(&m->tab, w->key, 0);
+	if (!s)
+		return -1;
+	s->w = w;
+	return 0;
+}
+
+static void wmap_del(struct ex_wmap *m, const struct ex_work *w)
+{
+	for (struct ex_wslot *s = wb_table_find(&m->tab, w->key, 0); s;
+	     s = wb_table_find_next(&m->tab, s))
+		if (s->w == w) {
+			wb_table_remove(&m->tab, s);
+			return;
+		}
+}
+
+/* Frees every workload of the map and its slots; the map stays usable, empty. */
+static void wmap_free(struct ex_wmap *m)
+{
+	for (struct ex_wslot *s = wb_table_next(&m->tab, NULL); s; s = wb_table_next(&m->tab, s))
+		work_free(s->w);
+	wb_table_free(&m->tab);
+}
+
+/* ---- workloads ---- */
 static unsigned work_series(enum ex_level level, size_t nz)
 {
 	/* joules and watts per zone, plus cpu_seconds for processes and containers */
@@ -266,13 +216,12 @@ static struct ex_work *work_get(struct accum *self, struct ex_host *h, enum ex_l
 {
 	if (!(self->lim.levels & (1u << level)))
 		return NULL;
-	uint64_t hash = level == EX_PROCESS ? hash_proc(pid) : wb_mix64(hash_str(0, id, 128));
-	struct ex_work *w = wmap_get(&h->works[level], hash, pid, start_ns, id);
+	uint64_t key = work_key(level, pid, id);
+	struct ex_work *w = wmap_get(&h->works[level], level, key, start_ns, id);
 	if (w)
 		return w;
 	struct ex_work *old;
-	if (level == EX_PROCESS &&
-	    (old = wmap_terminated_pid(&h->works[level], hash, pid, start_ns))) {
+	if (level == EX_PROCESS && (old = wmap_terminated_pid(&h->works[level], pid, start_ns))) {
 		/* The pid was reused: a terminated predecessor still exported would render a
 		 * second series with the same labels. The new process takes the pid's series
 		 * over from zero (a counter reset, as when Kepler sees a pid again). */
@@ -289,7 +238,7 @@ static struct ex_work *work_get(struct accum *self, struct ex_host *h, enum ex_l
 	w = calloc(1, sizeof *w);
 	if (w) {
 		w->level = (uint8_t)level;
-		w->hash = hash;
+		w->key = key;
 		w->pid = pid;
 		w->start_ns = start_ns;
 		w->nseries = ns;
@@ -419,12 +368,8 @@ static void host_free(struct ex_host *h)
 {
 	if (!h)
 		return;
-	for (int l = 0; l < EX_NLEVELS; l++) {
-		struct ex_wmap *m = &h->works[l];
-		for (size_t i = 0; i < m->cap; i++)
-			work_free(m->slots[i]);
-		free(m->slots);
-	}
+	for (int l = 0; l < EX_NLEVELS; l++)
+		wmap_free(&h->works[l]);
 	for (size_t z = 0; z < h->nzones; z++)
 		free(h->zones[z].labels);
 	for (size_t k = 0; k < h->nkinds; k++)
@@ -484,10 +429,10 @@ static bool host_evict_silent(struct accum *self, uint64_t now_t1)
 		return false;
 	struct ex_host *h = self->hosts[victim];
 	for (int l = 0; l < EX_NLEVELS; l++) {
-		struct ex_wmap *m = &h->works[l];
-		for (size_t i = 0; i < m->cap; i++)
-			if (m->slots[i])
-				self->series[l] -= m->slots[i]->nseries;
+		const struct ex_wmap *m = &h->works[l];
+		for (const struct ex_wslot *s = wb_table_next(&m->tab, NULL); s;
+		     s = wb_table_next(&m->tab, s))
+			self->series[l] -= s->w->nseries;
 	}
 	host_free(h);
 	self->hosts[victim] = self->hosts[--self->nhosts];
@@ -509,8 +454,11 @@ static struct ex_host *host_get(struct accum *self, const char *name, uint64_t n
 	if (hosts)
 		self->hosts = hosts;
 	h = calloc(1, sizeof *h);
-	if (h)
+	if (h) {
 		snprintf(h->name, sizeof h->name, "%s", name);
+		for (int l = 0; l < EX_NLEVELS; l++)
+			wmap_init(&h->works[l]);
+	}
 	if (!h || !hosts || host_label(h, self->lim.node_name) < 0) {
 		free(h);
 		*reason = ACC_R_NOMEM;
@@ -563,12 +511,11 @@ static int kind_get(struct ex_host *h, const char *zone, size_t filling,
 		if (slot == EX_MAX_ZONES)
 			return -1; /* not reached: at most EX_MAX_ZONES - 1 other zones */
 		for (int l = 0; l < EX_NLEVELS; l++) {
-			struct ex_wmap *m = &h->works[l];
-			for (size_t i = 0; i < m->cap; i++) {
-				struct ex_work *w = m->slots[i];
-				if (w && (size_t)slot < w->nz)
-					w->uj[slot] = w->uj[w->nz + slot] = 0;
-			}
+			const struct ex_wmap *m = &h->works[l];
+			for (const struct ex_wslot *s = wb_table_next(&m->tab, NULL); s;
+			     s = wb_table_next(&m->tab, s))
+				if ((size_t)slot < s->w->nz)
+					s->w->uj[slot] = s->w->uj[s->w->nz + slot] = 0;
 		}
 	}
 	struct ex_kind *k = &h->kinds[slot];
@@ -923,12 +870,11 @@ static void host_expire(struct accum *self, struct ex_host *h)
 	for (int l = EX_PROCESS; l < EX_NLEVELS; l++) {
 		struct ex_wmap *m = &h->works[l];
 		if (scan) {
-			for (size_t i = 0; i < m->cap; i++) {
-				struct ex_work *w = m->slots[i];
-				if (w && !w->terminated &&
-				    now - w->last_t1 > self->lim.stale_after_ns)
-					work_terminate(h, w, now);
-			}
+			for (const struct ex_wslot *s = wb_table_next(&m->tab, NULL); s;
+			     s = wb_table_next(&m->tab, s))
+				if (!s->w->terminated &&
+				    now - s->w->last_t1 > self->lim.stale_after_ns)
+					work_terminate(h, s->w, now);
 		}
 		while (h->term_head[l] &&
 		       (h->nterm[l] > self->lim.max_terminated ||
@@ -944,11 +890,7 @@ static void drop_level(struct accum *self, enum ex_level level)
 {
 	for (size_t i = 0; i < self->nhosts; i++) {
 		struct ex_host *h = self->hosts[i];
-		struct ex_wmap *m = &h->works[level];
-		for (size_t s = 0; s < m->cap; s++)
-			work_free(m->slots[s]);
-		free(m->slots);
-		*m = (struct ex_wmap){0};
+		wmap_free(&h->works[level]);
 		h->term_head[level] = h->term_tail[level] = NULL;
 		h->nterm[level] = 0;
 	}

@@ -12,6 +12,7 @@
 
 #include "config.h"
 #include "httpd.h"
+#include "table.h"
 #include "wb_msgs.h"
 
 /* Workload levels, as Kepler's metricsLevel names them. */
@@ -175,7 +176,7 @@ struct ex_work {
 	bool terminated;
 	uint8_t nz;	  /* zone kinds in uj */
 	uint32_t nseries; /* series it accounts for in the cap */
-	uint64_t hash;
+	uint64_t key;	  /* its key in the host's map of its level (struct ex_wslot) */
 	/* identity: processes by (pid, start_ns), groups by id */
 	uint64_t pid, start_ns;
 	char *id;
@@ -189,9 +190,20 @@ struct ex_work {
 	struct ex_work *tprev, *tnext; /* the host's terminated list of its level, oldest first */
 };
 
+/*
+ * A workload in its host's map of its level, a lib/table.h table: processes
+ * keyed by pid, so that a reused pid finds its predecessor among the entries
+ * of the key; groups by wb_hash_str(id). The work tells the entries of one key
+ * apart (start_ns, id).
+ */
+struct ex_wslot {
+	uint64_t key;
+	struct ex_work *w;
+	bool used;
+};
+
 struct ex_wmap {
-	struct ex_work **slots;
-	size_t cap, n;
+	WB_TABLE(struct ex_wslot);
 };
 
 /*

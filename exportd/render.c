@@ -372,9 +372,10 @@ static void work_energy_family(struct ctx *c, enum ex_level level, const char *n
 	for (size_t i = 0; i < a->nhosts; i++) {
 		const struct ex_host *h = a->hosts[i];
 		const struct ex_wmap *m = &h->works[level];
-		for (size_t s = 0; s < m->cap; s++) {
-			const struct ex_work *w = m->slots[s];
-			if (!w || !w->labels)
+		for (const struct ex_wslot *s = wb_table_next(&m->tab, NULL); s;
+		     s = wb_table_next(&m->tab, s)) {
+			const struct ex_work *w = s->w;
+			if (!w->labels)
 				continue;
 			bool in_last = w->last_t1 == h->last_t1;
 			for (size_t z = 0; z < w->nz && z < h->nkinds; z++) {
@@ -412,9 +413,10 @@ static void work_seconds_family(struct ctx *c, enum ex_level level, const char *
 	for (size_t i = 0; i < a->nhosts; i++) {
 		const struct ex_host *h = a->hosts[i];
 		const struct ex_wmap *m = &h->works[level];
-		for (size_t s = 0; s < m->cap; s++) {
-			const struct ex_work *w = m->slots[s];
-			if (!w || !w->labels)
+		for (const struct ex_wslot *s = wb_table_next(&m->tab, NULL); s;
+		     s = wb_table_next(&m->tab, s)) {
+			const struct ex_work *w = s->w;
+			if (!w->labels)
 				continue;
 			work_prefix(c, h, w);
 			/* a process's CPU time has no state in Kepler; a container's has */

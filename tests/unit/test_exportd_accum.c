@@ -73,8 +73,9 @@ static struct ex_work *find_proc(struct accum *a, const char *host, uint64_t pid
 		return NULL;
 	struct ex_wmap *m = &h->works[EX_PROCESS];
 	for (size_t i = 0; i < m->cap; i++)
-		if (m->slots[i] && m->slots[i]->pid == pid && m->slots[i]->start_ns == start_ns)
-			return m->slots[i];
+		if (m->slots[i].used && m->slots[i].w->pid == pid &&
+		    m->slots[i].w->start_ns == start_ns)
+			return m->slots[i].w;
 	return NULL;
 }
 
@@ -651,9 +652,9 @@ static void test_labels(void)
 	struct ex_host *h = accum_host(a, "h\"1");
 	struct ex_wmap *cm = &h->works[EX_CONTAINER];
 	for (size_t i = 0; i < cm->cap; i++)
-		if (cm->slots[i])
+		if (cm->slots[i].used)
 			CHECK_STR(
-			    cm->slots[i]->labels,
+			    cm->slots[i].w->labels,
 			    "container_id=\"0123456789abcdef0123\",container_name=\"0123456789ab\",runtime=\"docker\",pod_id=\"\"");
 	CHECK_STR(h->node_label, "node_name=\"h\\\"1\"");
 	CHECK_STR(
@@ -667,8 +668,8 @@ static void test_labels(void)
 	    "pid=\"102\",comm=\"proc2\",exe=\"\",type=\"vm\",container_id=\"\",vm_id=\"vm-1\"");
 	struct ex_wmap *pm = &h->works[EX_POD];
 	for (size_t i = 0; i < pm->cap; i++)
-		if (pm->slots[i])
-			CHECK_STR(pm->slots[i]->labels,
+		if (pm->slots[i].used)
+			CHECK_STR(pm->slots[i].w->labels,
 				  "pod_id=\"uid-1\",pod_name=\"uid-1\",pod_namespace=\"\"");
 
 	/* the process execs: same pid and start, new comm, new labels, same totals */
