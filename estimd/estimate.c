@@ -13,6 +13,8 @@
 #include "codec.h"
 #include "estimd.h"
 #include "grow.h"
+#include "hash.h"
+#include "table.h"
 
 #define HOSTS_MAX                                                                                  \
 	1024 /* hosts whose learning state (idle regression, training) is kept, least recent       \
@@ -39,13 +41,26 @@ struct host_state {
 	bool trainer_ok;
 };
 
+/*
+ * An index into one of the slot's arrays (lib/table.h), built again every slot:
+ * cgroups by id, groups by wb_hash_str(id), which the group's id tells apart.
+ */
+struct slot_index_entry {
+	uint64_t key;
+	int32_t i;
+	bool used;
+};
+
+struct slot_index {
+	WB_TABLE(struct slot_index_entry);
+};
+
 struct group_set {
 	struct wb_est_group *g;
 	size_t n, cap;
 	uint64_t *energy; /* n x nzones */
 	size_t energy_cap;
-	int32_t *slot;		/* open addressing: group index or -1 */
-	size_t slot_cap, slots; /* allocated, in use (a power of two) */
+	struct slot_index index;
 };
 
 struct estimator {
@@ -66,9 +81,8 @@ struct estimator {
 	size_t energy_cap;
 	uint64_t *w, *w2, *part, *gw;
 	size_t w_cap, w2_cap, part_cap, gw_cap;
-	int32_t *cg_slot; /* cgroup id -> index into the slot's cgroups */
-	size_t cg_slot_cap;
-	int32_t *cg_group; /* per cgroup of the slot, per group kind: group index or -1 */
+	struct slot_index cg_index; /* cgroup id -> index into the slot's cgroups */
+	int32_t *cg_group;	    /* per cgroup of the slot, per group kind: group index or -1 */
 	size_t cg_group_cap;
 	int32_t *proc_cg; /* per process of the slot: index of its cgroup, or -1 */
 	size_t proc_cg_cap;
@@ -80,6 +94,13 @@ struct estimator {
 	struct totals totals;
 	struct wb_budget budget; /* learning state and totals of all hosts */
 };
+
+static void slot_index_init(struct slot_index *x)
+{
+	wb_table_init(&x->tab, sizeof(struct slot_index_entry),
+		      offsetof(struct slot_index_entry, key), 1,
+		      offsetof(struct slot_index_entry, used), 16, SIZE_MAX);
+}
 
 static void host_free(struct estimator *e, struct host_state *h)
 {
@@ -99,6 +120,9 @@ struct estimator *estimator_new(const struct est_conf *conf)
 		return NULL;
 	e->conf = *conf;
 	e->budget.max = conf->budget_bytes;
+	slot_index_init(&e->cg_index);
+	for (int k = 0; k < G_KINDS; k++)
+		slot_index_init(&e->groups[k].index);
 	totals_init(&e->totals, TOTALS_HOSTS_MAX);
 	e->totals.budget = &e->budget;
 	return e;
@@ -129,7 +153,7 @@ void estimator_destroy(struct estimator **self_p)
 	free(e->w2);
 	free(e->part);
 	free(e->gw);
-	free(e->cg_slot);
+	wb_table_free(&e->cg_index.tab);
 	free(e->cg_group);
 	free(e->proc_cg);
 	free(e->vm_total);
@@ -137,7 +161,7 @@ void estimator_destroy(struct estimator **self_p)
 	for (int k = 0; k < G_KINDS; k++) {
 		free(e->groups[k].g);
 		free(e->groups[k].energy);
-		free(e->groups[k].slot);
+		wb_table_free(&e->groups[k].index.tab);
 	}
 	attrib_scratch_free(&e->scratch);
 	gpu_scratch_free(&e->gpu_scratch);
@@ -252,57 +276,30 @@ static struct idle_reg *zone_reg(struct estimator *e, struct host_state *h, cons
 	return zs ? &zs->reg : NULL;
 }
 
-static inline uint64_t hash_str(const char *s)
-{
-	uint64_t h = 1469598103934665603ull;
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ull;
-	return h;
-}
-
-static size_t pow2_at_least(size_t n)
-{
-	size_t c = 16;
-	while (c < n)
-		c *= 2;
-	return c;
-}
-
 /* Index the slot's cgroups by id (the last entry of an id wins). */
 static int cgroups_index(struct estimator *e, const struct wb_aligned *a)
 {
-	size_t cap = pow2_at_least(2 * a->n_cgroups + 1);
-	if (wb_grow(&e->cg_slot, &e->cg_slot_cap, cap, sizeof(int32_t), 16) < 0)
-		return -1;
-	memset(e->cg_slot, 0xff, cap * sizeof(int32_t));
+	struct slot_index *x = &e->cg_index;
+	wb_table_clear(&x->tab);
 	for (size_t i = 0; i < a->n_cgroups; i++) {
-		size_t s = wb_mix64(a->cgroups[i].id) & (cap - 1);
-		while (e->cg_slot[s] >= 0 && a->cgroups[e->cg_slot[s]].id != a->cgroups[i].id)
-			s = (s + 1) & (cap - 1);
-		e->cg_slot[s] = (int32_t)i;
+		uint64_t id = a->cgroups[i].id;
+		struct slot_index_entry *c = wb_table_find(&x->tab, id, 0);
+		if (!c && !(c = wb_table_insert(&x->tab, id, 0)))
+			return -1;
+		c->i = (int32_t)i;
 	}
-	return (int)cap;
+	return 0;
 }
 
 /* Each process's cgroup, looked up once per slot. */
-static int procs_cgroups(struct estimator *e, const struct wb_aligned *a, size_t cap)
+static int procs_cgroups(struct estimator *e, const struct wb_aligned *a)
 {
 	if (wb_grow(&e->proc_cg, &e->proc_cg_cap, a->n_procs + 1, sizeof(int32_t), 16) < 0)
 		return -1;
 	for (size_t i = 0; i < a->n_procs; i++) {
-		uint64_t id = a->procs[i].cgroup_id;
-		int32_t found = -1;
-		if (a->n_cgroups) {
-			size_t s = wb_mix64(id) & (cap - 1);
-			while (e->cg_slot[s] >= 0) {
-				if (a->cgroups[e->cg_slot[s]].id == id) {
-					found = e->cg_slot[s];
-					break;
-				}
-				s = (s + 1) & (cap - 1);
-			}
-		}
-		e->proc_cg[i] = found;
+		const struct slot_index_entry *c =
+		    wb_table_find(&e->cg_index.tab, a->procs[i].cgroup_id, 0);
+		e->proc_cg[i] = c ? c->i : -1;
 	}
 	return 0;
 }
@@ -318,14 +315,13 @@ static inline void copy_str(char *dst, size_t dst_size, const char *src, size_t 
 /* The group named id in set gs, added when new. Returns its index or -1 (ENOMEM). */
 static int32_t group_get(struct group_set *gs, const char *id, const struct wb_cgroup *cg, int kind)
 {
-	size_t cap = gs->slots;
-	size_t s = hash_str(id) & (cap - 1);
-	while (gs->slot[s] >= 0) {
-		if (strcmp(gs->g[gs->slot[s]].id, id) == 0)
-			return gs->slot[s];
-		s = (s + 1) & (cap - 1);
-	}
-	if (wb_grow(&gs->g, &gs->cap, gs->n + 1, sizeof(*gs->g), 16) < 0)
+	uint64_t key = wb_hash_str(id);
+	struct slot_index_entry *x = wb_table_find(&gs->index.tab, key, 0);
+	for (; x; x = wb_table_find_next(&gs->index.tab, x))
+		if (strcmp(gs->g[x->i].id, id) == 0)
+			return x->i;
+	if (wb_grow(&gs->g, &gs->cap, gs->n + 1, sizeof(*gs->g), 16) < 0 ||
+	    !(x = wb_table_insert(&gs->index.tab, key, 0)))
 		return -1;
 	struct wb_est_group *g = &gs->g[gs->n];
 	memset(g, 0, sizeof(*g));
@@ -336,7 +332,7 @@ static int32_t group_get(struct group_set *gs, const char *id, const struct wb_c
 	} else if (kind == G_POD || kind == G_VM) {
 		snprintf(g->runtime, sizeof(g->runtime), "%s", cg->runtime);
 	}
-	gs->slot[s] = (int32_t)gs->n;
+	x->i = (int32_t)gs->n;
 	return (int32_t)gs->n++;
 }
 
@@ -364,11 +360,7 @@ static int groups_build(struct estimator *e, const struct wb_aligned *a, size_t 
 	for (int k = 0; k < G_KINDS; k++) {
 		struct group_set *gs = &e->groups[k];
 		gs->n = 0;
-		size_t cap = pow2_at_least(2 * a->n_cgroups + 1);
-		if (wb_grow(&gs->slot, &gs->slot_cap, cap, sizeof(int32_t), 16) < 0)
-			return -1;
-		gs->slots = cap;
-		memset(gs->slot, 0xff, cap * sizeof(int32_t));
+		wb_table_clear(&gs->index.tab);
 		for (size_t i = 0; i < a->n_cgroups; i++) {
 			const char *key = group_key(&a->cgroups[i], k);
 			e->cg_group[i * G_KINDS + k] =
@@ -738,8 +730,7 @@ int estimator_slot(struct estimator *e, const struct wb_aligned *a, struct wb_es
 		goto nomem;
 	if (attribute(e, a, nz, busy, measured) < 0)
 		goto nomem;
-	int cg_cap = cgroups_index(e, a);
-	if (cg_cap < 0 || procs_cgroups(e, a, (size_t)cg_cap) < 0)
+	if (cgroups_index(e, a) < 0 || procs_cgroups(e, a) < 0)
 		goto nomem;
 	fill_procs(e, a, nz);
 	if (groups_build(e, a, nz) < 0)

@@ -347,6 +347,52 @@ static void test_groups(void)
 	CHECK_STR(out.procs[0].container_id, "c1");
 	CHECK_STR(out.procs[3].vm, "vm1");
 	CHECK_STR(out.procs[3].container_id, "");
+
+	/*
+	 * The next slot indexes its own cgroups and groups (none of the last slot's),
+	 * more than the first index held, and a cgroup id listed twice goes by its last entry.
+	 */
+	struct wb_msg *m2 = slot_new(600, 1, 151);
+	a = &m2->aligned;
+	a->t0 += 1000000000ull;
+	a->t1 += 1000000000ull;
+	a->zones[0].energy_uj = 1000000;
+	a->cpu.user_ns = 600 * 10;
+	for (size_t i = 0; i < 600; i++) {
+		a->procs[i].cpu_ns = 10;
+		a->procs[i].cgroup_id = 1000 + i % 150;
+	}
+	for (size_t g = 0; g < 150; g++) {
+		a->cgroups[g] = (struct wb_cgroup){.id = 1000 + g, .runtime = "crio"};
+		snprintf(a->cgroups[g].container_id, sizeof(a->cgroups[g].container_id), "k%zu", g);
+		snprintf(a->cgroups[g].pod_uid, sizeof(a->cgroups[g].pod_uid), "p%zu", g / 10);
+	}
+	a->cgroups[150] = (struct wb_cgroup){
+	    .id = 1000, .runtime = "crio", .container_id = "last", .pod_uid = "p-last"};
+	CHECK(estimator_slot(e, a, &out, &res, err, sizeof(err)) == 0);
+	CHECK_U64(out.n_containers, 151);
+	CHECK_U64(out.n_pods, 16);
+	CHECK_U64(out.n_vms, 0);
+	CHECK_U64(out.n_services, 0);
+	uint64_t cpu_k0 = 1, cpu_last = 0, cpu_k7 = 0;
+	for (size_t i = 0; i < out.n_containers; i++) {
+		CHECK(strcmp(out.containers[i].id, "c1") != 0 &&
+		      strcmp(out.containers[i].id, "c2") != 0);
+		if (!strcmp(out.containers[i].id, "k0"))
+			cpu_k0 = out.containers[i].cpu_ns;
+		if (!strcmp(out.containers[i].id, "last"))
+			cpu_last = out.containers[i].cpu_ns;
+		if (!strcmp(out.containers[i].id, "k7"))
+			cpu_k7 = out.containers[i].cpu_ns;
+	}
+	CHECK_U64(cpu_k0, 0); /* its id's processes went to the last entry of the id */
+	CHECK_U64(cpu_last, 40);
+	CHECK_U64(cpu_k7, 40);
+	for (size_t i = 0; i < out.n_pods; i++)
+		CHECK(strcmp(out.pods[i].id, "pod-a") != 0);
+	CHECK_STR(out.procs[0].container_id, "last");
+	CHECK_STR(out.procs[157].container_id, "k7");
+	slot_free(m2);
 	estimator_destroy(&e);
 	slot_free(m);
 }
