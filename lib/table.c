@@ -203,9 +203,13 @@ size_t wb_table_sweep(struct wb_table *t, wb_table_keep_fn *keep, void *arg)
 
 void *wb_table_next(const struct wb_table *t, const void *prev)
 {
-	size_t i = prev ? (size_t)((const char *)prev - (const char *)t->slots) / t->size + 1 : 0;
-	for (; i < t->cap; i++)
-		if (used(t, slot(t, i)))
-			return slot(t, i);
+	/* A walk over every slot (an exposition, an expiry scan): a pointer step, no index. */
+	size_t size = t->size, uoff = t->used;
+	if (!t->slots)
+		return NULL;
+	char *end = slot(t, t->cap);
+	for (char *e = prev ? (char *)prev + size : t->slots; e < end; e += size)
+		if (e[uoff])
+			return e;
 	return NULL;
 }
