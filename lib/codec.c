@@ -3,6 +3,7 @@
  * Decoding is strict (types, bounds, required keys, trailing bytes, UTF-8);
  * unknown keys are skipped, so an optional key can be added without a new v.
  */
+#include <endian.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -100,172 +101,6 @@ __attribute__((format(printf, 4, 5))) static int fail(struct wb_err *err, enum w
 	return -1;
 }
 
-/* ---- structural pre-check ---- */
-
-static int read_be(const uint8_t **p, const uint8_t *end, int n, uint64_t *out)
-{
-	if (end - *p < n)
-		return -1;
-	uint64_t v = 0;
-	for (int i = 0; i < n; i++)
-		v = (v << 8) | (*p)[i];
-	*p += n;
-	*out = v;
-	return 0;
-}
-
-int wb_msgpack_check(const void *buf, size_t len, int max_depth, struct wb_err *err)
-{
-	const uint8_t *p = buf;
-	const uint8_t *end = p + len;
-	uint64_t stack[WB_DEPTH_MAX + 1];
-	int depth = 0;
-	uint64_t todo = 1;
-	uint64_t objects = 0;
-
-	if (max_depth > WB_DEPTH_MAX)
-		max_depth = WB_DEPTH_MAX;
-	for (;;) {
-		while (todo == 0) {
-			if (depth == 0)
-				goto done;
-			todo = stack[--depth];
-		}
-		todo--;
-		if (p >= end)
-			return fail(err, WB_R_MALFORMED, NULL,
-				    "truncated: frame ends inside an object (%zu bytes)", len);
-		uint8_t b = *p++;
-		uint64_t skip = 0;
-		uint64_t children = 0;
-		int lenbytes = 0;
-		if (b <= 0x7f || b >= 0xe0 || b == 0xc0 || b == 0xc2 || b == 0xc3)
-			continue;
-		if (b >= 0x80 && b <= 0x8f)
-			children = 2u * (b & 0x0f);
-		else if (b >= 0x90 && b <= 0x9f)
-			children = b & 0x0f;
-		else if (b >= 0xa0 && b <= 0xbf)
-			skip = b & 0x1f;
-		else
-			switch (b) {
-			case 0xc4:
-			case 0xd9:
-				lenbytes = 1;
-				break;
-			case 0xc5:
-			case 0xda:
-				lenbytes = 2;
-				break;
-			case 0xc6:
-			case 0xdb:
-				lenbytes = 4;
-				break;
-			case 0xc7:
-				lenbytes = 1;
-				skip = 1;
-				break;
-			case 0xc8:
-				lenbytes = 2;
-				skip = 1;
-				break;
-			case 0xc9:
-				lenbytes = 4;
-				skip = 1;
-				break;
-			case 0xca:
-				skip = 4;
-				break;
-			case 0xcb:
-				skip = 8;
-				break;
-			case 0xcc:
-			case 0xd0:
-				skip = 1;
-				break;
-			case 0xcd:
-			case 0xd1:
-				skip = 2;
-				break;
-			case 0xce:
-			case 0xd2:
-				skip = 4;
-				break;
-			case 0xcf:
-			case 0xd3:
-				skip = 8;
-				break;
-			case 0xd4:
-				skip = 2;
-				break;
-			case 0xd5:
-				skip = 3;
-				break;
-			case 0xd6:
-				skip = 5;
-				break;
-			case 0xd7:
-				skip = 9;
-				break;
-			case 0xd8:
-				skip = 17;
-				break;
-			case 0xdc:
-			case 0xdd:
-			case 0xde:
-			case 0xdf: {
-				uint64_t n;
-				if (read_be(&p, end, (b & 1) ? 4 : 2, &n) < 0)
-					return fail(err, WB_R_MALFORMED, NULL,
-						    "truncated container header");
-				children = b >= 0xde ? 2 * n : n;
-				if (children == 0)
-					continue;
-				break;
-			}
-			default:
-				return fail(err, WB_R_MALFORMED, NULL,
-					    "invalid msgpack type byte 0x%02x at offset %zu", b,
-					    (size_t)(p - 1 - (const uint8_t *)buf));
-			}
-		if (lenbytes) {
-			uint64_t n;
-			if (read_be(&p, end, lenbytes, &n) < 0)
-				return fail(err, WB_R_MALFORMED, NULL, "truncated length header");
-			skip += n;
-		}
-		if (skip > (uint64_t)(end - p))
-			return fail(err, WB_R_MALFORMED, NULL,
-				    "truncated: a %llu-byte value with %zu bytes left",
-				    (unsigned long long)skip, (size_t)(end - p));
-		p += skip;
-		if (children) {
-			if (children > (uint64_t)(end - p))
-				return fail(
-				    err, WB_R_MALFORMED, NULL,
-				    "truncated: a container of %llu items with %zu bytes left",
-				    (unsigned long long)children, (size_t)(end - p));
-			/* msgpack-c builds ~24 bytes of tree per object before any schema check. */
-			objects += children;
-			if (objects > WB_OBJECTS_MAX)
-				return fail(err, WB_R_TOO_BIG, NULL,
-					    "more than %u objects in one frame", WB_OBJECTS_MAX);
-			if (depth >= max_depth)
-				return fail(err, WB_R_MALFORMED, NULL,
-					    "nested deeper than %d levels", max_depth);
-			stack[depth++] = todo;
-			todo = children;
-		}
-	}
-done:
-	if (p != end)
-		return fail(err, WB_R_TRAILING, NULL, "%zu trailing bytes after the map",
-			    (size_t)(end - p));
-	return 0;
-}
-
-/* ---- decoding ---- */
-
 size_t wb_utf8_seq_len(const unsigned char *s, size_t n)
 {
 	if (n == 0)
@@ -327,69 +162,362 @@ static bool utf8_valid(const unsigned char *s, size_t n)
 	}
 	return true;
 }
+/* ---- structure ---- */
 
-static const char *type_name(msgpack_object_type t)
+/*
+ * One msgpack value as the reader meets it: scalars read, a string's bytes
+ * pointed at in the frame, a container's item count (its items follow).
+ */
+enum mv_type {
+	MV_NIL,
+	MV_BOOL,
+	MV_POS, /* an integer >= 0, of any encoding (msgpack-c's POSITIVE_INTEGER) */
+	MV_NEG, /* an integer < 0 */
+	MV_FLOAT,
+	MV_STR,
+	MV_BIN,
+	MV_EXT,
+	MV_ARR,
+	MV_MAP,
+};
+
+struct mval {
+	enum mv_type t;
+	union {
+		bool b;
+		uint64_t u;
+		int64_t i;
+		double f;
+		struct {
+			const char *ptr;
+			uint32_t n;
+		} s;
+		uint32_t n; /* ARR, MAP: items (pairs) */
+	};
+};
+
+static const char *type_name(enum mv_type t)
 {
-	switch (t) {
-	case MSGPACK_OBJECT_NIL:
-		return "nil";
-	case MSGPACK_OBJECT_BOOLEAN:
-		return "a boolean";
-	case MSGPACK_OBJECT_POSITIVE_INTEGER:
-		return "an unsigned integer";
-	case MSGPACK_OBJECT_NEGATIVE_INTEGER:
-		return "a negative integer";
-	case MSGPACK_OBJECT_FLOAT32:
-	case MSGPACK_OBJECT_FLOAT64:
-		return "a float";
-	case MSGPACK_OBJECT_STR:
-		return "a string";
-	case MSGPACK_OBJECT_ARRAY:
-		return "an array";
-	case MSGPACK_OBJECT_MAP:
-		return "a map";
-	case MSGPACK_OBJECT_BIN:
-		return "binary";
-	case MSGPACK_OBJECT_EXT:
-		return "an ext value";
-	}
-	return "an unknown type";
+	static const char *const names[] = {
+	    [MV_NIL] = "nil",
+	    [MV_BOOL] = "a boolean",
+	    [MV_POS] = "an unsigned integer",
+	    [MV_NEG] = "a negative integer",
+	    [MV_FLOAT] = "a float",
+	    [MV_STR] = "a string",
+	    [MV_BIN] = "binary",
+	    [MV_EXT] = "an ext value",
+	    [MV_ARR] = "an array",
+	    [MV_MAP] = "a map",
+	};
+	return names[t];
 }
 
-static int decode_obj(const msgpack_object *o, const struct wb_type *t, char *dst,
-		      const struct path *at, struct wb_err *err);
-static void clear_obj(const struct wb_type *t, char *obj);
+/*
+ * The reader: one pass over the frame. The decoder reads values with it
+ * straight into the message structs, with no object tree between; walk_one
+ * passes over values with it. A structural fault (truncation, a bad type byte,
+ * a container larger than the bytes left, too many objects, too deep) stops
+ * the decoder: wb_decode then names the fault with wb_msgpack_check, so a
+ * refused frame gets the reason and message it gets when that check runs first.
+ */
+struct reader {
+	const uint8_t *p, *start, *end;
+	uint64_t objects; /* items declared by the containers met, as walk_one counts them */
+};
 
-static int decode_value(const msgpack_object *o, const struct wb_field *f, char *dst,
-			const struct path *at, struct wb_err *err)
+/* A big-endian number of n (0, 1, 2, 4 or 8) bytes. */
+static inline uint64_t rd_be(const uint8_t *p, int n)
 {
+	uint16_t h;
+	uint32_t w;
+	uint64_t d;
+	switch (n) {
+	case 1:
+		return p[0];
+	case 2:
+		memcpy(&h, p, 2);
+		return be16toh(h);
+	case 4:
+		memcpy(&w, p, 4);
+		return be32toh(w);
+	case 8:
+		memcpy(&d, p, 8);
+		return be64toh(d);
+	}
+	return 0;
+}
+
+/* rd_val's faults (0: a value was read). */
+enum rd_fault {
+	RD_END = -1,	 /* no byte left where a value should start */
+	RD_BAD = -2,	 /* a type byte msgpack does not use */
+	RD_HEAD = -3,	 /* the frame ends inside the bytes after the type byte */
+	RD_BODY = -4,	 /* a string, binary or ext longer than the bytes left (v->u: its size) */
+	RD_ITEMS = -5,	 /* a container of more items than bytes left (v->u: the items) */
+	RD_OBJECTS = -6, /* more than WB_OBJECTS_MAX items declared in the frame */
+};
+
+/* A string, binary or ext body of n bytes at r->p (skip: bytes before it, e.g. the ext type). */
+static inline int rd_body(struct reader *r, struct mval *v, enum mv_type t, uint64_t skip,
+			  uint64_t n)
+{
+	if (skip + n > (uint64_t)(r->end - r->p)) {
+		v->u = skip + n;
+		return RD_BODY;
+	}
+	v->t = t;
+	v->s.ptr = (const char *)r->p + skip;
+	v->s.n = (uint32_t)n;
+	r->p += skip + n;
+	return 0;
+}
+
+/* A container of n items (maps: n pairs); its items are what r->p points at next. */
+static inline int rd_container(struct reader *r, struct mval *v, enum mv_type t, uint64_t n)
+{
+	uint64_t children = t == MV_MAP ? 2 * n : n;
+	if (children > (uint64_t)(r->end - r->p)) {
+		v->u = children;
+		return RD_ITEMS;
+	}
+	r->objects += children;
+	if (r->objects > WB_OBJECTS_MAX)
+		return RD_OBJECTS;
+	v->t = t;
+	v->n = (uint32_t)n;
+	return 0;
+}
+
+/* The value at r->p: 0, or an enum rd_fault. */
+static int rd_val(struct reader *r, struct mval *v)
+{
+	if (r->p >= r->end)
+		return RD_END;
+	uint8_t b = *r->p++;
+	size_t left = (size_t)(r->end - r->p);
+	if (b <= 0x7f) {
+		v->t = MV_POS;
+		v->u = b;
+		return 0;
+	}
+	if (b >= 0xe0) {
+		v->t = MV_NEG;
+		v->i = (int8_t)b;
+		return 0;
+	}
+	if (b <= 0x8f)
+		return rd_container(r, v, MV_MAP, b & 0x0f);
+	if (b <= 0x9f)
+		return rd_container(r, v, MV_ARR, b & 0x0f);
+	if (b <= 0xbf)
+		return rd_body(r, v, MV_STR, 0, b & 0x1f);
+	/* The sizes of what follows the type byte 0xc0..0xdf: header bytes to read. */
+	static const uint8_t hdr[32] = {
+	    [0x04] = 1, [0x05] = 2, [0x06] = 4,		    /* bin 8/16/32 */
+	    [0x07] = 1, [0x08] = 2, [0x09] = 4,		    /* ext 8/16/32 */
+	    [0x0a] = 4, [0x0b] = 8,			    /* float 32/64 */
+	    [0x0c] = 1, [0x0d] = 2, [0x0e] = 4, [0x0f] = 8, /* uint */
+	    [0x10] = 1, [0x11] = 2, [0x12] = 4, [0x13] = 8, /* int */
+	    [0x19] = 1, [0x1a] = 2, [0x1b] = 4,		    /* str 8/16/32 */
+	    [0x1c] = 2, [0x1d] = 4, [0x1e] = 2, [0x1f] = 4, /* array, map 16/32 */
+	};
+	int hn = hdr[b - 0xc0];
+	if ((size_t)hn > left)
+		return RD_HEAD;
+	uint64_t x = rd_be(r->p, hn);
+	r->p += hn;
+	switch (b) {
+	case 0xc0:
+		v->t = MV_NIL;
+		return 0;
+	case 0xc2:
+	case 0xc3:
+		v->t = MV_BOOL;
+		v->b = b == 0xc3;
+		return 0;
+	case 0xc4:
+	case 0xc5:
+	case 0xc6:
+		return rd_body(r, v, MV_BIN, 0, x);
+	case 0xc7:
+	case 0xc8:
+	case 0xc9:
+		return rd_body(r, v, MV_EXT, 1, x);
+	case 0xca: {
+		uint32_t w = (uint32_t)x;
+		float f;
+		memcpy(&f, &w, sizeof(f));
+		v->t = MV_FLOAT;
+		v->f = f;
+		return 0;
+	}
+	case 0xcb:
+		v->t = MV_FLOAT;
+		memcpy(&v->f, &x, sizeof(v->f));
+		return 0;
+	case 0xcc:
+	case 0xcd:
+	case 0xce:
+	case 0xcf:
+		v->t = MV_POS;
+		v->u = x;
+		return 0;
+	case 0xd0:
+	case 0xd1:
+	case 0xd2:
+	case 0xd3: {
+		/* sign-extend from the encoded width; msgpack-c calls an integer >= 0 positive */
+		int sh = 64 - 8 * hn;
+		int64_t i = (int64_t)(x << sh) >> sh;
+		v->t = i < 0 ? MV_NEG : MV_POS;
+		v->i = i;
+		return 0;
+	}
+	case 0xd4:
+	case 0xd5:
+	case 0xd6:
+	case 0xd7:
+	case 0xd8:
+		return rd_body(r, v, MV_EXT, 1, 1u << (b - 0xd4));
+	case 0xd9:
+	case 0xda:
+	case 0xdb:
+		return rd_body(r, v, MV_STR, 0, x);
+	case 0xdc:
+	case 0xdd:
+		return rd_container(r, v, MV_ARR, x);
+	case 0xde:
+	case 0xdf:
+		return rd_container(r, v, MV_MAP, x);
+	}
+	return RD_BAD; /* 0xc1, never used */
+}
+
+/* The message for rd_val's fault rc at the value that starts at at. */
+static int rd_fail(const struct reader *r, int rc, const struct mval *v, const uint8_t *at,
+		   struct wb_err *err)
+{
+	size_t left = (size_t)(r->end - r->p);
+	switch (rc) {
+	case RD_END:
+		return fail(err, WB_R_MALFORMED, NULL,
+			    "truncated: frame ends inside an object (%zu bytes)",
+			    (size_t)(r->end - r->start));
+	case RD_BAD:
+		return fail(err, WB_R_MALFORMED, NULL,
+			    "invalid msgpack type byte 0x%02x at offset %zu", *at,
+			    (size_t)(at - r->start));
+	case RD_HEAD:
+		if (*at >= 0xdc)
+			return fail(err, WB_R_MALFORMED, NULL, "truncated container header");
+		return fail(err, WB_R_MALFORMED, NULL, "truncated header of type byte 0x%02x", *at);
+	case RD_BODY:
+		return fail(err, WB_R_MALFORMED, NULL,
+			    "truncated: a %llu-byte value with %zu bytes left",
+			    (unsigned long long)v->u, left);
+	case RD_ITEMS:
+		return fail(err, WB_R_MALFORMED, NULL,
+			    "truncated: a container of %llu items with %zu bytes left",
+			    (unsigned long long)v->u, left);
+	default:
+		return fail(err, WB_R_TOO_BIG, NULL, "more than %u objects in one frame",
+			    WB_OBJECTS_MAX);
+	}
+}
+
+/*
+ * Pass over exactly one value at r->p, its items included, with containers
+ * nested at most max_depth deep. The structural rules of a frame, written
+ * once: the check of a frame and the skipping of an unknown key's value.
+ */
+static int walk_one(struct reader *r, int max_depth, struct wb_err *err)
+{
+	uint64_t stack[WB_DEPTH_MAX + 1];
+	int depth = 0;
+	uint64_t todo = 1;
+
+	if (max_depth > WB_DEPTH_MAX)
+		max_depth = WB_DEPTH_MAX;
+	for (;;) {
+		while (todo == 0) {
+			if (depth == 0)
+				return 0;
+			todo = stack[--depth];
+		}
+		todo--;
+		struct mval v;
+		const uint8_t *at = r->p;
+		int rc = rd_val(r, &v);
+		if (rc < 0)
+			return rd_fail(r, rc, &v, at, err);
+		uint64_t items = v.t == MV_MAP ? 2ull * v.n : v.t == MV_ARR ? v.n : 0;
+		if (items) {
+			if (depth >= max_depth)
+				return fail(err, WB_R_MALFORMED, NULL,
+					    "nested deeper than %d levels", max_depth);
+			stack[depth++] = todo;
+			todo = items;
+		}
+	}
+}
+
+int wb_msgpack_check(const void *buf, size_t len, int max_depth, struct wb_err *err)
+{
+	struct reader r = {buf, buf, (const uint8_t *)buf + len, 0};
+	if (walk_one(&r, max_depth, err) < 0)
+		return -1;
+	if (r.p != r.end)
+		return fail(err, WB_R_TRAILING, NULL, "%zu trailing bytes after the map",
+			    (size_t)(r.end - r.p));
+	return 0;
+}
+
+/* ---- decoding ---- */
+
+/* Pass over the value at r->p, within depth open containers. */
+static int rd_skip(struct reader *r, int depth)
+{
+	return walk_one(r, WB_DEPTH_MAX - depth, NULL);
+}
+
+static int decode_map(struct reader *r, uint32_t n, const struct wb_type *t, char *dst,
+		      const struct path *at, int depth, struct wb_err *err);
+
+/* Decode the value at r->p into field f of dst; depth: containers open around it. */
+static int decode_value(struct reader *r, const struct wb_field *f, char *dst,
+			const struct path *at, int depth, struct wb_err *err)
+{
+	struct mval o;
+	if (rd_val(r, &o) < 0)
+		return -1;
 	switch (f->type) {
 	case WB_T_U64:
-		if (o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER)
+		if (o.t == MV_NEG)
 			return fail(err, WB_R_BOUND, at, "%lld is below the minimum %llu",
-				    (long long)o->via.i64, (unsigned long long)f->umin);
-		if (o->type != MSGPACK_OBJECT_POSITIVE_INTEGER)
+				    (long long)o.i, (unsigned long long)f->umin);
+		if (o.t != MV_POS)
 			return fail(err, WB_R_TYPE, at, "expected an unsigned integer, got %s",
-				    type_name(o->type));
-		if (o->via.u64 < f->umin || o->via.u64 > f->umax)
+				    type_name(o.t));
+		if (o.u < f->umin || o.u > f->umax)
 			return fail(err, WB_R_BOUND, at, "%llu is outside [%llu, %llu]",
-				    (unsigned long long)o->via.u64, (unsigned long long)f->umin,
+				    (unsigned long long)o.u, (unsigned long long)f->umin,
 				    (unsigned long long)f->umax);
-		*(uint64_t *)(dst + f->off) = o->via.u64;
+		*(uint64_t *)(dst + f->off) = o.u;
 		return 0;
 	case WB_T_I64: {
 		int64_t v;
-		if (o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER)
-			v = o->via.i64;
-		else if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER && o->via.u64 <= INT64_MAX)
-			v = (int64_t)o->via.u64;
-		else if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
+		if (o.t == MV_NEG)
+			v = o.i;
+		else if (o.t == MV_POS && o.u <= INT64_MAX)
+			v = (int64_t)o.u;
+		else if (o.t == MV_POS)
 			return fail(err, WB_R_BOUND, at,
 				    "%llu does not fit a signed 64-bit integer",
-				    (unsigned long long)o->via.u64);
+				    (unsigned long long)o.u);
 		else
 			return fail(err, WB_R_TYPE, at, "expected an integer, got %s",
-				    type_name(o->type));
+				    type_name(o.t));
 		if (v < f->imin || v > f->imax)
 			return fail(err, WB_R_BOUND, at, "%lld is outside [%lld, %lld]",
 				    (long long)v, (long long)f->imin, (long long)f->imax);
@@ -398,15 +526,15 @@ static int decode_value(const msgpack_object *o, const struct wb_field *f, char 
 	}
 	case WB_T_F64: {
 		double v;
-		if (o->type == MSGPACK_OBJECT_FLOAT32 || o->type == MSGPACK_OBJECT_FLOAT64)
-			v = o->via.f64;
-		else if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
-			v = (double)o->via.u64;
-		else if (o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER)
-			v = (double)o->via.i64;
+		if (o.t == MV_FLOAT)
+			v = o.f;
+		else if (o.t == MV_POS)
+			v = (double)o.u;
+		else if (o.t == MV_NEG)
+			v = (double)o.i;
 		else
 			return fail(err, WB_R_TYPE, at, "expected a number, got %s",
-				    type_name(o->type));
+				    type_name(o.t));
 		if (!isfinite(v))
 			return fail(err, WB_R_BOUND, at, "%g is not a finite number", v);
 		if (v < f->fmin || v > f->fmax)
@@ -416,40 +544,41 @@ static int decode_value(const msgpack_object *o, const struct wb_field *f, char 
 		return 0;
 	}
 	case WB_T_BOOL:
-		if (o->type != MSGPACK_OBJECT_BOOLEAN)
+		if (o.t != MV_BOOL)
 			return fail(err, WB_R_TYPE, at, "expected a boolean, got %s",
-				    type_name(o->type));
-		*(bool *)(dst + f->off) = o->via.boolean;
+				    type_name(o.t));
+		*(bool *)(dst + f->off) = o.b;
 		return 0;
 	case WB_T_STR: {
-		if (o->type != MSGPACK_OBJECT_STR)
+		if (o.t != MV_STR)
 			return fail(err, WB_R_TYPE, at, "expected a string, got %s",
-				    type_name(o->type));
-		uint32_t n = o->via.str.size;
+				    type_name(o.t));
+		uint32_t n = o.s.n;
 		if (n > f->max_len || n < f->min_len)
 			return fail(err, WB_R_BOUND, at, "string of %u bytes, allowed %u to %u", n,
 				    f->min_len, f->max_len);
-		if (memchr(o->via.str.ptr, '\0', n))
+		if (memchr(o.s.ptr, '\0', n))
 			return fail(err, WB_R_TYPE, at, "string contains a NUL byte");
-		if (!utf8_valid((const unsigned char *)o->via.str.ptr, n))
+		if (!utf8_valid((const unsigned char *)o.s.ptr, n))
 			return fail(err, WB_R_TYPE, at, "string is not valid UTF-8");
-		memcpy(dst + f->off, o->via.str.ptr, n);
+		memcpy(dst + f->off, o.s.ptr, n);
 		dst[f->off + n] = '\0';
 		return 0;
 	}
 	case WB_T_OBJ:
-		if (o->type != MSGPACK_OBJECT_MAP)
-			return fail(err, WB_R_TYPE, at, "expected a map, got %s",
-				    type_name(o->type));
-		return decode_obj(o, f->obj, dst + f->off, at, err);
+		if (o.t != MV_MAP)
+			return fail(err, WB_R_TYPE, at, "expected a map, got %s", type_name(o.t));
+		return decode_map(r, o.n, f->obj, dst + f->off, at, depth + (o.n > 0), err);
 	case WB_T_ARR: {
-		if (o->type != MSGPACK_OBJECT_ARRAY)
+		if (o.t != MV_ARR)
 			return fail(err, WB_R_TYPE, at, "expected an array, got %s",
-				    type_name(o->type));
-		uint32_t n = o->via.array.size;
+				    type_name(o.t));
+		uint32_t n = o.n;
 		if (n > f->max_len || n < f->min_len)
 			return fail(err, WB_R_BOUND, at, "array of %u items, allowed %u to %u", n,
 				    f->min_len, f->max_len);
+		if (n && depth >= WB_DEPTH_MAX)
+			return -1;
 		char *items = NULL;
 		if (n) {
 			items = wb_array_new(n, f->size);
@@ -460,8 +589,8 @@ static int decode_value(const msgpack_object *o, const struct wb_field *f, char 
 		*(size_t *)(dst + f->off_n) = 0;
 		for (uint32_t i = 0; i < n; i++) {
 			struct path p = {at, NULL, i};
-			if (decode_value(&o->via.array.ptr[i], f->elem, items + (size_t)i * f->size,
-					 &p, err) < 0) {
+			if (decode_value(r, f->elem, items + (size_t)i * f->size, &p, depth + 1,
+					 err) < 0) {
 				/* Count the items decoded so far, so clear frees what they hold. */
 				*(size_t *)(dst + f->off_n) = i + 1;
 				return -1;
@@ -525,23 +654,29 @@ static int check_required(const struct wb_type *t, uint64_t seen, uint64_t seen_
 	return 0;
 }
 
-static int decode_obj(const msgpack_object *o, const struct wb_type *t, char *dst,
-		      const struct path *at, struct wb_err *err)
+/* The n pairs of a map at r->p into dst, of type t; depth: containers open, this one included. */
+static int decode_map(struct reader *r, uint32_t n, const struct wb_type *t, char *dst,
+		      const struct path *at, int depth, struct wb_err *err)
 {
+	if (n && depth > WB_DEPTH_MAX)
+		return -1;
 	uint64_t seen = 0, seen_flat = 0;
 	uint32_t hint = 0; /* encoders write keys in table order: try the next field first */
-	const msgpack_object_kv *kv = o->via.map.ptr;
-	for (uint32_t i = 0; i < o->via.map.size; i++) {
-		if (kv[i].key.type != MSGPACK_OBJECT_STR)
+	for (uint32_t i = 0; i < n; i++) {
+		struct mval k;
+		if (rd_val(r, &k) < 0)
+			return -1;
+		if (k.t != MV_STR)
 			return fail(err, WB_R_TYPE, at, "map key %u is %s, not a string", i,
-				    type_name(kv[i].key.type));
-		const char *key = kv[i].key.via.str.ptr;
-		uint32_t len = kv[i].key.via.str.size;
+				    type_name(k.t));
 		char *base;
 		int slot;
-		const struct wb_field *f = find_field(t, dst, key, len, hint, &base, &slot);
-		if (!f)
-			continue; /* unknown keys are ignored */
+		const struct wb_field *f = find_field(t, dst, k.s.ptr, k.s.n, hint, &base, &slot);
+		if (!f) {
+			if (rd_skip(r, depth) < 0) /* unknown keys are ignored */
+				return -1;
+			continue;
+		}
 		if (slot < 64)
 			hint = (uint32_t)slot + 1;
 		struct path p = {at, f->key, 0};
@@ -550,25 +685,96 @@ static int decode_obj(const msgpack_object *o, const struct wb_type *t, char *ds
 		if (*mask & bit)
 			return fail(err, WB_R_DUPLICATE, &p, "key appears twice");
 		*mask |= bit;
-		if (kv[i].val.type == MSGPACK_OBJECT_NIL && !f->required)
-			continue; /* nil stands for an absent optional key */
-		if (decode_value(&kv[i].val, f, base, &p, err) < 0)
+		if (r->p < r->end && *r->p == 0xc0 && !f->required) {
+			r->p++; /* nil stands for an absent optional key */
+			continue;
+		}
+		if (decode_value(r, f, base, &p, depth, err) < 0)
 			return -1;
 	}
 	return check_required(t, seen, seen_flat, at, err);
 }
 
-/* Look up a top-level string or integer key without decoding the rest. */
-static const msgpack_object *map_get(const msgpack_object *map, const char *key)
+/*
+ * The top-level values of "kind" and "v", which say how to read the rest. The
+ * encoder writes them first, so this usually reads two pairs; it passes over
+ * other values (and keys that are not strings) until it has both.
+ */
+static int find_kind_v(struct reader *r, uint32_t n, struct mval *kind, bool *has_kind,
+		       struct mval *v, bool *has_v)
 {
-	size_t len = strlen(key);
-	for (uint32_t i = 0; i < map->via.map.size; i++) {
-		const msgpack_object *k = &map->via.map.ptr[i].key;
-		if (k->type == MSGPACK_OBJECT_STR && k->via.str.size == len &&
-		    memcmp(k->via.str.ptr, key, len) == 0)
-			return &map->via.map.ptr[i].val;
+	*has_kind = *has_v = false;
+	for (uint32_t i = 0; i < n && !(*has_kind && *has_v); i++) {
+		struct mval k;
+		const uint8_t *at = r->p;
+		if (rd_val(r, &k) < 0)
+			return -1;
+		if (k.t != MV_STR) {
+			r->p = at;
+			if (rd_skip(r, 1) < 0 || rd_skip(r, 1) < 0)
+				return -1;
+			continue;
+		}
+		bool is_kind = k.s.n == 4 && memcmp(k.s.ptr, "kind", 4) == 0 && !*has_kind;
+		bool is_v = k.s.n == 1 && k.s.ptr[0] == 'v' && !*has_v;
+		if (!is_kind && !is_v) {
+			if (rd_skip(r, 1) < 0)
+				return -1;
+			continue;
+		}
+		at = r->p;
+		struct mval *val = is_kind ? kind : v;
+		if (rd_val(r, val) < 0)
+			return -1;
+		r->p = at; /* a container's items: pass over them whole */
+		if (rd_skip(r, 1) < 0)
+			return -1;
+		*(is_kind ? has_kind : has_v) = true;
 	}
-	return NULL;
+	return 0;
+}
+
+static int decode_frame(struct reader *r, struct wb_msg *out, struct wb_err *err)
+{
+	struct mval root;
+	if (rd_val(r, &root) < 0)
+		return -1;
+	if (root.t != MV_MAP)
+		return fail(err, WB_R_NOT_MAP, NULL, "top level is %s, not a map",
+			    type_name(root.t));
+	const uint8_t *body = r->p;
+	uint64_t objects = r->objects;
+	struct mval k, v;
+	bool has_k, has_v;
+	if (find_kind_v(r, root.n, &k, &has_k, &v, &has_v) < 0)
+		return -1;
+	if (!has_k)
+		return fail(err, WB_R_KIND, NULL, "kind: missing required key 'kind'");
+	if (k.t != MV_STR)
+		return fail(err, WB_R_KIND, NULL, "kind: expected a string, got %s",
+			    type_name(k.t));
+	enum wb_kind kind = wb_kind_from_name(k.s.ptr, k.s.n);
+	if (kind == WB_KIND_NONE)
+		return fail(err, WB_R_KIND, NULL, "kind: unknown kind '%.*s'",
+			    (int)(k.s.n > 32 ? 32 : k.s.n), k.s.ptr);
+	if (!has_v)
+		return fail(err, WB_R_VERSION, NULL, "v: missing required key 'v'");
+	if (v.t != MV_POS)
+		return fail(err, WB_R_VERSION, NULL, "v: expected an unsigned integer, got %s",
+			    type_name(v.t));
+	if (v.u != wb_kinds[kind].version)
+		return fail(err, WB_R_VERSION, NULL,
+			    "v: version %llu of %s is unknown (this build reads v%u)",
+			    (unsigned long long)v.u, wb_kinds[kind].name, wb_kinds[kind].version);
+	out->kind = kind;
+	r->p = body;
+	r->objects = objects;
+	if (decode_map(r, root.n, wb_kinds[kind].type, (char *)&out->env, NULL, root.n > 0, err) <
+	    0)
+		return -1;
+	if (r->p != r->end)
+		return -1; /* trailing bytes: the check names them */
+	return 0;
 }
 
 int wb_decode(const void *buf, size_t len, struct wb_msg *out, struct wb_err *err)
@@ -580,64 +786,17 @@ int wb_decode(const void *buf, size_t len, struct wb_msg *out, struct wb_err *er
 			    WB_FRAME_MAX);
 	if (len == 0)
 		return fail(err, WB_R_MALFORMED, NULL, "empty frame");
-	if (wb_msgpack_check(buf, len, WB_DEPTH_MAX, err) < 0)
-		return -1;
-
-	msgpack_unpacked up;
-	msgpack_unpacked_init(&up);
-	size_t off = 0;
-	int rc = msgpack_unpack_next(&up, buf, len, &off);
-	if (rc != MSGPACK_UNPACK_SUCCESS) {
-		msgpack_unpacked_destroy(&up);
-		return fail(err, WB_R_MALFORMED, NULL, "msgpack unpack failed (%d)", rc);
-	}
-	const msgpack_object *root = &up.data;
-	int ret = -1;
-	if (root->type != MSGPACK_OBJECT_MAP) {
-		fail(err, WB_R_NOT_MAP, NULL, "top level is %s, not a map", type_name(root->type));
-		goto out;
-	}
-	const msgpack_object *k = map_get(root, "kind");
-	if (!k) {
-		fail(err, WB_R_KIND, NULL, "kind: missing required key 'kind'");
-		goto out;
-	}
-	if (k->type != MSGPACK_OBJECT_STR) {
-		fail(err, WB_R_KIND, NULL, "kind: expected a string, got %s", type_name(k->type));
-		goto out;
-	}
-	enum wb_kind kind = wb_kind_from_name(k->via.str.ptr, k->via.str.size);
-	if (kind == WB_KIND_NONE) {
-		fail(err, WB_R_KIND, NULL, "kind: unknown kind '%.*s'",
-		     (int)(k->via.str.size > 32 ? 32 : k->via.str.size), k->via.str.ptr);
-		goto out;
-	}
-	const msgpack_object *v = map_get(root, "v");
-	if (!v || v->type != MSGPACK_OBJECT_POSITIVE_INTEGER ||
-	    v->via.u64 != wb_kinds[kind].version) {
-		if (!v)
-			fail(err, WB_R_VERSION, NULL, "v: missing required key 'v'");
-		else if (v->type != MSGPACK_OBJECT_POSITIVE_INTEGER)
-			fail(err, WB_R_VERSION, NULL, "v: expected an unsigned integer, got %s",
-			     type_name(v->type));
-		else
-			fail(err, WB_R_VERSION, NULL,
-			     "v: version %llu of %s is unknown (this build reads v%u)",
-			     (unsigned long long)v->via.u64, wb_kinds[kind].name,
-			     wb_kinds[kind].version);
-		goto out;
-	}
-	out->kind = kind;
-	if (decode_obj(root, wb_kinds[kind].type, (char *)&out->env, NULL, err) < 0) {
-		wb_msg_clear(out);
-		goto out;
-	}
-	ret = 0;
-out:
-	msgpack_unpacked_destroy(&up);
-	if (ret < 0)
-		out->kind = WB_KIND_NONE;
-	return ret;
+	struct reader r = {buf, buf, (const uint8_t *)buf + len, 0};
+	struct wb_err mine;
+	mine.reason = WB_R_MALFORMED;
+	snprintf(mine.msg, sizeof(mine.msg), "malformed msgpack");
+	if (decode_frame(&r, out, &mine) == 0)
+		return 0;
+	/* A frame's structure is judged before its schema, as when the check ran first. */
+	if (wb_msgpack_check(buf, len, WB_DEPTH_MAX, err) == 0 && err)
+		*err = mine;
+	wb_msg_clear(out);
+	return -1;
 }
 
 void *wb_array_new(size_t n, size_t elem_size)

@@ -33,7 +33,7 @@ enum wb_reason {
 };
 
 #define WB_FRAME_MAX (64u << 20)
-/* Objects (map keys, values, array items) in one frame: bounds the tree msgpack-c builds. */
+/* Objects (map keys, values, array items) in one frame. */
 #define WB_OBJECTS_MAX (8u << 20)
 #define WB_ERR_MAX 256
 
@@ -74,9 +74,9 @@ void *wb_array_new(size_t n, size_t elem_size);
 
 /*
  * Check that buf holds exactly one msgpack object whose container sizes fit in
- * buf and whose nesting is at most max_depth. msgpack-c allocates an array's
- * elements from its header count before reading them, so a 5-byte frame could
- * ask for gigabytes; this walk refuses such frames first.
+ * buf, with at most WB_OBJECTS_MAX objects nested at most max_depth deep. These
+ * are the structural rules wb_decode applies as it reads; when it refuses a
+ * frame, a structural fault found by this walk is the reason it reports.
  */
 int wb_msgpack_check(const void *buf, size_t len, int max_depth, struct wb_err *err);
 
