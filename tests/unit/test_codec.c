@@ -589,8 +589,8 @@ static void test_encode_value_bounds(void)
 	free(buf);
 }
 
-/* A frame whose containers declare more objects than WB_OBJECTS_MAX is refused before msgpack-c
- * builds them. */
+/* A frame whose containers declare more objects than WB_OBJECTS_MAX is refused before they are
+ * read. */
 static void test_object_limit(void)
 {
 	size_t n = WB_OBJECTS_MAX + 16;
@@ -737,7 +737,7 @@ static const struct unit_case cases[] = {
     {"topic must be KIND/HOST", test_topic_check},
     {"encoder refuses arrays beyond their bound", test_encode_bounds},
     {"encoder refuses values beyond their bounds, naming the key", test_encode_value_bounds},
-    {"frames with too many objects are refused before unpacking", test_object_limit},
+    {"frames with too many objects are refused before reading them", test_object_limit},
     {"the encoder writes the bytes msgpack-c's packer writes", test_encode_bytes},
 };
 int main(void)
