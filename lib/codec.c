@@ -290,7 +290,7 @@ static inline int rd_container(struct reader *r, struct mval *v, enum mv_type t,
 }
 
 /* The value at r->p: 0, or an enum rd_fault. */
-static int rd_val(struct reader *r, struct mval *v)
+static inline __attribute__((always_inline)) int rd_val(struct reader *r, struct mval *v)
 {
 	if (r->p >= r->end)
 		return RD_END;
