@@ -484,9 +484,17 @@ static int rd_skip(struct reader *r, int depth)
 static int decode_map(struct reader *r, uint32_t n, const struct wb_type *t, char *dst,
 		      const struct path *at, int depth, struct wb_err *err);
 
-/* Decode the value at r->p into field f of dst; depth: containers open around it. */
-static int decode_value(struct reader *r, const struct wb_field *f, char *dst,
-			const struct path *at, int depth, struct wb_err *err)
+static int decode_container(struct reader *r, const struct mval *o, const struct wb_field *f,
+			    char *dst, const struct path *at, int depth, struct wb_err *err);
+
+/*
+ * Decode the value at r->p into field f of dst; depth: containers open around
+ * it. Scalars are stored here, inlined into the loops over keys and items.
+ */
+static inline __attribute__((always_inline)) int decode_value(struct reader *r,
+							      const struct wb_field *f, char *dst,
+							      const struct path *at, int depth,
+							      struct wb_err *err)
 {
 	struct mval o;
 	if (rd_val(r, &o) < 0)
@@ -566,52 +574,73 @@ static int decode_value(struct reader *r, const struct wb_field *f, char *dst,
 		return 0;
 	}
 	case WB_T_OBJ:
-		if (o.t != MV_MAP)
-			return fail(err, WB_R_TYPE, at, "expected a map, got %s", type_name(o.t));
-		return decode_map(r, o.n, f->obj, dst + f->off, at, depth + (o.n > 0), err);
-	case WB_T_ARR: {
-		if (o.t != MV_ARR)
-			return fail(err, WB_R_TYPE, at, "expected an array, got %s",
-				    type_name(o.t));
-		uint32_t n = o.n;
-		if (n > f->max_len || n < f->min_len)
-			return fail(err, WB_R_BOUND, at, "array of %u items, allowed %u to %u", n,
-				    f->min_len, f->max_len);
-		if (n && depth >= WB_DEPTH_MAX)
-			return -1;
-		char *items = NULL;
-		if (n) {
-			items = wb_array_new(n, f->size);
-			if (!items)
-				return fail(err, WB_R_TOO_BIG, at, "cannot allocate %u items", n);
-		}
-		*(char **)(dst + f->off) = items;
-		*(size_t *)(dst + f->off_n) = 0;
-		for (uint32_t i = 0; i < n; i++) {
-			struct path p = {at, NULL, i};
-			if (decode_value(r, f->elem, items + (size_t)i * f->size, &p, depth + 1,
-					 err) < 0) {
-				/* Count the items decoded so far, so clear frees what they hold. */
-				*(size_t *)(dst + f->off_n) = i + 1;
-				return -1;
-			}
-		}
-		*(size_t *)(dst + f->off_n) = n;
-		return 0;
-	}
+	case WB_T_ARR:
+		return decode_container(r, &o, f, dst, at, depth, err);
 	}
 	return fail(err, WB_R_TYPE, at, "field type %d unknown to the codec", f->type);
 }
 
-/* Keys on the wire may hold NUL bytes: compare lengths first, then bytes. */
-static bool key_is(const struct wb_field *f, const char *key, uint32_t len)
+/* A map or array value o (its items at r->p) into field f of dst. */
+static int decode_container(struct reader *r, const struct mval *o, const struct wb_field *f,
+			    char *dst, const struct path *at, int depth, struct wb_err *err)
 {
-	return f->key_len == len && memcmp(f->key, key, len) == 0;
+	if (f->type == WB_T_OBJ) {
+		if (o->t != MV_MAP)
+			return fail(err, WB_R_TYPE, at, "expected a map, got %s", type_name(o->t));
+		return decode_map(r, o->n, f->obj, dst + f->off, at, depth + (o->n > 0), err);
+	}
+	if (o->t != MV_ARR)
+		return fail(err, WB_R_TYPE, at, "expected an array, got %s", type_name(o->t));
+	uint32_t n = o->n;
+	if (n > f->max_len || n < f->min_len)
+		return fail(err, WB_R_BOUND, at, "array of %u items, allowed %u to %u", n,
+			    f->min_len, f->max_len);
+	if (n && depth >= WB_DEPTH_MAX)
+		return -1;
+	char *items = NULL;
+	if (n) {
+		items = wb_array_new(n, f->size);
+		if (!items)
+			return fail(err, WB_R_TOO_BIG, at, "cannot allocate %u items", n);
+	}
+	*(char **)(dst + f->off) = items;
+	*(size_t *)(dst + f->off_n) = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		struct path p = {at, NULL, i};
+		if (decode_value(r, f->elem, items + (size_t)i * f->size, &p, depth + 1, err) < 0) {
+			/* Count the items decoded so far, so clear frees what they hold. */
+			*(size_t *)(dst + f->off_n) = i + 1;
+			return -1;
+		}
+	}
+	*(size_t *)(dst + f->off_n) = n;
+	return 0;
+}
+
+/*
+ * Keys on the wire may hold NUL bytes: compare lengths first, then bytes. A key
+ * with 8 bytes of frame after its start (every key but the last bytes of a
+ * frame) compares its first 8 bytes as one number, most keys whole.
+ */
+static inline bool key_is(const struct wb_field *f, const char *key, uint32_t len,
+			  const uint8_t *end)
+{
+	if (f->key_len != len)
+		return false;
+	if (end - (const uint8_t *)key < 8)
+		return memcmp(f->key, key, len) == 0;
+	uint64_t w;
+	memcpy(&w, key, sizeof(w));
+	w = le64toh(w);
+	if (len < 8)
+		w &= (1ull << (8 * len)) - 1;
+	return w == f->key8 && (len <= 8 || memcmp(f->key + 8, key + 8, len - 8) == 0);
 }
 
 /* Find key in t (or its flat envelope); returns the field and where its struct sits. */
 static const struct wb_field *find_field(const struct wb_type *t, char *dst, const char *key,
-					 uint32_t len, uint32_t hint, char **base, int *slot)
+					 uint32_t len, const uint8_t *end, uint32_t hint,
+					 char **base, int *slot)
 {
 	/* Encoders write keys in table order and leave out optional ones that hold zero: the key
 	 * is most likely the hint or one of the fields after it, so look there first, then wrap
@@ -622,12 +651,12 @@ static const struct wb_field *find_field(const struct wb_type *t, char *dst, con
 		if (f->type == WB_T_FLAT) {
 			const struct wb_type *ft = f->obj;
 			for (uint32_t j = 0; j < ft->nfields; j++)
-				if (key_is(&ft->fields[j], key, len)) {
+				if (key_is(&ft->fields[j], key, len, end)) {
 					*base = dst + f->off;
 					*slot = 64 + (int)j;
 					return &ft->fields[j];
 				}
-		} else if (key_is(f, key, len)) {
+		} else if (key_is(f, key, len, end)) {
 			*base = dst;
 			*slot = (int)i;
 			return f;
@@ -671,7 +700,8 @@ static int decode_map(struct reader *r, uint32_t n, const struct wb_type *t, cha
 				    type_name(k.t));
 		char *base;
 		int slot;
-		const struct wb_field *f = find_field(t, dst, k.s.ptr, k.s.n, hint, &base, &slot);
+		const struct wb_field *f =
+		    find_field(t, dst, k.s.ptr, k.s.n, r->end, hint, &base, &slot);
 		if (!f) {
 			if (rd_skip(r, depth) < 0) /* unknown keys are ignored */
 				return -1;

@@ -24,6 +24,7 @@ struct wb_type;
 struct wb_field {
 	const char *key;
 	uint32_t key_len;
+	uint64_t key8; /* the key's first 8 bytes (fewer: zeros after), as a little-endian number */
 	uint8_t type;
 	uint8_t required;
 	uint32_t off;	  /* value; for WB_T_ARR the element pointer */

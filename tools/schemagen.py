@@ -125,7 +125,8 @@ class Gen:
 
     def field_init(self, cname, key, k, info, req, elem=False):
         off = "0" if elem else f"offsetof(struct {cname}, {key})"
-        parts = [f'.key = "{key}"', f".key_len = {len(key)}", f".type = WB_T_{k.upper()}", f".required = {1 if req else 0}", f".off = {off}"]
+        key8 = int.from_bytes(key.encode()[:8], "little")
+        parts = [f'.key = "{key}"', f".key_len = {len(key)}", f".key8 = {key8:#x}ULL", f".type = WB_T_{k.upper()}", f".required = {1 if req else 0}", f".off = {off}"]
         if k == "u64":
             parts += [f".umin = {info['min']}ULL", f".umax = {info['max']}ULL"]
         elif k == "i64":
