@@ -838,21 +838,21 @@ void *wb_array_new(size_t n, size_t elem_size)
 
 static void clear_obj(const struct wb_type *t, char *obj)
 {
-	for (uint32_t i = 0; i < t->nfields; i++) {
-		const struct wb_field *f = &t->fields[i];
-		if (f->type == WB_T_OBJ || f->type == WB_T_FLAT) {
+	for (uint32_t k = 0; k < t->nown; k++) {
+		const struct wb_field *f = &t->fields[t->own[k]];
+		if (f->type != WB_T_ARR) {
 			clear_obj(f->obj, obj + f->off);
-		} else if (f->type == WB_T_ARR) {
-			char **items = (char **)(obj + f->off);
-			size_t n = *(size_t *)(obj + f->off_n);
-			/* Items of scalars and fixed strings only (processes) need no walk. */
-			if (*items && f->elem->type == WB_T_OBJ && f->elem->obj->owns)
-				for (size_t j = 0; j < n; j++)
-					clear_obj(f->elem->obj, *items + j * f->size);
-			free(*items);
-			*items = NULL;
-			*(size_t *)(obj + f->off_n) = 0;
+			continue;
 		}
+		char **items = (char **)(obj + f->off);
+		size_t n = *(size_t *)(obj + f->off_n);
+		/* Items of scalars and fixed strings only (processes) need no walk. */
+		if (*items && f->elem->type == WB_T_OBJ && f->elem->obj->nown)
+			for (size_t j = 0; j < n; j++)
+				clear_obj(f->elem->obj, *items + j * f->size);
+		free(*items);
+		*items = NULL;
+		*(size_t *)(obj + f->off_n) = 0;
 	}
 }
 

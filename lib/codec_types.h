@@ -45,8 +45,8 @@ struct wb_type {
 	uint32_t nfields;
 	const struct wb_field *fields;
 	uint32_t nkeys; /* keys its map can hold: its fields, a flat struct's counted key by key */
-	bool owns;	/* holds memory to free (an array, or an object that does): cleared field by
-			   field */
+	uint32_t nown;	/* fields that hold memory to free (arrays, objects that do): 0, or */
+	const uint8_t *own; /* their indexes in fields, for clearing */
 };
 
 struct wb_kind_info {

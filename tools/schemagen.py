@@ -183,9 +183,18 @@ class Gen:
             c += rows
             c.append("};")
             nkeys = len(t["fields"]) + (len(self.types[t["flat"]]["fields"]) if t["flat"] else 0)
-            owns = "true" if self.owns(name) else "false"
+            # The rows that hold memory to free (arrays, objects that own), for wb_msg_clear.
+            first = 1 if t["flat"] else 0
+            own = ([0] if t["flat"] and self.owns(t["flat"]) else []) + [
+                first + i for i, (_key, k, info, _req) in enumerate(t["fields"])
+                if k == "arr" or (k == "obj" and self.owns(info["type"]))]
+            own_ref = "NULL"
+            if own:
+                c.append(f"static const uint8_t wb_own_{name}[] = {{{', '.join(map(str, own))}}};")
+                own_ref = f"wb_own_{name}"
             c.append(f'const struct wb_type wb_type_{name} = {{"{name}", sizeof(struct {name}), '
-                     f"sizeof(wb_fields_{name}) / sizeof(wb_fields_{name}[0]), wb_fields_{name}, {nkeys}, {owns}}};")
+                     f"sizeof(wb_fields_{name}) / sizeof(wb_fields_{name}[0]), wb_fields_{name}, {nkeys}, "
+                     f"{len(own)}, {own_ref}}};")
             c.append("")
         h.append("enum wb_kind {")
         for k in KINDS:
