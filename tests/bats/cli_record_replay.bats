@@ -54,11 +54,13 @@ recording_view() {
 	replayed=$(recording_view "$rec2")
 	# Same topics, seqs and times in the same order.
 	diff <(cut -d' ' -f2- <<<"$recorded") <(cut -d' ' -f2- <<<"$replayed")
-	# The spacing kept: replay took at least the recording's span (0 to the last message;
-	# the recorder's own receive times, so at least the 1260 ms the lines were apart).
+	# The spacing kept: replay took at least the recording's span (0 to the last message, in
+	# the recorder's own receive times). The lines were written 1260 ms apart, but pub reads
+	# them only once record has subscribed, so a slow start packs the first ones together:
+	# the span is whatever was recorded, and only has to be long enough to tell.
 	span_ms=$(tail -n 1 <<<"$recorded" | cut -d' ' -f1)
 	echo "recording spans $span_ms ms, replay took $elapsed_ms ms"
-	awk -v s="$span_ms" -v e="$elapsed_ms" 'BEGIN { exit !(s >= 1250 && e >= s - 1) }'
+	awk -v s="$span_ms" -v e="$elapsed_ms" 'BEGIN { exit !(s >= 500 && e >= s - 1) }'
 }
 
 @test "replay --fast sends everything at once and --speed scales the spacing" {
