@@ -1036,8 +1036,25 @@ static int encode_u64s(msgpack_sbuffer *sb, const struct wb_field *f, const char
 }
 
 /* Write key (NULL for an array item) and the value of f at src. */
-static int encode_value(msgpack_sbuffer *sb, const struct wb_field *key, const struct wb_field *f,
-			const char *src, const struct path *at, struct wb_err *err)
+/* A field's key (none when key is NULL), room reserved. */
+static inline unsigned char *put_key(unsigned char *w, const struct wb_field *key)
+{
+	if (key) {
+		w = PUT_STR_HDR(w, key->key_len);
+		memcpy(w, key->key, key->key_len);
+		w += key->key_len;
+	}
+	return w;
+}
+
+static int encode_container(msgpack_sbuffer *sb, const struct wb_field *key,
+			    const struct wb_field *f, const char *src, const struct path *at,
+			    struct wb_err *err);
+
+/* Field f of src, after its key when key is not NULL; scalars inline, maps and arrays a call. */
+static inline __attribute__((always_inline)) int
+encode_value(msgpack_sbuffer *sb, const struct wb_field *key, const struct wb_field *f,
+	     const char *src, const struct path *at, struct wb_err *err)
 {
 	/* A producer gets the same bounds a receiver applies: fail loudly here rather
 	 * than have every frame rejected downstream. */
@@ -1083,31 +1100,15 @@ static int encode_value(msgpack_sbuffer *sb, const struct wb_field *key, const s
 		break;
 	case WB_T_OBJ:
 	case WB_T_ARR:
-		need = HDR_MAX;
-		break;
+		return encode_container(sb, key, f, src, at, err);
 	default:
 		return fail(err, WB_R_TYPE, at, "field type %d unknown to the codec", f->type);
-	}
-	const char *items = NULL;
-	if (f->type == WB_T_ARR) {
-		items = *(char *const *)(src + f->off);
-		n = *(const size_t *)(src + f->off_n);
-		if (n > f->max_len || n < f->min_len)
-			return fail(err, WB_R_BOUND, at, "array of %zu items, allowed %u to %u", n,
-				    f->min_len, f->max_len);
-		if (n && !items)
-			return fail(err, WB_R_MISSING, at, "%zu items but no array", n);
 	}
 	if (key)
 		need += HDR_MAX + key->key_len;
 	if (reserve(sb, need) < 0)
 		return -1;
-	unsigned char *w = (unsigned char *)sb->data + sb->size;
-	if (key) {
-		w = PUT_STR_HDR(w, key->key_len);
-		memcpy(w, key->key, key->key_len);
-		w += key->key_len;
-	}
+	unsigned char *w = put_key((unsigned char *)sb->data + sb->size, key);
 	switch (f->type) {
 	case WB_T_U64:
 		w = put_uint(w, *(const uint64_t *)(src + f->off));
@@ -1130,24 +1131,48 @@ static int encode_value(msgpack_sbuffer *sb, const struct wb_field *key, const s
 		memcpy(w, s, n);
 		w += n;
 		break;
-	case WB_T_OBJ:
-		sb->size = (size_t)((char *)w - sb->data);
-		return encode_obj(sb, f->obj, src + f->off, true, NULL, at, err);
-	case WB_T_ARR:
-		w = PUT_ARR_HDR(w, n);
-		sb->size = (size_t)((char *)w - sb->data);
-		if (f->elem->type == WB_T_U64)
-			return encode_u64s(sb, f, items, n, at, err);
-		for (size_t i = 0; i < n; i++) {
-			struct path p = {at, NULL, i};
-			if (encode_value(sb, NULL, f->elem, items + i * f->size, &p, err) < 0)
-				return -1;
-		}
-		return 0;
 	default:
 		break;
 	}
 	sb->size = (size_t)((char *)w - sb->data);
+	return 0;
+}
+
+/* A map or array field f of src, after its key when key is not NULL. */
+static int encode_container(msgpack_sbuffer *sb, const struct wb_field *key,
+			    const struct wb_field *f, const char *src, const struct path *at,
+			    struct wb_err *err)
+{
+	size_t need = HDR_MAX;
+	size_t n = 0;
+	const char *items = NULL;
+	if (f->type == WB_T_ARR) {
+		items = *(char *const *)(src + f->off);
+		n = *(const size_t *)(src + f->off_n);
+		if (n > f->max_len || n < f->min_len)
+			return fail(err, WB_R_BOUND, at, "array of %zu items, allowed %u to %u", n,
+				    f->min_len, f->max_len);
+		if (n && !items)
+			return fail(err, WB_R_MISSING, at, "%zu items but no array", n);
+	}
+	if (key)
+		need += HDR_MAX + key->key_len;
+	if (reserve(sb, need) < 0)
+		return -1;
+	unsigned char *w = put_key((unsigned char *)sb->data + sb->size, key);
+	if (f->type == WB_T_OBJ) {
+		sb->size = (size_t)((char *)w - sb->data);
+		return encode_obj(sb, f->obj, src + f->off, true, NULL, at, err);
+	}
+	w = PUT_ARR_HDR(w, n);
+	sb->size = (size_t)((char *)w - sb->data);
+	if (f->elem->type == WB_T_U64)
+		return encode_u64s(sb, f, items, n, at, err);
+	for (size_t i = 0; i < n; i++) {
+		struct path p = {at, NULL, i};
+		if (encode_value(sb, NULL, f->elem, items + i * f->size, &p, err) < 0)
+			return -1;
+	}
 	return 0;
 }
 
