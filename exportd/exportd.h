@@ -20,11 +20,15 @@ enum ex_level { EX_NODE, EX_PROCESS, EX_CONTAINER, EX_POD, EX_VM, EX_NLEVELS };
 #define EX_LEVELS_ALL ((1u << EX_NLEVELS) - 1)
 
 /* ---- rbuf.c: a growable output buffer and Prometheus text helpers ---- */
+struct rbuf_gz;
 struct rbuf {
 	char *p;
 	size_t len, cap;
-	bool oom; /* an allocation failed; the content is incomplete */
+	bool oom;	    /* an allocation failed; the content is incomplete */
+	struct rbuf_gz *gz; /* between rbuf_gzip_begin and _end: text is compressed as it comes */
 };
+/* Text beyond this many bytes is deflated as it is written (a gzip'd scrape holds no more). */
+#define RBUF_GZ_CHUNK (256u << 10)
 
 void rbuf_reset(struct rbuf *b);
 void rbuf_free(struct rbuf *b);
@@ -43,8 +47,14 @@ void rbuf_double(struct rbuf *b, double v);
 void rbuf_label_value(struct rbuf *b, const char *s, size_t maxlen);
 /* name="value" (with a leading comma when first is false). */
 void rbuf_label(struct rbuf *b, bool first, const char *name, const char *value, size_t maxlen);
-/* Compress in[0..len) as one gzip member at level 1..9 into out. Returns 0 or -1. */
-int rbuf_gzip(const char *in, size_t len, int level, struct rbuf *out);
+/*
+ * Compress what is written to b from now on as one gzip member at level 1..9:
+ * the text is deflated in chunks of RBUF_GZ_CHUNK as it comes, so a large
+ * exposition is never held whole. b must be empty. Returns 0 or -1 (b unchanged).
+ */
+int rbuf_gzip_begin(struct rbuf *b, int level);
+/* End the member: b then holds the gzip bytes. Returns 0, or -1 with b->oom set. */
+int rbuf_gzip_end(struct rbuf *b);
 
 /* ---- kubenames.c: pod and container names from a Kubernetes PodList (pure) ---- */
 #define KUBE_NAME_MAX 253 /* a DNS subdomain: the longest pod name or namespace */

@@ -113,20 +113,14 @@ static enum MHD_Result reply_metrics(struct http *self, struct MHD_Connection *c
 {
 	struct rbuf body = {0};
 	uint64_t t0 = wb_mono_ns();
-	self->fn(self->arg, &body);
 	const char *ae =
 	    MHD_lookup_connection_value(con, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT_ENCODING);
-	bool gz = false;
-	if (!body.oom && self->gzip_level > 0 && http_accepts_gzip(ae)) {
-		struct rbuf z = {0};
-		if (rbuf_gzip(body.p, body.len, self->gzip_level, &z) == 0 && !z.oom) {
-			rbuf_free(&body);
-			body = z;
-			gz = true;
-		} else {
-			rbuf_free(&z);
-		}
-	}
+	/* gzip'd as it is rendered: the whole text is never held (RBUF_GZ_CHUNK at a time) */
+	bool gz = self->gzip_level > 0 && http_accepts_gzip(ae) &&
+		  rbuf_gzip_begin(&body, self->gzip_level) == 0;
+	self->fn(self->arg, &body);
+	if (gz)
+		rbuf_gzip_end(&body);
 	self->ctr->last_render_s = (double)(wb_mono_ns() - t0) / 1e9;
 	if (body.oom) {
 		rbuf_free(&body);

@@ -16,7 +16,67 @@
 #include "grow.h"
 #include "log.h"
 
+struct rbuf_gz {
+	z_stream zs;
+	struct rbuf out; /* the gzip bytes so far */
+};
+
+static bool rbuf_grow(struct rbuf *b, size_t more);
+
+/* Deflate n bytes at in into b's gzip member (flush: Z_NO_FLUSH or Z_FINISH). */
+static int gz_deflate(struct rbuf *b, const char *in, size_t n, int flush)
+{
+	struct rbuf_gz *gz = b->gz;
+	z_stream *zs = &gz->zs;
+	/* zlib counts in uInt: feed more than that in steps */
+	const size_t step = 1u << 30;
+	int zrc;
+	zs->next_in = (Bytef *)in;
+	for (;;) {
+		size_t left = n - (size_t)((const char *)zs->next_in - in);
+		zs->avail_in = (uInt)(left > step ? step : left);
+		int f = left > step ? Z_NO_FLUSH : flush;
+		if (!rbuf_grow(&gz->out, left / 8 + 4096))
+			return -1;
+		size_t room = gz->out.cap - gz->out.len;
+		zs->next_out = (Bytef *)gz->out.p + gz->out.len;
+		zs->avail_out = (uInt)(room > step ? step : room);
+		uInt before = zs->avail_out;
+		zrc = deflate(zs, f);
+		gz->out.len += before - zs->avail_out;
+		if (zrc == Z_STREAM_END)
+			return 0;
+		if (zrc != Z_OK && zrc != Z_BUF_ERROR) {
+			log_warnx("gzip: deflate failed (%d)", zrc);
+			return -1;
+		}
+		/* done with this input once it is all taken and zlib had room to spare */
+		if (f == Z_NO_FLUSH && zs->avail_in == 0 && left <= step && zs->avail_out > 0)
+			return 0;
+	}
+}
+
+/* Pass the text written so far to the gzip member and empty the buffer. */
+static bool gz_drain(struct rbuf *b)
+{
+	if (gz_deflate(b, b->p, b->len, Z_NO_FLUSH) < 0) {
+		b->oom = true;
+		return false;
+	}
+	b->len = 0;
+	return true;
+}
+
 static bool rbuf_reserve(struct rbuf *b, size_t more)
+{
+	if (b->oom)
+		return false;
+	if (b->gz && b->len && b->len + more > RBUF_GZ_CHUNK && !gz_drain(b))
+		return false;
+	return rbuf_grow(b, more);
+}
+
+static bool rbuf_grow(struct rbuf *b, size_t more)
 {
 	if (b->oom)
 		return false;
@@ -35,6 +95,11 @@ void rbuf_reset(struct rbuf *b)
 
 void rbuf_free(struct rbuf *b)
 {
+	if (b->gz) {
+		deflateEnd(&b->gz->zs);
+		free(b->gz->out.p);
+		free(b->gz);
+	}
 	free(b->p);
 	*b = (struct rbuf){0};
 }
@@ -49,6 +114,12 @@ char *rbuf_steal(struct rbuf *b, size_t *len)
 
 void rbuf_put(struct rbuf *b, const char *s, size_t n)
 {
+	if (b->gz && n > RBUF_GZ_CHUNK && !b->oom) {
+		/* a large piece goes to zlib from where it lies */
+		if (gz_drain(b) && gz_deflate(b, s, n, Z_NO_FLUSH) < 0)
+			b->oom = true;
+		return;
+	}
 	if (!rbuf_reserve(b, n))
 		return;
 	memcpy(b->p + b->len, s, n);
@@ -186,38 +257,36 @@ void rbuf_label(struct rbuf *b, bool first, const char *name, const char *value,
 	rbuf_putc(b, '"');
 }
 
-int rbuf_gzip(const char *in, size_t len, int level, struct rbuf *out)
+int rbuf_gzip_begin(struct rbuf *b, int level)
 {
-	z_stream zs = {0};
+	struct rbuf_gz *gz = calloc(1, sizeof(*gz));
+	if (!gz)
+		return -1;
 	/* 15 + 16: a gzip header and trailer around the deflate stream */
-	int zrc = deflateInit2(&zs, level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY);
+	int zrc = deflateInit2(&gz->zs, level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY);
 	if (zrc != Z_OK) {
-		log_warnx("gzip: deflateInit2 level %d: %s", level, zs.msg ? zs.msg : "failed");
+		log_warnx("gzip: deflateInit2 level %d: %s", level,
+			  gz->zs.msg ? gz->zs.msg : "failed");
+		free(gz);
 		return -1;
 	}
-	size_t bound = deflateBound(&zs, len);
-	if (!rbuf_reserve(out, bound)) {
-		deflateEnd(&zs);
-		return -1;
-	}
-	/* zlib counts in uInt: feed bodies larger than that in chunks */
-	const size_t chunk = 1u << 30;
-	const Bytef *end_in = (const Bytef *)in + len;
-	Bytef *start_out = (Bytef *)out->p + out->len, *end_out = start_out + bound;
-	zs.next_in = (Bytef *)in;
-	zs.next_out = start_out;
-	do {
-		size_t rin = (size_t)(end_in - zs.next_in), rout = (size_t)(end_out - zs.next_out);
-		zs.avail_in = (uInt)(rin > chunk ? chunk : rin);
-		zs.avail_out = (uInt)(rout > chunk ? chunk : rout);
-		zrc = deflate(&zs, rin > chunk ? Z_NO_FLUSH : Z_FINISH);
-	} while (zrc == Z_OK);
-	size_t produced = (size_t)(zs.next_out - start_out);
-	deflateEnd(&zs);
-	if (zrc != Z_STREAM_END) {
-		log_warnx("gzip: deflate of %zu bytes failed (%d)", len, zrc);
-		return -1;
-	}
-	out->len += produced;
+	b->gz = gz;
 	return 0;
+}
+
+int rbuf_gzip_end(struct rbuf *b)
+{
+	struct rbuf_gz *gz = b->gz;
+	if (!gz)
+		return -1;
+	int rc = b->oom || gz_deflate(b, b->p, b->len, Z_FINISH) < 0 ? -1 : 0;
+	deflateEnd(&gz->zs);
+	free(b->p);
+	*b = gz->out;
+	free(gz);
+	if (rc < 0) {
+		b->oom = true;
+		b->len = 0;
+	}
+	return rc;
 }
