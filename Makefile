@@ -33,14 +33,15 @@ Q := @
 say = @printf '  %-8s %s\n' $(1) $(2);
 endif
 
-# libcurl is linked only where lib/httpc.c is used (--as-needed drops it elsewhere).
-PKGS := libczmq libzmq msgpack jansson inih libsystemd libcurl
+PKGS := libczmq libzmq msgpack jansson inih libsystemd
 PKGS_exportd := libmicrohttpd zlib
 PKGS_modeld := libmicrohttpd libzip jansson
 PKGS_usaged := libbpf libelf zlib
-# libfreeipmi: powerd's ipmi source, also in the CLI (doctor runs powerd's discovery)
-PKGS_powerd := libfreeipmi
-ALL_PKGS := $(PKGS) libmicrohttpd zlib libbpf libelf libfreeipmi libzip
+# Loaded when a setting needs them (lib/dl.h), not linked: libcurl (lib/httpc.c: Redfish, the
+# kubelet, a model server) and libfreeipmi (powerd's ipmi source). Their headers are built
+# against; their sonames come from the development packages' links.
+DLOPEN_PKGS := libcurl libfreeipmi
+ALL_PKGS := $(PKGS) libmicrohttpd zlib libbpf libelf libzip $(DLOPEN_PKGS)
 
 # Build dependencies (Debian packages): `make run`, `make check`, `make bench` and
 # `make deps` install what is missing; any other goal (plain `make`, a packager's
@@ -61,13 +62,16 @@ endif
 endif
 pkg_cflags = $(if $(strip $(1)),$(shell $(PKG_CONFIG) --cflags $(1)))
 pkg_libs = $(if $(strip $(1)),$(shell $(PKG_CONFIG) --libs $(1)))
+# The soname of LIB (libcurl, libfreeipmi): what its development link libLIB.so points at.
+soname = $(shell readelf -d $$($(PKG_CONFIG) --variable=libdir $(1))/$(1).so 2>/dev/null | sed -n 's/.*Library soname: \[\(.*\)\]/\1/p')
+DLOPEN_DEFS := $(if $(filter clean format format-check uninstall deps,$(MAKECMDGOALS)),,-DWB_LIBCURL='"$(call soname,libcurl)"' -DWB_LIBFREEIPMI='"$(call soname,libfreeipmi)"')
 
 CFLAGS ?= -O2 -g
 WARNINGS := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wno-unused-parameter -Wformat=2 -Wno-format-nonliteral
 comma := ,
 SAN_FLAGS := $(if $(SANITIZE),-fsanitize=address$(comma)undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
 ALL_CFLAGS := -std=gnu11 $(WARNINGS) $(CFLAGS) $(SAN_FLAGS) -MMD -MP -D_GNU_SOURCE \
-	-DWB_VERSION='"$(VERSION)"' -DWB_DATADIR='"$(DATADIR)"' -DWB_SYSCONFDIR='"$(SYSCONFDIR)"' -Ilib -I$(BUILD)/gen -I$(BUILD)/bpf $(call pkg_cflags,$(ALL_PKGS))
+	-DWB_VERSION='"$(VERSION)"' -DWB_DATADIR='"$(DATADIR)"' -DWB_SYSCONFDIR='"$(SYSCONFDIR)"' -Ilib -I$(BUILD)/gen -I$(BUILD)/bpf $(call pkg_cflags,$(ALL_PKGS)) $(DLOPEN_DEFS)
 ALL_LDFLAGS := $(LDFLAGS) $(SAN_FLAGS) -Wl,--as-needed
 LIBS := $(call pkg_libs,$(PKGS)) -lm -ldl
 
@@ -93,7 +97,7 @@ $(LIBWB): $(LIB_OBJS)
 
 # Objects depend on the paths compiled into them: a new PREFIX rebuilds them.
 FLAGS_FILE := $(BUILD)/gen/paths.flags
-FLAGS_NOW := $(VERSION) $(DATADIR) $(SYSCONFDIR) $(CFLAGS) $(SANITIZE)
+FLAGS_NOW := $(VERSION) $(DATADIR) $(SYSCONFDIR) $(CFLAGS) $(SANITIZE) $(DLOPEN_DEFS)
 $(FLAGS_FILE): FORCE | $(BUILD)/gen/.dir
 	@echo '$(FLAGS_NOW)' | cmp -s - $@ || echo '$(FLAGS_NOW)' > $@
 FORCE:
@@ -259,6 +263,10 @@ uninstall:
 	@echo "kept $(DESTDIR)$(SYSCONFDIR)/wattbus/wattbus.conf (remove it by hand if you want)"
 
 # ---- the container image (podman; not part of check) ----
+# The libraries loaded on demand, which ldd does not list (paths): scripts/image.sh adds them.
+dlopen-libs:
+	@echo $(foreach l,$(DLOPEN_PKGS),$(shell $(PKG_CONFIG) --variable=libdir $(l))/$(call soname,$(l)))
+
 image:
 	$(Q)scripts/image.sh $(IMAGE)
 
@@ -278,6 +286,6 @@ clean:
 conf: all
 	tools/genconf.sh $(BUILD) > docs/wattbus.conf
 
-.PHONY: FORCE image conf all check fuzz fuzz-build bench run deps deps-test install uninstall format format-check clean
+.PHONY: FORCE image dlopen-libs conf all check fuzz fuzz-build bench run deps deps-test install uninstall format format-check clean
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

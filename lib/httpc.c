@@ -1,4 +1,5 @@
 /* The HTTP client over libcurl (httpc.h). */
+#include "dl.h"
 #include "grow.h"
 #include "httpc.h"
 
@@ -28,12 +29,56 @@ const char *wb_httpc_result_name(enum wb_httpc_result r)
 	return (unsigned)r < WB_HTTPC_NRESULTS ? result_names[r] : "error";
 }
 
+/*
+ * libcurl is loaded by the first request (dl.h), so that a daemon without an HTTP peer maps
+ * neither it nor the TLS, Kerberos, LDAP and SSH libraries it brings. The build passes its soname.
+ */
+_Static_assert(sizeof(WB_LIBCURL) > 1, "the Makefile found no soname for libcurl");
+static struct {
+	__typeof__(curl_global_init) *global_init;
+	__typeof__(curl_easy_init) *easy_init;
+	__typeof__(curl_easy_setopt) *easy_setopt;
+	__typeof__(curl_easy_perform) *easy_perform;
+	__typeof__(curl_easy_getinfo) *easy_getinfo;
+	__typeof__(curl_easy_cleanup) *easy_cleanup;
+	__typeof__(curl_easy_strerror) *easy_strerror;
+	__typeof__(curl_slist_append) *slist_append;
+	__typeof__(curl_slist_free_all) *slist_free_all;
+} curl;
 static pthread_once_t global_once = PTHREAD_ONCE_INIT;
-static CURLcode global_rc;
+static char global_err[512];
 
 static void global_init(void)
 {
-	global_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
+	const struct wb_dl_sym syms[] = {
+	    {&curl.global_init, "curl_global_init", true},
+	    {&curl.easy_init, "curl_easy_init", true},
+	    {&curl.easy_setopt, "curl_easy_setopt", true},
+	    {&curl.easy_perform, "curl_easy_perform", true},
+	    {&curl.easy_getinfo, "curl_easy_getinfo", true},
+	    {&curl.easy_cleanup, "curl_easy_cleanup", true},
+	    {&curl.easy_strerror, "curl_easy_strerror", true},
+	    {&curl.slist_append, "curl_slist_append", true},
+	    {&curl.slist_free_all, "curl_slist_free_all", true},
+	};
+	char why[400];
+	if (!wb_dl_open(WB_LIBCURL, syms, sizeof(syms) / sizeof(syms[0]), why, sizeof(why))) {
+		snprintf(global_err, sizeof(global_err), "%s; install libcurl (Debian: libcurl4)",
+			 why);
+		return;
+	}
+	CURLcode rc = curl.global_init(CURL_GLOBAL_DEFAULT);
+	if (rc != CURLE_OK)
+		snprintf(global_err, sizeof(global_err), "libcurl: %s", curl.easy_strerror(rc));
+}
+
+int wb_httpc_load(char *err, size_t errlen)
+{
+	pthread_once(&global_once, global_init);
+	if (!global_err[0])
+		return 0;
+	snprintf(err, errlen, "%s", global_err);
+	return -1;
 }
 
 struct sink {
@@ -99,13 +144,12 @@ enum wb_httpc_result wb_httpc_request(const char *method, const char *url, const
 	memset(resp, 0, sizeof(*resp));
 	if (err && errlen)
 		err[0] = '\0';
-	pthread_once(&global_once, global_init);
-	if (global_rc != CURLE_OK) {
-		snprintf(err, errlen, "%s %s: libcurl: %s", method, url,
-			 curl_easy_strerror(global_rc));
+	char lerr[512];
+	if (wb_httpc_load(lerr, sizeof(lerr)) < 0) {
+		snprintf(err, errlen, "%s %s: %s", method, url, lerr);
 		return WB_HTTPC_ERROR;
 	}
-	CURL *c = curl_easy_init();
+	CURL *c = curl.easy_init();
 	if (!c) {
 		snprintf(err, errlen, "%s %s: libcurl: cannot start a transfer", method, url);
 		return WB_HTTPC_ERROR;
@@ -116,56 +160,56 @@ enum wb_httpc_result wb_httpc_request(const char *method, const char *url, const
 	char curl_err[CURL_ERROR_SIZE] = "";
 	long timeout = o->timeout_ms > 0 ? o->timeout_ms : DEFAULT_TIMEOUT_MS;
 
-	curl_easy_setopt(c, CURLOPT_URL, url);
-	curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
-	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, curl_err);
-	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
-	curl_easy_setopt(c, CURLOPT_MAXREDIRS, 3L);
-	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, timeout);
-	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, timeout);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, &sink);
-	curl_easy_setopt(c, CURLOPT_ACCEPT_ENCODING, "");
-	curl_easy_setopt(c, CURLOPT_USERAGENT, "wattbus/" WB_VERSION);
+	curl.easy_setopt(c, CURLOPT_URL, url);
+	curl.easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+	curl.easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	curl.easy_setopt(c, CURLOPT_ERRORBUFFER, curl_err);
+	curl.easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl.easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+	curl.easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
+	curl.easy_setopt(c, CURLOPT_MAXREDIRS, 3L);
+	curl.easy_setopt(c, CURLOPT_TIMEOUT_MS, timeout);
+	curl.easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, timeout);
+	curl.easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
+	curl.easy_setopt(c, CURLOPT_WRITEDATA, &sink);
+	curl.easy_setopt(c, CURLOPT_ACCEPT_ENCODING, "");
+	curl.easy_setopt(c, CURLOPT_USERAGENT, "wattbus/" WB_VERSION);
 	if (o->ca_file)
-		curl_easy_setopt(c, CURLOPT_CAINFO, o->ca_file);
+		curl.easy_setopt(c, CURLOPT_CAINFO, o->ca_file);
 	if (o->insecure) {
-		curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 0L);
-		curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 0L);
+		curl.easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 0L);
+		curl.easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 0L);
 	}
 	if (o->user) {
-		curl_easy_setopt(c, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
-		curl_easy_setopt(c, CURLOPT_USERNAME, o->user);
-		curl_easy_setopt(c, CURLOPT_PASSWORD, o->password ? o->password : "");
+		curl.easy_setopt(c, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
+		curl.easy_setopt(c, CURLOPT_USERNAME, o->user);
+		curl.easy_setopt(c, CURLOPT_PASSWORD, o->password ? o->password : "");
 	}
 	if (o->bearer) {
 		if ((size_t)snprintf(line, sizeof(line), "Authorization: Bearer %s", o->bearer) >=
 		    sizeof(line)) {
 			explicit_bzero(line, sizeof(line));
-			curl_easy_cleanup(c);
+			curl.easy_cleanup(c);
 			snprintf(err, errlen, "%s %s: bearer token longer than %zu bytes", method,
 				 url, sizeof(line) - 23);
 			return WB_HTTPC_ERROR;
 		}
-		hdr = curl_slist_append(hdr, line);
+		hdr = curl.slist_append(hdr, line);
 	}
 	if (o->accept) {
 		snprintf(line, sizeof(line), "Accept: %s", o->accept);
-		hdr = curl_slist_append(hdr, line);
+		hdr = curl.slist_append(hdr, line);
 	}
 	if (body) {
-		hdr = curl_slist_append(hdr, "Content-Type: application/json");
-		curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-		curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body_len);
+		hdr = curl.slist_append(hdr, "Content-Type: application/json");
+		curl.easy_setopt(c, CURLOPT_POSTFIELDS, body);
+		curl.easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body_len);
 	}
 	if (hdr)
-		curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdr);
+		curl.easy_setopt(c, CURLOPT_HTTPHEADER, hdr);
 
-	CURLcode rc = curl_easy_perform(c);
-	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &resp->status);
+	CURLcode rc = curl.easy_perform(c);
+	curl.easy_getinfo(c, CURLINFO_RESPONSE_CODE, &resp->status);
 	enum wb_httpc_result res;
 	if (sink.too_big) {
 		res = WB_HTTPC_TOO_BIG;
@@ -173,7 +217,7 @@ enum wb_httpc_result wb_httpc_request(const char *method, const char *url, const
 	} else if (rc != CURLE_OK) {
 		res = classify(rc);
 		snprintf(err, errlen, "%s %s: %s", method, url,
-			 curl_err[0] ? curl_err : curl_easy_strerror(rc));
+			 curl_err[0] ? curl_err : curl.easy_strerror(rc));
 	} else if (resp->status < 200 || resp->status > 299) {
 		char ex[128];
 		body_excerpt(resp, ex, sizeof(ex));
@@ -183,8 +227,8 @@ enum wb_httpc_result wb_httpc_request(const char *method, const char *url, const
 	} else {
 		res = WB_HTTPC_OK;
 	}
-	curl_slist_free_all(hdr);
-	curl_easy_cleanup(c);
+	curl.slist_free_all(hdr);
+	curl.easy_cleanup(c);
 	explicit_bzero(line, sizeof(line)); /* it held the bearer header */
 	return res;
 }

@@ -1,8 +1,8 @@
 /*
- * The HTTP client, over libcurl: one request with a deadline, a cap on the
- * answer's size, TLS verified unless the caller says otherwise, bearer or
- * basic authentication. Every HTTP client of the project (a BMC's Redfish, the
- * kubelet, a model server) goes through it.
+ * The HTTP client, over libcurl (loaded by the first request, dl.h): one request with a deadline, a
+ * cap on the answer's size, TLS verified unless the caller says otherwise, bearer or basic
+ * authentication. Every HTTP client of the project (a BMC's Redfish, the kubelet, a model server)
+ * goes through it.
  *
  * Two ways to call it: wb_httpc_request blocks until the answer or the
  * deadline; wb_httpc_start runs the same request on a thread of its own and
@@ -44,6 +44,13 @@ struct wb_httpc_resp {
 	char *body; /* malloc'd, NUL-terminated (the NUL is not in len); NULL when none */
 	size_t len;
 };
+
+/*
+ * Load libcurl, once per process: 0, or -1 with err naming the library and the package to
+ * install. Every request does it first, and fails WB_HTTPC_ERROR with that reason; a source that
+ * is nothing without HTTP (powerd's redfish) calls it at discovery to be refused at once.
+ */
+int wb_httpc_load(char *err, size_t errlen);
 
 /* "ok", "status", "connect", "timeout", "tls", "too_big", "error": a counter's label. */
 const char *wb_httpc_result_name(enum wb_httpc_result r);

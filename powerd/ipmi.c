@@ -19,7 +19,58 @@
 #include <freeipmi/freeipmi.h>
 
 #include "clock.h"
+#include "dl.h"
 #include "powerd.h"
+
+/*
+ * libfreeipmi, loaded when the source is configured (dl.h): a powerd without ipmi maps neither
+ * it nor its libraries. The build passes its soname.
+ */
+_Static_assert(sizeof(WB_LIBFREEIPMI) > 1, "the Makefile found no soname for libfreeipmi");
+static struct {
+	__typeof__(ipmi_ctx_create) *ctx_create;
+	__typeof__(ipmi_ctx_destroy) *ctx_destroy;
+	__typeof__(ipmi_ctx_close) *ctx_close;
+	__typeof__(ipmi_ctx_errormsg) *ctx_errormsg;
+	__typeof__(ipmi_ctx_find_inband) *ctx_find_inband;
+	__typeof__(ipmi_ctx_open_outofband) *ctx_open_outofband;
+	__typeof__(ipmi_ctx_open_outofband_2_0) *ctx_open_outofband_2_0;
+	__typeof__(ipmi_cmd_dcmi_get_power_reading) *cmd_dcmi_get_power_reading;
+	__typeof__(fiid_obj_create) *obj_create;
+	__typeof__(fiid_obj_get) *obj_get;
+	__typeof__(fiid_obj_errormsg) *obj_errormsg;
+	__typeof__(fiid_obj_destroy) *obj_destroy;
+	__typeof__(tmpl_cmd_dcmi_get_power_reading_rs) *tmpl_power_reading_rs;
+} fi;
+static void *fi_lib;
+
+static int ipmi_load(char *why, size_t whylen)
+{
+	const struct wb_dl_sym syms[] = {
+	    {&fi.ctx_create, "ipmi_ctx_create", true},
+	    {&fi.ctx_destroy, "ipmi_ctx_destroy", true},
+	    {&fi.ctx_close, "ipmi_ctx_close", true},
+	    {&fi.ctx_errormsg, "ipmi_ctx_errormsg", true},
+	    {&fi.ctx_find_inband, "ipmi_ctx_find_inband", true},
+	    {&fi.ctx_open_outofband, "ipmi_ctx_open_outofband", true},
+	    {&fi.ctx_open_outofband_2_0, "ipmi_ctx_open_outofband_2_0", true},
+	    {&fi.cmd_dcmi_get_power_reading, "ipmi_cmd_dcmi_get_power_reading", true},
+	    {&fi.obj_create, "fiid_obj_create", true},
+	    {&fi.obj_get, "fiid_obj_get", true},
+	    {&fi.obj_errormsg, "fiid_obj_errormsg", true},
+	    {&fi.obj_destroy, "fiid_obj_destroy", true},
+	    {&fi.tmpl_power_reading_rs, "tmpl_cmd_dcmi_get_power_reading_rs", true},
+	};
+	if (fi_lib)
+		return 0;
+	char e[400];
+	fi_lib = wb_dl_open(WB_LIBFREEIPMI, syms, sizeof(syms) / sizeof(syms[0]), e, sizeof(e));
+	if (!fi_lib) {
+		snprintf(why, whylen, "%s; install libfreeipmi (Debian: libfreeipmi17)", e);
+		return -1;
+	}
+	return 0;
+}
 
 struct ipmi_state {
 	char host[256]; /* "": in-band */
@@ -53,7 +104,7 @@ static const char *where(const struct ipmi_state *st)
 
 static int ipmi_connect(struct ipmi_state *st)
 {
-	if (!st->ctx && !(st->ctx = ipmi_ctx_create())) {
+	if (!st->ctx && !(st->ctx = fi.ctx_create())) {
 		snprintf(st->err, sizeof(st->err), "ipmi: cannot create a context: %s",
 			 strerror(errno));
 		return -1;
@@ -61,7 +112,7 @@ static int ipmi_connect(struct ipmi_state *st)
 	int rc;
 	if (!st->host[0]) {
 		ipmi_driver_type_t driver;
-		rc = ipmi_ctx_find_inband(st->ctx, &driver, 0, 0, 0, NULL, 0, 0);
+		rc = fi.ctx_find_inband(st->ctx, &driver, 0, 0, 0, NULL, 0, 0);
 		if (rc == 0) {
 			snprintf(
 			    st->err, sizeof(st->err),
@@ -69,17 +120,17 @@ static int ipmi_connect(struct ipmi_state *st)
 			return -1;
 		}
 	} else if (st->lanplus) {
-		rc = ipmi_ctx_open_outofband_2_0(st->ctx, st->host, st->user, st->password, NULL, 0,
-						 IPMI_PRIVILEGE_LEVEL_USER, 3, st->timeout_ms,
-						 st->timeout_ms / 4, 0, 0);
+		rc = fi.ctx_open_outofband_2_0(st->ctx, st->host, st->user, st->password, NULL, 0,
+					       IPMI_PRIVILEGE_LEVEL_USER, 3, st->timeout_ms,
+					       st->timeout_ms / 4, 0, 0);
 	} else {
-		rc = ipmi_ctx_open_outofband(
-		    st->ctx, st->host, st->user, st->password, IPMI_AUTHENTICATION_TYPE_MD5,
-		    IPMI_PRIVILEGE_LEVEL_USER, st->timeout_ms, st->timeout_ms / 4, 0, 0);
+		rc = fi.ctx_open_outofband(st->ctx, st->host, st->user, st->password,
+					   IPMI_AUTHENTICATION_TYPE_MD5, IPMI_PRIVILEGE_LEVEL_USER,
+					   st->timeout_ms, st->timeout_ms / 4, 0, 0);
 	}
 	if (rc < 0) {
 		snprintf(st->err, sizeof(st->err), "ipmi: %s: cannot open a session: %s", where(st),
-			 ipmi_ctx_errormsg(st->ctx));
+			 fi.ctx_errormsg(st->ctx));
 		return -1;
 	}
 	st->open = true;
@@ -95,26 +146,26 @@ static void *ipmi_work(void *arg)
 	fiid_obj_t rs = NULL;
 	if (!st->open && ipmi_connect(st) < 0)
 		goto done;
-	if (!(rs = fiid_obj_create(tmpl_cmd_dcmi_get_power_reading_rs))) {
+	if (!(rs = fi.obj_create(*fi.tmpl_power_reading_rs))) {
 		snprintf(st->err, sizeof(st->err), "ipmi: out of memory");
 		goto done;
 	}
-	if (ipmi_cmd_dcmi_get_power_reading(
+	if (fi.cmd_dcmi_get_power_reading(
 		st->ctx, IPMI_DCMI_POWER_READING_MODE_SYSTEM_POWER_STATISTICS, 0, rs) < 0) {
 		snprintf(st->err, sizeof(st->err), "ipmi: %s: DCMI Get Power Reading: %s",
-			 where(st), ipmi_ctx_errormsg(st->ctx));
+			 where(st), fi.ctx_errormsg(st->ctx));
 		/* a session the BMC dropped is opened again next time */
-		ipmi_ctx_close(st->ctx);
+		fi.ctx_close(st->ctx);
 		st->open = false;
 		goto done;
 	}
 	uint64_t watts, active;
-	if (fiid_obj_get(rs, "current_power", &watts) != 1 ||
-	    fiid_obj_get(rs, "power_reading_state.power_measurement", &active) != 1) {
+	if (fi.obj_get(rs, "current_power", &watts) != 1 ||
+	    fi.obj_get(rs, "power_reading_state.power_measurement", &active) != 1) {
 		st->res = PD_READ_PARSE;
 		snprintf(st->err, sizeof(st->err),
 			 "ipmi: %s: DCMI Get Power Reading: answer without current_power: %s",
-			 where(st), fiid_obj_errormsg(rs));
+			 where(st), fi.obj_errormsg(rs));
 		goto done;
 	}
 	if (!active) {
@@ -129,7 +180,7 @@ static void *ipmi_work(void *arg)
 	st->res = PD_READ_OK;
 done:
 	if (rs)
-		fiid_obj_destroy(rs);
+		fi.obj_destroy(rs);
 	uint64_t one = 1;
 	if (write(st->efd, &one, sizeof(one)) < 0) {
 		/* the eventfd cannot overflow at one write per request */
@@ -213,8 +264,8 @@ static void ipmi_destroy(struct pd_set *set)
 		}
 	}
 	if (st->ctx) {
-		ipmi_ctx_close(st->ctx);
-		ipmi_ctx_destroy(st->ctx);
+		fi.ctx_close(st->ctx);
+		fi.ctx_destroy(st->ctx);
 	}
 	if (st->efd >= 0)
 		close(st->efd);
@@ -225,7 +276,7 @@ static void ipmi_destroy(struct pd_set *set)
 
 static int ipmi_discover(struct pd_set *set, const struct pd_opts *opts, char *why, size_t whylen)
 {
-	if (ipmi_check(opts, why, whylen) < 0)
+	if (ipmi_check(opts, why, whylen) < 0 || ipmi_load(why, whylen) < 0)
 		return 0;
 	struct ipmi_state *st = calloc(1, sizeof(*st));
 	if (!st) {

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "codec.h"
+#include "dl.h"
 #include "powerd.h"
 
 /* The few NVML declarations used, as NVIDIA's API reference documents them (nvml.h). */
@@ -113,22 +114,9 @@ static void nvml_destroy(struct pd_set *set)
 
 static int nvml_load(const char *path, char *why, size_t whylen)
 {
-	nv.lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-	if (!nv.lib) {
-		const char *e = dlerror();
-		snprintf(
-		    why, whylen,
-		    "cannot load %s (%s): no NVIDIA driver on this host, or set nvml_library to its path",
-		    path, e ? e : "not found");
-		return -1;
-	}
 	struct nvml_api *a = &nv.api;
 	/* Without the optional ones a GPU gives energy but no process weights. */
-	const struct {
-		void *fn;
-		const char *sym;
-		bool required;
-	} syms[] = {
+	const struct wb_dl_sym syms[] = {
 	    {&a->init, "nvmlInit_v2", true},
 	    {&a->shutdown, "nvmlShutdown", true},
 	    {&a->error_string, "nvmlErrorString", true},
@@ -143,14 +131,14 @@ static int nvml_load(const char *path, char *why, size_t whylen)
 	    {&a->mig, "nvmlDeviceGetMigMode", false},
 	    {&a->compute_mode, "nvmlDeviceGetComputeMode", false},
 	};
-	for (size_t i = 0; i < sizeof(syms) / sizeof(syms[0]); i++) {
-		void *p = dlsym(nv.lib, syms[i].sym);
-		memcpy(syms[i].fn, &p, sizeof(p)); /* object pointer to function pointer */
-		if (!p && syms[i].required) {
-			snprintf(why, whylen, "%s has no %s (an NVML older than driver 418?)", path,
-				 syms[i].sym);
-			return -1;
-		}
+	char e[512];
+	nv.lib = wb_dl_open(path, syms, sizeof(syms) / sizeof(syms[0]), e, sizeof(e));
+	if (!nv.lib) {
+		snprintf(why, whylen, "%s: %s", e,
+			 strncmp(e, "cannot load", 11)
+			     ? "an NVML older than driver 418?"
+			     : "no NVIDIA driver on this host, or set nvml_library to its path");
+		return -1;
 	}
 	if (!a->procs || !a->util)
 		log_warnx(

@@ -534,7 +534,7 @@ static void rf_destroy(struct pd_set *set)
 
 static int rf_discover(struct pd_set *set, const struct pd_opts *opts, char *why, size_t whylen)
 {
-	if (rf_check(opts, why, whylen) < 0)
+	if (rf_check(opts, why, whylen) < 0 || wb_httpc_load(why, whylen) < 0)
 		return 0;
 	struct rf_state *rf = calloc(1, sizeof(*rf));
 	if (!rf) {

@@ -34,8 +34,15 @@ if ldd $bins | grep 'not found' >&2; then
 	echo "image: a shared library is missing on this host" >&2
 	exit 1
 fi
-for b in $bins; do
+# And the libraries loaded when a setting needs them (libcurl, libfreeipmi: lib/dl.h), with theirs.
+dl=$(make -s dlopen-libs)
+for p in $dl; do
+	[ -e "$p" ] || { echo "image: $p is not installed on this host" >&2; exit 1; }
+done
+# shellcheck disable=SC2086 # $bins and $dl are lists of paths without blanks
+for b in $bins $dl; do
 	ldd "$b" | awk '/=> \// { print $3 } /^\t\// { print $1 }'
+	case " $dl " in *" $b "*) echo "$b" ;; esac
 done | sort -u | while read -r lib; do
 	mkdir -p "$root$(dirname "$lib")"
 	cp -L "$lib" "$root$lib"
