@@ -56,7 +56,7 @@ named() {
 
 @test "kubelet /pods over TLS with a token: pod and container series carry the PodList's names" {
 	ex_kube
-	ex_feed --slots 0 --realtime --len 0.5 &
+	wb_spawn feed ex_feed --slots 0 --realtime --len 0.5
 	echo $! >>"$BATS_TEST_TMPDIR/pids"
 	wb_wait_for 30 named
 	run ex_metrics
@@ -82,7 +82,7 @@ named() {
 	EOF
 	# kube_node unset: [global] host names the node, as on the DaemonSet (WATTBUS_GLOBAL_HOST)
 	KSRC=apiserver ex_kube --host node-a
-	ex_feed --slots 0 --realtime --len 0.5 &
+	wb_spawn feed ex_feed --slots 0 --realtime --len 0.5
 	echo $! >>"$BATS_TEST_TMPDIR/pids"
 	wb_wait_for 30 bash -c 'curl -sS "$0/metrics" | grep -qF "wattbus_exportd_kube_names{kind=\"pod\"} 3"' "$EX_URL"
 	grep -qF '/api/v1/pods?fieldSelector=spec.nodeName%3Dnode-a 200 ok' "$K/requests.log"
@@ -112,7 +112,7 @@ named() {
 
 @test "a pod deleted mid-run keeps its names; the list without it is taken" {
 	ex_kube
-	ex_feed --slots 0 --realtime --len 0.5 &
+	wb_spawn feed ex_feed --slots 0 --realtime --len 0.5
 	echo $! >>"$BATS_TEST_TMPDIR/pids"
 	wb_wait_for 30 named
 	python3 - "$K/pods.json" <<-'EOF'
@@ -132,7 +132,7 @@ named() {
 
 @test "401, garbage, 10 MB, kubelet down: counted and logged, the last names kept, energy unaffected" {
 	ex_kube --kube_timeout 5s
-	ex_feed --slots 0 --realtime --len 0.5 &
+	wb_spawn feed ex_feed --slots 0 --realtime --len 0.5
 	echo $! >>"$BATS_TEST_TMPDIR/pids"
 	wb_wait_for 30 named
 	n=0
@@ -166,7 +166,7 @@ named() {
 	openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=other \
 		-keyout "$K/other.key" -out "$K/other.crt" 2>/dev/null
 	ex_kube --kube_ca_file "$K/other.crt"
-	ex_feed --slots 0 --realtime --len 0.5 &
+	wb_spawn feed ex_feed --slots 0 --realtime --len 0.5
 	echo $! >>"$BATS_TEST_TMPDIR/pids"
 	wb_wait_for 30 event_at_least kube_tls 1
 	grep -q 'kube: .*the last names stay' "$BATS_TEST_TMPDIR/exportd.log"

@@ -18,7 +18,14 @@ wb_spawn() {
 	# setsid runs programs, not shell functions: python3 is one here (below).
 	[ "$1" = python3 ] && set -- /usr/bin/python3 "${@:2}"
 	if declare -F "$1" >/dev/null; then
+		# A process group of its own, as setsid gives a program (job control puts a background
+		# job in one), so that wb_kill_all stops the function's children too: a pipeline such
+		# as `feed | wattbus pub` was left running after the test, adding load to later ones.
+		local m=0
+		[[ $- == *m* ]] && m=1
+		set -m
 		"$@" >"$BATS_TEST_TMPDIR/$name.log" 2>&1 &
+		[ $m -eq 1 ] || set +m
 	else
 		setsid "$@" >"$BATS_TEST_TMPDIR/$name.log" 2>&1 &
 	fi

@@ -82,8 +82,12 @@ assert_clean_stop() {
 
 @test "SIGINT during start-up stops at once: no start-up checks after it, no banner, exit 0" {
 	start_run dfl
-	# The stages are up; run.sh now waits for their first stat and estimate messages.
-	wb_wait_for 30 grep -q "\[exportd\] wattbus-exportd: info: version" "$OUT"
+	# The stages are up (each logs its version once it takes signals through its signalfd: a
+	# stage still loading before that dies of SIGINT without a word); run.sh now waits for
+	# their first stat and estimate messages.
+	for s in powerd usaged alignd estimd exportd; do
+		wb_wait_for 30 grep -q "\[$s\] wattbus-$s: info: version" "$OUT"
+	done
 	kill -INT -- "-$RUN_PID"
 	rc=0
 	wait "$STARTER" || rc=$?
