@@ -665,9 +665,43 @@ static const struct wb_field *find_field(const struct wb_type *t, char *dst, con
 	return NULL;
 }
 
+/*
+ * The field whose key, as an encoder writes it, starts at p (16 bytes readable),
+ * looked for from hint on; NULL when none does (a key written in another form, an
+ * unknown key or an envelope key: find_field then reads it).
+ */
+static inline const struct wb_field *find_wire(const struct wb_type *t, const uint8_t *p,
+					       uint32_t hint, int *slot)
+{
+	uint64_t lo, hi;
+	memcpy(&lo, p, 8);
+	memcpy(&hi, p + 8, 8);
+	lo = le64toh(lo);
+	hi = le64toh(hi);
+	for (uint32_t k = 0; k < t->nfields; k++) {
+		uint32_t i = hint + k < t->nfields ? hint + k : hint + k - t->nfields;
+		const struct wb_field *f = &t->fields[i];
+		unsigned len = f->wire_len;
+		if (!len)
+			continue;
+		uint64_t l = len < 8 ? lo & ((1ull << (8 * len)) - 1) : lo;
+		if (l != f->wire[0])
+			continue;
+		if (len > 8 && (len < 16 ? hi & ((1ull << (8 * (len - 8))) - 1) : hi) != f->wire[1])
+			continue;
+		*slot = (int)i;
+		return f;
+	}
+	return NULL;
+}
+
 static int check_required(const struct wb_type *t, uint64_t seen, uint64_t seen_flat,
 			  const struct path *at, struct wb_err *err)
 {
+	if ((seen & t->req) == t->req &&
+	    (!t->nfields || t->fields[0].type != WB_T_FLAT ||
+	     (seen_flat & t->fields[0].obj->req) == t->fields[0].obj->req))
+		return 0;
 	for (uint32_t i = 0; i < t->nfields; i++) {
 		const struct wb_field *f = &t->fields[i];
 		if (f->type == WB_T_FLAT) {
@@ -692,20 +726,24 @@ static int decode_map(struct reader *r, uint32_t n, const struct wb_type *t, cha
 	uint64_t seen = 0, seen_flat = 0;
 	uint32_t hint = 0; /* encoders write keys in table order: try the next field first */
 	for (uint32_t i = 0; i < n; i++) {
-		struct mval k;
-		if (rd_val(r, &k) < 0)
-			return -1;
-		if (k.t != MV_STR)
-			return fail(err, WB_R_TYPE, at, "map key %u is %s, not a string", i,
-				    type_name(k.t));
-		char *base;
+		char *base = dst;
 		int slot;
-		const struct wb_field *f =
-		    find_field(t, dst, k.s.ptr, k.s.n, r->end, hint, &base, &slot);
-		if (!f) {
-			if (rd_skip(r, depth) < 0) /* unknown keys are ignored */
+		const struct wb_field *f = NULL;
+		if (r->end - r->p >= 16 && (f = find_wire(t, r->p, hint, &slot)))
+			r->p += f->wire_len;
+		else {
+			struct mval k;
+			if (rd_val(r, &k) < 0)
 				return -1;
-			continue;
+			if (k.t != MV_STR)
+				return fail(err, WB_R_TYPE, at, "map key %u is %s, not a string", i,
+					    type_name(k.t));
+			f = find_field(t, dst, k.s.ptr, k.s.n, r->end, hint, &base, &slot);
+			if (!f) {
+				if (rd_skip(r, depth) < 0) /* unknown keys are ignored */
+					return -1;
+				continue;
+			}
 		}
 		if (slot < 64)
 			hint = (uint32_t)slot + 1;

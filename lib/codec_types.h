@@ -25,6 +25,9 @@ struct wb_field {
 	const char *key;
 	uint32_t key_len;
 	uint64_t key8; /* the key's first 8 bytes (fewer: zeros after), as a little-endian number */
+	uint64_t
+	    wire[2]; /* the key as a fixstr (header byte and key), bytes 0-7 and 8-15, as key8 */
+	uint8_t wire_len; /* its bytes: 1 + key_len, 0 for a key longer than 15 bytes */
 	uint8_t type;
 	uint8_t required;
 	uint32_t off;	  /* value; for WB_T_ARR the element pointer */
@@ -47,6 +50,7 @@ struct wb_type {
 	uint32_t nkeys; /* keys its map can hold: its fields, a flat struct's counted key by key */
 	uint32_t nown;	/* fields that hold memory to free (arrays, objects that do): 0, or */
 	const uint8_t *own; /* their indexes in fields, for clearing */
+	uint64_t req;	    /* bit i: fields[i] is required (fields hold at most 64 rows) */
 };
 
 struct wb_kind_info {

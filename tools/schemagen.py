@@ -127,6 +127,13 @@ class Gen:
         off = "0" if elem else f"offsetof(struct {cname}, {key})"
         key8 = int.from_bytes(key.encode()[:8], "little")
         parts = [f'.key = "{key}"', f".key_len = {len(key)}", f".key8 = {key8:#x}ULL", f".type = WB_T_{k.upper()}", f".required = {1 if req else 0}", f".off = {off}"]
+        # The key as an encoder writes it (a fixstr: header byte, then the bytes), for the
+        # decoder to compare with the frame and the encoder to store, 8 bytes at a time.
+        wire = bytes([0xa0 | len(key)]) + key.encode()
+        if not elem and len(wire) <= 16:
+            lo = int.from_bytes(wire[:8], "little")
+            hi = int.from_bytes(wire[8:16], "little")
+            parts += [f".wire = {{{lo:#x}ULL, {hi:#x}ULL}}", f".wire_len = {len(wire)}"]
         if k == "u64":
             parts += [f".umin = {info['min']}ULL", f".umax = {info['max']}ULL"]
         elif k == "i64":
@@ -192,9 +199,12 @@ class Gen:
             if own:
                 c.append(f"static const uint8_t wb_own_{name}[] = {{{', '.join(map(str, own))}}};")
                 own_ref = f"wb_own_{name}"
+            # Bit i: fields[i] is required (the flat row's keys are checked against its own type).
+            assert first + len(t["fields"]) <= 64, f"{name}: more than 64 keys for the decoder's masks"
+            req = sum(1 << (first + i) for i, (_key, _k, _info, r) in enumerate(t["fields"]) if r)
             c.append(f'const struct wb_type wb_type_{name} = {{"{name}", sizeof(struct {name}), '
                      f"sizeof(wb_fields_{name}) / sizeof(wb_fields_{name}[0]), wb_fields_{name}, {nkeys}, "
-                     f"{len(own)}, {own_ref}}};")
+                     f"{len(own)}, {own_ref}, {req:#x}ULL}};")
             c.append("")
         h.append("enum wb_kind {")
         for k in KINDS:
