@@ -1,12 +1,14 @@
 /*
  * The processes usaged knows, keyed by (pid, start time), and which of them
  * each usage message lists: the loss-tolerance scheme described in
- * schemas/usage.json. Pure code: samples in, message procs out.
+ * schemas/usage.json. Pure code: samples in, message procs out. The entries
+ * are a dense array; a lib/table.h table indexes them by their keys.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "codec.h"
+#include "table.h"
 #include "usaged.h"
 
 const char *const usaged_counter_names[USAGED_NCOUNTERS] = {
@@ -35,19 +37,20 @@ struct pt_entry {
 	bool exited;
 };
 
+/* The index: where in ents the process (pid, start_ns) is. */
+struct pt_ix {
+	uint64_t pid, start_ns; /* the keys, as in its entry */
+	uint32_t idx;
+	bool used;
+};
+
 struct ptab {
-	struct pt_entry *ents; /* dense; order does not matter */
+	struct pt_entry *ents; /* dense, so that the scans walk n entries, not the index's slots */
 	size_t n, cap, max;
-	uint32_t *slots; /* open addressing over ents: 0 empty, else index + 1 */
-	size_t nslots;	 /* power of two, at least twice n */
+	WB_TABLE(struct pt_ix) ix;
 	uint64_t msgno, gen, dropped;
 	bool baseline_first, first_scan;
 };
-
-static uint64_t hash(uint32_t pid, uint64_t start_ns)
-{
-	return wb_hash2(pid, start_ns);
-}
 
 struct ptab *ptab_new(size_t max, bool baseline_first)
 {
@@ -57,12 +60,9 @@ struct ptab *ptab_new(size_t max, bool baseline_first)
 	self->max = max;
 	self->baseline_first = baseline_first;
 	self->first_scan = true;
-	self->nslots = 1024;
-	self->slots = calloc(self->nslots, sizeof(*self->slots));
-	if (!self->slots) {
-		free(self);
-		return NULL;
-	}
+	/* The table's max keeps idx within a uint32_t; add() checks ptab's own max first. */
+	wb_table_init(&self->ix.tab, sizeof(struct pt_ix), offsetof(struct pt_ix, pid), 2,
+		      offsetof(struct pt_ix, used), 1024, UINT32_MAX - 1);
 	return self;
 }
 
@@ -71,44 +71,20 @@ void ptab_destroy(struct ptab **self_p)
 	if (!self_p || !*self_p)
 		return;
 	free((*self_p)->ents);
-	free((*self_p)->slots);
+	wb_table_free(&(*self_p)->ix.tab);
 	free(*self_p);
 	*self_p = NULL;
 }
 
-/* The slot holding (pid, start_ns), or the empty slot where it would go. */
-static size_t probe(const struct ptab *self, uint32_t pid, uint64_t start_ns)
+static struct pt_entry *find(const struct ptab *self, uint32_t pid, uint64_t start_ns)
 {
-	size_t mask = self->nslots - 1, i = (size_t)hash(pid, start_ns) & mask;
-	while (self->slots[i]) {
-		const struct pt_entry *e = &self->ents[self->slots[i] - 1];
-		if (e->pid == pid && e->start_ns == start_ns)
-			break;
-		i = (i + 1) & mask;
-	}
-	return i;
-}
-
-static int grow_slots(struct ptab *self)
-{
-	size_t nslots = self->nslots * 2;
-	uint32_t *slots = calloc(nslots, sizeof(*slots));
-	if (!slots)
-		return -1;
-	free(self->slots);
-	self->slots = slots;
-	self->nslots = nslots;
-	for (size_t k = 0; k < self->n; k++)
-		self->slots[probe(self, self->ents[k].pid, self->ents[k].start_ns)] =
-		    (uint32_t)(k + 1);
-	return 0;
+	const struct pt_ix *x = wb_table_find(&self->ix.tab, pid, start_ns);
+	return x ? &self->ents[x->idx] : NULL;
 }
 
 static struct pt_entry *add(struct ptab *self, uint32_t pid, uint64_t start_ns)
 {
-	if (self->n >= self->max || self->n >= UINT32_MAX - 1)
-		return NULL;
-	if ((self->n + 1) * 2 > self->nslots && grow_slots(self) < 0)
+	if (self->n >= self->max)
 		return NULL;
 	if (self->n == self->cap) {
 		size_t cap = self->cap ? self->cap * 2 : 256;
@@ -118,38 +94,28 @@ static struct pt_entry *add(struct ptab *self, uint32_t pid, uint64_t start_ns)
 		self->ents = ents;
 		self->cap = cap;
 	}
-	struct pt_entry *e = &self->ents[self->n];
+	struct pt_ix *x = wb_table_insert(&self->ix.tab, pid, start_ns);
+	if (!x)
+		return NULL;
+	x->idx = (uint32_t)self->n;
+	struct pt_entry *e = &self->ents[self->n++];
 	memset(e, 0, sizeof(*e));
 	e->pid = pid;
 	e->start_ns = start_ns;
-	self->slots[probe(self, pid, start_ns)] = (uint32_t)(++self->n);
 	return e;
 }
 
-/* Remove entry k: backward-shift its slot's cluster, then move the last entry into k. */
+/* Remove entry k: the last entry takes its place, and its index entry follows it. */
 static void del(struct ptab *self, size_t k)
 {
-	size_t mask = self->nslots - 1;
-	size_t i = probe(self, self->ents[k].pid, self->ents[k].start_ns);
-	size_t j = i;
-	for (;;) {
-		j = (j + 1) & mask;
-		if (!self->slots[j])
-			break;
-		const struct pt_entry *e = &self->ents[self->slots[j] - 1];
-		size_t home = (size_t)hash(e->pid, e->start_ns) & mask;
-		/* Move slot j back to i unless its home lies cyclically in (i, j]. */
-		if ((j > i && (home <= i || home > j)) || (j < i && home <= i && home > j)) {
-			self->slots[i] = self->slots[j];
-			i = j;
-		}
-	}
-	self->slots[i] = 0;
+	wb_table_remove(&self->ix.tab,
+			wb_table_find(&self->ix.tab, self->ents[k].pid, self->ents[k].start_ns));
 	size_t last = --self->n;
 	if (k != last) {
 		self->ents[k] = self->ents[last];
-		self->slots[probe(self, self->ents[k].pid, self->ents[k].start_ns)] =
-		    (uint32_t)(k + 1);
+		struct pt_ix *x =
+		    wb_table_find(&self->ix.tab, self->ents[k].pid, self->ents[k].start_ns);
+		x->idx = (uint32_t)k;
 	}
 }
 
@@ -163,8 +129,7 @@ void ptab_begin(struct ptab *self, uint64_t msgno)
 
 int ptab_put(struct ptab *self, const struct usaged_sample *s)
 {
-	size_t i = probe(self, s->pid, s->start_ns);
-	struct pt_entry *e = self->slots[i] ? &self->ents[self->slots[i] - 1] : NULL;
+	struct pt_entry *e = find(self, s->pid, s->start_ns);
 	bool increased = false;
 
 	if (!e) {
