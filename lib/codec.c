@@ -906,16 +906,14 @@ void wb_msg_clear(struct wb_msg *msg)
 
 /* ---- encoding ---- */
 
-static bool is_empty(const struct wb_field *f, const char *src)
+static bool obj_is_empty(const struct wb_field *f, const char *src);
+
+static inline __attribute__((always_inline)) bool is_empty(const struct wb_field *f,
+							   const char *src)
 {
 	switch (f->type) {
 	case WB_T_OBJ:
-		/* an optional map whose keys are all optional and empty is left out */
-		for (uint32_t i = 0; i < f->obj->nfields; i++)
-			if (f->obj->fields[i].required ||
-			    !is_empty(&f->obj->fields[i], src + f->off))
-				return false;
-		return true;
+		return obj_is_empty(f, src);
 	case WB_T_U64:
 		return *(const uint64_t *)(src + f->off) == 0;
 	case WB_T_I64:
@@ -931,6 +929,15 @@ static bool is_empty(const struct wb_field *f, const char *src)
 	default:
 		return false;
 	}
+}
+
+/* An optional map whose keys are all optional and empty is left out. */
+static bool obj_is_empty(const struct wb_field *f, const char *src)
+{
+	for (uint32_t i = 0; i < f->obj->nfields; i++)
+		if (f->obj->fields[i].required || !is_empty(&f->obj->fields[i], src + f->off))
+			return false;
+	return true;
 }
 
 /*
@@ -1073,10 +1080,15 @@ static int encode_u64s(msgpack_sbuffer *sb, const struct wb_field *f, const char
 	return 0;
 }
 
-/* Write key (NULL for an array item) and the value of f at src. */
-/* A field's key (none when key is NULL), room reserved. */
+/* A field's key (none when key is NULL), room reserved (16 bytes at least). */
 static inline unsigned char *put_key(unsigned char *w, const struct wb_field *key)
 {
+	if (key && key->wire_len) {
+		uint64_t lo = htole64(key->wire[0]), hi = htole64(key->wire[1]);
+		memcpy(w, &lo, 8);
+		memcpy(w + 8, &hi, 8);
+		return w + key->wire_len;
+	}
 	if (key) {
 		w = PUT_STR_HDR(w, key->key_len);
 		memcpy(w, key->key, key->key_len);
@@ -1089,10 +1101,13 @@ static int encode_container(msgpack_sbuffer *sb, const struct wb_field *key,
 			    const struct wb_field *f, const char *src, const struct path *at,
 			    struct wb_err *err);
 
-/* Field f of src, after its key when key is not NULL; scalars inline, maps and arrays a call. */
+/*
+ * Field f of src, after its key when key is not NULL; scalars inline, maps and
+ * arrays a call. reserved: the map's room was made at once (its type's wire_max).
+ */
 static inline __attribute__((always_inline)) int
 encode_value(msgpack_sbuffer *sb, const struct wb_field *key, const struct wb_field *f,
-	     const char *src, const struct path *at, struct wb_err *err)
+	     const char *src, bool reserved, const struct path *at, struct wb_err *err)
 {
 	/* A producer gets the same bounds a receiver applies: fail loudly here rather
 	 * than have every frame rejected downstream. */
@@ -1143,8 +1158,8 @@ encode_value(msgpack_sbuffer *sb, const struct wb_field *key, const struct wb_fi
 		return fail(err, WB_R_TYPE, at, "field type %d unknown to the codec", f->type);
 	}
 	if (key)
-		need += HDR_MAX + key->key_len;
-	if (reserve(sb, need) < 0)
+		need += 16 + HDR_MAX + key->key_len;
+	if (!reserved && reserve(sb, need) < 0)
 		return -1;
 	unsigned char *w = put_key((unsigned char *)sb->data + sb->size, key);
 	switch (f->type) {
@@ -1194,7 +1209,7 @@ static int encode_container(msgpack_sbuffer *sb, const struct wb_field *key,
 			return fail(err, WB_R_MISSING, at, "%zu items but no array", n);
 	}
 	if (key)
-		need += HDR_MAX + key->key_len;
+		need += 16 + HDR_MAX + key->key_len;
 	if (reserve(sb, need) < 0)
 		return -1;
 	unsigned char *w = put_key((unsigned char *)sb->data + sb->size, key);
@@ -1208,7 +1223,7 @@ static int encode_container(msgpack_sbuffer *sb, const struct wb_field *key,
 		return encode_u64s(sb, f, items, n, at, err);
 	for (size_t i = 0; i < n; i++) {
 		struct path p = {at, NULL, i};
-		if (encode_value(sb, NULL, f->elem, items + i * f->size, &p, err) < 0)
+		if (encode_value(sb, NULL, f->elem, items + i * f->size, false, &p, err) < 0)
 			return -1;
 	}
 	return 0;
@@ -1224,8 +1239,9 @@ static int encode_obj(msgpack_sbuffer *sb, const struct wb_type *t, const char *
 		      uint32_t *nkeys, const struct path *at, struct wb_err *err)
 {
 	size_t hdr = SIZE_MAX;
+	bool reserved = open_map && t->wire_max;
 	if (open_map) {
-		if (reserve(sb, HDR_MAX) < 0)
+		if (reserve(sb, reserved ? t->wire_max : HDR_MAX) < 0)
 			return -1;
 		if (t->nkeys <= 15) {
 			hdr = sb->size;
@@ -1249,7 +1265,8 @@ static int encode_obj(msgpack_sbuffer *sb, const struct wb_type *t, const char *
 		if (!f->required && is_empty(f, src))
 			continue;
 		struct path p = {at, f->key, 0};
-		if (encode_value(sb, f, f, src, &p, err) < 0)
+		if ((reserved ? encode_value(sb, f, f, src, true, &p, err)
+			      : encode_value(sb, f, f, src, false, &p, err)) < 0)
 			return -1;
 		n++;
 	}

@@ -202,9 +202,16 @@ class Gen:
             # Bit i: fields[i] is required (the flat row's keys are checked against its own type).
             assert first + len(t["fields"]) <= 64, f"{name}: more than 64 keys for the decoder's masks"
             req = sum(1 << (first + i) for i, (_key, _k, _info, r) in enumerate(t["fields"]) if r)
+            # The most bytes its map can take when it holds scalars and strings only (every
+            # per-process map): the encoder then makes room once for all its keys. A key is
+            # stored 16 bytes at a time; a value takes at most 9 bytes, a string 5 + its bytes.
+            wire_max = 0
+            if not t["flat"] and all(k in ("u64", "i64", "f64", "bool", "str") for _, k, _, _ in t["fields"]):
+                wire_max = 1 + sum(16 + (5 + info["max"] if k == "str" else 9)
+                                   for _key, k, info, _ in t["fields"])
             c.append(f'const struct wb_type wb_type_{name} = {{"{name}", sizeof(struct {name}), '
                      f"sizeof(wb_fields_{name}) / sizeof(wb_fields_{name}[0]), wb_fields_{name}, {nkeys}, "
-                     f"{len(own)}, {own_ref}, {req:#x}ULL}};")
+                     f"{len(own)}, {own_ref}, {req:#x}ULL, {wire_max}}};")
             c.append("")
         h.append("enum wb_kind {")
         for k in KINDS:
