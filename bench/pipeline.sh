@@ -19,7 +19,9 @@
 # root with BTF, else procfs (auto). Sockets and logs in a temporary directory.
 #
 # Environment: WB_BUILD (build folder), DURATION (60), WARMUP (5), BUSY (3),
-# SCRAPE_EVERY (15), USAGE_INTERVAL (200ms), KEEP=1 keeps the directory.
+# SCRAPE_EVERY (15), USAGE_INTERVAL (200ms), KEEP=1 keeps the directory,
+# SMAPS_DIR=DIR saves each stage's /proc/PID/smaps and resident page frames at the
+# end of an overhead window (bench/smaps.py DIR sums them per mapping: where the PSS goes).
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
@@ -203,6 +205,7 @@ overhead() {
 		echo "BENCH pipeline.$n.$s.wakeups_per_s=$(awk -v x=$x_d -v t="$secs" 'BEGIN { printf "%.1f", x / t }')"
 		echo "BENCH pipeline.$n.$s.writes_per_s=$(awk -v y=$w_d -v t="$secs" 'BEGIN { printf "%.1f", y / t }')"
 	done
+	[ -z "${SMAPS_DIR:-}" ] || $PY "$here/smaps.py" --save "$SMAPS_DIR" $(for s in powerd usaged alignd estimd exportd; do echo "$s=${pid_of[$s]}"; done)
 	awk -v c=$total -v w=$window -v r=$rss_total -v h=$hwm_total -v p=$pss_total -v x=$x_total -v y=$w_total \
 		'BEGIN { t = w / 1e9; printf "%-8s %9.1f %8.3f %9.1f %9.1f %9.1f %6s %9.1f %9.1f\n", "total", c / 1e6, c / w * 100, r / 1024, h / 1024, p / 1024, "", x / t, y / t }'
 	echo "(rss: VmRSS at the end, steady; peak: VmHWM; pss: Pss of /proc/PID/smaps_rollup at the end, shared pages split between the processes mapping them; wakeup/s: voluntary + involuntary context switches of all threads; writes/s: write system calls, /proc/PID/io syscw)"
