@@ -1,7 +1,10 @@
 /*
- * estimd's private header: the pure modules that turn aligned slots into
- * estimates (idle/active split, attribution, power models, online training),
- * grouped by file. None of them needs a socket or root; main.c wires them to the bus.
+ * estimd's private header: the modules that turn aligned slots into estimates
+ * (idle/active split, attribution, power models, online training), grouped by
+ * file. None needs root, and they are pure code (no sockets, no clocks read, no
+ * files) except state.c (the totals' state file), kepler.c's sidecar exchange,
+ * model.c's file load and save, and spec.c (reads procfs and sysfs). main.c
+ * wires them to the bus.
  */
 #ifndef ESTIMD_H
 #define ESTIMD_H
@@ -9,6 +12,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include <jansson.h>
 
 #include "budget.h"
 #include "wb_msgs.h"
@@ -444,6 +449,16 @@ int totals_slot(struct totals *t, const struct wb_aligned *a, struct wb_est_zone
  */
 int totals_vms(struct totals *t, const char *host, const struct wb_est_zone *zones, size_t nz,
 	       struct wb_est_group *vms, size_t ngroups, const uint64_t *idle_uj, uint64_t *pool);
+/* The totals as their state file holds them (saved at now_ns); a new reference, NULL on ENOMEM. */
+json_t *totals_to_json(const struct totals *t, uint64_t now_ns);
+/*
+ * Resume from a state totals_to_json built (before any slot), checked as a whole first.
+ * Returns 0 (*nhosts read) or -1 (why says what is wrong with it; nothing used).
+ */
+int totals_from_json(struct totals *t, const json_t *root, size_t *nhosts, char *why, size_t len);
+
+/* ---- state.c: the totals' state file ---- */
+
 /* Write the totals to path atomically (JSON; fsync'd when sync). Returns 0 or -1 (err names the
  * file). */
 int totals_save(const struct totals *t, const char *path, uint64_t now_ns, bool sync, char *err,

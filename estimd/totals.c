@@ -2,15 +2,14 @@
  * Cumulative node energy per host and zone (estimate.zones[].*total_uj): what
  * lets exportd count every microjoule once even when estimates are lost, and
  * lets estimd count aligned slots it never received, from the difference of
- * alignd's own totals. Saved to a state file so that a restarted estimd
- * continues its totals and its baseline of alignd's. Pure: no sockets, no clock.
+ * alignd's own totals. Their state (as JSON) is built and read back here;
+ * state.c writes and reads the file, so that a restarted estimd continues its
+ * totals and its baseline of alignd's. Pure: no sockets, no clock, no files.
  */
-#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <jansson.h>
 
@@ -351,19 +350,16 @@ int totals_vms(struct totals *t, const char *host, const struct wb_est_zone *zon
 	return rc;
 }
 
-/* ---- state file ---- */
+/* ---- state (state.c saves and loads it) ---- */
 
-int totals_save(const struct totals *t, const char *path, uint64_t now_ns, bool sync, char *err,
-		size_t errlen)
+json_t *totals_to_json(const struct totals *t, uint64_t now_ns)
 {
 	json_t *hosts = json_array();
 	json_t *root =
 	    json_pack("{s:i, s:I, s:I, s:o}", "version", 1, "saved_ns", (json_int_t)now_ns,
 		      "last_epoch", (json_int_t)t->last_epoch, "hosts", hosts);
-	if (!root) {
-		snprintf(err, errlen, "%s: out of memory", path);
-		return -1;
-	}
+	if (!root)
+		return NULL;
 	for (size_t i = 0; i < t->n; i++) {
 		const struct tot_host *h = &t->h[i];
 		json_t *zones = json_array();
@@ -392,9 +388,7 @@ int totals_save(const struct totals *t, const char *path, uint64_t now_ns, bool 
 				     (json_int_t)h->in_epoch, "have_t", h->have_t, "last_t1",
 				     (json_int_t)h->last_t1, "zones", zones, "vms", vms));
 	}
-	int rc = wb_json_save(root, path, sync, err, errlen);
-	json_decref(root);
-	return rc;
+	return root;
 }
 
 static bool name_ok(const json_t *obj, const char *key)
@@ -478,19 +472,11 @@ static int state_check(const json_t *root, char *why, size_t len)
 	return 0;
 }
 
-int totals_load(struct totals *t, const char *path, size_t *nhosts, char *err, size_t errlen)
+int totals_from_json(struct totals *t, const json_t *root, size_t *nhosts, char *why, size_t len)
 {
 	*nhosts = 0;
-	json_t *root = wb_json_load(path, JSON_REJECT_DUPLICATES, err, errlen);
-	if (!root)
+	if (state_check(root, why, len) < 0)
 		return -1;
-	char why[256];
-	if (state_check(root, why, sizeof(why)) < 0) {
-		snprintf(err, errlen, "%s: %s", path, why);
-		json_decref(root);
-		errno = EINVAL;
-		return -1;
-	}
 	if (wb_json_u64(root, "last_epoch") > t->last_epoch)
 		t->last_epoch = wb_json_u64(root, "last_epoch");
 	size_t i, k;
@@ -539,6 +525,5 @@ int totals_load(struct totals *t, const char *path, size_t *nhosts, char *err, s
 		}
 		(*nhosts)++;
 	}
-	json_decref(root);
 	return 0;
 }
