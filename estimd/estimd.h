@@ -2,8 +2,8 @@
  * estimd's private header: the modules that turn aligned slots into estimates
  * (idle/active split, attribution, power models, online training), grouped by
  * file. None needs root, and they are pure code (no sockets, no clocks read, no
- * files) except state.c (the totals' state file), kepler.c's sidecar exchange,
- * model.c's file load and save, and spec.c (reads procfs and sysfs). main.c
+ * files) except state.c (the totals' state file), sidecar.c (the estimator
+ * sidecar's socket), model.c's file load and save, and spec.c (reads procfs and sysfs). main.c
  * wires them to the bus.
  */
 #ifndef ESTIMD_H
@@ -183,10 +183,11 @@ char *kepler_model_request(const struct kepler_metrics *km, const char *output_t
 			   const struct mspec *spec);
 /*
  * A PowerRequest for the estimator sidecar with two rows: the slot's features
- * x, and all zeros (the idle power). malloc'd JSON without a newline.
+ * x, and all zeros (the idle power); arch: the machine's (uname), NULL: "unknown".
+ * malloc'd JSON without a newline.
  */
 char *kepler_power_request(const struct kepler_metrics *km, const char *output_type,
-			   const double x[FEAT_COUNT]);
+			   const double x[FEAT_COUNT], const char *arch);
 
 struct kepler_powers {
 	size_t n;
@@ -203,6 +204,11 @@ struct kepler_powers {
  */
 int kepler_powers_parse(const char *text, size_t len, struct kepler_powers *out, char *err,
 			size_t errlen);
+/* Whether the answer read so far is whole (parses as JSON). */
+bool kepler_answer_complete(const char *text, size_t len);
+
+/* ---- sidecar.c: the estimator sidecar's socket ---- */
+
 /*
  * One sidecar exchange on a unix stream socket: connect, write req, read the
  * answer until it parses as JSON, the peer closes, or 4096 bytes; never longer

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include "clock.h"
@@ -460,7 +461,8 @@ static void sidecar_slot(struct app *app, const struct wb_aligned *a)
 		return; /* estimator_slot rejects it */
 	struct kepler_metrics km;
 	kepler_metrics_from((const char(*)[16])a->counters, a->n_counters, &km);
-	char *req = kepler_power_request(&km, "AbsPower", x);
+	struct utsname u;
+	char *req = kepler_power_request(&km, "AbsPower", x, uname(&u) == 0 ? u.machine : NULL);
 	if (!req)
 		return;
 	char buf[4097], err[MODEL_ERR_MAX];
