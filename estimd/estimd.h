@@ -1,10 +1,10 @@
 /*
  * estimd's private header: the modules that turn aligned slots into estimates
  * (idle/active split, attribution, power models, online training), grouped by
- * file. None needs root, and they are pure code (no sockets, no clocks read, no
+ * file. None needs root; all are pure code (no sockets, no clocks read, no
  * files) except state.c (the totals' state file), sidecar.c (the estimator
- * sidecar's socket), model.c's file load and save, and spec.c (reads procfs and sysfs). main.c
- * wires them to the bus.
+ * sidecar's socket), modelio.c (model files) and spec.c (reads procfs and
+ * sysfs). main.c wires them to the bus.
  */
 #ifndef ESTIMD_H
 #define ESTIMD_H
@@ -105,9 +105,6 @@ const char *model_output_name(enum model_output output);
  */
 int model_parse(const char *text, size_t len, const char *origin, const struct model_hint *hint,
 		struct model *out, char *err, size_t errlen);
-/* Read and parse a file (at most 4 MiB). Same contract as model_parse. */
-int model_load_file(const char *path, const struct model_hint *hint, struct model *out, char *err,
-		    size_t errlen);
 /* The model's index of zone (package...), or -1. */
 int model_find_zone(const struct model *m, const char *zone);
 /* A zone that is all zeros (model-db publishes such for zones it did not train) models nothing. */
@@ -125,8 +122,6 @@ double model_curve_eval(enum model_form form, const double *c, double u, double 
  * fits: feature scales and CurveFit_Weights). malloc'd, or NULL (err).
  */
 char *model_to_kepler_json(const struct model *m, char *err, size_t errlen);
-/* Write model_to_kepler_json to path atomically (temp file + rename). Returns 0 or -1 (err). */
-int model_save_file(const struct model *m, const char *path, char *err, size_t errlen);
 /*
  * A linear model as a model message (arrays owned by msg, freed by wb_msg_clear).
  * Returns 0, or -1 when the model has a curve-fit form or too many features.
@@ -136,6 +131,14 @@ int model_to_msg(const struct model *m, struct wb_model *msg, char *err, size_t 
 int model_from_msg(const struct wb_model *msg, struct model *out, char *err, size_t errlen);
 /* One line on a model for the log: name, origin, form, zones and their error. */
 void model_describe(const struct model *m, char *buf, size_t size);
+
+/* ---- modelio.c: model files ---- */
+
+/* Read and parse a file (at most 4 MiB). Same contract as model_parse. */
+int model_load_file(const char *path, const struct model_hint *hint, struct model *out, char *err,
+		    size_t errlen);
+/* Write model_to_kepler_json to path atomically (temp file + rename). Returns 0 or -1 (err). */
+int model_save_file(const struct model *m, const char *path, char *err, size_t errlen);
 
 /* ---- spec.c: this machine's spec, as Kepler's model server matches node types ---- */
 
