@@ -223,8 +223,59 @@ static const char *type_name(enum mv_type t)
  */
 struct reader {
 	const uint8_t *p, *start, *end;
-	uint64_t objects; /* items declared by the containers met, as walk_one counts them */
+	uint64_t objects;      /* items declared by the containers met, as walk_one counts them */
+	struct wb_pool **pool; /* the message's pool, for arrays inside array items */
+	unsigned in_items;     /* array items open around the value read */
 };
+
+/*
+ * Arrays inside the items of an array (each process's energy per zone, each
+ * GPU zone's processes) come from one pool per decoded message, not one
+ * calloc and one free each: chunks that double, freed whole by wb_msg_clear.
+ */
+struct wb_pool {
+	struct wb_pool *next;
+	size_t used, cap;
+	max_align_t data[];
+};
+
+static void *pool_alloc(struct wb_pool **pool, size_t n, size_t elem_size, bool zero)
+{
+	if (n == 0)
+		n = 1;
+	if (elem_size && n > SIZE_MAX / 2 / elem_size)
+		return NULL;
+	size_t need = (n * elem_size + sizeof(max_align_t) - 1) & ~(sizeof(max_align_t) - 1);
+	struct wb_pool *c = *pool;
+	if (!c || c->cap - c->used < need) {
+		size_t cap = c ? 2 * c->cap : 64 << 10;
+		if (cap > (8u << 20))
+			cap = 8u << 20;
+		if (cap < need)
+			cap = need;
+		struct wb_pool *nc = malloc(sizeof(*nc) + cap);
+		if (!nc)
+			return NULL;
+		nc->next = c;
+		nc->used = 0;
+		nc->cap = cap;
+		*pool = c = nc;
+	}
+	char *p = (char *)c->data + c->used;
+	c->used += need;
+	if (zero)
+		memset(p, 0, n * elem_size);
+	return p;
+}
+
+static void pool_free(struct wb_pool **pool)
+{
+	for (struct wb_pool *c = *pool, *next; c; c = next) {
+		next = c->next;
+		free(c);
+	}
+	*pool = NULL;
+}
 
 /* A big-endian number of n (0, 1, 2, 4 or 8) bytes. */
 static inline uint64_t rd_be(const uint8_t *p, int n)
@@ -599,20 +650,25 @@ static int decode_container(struct reader *r, const struct mval *o, const struct
 		return -1;
 	char *items = NULL;
 	if (n) {
-		items = wb_array_new(n, f->size);
+		/* Every integer item is stored, or the frame is refused: no zeroing needed. */
+		items = r->in_items ? pool_alloc(r->pool, n, f->size, f->elem->type != WB_T_U64)
+				    : wb_array_new(n, f->size);
 		if (!items)
 			return fail(err, WB_R_TOO_BIG, at, "cannot allocate %u items", n);
 	}
 	*(char **)(dst + f->off) = items;
 	*(size_t *)(dst + f->off_n) = 0;
+	r->in_items++;
 	for (uint32_t i = 0; i < n; i++) {
 		struct path p = {at, NULL, i};
 		if (decode_value(r, f->elem, items + (size_t)i * f->size, &p, depth + 1, err) < 0) {
 			/* Count the items decoded so far, so clear frees what they hold. */
 			*(size_t *)(dst + f->off_n) = i + 1;
+			r->in_items--;
 			return -1;
 		}
 	}
+	r->in_items--;
 	*(size_t *)(dst + f->off_n) = n;
 	return 0;
 }
@@ -854,7 +910,7 @@ int wb_decode(const void *buf, size_t len, struct wb_msg *out, struct wb_err *er
 			    WB_FRAME_MAX);
 	if (len == 0)
 		return fail(err, WB_R_MALFORMED, NULL, "empty frame");
-	struct reader r = {buf, buf, (const uint8_t *)buf + len, 0};
+	struct reader r = {buf, buf, (const uint8_t *)buf + len, 0, &out->pool, 0};
 	struct wb_err mine;
 	mine.reason = WB_R_MALFORMED;
 	snprintf(mine.msg, sizeof(mine.msg), "malformed msgpack");
@@ -874,20 +930,22 @@ void *wb_array_new(size_t n, size_t elem_size)
 	return calloc(n, elem_size);
 }
 
-static void clear_obj(const struct wb_type *t, char *obj)
+/* pool: the message has one, which holds every array inside array items. */
+static void clear_obj(const struct wb_type *t, char *obj, bool pool)
 {
 	for (uint32_t k = 0; k < t->nown; k++) {
 		const struct wb_field *f = &t->fields[t->own[k]];
 		if (f->type != WB_T_ARR) {
-			clear_obj(f->obj, obj + f->off);
+			clear_obj(f->obj, obj + f->off, pool);
 			continue;
 		}
 		char **items = (char **)(obj + f->off);
 		size_t n = *(size_t *)(obj + f->off_n);
-		/* Items of scalars and fixed strings only (processes) need no walk. */
-		if (*items && f->elem->type == WB_T_OBJ && f->elem->obj->nown)
+		/* Items of scalars and fixed strings only (processes) need no walk, nor items
+		 * whose arrays are in the pool. */
+		if (*items && f->elem->type == WB_T_OBJ && f->elem->obj->nown && !pool)
 			for (size_t j = 0; j < n; j++)
-				clear_obj(f->elem->obj, *items + j * f->size);
+				clear_obj(f->elem->obj, *items + j * f->size, false);
 		free(*items);
 		*items = NULL;
 		*(size_t *)(obj + f->off_n) = 0;
@@ -899,7 +957,8 @@ void wb_msg_clear(struct wb_msg *msg)
 	if (!msg)
 		return;
 	if (msg->kind >= 0 && msg->kind < WB_NKINDS)
-		clear_obj(wb_kinds[msg->kind].type, (char *)&msg->env);
+		clear_obj(wb_kinds[msg->kind].type, (char *)&msg->env, msg->pool != NULL);
+	pool_free(&msg->pool);
 	memset(msg, 0, sizeof(*msg));
 	msg->kind = WB_KIND_NONE;
 }

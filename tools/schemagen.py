@@ -221,7 +221,8 @@ class Gen:
         h.append("struct wb_msg {\n\tenum wb_kind kind;\n\tunion {\n\t\tstruct wb_envelope env;")
         for k in KINDS:
             h.append(f"\t\tstruct wb_{k} {k};")
-        h.append("\t};\n};\n")
+        h.append("\t};\n\t/* A decoded message: where the arrays inside array items live (codec.c). */")
+        h.append("\tstruct wb_pool *pool;\n};\n")
         h.append("extern const struct wb_kind_info wb_kinds[WB_NKINDS];")
         h.append("\n#endif")
         c.append("const struct wb_kind_info wb_kinds[WB_NKINDS] = {")
