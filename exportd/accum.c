@@ -6,8 +6,9 @@
  * by the difference of estimd's cumulative totals when the estimate continues
  * the same (src, total_epoch), so that lost estimates cost no node energy; the
  * accumulators stay exportd's own, and only differences are taken. The node
- * counters and the totals they were last diffed with are saved to a state file,
- * so that an exportd restart continues them too.
+ * counters and the totals they were last diffed with go into a state (JSON built
+ * and read back here, the file written and read by state.c), so that an exportd
+ * restart continues them too.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -1097,16 +1098,14 @@ void accum_destroy(struct accum **self_p)
 	*self_p = NULL;
 }
 
-/* ---- state file: the node counters across exportd's restarts ---- */
+/* ---- state: the node counters across exportd's restarts (state.c saves and loads it) ---- */
 
-int accum_save(const struct accum *self, const char *path, char *err, size_t errlen)
+json_t *accum_to_json(const struct accum *self)
 {
 	json_t *hosts = json_array();
 	json_t *root = json_pack("{s:i, s:o}", "version", 1, "hosts", hosts);
-	if (!root) {
-		snprintf(err, errlen, "%s: out of memory", path);
-		return -1;
-	}
+	if (!root)
+		return NULL;
 	for (size_t i = 0; i < self->nhosts; i++) {
 		const struct ex_host *h = self->hosts[i];
 		json_t *zones = json_array(), *tots = json_array();
@@ -1142,9 +1141,7 @@ int accum_save(const struct accum *self, const char *path, char *err, size_t err
 				     "tot_src", h->tot_src, "tot_epoch", (json_int_t)h->tot_epoch,
 				     "zones", zones, "totals", tots));
 	}
-	int rc = wb_json_save(root, path, true, err, errlen);
-	json_decref(root);
-	return rc;
+	return root;
 }
 
 /* A saved energy triple, made to add up (active + idle == total) whatever the file says. */
@@ -1209,16 +1206,12 @@ static void host_restore(struct accum *self, struct ex_host *h, const json_t *o)
 	snprintf(h->tot_src, sizeof h->tot_src, "%s", wb_json_str(o, "tot_src"));
 }
 
-int accum_load(struct accum *self, const char *path, size_t *nhosts, char *err, size_t errlen)
+int accum_from_json(struct accum *self, const json_t *root, size_t *nhosts, char *err,
+		    size_t errlen)
 {
 	*nhosts = 0;
-	/* No links, no FIFO: the runtime directory is writable by the socket group. */
-	json_t *root = wb_json_load(path, JSON_REJECT_DUPLICATES, err, errlen);
-	if (!root)
-		return -1;
 	if (wb_json_u64(root, "version") != 1 || !json_is_array(json_object_get(root, "hosts"))) {
-		snprintf(err, errlen, "%s: not an exportd state (version 1 with hosts)", path);
-		json_decref(root);
+		snprintf(err, errlen, "not an exportd state (version 1 with hosts)");
 		return -1;
 	}
 	size_t i;
@@ -1236,6 +1229,5 @@ int accum_load(struct accum *self, const char *path, size_t *nhosts, char *err, 
 		host_restore(self, h, o);
 		(*nhosts)++;
 	}
-	json_decref(root);
 	return 0;
 }

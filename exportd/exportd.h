@@ -1,7 +1,8 @@
 /*
  * exportd's private header: the modules' prototypes, grouped by file. rbuf,
- * accum, stages, render and cpuinfo are pure (no sockets, no clock reads) so that
- * tests/unit/test_exportd_*.c drive them directly; main.c and http.c do the I/O.
+ * accum, stages, render and cpuinfo_parse are pure (no sockets, no clock reads,
+ * no files) so that tests/unit/test_exportd_*.c drive them directly; main.c,
+ * http.c and kube.c do the I/O, state.c the state file, cpuinfo_read /proc/cpuinfo.
  */
 #ifndef WB_EXPORTD_H
 #define WB_EXPORTD_H
@@ -9,6 +10,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include <jansson.h>
 
 #include "config.h"
 #include "httpd.h"
@@ -284,13 +287,21 @@ void accum_set_limits(struct accum *self, const struct accum_limits *lim);
 int accum_add(struct accum *self, const struct wb_estimate *est, enum accum_reason *reason);
 struct ex_host *accum_host(struct accum *self, const char *name);
 /*
- * Save every host's node counters and the totals they were last diffed with
- * (wb_json_save: atomic). Workloads are not saved. 0, or -1 with err.
+ * Every host's node counters and the totals they were last diffed with, as the
+ * state file holds them (workloads are not saved). A new reference, NULL on ENOMEM.
  */
+json_t *accum_to_json(const struct accum *self);
+/* Restore what accum_to_json built into an empty accum; *nhosts restored. 0, or -1 with err
+ * (what is wrong with it; nothing restored). */
+int accum_from_json(struct accum *self, const json_t *root, size_t *nhosts, char *err,
+		    size_t errlen);
+size_t accum_series(const struct accum *self);
+
+/* ---- state.c: the state file of accum's node counters ---- */
+/* Save accum_to_json to path (wb_json_save: atomic). 0, or -1 with err. */
 int accum_save(const struct accum *self, const char *path, char *err, size_t errlen);
 /* Restore what accum_save wrote into an empty accum; *nhosts restored. 0, or -1 with err. */
 int accum_load(struct accum *self, const char *path, size_t *nhosts, char *err, size_t errlen);
-size_t accum_series(const struct accum *self);
 
 /* ---- stages.c: pipeline health from stat messages ---- */
 /* A cumulative counter that survives the producer's restarts. */
