@@ -658,8 +658,30 @@ static int decode_container(struct reader *r, const struct mval *o, const struct
 	}
 	*(char **)(dst + f->off) = items;
 	*(size_t *)(dst + f->off_n) = 0;
+	uint32_t i = 0;
+	if (f->elem->type == WB_T_U64) {
+		/* Energies per zone: positive integers, read here; anything else, or a value
+		 * out of bounds, goes to decode_value below for its verdict. */
+		const struct wb_field *e = f->elem;
+		uint64_t *u = (uint64_t *)items;
+		for (; i < n && r->end - r->p >= 9; i++) {
+			uint8_t b = *r->p;
+			uint64_t v;
+			int hn = 0;
+			if (b <= 0x7f)
+				v = b;
+			else if (b >= 0xcc && b <= 0xcf)
+				v = rd_be(r->p + 1, hn = 1 << (b - 0xcc));
+			else
+				break;
+			if (v < e->umin || v > e->umax)
+				break;
+			u[i] = v;
+			r->p += 1 + hn;
+		}
+	}
 	r->in_items++;
-	for (uint32_t i = 0; i < n; i++) {
+	for (; i < n; i++) {
 		struct path p = {at, NULL, i};
 		if (decode_value(r, f->elem, items + (size_t)i * f->size, &p, depth + 1, err) < 0) {
 			/* Count the items decoded so far, so clear frees what they hold. */
