@@ -250,15 +250,11 @@ int hwmon_discover(struct pd_set *set, const struct pd_opts *opts, char *why, si
 	return added;
 }
 
-enum pd_read_err hwmon_read(struct pd_zone *z, uint64_t *value, char *err, size_t errlen)
-{
-	return pd_read_u64(z->file, value, err, errlen);
-}
-
 const struct pd_source hwmon_source = {
     .name = "hwmon",
     .in_auto = true,
     .power_from = "from microwatts",
     .discover = hwmon_discover,
-    .read = hwmon_read,
+    .read = pd_zone_read_file,
+    .close_zone = pd_zone_close_file,
 };

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <time.h>
 
 #include "log.h"
 #include "wb_msgs.h"
@@ -174,7 +175,8 @@ struct pd_zone {
 	struct pd_counter ctr;
 	struct pd_integrator integ;
 	char file[PD_PATH_MAX];	  /* rapl, hwmon: the sysfs file read every sample */
-	int fd;			  /* msr: the device, kept open */
+	int fd;			  /* msr: the device; rapl, hwmon: file; kept open */
+	struct timespec fd_ctime; /* rapl, hwmon: the file's ctime when fd was opened */
 	uint32_t reg;		  /* msr: the energy-status register */
 	uint64_t avg_interval_ms; /* hwmon power*_average: the meter's averaging window */
 	bool updated;		  /* exec: a valid reading since the last sample */
@@ -251,6 +253,10 @@ double pd_zone_min_safe_s(const struct pd_zone *z, double max_power_w);
 /* Read a sysfs-style file holding one unsigned decimal integer. err says why on failure; on
  * PD_READ_IO errno is the cause. */
 enum pd_read_err pd_read_u64(const char *path, uint64_t *value, char *err, size_t errlen);
+/* pd_read_u64 of the zone's file, kept open in z->fd from one sample to the next (a source's
+ * read op); pd_zone_close_file closes it (its close_zone op). */
+enum pd_read_err pd_zone_read_file(struct pd_zone *z, uint64_t *value, char *err, size_t errlen);
+void pd_zone_close_file(struct pd_zone *z);
 /* snprintf that may truncate (paths, names): returns 0, or -1 when the text did not fit. */
 int pd_fmt(char *buf, size_t size, const char *fmt, ...) WB_PRINTF(3, 4);
 /* Read a short text file, trailing newline removed. Returns 0 or -1 (errno set). */
@@ -270,7 +276,6 @@ const char *rapl_permission_hint(void);
 int rapl_discover(struct pd_set *set, const struct pd_opts *opts, char *why, size_t whylen);
 /* Socket index of a powercap zone name ("package-1", "package-0-die-1"), or -1. */
 int rapl_package_index(const char *name, int *die);
-enum pd_read_err rapl_read(struct pd_zone *z, uint64_t *raw, char *err, size_t errlen);
 
 /* ---- msr.c: RAPL registers through /dev/cpu/N/msr ---- */
 
@@ -307,7 +312,6 @@ extern const struct pd_source hwmon_source;
 /* Zone kind from an hwmon label and device name ("package", "gpu", "platform", ...). */
 const char *hwmon_kind(const char *label, const char *devname);
 int hwmon_discover(struct pd_set *set, const struct pd_opts *opts, char *why, size_t whylen);
-enum pd_read_err hwmon_read(struct pd_zone *z, uint64_t *value, char *err, size_t errlen);
 
 /* ---- exec.c: readings printed by a command ---- */
 

@@ -242,15 +242,11 @@ int rapl_discover(struct pd_set *set, const struct pd_opts *opts, char *why, siz
 	return added;
 }
 
-enum pd_read_err rapl_read(struct pd_zone *z, uint64_t *raw, char *err, size_t errlen)
-{
-	return pd_read_u64(z->file, raw, err, errlen);
-}
-
 const struct pd_source rapl_source = {
     .name = "rapl",
     .in_auto = true,
     .discover = rapl_discover,
-    .read = rapl_read,
+    .read = pd_zone_read_file,
+    .close_zone = pd_zone_close_file,
     .permission_hint = rapl_permission_hint,
 };

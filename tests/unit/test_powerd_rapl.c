@@ -5,6 +5,7 @@
  * and energy_uj readable by root only.
  */
 #include <grp.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include "test_powerd_fake.h"
@@ -349,6 +350,69 @@ static void test_read_u64(void)
 	CHECK(strstr(err, "No such file") != NULL);
 }
 
+/* Write a counter in place (same inode, as sysfs changes its values), not by a rename. */
+static void rewrite_in_place(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "r+");
+	if (!f || fputs(text, f) < 0 || fclose(f) != 0)
+		CHECK(!"rewrite in place");
+}
+
+/* A counter file is opened once and read again at offset 0; a replaced or vanished file is
+ * opened again by its path. */
+static void test_kept_descriptor(void)
+{
+	fake_new();
+	fake_rapl_zone("intel-rapl:0", "package-0", 1000, RANGE);
+	struct pd_opts o = fake_opts();
+	struct pd_set *set = pd_set_new(&o);
+	char why[PD_WHY_MAX] = "", path[PD_PATH_MAX];
+	CHECK(rapl_discover(set, &o, why, sizeof(why)) == 1);
+	struct pd_zone *z = pd_set_find(set, "package-0");
+	if (!z) {
+		pd_set_destroy(&set);
+		return;
+	}
+	snprintf(path, sizeof(path), "%s/sys/class/powercap/intel-rapl:0/energy_uj", fake_root);
+	CHECK(z->fd < 0); /* discovery reads by path and keeps nothing open */
+	struct wb_power p;
+	uint64_t t = T0, m = 1000 * MS;
+	CHECK_U64(pd_set_sample(set, t, m, &p), 1);
+	free(p.zones);
+	int fd = z->fd;
+	CHECK(fd >= 0);
+	rewrite_in_place(path, "1500\n");
+	CHECK_U64(pd_set_sample(set, t += 100 * MS, m += 100 * MS, &p), 1);
+	CHECK(sample_zone(&p, "package-0") && sample_zone(&p, "package-0")->energy_uj == 1500);
+	free(p.zones);
+	CHECK(z->fd == fd); /* the same descriptor, read from offset 0 again */
+	/* a chmod (access taken away, say) makes it open the path again, as at start */
+	struct stat st;
+	CHECK(chmod(path, 0444) == 0 && stat(path, &st) == 0);
+	CHECK(st.st_ctim.tv_sec != z->fd_ctime.tv_sec || st.st_ctim.tv_nsec != z->fd_ctime.tv_nsec);
+	CHECK_U64(pd_set_sample(set, t += 100 * MS, m += 100 * MS, &p), 1);
+	free(p.zones);
+	CHECK(z->fd >= 0 && st.st_ctim.tv_sec == z->fd_ctime.tv_sec &&
+	      st.st_ctim.tv_nsec == z->fd_ctime.tv_nsec);
+	/* replaced by a rename (a fake tree; sysfs never does it): the new file is read */
+	fake_rapl_energy("intel-rapl:0", 1700);
+	CHECK_U64(pd_set_sample(set, t += 100 * MS, m += 100 * MS, &p), 1);
+	CHECK(sample_zone(&p, "package-0") && sample_zone(&p, "package-0")->energy_uj == 1700);
+	free(p.zones);
+	/* gone: an error with the path, nothing kept open; back: read again from its path */
+	fake_remove("sys/class/powercap/intel-rapl:0/energy_uj");
+	CHECK_U64(pd_set_sample(set, t += 100 * MS, m += 100 * MS, &p), 0);
+	free(p.zones);
+	CHECK_U64(set->counts.read_errors, 1);
+	CHECK(z->fd < 0);
+	fake_rapl_energy("intel-rapl:0", 1900);
+	CHECK_U64(pd_set_sample(set, t += 100 * MS, m += 100 * MS, &p), 1);
+	CHECK(sample_zone(&p, "package-0") && sample_zone(&p, "package-0")->energy_uj == 1900);
+	free(p.zones);
+	CHECK(z->fd >= 0);
+	pd_set_destroy(&set);
+}
+
 static const struct unit_case cases[] = {
     {"two-socket Intel with subzones, psys, mmio duplicate", test_intel_discovery},
     {"mmio-only package, multi-die names", test_mmio_only_and_dies},
@@ -358,6 +422,7 @@ static const struct unit_case cases[] = {
     {"garbage, vanished file, backwards, out of range", test_bad_input},
     {"energy_uj root-only: CVE-2020-8694 explained", test_permission},
     {"strict unsigned integer files", test_read_u64},
+    {"a counter file is kept open, reopened when replaced or gone", test_kept_descriptor},
     {"cleanup", fake_cleanup},
 };
 
