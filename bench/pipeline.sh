@@ -124,6 +124,10 @@ ctxt() { # context switches (voluntary + involuntary) of all threads of a pid
 	cat /proc/"$1"/task/*/status 2>/dev/null | awk '/ctxt_switches/ { s += $2 } END { printf "%d\n", s }'
 }
 
+minflt() { # minor page faults of a pid (all threads): what the kernel does for its heap
+	awk '{ print $10 }' /proc/"$1"/stat 2>/dev/null || echo 0
+}
+
 syscw() { # write system calls of a pid (all threads)
 	awk '/^syscw:/ { print $2 }' /proc/"$1"/io 2>/dev/null || echo 0
 }
@@ -159,10 +163,11 @@ overhead() {
 	sleep "$WARMUP"
 	local s c0 c1 t0 t1 w0 w1
 	declare -A c_start
-	declare -A x_start w_start
+	declare -A x_start w_start f_start
 	for s in powerd usaged alignd estimd exportd; do
 		c_start[$s]=$(cpu_ns "${pid_of[$s]}")
 		x_start[$s]=$(ctxt "${pid_of[$s]}")
+		f_start[$s]=$(minflt "${pid_of[$s]}")
 		w_start[$s]=$(syscw "${pid_of[$s]}")
 	done
 	w0=$(cpu_ns "${pid_of[writer]}")
@@ -204,6 +209,7 @@ overhead() {
 		echo "BENCH pipeline.$n.$s.pss_kib=$pss"
 		echo "BENCH pipeline.$n.$s.wakeups_per_s=$(awk -v x=$x_d -v t="$secs" 'BEGIN { printf "%.1f", x / t }')"
 		echo "BENCH pipeline.$n.$s.writes_per_s=$(awk -v y=$w_d -v t="$secs" 'BEGIN { printf "%.1f", y / t }')"
+		echo "BENCH pipeline.$n.$s.minflt_per_s=$(awk -v f=$(($(minflt "$p") - f_start[$s])) -v t="$secs" 'BEGIN { printf "%.1f", f / t }')"
 	done
 	[ -z "${SMAPS_DIR:-}" ] || $PY "$here/smaps.py" --save "$SMAPS_DIR" $(for s in powerd usaged alignd estimd exportd; do echo "$s=${pid_of[$s]}"; done)
 	awk -v c=$total -v w=$window -v r=$rss_total -v h=$hwm_total -v p=$pss_total -v x=$x_total -v y=$w_total \
