@@ -631,6 +631,134 @@ static inline __attribute__((always_inline)) int decode_value(struct reader *r,
 	return fail(err, WB_R_TYPE, at, "field type %d unknown to the codec", f->type);
 }
 
+/*
+ * A map of type t (fast: scalars, strings and arrays of integers only) at r->p
+ * written as the encoder writes it: a fixmap, its keys in table order as fixstr,
+ * every value of its field's type and within bounds, no nil. Then it is read
+ * here in one tight pass and true returned. At anything else nothing is kept
+ * (r unchanged) and false returned: the general path reads the map again and
+ * gives the verdict, so the rules and the messages are the general path's.
+ */
+static bool fast_map(struct reader *r, const struct wb_type *t, char *dst)
+{
+	const uint8_t *p = r->p, *end = r->end;
+	uint64_t objects = r->objects;
+	if (p >= end || (*p & 0xf0) != 0x80)
+		return false;
+	uint32_t n = *p++ & 0x0f, fi = 0;
+	objects += 2 * n;
+	for (uint32_t k = 0; k < n; k++) {
+		if (end - p < 16 + 9)
+			return false;
+		uint64_t lo, hi;
+		memcpy(&lo, p, 8);
+		memcpy(&hi, p + 8, 8);
+		lo = le64toh(lo);
+		hi = le64toh(hi);
+		const struct wb_field *f = NULL;
+		for (; fi < t->nfields; fi++) {
+			const struct wb_field *c = &t->fields[fi];
+			unsigned len = c->wire_len;
+			if ((len < 8 ? lo & ((1ull << (8 * len)) - 1) : lo) == c->wire[0] &&
+			    (len <= 8 || (len < 16 ? hi & ((1ull << (8 * (len - 8))) - 1) : hi) ==
+					     c->wire[1])) {
+				f = c;
+				break;
+			}
+			if (c->required)
+				return false;
+		}
+		if (!f)
+			return false;
+		fi++;
+		p += f->wire_len;
+		uint8_t b = *p;
+		uint64_t v;
+		int hn = 0;
+		switch (f->type) {
+		case WB_T_U64:
+		case WB_T_I64:
+			if (b <= 0x7f)
+				v = b;
+			else if (b >= 0xcc && b <= 0xcf)
+				v = rd_be(p + 1, hn = 1 << (b - 0xcc));
+			else
+				return false;
+			if (f->type == WB_T_U64
+				? v < f->umin || v > f->umax
+				: v > INT64_MAX || (int64_t)v < f->imin || (int64_t)v > f->imax)
+				return false;
+			memcpy(dst + f->off, &v, 8);
+			p += 1 + hn;
+			break;
+		case WB_T_BOOL:
+			if ((b & 0xfe) != 0xc2)
+				return false;
+			*(bool *)(dst + f->off) = b == 0xc3;
+			p++;
+			break;
+		case WB_T_STR: {
+			uint32_t len;
+			if ((b & 0xe0) == 0xa0)
+				len = b & 0x1f, p++;
+			else if (b == 0xd9)
+				len = p[1], p += 2;
+			else
+				return false;
+			if (len > f->max_len || len < f->min_len || (size_t)(end - p) < len ||
+			    memchr(p, '\0', len) || !utf8_valid(p, len))
+				return false;
+			memcpy(dst + f->off, p, len);
+			dst[f->off + len] = '\0';
+			p += len;
+			break;
+		}
+		case WB_T_ARR: {
+			/* of integers (schemagen marks only such types fast) */
+			if ((b & 0xf0) != 0x90)
+				return false;
+			uint32_t m = b & 0x0f;
+			p++;
+			if (m > f->max_len || m < f->min_len)
+				return false;
+			objects += m;
+			uint64_t *u = NULL;
+			if (m && !(u = pool_alloc(r->pool, m, sizeof(uint64_t), false)))
+				return false;
+			const struct wb_field *e = f->elem;
+			for (uint32_t j = 0; j < m; j++) {
+				if (end - p < 9)
+					return false;
+				b = *p;
+				hn = 0;
+				if (b <= 0x7f)
+					v = b;
+				else if (b >= 0xcc && b <= 0xcf)
+					v = rd_be(p + 1, hn = 1 << (b - 0xcc));
+				else
+					return false;
+				if (v < e->umin || v > e->umax)
+					return false;
+				u[j] = v;
+				p += 1 + hn;
+			}
+			*(uint64_t **)(dst + f->off) = u;
+			*(size_t *)(dst + f->off_n) = m;
+			break;
+		}
+		default:
+			return false;
+		}
+	}
+	if (fi < 64 && (t->req >> fi) != 0)
+		return false; /* a required key after the last one read is missing */
+	if (objects > WB_OBJECTS_MAX)
+		return false;
+	r->p = p;
+	r->objects = objects;
+	return true;
+}
+
 /* A map or array value o (its items at r->p) into field f of dst. */
 static int decode_container(struct reader *r, const struct mval *o, const struct wb_field *f,
 			    char *dst, const struct path *at, int depth, struct wb_err *err)
@@ -681,9 +809,18 @@ static int decode_container(struct reader *r, const struct mval *o, const struct
 		}
 	}
 	r->in_items++;
+	/* Items of a fast type, unless too deep for the general path to read them. */
+	bool fast = f->elem->type == WB_T_OBJ && f->elem->obj->fast && depth + 2 <= WB_DEPTH_MAX;
 	for (; i < n; i++) {
+		char *item = items + (size_t)i * f->size;
+		if (fast) {
+			if (fast_map(r, f->elem->obj, item))
+				continue;
+			memset(item, 0,
+			       f->size); /* what it read goes: the general path reads again */
+		}
 		struct path p = {at, NULL, i};
-		if (decode_value(r, f->elem, items + (size_t)i * f->size, &p, depth + 1, err) < 0) {
+		if (decode_value(r, f->elem, item, &p, depth + 1, err) < 0) {
 			/* Count the items decoded so far, so clear frees what they hold. */
 			*(size_t *)(dst + f->off_n) = i + 1;
 			r->in_items--;
@@ -1311,6 +1448,90 @@ static int encode_container(msgpack_sbuffer *sb, const struct wb_field *key,
 }
 
 /*
+ * A map of a fast type (every per-process map) in one tight pass, room made
+ * once: 0, or -1 when memory runs out, or 1 at a value the schema refuses,
+ * with nothing kept: the general path then writes the map and names the fault.
+ */
+static int encode_fast(msgpack_sbuffer *sb, const struct wb_type *t, const char *src)
+{
+	size_t need = 1;
+	for (uint32_t i = 0; i < t->nfields; i++) {
+		const struct wb_field *f = &t->fields[i];
+		need +=
+		    16 + (f->type == WB_T_STR	? HDR_MAX + f->max_len
+			  : f->type == WB_T_ARR ? HDR_MAX + 9 * *(const size_t *)(src + f->off_n)
+						: 9);
+	}
+	if (reserve(sb, need) < 0)
+		return -1;
+	unsigned char *hdr = (unsigned char *)sb->data + sb->size, *w = hdr + 1;
+	unsigned n = 0;
+	for (uint32_t i = 0; i < t->nfields; i++) {
+		const struct wb_field *f = &t->fields[i];
+		const char *at = src + f->off;
+		switch (f->type) {
+		case WB_T_U64: {
+			uint64_t v = *(const uint64_t *)at;
+			if (!v && !f->required)
+				continue;
+			if (v < f->umin || v > f->umax)
+				return 1;
+			w = put_uint(put_key(w, f), v);
+			break;
+		}
+		case WB_T_I64: {
+			int64_t v = *(const int64_t *)at;
+			if (!v && !f->required)
+				continue;
+			if (v < f->imin || v > f->imax)
+				return 1;
+			w = put_int(put_key(w, f), v);
+			break;
+		}
+		case WB_T_BOOL:
+			if (!*(const bool *)at && !f->required)
+				continue;
+			w = put_key(w, f);
+			*w++ = *(const bool *)at ? 0xc3 : 0xc2;
+			break;
+		case WB_T_STR: {
+			if (!at[0] && !f->required)
+				continue;
+			size_t len = strnlen(at, f->size);
+			if (len >= f->size || len < f->min_len ||
+			    !utf8_valid((const unsigned char *)at, len))
+				return 1;
+			w = PUT_STR_HDR(put_key(w, f), len);
+			memcpy(w, at, len);
+			w += len;
+			break;
+		}
+		case WB_T_ARR: {
+			const uint64_t *items = *(const uint64_t *const *)at;
+			size_t m = *(const size_t *)(src + f->off_n);
+			if (!m && !f->required)
+				continue;
+			if (m > f->max_len || m < f->min_len || (m && !items))
+				return 1;
+			w = PUT_ARR_HDR(put_key(w, f), m);
+			for (size_t j = 0; j < m; j++) {
+				if (items[j] < f->elem->umin || items[j] > f->elem->umax)
+					return 1;
+				w = put_uint(w, items[j]);
+			}
+			break;
+		}
+		default:
+			return 1;
+		}
+		n++;
+	}
+	*hdr = (unsigned char)(0x80 | n);
+	sb->size = (size_t)((char *)w - sb->data);
+	return 0;
+}
+
+/*
  * One pass: a map that can hold at most 15 keys (every per-process and per-zone
  * map) gets its one-byte fixmap header patched with the count once its keys
  * are written; only a larger map counts its keys first, so the bytes are the
@@ -1319,6 +1540,11 @@ static int encode_container(msgpack_sbuffer *sb, const struct wb_field *key,
 static int encode_obj(msgpack_sbuffer *sb, const struct wb_type *t, const char *src, bool open_map,
 		      uint32_t *nkeys, const struct path *at, struct wb_err *err)
 {
+	if (open_map && t->fast) {
+		int rc = encode_fast(sb, t, src);
+		if (rc <= 0)
+			return rc;
+	}
 	size_t hdr = SIZE_MAX;
 	bool reserved = open_map && t->wire_max;
 	if (open_map) {

@@ -51,7 +51,10 @@ struct wb_type {
 	uint32_t nown;	/* fields that hold memory to free (arrays, objects that do): 0, or */
 	const uint8_t *own; /* their indexes in fields, for clearing */
 	uint64_t req;	    /* bit i: fields[i] is required (fields hold at most 64 rows) */
-	uint32_t wire_max;  /* the most bytes its map takes, for a map of scalars and strings; else 0 */
+	/* The most bytes its map takes, for a map of scalars and strings; else 0. */
+	uint32_t wire_max;
+	/* At most 15 keys of at most 15 bytes: integers, booleans, strings, integer arrays. */
+	bool fast;
 };
 
 struct wb_kind_info {

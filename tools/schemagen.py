@@ -209,9 +209,13 @@ class Gen:
             if not t["flat"] and all(k in ("u64", "i64", "f64", "bool", "str") for _, k, _, _ in t["fields"]):
                 wire_max = 1 + sum(16 + (5 + info["max"] if k == "str" else 9)
                                    for _key, k, info, _ in t["fields"])
+            # Items the decoder reads in one tight pass when written as the encoder writes them.
+            fast = not t["flat"] and len(t["fields"]) <= 15 and all(
+                len(key) <= 15 and (k in ("u64", "i64", "bool", "str") or (k == "arr" and info["elem"][0] == "u64"))
+                for key, k, info, _ in t["fields"])
             c.append(f'const struct wb_type wb_type_{name} = {{"{name}", sizeof(struct {name}), '
                      f"sizeof(wb_fields_{name}) / sizeof(wb_fields_{name}[0]), wb_fields_{name}, {nkeys}, "
-                     f"{len(own)}, {own_ref}, {req:#x}ULL, {wire_max}}};")
+                     f"{len(own)}, {own_ref}, {req:#x}ULL, {wire_max}, {'true' if fast else 'false'}}};")
             c.append("")
         h.append("enum wb_kind {")
         for k in KINDS:
