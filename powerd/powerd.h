@@ -186,6 +186,9 @@ struct pd_zone {
 	uint64_t held_uw, held_mono_ns, hold_ns;
 	uint64_t energy_uj; /* cumulative, what goes on the wire */
 	struct wb_ratelimit rl;
+	/* its entry in power messages but for the energy (name, zone, path, source, index): made
+	 * once by pd_set_add and copied at each sample */
+	struct wb_power_zone wire;
 };
 
 /* Counters published in stat messages (see docs/powerd.md). */

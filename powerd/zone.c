@@ -115,6 +115,13 @@ int pd_set_add(struct pd_set *set, const struct pd_zone *z)
 		log_info("zone %s from %s is also %s elsewhere; published as %s", base, nz->path,
 			 base, nz->name);
 	}
+	struct wb_power_zone *w = &nz->wire;
+	memset(w, 0, sizeof(*w));
+	snprintf(w->name, sizeof(w->name), "%s", nz->name);
+	snprintf(w->zone, sizeof(w->zone), "%s", nz->kind);
+	snprintf(w->path, sizeof(w->path), "%s", nz->path);
+	snprintf(w->source, sizeof(w->source), "%s", nz->src->name);
+	w->index = nz->index;
 	set->used |= 1u << pd_source_index(nz->src);
 	return (int)set->n++;
 }
@@ -251,11 +258,7 @@ size_t pd_set_sample(struct pd_set *set, uint64_t t_ns, uint64_t mono_ns, struct
 			continue;
 		}
 		struct wb_power_zone *pz = &out->zones[out->n_zones++];
-		snprintf(pz->name, sizeof(pz->name), "%s", z->name);
-		snprintf(pz->zone, sizeof(pz->zone), "%s", z->kind);
-		snprintf(pz->path, sizeof(pz->path), "%s", z->path);
-		snprintf(pz->source, sizeof(pz->source), "%s", z->src->name);
-		pz->index = z->index;
+		*pz = z->wire;
 		pz->energy_uj = z->energy_uj;
 		pz->max_energy_range_uj = z->is_power ? 0 : counter_range_uj(&z->ctr);
 		if (z->src->annotate)
