@@ -90,6 +90,9 @@ struct wb_grid {
 	struct fdwatch w;
 };
 
+static void publish_stat(struct wb_daemon *d);
+static int stat_schedule(struct wb_daemon *d);
+
 struct wb_daemon {
 	const struct wb_stage *stage;
 	struct wb_global global;
@@ -117,6 +120,9 @@ struct wb_daemon {
 	void *reload_arg;
 	wb_stat_fn *stat_fn;
 	void *stat_arg;
+	int stat_timer; /* zloop timer id; -1: none (not running, or stat_grid's ticks) */
+	struct wb_grid *stat_grid; /* wb_grid_carry_stats */
+	uint64_t stat_last_mono;
 };
 
 static void sections(struct wb_daemon *d, struct wb_global *g, void *conf,
@@ -415,7 +421,7 @@ struct wb_daemon *wb_daemon_new(const struct wb_stage *stage, int argc, char **a
 	if (!d || !(d->conf = calloc(1, stage->conf_size)))
 		fatalx(WB_EXIT_FAILURE, "out of memory");
 	d->stage = stage;
-	d->sigfd = d->stopfd[0] = d->stopfd[1] = -1;
+	d->sigfd = d->stopfd[0] = d->stopfd[1] = d->stat_timer = -1;
 	d->start_ns = wb_now_ns();
 	d->start_mono = wb_mono_ns();
 	snprintf(d->mode, sizeof(d->mode), "starting");
@@ -707,6 +713,11 @@ static void grid_fire(struct fdwatch *w)
 	struct wb_grid_tick tick;
 	wb_grid_tick_at(wb_now_ns(), w->interval_ns, expirations, &tick);
 	w->grid_fn(w->d, &tick, w->arg);
+	/* the tick nearest to stat_interval after the last stat message */
+	struct wb_daemon *d = w->d;
+	if (d->stat_grid && &d->stat_grid->w == w && d->stat_timer < 0 &&
+	    wb_mono_ns() - d->stat_last_mono + w->interval_ns / 2 >= d->global.stat_interval_ns)
+		publish_stat(d);
 }
 
 static int on_fd(zloop_t *loop, zmq_pollitem_t *item, void *arg)
@@ -781,7 +792,14 @@ int wb_grid_rearm(struct wb_grid *g, uint64_t interval_ns)
 	if (interval_ns == 0 || grid_arm(g->w.fd, interval_ns) < 0)
 		return -1;
 	g->w.interval_ns = interval_ns;
+	if (g->w.d->stat_grid == g && stat_schedule(g->w.d) < 0)
+		log_warnx("cannot set up the stat timer: %s", zmq_strerror(zmq_errno()));
 	return 0;
+}
+
+void wb_grid_carry_stats(struct wb_grid *g)
+{
+	g->w.d->stat_grid = g;
 }
 
 void wb_daemon_on_reload(struct wb_daemon *d, wb_reload_fn *fn, void *arg)
@@ -835,6 +853,7 @@ static void publish_stat(struct wb_daemon *d)
 	if (d->stat_fn)
 		d->stat_fn(d, d->stat_arg);
 	s->t = wb_now_ns();
+	d->stat_last_mono = wb_mono_ns();
 	snprintf(s->stage, sizeof(s->stage), "%s", d->stage->name);
 	snprintf(s->version, sizeof(s->version), "%s", WB_VERSION);
 	snprintf(s->mode, sizeof(s->mode), "%s", d->mode);
@@ -866,6 +885,26 @@ static void publish_stat(struct wb_daemon *d)
 static int on_stat_timer(zloop_t *loop, int timer_id, void *arg)
 {
 	publish_stat(arg);
+	return 0;
+}
+
+/*
+ * The stat messages go out at the ticks of the grid that carries them, when it
+ * ticks at least as often, right after what the tick sent: that costs no
+ * wake-up of the loop (nor of libzmq's I/O thread) of their own. Else, and
+ * without such a grid, from a timer of their own.
+ */
+static int stat_schedule(struct wb_daemon *d)
+{
+	bool on_ticks = d->stat_grid && d->stat_grid->w.interval_ns <= d->global.stat_interval_ns;
+	if (on_ticks && d->stat_timer >= 0) {
+		zloop_timer_end(d->loop, d->stat_timer);
+		d->stat_timer = -1;
+	} else if (!on_ticks && d->stat_timer < 0) {
+		d->stat_timer = wb_daemon_timer(d, d->global.stat_interval_ns, on_stat_timer, d);
+		if (d->stat_timer < 0)
+			return -1;
+	}
 	return 0;
 }
 
@@ -944,8 +983,7 @@ int wb_daemon_run(struct wb_daemon *d)
 	zmq_pollitem_t stop = {NULL, d->stopfd[0], ZMQ_POLLIN, 0};
 	/* Without the signal fd in the loop SIGTERM would never stop it: fail now instead. */
 	if (zloop_poller(d->loop, &sig, on_signal, d) < 0 ||
-	    zloop_poller(d->loop, &stop, on_stop, d) < 0 ||
-	    wb_daemon_timer(d, d->global.stat_interval_ns, on_stat_timer, d) < 0) {
+	    zloop_poller(d->loop, &stop, on_stop, d) < 0 || stat_schedule(d) < 0) {
 		log_errx("cannot watch signals, the stop pipe or the stat timer: %s",
 			 zmq_strerror(zmq_errno()));
 		return WB_EXIT_FAILURE;

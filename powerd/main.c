@@ -335,6 +335,7 @@ int main(int argc, char **argv)
 		wb_daemon_destroy(&pd.d);
 		return WB_EXIT_FAILURE;
 	}
+	wb_grid_carry_stats(pd.grid); /* a stat message costs no wake-up of its own */
 	wb_daemon_on_reload(pd.d, on_reload, &pd);
 	char ival[32];
 	wb_format_duration(conf->interval_ns, ival, sizeof(ival));
