@@ -40,3 +40,18 @@ nvcsw() {
 	# some two power messages in a row have two or more stat messages between them
 	pd_tap_lines | jq -r '.topic' | awk '/^power\// { if (n >= 2) ok = 1; n = 0 } /^stat\// { n++ } END { exit !ok }'
 }
+
+@test "a SIGHUP to an interval longer than stat_interval gives the stat messages their own timer" {
+	printf '[powerd]\ninterval = 100ms\n' >"$BATS_TEST_TMPDIR/p.conf"
+	wb_spawn tap "$WATTBUS" tap --check "$PDEP"
+	wb_spawn powerd "$PD" -c "$BATS_TEST_TMPDIR/p.conf" --sysfs_root "$PDR/sys" --pub "$PDEP" \
+		--runtime_dir "$BATS_TEST_TMPDIR/run" --stat_interval 100ms --host testhost
+	pd_wait_stat samples 3
+	sed -i 's/100ms/300ms/' "$BATS_TEST_TMPDIR/p.conf"
+	kill -HUP "$PID_powerd"
+	wb_wait_for 10 grep -q "reloaded" "$BATS_TEST_TMPDIR/powerd.log"
+	local n
+	n=$(pd_tap_lines | wc -l)
+	pd_wait_stat samples $(($(pd_stat_counter samples) + 6)) 30
+	pd_tap_lines | tail -n +$((n + 1)) | jq -r '.topic' | awk '/^power\// { if (n >= 2) ok = 1; n = 0 } /^stat\// { n++ } END { exit !ok }'
+}
