@@ -14,6 +14,7 @@
 
 #include "bus.h"
 #include "clock.h"
+#include "heap.h"
 #include "log.h"
 #include "state.h"
 
@@ -348,6 +349,7 @@ int wb_pub_send(struct wb_pub *self, struct wb_msg *msg)
 	}
 	int rc = wb_pub_send_raw(self, topic, buf, len);
 	free(buf);
+	wb_heap_frame(len);
 	return rc;
 }
 
@@ -713,6 +715,7 @@ static int sub_recv(struct wb_sub *self, int flags, struct wb_msg *out, struct w
 		return -1;
 	}
 	rx->recv_ns = wb_now_ns();
+	wb_heap_frame(zmq_msg_size(&body));
 	size_t tlen = zmq_msg_size(&topic);
 	snprintf(rx->topic, sizeof(rx->topic), "%.*s",
 		 (int)(tlen < WB_TOPIC_MAX ? tlen : WB_TOPIC_MAX - 1),

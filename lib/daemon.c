@@ -7,7 +7,6 @@
 #include <getopt.h>
 #include <grp.h>
 #include <limits.h>
-#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +21,7 @@
 
 #include "clock.h"
 #include "daemon.h"
+#include "heap.h"
 #include "log.h"
 #include "state.h"
 
@@ -400,23 +400,9 @@ static void parse_args(struct wb_daemon *d, int argc, char **argv, bool *check_o
 	}
 }
 
-/*
- * glibc raises its mmap threshold to the size of each large block freed (up to
- * 32 MiB), and its trim threshold to twice that: after the first large frame,
- * frames and their decoded arrays come from the heap, which then keeps their
- * pages, fragmented by what lives between them. Fixed thresholds keep large
- * blocks mmap'd, so they go back to the kernel when freed, and give the heap's
- * free top back above 128 KiB (bench/README.md, "Pipeline memory").
- */
-static void malloc_tune(void)
-{
-	mallopt(M_MMAP_THRESHOLD, 128 << 10);
-	mallopt(M_TRIM_THRESHOLD, 128 << 10);
-}
-
 struct wb_daemon *wb_daemon_new(const struct wb_stage *stage, int argc, char **argv)
 {
-	malloc_tune();
+	wb_heap_init();
 	struct wb_daemon *d = calloc(1, sizeof(*d));
 	if (!d || !(d->conf = calloc(1, stage->conf_size)))
 		fatalx(WB_EXIT_FAILURE, "out of memory");
