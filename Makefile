@@ -200,7 +200,7 @@ FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BINS := $(FUZZ_SRCS:tests/fuzz/%.c=$(BUILD)/fuzz/%)
 FUZZ_FLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -D_GNU_SOURCE -DWB_VERSION='"$(VERSION)"' \
 	-DWB_DATADIR='"$(DATADIR)"' -DWB_SYSCONFDIR='"$(SYSCONFDIR)"' \
-	-Ilib -I$(BUILD)/gen -I$(BUILD)/bpf $(call pkg_cflags,$(ALL_PKGS))
+	-Ilib -I$(BUILD)/gen -I$(BUILD)/bpf $(call pkg_cflags,$(ALL_PKGS)) $(DLOPEN_DEFS)
 fuzz_stage = $(filter $(STAGES),$(firstword $(subst _, ,$(1))))
 $(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(LIB_SRCS) $(GEN_C) $(GEN_H) $$(filter-out %/main.c,$$(wildcard $$(call fuzz_stage,$$*)/*.c)) | $(BUILD)/fuzz/.dir
 	$(call say,FUZZ,$@)

@@ -639,6 +639,8 @@ static inline __attribute__((always_inline)) int decode_value(struct reader *r,
  * (r unchanged) and false returned: the general path reads the map again and
  * gives the verdict, so the rules and the messages are the general path's.
  */
+bool wb_codec_fast = true;
+
 static bool fast_map(struct reader *r, const struct wb_type *t, char *dst)
 {
 	const uint8_t *p = r->p, *end = r->end;
@@ -658,10 +660,7 @@ static bool fast_map(struct reader *r, const struct wb_type *t, char *dst)
 		const struct wb_field *f = NULL;
 		for (; fi < t->nfields; fi++) {
 			const struct wb_field *c = &t->fields[fi];
-			unsigned len = c->wire_len;
-			if ((len < 8 ? lo & ((1ull << (8 * len)) - 1) : lo) == c->wire[0] &&
-			    (len <= 8 || (len < 16 ? hi & ((1ull << (8 * (len - 8))) - 1) : hi) ==
-					     c->wire[1])) {
+			if ((lo & c->wmask[0]) == c->wire[0] && (hi & c->wmask[1]) == c->wire[1]) {
 				f = c;
 				break;
 			}
@@ -810,7 +809,8 @@ static int decode_container(struct reader *r, const struct mval *o, const struct
 	}
 	r->in_items++;
 	/* Items of a fast type, unless too deep for the general path to read them. */
-	bool fast = f->elem->type == WB_T_OBJ && f->elem->obj->fast && depth + 2 <= WB_DEPTH_MAX;
+	bool fast = wb_codec_fast && f->elem->type == WB_T_OBJ && f->elem->obj->fast &&
+		    depth + 2 <= WB_DEPTH_MAX;
 	for (; i < n; i++) {
 		char *item = items + (size_t)i * f->size;
 		if (fast) {
@@ -896,13 +896,8 @@ static inline const struct wb_field *find_wire(const struct wb_type *t, const ui
 	for (uint32_t k = 0; k < t->nfields; k++) {
 		uint32_t i = hint + k < t->nfields ? hint + k : hint + k - t->nfields;
 		const struct wb_field *f = &t->fields[i];
-		unsigned len = f->wire_len;
-		if (!len)
-			continue;
-		uint64_t l = len < 8 ? lo & ((1ull << (8 * len)) - 1) : lo;
-		if (l != f->wire[0])
-			continue;
-		if (len > 8 && (len < 16 ? hi & ((1ull << (8 * (len - 8))) - 1) : hi) != f->wire[1])
+		if (!f->wire_len || (lo & f->wmask[0]) != f->wire[0] ||
+		    (hi & f->wmask[1]) != f->wire[1])
 			continue;
 		*slot = (int)i;
 		return f;
@@ -1454,14 +1449,9 @@ static int encode_container(msgpack_sbuffer *sb, const struct wb_field *key,
  */
 static int encode_fast(msgpack_sbuffer *sb, const struct wb_type *t, const char *src)
 {
-	size_t need = 1;
-	for (uint32_t i = 0; i < t->nfields; i++) {
-		const struct wb_field *f = &t->fields[i];
-		need +=
-		    16 + (f->type == WB_T_STR	? HDR_MAX + f->max_len
-			  : f->type == WB_T_ARR ? HDR_MAX + 9 * *(const size_t *)(src + f->off_n)
-						: 9);
-	}
+	size_t need = t->wire_max;
+	for (uint32_t k = 0; k < t->nown; k++) /* its arrays */
+		need += 9 * *(const size_t *)(src + t->fields[t->own[k]].off_n);
 	if (reserve(sb, need) < 0)
 		return -1;
 	unsigned char *hdr = (unsigned char *)sb->data + sb->size, *w = hdr + 1;
@@ -1540,13 +1530,13 @@ static int encode_fast(msgpack_sbuffer *sb, const struct wb_type *t, const char 
 static int encode_obj(msgpack_sbuffer *sb, const struct wb_type *t, const char *src, bool open_map,
 		      uint32_t *nkeys, const struct path *at, struct wb_err *err)
 {
-	if (open_map && t->fast) {
+	if (open_map && t->fast && wb_codec_fast) {
 		int rc = encode_fast(sb, t, src);
 		if (rc <= 0)
 			return rc;
 	}
 	size_t hdr = SIZE_MAX;
-	bool reserved = open_map && t->wire_max;
+	bool reserved = open_map && t->wire_max && !t->nown; /* no arrays: all its room at once */
 	if (open_map) {
 		if (reserve(sb, reserved ? t->wire_max : HDR_MAX) < 0)
 			return -1;

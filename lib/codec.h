@@ -5,6 +5,7 @@
 #ifndef WB_CODEC_H
 #define WB_CODEC_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -54,6 +55,13 @@ enum wb_kind wb_kind_from_name(const char *name, size_t len);
  * the arrays and releases them with wb_msg_clear().
  */
 int wb_decode(const void *buf, size_t len, struct wb_msg *out, struct wb_err *err);
+
+/*
+ * Per-process maps are read and written in one tight pass when in the
+ * encoder's form (anything else takes the general path, which gives every
+ * verdict). Off only to hold the two paths to each other (fuzz_codec).
+ */
+extern bool wb_codec_fast;
 
 /* Release the arrays of a decoded or built message and zero it. NULL-safe. */
 void wb_msg_clear(struct wb_msg *msg);

@@ -25,8 +25,9 @@ struct wb_field {
 	const char *key;
 	uint32_t key_len;
 	uint64_t key8; /* the key's first 8 bytes (fewer: zeros after), as a little-endian number */
-	uint64_t
-	    wire[2]; /* the key as a fixstr (header byte and key), bytes 0-7 and 8-15, as key8 */
+	/* The key as a fixstr (header byte and key): bytes 0-7 and 8-15 as key8, and which bits
+	 * of 16 bytes of frame hold it. */
+	uint64_t wire[2], wmask[2];
 	uint8_t wire_len; /* its bytes: 1 + key_len, 0 for a key longer than 15 bytes */
 	uint8_t type;
 	uint8_t required;
@@ -51,7 +52,8 @@ struct wb_type {
 	uint32_t nown;	/* fields that hold memory to free (arrays, objects that do): 0, or */
 	const uint8_t *own; /* their indexes in fields, for clearing */
 	uint64_t req;	    /* bit i: fields[i] is required (fields hold at most 64 rows) */
-	/* The most bytes its map takes, for a map of scalars and strings; else 0. */
+	/* The most bytes its map takes, for a map of scalars and strings (a fast type's integer
+	 * arrays: their header, then 9 bytes an item); else 0. */
 	uint32_t wire_max;
 	/* At most 15 keys of at most 15 bytes: integers, booleans, strings, integer arrays. */
 	bool fast;

@@ -133,7 +133,10 @@ class Gen:
         if not elem and len(wire) <= 16:
             lo = int.from_bytes(wire[:8], "little")
             hi = int.from_bytes(wire[8:16], "little")
-            parts += [f".wire = {{{lo:#x}ULL, {hi:#x}ULL}}", f".wire_len = {len(wire)}"]
+            mlo = (1 << (8 * min(len(wire), 8))) - 1
+            mhi = (1 << (8 * max(len(wire) - 8, 0))) - 1
+            parts += [f".wire = {{{lo:#x}ULL, {hi:#x}ULL}}", f".wmask = {{{mlo:#x}ULL, {mhi:#x}ULL}}",
+                      f".wire_len = {len(wire)}"]
         if k == "u64":
             parts += [f".umin = {info['min']}ULL", f".umax = {info['max']}ULL"]
         elif k == "i64":
@@ -205,9 +208,10 @@ class Gen:
             # The most bytes its map can take when it holds scalars and strings only (every
             # per-process map): the encoder then makes room once for all its keys. A key is
             # stored 16 bytes at a time; a value takes at most 9 bytes, a string 5 + its bytes.
+            # (A fast type's integer arrays count their header here, 9 bytes an item more.)
             wire_max = 0
-            if not t["flat"] and all(k in ("u64", "i64", "f64", "bool", "str") for _, k, _, _ in t["fields"]):
-                wire_max = 1 + sum(16 + (5 + info["max"] if k == "str" else 9)
+            if not t["flat"] and all(k in ("u64", "i64", "f64", "bool", "str", "arr") for _, k, _, _ in t["fields"]):
+                wire_max = 1 + sum(16 + (5 + info["max"] if k == "str" else 5 if k == "arr" else 9)
                                    for _key, k, info, _ in t["fields"])
             # Items the decoder reads in one tight pass when written as the encoder writes them.
             fast = not t["flat"] and len(t["fields"]) <= 15 and all(
