@@ -641,6 +641,28 @@ static inline __attribute__((always_inline)) int decode_value(struct reader *r,
  */
 bool wb_codec_fast = true;
 
+/*
+ * Whether the n bytes at s are ASCII without a NUL, 8 at a time (a word has a
+ * zero byte when (w - 0x01..) & ~w & 0x80.. is not 0): what comm, container
+ * ids and paths are. Other strings go to the general path, which tells a NUL
+ * from bad UTF-8 and takes valid UTF-8.
+ */
+static inline bool ascii_no_nul(const uint8_t *s, size_t n)
+{
+	const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+	size_t i = 0;
+	for (; i + 8 <= n; i += 8) {
+		uint64_t w;
+		memcpy(&w, s + i, sizeof(w));
+		if (((w - ones) & ~w & highs) | (w & highs))
+			return false;
+	}
+	for (; i < n; i++)
+		if (!s[i] || s[i] >= 0x80)
+			return false;
+	return true;
+}
+
 static bool fast_map(struct reader *r, const struct wb_type *t, char *dst)
 {
 	const uint8_t *p = r->p, *end = r->end;
@@ -705,7 +727,7 @@ static bool fast_map(struct reader *r, const struct wb_type *t, char *dst)
 			else
 				return false;
 			if (len > f->max_len || len < f->min_len || (size_t)(end - p) < len ||
-			    memchr(p, '\0', len) || !utf8_valid(p, len))
+			    !ascii_no_nul(p, len))
 				return false;
 			memcpy(dst + f->off, p, len);
 			dst[f->off + len] = '\0';

@@ -783,6 +783,39 @@ static void test_int_arrays(void)
 	wb_msg_clear(&m);
 }
 
+/* Strings in items: ASCII and UTF-8 read back alike (the fast path takes ASCII only). */
+static void test_item_strings(void)
+{
+	static const char *const comms[] = {"bash", "h\xc3\xa9llo", "\xe6\x97\xa5\xe6\x9c\xac",
+					    "0123456789abcde"};
+	const size_t n = sizeof(comms) / sizeof(comms[0]);
+	struct wb_msg m;
+	struct wb_err err;
+	char *buf, *out;
+	size_t len, olen;
+	CHECK(to_msgpack(valid[WB_USAGE], &buf, &len) == 0);
+	CHECK(wb_decode(buf, len, &m, &err) == 0);
+	free(buf);
+	struct wb_proc procs[4];
+	for (size_t i = 0; i < n; i++) {
+		procs[i] = m.usage.procs[0];
+		procs[i].pid = 100 + i;
+		snprintf(procs[i].comm, sizeof(procs[i].comm), "%s", comms[i]);
+	}
+	struct wb_msg built = m;
+	built.usage.procs = procs;
+	built.usage.n_procs = n;
+	CHECK(wb_encode(&built, &out, &olen, &err) == 0);
+	struct wb_msg back;
+	CHECK(wb_decode(out, olen, &back, &err) == 0);
+	CHECK(back.usage.n_procs == n);
+	for (size_t i = 0; i < n && back.usage.n_procs == n; i++)
+		CHECK_STR(back.usage.procs[i].comm, comms[i]);
+	wb_msg_clear(&back);
+	free(out);
+	wb_msg_clear(&m);
+}
+
 static const struct unit_case cases[] = {
     {"round trip of every kind", test_round_trip},
     {"decoded fields", test_fields_decoded},
@@ -797,6 +830,7 @@ static const struct unit_case cases[] = {
     {"frames with too many objects are refused before reading them", test_object_limit},
     {"the encoder writes the bytes msgpack-c's packer writes", test_encode_bytes},
     {"integer arrays in items: every width read back, the pool freed", test_int_arrays},
+    {"strings in items: ASCII and UTF-8 read back alike", test_item_strings},
 };
 int main(void)
 {
