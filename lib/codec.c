@@ -515,7 +515,7 @@ static int walk_one(struct reader *r, int max_depth, struct wb_err *err)
 
 int wb_msgpack_check(const void *buf, size_t len, int max_depth, struct wb_err *err)
 {
-	struct reader r = {buf, buf, (const uint8_t *)buf + len, 0};
+	struct reader r = {buf, buf, (const uint8_t *)buf + len, 0, NULL, 0};
 	if (walk_one(&r, max_depth, err) < 0)
 		return -1;
 	if (r.p != r.end)

@@ -71,7 +71,7 @@ selfsigned() {
 
 @test "wrong passwords from one address get 429 and are counted; other addresses are not held up" {
 	printf 's3cr:et\n' >"$BATS_TEST_TMPDIR/pass"
-	ex_start --auth_user prom --auth_password_file "$BATS_TEST_TMPDIR/pass" --auth_max_failures 3 --auth_penalty 4s
+	ex_start --auth_user prom --auth_password_file "$BATS_TEST_TMPDIR/pass" --auth_max_failures 3 --auth_penalty 15s
 	code() { curl -sS -o /dev/null -w '%{http_code}' "$@" "$EX_URL/metrics"; }
 	wrong=0 throttled=0
 	# guess from 127.0.0.1 until the penalty answers; repeat when it ran out before the check below
