@@ -37,9 +37,12 @@
 
 /*
  * An exited process is published once its every exiting thread was charged at
- * its final switch-out (dying 0); this long after its exit it is published
- * regardless (counted), so that one thread whose last switch went unseen
- * cannot hold its exit back for ever.
+ * its final switch-out (dying 0). One that is gone from /proc (reaped) and
+ * exited this long ago is published regardless (counted), so that a thread
+ * whose last switch went unseen cannot hold its exit back for ever. Time alone
+ * is no sign of that: on a loaded host the exit itself (tearing down a large
+ * address space) can take longer than this, and publishing it then retires
+ * the entry before the final switch-out charges the last run.
  */
 #define EXIT_STALL_NS (10 * WB_NS_PER_SEC)
 #define BATCH 4096
@@ -463,7 +466,8 @@ static uint64_t mono_ns(void)
 }
 
 static void sample_of(struct bpfsrc *self, int fd, const struct usaged_key *k,
-		      const struct usaged_proc *v, uint64_t now, struct usaged_sample *s)
+		      const struct usaged_proc *v, uint64_t now, struct procfs *pf,
+		      struct usaged_sample *s)
 {
 	struct usaged_proc again;
 
@@ -483,10 +487,12 @@ static void sample_of(struct bpfsrc *self, int fd, const struct usaged_key *k,
 	memcpy(s->counters, v->counters, sizeof(s->counters));
 	memcpy(s->comm, v->comm, sizeof(s->comm));
 	s->comm[sizeof(s->comm) - 1] = '\0';
-	if (v->exit_ns && v->dying && now > v->exit_ns + EXIT_STALL_NS) {
+	if (v->exit_ns && v->dying && now > v->exit_ns + EXIT_STALL_NS &&
+	    !procfs_alive(pf, k->tgid, k->start_ns)) {
 		self->exits_forced++;
 		log_rl(&self->rl, WB_LOG_WARN,
-		       "bpf procs map: pid %" PRIu32 " exited %.1f s ago with %" PRIu32
+		       "bpf procs map: pid %" PRIu32
+		       " exited %.1f s ago and was reaped with %" PRIu32
 		       " threads not seen switching out for the last time; publishing it as exited",
 		       k->tgid, (double)(now - v->exit_ns) / 1e9, v->dying);
 		s->exited = true;
@@ -496,7 +502,7 @@ static void sample_of(struct bpfsrc *self, int fd, const struct usaged_key *k,
 }
 
 /* The whole procs map into tab. Returns 0 when every entry was read. */
-static int read_map(struct bpfsrc *self, struct ptab *tab)
+static int read_map(struct bpfsrc *self, struct ptab *tab, struct procfs *pf)
 {
 	int fd = self->map_fds[FD_PROCS];
 	uint64_t now = mono_ns();
@@ -536,7 +542,7 @@ static int read_map(struct bpfsrc *self, struct ptab *tab)
 			return -1;
 		}
 		for (__u32 i = 0; i < count; i++) {
-			sample_of(self, fd, &self->keys[i], &self->vals[i], now, &s);
+			sample_of(self, fd, &self->keys[i], &self->vals[i], now, pf, &s);
 			ptab_put(tab, &s);
 		}
 		self->entries += count;
@@ -554,7 +560,7 @@ static int read_map(struct bpfsrc *self, struct ptab *tab)
 		prev = &key;
 		if (bpf_map_lookup_elem(fd, &key, &val) < 0)
 			continue; /* retired meanwhile */
-		sample_of(self, fd, &key, &val, now, &s);
+		sample_of(self, fd, &key, &val, now, pf, &s);
 		ptab_put(tab, &s);
 		self->entries++;
 	}
@@ -599,7 +605,7 @@ static void read_running(struct bpfsrc *self, struct ptab *tab, struct procfs *p
 			if (procfs_read_pid(pf, slot->key.tgid, &p) == 0)
 				memcpy(val.comm, p.comm, sizeof(val.comm));
 		}
-		sample_of(self, procs_fd, &slot->key, &val, mono_ns(), &run[cpu]);
+		sample_of(self, procs_fd, &slot->key, &val, mono_ns(), pf, &run[cpu]);
 		run[cpu].transient = transient;
 		delta[cpu].pid = slot->key.tgid;
 		delta[cpu].cpu_ns = runtime > slot->runtime_ns ? runtime - slot->runtime_ns : 0;
@@ -640,7 +646,7 @@ out:
 
 int bpfsrc_scan(struct bpfsrc *self, struct ptab *tab, struct procfs *pf)
 {
-	int rc = read_map(self, tab);
+	int rc = read_map(self, tab, pf);
 	read_running(self, tab, pf);
 	return rc;
 }
