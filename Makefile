@@ -194,7 +194,7 @@ $(BUILD)/tests/test_powerd_nvml: $(FAKE_NVML)
 check: deps-test format-check all $(UNIT_BINS) $(IPMI_STANDIN)
 	$(Q)WB_BUILD=$(abspath $(BUILD)) tests/run.sh $(abspath $(UNIT_BINS))
 
-# ---- fuzzing (clang libFuzzer + ASan/UBSan; not part of check) ----
+# ---- fuzzing (clang libFuzzer + ASan/UBSan; not part of check; .ci/run builds them) ----
 FUZZ_TIME ?= 300
 FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BINS := $(FUZZ_SRCS:tests/fuzz/%.c=$(BUILD)/fuzz/%)

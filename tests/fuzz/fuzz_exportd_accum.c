@@ -43,16 +43,19 @@ static void check_map(const struct ex_host *h, int level, size_t *series, size_t
 	const struct ex_wmap *m = &h->works[level];
 	size_t n = 0;
 	for (size_t i = 0; i < m->cap; i++) {
-		const struct ex_work *w = m->slots[i];
-		if (!w)
+		const struct ex_wslot *slot = &m->slots[i];
+		if (!slot->used)
 			continue;
+		const struct ex_work *w = slot->w;
 		n++;
-		CHECK(w->level == level);
+		CHECK(w && w->level == level && w->key == slot->key);
 		*series += w->nseries;
 		*nterm += w->terminated;
-		/* reachable: no empty slot between its home and where it sits */
-		for (size_t j = w->hash & (m->cap - 1); j != i; j = (j + 1) & (m->cap - 1))
-			CHECK(m->slots[j] != NULL);
+		/* reachable: the table finds it among the entries of its key */
+		const void *e = wb_table_find(&m->tab, slot->key, 0);
+		while (e && e != slot)
+			e = wb_table_find_next(&m->tab, e);
+		CHECK(e == slot);
 		for (size_t z = 0; z < w->nz; z++)
 			CHECK(w->uj[w->nz + z] <= w->uj[z] || w->last_t1 != h->last_t1);
 	}
