@@ -299,6 +299,25 @@ static inline uint64_t rd_be(const uint8_t *p, int n)
 	return 0;
 }
 
+/*
+ * A positive integer at p in its smallest forms (fixint, uint 8 to 64), 9
+ * bytes readable: the byte after it, or NULL for any other form, which the
+ * general path then reads for its verdict.
+ */
+static inline const uint8_t *rd_uint(const uint8_t *p, uint64_t *v)
+{
+	uint8_t b = *p;
+	if (b <= 0x7f) {
+		*v = b;
+		return p + 1;
+	}
+	if (b < 0xcc || b > 0xcf)
+		return NULL;
+	int hn = 1 << (b - 0xcc);
+	*v = rd_be(p + 1, hn);
+	return p + 1 + hn;
+}
+
 /* rd_val's faults (0: a value was read). */
 enum rd_fault {
 	RD_END = -1,	 /* no byte left where a value should start */
@@ -695,22 +714,17 @@ static bool fast_map(struct reader *r, const struct wb_type *t, char *dst)
 		p += f->wire_len;
 		uint8_t b = *p;
 		uint64_t v;
-		int hn = 0;
+		const uint8_t *next;
 		switch (f->type) {
 		case WB_T_U64:
 		case WB_T_I64:
-			if (b <= 0x7f)
-				v = b;
-			else if (b >= 0xcc && b <= 0xcf)
-				v = rd_be(p + 1, hn = 1 << (b - 0xcc));
-			else
-				return false;
-			if (f->type == WB_T_U64
-				? v < f->umin || v > f->umax
-				: v > INT64_MAX || (int64_t)v < f->imin || (int64_t)v > f->imax)
+			if (!(next = rd_uint(p, &v)) ||
+			    (f->type == WB_T_U64
+				 ? v < f->umin || v > f->umax
+				 : v > INT64_MAX || (int64_t)v < f->imin || (int64_t)v > f->imax))
 				return false;
 			memcpy(dst + f->off, &v, 8);
-			p += 1 + hn;
+			p = next;
 			break;
 		case WB_T_BOOL:
 			if ((b & 0xfe) != 0xc2)
@@ -748,20 +762,11 @@ static bool fast_map(struct reader *r, const struct wb_type *t, char *dst)
 				return false;
 			const struct wb_field *e = f->elem;
 			for (uint32_t j = 0; j < m; j++) {
-				if (end - p < 9)
-					return false;
-				b = *p;
-				hn = 0;
-				if (b <= 0x7f)
-					v = b;
-				else if (b >= 0xcc && b <= 0xcf)
-					v = rd_be(p + 1, hn = 1 << (b - 0xcc));
-				else
-					return false;
-				if (v < e->umin || v > e->umax)
+				next = end - p < 9 ? NULL : rd_uint(p, &v);
+				if (!next || v < e->umin || v > e->umax)
 					return false;
 				u[j] = v;
-				p += 1 + hn;
+				p = next;
 			}
 			*(uint64_t **)(dst + f->off) = u;
 			*(size_t *)(dst + f->off_n) = m;
@@ -814,19 +819,12 @@ static int decode_container(struct reader *r, const struct mval *o, const struct
 		const struct wb_field *e = f->elem;
 		uint64_t *u = (uint64_t *)items;
 		for (; i < n && r->end - r->p >= 9; i++) {
-			uint8_t b = *r->p;
 			uint64_t v;
-			int hn = 0;
-			if (b <= 0x7f)
-				v = b;
-			else if (b >= 0xcc && b <= 0xcf)
-				v = rd_be(r->p + 1, hn = 1 << (b - 0xcc));
-			else
-				break;
-			if (v < e->umin || v > e->umax)
+			const uint8_t *next = rd_uint(r->p, &v);
+			if (!next || v < e->umin || v > e->umax)
 				break;
 			u[i] = v;
-			r->p += 1 + hn;
+			r->p = next;
 		}
 	}
 	r->in_items++;
