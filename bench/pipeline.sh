@@ -245,7 +245,8 @@ scale() {
 	# 100,000 processes would be timed instead (the render rows measure that).
 	exportd_start --sub "ipc://$RT/estimd.sock" --metrics_allow 'wattbus_exportd_estimates_total'
 	$PY "$here/scale.py" --power "ipc://$T/feed-power.sock" --usage "ipc://$T/feed-usage.sock" \
-		--alignd "ipc://$RT/alignd.sock" --estimd "ipc://$RT/estimd.sock" --metrics "$URL" --procs "$1"
+		--alignd "ipc://$RT/alignd.sock" --estimd "ipc://$RT/estimd.sock" --metrics "$URL" --procs "$1" \
+		--pids "alignd=${pid_of[alignd]},estimd=${pid_of[estimd]},exportd=${pid_of[exportd]}"
 	for s in alignd estimd exportd; do
 		echo "BENCH scale.$s.hwm_kib=$(awk '/VmHWM/ { print $2 }' "/proc/${pid_of[$s]}/status")"
 	done

@@ -13,12 +13,16 @@ power), and for each slot takes the time it enters and leaves each stage:
                                           (wattbus_exportd_estimates_total counts it)
 
 Frames are timed as they arrive and decoded only afterwards (to check they
-carry the N processes), so the prober adds little. Slot 1 is the first
+carry the N processes), so the prober adds little. With --pids, each stage's
+CPU time over the slot (all threads, /proc/PID/task/*/schedstat) is printed
+too: on a loaded machine the wall times above include waiting for a core,
+and the CPU times do not. Slot 1 is the first
 (estimd and exportd create every workload); slots 2..K are the steady state.
 Prints a line per slot and "BENCH key=value" lines (median of slots 2..K).
 """
 import argparse
 import http.client
+import os
 import re
 import statistics
 import sys
@@ -54,6 +58,15 @@ class Metrics:
         return int(m.group(1)) if m else 0
 
 
+def cpu_ns(pid):
+    """ns on CPU of all threads of pid"""
+    total = 0
+    for t in os.listdir("/proc/%d/task" % pid):
+        with open("/proc/%d/task/%s/schedstat" % (pid, t)) as f:
+            total += int(f.read().split()[0])
+    return total
+
+
 def main():
     ap = argparse.ArgumentParser()
     for k in ("power", "usage", "alignd", "estimd", "metrics"):
@@ -61,8 +74,10 @@ def main():
     ap.add_argument("--procs", type=int, default=100000)
     ap.add_argument("--slots", type=int, default=5)
     ap.add_argument("--host", default="scale")
+    ap.add_argument("--pids", default="", help="alignd=PID,estimd=PID,exportd=PID: CPU time per slot")
     a = ap.parse_args()
     n, host = a.procs, a.host
+    pids = {k: int(v) for k, v in (kv.split("=") for kv in a.pids.split(",") if kv)}
 
     ctx = zmq.Context()
     pubs = {}
@@ -133,6 +148,7 @@ def main():
             {"name": "dram-%d" % s, "zone": "dram", "index": s, "energy_uj": 10**8 + el * 20 // 1000,
              "max_energy_range_uj": RANGE} for s in (0, 1)]})
         user = k * (busy + busy // 10)
+        c0 = {s: cpu_ns(p) for s, p in pids.items()}
         t_in, usage_bytes = send("usage", {
             "t": t, "interval_ns": S, "ncpu": ncpu, "full": k == 0,
             "cpu": {"user_ns": user, "nice_ns": 0, "system_ns": 0, "idle_ns": max(0, ncpu * el - user),
@@ -159,6 +175,7 @@ def main():
                 break
             if time.time() > deadline:
                 fail("slot %d: exportd shows %d estimates, expected %d" % (k, c, base + k))
+        cpu = {s: (cpu_ns(p) - c0[s]) / 1e6 for s, p in pids.items()}
         al = msgpack.unpackb(got["alignd"][1].bytes, raw=False)
         es = msgpack.unpackb(got["estimd"][1].bytes, raw=False)
         if al["t1"] != t or es["t1"] != t or len(al.get("procs", [])) != n or len(es.get("procs", [])) != n:
@@ -166,12 +183,18 @@ def main():
                  % (k, al["t1"], len(al.get("procs", [])), es["t1"], len(es.get("procs", [])), t, n))
         r = {"alignd": (got["alignd"][0] - t_in) / 1e6, "estimd": (t_est - got["alignd"][0]) / 1e6,
              "exportd": (t_out - t_est) / 1e6, "total": (t_out - t_in) / 1e6}
+        for st, ms in cpu.items():
+            r[st + "_cpu"] = ms
+        if cpu:
+            r["total_cpu"] = sum(cpu.values())
         rows.append(r)
         print("slot %d (%d processes, %d zones; usage %.1f MB, aligned %.1f MB, estimate %.1f MB): "
               "alignd %.1f ms, estimd %.1f ms, exportd %.1f ms, total %.1f ms%s"
               % (k, n, len(al.get("zones", [])), usage_bytes / 1e6, len(got["alignd"][1].bytes) / 1e6,
                  len(got["estimd"][1].bytes) / 1e6, r["alignd"], r["estimd"], r["exportd"], r["total"],
                  " (first slot: every workload is new)" if k == 1 else ""))
+        if cpu:
+            print("  CPU: " + ", ".join("%s %.1f ms" % (st, r[st + "_cpu"]) for st in list(cpu) + ["total"]))
         time.sleep(0.5)
     steady = rows[1:] or rows
     print("BENCH scale.procs=%d" % n)
@@ -179,6 +202,8 @@ def main():
     for key in ("alignd", "estimd", "exportd", "total"):
         print("BENCH scale.%s_ms=%.1f" % (key, statistics.median(r[key] for r in steady)))
         print("BENCH scale.%s_max_ms=%.1f" % (key, max(r[key] for r in steady)))
+        if key + "_cpu" in steady[0]:
+            print("BENCH scale.%s_cpu_ms=%.1f" % (key, statistics.median(r[key + "_cpu"] for r in steady)))
     print("BENCH scale.first_total_ms=%.1f" % rows[0]["total"])
 
 

@@ -14,11 +14,12 @@
 void wb_heap_init(void);
 /*
  * A frame of bytes was sent or received: from WB_HEAP_LARGE_FRAME on, thresholds of 4x
- * the largest frame (at most 32 MiB, glibc's own limit) keep the slot's blocks in the
- * heap for the next slot, as glibc's default would.
+ * the largest frame keep the slot's blocks in the heap for the next slot; past 32 MiB
+ * (glibc's own limit on the threshold) mmap is turned off, so that the largest blocks
+ * stay in the heap too.
  */
 void wb_heap_frame(size_t bytes);
-/* The mmap threshold now set (0 before wb_heap_init). */
+/* The mmap threshold now set (0 before wb_heap_init, SIZE_MAX once mmap is off). */
 size_t wb_heap_mmap_threshold(void);
 
 #endif

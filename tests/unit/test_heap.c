@@ -2,7 +2,9 @@
  * lib/heap.c: a daemon's malloc thresholds start fixed and follow the largest
  * frame once frames are large; outside a daemon (no wb_heap_init) nothing is set.
  */
+#include <stdint.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <string.h>
 
 #include "../../lib/heap.h"
@@ -24,11 +26,23 @@ static void thresholds_follow_large_frames(void)
 	CHECK_U64(wb_heap_mmap_threshold(), 8u << 20);
 	wb_heap_frame(1u << 20); /* a smaller one after a larger: unchanged */
 	CHECK_U64(wb_heap_mmap_threshold(), 8u << 20);
-	wb_heap_frame(100u << 20); /* at most glibc's own limit */
+	wb_heap_frame(8u << 20); /* at glibc's own limit */
 	CHECK_U64(wb_heap_mmap_threshold(), 32u << 20);
 	p = malloc(16u << 20);
 	CHECK(p != NULL);
 	free(p);
+	/* past it: mmap is off, and a 48 MiB block comes from the heap (brk), which it
+	 * extends; given back to the heap, the same block serves the next request */
+	wb_heap_frame(12u << 20);
+	CHECK_U64(wb_heap_mmap_threshold(), SIZE_MAX);
+	p = malloc(48u << 20);
+	CHECK(p != NULL);
+	CHECK(p < (char *)sbrk(0)); /* below the break, not mmap'd (glibc's malloc: not under valgrind) */
+	memset(p, 1, 48u << 20);
+	free(p);
+	char *q = malloc(48u << 20);
+	CHECK(q == p);
+	free(q);
 }
 
 static const struct unit_case cases[] = {
