@@ -38,6 +38,9 @@ static const struct wb_conf_key global_keys[] = {
     {"stat_interval", WB_CONF_DURATION | WB_CONF_RESTART,
      offsetof(struct wb_global, stat_interval_ns), "5s", 1e8, 3600e9, NULL,
      "how often the stage publishes its stat message"},
+    {"reconnect_max", WB_CONF_DURATION | WB_CONF_RESTART,
+     offsetof(struct wb_global, reconnect_max_ns), "2s", 1e8, 600e9, NULL,
+     "longest wait between tries to connect to a stage that is not there (from 100 ms, doubling)"},
     {"hwm", WB_CONF_INT | WB_CONF_RESTART, offsetof(struct wb_global, hwm), "10000", 1, 10000000,
      NULL, "ZeroMQ high-water mark (messages queued per peer before drops)"},
     {"curve_cert", WB_CONF_STR | WB_CONF_RESTART, offsetof(struct wb_global, curve_cert), "", 0, 0,
@@ -469,6 +472,7 @@ struct wb_daemon *wb_daemon_new(const struct wb_stage *stage, int argc, char **a
 	}
 	d->sockopts = (struct wb_sockopts){
 	    .hwm = (int)d->global.hwm,
+	    .reconnect_max_ms = (int)(d->global.reconnect_max_ns / 1000000),
 	    .curve_cert = d->global.curve_cert,
 	    .curve_peer = d->global.curve_peer,
 	    .curve_allow = d->global.curve_allow,

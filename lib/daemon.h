@@ -29,6 +29,7 @@ struct wb_global {
 	char *runtime_dir;
 	char *log_level;
 	uint64_t stat_interval_ns;
+	uint64_t reconnect_max_ns; /* SUB: backoff of tries to connect to an absent publisher */
 	int64_t hwm;
 	char *curve_cert;   /* our certificate (secret); empty: no CURVE */
 	char *curve_peer;   /* publisher certificate to trust when subscribing */

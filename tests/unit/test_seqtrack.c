@@ -1,5 +1,7 @@
 /* Sequence tracking: gaps, restarts, duplicates, and the bound on producers. */
 #include <errno.h>
+#include <stdlib.h>
+#include <unistd.h>
 
 #include "bus.h"
 #include "unit.h"
@@ -190,7 +192,51 @@ static void test_encode_failure(void)
 	wb_pub_destroy(&pub);
 }
 
+/*
+ * A subscriber backs off its tries to reach an absent publisher (each try wakes
+ * ZeroMQ's I/O thread) up to reconnect_max, and still finds the publisher once it
+ * binds.
+ */
+static void test_reconnect_backoff(void)
+{
+	struct wb_sub *dflt = wb_sub_new(NULL);
+	CHECK(dflt != NULL);
+	if (dflt)
+		CHECK_U64(zsock_reconnect_ivl_max(wb_sub_sock(dflt)), 2000);
+	wb_sub_destroy(&dflt);
+	struct wb_sockopts o = {.reconnect_max_ms = 300};
+	struct wb_sub *sub = wb_sub_new(&o);
+	CHECK(sub != NULL);
+	if (!sub)
+		return;
+	CHECK_U64(zsock_reconnect_ivl_max(wb_sub_sock(sub)), 300);
+	char dir[] = "/tmp/wb-reconnect.XXXXXX", ep[64];
+	CHECK(mkdtemp(dir) != NULL);
+	snprintf(ep, sizeof ep, "ipc://%s/late.sock", dir);
+	CHECK(wb_sub_connect(sub, ep) == 0);
+	CHECK(wb_sub_subscribe(sub, "") == 0);
+	struct wb_pub *pub = wb_pub_new(ep, "test", "h", NULL); /* binds after the connect */
+	CHECK(pub != NULL);
+	bool got = false;
+	for (int i = 0; pub && !got && i < 300; i++) { /* 30 s at most */
+		struct wb_msg m = {.kind = WB_POWER};
+		m.power.t = 1000000000ull * (uint64_t)(i + 1);
+		m.power.interval_ns = 1000000000;
+		CHECK(wb_pub_send(pub, &m) == 0);
+		got = wb_sub_wait(sub, 100) > 0;
+	}
+	CHECK(got);
+	wb_pub_destroy(&pub);
+	wb_sub_destroy(&sub);
+	char sock[80];
+	snprintf(sock, sizeof sock, "%s/late.sock", dir);
+	unlink(sock);
+	rmdir(dir);
+}
+
 static const struct unit_case cases[] = {
+    {"a subscriber backs off from an absent publisher and finds it once bound",
+     test_reconnect_backoff},
     {"a message that cannot be encoded is refused with EINVAL", test_encode_failure},
     {"two producers alternating epochs", test_alternating_epochs},
     {"two producers interleaving seq", test_interleaved_seq},
