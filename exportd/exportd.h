@@ -299,7 +299,7 @@ size_t accum_series(const struct accum *self);
 
 /* ---- state.c: the state file of accum's node counters ---- */
 /* Save accum_to_json to path (wb_json_save: atomic). 0, or -1 with err. */
-int accum_save(const struct accum *self, const char *path, char *err, size_t errlen);
+int accum_save(const struct accum *self, const char *path, bool sync, char *err, size_t errlen);
 /* Restore what accum_save wrote into an empty accum; *nhosts restored. 0, or -1 with err. */
 int accum_load(struct accum *self, const char *path, size_t *nhosts, char *err, size_t errlen);
 

@@ -10,14 +10,14 @@
 #include "exportd.h"
 #include "json.h"
 
-int accum_save(const struct accum *self, const char *path, char *err, size_t errlen)
+int accum_save(const struct accum *self, const char *path, bool sync, char *err, size_t errlen)
 {
 	json_t *root = accum_to_json(self);
 	if (!root) {
 		snprintf(err, errlen, "%s: out of memory", path);
 		return -1;
 	}
-	int rc = wb_json_save(root, path, true, err, errlen);
+	int rc = wb_json_save(root, path, sync, err, errlen);
 	json_decref(root);
 	return rc;
 }

@@ -968,7 +968,7 @@ static void test_gpus_and_state(void)
 	CHECK_U64(h->zones[2].total_uj, 3000000);
 	struct ex_work *w = find_proc(a, "g1", 100, 5000);
 	CHECK(w && w->uj[2] == 300000);
-	CHECK(accum_save(a, path, err, sizeof err) == 0);
+	CHECK(accum_save(a, path, true, err, sizeof err) == 0);
 	accum_destroy(&a);
 
 	a = accum_new(&lim);
@@ -1006,7 +1006,7 @@ static void test_state_file_restart(void)
 		CHECK(accum_add(a, &m.estimate, NULL) == 0);
 		wb_msg_clear(&m);
 	}
-	CHECK(accum_save(a, path, err, sizeof err) == 0);
+	CHECK(accum_save(a, path, true, err, sizeof err) == 0);
 	for (uint64_t k = 5; k < 8; k++) { /* applied after the checkpoint, then killed */
 		est_with_totals(&m, k, 555, sum);
 		CHECK(accum_add(a, &m.estimate, NULL) == 0);
