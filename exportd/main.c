@@ -177,8 +177,8 @@ struct exportd {
 	struct wb_ratelimit rl;
 	uint64_t *c_estimates, *c_rejected, *c_stat_rejected, *c_series, *c_dropped, *c_scrapes;
 	uint64_t *c_state_write_failed, *c_state_load_failed;
-	uint64_t saved_version; /* acc->version at the last save */
-	uint64_t state_every_ns; /* as started (a reload keeps it) */
+	uint64_t saved_version;		     /* acc->version at the last save */
+	uint64_t state_every_ns;	     /* as started (a reload keeps it) */
 	uint64_t next_save_ns, next_sync_ns; /* wb_mono_ns: the next checkpoint, its next fsync */
 	int late_id;			     /* the armed late checkpoint (one-shot timer), or -1 */
 	struct wb_ratelimit rl_state;

@@ -37,7 +37,8 @@ static void thresholds_follow_large_frames(void)
 	CHECK_U64(wb_heap_mmap_threshold(), SIZE_MAX);
 	p = malloc(48u << 20);
 	CHECK(p != NULL);
-	CHECK(p < (char *)sbrk(0)); /* below the break, not mmap'd (glibc's malloc: not under valgrind) */
+	/* below the break, not mmap'd (glibc's malloc: not under valgrind) */
+	CHECK(p < (char *)sbrk(0));
 	memset(p, 1, 48u << 20);
 	free(p);
 	char *q = malloc(48u << 20);
