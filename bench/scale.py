@@ -62,8 +62,11 @@ def cpu_ns(pid):
     """ns on CPU of all threads of pid"""
     total = 0
     for t in os.listdir("/proc/%d/task" % pid):
-        with open("/proc/%d/task/%s/schedstat" % (pid, t)) as f:
-            total += int(f.read().split()[0])
+        try:
+            with open("/proc/%d/task/%s/schedstat" % (pid, t)) as f:
+                total += int(f.read().split()[0])
+        except FileNotFoundError:
+            pass  # a thread that ended (none of the stages' do in a slot)
     return total
 
 

@@ -423,13 +423,14 @@ static int on_reload(struct wb_daemon *d, void *new_conf, void *arg)
  * save. A crash of the process loses nothing written (rename); a checkpoint
  * fsyncs once a WB_JSON_SYNC_EVERY_NS, the stop always.
  */
-static void save_state(struct exportd *x, const char *path, bool stop)
+static void save_state(struct exportd *x, const char *path, bool force_sync)
 {
 	char err[WB_CONF_ERR_MAX];
 	if (!path[0] || x->acc->version == x->saved_version)
 		return;
 	uint64_t mono = wb_mono_ns();
-	bool sync = stop || mono >= x->next_sync_ns;
+	bool sync =
+	    force_sync || mono >= x->next_sync_ns; /* the stop, the checkpoint before a silence */
 	if (accum_save(x->acc, path, sync, err, sizeof err) < 0) {
 		(*x->c_state_write_failed)++;
 		wb_daemon_stats(x->d)->checkpoint_failures++;
@@ -441,21 +442,32 @@ static void save_state(struct exportd *x, const char *path, bool stop)
 		x->next_sync_ns = mono + WB_JSON_SYNC_EVERY_NS;
 }
 
-static void save_now(struct exportd *x, uint64_t now)
+static void save_now(struct exportd *x, uint64_t now, bool sync)
 {
 	x->next_save_ns = now + x->state_every_ns;
 	if (x->late_id >= 0) {
 		wb_daemon_timer_end(x->d, x->late_id);
 		x->late_id = -1;
 	}
-	save_state(x, ((const struct exportd_conf *)wb_daemon_conf(x->d))->state_file, false);
+	save_state(x, ((const struct exportd_conf *)wb_daemon_conf(x->d))->state_file, sync);
 }
 
+static int on_late_checkpoint(zloop_t *loop, int timer_id, void *arg);
+
+static void arm_late(struct exportd *x, uint64_t delay_ns)
+{
+	if (x->late_id < 0)
+		x->late_id = wb_daemon_timer_once(x->d, delay_ns, on_late_checkpoint, x);
+}
+
+/* Before a silence, once: fsync'd (it may stand for long); a failed save is tried again. */
 static int on_late_checkpoint(zloop_t *loop, int timer_id, void *arg)
 {
 	struct exportd *x = arg;
 	x->late_id = -1; /* it fired once and is gone */
-	save_now(x, wb_mono_ns());
+	save_now(x, wb_mono_ns(), true);
+	if (x->acc->version != x->saved_version)
+		arm_late(x, x->state_every_ns);
 	return 0;
 }
 
@@ -473,12 +485,10 @@ static void checkpoint(struct exportd *x)
 		return;
 	uint64_t now = wb_mono_ns();
 	if (now >= x->next_save_ns) {
-		save_now(x, now);
+		save_now(x, now, false);
 		return;
 	}
-	if (x->late_id < 0)
-		x->late_id = wb_daemon_timer_once(x->d, x->next_save_ns + x->state_every_ns - now,
-						  on_late_checkpoint, x);
+	arm_late(x, x->next_save_ns + x->state_every_ns - now);
 }
 
 static void load_state(struct exportd *x, const char *path)

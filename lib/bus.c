@@ -720,7 +720,7 @@ static int sub_recv(struct wb_sub *self, int flags, struct wb_msg *out, struct w
 		return -1;
 	}
 	rx->recv_ns = wb_now_ns();
-	wb_heap_frame(zmq_msg_size(&body));
+	size_t body_len = zmq_msg_size(&body);
 	size_t tlen = zmq_msg_size(&topic);
 	snprintf(rx->topic, sizeof(rx->topic), "%.*s",
 		 (int)(tlen < WB_TOPIC_MAX ? tlen : WB_TOPIC_MAX - 1),
@@ -778,6 +778,8 @@ static int sub_recv(struct wb_sub *self, int flags, struct wb_msg *out, struct w
 		log_rl(&self->rl_epoch, WB_LOG_INFO,
 		       "%s from %s: producer restarted (new epoch %llu)", rx->topic, out->env.src,
 		       (unsigned long long)out->env.epoch);
+	/* Only a frame taken in sizes the heap: a refused one (forged, 64 MiB) does not. */
+	wb_heap_frame(body_len);
 	return 1;
 }
 

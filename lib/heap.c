@@ -6,12 +6,11 @@
  * blocks are mmap'd and go back when freed. Where frames are large (thousands
  * of processes) that would fault their pages in again at every slot, so from
  * WB_HEAP_LARGE_FRAME on the thresholds follow the largest frame instead
- * (bench/README.md, "Pipeline memory"). glibc mmaps every block above 32 MiB
- * whatever the threshold: a slot of 100,000 processes decodes into one such
- * array, and faulting its pages in again cost exportd four times its decoding
- * (bench/README.md, "Blocks above 32 MiB"). Frames of 8 MiB and more (4x is
- * then past 32 MiB) turn mmap off: every block comes from the heap, whose free
- * top is kept up to 8x the largest frame.
+ * (bench/README.md, "Pipeline memory"): 4x it, past glibc's own dynamic limit
+ * of 32 MiB when needed. A slot of 100,000 processes decodes into one array of
+ * 33 MB, and faulting its pages in again cost exportd four times its decoding
+ * (bench/README.md, "Blocks above 32 MiB"). A glibc before 2.35 refuses a
+ * threshold above 32 MiB; there mmap is turned off instead (M_MMAP_MAX 0).
  */
 #include <limits.h>
 #include <malloc.h>
@@ -21,17 +20,8 @@
 #include "heap.h"
 #include "log.h"
 
-#define MMAP_MAX (32u << 20) /* glibc's DEFAULT_MMAP_THRESHOLD_MAX on 64-bit */
-
 static size_t threshold; /* 0: not a daemon, leave malloc alone */
 static bool mmap_off;
-
-static void set_thresholds(size_t mmap_bytes)
-{
-	mallopt(M_MMAP_THRESHOLD, (int)mmap_bytes);
-	mallopt(M_TRIM_THRESHOLD, (int)(2 * mmap_bytes));
-	threshold = mmap_bytes;
-}
 
 void wb_heap_init(void)
 {
@@ -42,30 +32,24 @@ void wb_heap_init(void)
 
 void wb_heap_frame(size_t bytes)
 {
-	if (!threshold || bytes < WB_HEAP_LARGE_FRAME || 4 * bytes <= threshold)
+	if (!threshold || bytes < WB_HEAP_LARGE_FRAME || bytes > INT_MAX / 8 ||
+	    4 * bytes <= threshold)
 		return;
 	if (threshold == WB_HEAP_MMAP_MIN)
 		log_info("frames of %zu bytes: the heap keeps its pages from one slot to the next",
 			 bytes);
-	if (4 * bytes <= MMAP_MAX) {
-		set_thresholds(4 * bytes);
-		return;
-	}
-	if (!mmap_off) {
-		mallopt(M_MMAP_THRESHOLD, MMAP_MAX);
+	if (!mallopt(M_MMAP_THRESHOLD, (int)(4 * bytes)) && !mmap_off) {
 		mallopt(M_MMAP_MAX, 0);
 		mmap_off = true;
-		log_info("frames of %zu bytes: blocks above 32 MiB come from the heap too", bytes);
+		log_info("frames of %zu bytes: this glibc mmaps blocks above 32 MiB whatever the "
+			 "threshold; they come from the heap instead",
+			 bytes);
 	}
-	/* the free top kept: 8x the largest frame (M_TRIM_THRESHOLD has no upper limit) */
-	size_t trim = 8 * bytes;
-	if (trim > (size_t)INT_MAX)
-		trim = (size_t)INT_MAX;
-	mallopt(M_TRIM_THRESHOLD, (int)trim);
+	mallopt(M_TRIM_THRESHOLD, (int)(8 * bytes));
 	threshold = 4 * bytes;
 }
 
 size_t wb_heap_mmap_threshold(void)
 {
-	return mmap_off ? SIZE_MAX : threshold;
+	return threshold;
 }

@@ -13,13 +13,13 @@
 /* Fixed thresholds (mallopt) for a daemon; wb_heap_frame does nothing until this is called. */
 void wb_heap_init(void);
 /*
- * A frame of bytes was sent or received: from WB_HEAP_LARGE_FRAME on, thresholds of 4x
- * the largest frame keep the slot's blocks in the heap for the next slot; past 32 MiB
- * (glibc's own limit on the threshold) mmap is turned off, so that the largest blocks
- * stay in the heap too.
+ * A frame of bytes was sent or received (taken, not refused): from WB_HEAP_LARGE_FRAME
+ * on, an mmap threshold of 4x the largest frame (and a trim threshold of 8x) keeps the
+ * slot's blocks in the heap for the next slot, past glibc's dynamic limit of 32 MiB
+ * (a glibc that refuses that gets mmap turned off instead). At most WB_FRAME_MAX.
  */
 void wb_heap_frame(size_t bytes);
-/* The mmap threshold now set (0 before wb_heap_init, SIZE_MAX once mmap is off). */
+/* The mmap threshold now set (0 before wb_heap_init). */
 size_t wb_heap_mmap_threshold(void);
 
 #endif

@@ -293,7 +293,9 @@ static int bus_discover(struct pd_set *set, const struct pd_opts *o, char *why, 
 	b->rl = (struct wb_ratelimit)WB_RATELIMIT_INIT;
 	snprintf(b->vm, sizeof(b->vm), "%s", o->bus_vm);
 	snprintf(b->endpoint, sizeof(b->endpoint), "%s", o->bus_sub);
-	struct wb_sockopts so = {.curve_cert = o->bus_curve_cert, .curve_peer = o->bus_curve_peer};
+	struct wb_sockopts so = {.curve_cert = o->bus_curve_cert,
+				 .curve_peer = o->bus_curve_peer,
+				 .reconnect_max_ms = o->bus_reconnect_max_ms};
 	char topic[WB_TOPIC_MAX];
 	snprintf(topic, sizeof(topic), "estimate/%s", b->vm);
 	b->sub = wb_sub_new(&so);

@@ -104,7 +104,8 @@ static const struct wb_conf_key powerd_keys[] = {
 };
 #undef OFF
 
-static void opts_from_conf(struct pd_opts *o, const struct powerd_conf *conf)
+static void opts_from_conf(struct pd_opts *o, const struct powerd_conf *conf,
+			   const struct wb_global *g)
 {
 	*o = (struct pd_opts){
 	    .sysfs_root = conf->sysfs_root,
@@ -132,6 +133,7 @@ static void opts_from_conf(struct pd_opts *o, const struct powerd_conf *conf)
 	    .bus_curve_cert = conf->bus_curve_cert,
 	    .bus_curve_peer = conf->bus_curve_peer,
 	    .bus_wait_ns = conf->bus_wait_ns,
+	    .bus_reconnect_max_ms = g ? (int)(g->reconnect_max_ns / 1000000) : 0,
 	    .nvml_library = conf->nvml_library,
 	};
 }
@@ -143,7 +145,7 @@ static int powerd_check(const void *confp, char *err, size_t errlen)
 	if (detect_parse_sources(conf->source.v, conf->source.n, &mask, err, errlen) < 0)
 		return -1;
 	struct pd_opts opts;
-	opts_from_conf(&opts, conf);
+	opts_from_conf(&opts, conf, NULL);
 	return detect_check(mask, &opts, err, errlen);
 }
 
@@ -287,7 +289,7 @@ static int on_reload(struct wb_daemon *d, void *new_confp, void *arg)
 	}
 	/* pd->opts points into the config: on failure the old config stays, and so must they. */
 	struct pd_opts keep_opts = pd->opts;
-	opts_from_conf(&pd->opts, conf);
+	opts_from_conf(&pd->opts, conf, wb_daemon_global(pd->d));
 	if (pd->set->used == 0) {
 		struct pd_set *keep_set = pd->set;
 		pd->set = NULL;
@@ -317,7 +319,7 @@ int main(int argc, char **argv)
 	struct powerd pd = {0};
 	pd.d = wb_daemon_new(&powerd_stage, argc, argv);
 	struct powerd_conf *conf = wb_daemon_conf(pd.d);
-	opts_from_conf(&pd.opts, conf);
+	opts_from_conf(&pd.opts, conf, wb_daemon_global(pd.d));
 	open_sources(&pd, conf);
 	if (!pd.set) {
 		wb_daemon_destroy(&pd.d);

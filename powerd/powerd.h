@@ -103,6 +103,7 @@ struct pd_opts {
 	const char *bus_curve_cert; /* bus: this VM's certificate (secret beside it) */
 	const char *bus_curve_peer; /* bus: the host's public certificate */
 	uint64_t bus_wait_ns;	    /* bus: wait this long for the first message at start */
+	int bus_reconnect_max_ms;   /* bus: [global] reconnect_max */
 	const char *nvml_library;   /* "": libnvidia-ml.so.1 from the loader's path */
 };
 

@@ -53,8 +53,11 @@ start() {
 	alignd) wb_spawn "$log" "$WB_BUILD/wattbus-alignd" "${COMMON[@]}" ;;
 	estimd) wb_spawn "$log" "$WB_BUILD/wattbus-estimd" "${COMMON[@]}" --model "$MODEL" ;;
 	exportd) wb_spawn "$log" "$WB_BUILD/wattbus-exportd" "${COMMON[@]}" --listen 127.0.0.1:0 ;;
+	# The witness tries to reach a restarted estimd every 100 ms, the tap backing off
+	# (reconnect_max, 2 s): it is back first and applies every estimate the tap saw.
 	witness) wb_spawn "$log" "$WB_BUILD/wattbus-exportd" "${COMMON[@]}" --listen 127.0.0.1:0 \
-		--pub "ipc://$RT/witness.sock" --sub "ipc://$RT/estimd.sock" --state_file "$RT/witness.state" ;;
+		--pub "ipc://$RT/witness.sock" --sub "ipc://$RT/estimd.sock" --state_file "$RT/witness.state" \
+		--reconnect_max 100ms ;;
 	esac
 	eval "PID_OF_$s=$!"
 }

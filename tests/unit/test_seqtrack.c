@@ -193,9 +193,9 @@ static void test_encode_failure(void)
 }
 
 /*
- * A subscriber backs off its tries to reach an absent publisher (each try wakes
- * ZeroMQ's I/O thread) up to reconnect_max, and still finds the publisher once it
- * binds.
+ * A subscriber's sockets take reconnect_max (the cap of ZeroMQ's backoff of tries
+ * to reach an absent publisher: each try wakes the I/O thread), and a subscriber
+ * connected before its publisher binds still finds it.
  */
 static void test_reconnect_backoff(void)
 {
@@ -235,7 +235,7 @@ static void test_reconnect_backoff(void)
 }
 
 static const struct unit_case cases[] = {
-    {"a subscriber backs off from an absent publisher and finds it once bound",
+    {"reconnect_max reaches the socket; a publisher bound late is still found",
      test_reconnect_backoff},
     {"a message that cannot be encoded is refused with EINVAL", test_encode_failure},
     {"two producers alternating epochs", test_alternating_epochs},
