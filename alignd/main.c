@@ -13,7 +13,6 @@
 #include "alignd.h"
 #include "clock.h"
 #include "daemon.h"
-#include "json.h"
 #include "log.h"
 
 struct alignd_conf {
@@ -116,11 +115,9 @@ static const struct wb_stage alignd_stage = {
 struct alignd {
 	struct wb_daemon *d;
 	struct align *align;
-	int tick_id;	       /* the armed one-shot timer, or -1 */
-	uint64_t tick_at_ns;   /* when it fires (monotonic clock) */
-	uint64_t next_save_ns; /* next checkpoint of the state file (monotonic clock) */
-	uint64_t next_sync_ns; /* next checkpoint that also fsyncs (monotonic clock) */
-	bool dirty;	       /* a message came in since the last checkpoint */
+	int tick_id;		 /* the armed one-shot timer, or -1 */
+	uint64_t tick_at_ns;	 /* when it fires (monotonic clock) */
+	struct wb_checkpoint cp; /* the state file's */
 };
 
 static void emit(struct wb_msg *msg, void *arg)
@@ -135,16 +132,14 @@ static int on_tick(zloop_t *loop, int timer_id, void *arg);
 
 /*
  * Arm the timer for the engine's next deadline (a slot's wait for power, the
- * sweep) or the next checkpoint, whichever comes first, but not sooner than
- * tick: an idle alignd wakes about once a second, not every tick.
+ * sweep), but not sooner than tick: an idle alignd wakes about once a second,
+ * not every tick. The checkpoint rides on the messages (lib/daemon.h).
  */
 static void arm(struct alignd *ad)
 {
 	const struct alignd_conf *conf = wb_daemon_conf(ad->d);
 	uint64_t now = wb_now_ns(), mono = wb_mono_ns();
 	uint64_t due = align_next_tick_ns(ad->align), at = mono + (due > now ? due - now : 0);
-	if (conf->state_file[0] && conf->state_every_ns && ad->next_save_ns < at)
-		at = ad->next_save_ns;
 	if (at < mono + conf->tick_ns)
 		at = mono + conf->tick_ns;
 	if (ad->tick_id >= 0 && ad->tick_at_ns <= at)
@@ -169,8 +164,8 @@ static void on_msg(struct wb_daemon *d, const struct wb_msg *msg, const struct w
 	/* A valid frame that the memory budget has no room for counts as rejected (budget). */
 	if (align_counters(ad->align)->budget_refused != refused)
 		wb_stats_reject(wb_daemon_stats(d), WB_R_BUDGET);
-	ad->dirty = true;
 	mirror_counters(ad); /* the stat message may go out before the next tick */
+	wb_checkpoint_changed(&ad->cp);
 	arm(ad);
 }
 
@@ -213,30 +208,21 @@ static void mirror_counters(struct alignd *ad)
 }
 
 /*
- * A checkpoint of the state file, so that a crash (no clean stop) resumes from
- * it; only when a message came in since the last one. A crash of the process
- * loses nothing written (rename); the file is fsync'd once a
- * WB_JSON_SYNC_EVERY_NS, and at a clean stop.
+ * A checkpoint of the state file (lib/daemon.h's: after messages came in), so
+ * that a crash (no clean stop) resumes from it. A crash of the process loses
+ * nothing written (rename).
  */
-static void checkpoint(struct alignd *ad)
+static int checkpoint(void *arg, bool sync)
 {
+	struct alignd *ad = arg;
 	const struct alignd_conf *conf = wb_daemon_conf(ad->d);
-	if (!conf->state_file[0] || !conf->state_every_ns)
-		return;
-	uint64_t now = wb_mono_ns();
-	if (now < ad->next_save_ns)
-		return;
-	ad->next_save_ns = now + conf->state_every_ns;
-	if (!ad->dirty)
-		return;
-	bool sync = now >= ad->next_sync_ns;
+	if (!conf->state_file[0])
+		return 0;
 	if (align_save(ad->align, conf->state_file, wb_now_ns(), sync) < 0) {
 		wb_daemon_stats(ad->d)->checkpoint_failures++;
-		return;
+		return -1;
 	}
-	ad->dirty = false;
-	if (sync)
-		ad->next_sync_ns = now + WB_JSON_SYNC_EVERY_NS;
+	return 0;
 }
 
 static int on_tick(zloop_t *loop, int timer_id, void *arg)
@@ -245,7 +231,6 @@ static int on_tick(zloop_t *loop, int timer_id, void *arg)
 	ad->tick_id = -1; /* it fired once and is gone */
 	align_tick(ad->align, wb_now_ns());
 	mirror_counters(ad);
-	checkpoint(ad);
 	arm(ad);
 	return 0;
 }
@@ -275,9 +260,7 @@ static int on_reload(struct wb_daemon *d, void *new_conf, void *arg)
 
 int main(int argc, char **argv)
 {
-	/* dirty: the first checkpoint writes the file, so it shows from the start that saving works
-	 */
-	struct alignd ad = {.dirty = true};
+	struct alignd ad = {0};
 	ad.d = wb_daemon_new(&alignd_stage, argc, argv);
 	struct alignd_conf *conf = wb_daemon_conf(ad.d);
 	char err[WB_CONF_ERR_MAX];
@@ -306,7 +289,10 @@ int main(int argc, char **argv)
 	    align_load(ad.align, conf->state_file, wb_now_ns(), conf->host_timeout_ns) == 0 &&
 	    !conf->state_every_ns && unlink(conf->state_file) < 0)
 		log_warn("state %s: cannot remove it after use", conf->state_file);
-	ad.next_save_ns = wb_mono_ns() + conf->state_every_ns;
+	/* dirty: the first checkpoint writes the file, so it shows from the start that saving
+	 * works */
+	wb_checkpoint_init(&ad.cp, ad.d, conf->state_file[0] ? conf->state_every_ns : 0, true,
+			   checkpoint, &ad);
 
 	static const char *const prefixes[] = {"power/", "usage/", NULL};
 	if (wb_daemon_subscribe(ad.d, &conf->sub, prefixes, on_msg, &ad) < 0) {

@@ -17,7 +17,6 @@
 #include "daemon.h"
 #include "estimd.h"
 #include "httpc.h"
-#include "json.h"
 #include "log.h"
 
 #define DEFAULT_MODEL_FILE "ec2-0.7.11_rapl-sysfs_AbsPower_BPFOnly_SGDRegressorTrainer_1.json"
@@ -256,8 +255,7 @@ struct app {
 	struct estimator *est;
 	char mode[32];
 	bool ratio_logged;
-	uint64_t saved_slots;  /* *slots at the last save: no new slot, nothing to save */
-	uint64_t next_sync_ns; /* next checkpoint that also fsyncs (monotonic clock) */
+	struct wb_checkpoint cp; /* the state file's */
 	struct wb_ratelimit rl_slot, rl_model, rl_train, rl_mode, rl_state;
 	uint64_t *slots, *slots_measured, *slots_model, *slots_rejected, *slots_no_model,
 	    *idle_fallbacks, *model_nan, *models_trained, *models_received, *models_rejected,
@@ -622,6 +620,7 @@ static void on_aligned(struct wb_daemon *d, const struct wb_msg *msg, const stru
 	set_mode(app, res.measured ? "measured" : res.no_model ? "model (none)" : "model");
 	/* The estimate's arrays belong to the estimator: sent, never cleared here. */
 	wb_daemon_send(d, &out);
+	wb_checkpoint_changed(&app->cp); /* the totals moved: the checkpoint rides on the slots */
 	if (res.train_err[0])
 		log_rl(&app->rl_train, WB_LOG_INFO, "training on %s: %s", a->env.host,
 		       res.train_err);
@@ -658,32 +657,22 @@ static void on_model(struct wb_daemon *d, const struct wb_msg *msg, const struct
 }
 
 /*
- * Save the node totals: at a stop, and as a checkpoint when a slot came in since
- * the last save. A crash of the process loses nothing written (rename); a
- * checkpoint fsyncs once a WB_JSON_SYNC_EVERY_NS, the stop always.
+ * Save the node totals (lib/daemon.h's checkpoint: after a slot moved them, and
+ * at the stop). A crash of the process loses nothing written (rename).
  */
-static void save_state(struct app *app, bool stop)
+static int save_state(void *arg, bool sync)
 {
+	struct app *app = arg;
 	char err[MODEL_ERR_MAX];
-	if (!app->conf->state_file[0] || (!stop && *app->slots == app->saved_slots))
-		return;
-	uint64_t mono = wb_mono_ns();
-	bool sync = stop || mono >= app->next_sync_ns;
+	if (!app->conf->state_file[0])
+		return 0;
 	if (totals_save(estimator_totals(app->est), app->conf->state_file, wb_now_ns(), sync, err,
 			sizeof(err)) < 0) {
 		(*app->state_write_failed)++;
 		wb_daemon_stats(app->d)->checkpoint_failures++;
 		log_rl(&app->rl_state, WB_LOG_WARN, "state %s", err);
-		return;
+		return -1;
 	}
-	app->saved_slots = *app->slots;
-	if (sync)
-		app->next_sync_ns = mono + WB_JSON_SYNC_EVERY_NS;
-}
-
-static int on_checkpoint(zloop_t *loop, int timer_id, void *arg)
-{
-	save_state(arg, false);
 	return 0;
 }
 
@@ -726,9 +715,7 @@ static int on_reload(struct wb_daemon *d, void *new_conf, void *arg)
 int main(int argc, char **argv)
 {
 	struct wb_daemon *d = wb_daemon_new(&stage, argc, argv);
-	/* saved_slots unlike any count: the first checkpoint writes the file, so it shows from the
-	 * start that saving works */
-	struct app app = {.d = d, .conf = wb_daemon_conf(d), .saved_slots = UINT64_MAX};
+	struct app app = {.d = d, .conf = wb_daemon_conf(d)};
 	app.rl_slot = app.rl_model = app.rl_train = app.rl_mode = app.rl_state = app.rl_ms =
 	    app.rl_est = (struct wb_ratelimit)WB_RATELIMIT_INIT;
 	app.ms_timer = -1;
@@ -821,13 +808,15 @@ int main(int argc, char **argv)
 		log_info(
 		    "estimator sidecar %s: asked for every slot in model mode, %.0f ms deadline; the local model stands in",
 		    app.conf->estimator, (double)app.conf->estimator_timeout_ns / 1e6);
-	if (app.conf->state_every_ns)
-		wb_daemon_timer(d, app.conf->state_every_ns, on_checkpoint, &app);
+	/* dirty: the first checkpoint writes the file, so it shows from the start that saving
+	 * works */
+	wb_checkpoint_init(&app.cp, d, app.conf->state_file[0] ? app.conf->state_every_ns : 0, true,
+			   save_state, &app);
 	set_mode(&app, ec.mode == EST_MEASURED ? "measured"
 		       : ec.mode == EST_MODEL  ? "model"
 					       : "auto");
 	rc = wb_daemon_run(d);
-	save_state(&app, true);
+	wb_checkpoint_stop(&app.cp);
 	if (app.ms_job) {
 		/* A request in flight: its thread ends by its deadline (model_server_timeout). */
 		struct wb_httpc_resp resp;

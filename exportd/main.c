@@ -14,7 +14,6 @@
 #include "clock.h"
 #include "daemon.h"
 #include "exportd.h"
-#include "json.h"
 #include "log.h"
 
 struct exportd_conf {
@@ -177,10 +176,7 @@ struct exportd {
 	struct wb_ratelimit rl;
 	uint64_t *c_estimates, *c_rejected, *c_stat_rejected, *c_series, *c_dropped, *c_scrapes;
 	uint64_t *c_state_write_failed, *c_state_load_failed;
-	uint64_t saved_version;		     /* acc->version at the last save */
-	uint64_t state_every_ns;	     /* as started (a reload keeps it) */
-	uint64_t next_save_ns, next_sync_ns; /* wb_mono_ns: the next checkpoint, its next fsync */
-	int late_id;			     /* the armed late checkpoint (one-shot timer), or -1 */
+	struct wb_checkpoint cp; /* state_every as started (a reload keeps it) */
 	struct wb_ratelimit rl_state;
 	char arch[72];
 };
@@ -224,8 +220,6 @@ static void mirror(struct exportd *x)
 	set_counter(x->c_scrapes, x->ctr.http.requests[1]);
 }
 
-static void checkpoint(struct exportd *x);
-
 static void on_estimate(struct exportd *x, const struct wb_estimate *e, const struct wb_rx *rx)
 {
 	enum accum_reason why;
@@ -248,7 +242,8 @@ static void on_estimate(struct exportd *x, const struct wb_estimate *e, const st
 				 e->env.host, e->env.src, h->nzones, e->mode);
 		h->last_recv_ns = rx->recv_ns;
 	}
-	checkpoint(x);
+	/* Only estimates change the node counters: the checkpoint rides on them. */
+	wb_checkpoint_changed(&x->cp);
 }
 
 static void on_msg(struct wb_daemon *d, const struct wb_msg *msg, const struct wb_rx *rx, void *arg)
@@ -418,77 +413,21 @@ static int on_reload(struct wb_daemon *d, void *new_conf, void *arg)
 	return 0;
 }
 
-/*
- * Save the node counters (checkpoint, stop) when anything changed since the last
- * save. A crash of the process loses nothing written (rename); a checkpoint
- * fsyncs once a WB_JSON_SYNC_EVERY_NS, the stop always.
- */
-static void save_state(struct exportd *x, const char *path, bool force_sync)
+/* Save the node counters (lib/daemon.h's checkpoint: only after a change). */
+static int save_state(void *arg, bool sync)
 {
+	struct exportd *x = arg;
+	const struct exportd_conf *c = wb_daemon_conf(x->d);
 	char err[WB_CONF_ERR_MAX];
-	if (!path[0] || x->acc->version == x->saved_version)
-		return;
-	uint64_t mono = wb_mono_ns();
-	bool sync =
-	    force_sync || mono >= x->next_sync_ns; /* the stop, the checkpoint before a silence */
-	if (accum_save(x->acc, path, sync, err, sizeof err) < 0) {
+	if (!c->state_file[0])
+		return 0;
+	if (accum_save(x->acc, c->state_file, sync, err, sizeof err) < 0) {
 		(*x->c_state_write_failed)++;
 		wb_daemon_stats(x->d)->checkpoint_failures++;
 		log_rl(&x->rl_state, WB_LOG_WARN, "state %s", err);
-		return;
+		return -1;
 	}
-	x->saved_version = x->acc->version;
-	if (sync)
-		x->next_sync_ns = mono + WB_JSON_SYNC_EVERY_NS;
-}
-
-static void save_now(struct exportd *x, uint64_t now, bool sync)
-{
-	x->next_save_ns = now + x->state_every_ns;
-	if (x->late_id >= 0) {
-		wb_daemon_timer_end(x->d, x->late_id);
-		x->late_id = -1;
-	}
-	save_state(x, ((const struct exportd_conf *)wb_daemon_conf(x->d))->state_file, sync);
-}
-
-static int on_late_checkpoint(zloop_t *loop, int timer_id, void *arg);
-
-static void arm_late(struct exportd *x, uint64_t delay_ns)
-{
-	if (x->late_id < 0)
-		x->late_id = wb_daemon_timer_once(x->d, delay_ns, on_late_checkpoint, x);
-}
-
-/* Before a silence, once: fsync'd (it may stand for long); a failed save is tried again. */
-static int on_late_checkpoint(zloop_t *loop, int timer_id, void *arg)
-{
-	struct exportd *x = arg;
-	x->late_id = -1; /* it fired once and is gone */
-	save_now(x, wb_mono_ns(), true);
-	if (x->acc->version != x->saved_version)
-		arm_late(x, x->state_every_ns);
 	return 0;
-}
-
-/*
- * Only estimates change the node counters: the checkpoint is taken when one was
- * applied and state_every has passed since the last, so that a steady stream of
- * estimates needs no timer of its own. One that comes early arms a one-shot timer
- * a state_every after the checkpoint was due, which the next estimate cancels: the
- * last estimate before a silence is saved within two state_every.
- */
-static void checkpoint(struct exportd *x)
-{
-	const struct exportd_conf *c = wb_daemon_conf(x->d);
-	if (!c->state_file[0] || !x->state_every_ns)
-		return;
-	uint64_t now = wb_mono_ns();
-	if (now >= x->next_save_ns) {
-		save_now(x, now, false);
-		return;
-	}
-	arm_late(x, x->next_save_ns + x->state_every_ns - now);
 }
 
 static void load_state(struct exportd *x, const char *path)
@@ -598,9 +537,8 @@ int main(int argc, char **argv)
 		 levels & 1u << EX_NODE ? "node " : "", levels & 1u << EX_PROCESS ? "process " : "",
 		 levels & 1u << EX_CONTAINER ? "container " : "",
 		 levels & 1u << EX_POD ? "pod " : "", levels & 1u << EX_VM ? "vm" : "");
-	x.state_every_ns = c->state_every_ns; /* a restart changes it */
-	x.next_save_ns = wb_mono_ns() + x.state_every_ns;
-	x.late_id = -1;
+	wb_checkpoint_init(&x.cp, x.d, c->state_file[0] ? c->state_every_ns : 0, false, save_state,
+			   &x);
 	int kr = start_kube(&x, c);
 	if (kr < 0) {
 		rc = kr == -2 ? WB_EXIT_USAGE : WB_EXIT_FAILURE;
@@ -608,7 +546,7 @@ int main(int argc, char **argv)
 	}
 	rc = wb_daemon_run(x.d);
 	/* a reload may have replaced c */
-	save_state(&x, ((const struct exportd_conf *)wb_daemon_conf(x.d))->state_file, true);
+	wb_checkpoint_stop(&x.cp); /* with the state_file of the last reload */
 out:
 	kube_destroy(&x.kube);
 	if (x.acc)

@@ -24,6 +24,7 @@
 #include "heap.h"
 #include "log.h"
 #include "state.h"
+#include "json.h"
 
 #define DEFAULT_CONFIG WB_SYSCONFDIR "/wattbus/wattbus.conf"
 
@@ -657,6 +658,81 @@ void wb_daemon_timer_end(struct wb_daemon *d, int timer_id)
 {
 	if (timer_id >= 0)
 		zloop_timer_end(d->loop, timer_id);
+}
+
+/* ---- the checkpoint (lib/daemon.h) ---- */
+static int on_late_checkpoint(zloop_t *loop, int timer_id, void *arg);
+
+static void checkpoint_arm(struct wb_checkpoint *c, uint64_t delay_ns)
+{
+	if (c->late_id < 0)
+		c->late_id = wb_daemon_timer_once(c->d, delay_ns, on_late_checkpoint, c);
+}
+
+static int checkpoint_save(struct wb_checkpoint *c, bool force_sync)
+{
+	uint64_t now = wb_mono_ns();
+	c->next_ns = now + c->every_ns;
+	if (c->late_id >= 0) {
+		wb_daemon_timer_end(c->d, c->late_id);
+		c->late_id = -1;
+	}
+	if (!c->dirty)
+		return 0;
+	bool sync = force_sync || now >= c->next_sync_ns;
+	if (c->save(c->arg, sync) < 0)
+		return -1;
+	c->dirty = false;
+	if (sync)
+		c->next_sync_ns = now + WB_JSON_SYNC_EVERY_NS;
+	return 0;
+}
+
+static int on_late_checkpoint(zloop_t *loop, int timer_id, void *arg)
+{
+	struct wb_checkpoint *c = arg;
+	c->late_id = -1; /* it fired once and is gone */
+	if (checkpoint_save(c, true) < 0)
+		checkpoint_arm(c, c->every_ns);
+	return 0;
+}
+
+void wb_checkpoint_init(struct wb_checkpoint *c, struct wb_daemon *d, uint64_t every_ns, bool dirty,
+			wb_checkpoint_fn *save, void *arg)
+{
+	*c = (struct wb_checkpoint){.d = d,
+				    .every_ns = every_ns,
+				    .next_ns = wb_mono_ns() + every_ns,
+				    .late_id = -1,
+				    .dirty = dirty,
+				    .save = save,
+				    .arg = arg};
+	if (every_ns && dirty)
+		checkpoint_arm(c, every_ns);
+}
+
+void wb_checkpoint_changed(struct wb_checkpoint *c)
+{
+	c->dirty = true;
+	if (!c->every_ns)
+		return;
+	uint64_t now = wb_mono_ns();
+	if (now >= c->next_ns)
+		checkpoint_save(c, false);
+	else
+		checkpoint_arm(c, c->next_ns + c->every_ns - now);
+}
+
+int wb_checkpoint_stop(struct wb_checkpoint *c)
+{
+	if (c->late_id >= 0) {
+		wb_daemon_timer_end(c->d, c->late_id);
+		c->late_id = -1;
+	}
+	int rc = 0;
+	if (c->dirty && (rc = c->save(c->arg, true)) == 0)
+		c->dirty = false;
+	return rc;
 }
 
 void wb_grid_tick_at(uint64_t now_ns, uint64_t interval_ns, uint64_t expirations,

@@ -86,6 +86,33 @@ int wb_daemon_timer_once(struct wb_daemon *d, uint64_t delay_ns, zloop_timer_fn 
 void wb_daemon_timer_end(struct wb_daemon *d, int timer_id);
 
 /*
+ * A stage's state-file checkpoint, riding on the messages that change the state
+ * instead of a timer of its own: wb_checkpoint_changed() after each saves once
+ * every_ns has passed since the last save; an earlier change arms a one-shot timer
+ * every_ns after the save was due, which the next save cancels, so that the last
+ * change before a silence is saved within two every_ns. save(arg, sync) writes
+ * the file, 0 or -1; sync (fsync) is asked once a WB_JSON_SYNC_EVERY_NS, for the
+ * save before a silence and at the stop; a failed one is tried again every_ns
+ * later. every_ns 0: at the stop only.
+ */
+typedef int(wb_checkpoint_fn)(void *arg, bool sync);
+struct wb_checkpoint {
+	struct wb_daemon *d;
+	uint64_t every_ns;
+	uint64_t next_ns, next_sync_ns; /* wb_mono_ns: the next save, the next fsync */
+	int late_id;			/* the armed one-shot timer, or -1 */
+	bool dirty;			/* changed since the last save */
+	wb_checkpoint_fn *save;
+	void *arg;
+};
+/* dirty: a first save is due anyway (it shows from the start that saving works). */
+void wb_checkpoint_init(struct wb_checkpoint *c, struct wb_daemon *d, uint64_t every_ns, bool dirty,
+			wb_checkpoint_fn *save, void *arg);
+void wb_checkpoint_changed(struct wb_checkpoint *c);
+/* At the stop: save (fsync'd) when anything changed; the timer goes. Returns save's result. */
+int wb_checkpoint_stop(struct wb_checkpoint *c);
+
+/*
  * A timer on the wall-clock grid: fn runs when CLOCK_REALTIME reaches each
  * multiple of interval_ns (t mod interval == 0), with that grid instant as
  * t_ns, so that hosts sample at the same instants. late_ns is how far after
