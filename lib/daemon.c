@@ -717,10 +717,10 @@ void wb_checkpoint_changed(struct wb_checkpoint *c)
 	if (!c->every_ns)
 		return;
 	uint64_t now = wb_mono_ns();
-	if (now >= c->next_ns)
-		checkpoint_save(c, false);
-	else
+	if (now < c->next_ns)
 		checkpoint_arm(c, c->next_ns + c->every_ns - now);
+	else if (checkpoint_save(c, false) < 0)
+		checkpoint_arm(c, c->every_ns); /* tried again, messages or not */
 }
 
 int wb_checkpoint_stop(struct wb_checkpoint *c)
