@@ -157,6 +157,9 @@ for st in ("alignd", "estimd", "exportd"):
 w("| one slot of %s processes: alignd + estimd + exportd, usage sent -> on /metrics | %s (first slot %s) | < 50 ms | %s (%s) | - | - | - |"
   % (sp, fmt("scale.total_ms", " ms", what="scale"), fmt("scale.first_total_ms", " ms"), within("scale.total_ms", 50),
      vs("scale.total_ms", 50)))
+w("| one slot of %s processes: CPU time of alignd + estimd + exportd (all threads, schedstat; median) | %s (alignd %s, estimd %s, exportd %s) | - | - | - | - | - |"
+  % (sp, fmt("scale.total_cpu_ms", " ms"), fmt("scale.alignd_cpu_ms", " ms"), fmt("scale.estimd_cpu_ms", " ms"),
+     fmt("scale.exportd_cpu_ms", " ms")))
 cp = "{:,}".format(int(F.get("callgrind.procs", "100000")))
 w("| one slot of %s processes: alignd + estimd + exportd, instructions (callgrind, in-process: decode + work + encode) | %s G (alignd %s, estimd %s, exportd %s) | < 0.5 G | %s (%s) | - | - | - |"
   % (cp, fmt("callgrind.total_ir", "", 3, 1e-9, what="callgrind"), fmt("callgrind.alignd_ir", " G", 3, 1e-9),
