@@ -282,7 +282,7 @@ int main(int argc, char **argv)
 	/*
 	 * Without checkpoints the file is used once: after a crash that follows,
 	 * a second load would publish the same span again. With checkpoints it
-	 * is rewritten within state_every, and slots published twice are dropped
+	 * is rewritten within two state_every, and slots published twice are dropped
 	 * by consumers (by time and by total_uj).
 	 */
 	if (conf->state_file[0] &&
