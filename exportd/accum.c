@@ -40,18 +40,10 @@ const char *accum_reason_name(enum accum_reason r)
 
 /* ---- hashing ---- */
 
+/* A label set's fingerprint, one string (at most maxlen bytes) at a time. */
 static uint64_t hash_str(uint64_t h, const char *s, size_t maxlen)
 {
-	/* FNV-1a */
-	if (!h)
-		h = 0xcbf29ce484222325ull;
-	for (size_t i = 0; i < maxlen && s[i]; i++) {
-		h ^= (unsigned char)s[i];
-		h *= 0x100000001b3ull;
-	}
-	h ^= 0xff; /* separates "ab","c" from "a","bc" */
-	h *= 0x100000001b3ull;
-	return h;
+	return wb_hash_more(h, s, strnlen(s, maxlen));
 }
 
 /* ---- a workload ---- */
