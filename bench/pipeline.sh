@@ -51,8 +51,7 @@ T=$(mktemp -d /tmp/wb-pipeline-bench.XXXXXX)
 # The fake powercap tree on tmpfs where there is one, as sysfs is in memory: on a disk
 # file system, reopening a replaced file can wait for the journal (a wake-up of powerd
 # per zone and second that a real tree does not cost).
-SYS=$T/sys
-[ -d /dev/shm ] && [ -w /dev/shm ] && SYS=$(mktemp -d /dev/shm/wb-pipeline-sys.XXXXXX)
+SYS=$(mktemp -d /dev/shm/wb-pipeline-sys.XXXXXX 2>/dev/null) || SYS=$T/sys
 RT=$T/run
 mkdir -p "$RT"
 pids=()

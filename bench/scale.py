@@ -188,8 +188,6 @@ def main():
              "exportd": (t_out - t_est) / 1e6, "total": (t_out - t_in) / 1e6}
         for st, ms in cpu.items():
             r[st + "_cpu"] = ms
-        if cpu:
-            r["total_cpu"] = sum(cpu.values())
         rows.append(r)
         print("slot %d (%d processes, %d zones; usage %.1f MB, aligned %.1f MB, estimate %.1f MB): "
               "alignd %.1f ms, estimd %.1f ms, exportd %.1f ms, total %.1f ms%s"
@@ -197,6 +195,7 @@ def main():
                  len(got["estimd"][1].bytes) / 1e6, r["alignd"], r["estimd"], r["exportd"], r["total"],
                  " (first slot: every workload is new)" if k == 1 else ""))
         if cpu:
+            r["total_cpu"] = sum(cpu.values())
             print("  CPU: " + ", ".join("%s %.1f ms" % (st, r[st + "_cpu"]) for st in list(cpu) + ["total"]))
         time.sleep(0.5)
     steady = rows[1:] or rows

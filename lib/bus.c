@@ -572,8 +572,9 @@ struct wb_sub *wb_sub_new(const struct wb_sockopts *opts)
 	/* A publisher that is not there (modeld where none runs, a stage not started yet)
 	 * is tried again 100 ms later, then at doubling intervals up to this, instead of ten
 	 * times a second for good: each try wakes the I/O thread. */
-	zsock_set_reconnect_ivl_max(
-	    self->sock, opts && opts->reconnect_max_ms > 0 ? opts->reconnect_max_ms : 2000);
+	zsock_set_reconnect_ivl_max(self->sock, opts && opts->reconnect_max_ms > 0
+						    ? opts->reconnect_max_ms
+						    : WB_RECONNECT_MAX_MS);
 	/* ZeroMQ drops a larger message (and its connection) before it is buffered whole. */
 	zsock_set_maxmsgsize(self->sock, (int)WB_FRAME_MAX);
 	if (opts)

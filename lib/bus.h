@@ -71,10 +71,15 @@ void wb_stats_mirror(struct wb_stats *stats, const void *base, const struct wb_s
 		     size_t n);
 void wb_stats_reject(struct wb_stats *stats, enum wb_reason reason);
 
+/* A subscriber's longest wait between tries to reach an absent publisher, unless set:
+ * [global] reconnect_max's default. */
+#define WB_RECONNECT_MAX_MS 2000
+
 /* Options for sockets: ZeroMQ high-water mark and CURVE keys (NULL: plain). */
 struct wb_sockopts {
 	int hwm;		/* messages; 0 for the default (10000) */
-	int reconnect_max_ms;	/* SUB: tries to connect back off up to this; 0: 2000 */
+	int reconnect_max_ms;	/* SUB: tries to connect back off up to this; 0: WB_RECONNECT_MAX_MS
+				 */
 	const char *curve_cert; /* our certificate file (czmq zcert format), secret part included */
 	const char *curve_peer; /* SUB: the publisher's public certificate file */
 	const char *curve_allow; /* PUB: directory of client public certificates allowed in */

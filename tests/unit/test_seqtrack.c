@@ -202,7 +202,7 @@ static void test_reconnect_backoff(void)
 	struct wb_sub *dflt = wb_sub_new(NULL);
 	CHECK(dflt != NULL);
 	if (dflt)
-		CHECK_U64(zsock_reconnect_ivl_max(wb_sub_sock(dflt)), 2000);
+		CHECK_U64(zsock_reconnect_ivl_max(wb_sub_sock(dflt)), WB_RECONNECT_MAX_MS);
 	wb_sub_destroy(&dflt);
 	struct wb_sockopts o = {.reconnect_max_ms = 300};
 	struct wb_sub *sub = wb_sub_new(&o);
@@ -210,9 +210,10 @@ static void test_reconnect_backoff(void)
 	if (!sub)
 		return;
 	CHECK_U64(zsock_reconnect_ivl_max(wb_sub_sock(sub)), 300);
-	char dir[] = "/tmp/wb-reconnect.XXXXXX", ep[64];
-	CHECK(mkdtemp(dir) != NULL);
-	snprintf(ep, sizeof ep, "ipc://%s/late.sock", dir);
+	char dir[200], sock[256], ep[sizeof sock + 6];
+	CHECK(mkdtemp(unit_tmp(dir, sizeof dir, "wb-reconnect-XXXXXX")) != NULL);
+	snprintf(sock, sizeof sock, "%s/late.sock", dir);
+	snprintf(ep, sizeof ep, "ipc://%s", sock);
 	CHECK(wb_sub_connect(sub, ep) == 0);
 	CHECK(wb_sub_subscribe(sub, "") == 0);
 	struct wb_pub *pub = wb_pub_new(ep, "test", "h", NULL); /* binds after the connect */
@@ -228,8 +229,6 @@ static void test_reconnect_backoff(void)
 	CHECK(got);
 	wb_pub_destroy(&pub);
 	wb_sub_destroy(&sub);
-	char sock[80];
-	snprintf(sock, sizeof sock, "%s/late.sock", dir);
 	unlink(sock);
 	rmdir(dir);
 }
