@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include "bus.h"
+#include "heap.h"
 #include "unit.h"
 
 static struct wb_rx see(struct wb_seqtrack *t, const char *host, const char *src, uint64_t epoch,
@@ -233,7 +234,88 @@ static void test_reconnect_backoff(void)
 	rmdir(dir);
 }
 
+/* The next frame on sub, taken (1) or refused (0), within 30 s; -1 when none came. */
+static int recv_one(struct wb_sub *sub)
+{
+	if (wb_sub_wait(sub, 30000) <= 0)
+		return -1;
+	struct wb_msg m;
+	struct wb_rx rx;
+	struct wb_err err;
+	int rc = wb_sub_recv(sub, &m, &rx, &err, NULL);
+	if (rc == 1)
+		wb_msg_clear(&m);
+	return rc;
+}
+
+/*
+ * A daemon's heap follows the frames it takes (lib/heap.c): a large frame that is
+ * refused (a forged one) leaves the thresholds alone, a large valid one moves them.
+ * Both are sent raw, so that the sender's own sizing does not count.
+ */
+static void test_heap_follows_taken_frames(void)
+{
+	char dir[200], sock[256], ep[sizeof sock + 6];
+	CHECK(mkdtemp(unit_tmp(dir, sizeof dir, "wb-heap-XXXXXX")) != NULL);
+	snprintf(sock, sizeof sock, "%s/big.sock", dir);
+	snprintf(ep, sizeof ep, "ipc://%s", sock);
+	struct wb_pub *pub = wb_pub_new(ep, "test", "h", NULL);
+	struct wb_sub *sub = wb_sub_new(NULL);
+	CHECK(pub && sub && wb_sub_connect(sub, ep) == 0 && wb_sub_subscribe(sub, "") == 0);
+	wb_heap_init();
+	size_t before = wb_heap_mmap_threshold();
+	/* 2 MiB that do not decode: refused */
+	size_t junk_len = 2u << 20;
+	char *junk = malloc(junk_len);
+	CHECK(junk != NULL);
+	memset(junk, 0xc1, junk_len); /* 0xc1: never used in msgpack */
+	int got = -1;
+	for (int i = 0; i < 300 && got < 0; i++) { /* until the subscription is up */
+		CHECK(wb_pub_send_raw(pub, "usage/h", junk, junk_len) == 0);
+		got = wb_sub_wait(sub, 100) > 0 ? recv_one(sub) : -1;
+	}
+	CHECK(got == 0);
+	CHECK_U64(wb_heap_mmap_threshold(), before);
+	/* a valid usage message of 40,000 processes (about 2 MiB): taken */
+	struct wb_msg m = {.kind = WB_USAGE};
+	m.env.v = 1;
+	snprintf(m.env.kind, sizeof m.env.kind, "usage");
+	snprintf(m.env.host, sizeof m.env.host, "h");
+	snprintf(m.env.src, sizeof m.env.src, "test");
+	m.env.epoch = 1;
+	m.usage.t = 1000000000;
+	m.usage.interval_ns = 1000000000;
+	m.usage.ncpu = 4;
+	m.usage.n_procs = 40000;
+	m.usage.procs = calloc(m.usage.n_procs, sizeof *m.usage.procs);
+	CHECK(m.usage.procs != NULL);
+	for (size_t i = 0; m.usage.procs && i < m.usage.n_procs; i++) {
+		m.usage.procs[i].pid = 100 + i;
+		m.usage.procs[i].start_ns = 1000 * i;
+		m.usage.procs[i].cpu_ns = 123456789;
+		snprintf(m.usage.procs[i].comm, sizeof m.usage.procs[i].comm, "proc%05u",
+			 (unsigned)i);
+	}
+	char *frame = NULL;
+	size_t len = 0;
+	struct wb_err err;
+	CHECK(wb_encode(&m, &frame, &len, &err) == 0);
+	CHECK(len >= WB_HEAP_LARGE_FRAME);
+	CHECK(wb_pub_send_raw(pub, "usage/h", frame, len) == 0);
+	CHECK(recv_one(sub) == 1);
+	CHECK_U64(wb_heap_mmap_threshold(), 4 * len);
+	free(frame);
+	free(m.usage.procs);
+	free(junk);
+	wb_sub_destroy(&sub);
+	wb_pub_destroy(&pub);
+	unlink(sock);
+	rmdir(dir);
+}
+
 static const struct unit_case cases[] = {
+    {"a refused large frame leaves the heap alone, a taken one sizes it",
+     test_heap_follows_taken_frames},
     {"reconnect_max reaches the socket; a publisher bound late is still found",
      test_reconnect_backoff},
     {"a message that cannot be encoded is refused with EINVAL", test_encode_failure},
