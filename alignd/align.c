@@ -25,6 +25,13 @@
 #include "plaus.h"
 
 #define SWEEP_NS WB_NS_PER_SEC /* how often silent hosts and old samples are dropped */
+/*
+ * alignd calls align_tick at every message as well, so the sweep rides on them
+ * and its timer (align_next_tick_ns) is needed only when they stop: it is due
+ * that much after SWEEP_NS, more than a message interval of 1 s with its
+ * jitter, or each sweep that just missed a message would wake alignd.
+ */
+#define SWEEP_LATE_NS (2 * WB_NS_PER_SEC)
 /* Power intervals past the last power sample a slot end may be extrapolated. */
 #define EXTRAP_INTERVALS 4
 
@@ -957,7 +964,7 @@ void align_tick(struct align *a, uint64_t now_ns)
 
 uint64_t align_next_tick_ns(const struct align *a)
 {
-	uint64_t next = a->last_sweep_ns + SWEEP_NS;
+	uint64_t next = a->last_sweep_ns + SWEEP_NS + SWEEP_LATE_NS;
 	for (size_t i = 0; i < a->nwaiting; i++) {
 		const struct uhost *uh = a->waiting[i];
 		if (!uh->qlen)

@@ -310,8 +310,10 @@ void align_usage(struct align *a, const struct wb_usage *u, uint64_t lost, uint6
 void align_tick(struct align *a, uint64_t now_ns);
 /*
  * Wall-clock time at which align_tick next has work (a waiting slot's wait
- * ends, or the sweep of silent hosts is due); at or before now: call it now.
- * Valid until the next align_power, align_usage or align_tick.
+ * ends, or the sweep of silent hosts is due: once a second, which alignd's
+ * align_tick at every message does, so here 2 s later, for a silence); at or
+ * before now: call it now. Valid until the next align_power, align_usage or
+ * align_tick.
  */
 uint64_t align_next_tick_ns(const struct align *a);
 /* Resolve every waiting slot now (extrapolating), e.g. before exit. */

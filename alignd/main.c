@@ -132,8 +132,10 @@ static int on_tick(zloop_t *loop, int timer_id, void *arg);
 
 /*
  * Arm the timer for the engine's next deadline (a slot's wait for power, the
- * sweep), but not sooner than tick: an idle alignd wakes about once a second,
- * not every tick. The checkpoint rides on the messages (lib/daemon.h).
+ * sweep in a silence), but not sooner than tick. The sweep and the checkpoint
+ * ride on the messages (align_tick in on_msg; lib/daemon.h), so a deadline
+ * that moved later moves the timer too: alignd fed once a second wakes for
+ * its messages alone.
  */
 static void arm(struct alignd *ad)
 {
@@ -142,8 +144,9 @@ static void arm(struct alignd *ad)
 	uint64_t due = align_next_tick_ns(ad->align), at = mono + (due > now ? due - now : 0);
 	if (at < mono + conf->tick_ns)
 		at = mono + conf->tick_ns;
-	if (ad->tick_id >= 0 && ad->tick_at_ns <= at)
-		return; /* what is armed comes first */
+	if (ad->tick_id >= 0 && at < ad->tick_at_ns + WB_NS_PER_MS &&
+	    at + WB_NS_PER_MS > ad->tick_at_ns)
+		return; /* armed for then already (zloop's timers count milliseconds) */
 	wb_daemon_timer_end(ad->d, ad->tick_id);
 	ad->tick_id = wb_daemon_timer_once(ad->d, at - mono, on_tick, ad);
 	ad->tick_at_ns = at;
@@ -161,6 +164,7 @@ static void on_msg(struct wb_daemon *d, const struct wb_msg *msg, const struct w
 		align_power(ad->align, &msg->power, rx->recv_ns);
 	else if (msg->kind == WB_USAGE)
 		align_usage(ad->align, &msg->usage, rx->lost, rx->recv_ns);
+	align_tick(ad->align, wb_now_ns()); /* the sweep, once a second, and what else is due */
 	/* A valid frame that the memory budget has no room for counts as rejected (budget). */
 	if (align_counters(ad->align)->budget_refused != refused)
 		wb_stats_reject(wb_daemon_stats(d), WB_R_BUDGET);

@@ -38,7 +38,8 @@ static const struct wb_conf_key global_keys[] = {
      "error|warning|info|debug", "least severe level logged"},
     {"stat_interval", WB_CONF_DURATION | WB_CONF_RESTART,
      offsetof(struct wb_global, stat_interval_ns), "5s", 1e8, 3600e9, NULL,
-     "how often the stage publishes its stat message"},
+     "how often the stage publishes its stat message (with a sample or a message it receives; "
+     "from a timer, half as late again, when none comes)"},
     {"reconnect_max", WB_CONF_DURATION | WB_CONF_RESTART,
      offsetof(struct wb_global, reconnect_max_ns), "2s", 1e8, 600e9, NULL,
      "longest wait between tries to connect to a stage that is not there (from 100 ms, doubling)"},
@@ -124,7 +125,8 @@ struct wb_daemon {
 	void *reload_arg;
 	wb_stat_fn *stat_fn;
 	void *stat_arg;
-	int stat_timer; /* zloop timer id; -1: none (not running, or stat_grid's ticks) */
+	struct wb_chore stat_chore; /* the stat messages, unless stat_grid's ticks carry them */
+	bool stat_on_ticks;
 	struct wb_grid *stat_grid; /* wb_grid_carry_stats */
 	uint64_t stat_last_mono;
 };
@@ -411,7 +413,8 @@ struct wb_daemon *wb_daemon_new(const struct wb_stage *stage, int argc, char **a
 	if (!d || !(d->conf = calloc(1, stage->conf_size)))
 		fatalx(WB_EXIT_FAILURE, "out of memory");
 	d->stage = stage;
-	d->sigfd = d->stopfd[0] = d->stopfd[1] = d->stat_timer = -1;
+	d->sigfd = d->stopfd[0] = d->stopfd[1] = -1;
+	d->stat_chore = (struct wb_chore){.d = d, .late_id = -1};
 	d->start_ns = wb_now_ns();
 	d->start_mono = wb_mono_ns();
 	snprintf(d->mode, sizeof(d->mode), "starting");
@@ -605,6 +608,7 @@ static int on_sub_readable(zloop_t *loop, zsock_t *sock, void *arg)
 			wb_msg_clear(&msg);
 		}
 	}
+	wb_chore_poke(&s->d->stat_chore, false);
 	return 0;
 }
 
@@ -660,78 +664,106 @@ void wb_daemon_timer_end(struct wb_daemon *d, int timer_id)
 		zloop_timer_end(d->loop, timer_id);
 }
 
-/* ---- the checkpoint (lib/daemon.h) ---- */
-static int on_late_checkpoint(zloop_t *loop, int timer_id, void *arg);
+/* ---- chores and the checkpoint (lib/daemon.h) ---- */
+static int on_chore_late(zloop_t *loop, int timer_id, void *arg);
 
-static void checkpoint_arm(struct wb_checkpoint *c, uint64_t delay_ns)
+static int chore_arm(struct wb_chore *c, uint64_t delay_ns)
 {
 	if (c->late_id < 0)
-		c->late_id = wb_daemon_timer_once(c->d, delay_ns, on_late_checkpoint, c);
+		c->late_id = wb_daemon_timer_once(c->d, delay_ns, on_chore_late, c);
+	return c->late_id < 0 ? -1 : 0;
 }
 
-static int checkpoint_save(struct wb_checkpoint *c, bool force_sync)
+static void chore_run(struct wb_chore *c, bool late)
 {
-	uint64_t now = wb_mono_ns();
-	c->next_ns = now + c->every_ns;
-	if (c->late_id >= 0) {
-		wb_daemon_timer_end(c->d, c->late_id);
-		c->late_id = -1;
+	c->next_ns = wb_mono_ns() + c->every_ns;
+	wb_daemon_timer_end(c->d, c->late_id);
+	c->late_id = -1;
+	if (!c->pending)
+		return;
+	if (c->fn(c->arg, late) < 0) {
+		chore_arm(c, c->every_ns); /* tried again, messages or not */
+		return;
 	}
-	if (!c->dirty)
-		return 0;
-	bool sync = force_sync || now >= c->next_sync_ns;
-	if (c->save(c->arg, sync) < 0)
-		return -1;
-	c->dirty = false;
-	if (sync)
-		c->next_sync_ns = now + WB_JSON_SYNC_EVERY_NS;
+	c->pending = c->always;
+	if (c->pending)
+		chore_arm(c, c->every_ns + c->late_ns);
+}
+
+static int on_chore_late(zloop_t *loop, int timer_id, void *arg)
+{
+	struct wb_chore *c = arg;
+	c->late_id = -1; /* it fired once and is gone */
+	chore_run(c, true);
 	return 0;
 }
 
-static int on_late_checkpoint(zloop_t *loop, int timer_id, void *arg)
+int wb_chore_init(struct wb_chore *c, struct wb_daemon *d, uint64_t every_ns, uint64_t late_ns,
+		  bool always, bool pending, wb_chore_fn *fn, void *arg)
+{
+	*c = (struct wb_chore){.d = d,
+			       .every_ns = every_ns,
+			       .late_ns = late_ns,
+			       .next_ns = wb_mono_ns() + every_ns,
+			       .late_id = -1,
+			       .pending = pending || always,
+			       .always = always,
+			       .fn = fn,
+			       .arg = arg};
+	return every_ns && c->pending ? chore_arm(c, every_ns) : 0;
+}
+
+void wb_chore_poke(struct wb_chore *c, bool changed)
+{
+	if (changed)
+		c->pending = true;
+	if (!c->every_ns || !c->pending)
+		return;
+	uint64_t now = wb_mono_ns();
+	if (now < c->next_ns)
+		chore_arm(c, c->next_ns + c->late_ns - now);
+	else
+		chore_run(c, false);
+}
+
+void wb_chore_end(struct wb_chore *c)
+{
+	wb_daemon_timer_end(c->d, c->late_id);
+	c->late_id = -1;
+	c->every_ns = 0;
+}
+
+/* A save from the timer (before a silence) is fsync'd, and one a WB_JSON_SYNC_EVERY_NS. */
+static int checkpoint_run(void *arg, bool late)
 {
 	struct wb_checkpoint *c = arg;
-	c->late_id = -1; /* it fired once and is gone */
-	if (checkpoint_save(c, true) < 0)
-		checkpoint_arm(c, c->every_ns);
+	uint64_t now = wb_mono_ns();
+	bool sync = late || now >= c->next_sync_ns;
+	if (c->save(c->arg, sync) < 0)
+		return -1;
+	if (sync)
+		c->next_sync_ns = now + WB_JSON_SYNC_EVERY_NS;
 	return 0;
 }
 
 void wb_checkpoint_init(struct wb_checkpoint *c, struct wb_daemon *d, uint64_t every_ns, bool dirty,
 			wb_checkpoint_fn *save, void *arg)
 {
-	*c = (struct wb_checkpoint){.d = d,
-				    .every_ns = every_ns,
-				    .next_ns = wb_mono_ns() + every_ns,
-				    .late_id = -1,
-				    .dirty = dirty,
-				    .save = save,
-				    .arg = arg};
-	if (every_ns && dirty)
-		checkpoint_arm(c, every_ns);
+	*c = (struct wb_checkpoint){.save = save, .arg = arg};
+	wb_chore_init(&c->chore, d, every_ns, every_ns, false, dirty, checkpoint_run, c);
 }
 
 void wb_checkpoint_changed(struct wb_checkpoint *c)
 {
-	c->dirty = true;
-	if (!c->every_ns)
-		return;
-	uint64_t now = wb_mono_ns();
-	if (now < c->next_ns)
-		checkpoint_arm(c, c->next_ns + c->every_ns - now);
-	else if (checkpoint_save(c, false) < 0)
-		checkpoint_arm(c, c->every_ns); /* tried again, messages or not */
+	wb_chore_poke(&c->chore, true);
 }
 
 int wb_checkpoint_stop(struct wb_checkpoint *c)
 {
-	if (c->late_id >= 0) {
-		wb_daemon_timer_end(c->d, c->late_id);
-		c->late_id = -1;
-	}
+	wb_chore_end(&c->chore);
 	int rc = 0;
-	if (c->dirty && (rc = c->save(c->arg, true)) == 0)
-		c->dirty = false;
+	if (c->chore.pending && (rc = c->save(c->arg, true)) == 0)
+		c->chore.pending = false;
 	return rc;
 }
 
@@ -781,7 +813,7 @@ static void grid_fire(struct fdwatch *w)
 	w->grid_fn(w->d, &tick, w->arg);
 	/* the tick nearest to stat_interval after the last stat message */
 	struct wb_daemon *d = w->d;
-	if (d->stat_grid && &d->stat_grid->w == w && d->stat_timer < 0 &&
+	if (d->stat_grid && &d->stat_grid->w == w && d->stat_on_ticks &&
 	    wb_mono_ns() - d->stat_last_mono + w->interval_ns / 2 >= d->global.stat_interval_ns)
 		publish_stat(d);
 }
@@ -948,7 +980,7 @@ static void publish_stat(struct wb_daemon *d)
 	wb_daemon_send(d, &m); /* arrays are on the stack: no wb_msg_clear */
 }
 
-static int on_stat_timer(zloop_t *loop, int timer_id, void *arg)
+static int stat_chore(void *arg, bool late)
 {
 	publish_stat(arg);
 	return 0;
@@ -957,21 +989,26 @@ static int on_stat_timer(zloop_t *loop, int timer_id, void *arg)
 /*
  * The stat messages go out at the ticks of the grid that carries them, when it
  * ticks at least as often, right after what the tick sent: that costs no
- * wake-up of the loop (nor of libzmq's I/O thread) of their own. Else, and
- * without such a grid, from a timer of their own.
+ * wake-up of the loop (nor of libzmq's I/O thread) of their own. Else they are
+ * a chore that rides on the messages the stage receives (the first one
+ * stat_interval after the last stat message), from a timer only when none
+ * comes for half a stat_interval more: the stages' stat messages then go out
+ * with the slot's messages, and exportd, which receives them all, wakes for
+ * them together.
  */
 static int stat_schedule(struct wb_daemon *d)
 {
-	bool on_ticks = d->stat_grid && d->stat_grid->w.interval_ns <= d->global.stat_interval_ns;
-	if (on_ticks && d->stat_timer >= 0) {
-		zloop_timer_end(d->loop, d->stat_timer);
-		d->stat_timer = -1;
-	} else if (!on_ticks && d->stat_timer < 0) {
-		d->stat_timer = wb_daemon_timer(d, d->global.stat_interval_ns, on_stat_timer, d);
-		if (d->stat_timer < 0)
-			return -1;
+	d->stat_on_ticks =
+	    d->stat_grid && d->stat_grid->w.interval_ns <= d->global.stat_interval_ns;
+	if (d->stat_on_ticks) {
+		wb_chore_end(&d->stat_chore);
+		return 0;
 	}
-	return 0;
+	if (d->stat_chore.every_ns)
+		return 0; /* running */
+	/* A stage that subscribes to nothing has no message to wait for. */
+	uint64_t every = d->global.stat_interval_ns, late = zlistx_size(d->subs) ? every / 2 : 0;
+	return wb_chore_init(&d->stat_chore, d, every, late, true, true, stat_chore, d);
 }
 
 static int on_watchdog(zloop_t *loop, int timer_id, void *arg)

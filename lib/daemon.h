@@ -86,22 +86,48 @@ int wb_daemon_timer_once(struct wb_daemon *d, uint64_t delay_ns, zloop_timer_fn 
 void wb_daemon_timer_end(struct wb_daemon *d, int timer_id);
 
 /*
- * A stage's state-file checkpoint, riding on the messages that change the state
- * instead of a timer of its own: wb_checkpoint_changed() after each saves once
- * every_ns has passed since the last save; an earlier change arms a one-shot timer
- * every_ns after the save was due, which the next save cancels, so that the last
- * change before a silence is saved within two every_ns. save(arg, sync) writes
- * the file, 0 or -1; sync (fsync) is asked once a WB_JSON_SYNC_EVERY_NS, for the
- * save before a silence and at the stop; a failed one is tried again every_ns
- * later. every_ns 0: at the stop only.
+ * Periodic work that rides on the messages a stage handles instead of a timer
+ * of its own (a wake-up costs a stage more than most of its work):
+ * wb_chore_poke() at a message runs fn once every_ns has passed since it last
+ * ran; an earlier poke arms a one-shot timer late_ns after the run is due,
+ * which the next run cancels, so that without messages fn still runs within
+ * every_ns + late_ns. Only pending work runs: wb_chore_poke(c, true) marks a
+ * change; a housekeeping chore (always) is pending again after each run. fn
+ * returns 0, or -1 to be tried again every_ns later, messages or not; late
+ * says that the timer runs it. every_ns 0: pokes do nothing.
+ */
+typedef int(wb_chore_fn)(void *arg, bool late);
+struct wb_chore {
+	struct wb_daemon *d;
+	uint64_t every_ns, late_ns;
+	uint64_t next_ns; /* wb_mono_ns: due from then */
+	int late_id;	  /* the armed one-shot timer, or -1 */
+	bool pending, always;
+	wb_chore_fn *fn;
+	void *arg;
+};
+/* Pending work (always, or pending) is due every_ns from now, from the timer then without
+ * messages. Returns 0, or -1 when that timer could not be armed (the next poke tries again). */
+int wb_chore_init(struct wb_chore *c, struct wb_daemon *d, uint64_t every_ns, uint64_t late_ns,
+		  bool always, bool pending, wb_chore_fn *fn, void *arg);
+/* At a message; changed: there is work for the next run. */
+void wb_chore_poke(struct wb_chore *c, bool changed);
+/* Cancel the timer; every_ns becomes 0 (pending work stays pending). */
+void wb_chore_end(struct wb_chore *c);
+
+/*
+ * A stage's state-file checkpoint, a chore (late_ns = every_ns):
+ * wb_checkpoint_changed() after each message that changes the state saves once
+ * every_ns has passed since the last save, and the last change before a silence
+ * is saved within two every_ns. save(arg, sync) writes the file, 0 or -1; sync
+ * (fsync) is asked once a WB_JSON_SYNC_EVERY_NS, for the save before a silence
+ * and at the stop; a failed one is tried again every_ns later. every_ns 0: at
+ * the stop only.
  */
 typedef int(wb_checkpoint_fn)(void *arg, bool sync);
 struct wb_checkpoint {
-	struct wb_daemon *d;
-	uint64_t every_ns;
-	uint64_t next_ns, next_sync_ns; /* wb_mono_ns: the next save, the next fsync */
-	int late_id;			/* the armed one-shot timer, or -1 */
-	bool dirty;			/* changed since the last save */
+	struct wb_chore chore;
+	uint64_t next_sync_ns; /* wb_mono_ns: the next fsync */
 	wb_checkpoint_fn *save;
 	void *arg;
 };

@@ -315,6 +315,7 @@ int main(int argc, char **argv)
 		log_errx("cannot start the interval timer");
 		goto out;
 	}
+	wb_grid_carry_stats(u.grid); /* a stat message costs no wake-up of its own */
 	wb_daemon_on_reload(u.d, on_reload, &u);
 	rc = wb_daemon_run(u.d);
 out:

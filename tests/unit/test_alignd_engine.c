@@ -1097,21 +1097,24 @@ static void next_tick_is_the_wait_for_power(void)
 	power1(a, "h", 0, S, 1000000, 1 * MS);
 	usage(a, "h", 0, 0, 2 * MS);
 	align_tick(a, 3 * MS);
-	CHECK_U64(align_next_tick_ns(a), 1 * S); /* nothing waits: the first sweep */
+	/* Nothing waits: the first sweep, due at a tick from 1 s on (alignd ticks at every
+	 * message), and from the timer 2 s later, in a silence. */
+	CHECK_U64(align_next_tick_ns(a), 3 * S);
 	usage(a, "h", 1 * S, 0, 1 * S + 2 * MS); /* [0, 1 s] waits for power at or after 1 s */
 	align_tick(a, 1 * S + 3 * MS);		 /* sweeps; the slot still waits */
 	CHECK_U64(ngot, 0);
-	CHECK_U64(align_next_tick_ns(a), 2 * S + 3 * MS); /* the next sweep comes first */
-	align_tick(a, 2 * S + 3 * MS);
 	CHECK_U64(align_next_tick_ns(a), 3 * S + 2 * MS); /* received + 2 power intervals */
-	align_tick(a, 3 * S + 2 * MS - 1);
+	align_tick(a, 2 * S + 3 * MS);			  /* sweeps */
+	CHECK_U64(align_next_tick_ns(a), 3 * S + 2 * MS);
+	align_tick(a, 3 * S + 2 * MS - 1); /* no sweep: not 1 s since the last */
 	CHECK_U64(ngot, 0);
 	align_tick(a, 3 * S + 2 * MS);
 	CHECK_U64(ngot, 1);
-	CHECK_U64(align_next_tick_ns(a), 3 * S + 3 * MS); /* nothing waits */
+	CHECK_U64(align_next_tick_ns(a),
+		  5 * S + 3 * MS); /* nothing waits: the sweep at 2.003 s + 3 s */
 	/* Power in time resolves the slot at once: no deadline is left for it. */
 	usage(a, "h", 2 * S, 0, 3 * S + 4 * MS);
-	CHECK_U64(align_next_tick_ns(a), 3 * S + 3 * MS);
+	CHECK_U64(align_next_tick_ns(a), 5 * S + 3 * MS);
 	CHECK_U64(ngot, 1);
 	power1(a, "h", 3 * S, S, 4000000, 3 * S + 5 * MS);
 	CHECK_U64(ngot, 2);
