@@ -803,10 +803,14 @@ static int decode_container(struct reader *r, const struct mval *o, const struct
 	if (n && depth >= WB_DEPTH_MAX)
 		return -1;
 	char *items = NULL;
+	/* Maps are zeroed one by one as they are read, each right before it is filled (one pass
+	 * over the array, not two); every integer item is stored, or the frame is refused. */
+	bool per_item = f->elem->type == WB_T_OBJ;
 	if (n) {
-		/* Every integer item is stored, or the frame is refused: no zeroing needed. */
-		items = r->in_items ? pool_alloc(r->pool, n, f->size, f->elem->type != WB_T_U64)
-				    : wb_array_new(n, f->size);
+		bool zero = !per_item && f->elem->type != WB_T_U64;
+		items = r->in_items ? pool_alloc(r->pool, n, f->size, zero)
+			: zero	    ? wb_array_new(n, f->size)
+				    : malloc((size_t)n * f->size);
 		if (!items)
 			return fail(err, WB_R_TOO_BIG, at, "cannot allocate %u items", n);
 	}
@@ -833,6 +837,8 @@ static int decode_container(struct reader *r, const struct mval *o, const struct
 		    depth + 2 <= WB_DEPTH_MAX;
 	for (; i < n; i++) {
 		char *item = items + (size_t)i * f->size;
+		if (per_item)
+			memset(item, 0, f->size);
 		if (fast) {
 			if (fast_map(r, f->elem->obj, item))
 				continue;

@@ -816,6 +816,61 @@ static void test_item_strings(void)
 	wb_msg_clear(&m);
 }
 
+/*
+ * An item's absent keys read as 0 and "" even where its array takes memory a
+ * message before held: the items are zeroed as they are read, not allocated
+ * zeroed. Each round frees a full message and decodes a sparse one of the same
+ * size, which malloc serves from the block just freed.
+ */
+static void test_items_zeroed(void)
+{
+	struct wb_msg m;
+	struct wb_err err;
+	char *buf;
+	size_t len;
+	CHECK(to_msgpack(valid[WB_USAGE], &buf, &len) == 0);
+	CHECK(wb_decode(buf, len, &m, &err) == 0);
+	free(buf);
+	enum { N = 3000 };
+	struct wb_proc *full = calloc(N, sizeof(*full)), *sparse = calloc(N, sizeof(*sparse));
+	for (size_t i = 0; i < N; i++) {
+		full[i] = m.usage.procs[0]; /* every key set */
+		full[i].pid = sparse[i].pid = 1000 + i;
+		full[i].exited = true;
+		sparse[i].start_ns = full[i].start_ns;
+	}
+	char *fbuf, *sbuf;
+	size_t flen, slen;
+	struct wb_msg built = m;
+	built.usage.procs = full;
+	built.usage.n_procs = N;
+	CHECK(wb_encode(&built, &fbuf, &flen, &err) == 0);
+	built.usage.procs = sparse;
+	CHECK(wb_encode(&built, &sbuf, &slen, &err) == 0);
+	int dirty = 0;
+	for (int round = 0; round < 3; round++) {
+		struct wb_msg a, b;
+		CHECK(wb_decode(fbuf, flen, &a, &err) == 0);
+		CHECK(a.usage.n_procs == N && a.usage.procs[N - 1].cpu_ns &&
+		      a.usage.procs[N - 1].comm[0]);
+		wb_msg_clear(&a);
+		CHECK(wb_decode(sbuf, slen, &b, &err) == 0);
+		for (size_t i = 0; i < b.usage.n_procs; i++) {
+			const struct wb_proc *p = &b.usage.procs[i];
+			dirty += p->pid != 1000 + i || p->comm[0] || p->cgroup_id || p->exe_id ||
+				 p->cpu_ns || p->cycles || p->instructions || p->cache_misses ||
+				 p->exited;
+		}
+		wb_msg_clear(&b);
+	}
+	CHECK_U64(dirty, 0);
+	free(fbuf);
+	free(sbuf);
+	free(full);
+	free(sparse);
+	wb_msg_clear(&m);
+}
+
 static const struct unit_case cases[] = {
     {"round trip of every kind", test_round_trip},
     {"decoded fields", test_fields_decoded},
@@ -831,6 +886,7 @@ static const struct unit_case cases[] = {
     {"the encoder writes the bytes msgpack-c's packer writes", test_encode_bytes},
     {"integer arrays in items: every width read back, the pool freed", test_int_arrays},
     {"strings in items: ASCII and UTF-8 read back alike", test_item_strings},
+    {"items' absent keys are zero in reused memory", test_items_zeroed},
 };
 int main(void)
 {
