@@ -26,7 +26,7 @@
 
 #define SWEEP_NS WB_NS_PER_SEC /* how often silent hosts and old samples are dropped */
 /*
- * alignd calls align_tick at every message as well, so the sweep rides on them
+ * alignd calls align_sweep at every message as well, so the sweep rides on them
  * and its timer (align_next_tick_ns) is needed only when they stop: it is due
  * that much after SWEEP_NS, more than a message interval of 1 s with its
  * jitter, or each sweep that just missed a message would wake alignd.
@@ -956,6 +956,11 @@ void align_tick(struct align *a, uint64_t now_ns)
 		if (a->nwaiting == before_n)
 			i++;
 	}
+	align_sweep(a, now_ns);
+}
+
+void align_sweep(struct align *a, uint64_t now_ns)
+{
 	if (now_ns >= a->last_sweep_ns + SWEEP_NS) {
 		a->last_sweep_ns = now_ns;
 		sweep(a, now_ns);

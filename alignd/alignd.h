@@ -306,12 +306,14 @@ int align_reconf(struct align *a, const struct align_conf *conf);
 void align_power(struct align *a, const struct wb_power *p, uint64_t recv_ns);
 /* Feed a usage sample; lost: messages of its producer missed before it. */
 void align_usage(struct align *a, const struct wb_usage *u, uint64_t lost, uint64_t recv_ns);
-/* Resolve slots whose wait is over and drop silent hosts. */
+/* Resolve slots whose wait is over and drop silent hosts (align_sweep). */
 void align_tick(struct align *a, uint64_t now_ns);
+/* Drop silent hosts and samples no slot can need, once a second (when due: cheap otherwise). */
+void align_sweep(struct align *a, uint64_t now_ns);
 /*
  * Wall-clock time at which align_tick next has work (a waiting slot's wait
  * ends, or the sweep of silent hosts is due: once a second, which alignd's
- * align_tick at every message does, so here 2 s later, for a silence); at or
+ * align_sweep at every message does, so here 2 s later, for a silence); at or
  * before now: call it now. Valid until the next align_power, align_usage or
  * align_tick.
  */

@@ -133,7 +133,7 @@ static int on_tick(zloop_t *loop, int timer_id, void *arg);
 /*
  * Arm the timer for the engine's next deadline (a slot's wait for power, the
  * sweep in a silence), but not sooner than tick. The sweep and the checkpoint
- * ride on the messages (align_tick in on_msg; lib/daemon.h), so a deadline
+ * ride on the messages (align_sweep in on_msg; lib/daemon.h), so a deadline
  * that moved later moves the timer too: alignd fed once a second wakes for
  * its messages alone.
  */
@@ -164,7 +164,7 @@ static void on_msg(struct wb_daemon *d, const struct wb_msg *msg, const struct w
 		align_power(ad->align, &msg->power, rx->recv_ns);
 	else if (msg->kind == WB_USAGE)
 		align_usage(ad->align, &msg->usage, rx->lost, rx->recv_ns);
-	align_tick(ad->align, wb_now_ns()); /* the sweep, once a second, and what else is due */
+	align_sweep(ad->align, wb_now_ns()); /* once a second */
 	/* A valid frame that the memory budget has no room for counts as rejected (budget). */
 	if (align_counters(ad->align)->budget_refused != refused)
 		wb_stats_reject(wb_daemon_stats(d), WB_R_BUDGET);

@@ -1088,6 +1088,22 @@ static void clock_jump_recovers(void)
 	align_destroy(&a);
 }
 
+/* alignd sweeps at every message (align_sweep): once a second is due, not before; the timer's
+ * deadline for the sweep follows the last one. */
+static void sweep_rides_on_messages(void)
+{
+	struct align_conf c = base_conf();
+	struct align *a = mk(&c);
+	CHECK_U64(align_next_tick_ns(a), 3 * S);
+	align_sweep(a, 999 * MS); /* not due */
+	CHECK_U64(align_next_tick_ns(a), 3 * S);
+	align_sweep(a, 1 * S + 5 * MS);
+	CHECK_U64(align_next_tick_ns(a), 4 * S + 5 * MS);
+	align_sweep(a, 2 * S); /* not a second since the last */
+	CHECK_U64(align_next_tick_ns(a), 4 * S + 5 * MS);
+	align_destroy(&a);
+}
+
 /* alignd sleeps until align_next_tick_ns: a slot waiting for power is due at its wait's end, not
  * before. */
 static void next_tick_is_the_wait_for_power(void)
@@ -1148,6 +1164,7 @@ static const struct unit_case cases[] = {
     {"power away past host_timeout: the run sums exactly", power_away_past_timeout_sums_exactly},
     {"a memory budget across hosts", budget_across_hosts},
     {"the next tick is a waiting slot's deadline or the sweep", next_tick_is_the_wait_for_power},
+    {"the sweep rides on the messages, once a second", sweep_rides_on_messages},
 };
 
 UNIT_MAIN(cases)
