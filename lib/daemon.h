@@ -162,8 +162,9 @@ struct wb_grid *wb_daemon_grid_timer(struct wb_daemon *d, uint64_t interval_ns, 
 /* A new interval, from the next multiple of it on (SIGHUP). 0, or -1 (logged; the old one runs). */
 int wb_grid_rearm(struct wb_grid *g, uint64_t interval_ns);
 /* The stat messages go out at this grid's ticks, after fn, at the tick nearest to stat_interval
- * after the last one, while it ticks at least as often as that (else from a timer of their own):
- * for a stage that sends at every tick, one wake-up instead of two. Call before wb_daemon_run. */
+ * after the last one, while it ticks at least as often as that (else, as in a stage without
+ * such a grid, with the messages the stage receives, or from a timer when none comes): for a
+ * stage that sends at every tick, one wake-up instead of two. Call before wb_daemon_run. */
 void wb_grid_carry_stats(struct wb_grid *g);
 
 /* Watch a file descriptor for input; fn returns 0, or -1 to stop watching it. */
