@@ -989,6 +989,11 @@ uint64_t align_next_tick_ns(const struct align *a)
 	return next;
 }
 
+bool align_timer_keeps(uint64_t armed_ns, uint64_t deadline_ns, uint64_t at_ns)
+{
+	return armed_ns + WB_NS_PER_MS > deadline_ns && armed_ns < at_ns + WB_NS_PER_MS;
+}
+
 void align_flush(struct align *a, uint64_t now_ns)
 {
 	while (a->nwaiting)

@@ -318,6 +318,15 @@ void align_sweep(struct align *a, uint64_t now_ns);
  * align_tick.
  */
 uint64_t align_next_tick_ns(const struct align *a);
+/*
+ * Whether alignd's timer, armed for armed_ns, serves a deadline_ns that it would
+ * arm for at_ns (the deadline, or tick from now if that is sooner; one clock for
+ * all three): it fires no earlier than the deadline and no later than at_ns, to
+ * zloop's millisecond. A deadline that moved later (the sweep, riding on the
+ * messages) moves the timer; one already due does not push it further at every
+ * message.
+ */
+bool align_timer_keeps(uint64_t armed_ns, uint64_t deadline_ns, uint64_t at_ns);
 /* Resolve every waiting slot now (extrapolating), e.g. before exit. */
 void align_flush(struct align *a, uint64_t now_ns);
 const struct align_counters *align_counters(const struct align *a);

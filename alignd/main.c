@@ -141,12 +141,10 @@ static void arm(struct alignd *ad)
 {
 	const struct alignd_conf *conf = wb_daemon_conf(ad->d);
 	uint64_t now = wb_now_ns(), mono = wb_mono_ns();
-	uint64_t due = align_next_tick_ns(ad->align), at = mono + (due > now ? due - now : 0);
-	if (at < mono + conf->tick_ns)
-		at = mono + conf->tick_ns;
-	if (ad->tick_id >= 0 && at < ad->tick_at_ns + WB_NS_PER_MS &&
-	    at + WB_NS_PER_MS > ad->tick_at_ns)
-		return; /* armed for then already (zloop's timers count milliseconds) */
+	uint64_t due = align_next_tick_ns(ad->align), deadline = mono + (due > now ? due - now : 0);
+	uint64_t at = deadline < mono + conf->tick_ns ? mono + conf->tick_ns : deadline;
+	if (ad->tick_id >= 0 && align_timer_keeps(ad->tick_at_ns, deadline, at))
+		return;
 	wb_daemon_timer_end(ad->d, ad->tick_id);
 	ad->tick_id = wb_daemon_timer_once(ad->d, at - mono, on_tick, ad);
 	ad->tick_at_ns = at;

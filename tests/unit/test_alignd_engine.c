@@ -1104,6 +1104,23 @@ static void sweep_rides_on_messages(void)
 	align_destroy(&a);
 }
 
+/* alignd's timer: a deadline that moved later moves it; a slot already due, seen again at each
+ * message, does not push it a tick further each time. */
+static void timer_follows_the_deadline(void)
+{
+	/* due since 0, armed at 120 ms (tick 20 ms after a message at 100 ms), a message at 110 ms
+	 */
+	CHECK(align_timer_keeps(120 * MS, 0, 130 * MS));
+	/* the sweep's deadline moved from 2 s to 3 s: armed at 2 s, it would wake alignd for
+	 * nothing */
+	CHECK(!align_timer_keeps(2 * S, 3 * S, 3 * S));
+	/* a slot now waits until 3 s, armed at 5 s: too late */
+	CHECK(!align_timer_keeps(5 * S, 3 * S, 3 * S));
+	/* within zloop's millisecond */
+	CHECK(align_timer_keeps(3 * S + MS / 2, 3 * S, 3 * S));
+	CHECK(align_timer_keeps(3 * S - MS / 2, 3 * S, 3 * S));
+}
+
 /* alignd sleeps until align_next_tick_ns: a slot waiting for power is due at its wait's end, not
  * before. */
 static void next_tick_is_the_wait_for_power(void)
@@ -1165,6 +1182,7 @@ static const struct unit_case cases[] = {
     {"a memory budget across hosts", budget_across_hosts},
     {"the next tick is a waiting slot's deadline or the sweep", next_tick_is_the_wait_for_power},
     {"the sweep rides on the messages, once a second", sweep_rides_on_messages},
+    {"the timer follows the deadline, not each message's tick", timer_follows_the_deadline},
 };
 
 UNIT_MAIN(cases)

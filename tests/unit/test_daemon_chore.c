@@ -58,11 +58,14 @@ static void daemon_free(struct wb_daemon **d)
 
 struct runs {
 	int n, late, fail_first;
+	uint64_t at[4]; /* wb_mono_ns of the first runs */
 };
 
 static int count_run(void *arg, bool late)
 {
 	struct runs *r = arg;
+	if (r->n < 4)
+		r->at[r->n] = wb_mono_ns();
 	r->n++;
 	r->late += late;
 	if (r->fail_first && r->n == 1)
@@ -128,12 +131,13 @@ static void test_due_poke_runs(void)
 	wb_chore_init(&house, d, 1 * MS, HOUR, true, false, count_run, &r);
 	wb_chore_init(&change, d, 1 * MS, HOUR, false, false, count_run, &q);
 	CHECK(change.late_id < 0); /* nothing pending: no timer */
+	int armed = house.late_id;
 	wait_due(&house);
 	wb_chore_poke(&house, false);
 	CHECK_U64(r.n, 1);
 	CHECK_U64(r.late, 0);
 	CHECK(house.pending);
-	CHECK(house.late_id >= 0);
+	CHECK(house.late_id >= 0 && house.late_id != armed); /* armed again, for the next silence */
 	wait_due(&change);
 	wb_chore_poke(&change, false);
 	CHECK_U64(q.n, 0); /* no change: no run */
@@ -151,10 +155,13 @@ static void test_silence_runs_late(void)
 	struct wb_daemon *d = daemon_new();
 	struct runs r = {0};
 	struct wb_chore c;
-	wb_chore_init(&c, d, 2 * MS, 1 * MS, true, false, count_run, &r);
+	wb_chore_init(&c, d, 5 * MS, 5 * MS, true, false, count_run, &r);
 	loop_until(d, &r, 2);
 	CHECK_U64(r.n, 2);
 	CHECK_U64(r.late, 2);
+	/* the second every + late after the first (zloop counts whole milliseconds): a lower bound
+	 */
+	CHECK(r.at[1] - r.at[0] >= 9 * MS);
 	wb_chore_end(&c);
 	daemon_free(&d);
 }
@@ -179,10 +186,66 @@ static void test_failure_retried(void)
 	daemon_free(&d);
 }
 
+struct saves {
+	int n;
+	bool sync;
+};
+
+static int record_save(void *arg, bool sync)
+{
+	struct saves *sv = arg;
+	sv->n++;
+	sv->sync = sync;
+	return 0;
+}
+
+static int check_saves(zloop_t *loop, int timer_id, void *arg)
+{
+	struct saves *sv = arg;
+	return sv->n >= 1 ? -1 : 0;
+}
+
+/* The checkpoint as a chore: the first save (from the timer) is fsync'd, one from a message within
+ * the minute is not; an early change waits for its timer; the stop saves what is pending, fsync'd,
+ * and nothing else. */
+static void test_checkpoint(void)
+{
+	struct wb_daemon *d = daemon_new();
+	struct saves sv = {0}, quiet = {0};
+	struct wb_checkpoint cp, slow;
+	wb_checkpoint_init(&cp, d, 1 * MS, true, record_save, &sv);
+	int id = zloop_timer(wb_daemon_loop(d), 1, 0, check_saves, &sv);
+	zloop_start(wb_daemon_loop(d));
+	zloop_timer_end(wb_daemon_loop(d), id);
+	CHECK_U64(sv.n, 1);
+	CHECK(sv.sync);
+	wait_due(&cp.chore);
+	wb_checkpoint_changed(&cp);
+	CHECK_U64(sv.n, 2);
+	CHECK(!sv.sync);
+	CHECK(cp.chore.late_id < 0); /* nothing pending: no timer */
+	CHECK(wb_checkpoint_stop(&cp) == 0);
+	CHECK_U64(sv.n, 2);
+
+	wb_checkpoint_init(&slow, d, HOUR, false, record_save, &quiet);
+	CHECK(slow.chore.late_id < 0);
+	wb_checkpoint_changed(&slow); /* early: its timer, no save */
+	CHECK_U64(quiet.n, 0);
+	CHECK(slow.chore.late_id >= 0);
+	CHECK(wb_checkpoint_stop(&slow) == 0);
+	CHECK_U64(quiet.n, 1);
+	CHECK(quiet.sync);
+	CHECK(slow.chore.late_id < 0);
+	CHECK(wb_checkpoint_stop(&slow) == 0); /* nothing changed since */
+	CHECK_U64(quiet.n, 1);
+	daemon_free(&d);
+}
+
 static const struct unit_case cases[] = {
     {"early_poke_arms", test_early_poke_arms},
     {"due_poke_runs", test_due_poke_runs},
     {"silence_runs_late", test_silence_runs_late},
     {"failure_retried", test_failure_retried},
+    {"checkpoint", test_checkpoint},
 };
 UNIT_MAIN(cases)
