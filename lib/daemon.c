@@ -22,9 +22,9 @@
 #include "clock.h"
 #include "daemon.h"
 #include "heap.h"
+#include "json.h"
 #include "log.h"
 #include "state.h"
-#include "json.h"
 
 #define DEFAULT_CONFIG WB_SYSCONFDIR "/wattbus/wattbus.conf"
 
@@ -980,7 +980,7 @@ static void publish_stat(struct wb_daemon *d)
 	wb_daemon_send(d, &m); /* arrays are on the stack: no wb_msg_clear */
 }
 
-static int stat_chore(void *arg, bool late)
+static int run_stat(void *arg, bool late)
 {
 	publish_stat(arg);
 	return 0;
@@ -1008,7 +1008,7 @@ static int stat_schedule(struct wb_daemon *d)
 		return 0; /* running */
 	/* A stage that subscribes to nothing has no message to wait for. */
 	uint64_t every = d->global.stat_interval_ns, late = zlistx_size(d->subs) ? every / 2 : 0;
-	return wb_chore_init(&d->stat_chore, d, every, late, true, true, stat_chore, d);
+	return wb_chore_init(&d->stat_chore, d, every, late, true, true, run_stat, d);
 }
 
 static int on_watchdog(zloop_t *loop, int timer_id, void *arg)
