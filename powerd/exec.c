@@ -402,8 +402,8 @@ static void describe_status(int status, char *buf, size_t size)
  * Run the command once, collecting its output until it exits or the timeout.
  * Returns 0 with *out (malloc'd, NUL-terminated) or -1 with why filled.
  */
-static int exec_run(struct pd_exec *ex, uint64_t t_ns, uint64_t interval_ns, char **out, char *why,
-		    size_t whylen)
+static int exec_run(struct pd_exec *ex, uint64_t t_ns, uint64_t interval_ns, uint64_t timeout_ns,
+		    char **out, char *why, size_t whylen)
 {
 	int fd;
 	pid_t pid = exec_spawn(ex, t_ns, interval_ns, &fd);
@@ -413,7 +413,7 @@ static int exec_run(struct pd_exec *ex, uint64_t t_ns, uint64_t interval_ns, cha
 	}
 	char *buf = malloc(EXEC_OUT_MAX + 1);
 	size_t len = 0;
-	uint64_t deadline = wb_mono_ns() + ex->timeout_ns;
+	uint64_t deadline = wb_mono_ns() + timeout_ns;
 	bool eof = false, timed_out = false;
 	int status = 0;
 	while (!eof) {
@@ -457,7 +457,7 @@ static int exec_run(struct pd_exec *ex, uint64_t t_ns, uint64_t interval_ns, cha
 		kill(-pid, SIGKILL);
 		waitpid(pid, &status, 0);
 		snprintf(why, whylen, "no result within exec_timeout %.0f ms",
-			 (double)ex->timeout_ns / 1e6);
+			 (double)timeout_ns / 1e6);
 		free(buf);
 		return -1;
 	}
@@ -559,9 +559,14 @@ int exec_discover(struct pd_set *set, const struct pd_opts *opts, char *why, siz
 	*pd_set_state(set, &exec_source) = ex;
 	char err[256];
 	if (!ex->stream) {
-		/* Learn the zones from one run; its readings become the baselines. */
+		/*
+		 * Learn the zones from one run; its readings become the baselines. No sample waits
+		 * for this run, so it has the whole exec_timeout: a first run slowed by a cold
+		 * cache or a loaded machine does not cost the meter.
+		 */
 		char *out = NULL;
-		if (exec_run(ex, wb_now_ns(), opts->interval_ns, &out, err, sizeof(err)) < 0) {
+		if (exec_run(ex, wb_now_ns(), opts->interval_ns, opts->exec_timeout_ns, &out, err,
+			     sizeof(err)) < 0) {
 			snprintf(why, whylen, "'%s': %s", ex->cmd, err);
 			exec_destroy(set);
 			return 0;
@@ -614,7 +619,8 @@ void exec_sample(struct pd_set *set, uint64_t t_ns, uint64_t mono_ns)
 	if (!ex || ex->stream)
 		return;
 	char *out = NULL, err[256];
-	if (exec_run(ex, t_ns, set->opts->interval_ns, &out, err, sizeof(err)) < 0) {
+	if (exec_run(ex, t_ns, set->opts->interval_ns, ex->timeout_ns, &out, err, sizeof(err)) <
+	    0) {
 		set->counts.exec_failures++;
 		log_rl(&ex->rl, WB_LOG_WARN, "exec: '%s': %s; its zones skip this sample", ex->cmd,
 		       err);

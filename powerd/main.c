@@ -65,7 +65,7 @@ static const struct wb_conf_key powerd_keys[] = {
     {"exec_mode", WB_CONF_ENUM | WB_CONF_RESTART, OFF(exec_mode), "sample", 0, 0, "sample|stream",
      "sample: run the command at every sample; stream: keep it running and take lines as they come"},
     {"exec_timeout", WB_CONF_DURATION, OFF(exec_timeout_ns), "1s", 1e6, 3600e9, NULL,
-     "sample mode: longest run (at most the interval); stream mode: wait for the first readings"},
+     "sample mode: longest run (at most the interval; the first run at start has all of it); stream mode: wait for the first readings"},
     {"redfish_url", WB_CONF_STR | WB_CONF_RESTART, OFF(redfish_url), "", 0, 0, NULL,
      "the BMC for the redfish source: https://HOST[:PORT] (its Chassis collection is read)"},
     {"redfish_credentials", WB_CONF_STR | WB_CONF_RESTART, OFF(redfish_credentials), "", 0, 0, NULL,

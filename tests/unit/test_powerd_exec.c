@@ -172,6 +172,19 @@ static void test_timeout_and_env(void)
 	free(p.zones);
 	pd_set_destroy(&set);
 
+	/*
+	 * The start-up run has the whole exec_timeout; a sample's run only the interval. A first
+	 * run of 300 ms at a 100 ms interval names the zone; the same run at a sample is cut.
+	 */
+	o = exec_opts("sleep 0.3; echo z 1 uj", false);
+	o.interval_ns = 100 * MS;
+	set = pd_set_new(&o);
+	CHECK(exec_discover(set, &o, why, sizeof(why)) == 1);
+	CHECK_U64(pd_set_sample(set, T0, wb_mono_ns(), &p), 0);
+	CHECK_U64(set->counts.exec_failures, 1);
+	free(p.zones);
+	pd_set_destroy(&set);
+
 	o = exec_opts("exit 1", false);
 	set = pd_set_new(&o);
 	CHECK(exec_discover(set, &o, why, sizeof(why)) == 0);
