@@ -4,17 +4,22 @@ slots, PROCS processes each) so that the subscribers behind it fall behind:
 estimd and exportd are stopped with SIGSTOP for a while in the middle, and
 the high-water marks (set low by the test) drop what does not fit.
 
-    system_flood.py --in ENDPOINT --slots N --procs P --estimd PID --exportd PID
+    system_flood.py --in ENDPOINT --slots N --procs P --estimd PID --exportd PID --metrics URL
 
-The first and the last five slots go slowly (nothing is dropped there), the
-rest as fast as alignd takes them. Power is piecewise constant with changes on
+The first five slots go slowly, the rest as fast as alignd takes them but for
+the last five: they wait until the pipeline is idle (exportd's count of
+applied estimates, from URL, stands still), then each goes once the one before
+it was applied, so that none of them is dropped however slow the machine is
+(the last one carries the run's final energy). Power is piecewise constant with changes on
 the slot boundaries, so the node energy of the run is exact in microjoules;
 prints "expect ZONE UJ" for each zone: E(last slot end) - E(first slot start).
 """
 import argparse
 import os
+import re
 import signal
 import time
+import urllib.request
 
 import msgpack
 import zmq
@@ -28,7 +33,24 @@ ap.add_argument("--procs", type=int, default=1000)
 ap.add_argument("--estimd", type=int, required=True)
 ap.add_argument("--exportd", type=int, required=True)
 ap.add_argument("--host", default="flood")
+ap.add_argument("--metrics", required=True, help="exportd's /metrics URL")
 args = ap.parse_args()
+applied_re = re.compile(r'^wattbus_exportd_estimates_total\{[^}]*host="%s"[^}]*\} (\S+)$' % re.escape(args.host),
+                        re.M)
+
+
+def applied():
+    """Estimates of the host that exportd applied so far."""
+    body = urllib.request.urlopen(args.metrics, timeout=30).read().decode()
+    m = applied_re.search(body)
+    return int(float(m.group(1))) if m else 0
+
+
+def wait_applied(more_than, timeout=30):
+    """Until exportd applied more estimates (a slot still dropped is recovered by the next)."""
+    end = time.time() + timeout
+    while time.time() < end and applied() <= more_than:
+        time.sleep(0.05)
 
 ctx = zmq.Context()
 pub = ctx.socket(zmq.XPUB)
@@ -84,7 +106,7 @@ def slot(k):
 
 n = args.slots
 for k in range(n):
-    if k < 5 or k >= n - 5:
+    if k < 5:
         time.sleep(0.2)
     if k == n // 5:
         os.kill(args.estimd, signal.SIGSTOP)
@@ -94,8 +116,18 @@ for k in range(n):
         os.kill(args.exportd, signal.SIGSTOP)
     elif k == 4 * n // 5:
         os.kill(args.exportd, signal.SIGCONT)
-    if k == n - 5:
-        time.sleep(1)  # let the stopped ones catch up before the slow tail
+    if k == n - 5:  # let the stopped ones catch up: the count stands still for a second
+        last, still = applied(), 0
+        while still < 10:
+            time.sleep(0.1)
+            now = applied()
+            still = still + 1 if now == last else 0
+            last = now
+    if k >= n - 5:
+        before = applied()
+        slot(k)
+        wait_applied(before)
+        continue
     slot(k)
 # energy now holds E at the last slot end plus the watts of a slot never sent
 for name in energy:

@@ -43,7 +43,7 @@ uj() { python3 -c 'import sys; from decimal import Decimal; print(int(Decimal(sy
 	wb_wait_for 30 positive 'wattbus_stage_up{host="flood",stage="alignd"'
 	wb_wait_for 30 positive 'wattbus_stage_up{host="flood",stage="estimd"'
 	run python3 "$BATS_TEST_DIRNAME/system_flood.py" --in "$(wb_ep flood)" --slots 600 --procs 1000 \
-		--estimd "$PID_estimd" --exportd "$PID_exportd"
+		--estimd "$PID_estimd" --exportd "$PID_exportd" --metrics "$URL/metrics"
 	echo "$output"
 	assert_success
 	want_pkg=$(awk '$2 == "package-0" { print $3 }' <<<"$output")
