@@ -21,6 +21,20 @@ teardown() {
 	wb_cgroups_remove
 }
 
+# tap_listed TAP PID: whether the tap lists PID; tap_cgroup_has TAP PID TEXT...: whether PID's
+# last cgroup, as usaged_tap.py prints it, holds each TEXT.
+tap_listed() {
+	[ "$($TAPQ "$1" cgroup "$2")" != none ]
+}
+tap_cgroup_has() {
+	local out t
+	out=$($TAPQ "$1" cgroup "$2") || return 1
+	shift 2
+	for t; do
+		[[ $out == *"$t"* ]] || return 1
+	done
+}
+
 # check_identity MODE: busy loops moved into a docker scope and a pod's containerd scope on v2
 check_identity() {
 	local cg2 docker pod
@@ -32,13 +46,17 @@ check_identity() {
 	mkcg "$cg2$pod"
 	usaged_start u --mode "$1" --interval 300ms
 	usaged_tap u 3600 usage/
+	tap=$(usaged_tapfile u)
 	busy_loop a
 	busy_loop b
-	sleep 1 # seen first where they started
+	# seen first where they started
+	wb_wait_for 30 tap_listed "$tap" "$PID_a"
+	wb_wait_for 30 tap_listed "$tap" "$PID_b"
 	echo "$PID_a" >"$cg2$docker/cgroup.procs"
 	echo "$PID_b" >"$cg2$pod/cgroup.procs"
-	sleep 2
-	tap=$(usaged_tapfile u)
+	# then in their new cgroups (the checks below tell what it published if not)
+	wb_wait_for 30 tap_cgroup_has "$tap" "$PID_a" "\"path\": \"$docker\"" "\"container_id\": \"$CID\"" || true
+	wb_wait_for 30 tap_cgroup_has "$tap" "$PID_b" "\"path\": \"$pod\"" "\"container_id\": \"$CID2\"" || true
 	run $TAPQ "$tap" cgroup "$PID_a"
 	echo "a: $output"
 	assert_output --partial "\"path\": \"$docker\""
@@ -75,10 +93,12 @@ check_identity() {
 	# A move within v1 does not change the kernel's (v2) id: usaged looks again at full snapshots.
 	usaged_start u --mode bpf --interval 300ms --full_every 4
 	usaged_tap u 3600 usage/
-	sleep 0.5
+	tap=$(usaged_tapfile u)
+	wb_wait_for 30 tap_listed "$tap" "$PID_a" # seen first where it started
 	echo "$PID_a" >"$v1/docker/$CID/cgroup.procs"
-	sleep 2.5
-	run $TAPQ "$(usaged_tapfile u)" cgroup "$PID_a"
+	# then in the v1 cgroup, at a full snapshot (the checks below tell what it published if not)
+	wb_wait_for 30 tap_cgroup_has "$tap" "$PID_a" "\"path\": \"/docker/$CID\"" "\"container_id\": \"$CID\"" || true
+	run $TAPQ "$tap" cgroup "$PID_a"
 	echo "$output"
 	assert_output --partial "\"path\": \"/docker/$CID\""
 	assert_output --partial "\"runtime\": \"docker\""

@@ -60,3 +60,41 @@ busy_loop() {
 usaged_boottime_ns() {
 	awk '{ printf "%.0f\n", $1 * 1000000000 }' /proc/uptime
 }
+
+# proc_state PID: the state letter of /proc/PID/stat (R, S, T, ...).
+proc_state() {
+	local f
+	read -r -a f < <(sed -e 's/^.*) //' "/proc/$1/stat")
+	echo "${f[0]}"
+}
+
+# proc_stopped PID...: whether each PID is stopped (after kill -STOP: its CPU time is final).
+proc_stopped() {
+	local pid s
+	for pid; do
+		s=$(proc_state "$pid") || return 1
+		[ "$s" = T ] || [ "$s" = t ] || return 1
+	done
+}
+
+# proc_cpu_over NS PID: whether PID has used more than NS of CPU time (utime + stime).
+proc_cpu_over() {
+	[ "$(proc_cpu_ns "$2")" -gt "$1" ]
+}
+
+# usaged_usages NAME: how many usage messages NAME's tap holds so far.
+usaged_usages() {
+	local n
+	n=$(grep -c '"kind":"usage"' "$(usaged_tapfile "$1")") || true
+	echo "${n:-0}"
+}
+
+# usaged_settle NAME: wait until NAME's tap holds two whole usage messages more than now (the
+# count may include a line the tap is still writing: three). Call it once the values it
+# publishes are final (the processes stopped) and it published them: then the last listing in
+# the tap is usaged's last word, not a message still on its way.
+usaged_settle() {
+	local n
+	n=$(usaged_usages "$1")
+	wb_wait_lines "$(usaged_tapfile "$1")" $((n + 3)) 30 '"kind":"usage"'
+}

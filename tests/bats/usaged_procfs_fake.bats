@@ -20,11 +20,26 @@ teardown() {
 	wb_kill_all
 }
 
-# fake_proc PID COMM UTIME STIME [START]
+# fake_proc PID COMM UTIME STIME [START]: written whole, never in place, so that a scan never
+# reads a file half written (an empty stat reads as a process gone). A new process's directory
+# is made aside and renamed into place with its files: a scan sees all of it or none of it.
 fake_proc() {
-	mkdir -p "$P/$1"
-	printf "%d (%s)$TAIL\n" "$1" "$2" "$3" "$4" "${5:-500}" >"$P/$1/stat"
-	[ -e "$P/$1/cgroup" ] || echo "0::/" >"$P/$1/cgroup"
+	local d=$P/$1
+	if [ ! -d "$d" ]; then
+		mkdir -p "$P/.new.$1"
+		echo "0::/" >"$P/.new.$1/cgroup"
+		printf "%d (%s)$TAIL\n" "$1" "$2" "$3" "$4" "${5:-500}" >"$P/.new.$1/stat"
+		mv -T "$P/.new.$1" "$d"
+		return
+	fi
+	printf "%d (%s)$TAIL\n" "$1" "$2" "$3" "$4" "${5:-500}" >"$d/.stat.tmp"
+	mv -f "$d/.stat.tmp" "$d/stat"
+}
+
+# put FILE TEXT: FILE now holds TEXT (a line), written aside and renamed into place.
+put() {
+	echo "$2" >"$1.tmp"
+	mv -f "$1.tmp" "$1"
 }
 
 # last_json PID: the last listing of PID as JSON
@@ -33,7 +48,7 @@ last_json() {
 import json, sys
 last = None
 for line in open(sys.argv[1]):
-    if line.startswith("{"):
+    if line.startswith("{") and line.endswith("\n"):  # not a line being written
         m = json.loads(line)["msg"]
         for p in m.get("procs", []):
             if p["pid"] == int(sys.argv[2]):
@@ -46,12 +61,23 @@ listed_cpu() {
 	[ "$($TAPQ "$(usaged_tapfile u)" cpu "$1")" = "$2" ]
 }
 
+# tap_lines: the tap's whole lines so far (not one it is still writing)
+tap_lines() {
+	local f
+	f=$(usaged_tapfile u)
+	[ -f "$f" ] || return 0
+	head -n "$(wc -l <"$f")" "$f"
+}
+
 # usages: usage messages in the tap so far; usage_after N: wait until there are more than N
 usages() {
-	grep -c '"kind":"usage"' "$(usaged_tapfile u)"
+	tap_lines | grep -c '"kind":"usage"' || true
+}
+usages_over() {
+	[ "$(usages)" -gt "$1" ]
 }
 usage_after() {
-	wb_wait_lines "$(usaged_tapfile u)" $(($1 + 1)) 30 '"kind":"usage"'
+	wb_wait_for 30 usages_over "$1"
 }
 
 # exited_listings PID: how many messages list PID as exited
@@ -60,7 +86,7 @@ exited_listings() {
 import json, sys
 n = 0
 for line in open(sys.argv[1]):
-    if line.startswith("{"):
+    if line.startswith("{") and line.endswith("\n"):  # not a line being written
         n += sum(1 for p in json.loads(line)["msg"].get("procs", []) if p["pid"] == int(sys.argv[2]) and p.get("exited"))
 print(n)
 PY
@@ -71,7 +97,7 @@ exited_seen() {
 
 @test "procfs over a fake /proc: counts from the first scan, new and exited processes, identity" {
 	fake_proc 10 worker 100 20
-	echo "0::/system.slice/docker-$CID.scope" >"$P/10/cgroup"
+	put "$P/10/cgroup" "0::/system.slice/docker-$CID.scope"
 	fake_proc 11 idle 5 5
 	usaged_start u --mode procfs --proc_root "$P" --interval 200ms --retire_after 2 --full_every 1000
 	usaged_tap u 3600 usage/ stat/
@@ -95,14 +121,15 @@ exited_seen() {
 	assert_output --partial "\"start_ns\": $((900 * TICK))"
 
 	# it exits: listed once more as exited, with its final values, then never again
-	rm -r "$P/12"
+	mv -T "$P/12" "$P/.gone.12" # at once, as a process exits
+	rm -r "$P/.gone.12"
 	wb_wait_for 30 exited_seen 12
 	usage_after $(($(usages) + 2)) # and three more messages: never again
 	run python3 -c "
 import json
 n = 0
 for l in open('$(usaged_tapfile u)'):
-    if l.startswith('{'):
+    if l.startswith('{') and l.endswith('\n'):
         for p in json.loads(l)['msg'].get('procs', []):
             if p['pid'] == 12 and p.get('exited'):
                 n += 1
@@ -121,16 +148,38 @@ print(n)"
 	usaged_start u --mode procfs --proc_root "$P" --interval 200ms
 	usaged_tap u 3600 usage/ stat/
 	usage_after 0
-	echo "garbage" >"$P/stat"
+	put "$P/stat" "garbage"
 	wb_wait_for 30 grep -q "stat: no \"cpu\" line" "$BATS_TEST_TMPDIR/u.log"
 	wb_wait_for 30 bash -c '[ "$($0 "$1" stat proc_stat_errors)" -ge 3 ]' "$TAPQ" "$(usaged_tapfile u)"
 	n=$(usages)
-	echo "cpu  200 0 60 2000 0 0 0 0 0 0" >"$P/stat"
+	put "$P/stat" "cpu  200 0 60 2000 0 0 0 0 0 0"
 	usage_after "$n"
 	kill -0 "$PID_u"
 	# what came after carries the node totals as read, since the first reading (user 100)
-	run tail -n 1 <(grep '"kind":"usage"' "$(usaged_tapfile u)")
+	run tail -n 1 <(tap_lines | grep '"kind":"usage"')
 	assert_output --partial "\"user_ns\":$((100 * TICK))"
+}
+
+# big_totals TAP TICK: every node total in TAP within the schema's bound, the last one the
+# change from the first reading (+30 user, +2 system, +400 idle ticks). Python, not jq: jq 1.6
+# rounds big integers.
+big_totals() {
+	python3 - "$1" "$2" <<'PY'
+import json, sys
+tick = int(sys.argv[2])
+last = None
+for line in open(sys.argv[1]):
+    if line.startswith("{") and line.endswith("\n"):  # not a line being written
+        m = json.loads(line)["msg"]
+        if "cpu" in m:
+            for k, v in m["cpu"].items():
+                assert 0 <= v <= 2**63 - 1, (k, v)
+            last = m["cpu"]
+assert last is not None
+assert last["idle_ns"] == 400 * tick, last
+assert last["user_ns"] == 30 * tick and last["system_ns"] == 2 * tick, last
+print("ok")
+PY
 }
 
 @test "procfs over a fake /proc: node totals of a big host stay within the schema's bound" {
@@ -143,25 +192,11 @@ print(n)"
 	usaged_tap u 3600 usage/ stat/
 	usage_after 0
 	n=$(usages)
-	echo "cpu  $((USER + 30)) 0 $((USER + 2)) $((IDLE + 400)) 0 0 0 0 0 0" >"$P/stat"
+	put "$P/stat" "cpu  $((USER + 30)) 0 $((USER + 2)) $((IDLE + 400)) 0 0 0 0 0 0"
 	usage_after $((n + 1)) # a reading after the change, whole
-	# python, not jq: jq 1.6 rounds big integers
-	run python3 - "$(usaged_tapfile u)" "$TICK" <<'PY'
-import json, sys
-tick = int(sys.argv[2])
-last = None
-for line in open(sys.argv[1]):
-    if line.startswith("{"):
-        m = json.loads(line)["msg"]
-        if "cpu" in m:
-            for k, v in m["cpu"].items():
-                assert 0 <= v <= 2**63 - 1, (k, v)
-            last = m["cpu"]
-assert last is not None
-assert last["idle_ns"] == 400 * tick, last
-assert last["user_ns"] == 30 * tick and last["system_ns"] == 2 * tick, last
-print("ok")
-PY
+	# and, should that message have been on its way when n was counted, wait for the one after
+	wb_wait_for 30 big_totals "$(usaged_tapfile u)" "$TICK" >/dev/null 2>&1 || true
+	run big_totals "$(usaged_tapfile u)" "$TICK"
 	assert_success
 	assert_output ok
 }
