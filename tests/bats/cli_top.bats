@@ -106,14 +106,14 @@ teardown() {
 }
 
 @test "refreshed every slot: --count 2 draws both slots, with ANSI clear+home and nothing else" {
-	top_bg frames --count 2 --timeout 20s "$(wb_ep est)"
-	{
-		est h1 $T0 2000000000 "$PROCS"
-		# the next slot: same energies over 4 s, so half the watts
-		est h1 $((T0 + 2000000000)) 4000000000 "$PROCS"
-	} | pub --interval 500ms
-	wait "$TOP_PID"
+	top_bg frames --count 2 --timeout 60s "$(wb_ep est)"
 	f=$BATS_TEST_TMPDIR/frames
+	est h1 $T0 2000000000 "$PROCS" | pub
+	# the next slot once the first is drawn (top draws what is queued as one frame): same
+	# energies over 4 s, so half the watts
+	wb_wait_for 60 grep -qE '^package-0 +10\.000 ' "$f" || fail "no first frame: $(cat "$f.err")"
+	est h1 $((T0 + 2000000000)) 4000000000 "$PROCS" | pub
+	wait "$TOP_PID"
 	[ "$(grep -o $'\e\\[H\e\\[2J' "$f" | wc -l)" = 3 ] # the waiting screen, then two frames
 	# no escape sequence other than home and clear
 	[ "$(sed $'s/\e\\[H\e\\[2J//g' "$f" | grep -c $'\e')" = 0 ]
@@ -136,11 +136,11 @@ teardown() {
 }
 
 @test "two hosts: one block each, sorted by host; --host shows one" {
-	top_bg both --plain --count 2 --timeout 20s "$(wb_ep est)"
-	{
-		est zeta $T0 1000000000 "$PROCS"
-		est alpha $T0 1000000000 "$PROCS"
-	} | pub --interval 300ms
+	top_bg both --plain --count 2 --timeout 60s "$(wb_ep est)"
+	est zeta $T0 1000000000 "$PROCS" | pub
+	# alpha once zeta's frame is drawn (top draws what is queued as one frame)
+	wb_wait_for 60 grep -q '^host zeta ' "$BATS_TEST_TMPDIR/both" || fail "no first frame: $(cat "$BATS_TEST_TMPDIR/both.err")"
+	est alpha $T0 1000000000 "$PROCS" | pub
 	wait "$TOP_PID"
 	# the second frame holds both hosts, alpha first
 	[ "$(grep '^host ' "$BATS_TEST_TMPDIR/both" | tail -n 2 | cut -d' ' -f2 | tr '\n' ' ')" = "alpha zeta " ]

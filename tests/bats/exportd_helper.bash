@@ -19,9 +19,11 @@ ex_start() {
 	EX_URL=$EX_SCHEME://127.0.0.1:$EX_PORT
 }
 
-# ex_feed [exportd_feed.py flags...]: publish estimates on the estimd endpoint.
+# ex_feed [exportd_feed.py flags...]: publish estimates on the estimd endpoint, once
+# exportd has subscribed (it reconnects to a new publisher after up to 2 s, later on a
+# loaded machine).
 ex_feed() {
-	python3 "$EX_FEED" "$@" | "$WATTBUS" pub "$(wb_ep estimd)"
+	python3 "$EX_FEED" "$@" | "$WATTBUS" pub --wait 60s "$(wb_ep estimd)"
 }
 
 ex_metrics() {

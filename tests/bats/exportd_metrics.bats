@@ -86,7 +86,7 @@ teardown() { wb_kill_all; }
 	done
 	# one frame the codec refuses (a string where a number belongs): the daemon counts that one
 	echo '{"v":1,"kind":"estimate","host":"node-a","src":"raw","epoch":1,"seq":0,"t0":"soon","t1":2,"mode":"m","ncpu":1,"cpu_usage_ratio":0,"zones":[],"procs":[]}' |
-		"$WATTBUS" pub --raw "$(wb_ep estimd)"
+		"$WATTBUS" pub --raw --wait 60s "$(wb_ep estimd)"
 	wb_wait_for 10 bash -c '[ "$(curl -sS "$0/metrics" | grep -c "^wattbus_exportd_estimates_rejected_total{reason=\"\(array_length\|zone_sum\|over_attributed\|slot\)\"} 1$")" = 4 ]' "$EX_URL"
 	wb_wait_for 10 bash -c 'curl -sS "$0/metrics" | grep -q "^wattbus_stage_messages_rejected_total{host=\"[^\"]*\",stage=\"exportd\",src=\"exportd\",reason=\"type\"} 1$"' "$EX_URL"
 	run ex_metrics
@@ -169,7 +169,7 @@ teardown() { wb_kill_all; }
 	{
 		echo "{\"kind\":\"stat\",\"host\":\"node-a\",\"src\":\"powerd\",\"t\":$now,\"stage\":\"powerd\",\"version\":\"0.1.0\",\"mode\":\"rapl\",\"frames_in\":0,\"frames_out\":40,\"lost\":0,\"rejected\":3,\"rejected_by\":[{\"name\":\"bound\",\"value\":2}],\"cpu_ns\":1500000000,\"rss_bytes\":2097152,\"counters\":[{\"name\":\"wraps\",\"value\":1}]}"
 		echo "{\"kind\":\"stat\",\"host\":\"node-a\",\"src\":\"alignd\",\"t\":$now,\"stage\":\"alignd\",\"version\":\"0.1.0\",\"frames_in\":80,\"frames_out\":39,\"lost\":2,\"rejected\":0}"
-	} | "$WATTBUS" pub "$(wb_ep stats)"
+	} | "$WATTBUS" pub --wait 60s "$(wb_ep stats)"
 	wb_wait_for 10 bash -c 'curl -sS "$0/metrics" | grep -q "^wattbus_stage_up{host=\"node-a\",stage=\"alignd\",src=\"alignd\"} 1$"' "$EX_URL"
 	run ex_metrics
 	assert_line 'wattbus_stage_up{host="node-a",stage="powerd",src="powerd"} 1'

@@ -34,7 +34,7 @@ seconds='kepler_container_cpu_seconds_total{node_name="node-a",container_id="c0f
 	run grep -c 'restarted (epoch' "$BATS_TEST_TMPDIR/exportd.log"
 	assert_output 1
 	# a third run whose first slot half-overlaps the last one: only the new half counts
-	python3 "$EX_FEED" --slots 1 --len 2 --start $((T0 + 9 * SEC)) | "$WATTBUS" pub "$(wb_ep estimd)"
+	python3 "$EX_FEED" --slots 1 --len 2 --start $((T0 + 9 * SEC)) | "$WATTBUS" pub --wait 60s "$(wb_ep estimd)"
 	ex_wait_estimates 11
 	run ex_metrics
 	assert_line "$pkg 110.000000"
@@ -46,7 +46,7 @@ seconds='kepler_container_cpu_seconds_total{node_name="node-a",container_id="c0f
 	# three upstream runs back to back, each replaying the previous run's last 2 slots
 	(
 		for run in 0 1 2; do
-			python3 "$EX_FEED" --slots 6 --start $((T0 + run * 4 * SEC)) | "$WATTBUS" pub -i 100ms "$(wb_ep estimd)"
+			python3 "$EX_FEED" --slots 6 --start $((T0 + run * 4 * SEC)) | "$WATTBUS" pub --wait 60s -i 100ms "$(wb_ep estimd)"
 		done
 	) &
 	feeder=$!
@@ -76,12 +76,12 @@ seconds='kepler_container_cpu_seconds_total{node_name="node-a",container_id="c0f
 	stat() { # epoch frames_out lost
 		echo "{\"kind\":\"stat\",\"host\":\"node-a\",\"src\":\"powerd\",\"epoch\":$1,\"t\":$(date +%s%N),\"stage\":\"powerd\",\"version\":\"0.1.0\",\"frames_in\":0,\"frames_out\":$2,\"lost\":$3,\"rejected\":0,\"cpu_ns\":$(($2 * 1000000))}"
 	}
-	{ stat 1 100 4; } | "$WATTBUS" pub "$(wb_ep stats)"
+	{ stat 1 100 4; } | "$WATTBUS" pub --wait 60s "$(wb_ep stats)"
 	wb_wait_for 10 bash -c 'curl -sS "$0/metrics" | grep -q "^wattbus_stage_frames_out_total{host=\"node-a\",stage=\"powerd\",src=\"powerd\"} 100$"' "$EX_URL"
 	{
 		stat 2 5 1
 		stat 2 9 1
-	} | "$WATTBUS" pub "$(wb_ep stats)"
+	} | "$WATTBUS" pub --wait 60s "$(wb_ep stats)"
 	wb_wait_for 10 bash -c 'curl -sS "$0/metrics" | grep -q "^wattbus_stage_frames_out_total{host=\"node-a\",stage=\"powerd\",src=\"powerd\"} 109$"' "$EX_URL"
 	run ex_metrics
 	assert_line 'wattbus_stage_messages_lost_total{host="node-a",stage="powerd",src="powerd"} 5'

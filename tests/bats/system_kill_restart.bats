@@ -1,9 +1,9 @@
 #!/usr/bin/env bats
 # Faults: while the five stages run on a fake meter (40 W package, 8 W dram,
 # slots of 500 ms), each stage in turn is killed with SIGKILL, left down for
-# 0.4 s (powerd for 2 s: past 4 power intervals alignd sends slots without
-# zones, which estimd models, zones without path) and started again. A second
-# exportd (the witness) runs through all of it. Checked:
+# 0.4 s (powerd until estimd has modelled a slot: past 4 power intervals alignd
+# sends slots without zones, which estimd models, zones without path) and
+# started again. A second exportd (the witness) runs through all of it. Checked:
 # - no counter of either exportd ever goes down (the killed exportd comes back
 #   on a new port, its node counters resumed from its state file), and no
 #   series comes twice in one scrape (a modelled slot's zones have no path:
@@ -94,6 +94,11 @@ checkpointed_after() {
 	EOF
 }
 
+# modelled_since N: the tap has more than N modelled estimates.
+modelled_since() {
+	[ "$(grep -c '"mode":"model"' "$BATS_TEST_TMPDIR/tap.log")" -gt "$1" ]
+}
+
 # back_after NS [STAGE]: an estimate of a slot ending after NS has arrived (after powerd's
 # restart: one measured, not extrapolated).
 back_after() {
@@ -134,9 +139,15 @@ back_after() {
 
 	for s in powerd usaged alignd estimd exportd; do
 		pid_var=PID_OF_$s
+		n_model=$(grep -c '"mode":"model"' "$BATS_TEST_TMPDIR/tap.log" || true)
 		kill -KILL "${!pid_var}"
 		wb_wait_for 5 bash -c "! kill -0 ${!pid_var} 2>/dev/null"
-		if [ "$s" = powerd ]; then sleep 2; else sleep 0.4; fi # the outage
+		# the outage: powerd's lasts until estimd has modelled a slot without it
+		if [ "$s" = powerd ]; then
+			wb_wait_for 60 modelled_since "$n_model" || fail "no modelled slot while powerd was down"
+		else
+			sleep 0.4
+		fi
 		r=$(now_ns)
 		start "$s" "$s-2"
 		echo "$s $r" >>"$BATS_TEST_TMPDIR/restarts"
