@@ -565,25 +565,36 @@ int exec_discover(struct pd_set *set, const struct pd_opts *opts, char *why, siz
 		 * cache or a loaded machine does not cost the meter.
 		 */
 		char *out = NULL;
-		if (exec_run(ex, wb_now_ns(), opts->interval_ns, opts->exec_timeout_ns, &out, err,
-			     sizeof(err)) < 0) {
-			snprintf(why, whylen, "'%s': %s", ex->cmd, err);
-			exec_destroy(set);
-			return 0;
+		bool ran = exec_run(ex, wb_now_ns(), opts->interval_ns, opts->exec_timeout_ns, &out,
+				    err, sizeof(err)) == 0;
+		if (ran) {
+			exec_lines(set, ex, out, wb_now_ns(), wb_mono_ns());
+			free(out);
 		}
-		exec_lines(set, ex, out, wb_now_ns(), wb_mono_ns());
-		free(out);
 		for (size_t i = 0; i < ex->nzones; i++)
 			set->zones[ex->zones[i].zi].updated =
 			    false; /* baselines, published from the first sample */
-		if (ex->nzones == 0) {
-			snprintf(why, whylen,
-				 "'%s' printed no valid reading (format: ZONE VALUE uj|w)",
-				 ex->cmd);
+		if (ex->nzones)
+			return (int)ex->nzones;
+		if (ran)
+			snprintf(err, sizeof(err),
+				 "printed no valid reading (format: ZONE VALUE uj|w)");
+		snprintf(why, whylen, ran ? "'%s' %s" : "'%s': %s", ex->cmd, err);
+		if (!opts->exec_retry) {
 			exec_destroy(set);
 			return 0;
 		}
-		return (int)ex->nzones;
+		/*
+		 * A meter that is not ready yet (a BMC still starting, a driver loaded later) is
+		 * not a wrong configuration: run it at every sample; its zones come with its
+		 * first good run, as in stream mode.
+		 */
+		set->counts.exec_failures += !ran;
+		log_warnx(
+		    "exec: %s; it runs again at every sample, and its zones come with its first good run",
+		    why);
+		set->used |= 1u << pd_source_index(&exec_source);
+		return 1;
 	}
 	if (exec_stream_start(ex, opts->interval_ns) < 0) {
 		snprintf(why, whylen, "'%s': cannot start the command", ex->cmd);

@@ -89,6 +89,9 @@ struct pd_opts {
 	const char *exec_cmd; /* NULL or "": none */
 	bool exec_stream;
 	uint64_t exec_timeout_ns;
+	/* sample mode: a start-up run that fails keeps the source, run again at every sample
+	   (powerd); without it the source is refused with the reason (the CLI's verdict) */
+	bool exec_retry;
 	const char *redfish_url;	 /* https://BMC[:PORT]; NULL or "": none */
 	const char *redfish_credentials; /* file: USER:PASSWORD, mode 600 */
 	const char *redfish_ca_file;	 /* NULL or "": the system's CAs */

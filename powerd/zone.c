@@ -210,11 +210,12 @@ size_t pd_set_sample(struct pd_set *set, uint64_t t_ns, uint64_t mono_ns, struct
 	out->interval_ns = set->opts->interval_ns;
 	out->zones = NULL;
 	out->n_zones = 0;
-	if (set->n == 0)
-		return 0;
+	/* A source with no zones yet is sampled too: a sample is how its zones come (exec). */
 	for (unsigned s = 0; s < pd_nsources; s++)
 		if ((set->used & (1u << s)) && pd_sources[s]->sample)
 			pd_sources[s]->sample(set, t_ns, mono_ns);
+	if (set->n == 0)
+		return 0;
 	out->zones = wb_array_new(set->n, sizeof(*out->zones));
 	if (!out->zones) {
 		log_errx("out of memory for a sample of %zu zones", set->n);

@@ -38,6 +38,21 @@ teardown() { wb_kill_all; }
 	[ "$(pd_stat_mode)" = exec ]
 }
 
+@test "sample mode: a meter not ready at start is run at every sample; its zones come with its first good run" {
+	out=$BATS_TEST_TMPDIR/meter.out
+	pd_start --source exec --exec "cat $out"
+	wb_wait_for 30 grep -q "exec: 'cat $out': exited with status 1; it runs again at every sample" "$BATS_TEST_TMPDIR/powerd.log"
+	pd_wait_stat exec_failures 3
+	[ "$(pd_stat_mode)" = exec ]
+	run ! grep -q "no usable power meter" "$BATS_TEST_TMPDIR/powerd.log"
+	pd_put "$out" "pdu-0 500 uj kind=platform"
+	wb_wait_for 30 grep -q "exec: zone pdu-0" "$BATS_TEST_TMPDIR/powerd.log"
+	pd_put "$out" "pdu-0 800 uj kind=platform"
+	pd_wait_energy pdu-0 800
+	pd_put "$out" "pdu-0 1300 uj kind=platform"
+	pd_wait_energy pdu-0 1300
+}
+
 @test "stream mode: lines as they come, restarted when the command ends" {
 	out=$BATS_TEST_TMPDIR/stream.out
 	pd_put "$out" "gpu-0 1000 uj"

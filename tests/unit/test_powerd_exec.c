@@ -202,6 +202,51 @@ static void test_timeout_and_env(void)
 	pd_set_destroy(&set);
 }
 
+/*
+ * powerd's way (exec_retry): a command that fails at start, or prints nothing valid, keeps
+ * the source; it runs at every sample, and its zones come with its first good run.
+ */
+static void test_retry(void)
+{
+	fake_new();
+	char cmd[1024];
+	snprintf(cmd, sizeof(cmd), "cat %s/out", fake_root);
+	struct pd_opts o = exec_opts(cmd, false);
+	o.exec_retry = true;
+	struct pd_set *set = pd_set_new(&o);
+	char why[PD_WHY_MAX] = "";
+	CHECK(exec_discover(set, &o, why, sizeof(why)) == 1);
+	CHECK(strstr(why, "exited with status 1") != NULL);
+	CHECK(set->used & (1u << pd_source_index(&exec_source)));
+	CHECK(pd_set_find(set, "package-0") == NULL);
+	CHECK_U64(set->counts.exec_failures, 1);
+	struct wb_power p;
+	uint64_t t = T0, m = wb_mono_ns();
+	CHECK_U64(pd_set_sample(set, t, m, &p), 0);
+	CHECK_U64(set->counts.exec_failures, 2);
+	free(p.zones);
+	/* the meter is ready: the zone appears, its first reading the baseline, then counts */
+	fake_write("out", "package-0 1000 uj\n");
+	pd_set_sample(set, t += 1000 * MS, m += 1000 * MS, &p);
+	free(p.zones);
+	CHECK(pd_set_find(set, "package-0") != NULL);
+	fake_write("out", "package-0 1700 uj\n");
+	CHECK_U64(pd_set_sample(set, t += 1000 * MS, m += 1000 * MS, &p), 1);
+	CHECK_U64(sample_zone(&p, "package-0")->energy_uj, 1700);
+	free(p.zones);
+	CHECK_U64(set->counts.exec_failures, 2);
+	pd_set_destroy(&set);
+
+	/* nothing valid at start: kept as well (a meter that prints N/A while it warms up) */
+	o = exec_opts("echo hello", false);
+	o.exec_retry = true;
+	set = pd_set_new(&o);
+	CHECK(exec_discover(set, &o, why, sizeof(why)) == 1);
+	CHECK(strstr(why, "no valid reading") != NULL);
+	CHECK_U64(set->counts.exec_failures, 0);
+	pd_set_destroy(&set);
+}
+
 /* Wait until the stream has delivered a reading for zone name. */
 static bool stream_until(struct pd_set *set, const char *name, int ms)
 {
@@ -314,6 +359,7 @@ static const struct unit_case cases[] = {
     {"stream mode: a buffered burst, with and without @NS", test_stream_burst},
     {"sample mode: counters, watts, wrap, garbage, failure", test_sample_mode},
     {"sample mode: timeout, environment, unusable commands", test_timeout_and_env},
+    {"sample mode, powerd's way: a failing start-up run keeps the source", test_retry},
     {"stream mode: readings, silence, restart", test_stream_mode},
     {"cleanup", fake_cleanup},
 };
