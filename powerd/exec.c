@@ -565,12 +565,18 @@ int exec_discover(struct pd_set *set, const struct pd_opts *opts, char *why, siz
 		 * cache or a loaded machine does not cost the meter.
 		 */
 		char *out = NULL;
+		uint64_t start = wb_mono_ns();
 		bool ran = exec_run(ex, wb_now_ns(), opts->interval_ns, opts->exec_timeout_ns, &out,
 				    err, sizeof(err)) == 0;
+		uint64_t took = wb_mono_ns() - start;
 		if (ran) {
 			exec_lines(set, ex, out, wb_now_ns(), wb_mono_ns());
 			free(out);
 		}
+		if (ran && took > ex->timeout_ns)
+			log_warnx(
+			    "exec: '%s': the start-up run took %.0f ms, and each sample's run is cut at %.0f ms (exec_timeout, at most the interval): make the command faster or the interval longer",
+			    ex->cmd, (double)took / 1e6, (double)ex->timeout_ns / 1e6);
 		for (size_t i = 0; i < ex->nzones; i++)
 			set->zones[ex->zones[i].zi].updated =
 			    false; /* baselines, published from the first sample */
@@ -633,12 +639,17 @@ void exec_sample(struct pd_set *set, uint64_t t_ns, uint64_t mono_ns)
 	if (exec_run(ex, t_ns, set->opts->interval_ns, ex->timeout_ns, &out, err, sizeof(err)) <
 	    0) {
 		set->counts.exec_failures++;
-		log_rl(&ex->rl, WB_LOG_WARN, "exec: '%s': %s; its zones skip this sample", ex->cmd,
-		       err);
+		log_rl(&ex->rl, WB_LOG_WARN, "exec: '%s': %s; %s", ex->cmd, err,
+		       ex->nzones ? "its zones skip this sample" : "no zones yet");
 		return;
 	}
 	exec_lines(set, ex, out, t_ns, mono_ns);
 	free(out);
+	if (!ex->nzones)
+		log_rl(
+		    &ex->rl, WB_LOG_WARN,
+		    "exec: '%s' printed no valid reading (format: ZONE VALUE uj|w); no zones yet",
+		    ex->cmd);
 }
 
 int exec_stream_fd(struct pd_set *set)

@@ -291,7 +291,9 @@ static int on_reload(struct wb_daemon *d, void *new_confp, void *arg)
 	/* pd->opts points into the config: on failure the old config stays, and so must they. */
 	struct pd_opts keep_opts = pd->opts;
 	opts_from_conf(&pd->opts, conf, wb_daemon_global(pd->d));
-	if (pd->set->used == 0) {
+	/* No zones yet (no meter, or one whose zones have not come): nothing to lose, open the
+	   sources again, with the new settings. */
+	if (pd->set->n == 0) {
 		struct pd_set *keep_set = pd->set;
 		pd->set = NULL;
 		open_sources(pd, conf);

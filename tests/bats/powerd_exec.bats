@@ -53,6 +53,21 @@ teardown() { wb_kill_all; }
 	pd_wait_energy pdu-0 1300
 }
 
+@test "sample mode: a SIGHUP with the command corrected runs the new one while there are no zones" {
+	out=$BATS_TEST_TMPDIR/meter.out
+	conf=$BATS_TEST_TMPDIR/powerd.conf
+	printf '[powerd]\nsource = exec\nexec = cat %s.typo\n' "$out" >"$conf"
+	pd_put "$out" "pdu-0 500 uj"
+	pd_start -c "$conf"
+	wb_wait_for 30 grep -q "exec: 'cat $out.typo': exited with status 1; it runs again at every sample" "$BATS_TEST_TMPDIR/powerd.log"
+	printf '[powerd]\nsource = exec\nexec = cat %s\n' "$out" >"$conf"
+	kill -HUP "$PID_powerd"
+	wb_wait_for 30 grep -q "exec: zone pdu-0" "$BATS_TEST_TMPDIR/powerd.log"
+	pd_put "$out" "pdu-0 900 uj"
+	pd_wait_energy pdu-0 900
+	[ "$(pd_tap_lines | grep -o '"epoch":[0-9]*' | sort -u | wc -l)" -eq 1 ]
+}
+
 @test "stream mode: lines as they come, restarted when the command ends" {
 	out=$BATS_TEST_TMPDIR/stream.out
 	pd_put "$out" "gpu-0 1000 uj"
