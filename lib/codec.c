@@ -810,10 +810,8 @@ static int decode_container(struct reader *r, const struct mval *o, const struct
 		bool zero = !per_item && f->elem->type != WB_T_U64;
 		if (r->in_items)
 			items = pool_alloc(r->pool, n, f->size, zero);
-		else if (zero)
-			items = wb_array_new(n, f->size);
-		else if (n <= SIZE_MAX / f->size)
-			items = malloc((size_t)n * f->size);
+		else
+			items = zero ? wb_array_new(n, f->size) : reallocarray(NULL, n, f->size);
 		if (!items)
 			return fail(err, WB_R_TOO_BIG, at, "cannot allocate %u items", n);
 	}

@@ -72,9 +72,9 @@ print("%s vs %s (+-%g%%): %s" % (v, w, r * 100, "ok" if ok else "OFF")); sys.exi
 
 @test "an ACPI power meter (hwmon power1_average): period and step of its readings, in uW" {
 	HW=$PDR/sys/class/hwmon/hwmon0
-	pd_put "$HW/name" power_meter
-	pd_put "$HW/device/power1_average_interval" 300
-	pd_put "$HW/device/power1_average" 240000000
+	wb_put "$HW/name" power_meter
+	wb_put "$HW/device/power1_average_interval" 300
+	wb_put "$HW/device/power1_average" 240000000
 	wb_spawn writer python3 "$FAKE" hwmon "$HW/device/power1_average" 0.3 240000000 250500000
 	run probe_json --sysfs-root "$PDR/sys" --dev-root "$PDR/dev" --proc-root "$PDR/proc" --source hwmon --duration 3s
 	assert_success

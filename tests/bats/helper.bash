@@ -68,6 +68,15 @@ wb_wait_for() {
 	done
 }
 
+# wb_put FILE LINE...: FILE now holds the LINEs, written aside and renamed into place, so that
+# a daemon reading it (as it reads sysfs or /proc) never sees a half-written value.
+wb_put() {
+	local f=$1
+	shift
+	mkdir -p "$(dirname "$f")"
+	printf '%s\n' "$@" >"$f.tmp.$$" && mv -f "$f.tmp.$$" "$f"
+}
+
 # Wait until FILE has at least N lines (or N lines matching PATTERN), for at most SECS.
 # (wb_wait_for 10 test "$(wc -l <f)" -ge N would count only once, before waiting.)
 wb_wait_lines() {

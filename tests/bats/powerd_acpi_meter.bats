@@ -9,10 +9,10 @@ HW=$PDR/sys/class/hwmon
 teardown() { wb_kill_all; }
 
 @test "ACPI power meter: platform zone, averaging interval logged, energy = average x time" {
-	pd_put "$HW/hwmon0/name" power_meter
-	pd_put "$HW/hwmon0/device/power1_average" 250000000 # 250 W
-	pd_put "$HW/hwmon0/device/power1_average_interval" 1000
-	pd_put "$HW/hwmon0/device/power1_model_number" ACPI000D
+	wb_put "$HW/hwmon0/name" power_meter
+	wb_put "$HW/hwmon0/device/power1_average" 250000000 # 250 W
+	wb_put "$HW/hwmon0/device/power1_average_interval" 1000
+	wb_put "$HW/hwmon0/device/power1_model_number" ACPI000D
 	pd_start
 	pd_wait_power 12
 	grep -q "hwmon0/device/power1_average (power_meter) is the average over 1000 ms; samples closer than that repeat" "$BATS_TEST_TMPDIR/powerd.log"

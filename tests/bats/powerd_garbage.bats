@@ -18,17 +18,17 @@ teardown() { wb_kill_all; }
 	pd_wait_energy dram-0 50000
 	E=$PDR/sys/class/powercap/intel-rapl:0:0/energy_uj
 	L=$BATS_TEST_TMPDIR/powerd.log
-	pd_put "$E" "12ab"
+	wb_put "$E" "12ab"
 	wb_wait_for 5 grep -q "dram-0: $E: \"12ab\" is not an unsigned integer; sample skipped" "$L"
-	pd_put "$E" ""
+	wb_put "$E" ""
 	wb_wait_for 5 grep -q "dram-0: $E: empty, expected an unsigned integer; sample skipped" "$L"
-	pd_put "$E" 99999999999999999999999
+	wb_put "$E" 99999999999999999999999
 	wb_wait_for 5 grep -q "dram-0: $E: \"99999999999999999999999\" is out of range; sample skipped" "$L"
 	pd_wait_stat parse_errors 3
 	# package-0 was published all along
 	pd_rapl_set intel-rapl:0 1000100
 	pd_wait_energy package-0 1000100
-	pd_put "$E" 50700
+	wb_put "$E" 50700
 	pd_wait_energy dram-0 50700
 	pd_values_ok dram-0 50000 50700
 }

@@ -9,24 +9,16 @@ PDR=$BATS_TEST_TMPDIR/fake # the fake root: $PDR/sys, $PDR/dev/cpu
 PDEP=ipc://$BATS_TEST_TMPDIR/powerd.sock
 TAPLOG=$BATS_TEST_TMPDIR/tap.log
 
-# Write a file atomically (powerd never reads a half-written value, as with sysfs).
-pd_put() {
-	local f=$1
-	shift
-	mkdir -p "$(dirname "$f")"
-	printf '%s\n' "$@" >"$f.tmp.$$" && mv -f "$f.tmp.$$" "$f"
-}
-
 # pd_rapl_zone DIR NAME ENERGY_UJ MAX_RANGE_UJ
 pd_rapl_zone() {
 	local d=$PDR/sys/class/powercap/$1
-	pd_put "$d/name" "$2"
-	pd_put "$d/max_energy_range_uj" "$4"
-	pd_put "$d/energy_uj" "$3"
+	wb_put "$d/name" "$2"
+	wb_put "$d/max_energy_range_uj" "$4"
+	wb_put "$d/energy_uj" "$3"
 }
 
 pd_rapl_set() {
-	pd_put "$PDR/sys/class/powercap/$1/energy_uj" "$2"
+	wb_put "$PDR/sys/class/powercap/$1/energy_uj" "$2"
 }
 
 # Start powerd on the fake root (extra flags appended) and a tap on its endpoint.

@@ -7,14 +7,14 @@ load powerd_helper
 HW=$PDR/sys/class/hwmon
 
 setup() {
-	pd_put "$HW/hwmon0/name" coretemp
-	pd_put "$HW/hwmon0/temp1_input" 45000
-	pd_put "$HW/hwmon1/name" amd_energy
-	pd_put "$HW/hwmon1/energy1_label" Esocket0
-	pd_put "$HW/hwmon1/energy1_input" 1000000
-	pd_put "$HW/hwmon2/name" ina3221
-	pd_put "$HW/hwmon2/power1_label" "GPU rail"
-	pd_put "$HW/hwmon2/power1_input" 20000000 # 20 W
+	wb_put "$HW/hwmon0/name" coretemp
+	wb_put "$HW/hwmon0/temp1_input" 45000
+	wb_put "$HW/hwmon1/name" amd_energy
+	wb_put "$HW/hwmon1/energy1_label" Esocket0
+	wb_put "$HW/hwmon1/energy1_input" 1000000
+	wb_put "$HW/hwmon2/name" ina3221
+	wb_put "$HW/hwmon2/power1_label" "GPU rail"
+	wb_put "$HW/hwmon2/power1_input" 20000000 # 20 W
 }
 teardown() { wb_kill_all; }
 
@@ -27,7 +27,7 @@ teardown() { wb_kill_all; }
 	total=1000000
 	for inc in 250000 1 999999 0 31337; do
 		total=$((total + inc))
-		pd_put "$HW/hwmon1/energy1_input" $total
+		wb_put "$HW/hwmon1/energy1_input" $total
 		pd_wait_energy package-0 $total
 	done
 	# constant 20 W: between any two samples, energy = 20 W x the time between their t
@@ -39,7 +39,7 @@ teardown() { wb_kill_all; }
 	pd_watts_ok "$BATS_TEST_TMPDIR/gpu.tsv" 20 >&3
 	# then 40 W: the step in between is a trapezoid, after it 40 W x time. A sample whose
 	# grid time is after the change was read after it.
-	pd_put "$HW/hwmon2/power1_input" 40000000
+	wb_put "$HW/hwmon2/power1_input" 40000000
 	changed=$(date +%s%N) # after the write: a sample stamped later was read after it
 	pd_wait_power $(($(pd_power_rows - | wc -l) + 12))
 	pd_power_rows gpu-0 | awk -v c="$changed" '$1 > c {print $1, $4}' >"$BATS_TEST_TMPDIR/gpu40.tsv"
@@ -50,13 +50,13 @@ teardown() { wb_kill_all; }
 @test "hwmon: power far beyond max_power_w is skipped and counted, never integrated" {
 	pd_start --max_power_w 100
 	pd_wait_power 2
-	pd_put "$HW/hwmon2/power1_input" 5000000000 # 5 kW on a 100 W limit
+	wb_put "$HW/hwmon2/power1_input" 5000000000 # 5 kW on a 100 W limit
 	pd_wait_stat implausible 2
 	before=$(pd_power_values gpu-0 | tail -1)
 	pd_wait_stat implausible 6 # four more samples of the bad value
 	# the counter stayed put while the value was bad, other zones went on
 	[ "$(pd_power_values gpu-0 | tail -1)" = "$before" ]
-	pd_put "$HW/hwmon1/energy1_input" 1000500
+	wb_put "$HW/hwmon1/energy1_input" 1000500
 	pd_wait_energy package-0 1000500
 	grep -q "gpu-0: .*hwmon2/power1_input: 5000000000 uW is beyond max_power_w 100 W; sample skipped" "$BATS_TEST_TMPDIR/powerd.log"
 }

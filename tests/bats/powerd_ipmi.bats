@@ -14,9 +14,9 @@ setup() {
 	[ -f "$STANDIN" ] || skip "$STANDIN not built (make $STANDIN)"
 	mkdir -p "$CTL"
 	(umask 077 && echo "root:calvin" >"$CRED")
-	pd_put "$PDR/sys/class/hwmon/hwmon0/name" ina3221
-	pd_put "$PDR/sys/class/hwmon/hwmon0/power1_label" "GPU rail"
-	pd_put "$PDR/sys/class/hwmon/hwmon0/power1_input" 20000000
+	wb_put "$PDR/sys/class/hwmon/hwmon0/name" ina3221
+	wb_put "$PDR/sys/class/hwmon/hwmon0/power1_label" "GPU rail"
+	wb_put "$PDR/sys/class/hwmon/hwmon0/power1_input" 20000000
 	# powerd with the stand-in preloaded (only powerd: the tap and the tools run as they are)
 	cat >"$BATS_TEST_TMPDIR/powerd-standin" <<-SH
 		#!/bin/sh

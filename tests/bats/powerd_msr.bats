@@ -16,7 +16,7 @@ os.close(fd)' "$f" "$2" "$3"
 }
 
 pd_topology() {
-	pd_put "$PDR/sys/devices/system/cpu/cpu$1/topology/physical_package_id" "$2"
+	wb_put "$PDR/sys/devices/system/cpu/cpu$1/topology/physical_package_id" "$2"
 }
 
 teardown() { wb_kill_all; }

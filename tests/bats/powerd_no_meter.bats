@@ -8,7 +8,7 @@ teardown() { wb_kill_all; }
 
 @test "no meter: every source explained, mode none, only stat" {
 	mkdir -p "$PDR/sys/class/powercap/intel-rapl" "$PDR/sys/class/hwmon/hwmon0"
-	pd_put "$PDR/sys/class/hwmon/hwmon0/name" acpitz
+	wb_put "$PDR/sys/class/hwmon/hwmon0/name" acpitz
 	pd_start
 	wb_wait_for 10 bash -c '[ "$(grep -c "\"topic\":\"stat/testhost\"" "$TAPLOG")" -ge 3 ]'
 	run cat "$BATS_TEST_TMPDIR/powerd.log"

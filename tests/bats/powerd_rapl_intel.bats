@@ -9,7 +9,7 @@ RANGE=262143328850
 SMALL=999999 # a dram counter that wraps often: values 0..999999
 
 setup() {
-	pd_put "$PDR/sys/class/powercap/intel-rapl/enabled" 1
+	wb_put "$PDR/sys/class/powercap/intel-rapl/enabled" 1
 	pd_rapl_zone intel-rapl:0 package-0 1000 $RANGE
 	pd_rapl_zone intel-rapl:0:0 core 2000 $RANGE
 	pd_rapl_zone intel-rapl:0:1 uncore 3000 $RANGE

@@ -18,9 +18,9 @@ setup() {
 		-keyout "$CTL/key.pem" -out "$CTL/cert.pem" 2>/dev/null
 	(umask 077 && echo "root:calvin" >"$CRED")
 	# a second source that must keep publishing whatever the BMC does
-	pd_put "$PDR/sys/class/hwmon/hwmon0/name" ina3221
-	pd_put "$PDR/sys/class/hwmon/hwmon0/power1_label" "GPU rail"
-	pd_put "$PDR/sys/class/hwmon/hwmon0/power1_input" 20000000
+	wb_put "$PDR/sys/class/hwmon/hwmon0/name" ina3221
+	wb_put "$PDR/sys/class/hwmon/hwmon0/power1_label" "GPU rail"
+	wb_put "$PDR/sys/class/hwmon/hwmon0/power1_input" 20000000
 }
 teardown() { wb_kill_all; }
 

@@ -32,14 +32,7 @@ fake_proc() {
 		mv -T "$P/.new.$1" "$d"
 		return
 	fi
-	printf "%d (%s)$TAIL\n" "$1" "$2" "$3" "$4" "${5:-500}" >"$d/.stat.tmp"
-	mv -f "$d/.stat.tmp" "$d/stat"
-}
-
-# put FILE TEXT: FILE now holds TEXT (a line), written aside and renamed into place.
-put() {
-	echo "$2" >"$1.tmp"
-	mv -f "$1.tmp" "$1"
+	wb_put "$d/stat" "$(printf "%d (%s)$TAIL" "$1" "$2" "$3" "$4" "${5:-500}")"
 }
 
 # last_json PID: the last listing of PID as JSON
@@ -97,7 +90,7 @@ exited_seen() {
 
 @test "procfs over a fake /proc: counts from the first scan, new and exited processes, identity" {
 	fake_proc 10 worker 100 20
-	put "$P/10/cgroup" "0::/system.slice/docker-$CID.scope"
+	wb_put "$P/10/cgroup" "0::/system.slice/docker-$CID.scope"
 	fake_proc 11 idle 5 5
 	usaged_start u --mode procfs --proc_root "$P" --interval 200ms --retire_after 2 --full_every 1000
 	usaged_tap u 3600 usage/ stat/
@@ -148,11 +141,11 @@ print(n)"
 	usaged_start u --mode procfs --proc_root "$P" --interval 200ms
 	usaged_tap u 3600 usage/ stat/
 	usage_after 0
-	put "$P/stat" "garbage"
+	wb_put "$P/stat" "garbage"
 	wb_wait_for 30 grep -q "stat: no \"cpu\" line" "$BATS_TEST_TMPDIR/u.log"
 	wb_wait_for 30 bash -c '[ "$($0 "$1" stat proc_stat_errors)" -ge 3 ]' "$TAPQ" "$(usaged_tapfile u)"
 	n=$(usages)
-	put "$P/stat" "cpu  200 0 60 2000 0 0 0 0 0 0"
+	wb_put "$P/stat" "cpu  200 0 60 2000 0 0 0 0 0 0"
 	usage_after "$n"
 	kill -0 "$PID_u"
 	# what came after carries the node totals as read, since the first reading (user 100)
@@ -192,7 +185,7 @@ PY
 	usaged_tap u 3600 usage/ stat/
 	usage_after 0
 	n=$(usages)
-	put "$P/stat" "cpu  $((USER + 30)) 0 $((USER + 2)) $((IDLE + 400)) 0 0 0 0 0 0"
+	wb_put "$P/stat" "cpu  $((USER + 30)) 0 $((USER + 2)) $((IDLE + 400)) 0 0 0 0 0 0"
 	usage_after $((n + 1)) # a reading after the change, whole
 	# and, should that message have been on its way when n was counted, wait for the one after
 	wb_wait_for 30 big_totals "$(usaged_tapfile u)" "$TICK" >/dev/null 2>&1 || true
