@@ -13,6 +13,9 @@
 #                              over K slots, powerd and usaged at USAGE_INTERVAL.
 #   pipeline.sh scale N        one slot of N synthetic processes through alignd,
 #                              estimd and exportd (bench/scale.py plays powerd and usaged).
+#   pipeline.sh floor N        the bus alone: five stand-ins (bench/bus_floor.c) carrying
+#                              the overhead run's messages over czmq and nothing else,
+#                              measured as the overhead run measures the stages.
 #
 # powerd reads a fake 8-zone powercap tree (bench/fake_rapl.py advances it once a
 # second: measured mode, as on a server with RAPL); usaged runs in bpf mode as
@@ -35,8 +38,8 @@ SCRAPE_EVERY=${SCRAPE_EVERY:-15}
 USAGE_INTERVAL=${USAGE_INTERVAL:-200ms}
 what=${1:-}
 arg=${2:-}
-case $what in overhead | freshness | scale) ;; *)
-	echo "usage: bench/pipeline.sh overhead NPROCS | freshness SLOTS | scale NPROCS" >&2
+case $what in overhead | freshness | scale | floor) ;; *)
+	echo "usage: bench/pipeline.sh overhead NPROCS | freshness SLOTS | scale NPROCS | floor NPROCS" >&2
 	exit 2
 	;;
 esac
@@ -157,41 +160,35 @@ for line in sys.stdin:
 print(" ".join("%s=%s" % kv for kv in sorted(m.items())))'
 }
 
-overhead() {
-	local n=$1
-	cc -O2 -o "$T/sleepers" "$here/usaged_sleepers.c"
-	pipeline_start 1s
-	spawn busy stress-ng --cpu "$BUSY" --cpu-load 10 --timeout $((DURATION + WARMUP + 120))s
-	spawn sleepers "$T/sleepers" "$n"
-	wait_log sleepers ready 120
-	sleep "$WARMUP"
-	local s c0 c1 t0 t1 w0 w1
-	declare -A c_start
-	declare -A x_start w_start f_start
-	for s in powerd usaged alignd estimd exportd; do
+STAGES="powerd usaged alignd estimd exportd"
+declare -A c_start x_start w_start f_start
+window=0
+
+# window_start / window_end: a measuring window over the five processes named by
+# the stages (pid_of); window_table KEY then prints what each used in it.
+window_start() {
+	local s
+	for s in $STAGES; do
 		c_start[$s]=$(cpu_ns "${pid_of[$s]}")
 		x_start[$s]=$(ctxt "${pid_of[$s]}")
 		f_start[$s]=$(minflt "${pid_of[$s]}")
 		w_start[$s]=$(syscw "${pid_of[$s]}")
 	done
-	w0=$(cpu_ns "${pid_of[writer]}")
-	t0=$(date +%s%N)
-	local end=$((SECONDS + DURATION)) scrapes=0
-	while [ $SECONDS -lt $end ]; do
-		sleep $((SCRAPE_EVERY < end - SECONDS ? SCRAPE_EVERY : end - SECONDS))
-		[ $SECONDS -lt $end ] && curl -sf -o /dev/null -H 'Accept-Encoding: gzip' "$URL" && scrapes=$((scrapes + 1))
-	done
-	t1=$(date +%s%N)
-	local window=$((t1 - t0)) total=0 hwm_total=0 rss_total=0 pss_total=0 x_total=0 w_total=0 hwm pss series
-	echo "pipeline overhead: $n sleepers + $BUSY busy processes, $(ls /proc | grep -c '^[0-9]') processes on the machine, $((window / 1000000)) ms window, $scrapes scrapes"
-	echo "modes: $(modes)"
-	series=$(curl -sf "$URL" | awk '/^wattbus_exportd_series\{level="process"\}/ { print $2 }')
-	echo "process series on /metrics: ${series:-?}"
+	window_t0=$(date +%s%N)
+}
+
+window_end() {
+	window=$(($(date +%s%N) - window_t0))
+}
+
+# window_table KEY: CPU (all threads), RSS, peak RSS, PSS, wake-ups and writes of each
+# stage over the window, the totals, and "BENCH pipeline.KEY.STAGE.*" lines.
+window_table() {
+	local n=$1 s total=0 hwm_total=0 rss_total=0 pss_total=0 x_total=0 w_total=0 hwm pss
 	printf "%-8s %9s %8s %9s %9s %9s %6s %9s %9s\n" stage cpu_ms "%core" rss_MiB peak_MiB pss_MiB peak/rss wakeup/s writes/s
-	for s in powerd usaged alignd estimd exportd; do
+	for s in $STAGES; do
 		local p=${pid_of[$s]} secs cpu_d x_d w_d rss
-		c1=$(cpu_ns "$p")
-		cpu_d=$((c1 - c_start[$s]))
+		cpu_d=$(($(cpu_ns "$p") - c_start[$s]))
 		x_d=$(($(ctxt "$p") - x_start[$s]))
 		w_d=$(($(syscw "$p") - w_start[$s]))
 		hwm=$(awk '/^VmHWM/ { print $2 }' "/proc/$p/status")
@@ -215,12 +212,9 @@ overhead() {
 		echo "BENCH pipeline.$n.$s.writes_per_s=$(awk -v y=$w_d -v t="$secs" 'BEGIN { printf "%.1f", y / t }')"
 		echo "BENCH pipeline.$n.$s.minflt_per_s=$(awk -v f=$(($(minflt "$p") - f_start[$s])) -v t="$secs" 'BEGIN { printf "%.1f", f / t }')"
 	done
-	[ -z "${SMAPS_DIR:-}" ] || $PY "$here/smaps.py" --save "$SMAPS_DIR" $(for s in powerd usaged alignd estimd exportd; do echo "$s=${pid_of[$s]}"; done)
 	awk -v c=$total -v w=$window -v r=$rss_total -v h=$hwm_total -v p=$pss_total -v x=$x_total -v y=$w_total \
 		'BEGIN { t = w / 1e9; printf "%-8s %9.1f %8.3f %9.1f %9.1f %9.1f %6s %9.1f %9.1f\n", "total", c / 1e6, c / w * 100, r / 1024, h / 1024, p / 1024, "", x / t, y / t }'
 	echo "(rss: VmRSS at the end, steady; peak: VmHWM; pss: Pss of /proc/PID/smaps_rollup at the end, shared pages split between the processes mapping them; wakeup/s: voluntary + involuntary context switches of all threads; writes/s: write system calls, /proc/PID/io syscw)"
-	w1=$(cpu_ns "${pid_of[writer]}")
-	echo "(not counted: the fake RAPL writer used $(awk -v c=$((w1 - w0)) 'BEGIN { printf "%.1f", c / 1e6 }') ms)"
 	echo "BENCH pipeline.$n.total.cpu_pct=$(awk -v c=$total -v w=$window 'BEGIN { printf "%.4f", c / w * 100 }')"
 	echo "BENCH pipeline.$n.total.hwm_kib=$hwm_total"
 	echo "BENCH pipeline.$n.total.pss_kib=$pss_total"
@@ -229,6 +223,38 @@ overhead() {
 	echo "BENCH pipeline.$n.total.writes_per_s=$(awk -v y=$w_total -v w=$window 'BEGIN { printf "%.1f", y / (w / 1e9) }')"
 	echo "(sum of PSS at the end, shared libraries counted once: $(awk -v k=$pss_total 'BEGIN { printf "%.1f", k / 1024 }') MiB)"
 	echo "BENCH pipeline.$n.seconds=$((window / 1000000000))"
+}
+
+# load_start N: the overhead run's machine: N sleepers and BUSY busy processes.
+load_start() {
+	cc -O2 -o "$T/sleepers" "$here/usaged_sleepers.c"
+	spawn busy stress-ng --cpu "$BUSY" --cpu-load 10 --timeout $((DURATION + WARMUP + 120))s
+	spawn sleepers "$T/sleepers" "$1"
+	wait_log sleepers ready 120
+}
+
+overhead() {
+	local n=$1
+	pipeline_start 1s
+	load_start "$n"
+	sleep "$WARMUP"
+	local w0 w1
+	window_start
+	w0=$(cpu_ns "${pid_of[writer]}")
+	local end=$((SECONDS + DURATION)) scrapes=0 series
+	while [ $SECONDS -lt $end ]; do
+		sleep $((SCRAPE_EVERY < end - SECONDS ? SCRAPE_EVERY : end - SECONDS))
+		[ $SECONDS -lt $end ] && curl -sf -o /dev/null -H 'Accept-Encoding: gzip' "$URL" && scrapes=$((scrapes + 1))
+	done
+	window_end
+	echo "pipeline overhead: $n sleepers + $BUSY busy processes, $(ls /proc | grep -c '^[0-9]') processes on the machine, $((window / 1000000)) ms window, $scrapes scrapes"
+	echo "modes: $(modes)"
+	series=$(curl -sf "$URL" | awk '/^wattbus_exportd_series\{level="process"\}/ { print $2 }')
+	echo "process series on /metrics: ${series:-?}"
+	window_table "$n"
+	[ -z "${SMAPS_DIR:-}" ] || $PY "$here/smaps.py" --save "$SMAPS_DIR" $(for s in $STAGES; do echo "$s=${pid_of[$s]}"; done)
+	w1=$(cpu_ns "${pid_of[writer]}")
+	echo "(not counted: the fake RAPL writer used $(awk -v c=$((w1 - w0)) 'BEGIN { printf "%.1f", c / 1e6 }') ms)"
 	echo "BENCH pipeline.$n.machine_procs=$(ls /proc | grep -c '^[0-9]')"
 	echo "BENCH pipeline.$n.modes=$(modes | tr ' ' ',')"
 	echo "BENCH pipeline.$n.process_series=${series:-0}"
@@ -254,6 +280,35 @@ scale() {
 	for s in alignd estimd exportd; do
 		echo "BENCH scale.$s.hwm_kib=$(awk '/VmHWM/ { print $2 }' "/proc/${pid_of[$s]}/status")"
 	done
+}
+
+# The bus alone: five stand-ins (bench/bus_floor.c) wired as the stages are,
+# sending what they send at 1 s slots (sizes of a 1,000-process run's
+# messages: usaged sends what changed), with a stat message after every fifth,
+# and doing nothing else, on a machine loaded as the overhead run's (N
+# sleepers, BUSY busy). What the window shows is the floor under the overhead
+# run's CPU and PSS with this bus on this machine.
+floor() {
+	cc -O2 -o "$T/bus_floor" "$here/bus_floor.c" -lczmq -lzmq
+	local f=$T/bus_floor e=ipc://$RT/floor
+	spawn exportd "$f" --pub "$e-exportd.sock" --topic stat/floor --size 1024 --on estimate/ --per 5 \
+		--sub "$e-powerd.sock" --sub "$e-usaged.sock" --sub "$e-alignd.sock" --sub "$e-estimd.sock" \
+		--sub "$e-exportd.sock" --subscribe estimate/ --subscribe stat/
+	spawn estimd "$f" --pub "$e-estimd.sock" --topic estimate/floor --size 5000 --on aligned/ --stat-every 5 \
+		--sub "$e-alignd.sock" --subscribe aligned/
+	spawn alignd "$f" --pub "$e-alignd.sock" --topic aligned/floor --size 3300 --on usage/ --stat-every 5 \
+		--sub "$e-powerd.sock" --sub "$e-usaged.sock" --subscribe power/ --subscribe usage/
+	spawn usaged "$f" --pub "$e-usaged.sock" --topic usage/floor --size 2500 --every 1000 --stat-every 5
+	spawn powerd "$f" --pub "$e-powerd.sock" --topic power/floor --size 1152 --every 1000 --stat-every 5
+	local s
+	for s in $STAGES; do wait_log "$s" ready 10; done
+	load_start "$1"
+	sleep "$WARMUP"
+	window_start
+	sleep "$DURATION"
+	window_end
+	echo "the bus alone: five bare czmq processes carrying the pipeline's messages at 1 s slots, $1 sleepers + $BUSY busy processes, $((window / 1000000)) ms window"
+	window_table floor
 }
 
 "$what" "$arg"

@@ -139,6 +139,14 @@ for n in (n_small, n_big):
          "%s (%s)" % (within(p + "total.pss_kib", PSS_BUDGET_MIB, KIB), vs(p + "total.pss_kib", PSS_BUDGET_MIB, KIB))
          if small else "-", KEPLER))
     if small:
+        # The floor: the same messages through five bare czmq processes (pipeline.sh floor)
+        w("| whole pipeline CPU against the bus alone, %s | %s (%s wake-ups/s) | - | - | the bus alone: five bare czmq processes carrying the same messages, same load (bench/bus_floor.c) | %s (%s wake-ups/s) | %s |"
+          % (label, fmt(p + "total.cpu_pct", " %", 3), fmt(p + "total.wakeups_per_s", "", 1),
+             fmt("pipeline.floor.total.cpu_pct", " %", 3, what="bus floor CPU"), fmt("pipeline.floor.total.wakeups_per_s", "", 1),
+             ratio("pipeline.floor.total.cpu_pct", p + "total.cpu_pct")))
+        w("| whole pipeline PSS against the bus alone, %s | %s | - | - | the bus alone, as above | %s | %s |"
+          % (label, fmt(p + "total.pss_kib", " MiB", 1, KIB), fmt("pipeline.floor.total.pss_kib", " MiB", 1, KIB, what="bus floor PSS"),
+             ratio("pipeline.floor.total.pss_kib", p + "total.pss_kib")))
         worst, worst_r = None, None
         for st in ("powerd", "usaged", "alignd", "estimd", "exportd"):
             h, r = num(p + st + ".hwm_kib"), num(p + st + ".rss_kib")
@@ -213,8 +221,9 @@ w("1 s slots, %s s windows; %s and %s processes on the machine in all (sleepers,
   % (F.get("pipeline.1000.seconds", dur), F.get("pipeline.1000.machine_procs", "?"),
      F.get("pipeline.%s.machine_procs" % n_big, "?"), F.get("pipeline.1000.modes", "?").replace(",", ", ")))
 w("")
-for n in (n_small, n_big):
-    w("%s processes:" % label_of(n))
+for n in (n_small, "floor", n_big):
+    w("%s:" % ("The bus alone (bench/bus_floor.c: the 1,000-process run's messages through five bare czmq "
+                "processes doing nothing else, same load)" if n == "floor" else "%s processes" % label_of(n)))
     w("")
     w("| stage | CPU | RSS | peak RSS | peak / RSS | PSS | wake-ups/s | writes/s |")
     w("|-------|-----|-----|----------|------------|-----|------------|----------|")

@@ -37,7 +37,7 @@ fi
 DURATION=${DURATION:-60}
 BIG_PROCS=${BIG_PROCS:-10000}
 export DURATION
-ALL="powerd usaged alignd estimd exportd callgrind overhead1000 overhead10000 scale freshness loss"
+ALL="powerd usaged alignd estimd exportd callgrind overhead1000 floor overhead10000 scale freshness loss"
 ONLY=${BENCH_ONLY:-$ALL}
 started=$(date +%s)
 
@@ -95,6 +95,7 @@ run estimd 120 "$here/estimd.sh" "${SCALE_PROCS:-100000}" 21
 run exportd 240 bash -c '"$1/exportd.sh" "$4" 0 && "$2/bench/exportd_bench" "$3" 1 5' _ "$here" "$B" "${SCALE_PROCS:-100000}" "${EXPORTD_PROCS:-10000}"
 run callgrind 900 "$here/callgrind.sh" "${SCALE_PROCS:-100000}"
 run overhead1000 $((DURATION + 180)) "$here/pipeline.sh" overhead 1000
+run floor $((DURATION + 180)) "$here/pipeline.sh" floor 1000
 run overhead10000 $((DURATION + 240)) "$here/pipeline.sh" overhead "$BIG_PROCS"
 run scale 180 "$here/pipeline.sh" scale "${SCALE_PROCS:-100000}"
 run freshness 300 "$here/pipeline.sh" freshness "${FRESH_SLOTS:-100}"
