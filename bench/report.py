@@ -42,6 +42,12 @@ if os.path.exists(ulog):
         m = re.match(r"on_switch: (\d+) calls, ([\d.]+) ns per call", line)
         if m:
             F["usaged.on_switch_ns"] = m.group(2)
+        m = re.match(r"empty_switch: (\d+) calls, ([\d.]+) ns per call", line)
+        if m:
+            F["usaged.empty_switch_ns"] = m.group(2)
+        m = re.match(r"empty program slowdown: (-?[\d.]+) %", line)
+        if m:
+            F["usaged.empty_slowdown_pct"] = m.group(1)
         if line.startswith("note: not root or no BTF"):
             F["usaged.note"] = "not root or no BTF: bpf figures skipped"
 
@@ -178,9 +184,10 @@ w("| freshness: slot end -> value on /metrics, median over %s slots (%s slots) |
   % (F.get("freshness.slots", "100"), fi, fmt("freshness.median_ms", " ms", what="freshness"), within("freshness.median_ms", 100)))
 w("| freshness: p99 (max %s) | %s | < 100 ms locally | %s | - | - | - |"
   % (fmt("freshness.max_ms", " ms"), fmt("freshness.p99_ms", " ms"), within("freshness.p99_ms", 100)))
-w("| context-switch microbenchmark slowdown with usaged's eBPF attached | %s | < 3 %% | %s (%s) | - | - | - |"
+w("| context-switch microbenchmark slowdown with usaged's eBPF attached | %s | < 3 %% | %s (%s) | a program on the same hook that does nothing (bench/switch_floor.bpf.c), the same rounds | %s | %s |"
   % (fmt("usaged.slowdown_pct", " %", 2, what="context-switch slowdown"), within("usaged.slowdown_pct", 3),
-     vs("usaged.slowdown_pct", 3)))
+     vs("usaged.slowdown_pct", 3), fmt("usaged.empty_slowdown_pct", " %", 2),
+     ratio("usaged.empty_slowdown_pct", "usaged.slowdown_pct")))
 w("| usaged CPU at %s live processes, 1 s interval, bpf mode | %s | - | - | usaged procfs mode (/proc/PID/stat, Kepler >= 0.10's method) | %s | %s |"
   % (label_of(n_big), fmt("usaged.bpf.%s.cpu_pct" % n_big, " % of one core", 3, what="usaged bpf CPU"),
      fmt("usaged.procfs.%s.cpu_pct" % n_big, " % of one core", 3, what="usaged procfs CPU"),
@@ -264,8 +271,11 @@ w("- powerd at 10 ms: %s per sample; subscriber sees a 1 s sample %s after its g
 w("- Context switches (perf bench sched pipe or stress-ng --switch, one CPU): %s per round trip without usaged, "
   "%s with it (medians)%s."
   % (fmt("usaged.switch_without_us", " us", 3), fmt("usaged.switch_with_us", " us", 3),
-     "; the switch program's own time %s ns per call (kernel.bpf_stats)" % F["usaged.on_switch_ns"]
-     if "usaged.on_switch_ns" in F else ""))
+     ("; the switch program's own time %s ns per call (kernel.bpf_stats)" % F["usaged.on_switch_ns"]
+      if "usaged.on_switch_ns" in F else "")
+     + ("; an empty program on the same hook: %s ns per call, %s %% slower than without"
+        % (F["usaged.empty_switch_ns"], F.get("usaged.empty_slowdown_pct", "?"))
+        if "usaged.empty_switch_ns" in F else "")))
 w("- usaged RSS at %s processes (peak, VmHWM, in brackets): bpf %s (%s) MiB, procfs %s (%s) MiB."
   % (label_of(n_big), F.get("usaged.bpf.%s.rss_mib" % n_big, "?"), F.get("usaged.bpf.%s.peak_mib" % n_big, "?"),
      F.get("usaged.procfs.%s.rss_mib" % n_big, "?"), F.get("usaged.procfs.%s.peak_mib" % n_big, "?")))

@@ -3,7 +3,9 @@
 #  1. context-switch microbenchmark (perf bench sched pipe, else stress-ng --switch; pinned
 #     to one CPU) without and with usaged's eBPF attached, alternating: the slowdown; and
 #     the switch program's own time per call from kernel.bpf_stats (which adds its own
-#     clock reads: an upper bound);
+#     clock reads: an upper bound). A third arm of each round runs it with a program on
+#     the same hook that does nothing (bench/switch_floor.bpf.c): the floor, what the
+#     hook's dispatch alone costs on this machine;
 #  2. usaged's own CPU time (all threads, ns from /proc/PID/task/*/schedstat), RSS and peak RSS
 #     at 1,000 and 10,000 live processes, in bpf mode and in procfs mode (per-process
 #     /proc/<pid>/stat, the method Kepler >= 0.10 uses), at a 1 s interval: the ratio.
@@ -84,16 +86,52 @@ switch_run() {
 	fi
 }
 
-echo "== context switches: $ROUNDS rounds of $LOOPS round trips, alternating without and with usaged (bpf)"
+# The empty program and its loader; sets floor_ok
+floor_ok=0
+if [ $bpf_ok -eq 1 ]; then
+	if clang -g -O2 -target bpf -I"$here/../bpf" -c "$here/switch_floor.bpf.c" -o "$T/switch_floor.bpf.o" 2>"$T/floor.err" &&
+		cc -O2 -o "$T/switch_floor" "$here/switch_floor.c" -lbpf 2>>"$T/floor.err"; then
+		floor_ok=1
+	else
+		echo "note: the empty switch program did not build (clang, libbpf-dev): no floor figure; $(head -n 1 "$T/floor.err")"
+	fi
+fi
+
+# start_floor: the empty program attached, in the background; sets FPID and FLOOR_ID
+start_floor() {
+	"$T/switch_floor" "$T/switch_floor.bpf.o" >"$T/floor.out" 2>&1 &
+	FPID=$!
+	pids+=("$FPID")
+	for _ in $(seq 100); do
+		FLOOR_ID=$(awk '/^attached/ { print $2 }' "$T/floor.out")
+		[ -n "$FLOOR_ID" ] && return 0
+		kill -0 "$FPID" 2>/dev/null || break
+		sleep 0.1
+	done
+	cat "$T/floor.out" >&2
+	return 1
+}
+
+stop_floor() {
+	kill "$FPID"
+	wait "$FPID" 2>/dev/null || true
+}
+
+echo "== context switches: $ROUNDS rounds of $LOOPS round trips, alternating without and with usaged (bpf)$([ $floor_ok = 1 ] && echo ", and with an empty program on its hook")"
 if [ $bpf_ok -eq 1 ]; then
 	: >"$T/without"
 	: >"$T/with"
+	: >"$T/empty"
 	for r in $(seq "$ROUNDS"); do
 		switch_run >>"$T/without"
 		start_usaged bpf
 		sleep 1
 		switch_run >>"$T/with"
 		stop_usaged
+		if [ $floor_ok = 1 ] && start_floor; then
+			switch_run >>"$T/empty"
+			stop_floor
+		fi
 	done
 	wo=$(median <"$T/without")
 	wi=$(median <"$T/with")
@@ -103,8 +141,13 @@ if [ $bpf_ok -eq 1 ]; then
 	lo=$(sort -g "$T/without" | head -n 1)
 	li=$(sort -g "$T/with" | head -n 1)
 	awk -v a="$lo" -v b="$li" 'BEGIN { printf "best runs: %.3f -> %.3f us: %.2f %%\n", a, b, (b / a - 1) * 100 }'
+	if [ -s "$T/empty" ]; then
+		we=$(median <"$T/empty")
+		echo "empty program:  $(tr '\n' ' ' <"$T/empty")us/op -> median $we us"
+		awk -v a="$wo" -v b="$we" 'BEGIN { printf "empty program slowdown: %.2f %% (the hook alone)\n", (b / a - 1) * 100 }'
+	fi
 
-	# The program's own cost per switch, from the kernel's BPF run-time statistics.
+	# The programs' own cost per switch, from the kernel's BPF run-time statistics.
 	cat >"$T/pinfo.c" <<'C'
 #include <bpf/bpf.h>
 #include <stdio.h>
@@ -120,6 +163,16 @@ int main(int argc, char **argv)
 	return 0;
 }
 C
+	# per_call ID NAME: one switch run with kernel.bpf_stats on, NAME's calls and ns per call
+	per_call() {
+		local c0 t0 c1 t1
+		sysctl -qw kernel.bpf_stats_enabled=1
+		read -r c0 t0 < <("$T/pinfo" "$1")
+		switch_run >/dev/null
+		read -r c1 t1 < <("$T/pinfo" "$1")
+		sysctl -qw kernel.bpf_stats_enabled="$stats_old"
+		awk -v n=$((c1 - c0)) -v t=$((t1 - t0)) -v name="$2" 'BEGIN { printf "%s: %d calls, %.0f ns per call (kernel.bpf_stats, its own clock reads included)\n", name, n, t / n }'
+	}
 	if cc -o "$T/pinfo" "$T/pinfo.c" -lbpf 2>/dev/null && command -v bpftool >/dev/null; then
 		stats_old=$(sysctl -n kernel.bpf_stats_enabled)
 		start_usaged bpf
@@ -131,17 +184,16 @@ for line in sys.stdin:
     if line.strip() and json.loads(line).get("name", "").startswith("on_switch"):
         print(json.loads(line)["id"])')
 		if [ -n "$id" ]; then
-			sysctl -qw kernel.bpf_stats_enabled=1
-			read -r c0 t0 < <("$T/pinfo" "$id")
-			switch_run >/dev/null
-			read -r c1 t1 < <("$T/pinfo" "$id")
-			sysctl -qw kernel.bpf_stats_enabled="$stats_old"
-			stats_old=
-			awk -v n=$((c1 - c0)) -v t=$((t1 - t0)) 'BEGIN { printf "on_switch: %d calls, %.0f ns per call (kernel.bpf_stats, its own clock reads included)\n", n, t / n }'
+			per_call "$id" on_switch
 		else
 			echo "note: usaged's switch program not found among its links: no per-call figure"
 		fi
 		stop_usaged
+		if [ $floor_ok = 1 ] && start_floor; then
+			per_call "$FLOOR_ID" empty_switch
+			stop_floor
+		fi
+		stats_old=
 	fi
 fi
 
