@@ -10,6 +10,9 @@
 # fake tree (--path.sysfs, only its rapl collector) and is scraped once a second
 # with curl; its CPU time per scrape (all threads, /proc/PID/task/*/schedstat,
 # ns) is printed next to powerd's per sample (PEER=0 leaves it out).
+# Beside the 1 s run, the bus alone (bench/bus_floor.c): a 1 s timer that sends a
+# message of the same size and reads nothing, its CPU per message printed as the
+# floor under powerd's (what powerd's wake-up and send cost before any reading).
 # Lines "BENCH key=value" repeat the figures for bench/run.sh.
 #
 # Usage: WB_BUILD=build bench/powerd.sh   (SECONDS_1S=30 SECONDS_10MS=10 PEER=1 to change the runs)
@@ -90,6 +93,17 @@ run_one() {
 		--interval "$interval" --stat_interval "$stat_every" --log_level warning 2>"$T/$name.log" &
 	local pd=$!
 	pids+=("$pd")
+	# The bus alone beside it (1 s run): a 1 s timer sending a message of the same size,
+	# with a stat message every fifth, to a subscriber, and nothing read (bench/bus_floor.c)
+	local floor=0 fpid f0 f1
+	if [ "$name" = one_s ] && cc -O2 -o "$T/bus_floor" "$here/bus_floor.c" -lczmq -lzmq 2>"$T/floor.err"; then
+		"$T/bus_floor" --pub "ipc://$T/floor.sock" --topic power/floor --size 1152 --every 1000 --stat-every 5 >"$T/floor.log" 2>&1 &
+		fpid=$!
+		pids+=("$fpid")
+		"$T/bus_floor" --pub "ipc://$T/floor-sink.sock" --topic none --size 1 --sub "ipc://$T/floor.sock" >/dev/null 2>&1 &
+		pids+=($!)
+		floor=1
+	fi
 	sleep 1
 	local peer=0 n0 n1 scrapes=0
 	if [ "$name" = one_s ] && [ "$PEER" = 1 ] && [ -n "$NE" ] && peer_start; then
@@ -101,6 +115,7 @@ run_one() {
 	local t0 k0
 	k0=$(ticks "$pd")
 	t0=$(date +%s.%N)
+	[ $floor = 0 ] || f0=$(cpu_ns "$fpid")
 	if [ $peer = 1 ]; then
 		# one scrape a second, as powerd reads once a second, in the same window
 		local end=$((SECONDS + secs))
@@ -122,6 +137,11 @@ run_one() {
 	local k1 t1
 	k1=$(ticks "$pd")
 	t1=$(date +%s.%N)
+	if [ $floor = 1 ]; then
+		f1=$(cpu_ns "$fpid")
+		awk -v c=$((f1 - f0)) -v a="$t0" -v b="$t1" 'BEGIN { n = b - a; printf "the bus alone (bench/bus_floor.c: a 1 s timer sending a message of the same size, nothing read): %.1f us per message\nBENCH powerd.floor.us_per_tick=%.1f\n", c / n / 1e3, c / n / 1e3 }'
+		kill "$fpid"
+	fi
 	kill -TERM "$pd"
 	wait "$pd" || true
 	sleep 0.3

@@ -198,6 +198,10 @@ w("| powerd CPU per reading of 8 RAPL zones (1 s interval, stat messages include
   % (fmt("powerd.1s.us_per_sample", " us", what="powerd CPU"), "-" if pr is None else "yes" if pr >= 10 else "**no**",
      fmt("peer.node_exporter.us_per_scrape", " us", 0, what="node-exporter CPU"),
      ratio("peer.node_exporter.us_per_scrape", "powerd.1s.us_per_sample")))
+w("| powerd CPU per reading against the bus alone (node-exporter / the bus alone: %s, the most a reader on this bus could reach) | %s | - | - | the bus alone: a 1 s timer sending a message of the same size, nothing read (bench/bus_floor.c), same window | %s | %s |"
+  % (ratio("peer.node_exporter.us_per_scrape", "powerd.floor.us_per_tick"), fmt("powerd.1s.us_per_sample", " us"),
+     fmt("powerd.floor.us_per_tick", " us", what="bus floor per message"),
+     ratio("powerd.floor.us_per_tick", "powerd.1s.us_per_sample")))
 w("| powerd RSS | %s | - | - | prometheus-node-exporter RSS | %s | %s |"
   % (fmt("powerd.1s.rss_kib", " MiB", 1, KIB), fmt("peer.node_exporter.rss_kib", " MiB", 1, KIB),
      ratio("peer.node_exporter.rss_kib", "powerd.1s.rss_kib")))
