@@ -110,6 +110,10 @@ int main(int argc, char **argv)
 	if (argc % 2 == 0 || !pub_ep || !topic || !size)
 		usage();
 	sigset_t mask;
+	/* A shell starts a background job with SIGINT ignored, and an ignored signal never
+	 * reaches a blocked set: take the defaults back first, as lib/daemon.c does. */
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGTERM);
 	sigaddset(&mask, SIGINT);

@@ -99,7 +99,7 @@ def label_of(n):
 def vs(key, budget, scale=1.0):
     """figure / budget, e.g. "0.52x": below 1 is within."""
     v = num(key)
-    return "-" if v is None else "%.2fx" % (v * scale / budget)
+    return "-" if v is None or budget <= 0 else "%.2fx" % (v * scale / budget)
 dur = F.get("machine.duration", "?")
 out = []
 w = out.append
@@ -137,11 +137,14 @@ CPU_X_FLOOR, PSS_OVER_FLOOR_MIB, SWITCH_OVER_EMPTY, E2E_X_CPU = 3, 8, 1, 1.2
 
 
 def floor_budget(floor_key, design, rule, unit, digits, scale=1.0):
-    """(limit, cell): the budget over a floor measured in this run, else DESIGN.md's figure."""
+    """(limit, cell): DESIGN.md's figure, or the rule over the floor measured in this run where
+    that is higher (a floor of a noisy run can come out below 0: taken as 0)."""
     f = num(floor_key)
     if f is None:
         return design, "< %g%s (DESIGN.md; no floor measured)" % (design, unit)
-    limit = rule(f * scale)
+    limit = rule(max(f * scale, 0.0))
+    if limit <= design:
+        return design, "< %g%s (DESIGN.md; %s: < %.*f here)" % (design, unit, RULES[floor_key], digits, limit)
     return limit, "< %.*f%s here (%s; DESIGN.md: < %g%s)" % (digits, limit, unit, RULES[floor_key], design, unit)
 
 
@@ -173,9 +176,11 @@ for n in (n_small, n_big):
          if small else "-", KEPLER))
     if small:
         # The floor: the same messages through five bare czmq processes (pipeline.sh floor)
-        w("| whole pipeline CPU against the bus alone, %s | %s (%s wake-ups/s) | - | - | the bus alone: five bare czmq processes carrying the same messages, same load (bench/bus_floor.c) | %s (%s wake-ups/s) | %s |"
-          % (label, fmt(p + "total.cpu_pct", " %", 3), fmt(p + "total.wakeups_per_s", "", 1),
-             fmt("pipeline.floor.total.cpu_pct", " %", 3, what="bus floor CPU"), fmt("pipeline.floor.total.wakeups_per_s", "", 1),
+        def with_wakeups(pre, what=None):
+            v = fmt(pre + "total.cpu_pct", " %", 3, what=what)
+            return v if num(pre + "total.cpu_pct") is None else "%s (%s wake-ups/s)" % (v, fmt(pre + "total.wakeups_per_s", "", 1))
+        w("| whole pipeline CPU against the bus alone, %s | %s | - | - | the bus alone: five bare czmq processes carrying the same messages, same load (bench/bus_floor.c) | %s | %s |"
+          % (label, with_wakeups(p), with_wakeups("pipeline.floor.", what="bus floor CPU"),
              ratio("pipeline.floor.total.cpu_pct", p + "total.cpu_pct")))
         w("| whole pipeline PSS against the bus alone, %s | %s | - | - | the bus alone, as above | %s | %s |"
           % (label, fmt(p + "total.pss_kib", " MiB", 1, KIB), fmt("pipeline.floor.total.pss_kib", " MiB", 1, KIB, what="bus floor PSS"),

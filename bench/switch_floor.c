@@ -20,6 +20,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: switch_floor OBJ\n");
 		return 2;
 	}
+	/* A shell starts a background job with SIGINT ignored, and an ignored signal never
+	 * reaches a blocked set: take the defaults back first, as lib/daemon.c does. */
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGTERM);
 	sigaddset(&mask, SIGINT);

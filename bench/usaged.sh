@@ -58,12 +58,17 @@ bg_start() {
 		sleep 0.1
 	done
 	cat "$log" >&2
+	bg_stop "$BG_PID"
 	return 1
 }
 
+# bg_stop PID: stop what bg_start started, and forget it
 bg_stop() {
-	kill "$1"
+	local p kept=()
+	kill "$1" 2>/dev/null || true
 	wait "$1" 2>/dev/null || true
+	for p in "${pids[@]}"; do [ "$p" = "$1" ] || kept+=("$p"); done
+	pids=("${kept[@]}")
 }
 
 # start_usaged MODE: usaged in the background; sets UPID
