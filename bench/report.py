@@ -136,29 +136,34 @@ CPU_DESIGN, PSS_DESIGN_MIB, SWITCH_DESIGN, E2E_DESIGN_MS = 0.25, 10, 3, 50
 CPU_X_FLOOR, PSS_OVER_FLOOR_MIB, SWITCH_OVER_EMPTY, E2E_X_CPU = 3, 8, 1, 1.2
 
 
-def floor_budget(floor_key, design, rule, unit, digits, scale=1.0):
-    """(limit, cell): DESIGN.md's figure, or the rule over the floor measured in this run where
-    that is higher (a floor of a noisy run can come out below 0: taken as 0)."""
+def floor_budget(floor_key, design, rule, rule_name, unit, digits, scale=1.0):
+    """(limit, cell): DESIGN.md's figure, or rule over the floor measured in this run where that
+    is higher (a floor of a noisy run can come out below 0: taken as 0)."""
     f = num(floor_key)
     if f is None:
         return design, "< %g%s (DESIGN.md; no floor measured)" % (design, unit)
     limit = rule(max(f * scale, 0.0))
     if limit <= design:
-        return design, "< %g%s (DESIGN.md; %s: < %.*f here)" % (design, unit, RULES[floor_key], digits, limit)
-    return limit, "< %.*f%s here (%s; DESIGN.md: < %g%s)" % (digits, limit, unit, RULES[floor_key], design, unit)
+        return design, "< %g%s (DESIGN.md; %s: < %.*f here)" % (design, unit, rule_name, digits, limit)
+    return limit, "< %.*f%s here (%s; DESIGN.md: < %g%s)" % (digits, limit, unit, rule_name, design, unit)
 
 
-RULES = {
-    "pipeline.floor.total.cpu_pct": "3x the bus alone",
-    "pipeline.floor.total.pss_kib": "the bus alone + %d MiB" % PSS_OVER_FLOOR_MIB,
-    "usaged.empty_slowdown_pct": "an empty program on the hook + %d point" % SWITCH_OVER_EMPTY,
-}
+def with_wakeups(pre, what=None):
+    """A run's total CPU, with its wake-ups a second when it was measured."""
+    v = fmt(pre + "total.cpu_pct", " %", 3, what=what)
+    if num(pre + "total.cpu_pct") is None:
+        return v
+    return "%s (%s wake-ups/s)" % (v, fmt(pre + "total.wakeups_per_s", "", 1))
+
+
 CPU_BUDGET, cpu_cell = floor_budget("pipeline.floor.total.cpu_pct", CPU_DESIGN, lambda f: CPU_X_FLOOR * f,
-                                    " % of one core", 3)
+                                    "%dx the bus alone" % CPU_X_FLOOR, " % of one core", 3)
 PSS_BUDGET_MIB, pss_cell = floor_budget("pipeline.floor.total.pss_kib", PSS_DESIGN_MIB,
-                                        lambda f: f + PSS_OVER_FLOOR_MIB, " MiB in total", 1, KIB)
+                                        lambda f: f + PSS_OVER_FLOOR_MIB,
+                                        "the bus alone + %d MiB" % PSS_OVER_FLOOR_MIB, " MiB in total", 1, KIB)
 SWITCH_BUDGET, switch_cell = floor_budget("usaged.empty_slowdown_pct", SWITCH_DESIGN,
-                                          lambda f: f + SWITCH_OVER_EMPTY, " %", 2)
+                                          lambda f: f + SWITCH_OVER_EMPTY,
+                                          "an empty program on the hook + %d point" % SWITCH_OVER_EMPTY, " %", 2)
 for n in (n_small, n_big):
     p = "pipeline.%s." % n
     label = "%s live processes" % label_of(n)
@@ -176,9 +181,6 @@ for n in (n_small, n_big):
          if small else "-", KEPLER))
     if small:
         # The floor: the same messages through five bare czmq processes (pipeline.sh floor)
-        def with_wakeups(pre, what=None):
-            v = fmt(pre + "total.cpu_pct", " %", 3, what=what)
-            return v if num(pre + "total.cpu_pct") is None else "%s (%s wake-ups/s)" % (v, fmt(pre + "total.wakeups_per_s", "", 1))
         w("| whole pipeline CPU against the bus alone, %s | %s | - | - | the bus alone: five bare czmq processes carrying the same messages, same load (bench/bus_floor.c) | %s | %s |"
           % (label, with_wakeups(p), with_wakeups("pipeline.floor.", what="bus floor CPU"),
              ratio("pipeline.floor.total.cpu_pct", p + "total.cpu_pct")))
