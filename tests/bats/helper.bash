@@ -55,7 +55,9 @@ wb_any_alive() {
 # suites in parallel, perhaps beside other work) can take many times what an idle one does.
 WB_WAIT_MIN=${WB_WAIT_MIN:-30}
 
-# Wait until a command succeeds, for at most $1 seconds (at least WB_WAIT_MIN).
+# Wait until a command succeeds, for at most $1 seconds (at least WB_WAIT_MIN), trying it
+# every 50 ms (every $WB_POLL seconds where that is set: a test that measures the machine's
+# CPU while it waits polls less often, so that its own polling stays out of the figures).
 # Tests wait for the condition they need this way, never for a fixed time.
 wb_wait_for() {
 	local secs=$1
@@ -64,7 +66,7 @@ wb_wait_for() {
 	local end=$((SECONDS + secs))
 	until "$@"; do
 		[ $SECONDS -lt $end ] || return 1
-		sleep 0.05
+		sleep "${WB_POLL:-0.05}"
 	done
 }
 
