@@ -27,9 +27,9 @@ for line in open(status_path):
 ulog = os.path.join(os.path.dirname(fig_path), "logs", "usaged.log")
 if os.path.exists(ulog):
     for line in open(ulog):
-        m = re.match(r"slowdown: (-?[\d.]+) %", line)
+        m = re.match(r"(empty program )?slowdown: (-?[\d.]+) %", line)
         if m:
-            F["usaged.slowdown_pct"] = m.group(1)
+            F["usaged.empty_slowdown_pct" if m.group(1) else "usaged.slowdown_pct"] = m.group(2)
         m = re.match(r"(without|with) usaged:.*median ([\d.]+) us", line)
         if m:
             F["usaged.switch_%s_us" % m.group(1)] = m.group(2)
@@ -39,15 +39,9 @@ if os.path.exists(ulog):
             F["usaged.%s.%s.rss_mib" % (m.group(1), m.group(2))] = m.group(5)
             if m.group(6):
                 F["usaged.%s.%s.peak_mib" % (m.group(1), m.group(2))] = m.group(6)
-        m = re.match(r"on_switch: (\d+) calls, ([\d.]+) ns per call", line)
+        m = re.match(r"(on_switch|empty_switch): (\d+) calls, ([\d.]+) ns per call", line)
         if m:
-            F["usaged.on_switch_ns"] = m.group(2)
-        m = re.match(r"empty_switch: (\d+) calls, ([\d.]+) ns per call", line)
-        if m:
-            F["usaged.empty_switch_ns"] = m.group(2)
-        m = re.match(r"empty program slowdown: (-?[\d.]+) %", line)
-        if m:
-            F["usaged.empty_slowdown_pct"] = m.group(1)
+            F["usaged.%s_ns" % m.group(1)] = m.group(3)
         if line.startswith("note: not root or no BTF"):
             F["usaged.note"] = "not root or no BTF: bpf figures skipped"
 
@@ -81,7 +75,7 @@ def within(key, limit, scale=1.0):
 
 def ratio(peer_key, ours_key):
     p, o = num(peer_key), num(ours_key)
-    if p is None or o is None or o == 0:
+    if p is None or o is None or o <= 0 or p < 0:  # a cost below 0 (a noisy difference) has no ratio
         return "-"
     return "%.1fx" % (p / o)
 
@@ -99,7 +93,7 @@ def label_of(n):
 def vs(key, budget, scale=1.0):
     """figure / budget, e.g. "0.52x": below 1 is within."""
     v = num(key)
-    return "-" if v is None or budget <= 0 else "%.2fx" % (v * scale / budget)
+    return "-" if v is None else "%.2fx" % (v * scale / budget)
 dur = F.get("machine.duration", "?")
 out = []
 w = out.append
