@@ -140,6 +140,19 @@ uint64_t counter_range_uj(const struct pd_counter *c)
 	return c->modulus ? ticks_to_uj(c, c->modulus - 1) : 0;
 }
 
+/* A reading lost for a few seconds (a GPU reset, a slow meter) is bridged however short the
+ * interval; at 1 s and above, ten missed samples are. */
+#define INTEG_BRIDGE_MIN_NS (10 * NS_PER_S)
+#define INTEG_BRIDGE_INTERVALS 10
+
+uint64_t integ_bridge_ns(uint64_t interval_ns)
+{
+	if (interval_ns > UINT64_MAX / INTEG_BRIDGE_INTERVALS)
+		return UINT64_MAX;
+	uint64_t n = INTEG_BRIDGE_INTERVALS * interval_ns;
+	return n > INTEG_BRIDGE_MIN_NS ? n : INTEG_BRIDGE_MIN_NS;
+}
+
 void integ_init(struct pd_integrator *in, uint64_t max_uw, uint64_t max_gap_ns)
 {
 	*in = (struct pd_integrator){.max_uw = max_uw, .max_gap_ns = max_gap_ns};

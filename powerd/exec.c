@@ -238,9 +238,8 @@ static struct exec_zone *exec_zone_add(struct pd_set *set, struct pd_exec *ex,
 	snprintf(z.path, sizeof(z.path), "%.255s", ex->cmd);
 	uint64_t max_uw = (uint64_t)(set->opts->max_power_w * 1e6);
 	if (l->unit == PD_UNIT_W) {
-		uint64_t gap = 10 * set->opts->interval_ns;
 		z.is_power = true;
-		integ_init(&z.integ, max_uw, gap > 10000000000ull ? gap : 10000000000ull);
+		integ_init(&z.integ, max_uw, integ_bridge_ns(set->opts->interval_ns));
 	} else {
 		counter_init(&z.ctr, l->range_uj ? l->range_uj + 1 : 0, 1, 1, max_uw);
 	}

@@ -159,8 +159,7 @@ int hwmon_discover(struct pd_set *set, const struct pd_opts *opts, char *why, si
 	int added = 0, failed = 0;
 	char first_err[PD_PATH_MAX + 128] = "";
 	uint64_t max_uw = (uint64_t)(opts->max_power_w * 1e6);
-	uint64_t max_gap_ns =
-	    10 * opts->interval_ns > 10000000000ull ? 10 * opts->interval_ns : 10000000000ull;
+	uint64_t max_gap_ns = integ_bridge_ns(opts->interval_ns);
 	for (size_t k = 0; k < ndev; k++) {
 		char hdir[PD_PATH_MAX], adir[PD_PATH_MAX + 16], devname[64] = "",
 								path[PD_PATH_MAX + 64];

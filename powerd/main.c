@@ -311,8 +311,11 @@ static int on_reload(struct wb_daemon *d, void *new_confp, void *arg)
 	}
 	uint64_t max_uw = (uint64_t)(conf->max_power_w * 1e6);
 	for (size_t i = 0; i < pd->set->n; i++) {
-		pd->set->zones[i].ctr.max_uw = max_uw;
-		pd->set->zones[i].integ.max_uw = max_uw;
+		struct pd_zone *z = &pd->set->zones[i];
+		z->ctr.max_uw = max_uw;
+		z->integ.max_uw = max_uw;
+		if (z->is_power) /* the gap bridged follows the interval */
+			z->integ.max_gap_ns = pd_zone_bridge_ns(z, conf->interval_ns);
 	}
 	return 0;
 }

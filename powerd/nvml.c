@@ -183,7 +183,7 @@ static int nvml_discover(struct pd_set *set, const struct pd_opts *opts, char *w
 	}
 	nv.ngpus = count;
 	uint64_t max_uw = (uint64_t)(opts->max_power_w * 1e6);
-	uint64_t max_gap_ns = 10 * opts->interval_ns;
+	uint64_t max_gap_ns = integ_bridge_ns(opts->interval_ns);
 	int added = 0;
 	char first_err[256] = "";
 	for (unsigned i = 0; i < count; i++) {

@@ -167,6 +167,12 @@ struct pd_integrator {
 };
 
 void integ_init(struct pd_integrator *in, uint64_t max_uw, uint64_t max_gap_ns);
+/*
+ * The longest gap between two power readings that is bridged by a trapezoid: max(10 intervals,
+ * 10 s), the one rule of every source that integrates a reading taken at each sample (a longer
+ * one rebases). A held BMC reading has its own bound, the hold.
+ */
+uint64_t integ_bridge_ns(uint64_t interval_ns);
 enum pd_verdict integ_add(struct pd_integrator *in, uint64_t uw, uint64_t t_ns, uint64_t mono_ns);
 
 /* ---- zone.c: zones and one sample of all zones ---- */
@@ -235,6 +241,9 @@ void pd_held_zone_init(struct pd_set *set, struct pd_zone *z, const struct pd_so
 		       uint64_t hold_ns);
 /* Keep uw as the zone's latest reading, from now. */
 void pd_zone_hold(struct pd_zone *z, uint64_t uw);
+/* The longest gap a power zone's integrator bridges at this interval: a held reading's hold plus
+ * one interval, else integ_bridge_ns. */
+uint64_t pd_zone_bridge_ns(const struct pd_zone *z, uint64_t interval_ns);
 /* A zero zone with its rate limit and fd set up. */
 void pd_zone_init(struct pd_zone *z, const struct pd_source *src, const char *kind, unsigned index);
 /* A source's slot for its own state in the set (exec's running command). */

@@ -74,7 +74,12 @@ void pd_held_zone_init(struct pd_set *set, struct pd_zone *z, const struct pd_so
 	z->is_power = true;
 	z->hold_ns = hold_ns;
 	integ_init(&z->integ, (uint64_t)(set->opts->max_power_w * 1e6),
-		   hold_ns + set->opts->interval_ns);
+		   pd_zone_bridge_ns(z, set->opts->interval_ns));
+}
+
+uint64_t pd_zone_bridge_ns(const struct pd_zone *z, uint64_t interval_ns)
+{
+	return z->hold_ns ? z->hold_ns + interval_ns : integ_bridge_ns(interval_ns);
 }
 
 void pd_zone_hold(struct pd_zone *z, uint64_t uw)

@@ -181,6 +181,24 @@ static void test_integ_rejects(void)
 	CHECK_U64(in.total_uj, 125000000);
 }
 
+/* Every source bridges max(10 intervals, 10 s): at 250 ms a reading lost for 4 s is bridged (it
+ * was rebased after 2.5 s in the nvml source, dropping 4 s of a GPU's power). */
+static void test_integ_bridge(void)
+{
+	CHECK_U64(integ_bridge_ns(250 * MS), 10 * S);
+	CHECK_U64(integ_bridge_ns(S), 10 * S);
+	CHECK_U64(integ_bridge_ns(1500 * MS), 15 * S);
+	CHECK_U64(integ_bridge_ns(UINT64_MAX / 4), UINT64_MAX);
+	struct pd_integrator in;
+	integ_init(&in, MAX_UW, integ_bridge_ns(250 * MS));
+	integ_add(&in, 100000000, 0, 1); /* 100 W */
+	CHECK(integ_add(&in, 100000000, 250 * MS, 1 + 250 * MS) == PD_OK);
+	CHECK(integ_add(&in, 100000000, 4250 * MS, 1 + 4250 * MS) == PD_OK);
+	CHECK_U64(in.total_uj, 425000000);
+	CHECK(integ_add(&in, 100000000, 14500 * MS, 1 + 14500 * MS) == PD_REBASED);
+	CHECK_U64(in.total_uj, 425000000);
+}
+
 /* The wall clock stepped back an hour between readings: the monotonic step is used. */
 static void test_integ_clock_step(void)
 {
@@ -197,6 +215,7 @@ static void test_integ_clock_step(void)
 static const struct unit_case cases[] = {
     {"sum of increments across wraps is exact", test_wrap_sum_exact},
     {"wrap from the top value to 0", test_exact_wrap_to_zero},
+    {"a power reading lost for max(10 intervals, 10 s) is bridged", test_integ_bridge},
     {"value beyond the range rejected", test_out_of_range},
     {"backwards glitch rejected, nothing lost", test_backwards_glitch},
     {"counter restart confirmed by two readings", test_backwards_restart},
