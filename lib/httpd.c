@@ -8,6 +8,7 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <stdarg.h>
@@ -357,7 +358,7 @@ static char *read_text(const char *path, const char *what)
 	return text;
 }
 
-static int resolve(const char *listen, struct sockaddr_storage *ss, socklen_t *sslen, bool *v6)
+static int resolve(const char *listen, struct sockaddr_storage *ss, socklen_t *sslen)
 {
 	char host[256];
 	unsigned port;
@@ -374,7 +375,6 @@ static int resolve(const char *listen, struct sockaddr_storage *ss, socklen_t *s
 		s6->sin6_addr = in6addr_any;
 		s6->sin6_port = htons((uint16_t)port);
 		*sslen = sizeof *s6;
-		*v6 = true;
 		return 0;
 	}
 	struct addrinfo hints = {.ai_socktype = SOCK_STREAM,
@@ -389,22 +389,59 @@ static int resolve(const char *listen, struct sockaddr_storage *ss, socklen_t *s
 	}
 	memcpy(ss, res->ai_addr, res->ai_addrlen);
 	*sslen = res->ai_addrlen;
-	*v6 = res->ai_family == AF_INET6;
 	freeaddrinfo(res);
 	return 0;
 }
 
-static struct MHD_Daemon *start(struct wb_httpd *self, const struct wb_httpd_opts *o,
-				struct sockaddr *sa, bool v6, bool dual)
+/*
+ * The listen socket, bound here rather than by MHD: MHD's bind error names "port 0" (it is given
+ * an address, not a port), and a stage that cannot serve must say which address it could not
+ * have and why. Any address is IPv6 with IPv4 mapped, or IPv4 where the kernel has no IPv6.
+ * Returns the socket, or -1 with errno set.
+ */
+static int listen_on(struct sockaddr_storage *ss, socklen_t sslen)
+{
+	int fd = socket(ss->ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return -1;
+	int on = 1, off = 0;
+	/* as MHD does on its own sockets: a restart binds while the old connections linger */
+	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on) < 0 ||
+	    (ss->ss_family == AF_INET6 &&
+	     IN6_IS_ADDR_UNSPECIFIED(&((struct sockaddr_in6 *)ss)->sin6_addr) &&
+	     setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof off) < 0) ||
+	    bind(fd, (struct sockaddr *)ss, sslen) < 0 || listen(fd, SOMAXCONN) < 0) {
+		int e = errno;
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	return fd;
+}
+
+/* The address a listen setting resolved to, as "ADDR:PORT" or "[ADDR]:PORT". */
+static void addr_text(const struct sockaddr_storage *ss, char *buf, size_t len)
+{
+	char a[INET6_ADDRSTRLEN] = "?";
+	if (ss->ss_family == AF_INET6) {
+		const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)ss;
+		inet_ntop(AF_INET6, &s6->sin6_addr, a, sizeof a);
+		snprintf(buf, len, "[%s]:%u", a, ntohs(s6->sin6_port));
+	} else {
+		const struct sockaddr_in *s4 = (const struct sockaddr_in *)ss;
+		inet_ntop(AF_INET, &s4->sin_addr, a, sizeof a);
+		snprintf(buf, len, "%s:%u", a, ntohs(s4->sin_port));
+	}
+}
+
+static struct MHD_Daemon *start(struct wb_httpd *self, const struct wb_httpd_opts *o, int fd)
 {
 	unsigned flags = MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
-	if (v6)
-		flags |= dual ? MHD_USE_DUAL_STACK : MHD_USE_IPv6;
 	if (self->tls_cert)
 		flags |= MHD_USE_TLS;
 	struct MHD_OptionItem opts[16];
 	size_t n = 0;
-	opts[n++] = (struct MHD_OptionItem){MHD_OPTION_SOCK_ADDR, 0, sa};
+	opts[n++] = (struct MHD_OptionItem){MHD_OPTION_LISTEN_SOCKET, fd, NULL};
 	opts[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_LIMIT,
 					    (intptr_t)o->max_connections, NULL};
 	opts[n++] = (struct MHD_OptionItem){MHD_OPTION_PER_IP_CONNECTION_LIMIT,
@@ -462,13 +499,12 @@ struct wb_httpd *wb_httpd_new(const struct wb_httpd_opts *o, zloop_t *loop,
 	}
 	struct sockaddr_storage ss;
 	socklen_t sslen;
-	bool v6;
-	if (resolve(o->listen, &ss, &sslen, &v6) < 0)
+	if (resolve(o->listen, &ss, &sslen) < 0)
 		goto fail;
 	bool any = ss.ss_family == AF_INET6 &&
 		   IN6_IS_ADDR_UNSPECIFIED(&((struct sockaddr_in6 *)&ss)->sin6_addr);
-	self->mhd = start(self, o, (struct sockaddr *)&ss, v6, any);
-	if (!self->mhd && any) {
+	int fd = listen_on(&ss, sslen);
+	if (fd < 0 && any && errno != EADDRINUSE && errno != EACCES) {
 		/* no IPv6 in this kernel or namespace: any IPv4 address */
 		struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
 		uint16_t port = ((struct sockaddr_in6 *)&ss)->sin6_port;
@@ -476,10 +512,22 @@ struct wb_httpd *wb_httpd_new(const struct wb_httpd_opts *o, zloop_t *loop,
 		s4->sin_family = AF_INET;
 		s4->sin_addr.s_addr = htonl(INADDR_ANY);
 		s4->sin_port = port;
-		self->mhd = start(self, o, (struct sockaddr *)&ss, false, false);
+		fd = listen_on(&ss, sizeof *s4);
 	}
+	if (fd < 0) {
+		char at[INET6_ADDRSTRLEN + 16];
+		addr_text(&ss, at, sizeof at);
+		log_errx("http: cannot listen on %s (listen \"%s\"): %s", at, o->listen,
+			 strerror(errno));
+		goto fail;
+	}
+	self->mhd = start(self, o, fd);
 	if (!self->mhd) {
-		log_warnx("http: cannot serve on %s (see the message above)", o->listen);
+		/* MHD owns the socket once it runs; whether it closed it on failure depends on
+		 * where it failed */
+		if (fcntl(fd, F_GETFD) >= 0)
+			close(fd);
+		log_errx("http: cannot serve on %s (see the message above)", o->listen);
 		goto fail;
 	}
 	const union MHD_DaemonInfo *info = MHD_get_daemon_info(self->mhd, MHD_DAEMON_INFO_EPOLL_FD);

@@ -3,7 +3,9 @@
 # defaults, sockets under build/run/, and say what this machine runs on (meter
 # or model mode, eBPF or /proc) and where the metrics are. Ctrl-C (or SIGINT or
 # SIGTERM) stops every stage cleanly, at any time, and exits 0; a stage that
-# dies on its own is reported with its exit status, and the exit is 1.
+# dies on its own is reported with its exit status, and the exit is 1. One that
+# dies before the banner (exportd that cannot have its port, say) stops them all:
+# no banner announces what does not run.
 #
 # Environment: WB_BUILD (build dir), WATTBUS_LISTEN (default :9102),
 # WATTBUS_RUNTIME_DIR (where the sockets go; default build/run),
@@ -63,6 +65,8 @@ for f in "$here"/data/models/*.json; do [ -e "$f" ] && model=$f && break; done
 
 declare -A pid_of name_of
 stopping=0
+started=0
+failed=0
 probe_pid=""
 
 stage_args() {
@@ -93,16 +97,48 @@ stop_all() {
 }
 trap stop_all INT TERM HUP
 
+# stage_ended STAGE STATUS: STAGE's process is gone; say so unless it was asked
+# to stop and stopped cleanly. Before the banner, a stage gone on its own stops
+# the others (its own message, just above, says why).
+stage_ended() {
+	local s=$1 rc=$2
+	unset "pid_of[$s]"
+	if [ "$stopping" -eq 0 ] && [ "$started" -eq 0 ]; then
+		echo "wattbus: wattbus-$s failed at start-up with status $rc (its message is above); stopping every stage" >&2
+		failed=1
+		stopping=1 # said just now: stop_all need not say it again
+		stop_all
+	elif [ "$stopping" -eq 0 ]; then
+		echo "wattbus: wattbus-$s exited on its own with status $rc; the other stages keep running" >&2
+		failed=1
+	elif [ "$rc" -ne 0 ]; then
+		echo "wattbus: wattbus-$s stopped with status $rc" >&2
+		failed=1
+	fi
+}
+
 # A start-up probe runs in the background: bash runs a trap only once the
 # foreground command is done, while `wait` returns at once, so a stop asked for
-# during the probe is not held up by it. Usage: probe OUT cmd...
+# during the probe is not held up by it; a stage that ends meanwhile is seen at
+# once. Usage: probe OUT cmd...
 probe() {
 	local out=$1
 	shift
 	[ "$stopping" -eq 0 ] || return 0
 	"$@" >"$out" 2>/dev/null &
 	probe_pid=$!
-	wait "$probe_pid"
+	local done_pid rc
+	while :; do
+		done_pid=""
+		wait -n -p done_pid "$probe_pid" "${pid_of[@]}"
+		rc=$?
+		if [ -z "${done_pid:-}" ]; then
+			[ "$rc" -eq 127 ] && break # nothing left to wait for
+			continue                   # a trapped signal interrupted the wait
+		fi
+		[ "$done_pid" = "$probe_pid" ] && break
+		stage_ended "${name_of[$done_pid]}" "$rc"
+	done
 	probe_pid=""
 }
 
@@ -148,11 +184,12 @@ if [ "$stopping" -eq 0 ]; then
 	echo
 fi
 
+started=1
+
 if [ -n "${WATTBUS_RUN_FOR:-}" ]; then
 	(sleep "$WATTBUS_RUN_FOR" && kill -TERM $$) &
 fi
 
-failed=0
 while [ ${#pid_of[@]} -gt 0 ]; do
 	done_pid=""
 	wait -n -p done_pid
@@ -163,14 +200,7 @@ while [ ${#pid_of[@]} -gt 0 ]; do
 	fi
 	s=${name_of[$done_pid]:-}
 	[ -z "$s" ] && continue # the timer, a probe, or a log pipe
-	unset "pid_of[$s]"
-	if [ "$stopping" -eq 0 ]; then
-		echo "wattbus: wattbus-$s exited on its own with status $rc; the other stages keep running" >&2
-		failed=1
-	elif [ "$rc" -ne 0 ]; then
-		echo "wattbus: wattbus-$s stopped with status $rc" >&2
-		failed=1
-	fi
+	stage_ended "$s" "$rc"
 done
 echo "wattbus: stopped" >&2
 exit $failed

@@ -148,3 +148,26 @@ assert_clean_stop() {
 	wait "$STARTER" || rc=$?
 	[ "$rc" -eq 1 ]
 }
+
+@test "make run stops when exportd cannot have its port: names the stage and the address, no banner, exit 1" {
+	wb_spawn holder python3 -c 'import socket, sys, time
+s = socket.socket()
+s.bind(("127.0.0.1", int(sys.argv[1])))
+s.listen()
+print("listening", flush=True)
+time.sleep(3600)' "$port"
+	wb_wait_for 30 grep -q listening "$BATS_TEST_TMPDIR/holder.log"
+	start_run dfl
+	rc=0
+	wait "$STARTER" || rc=$?
+	run cat "$OUT"
+	[ "$rc" -eq 1 ] || fail "exit $rc: $output"
+	assert_output --partial "[exportd] wattbus-exportd: error: http: cannot listen on 127.0.0.1:$port"
+	assert_output --partial "wattbus: wattbus-exportd failed at start-up with status 1"
+	refute_output --partial "wattbus is running"
+	refute_output --partial "metrics: http://"
+	refute_output --partial "exited on its own"
+	# (a stage stopped before its signal handling is up dies of SIGTERM without a word)
+	assert_output --partial "wattbus: stopped"
+	! pgrep -f "$build/wattbus-" >/dev/null
+}
