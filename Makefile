@@ -191,7 +191,7 @@ $(FAKE_NVML): tests/fake_nvml.c | $(BUILD)/tests/.dir
 all: $(FAKE_NVML)
 $(BUILD)/tests/test_powerd_nvml: $(FAKE_NVML)
 
-check: deps-test format-check all $(UNIT_BINS) $(IPMI_STANDIN)
+check: deps-test format-check man-check all $(UNIT_BINS) $(IPMI_STANDIN)
 	$(Q)WB_BUILD=$(abspath $(BUILD)) tests/run.sh $(abspath $(UNIT_BINS))
 
 # ---- fuzzing (clang libFuzzer + ASan/UBSan; not part of check; .ci/run builds them) ----
@@ -280,12 +280,22 @@ format-check:
 	$(Q)clang-format --dry-run -Werror $(FORMAT_SRCS) || \
 		{ echo "format-check: the files above are not in .clang-format's style; make format fixes them" >&2; exit 1; }
 
+# Every man page renders with no troff warning (-ww: all of them), as man(1) would show it: a
+# line that troff takes for a request (one starting with '.' or ') loses its text silently.
+MAN_PAGES := $(wildcard man/*.[1-8])
+man-check:
+	$(Q)bad=0; for m in $(MAN_PAGES); do \
+		out=$$(groff -Tutf8 -ww -z -man "$$m" 2>&1); \
+		[ -z "$$out" ] || { echo "$$out" >&2; bad=1; }; \
+	done; \
+	[ $$bad -eq 0 ] || { echo "man-check: the man pages above have troff warnings" >&2; exit 1; }
+
 clean:
 	rm -rf build build-san
 
 conf: all
 	tools/genconf.sh $(BUILD) > docs/wattbus.conf
 
-.PHONY: FORCE image dlopen-libs conf all check fuzz fuzz-build bench run deps deps-test install uninstall format format-check clean
+.PHONY: FORCE image dlopen-libs conf all check fuzz fuzz-build bench run deps deps-test install uninstall format format-check man-check clean
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
