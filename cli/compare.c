@@ -56,7 +56,10 @@ struct cmp {
 	uint64_t window_ns; /* 0: no per-window report */
 	/* results */
 	size_t nslots;
-	uint64_t t0_ns;	   /* first slot's start */
+	int coarse;	   /* the side whose sample times are the slot edges (analyze) */
+	uint64_t e0_ns;	   /* its first slot's start */
+	double *coarse_w;  /* its slot powers, the same at every lag */
+	uint64_t t0_ns;	   /* A's first slot's start */
 	double *a_w, *b_w; /* per slot at the overall lag; NAN where missing */
 	struct agree all;
 	struct agree *win;
@@ -208,19 +211,31 @@ static double spacing_s(const struct curve *c)
 }
 
 /*
- * Slot powers of A and of B shifted by lag_ns (B at [t0 + lag, t1 + lag]); returns the slots
- * where both are known. a_slots: A's slot powers over [i0, i1) when already known (A never
- * moves), else NULL.
+ * The slots: slot i spans [e0 + i * slot, + slot) on the coarser meter, whose edges are on its
+ * sample times (as alignd puts slot edges on usage samples), so that its slot energies are read,
+ * not interpolated, at every lag. The finer meter is read shifted by the lag (B follows A by lag:
+ * B at A's time + lag) and interpolated within its shorter spacing. The lag search and the fit
+ * read the same slots: the fit reported is the one at the lag reported, its R^2 the square of
+ * the correlation there (they were read on two grids, and disagreed).
  */
-static size_t slot_pairs(const struct cmp *k, size_t i0, size_t i1, int64_t lag_ns,
-			 const double *a_slots, double *a, double *b, double *xa, double *xb)
+static double fine_w(const struct cmp *k, size_t i, int64_t lag_ns)
+{
+	int64_t e = (int64_t)(k->e0_ns + i * k->slot_ns);
+	int64_t t = k->coarse ? e - lag_ns : e + lag_ns;
+	return slot_w(&k->s[!k->coarse], (uint64_t)t, (uint64_t)t + k->slot_ns);
+}
+
+/*
+ * A's and B's slot powers at lag_ns over slots [i0, i1): into a[i] and b[i] when a is not NULL,
+ * and the slots where both are known into xa, xb; returns how many those are.
+ */
+static size_t slot_pairs(const struct cmp *k, size_t i0, size_t i1, int64_t lag_ns, double *a,
+			 double *b, double *xa, double *xb)
 {
 	size_t n = 0;
 	for (size_t i = i0; i < i1; i++) {
-		uint64_t t0 = k->t0_ns + i * k->slot_ns, t1 = t0 + k->slot_ns;
-		double pa = a_slots ? a_slots[i - i0] : slot_w(&k->s[0], t0, t1);
-		double pb = slot_w(&k->s[1], (uint64_t)((int64_t)t0 + lag_ns),
-				   (uint64_t)((int64_t)t1 + lag_ns));
+		double pc = k->coarse_w[i], pf = isfinite(pc) || a ? fine_w(k, i, lag_ns) : NAN;
+		double pa = k->coarse ? pf : pc, pb = k->coarse ? pc : pf;
 		if (a) {
 			a[i] = pa;
 			b[i] = pb;
@@ -235,53 +250,71 @@ static size_t slot_pairs(const struct cmp *k, size_t i0, size_t i1, int64_t lag_
 }
 
 /*
- * Cross-correlation over lags from -max_lag to +max_lag in steps of step_ns: the lag
- * where B follows A best over slots [i0, i1) (the smallest such lag on a tie); also
- * the fit at lag 0. Returns that lag in ns (0 when nothing varies).
+ * Correlations closer than this share of what the best leaves unexplained (1 - r) are one: at a
+ * finer step than the meters resolve, neighbouring lags differ by the noise of an interpolation,
+ * which grows with what the fit does not explain, and the lag nearest 0 is the one to report.
+ */
+#define LAG_TIE_SHARE 0.1
+/*
+ * The lag where B follows A best over slots [i0, i1): the correlation at each lag from
+ * -max_lag to +max_lag in steps of step_ns; of those within LAG_TIE_SHARE of (1 - the best), the
+ * lag nearest 0 (so that two zones of one message, read at the same instants, show lag 0). Returns
+ * that lag in ns (0, and lag_known false, when nothing varies).
  */
 static int64_t find_lag(const struct cmp *k, size_t i0, size_t i1, int64_t step_ns, double *xa,
 			double *xb, struct agree *g)
 {
-	int64_t best = 0;
+	size_t nlags = 2 * (size_t)(k->max_lag_ns / (uint64_t)step_ns) + 1;
+	double *r = malloc(nlags * sizeof(*r));
+	int64_t lag0 = -(int64_t)(k->max_lag_ns / (uint64_t)step_ns) * step_ns;
 	double best_r = -INFINITY;
-	/* A's slot powers, read once for all lags (NULL when out of memory: read at each) */
-	double *pa = malloc((i1 - i0 + 1) * sizeof(*pa));
-	for (size_t i = i0; pa && i < i1; i++) {
-		uint64_t t0 = k->t0_ns + i * k->slot_ns;
-		pa[i - i0] = slot_w(&k->s[0], t0, t0 + k->slot_ns);
+	for (size_t j = 0; r && j < nlags; j++) {
+		size_t n = slot_pairs(k, i0, i1, lag0 + (int64_t)j * step_ns, NULL, NULL, xa, xb);
+		r[j] = n >= 3 ? correlation(xa, xb, n) : NAN;
+		if (isfinite(r[j]) && r[j] > best_r)
+			best_r = r[j];
 	}
-	for (int64_t lag = -(int64_t)k->max_lag_ns; lag <= (int64_t)k->max_lag_ns; lag += step_ns) {
-		size_t n = slot_pairs(k, i0, i1, lag, pa, NULL, NULL, xa, xb);
-		double r = n >= 3 ? correlation(xa, xb, n) : NAN;
-		if (isfinite(r) && (r > best_r + 1e-12 ||
-				    (fabs(r - best_r) <= 1e-12 && llabs(lag) < llabs(best)))) {
-			best_r = r;
+	int64_t best = 0;
+	double r_best = NAN;
+	g->lag_known = r && isfinite(best_r);
+	for (size_t j = 0; g->lag_known && j < nlags; j++) {
+		int64_t lag = lag0 + (int64_t)j * step_ns;
+		if (isfinite(r[j]) && r[j] >= best_r - LAG_TIE_SHARE * (1 - best_r) &&
+		    (!isfinite(r_best) || llabs(lag) < llabs(best))) {
 			best = lag;
+			r_best = r[j];
 		}
 	}
-	g->lag_known = isfinite(best_r);
+	free(r);
 	g->lag_s = (double)best / 1e9;
-	g->lag_r = g->lag_known ? best_r : NAN;
-	size_t n0 = slot_pairs(k, i0, i1, 0, pa, NULL, NULL, xa, xb);
-	fit_linear(xa, xb, n0, &g->fit0);
-	free(pa);
+	g->lag_r = g->lag_known ? r_best : NAN;
 	return best;
 }
 
-/* The fit and the errors of B against A over slots [i0, i1) of k->a_w and k->b_w. */
-static void agree_fill(const struct cmp *k, size_t i0, size_t i1, double *xa, double *xb,
-		       struct agree *g)
+/*
+ * The fit and the errors of B against A over slots [i0, i1) at lag_ns (the lag g reports), and
+ * the fit at lag 0 on the same slots; each slot's powers into a[i], b[i] when a is not NULL.
+ */
+static void agree_at(const struct cmp *k, size_t i0, size_t i1, int64_t lag_ns, double *a,
+		     double *b, double *xa, double *xb, struct agree *g)
 {
-	size_t n = 0;
 	g->i0 = i0;
 	g->i1 = i1;
+	fit_linear(xa, xb, slot_pairs(k, i0, i1, 0, NULL, NULL, xa, xb), &g->fit0);
+	size_t n = 0;
 	g->missing_a = g->missing_b = 0;
 	for (size_t i = i0; i < i1; i++) {
-		g->missing_a += !isfinite(k->a_w[i]);
-		g->missing_b += !isfinite(k->b_w[i]);
-		if (isfinite(k->a_w[i]) && isfinite(k->b_w[i])) {
-			xa[n] = k->a_w[i];
-			xb[n] = k->b_w[i];
+		double pc = k->coarse_w[i], pf = fine_w(k, i, lag_ns);
+		double pa = k->coarse ? pf : pc, pb = k->coarse ? pc : pf;
+		if (a) {
+			a[i] = pa;
+			b[i] = pb;
+		}
+		g->missing_a += !isfinite(pa);
+		g->missing_b += !isfinite(pb);
+		if (isfinite(pa) && isfinite(pb)) {
+			xa[n] = pa;
+			xb[n] = pb;
 			n++;
 		}
 	}
@@ -326,20 +359,31 @@ static int analyze(struct cmp *k)
 		k->max_lag_ns = (uint64_t)(10 * fmax(spa, spb) * 1e9);
 	if (k->max_lag_ns > (to - from) / 4)
 		k->max_lag_ns = (to - from) / 4;
-	/* Slots on the slot grid; B may be read up to max_lag either side of each. */
-	uint64_t start = ((from + k->max_lag_ns) / k->slot_ns + 1) * k->slot_ns;
-	uint64_t stop = to - k->max_lag_ns;
-	k->t0_ns = start;
-	k->nslots = stop > start ? (stop - start) / k->slot_ns : 0;
+	/* Slot edges on the coarser meter's sample times, within [from + max_lag, to - max_lag]:
+	 * the finer one is read up to max_lag either side of each slot. */
+	k->coarse = spb >= spa;
+	uint64_t start = from + k->max_lag_ns, stop = to - k->max_lag_ns;
+	uint64_t phase = k->s[k->coarse].c->s[0].t_ns % k->slot_ns;
+	uint64_t e0 = start - start % k->slot_ns + phase;
+	if (e0 < start)
+		e0 += k->slot_ns;
+	k->e0_ns = e0;
+	k->nslots = stop > e0 ? (stop - e0) / k->slot_ns : 0;
 	if (k->nslots < 3)
 		return -1;
+	k->coarse_w = calloc(k->nslots, sizeof(double));
 	k->a_w = calloc(k->nslots, sizeof(double));
 	k->b_w = calloc(k->nslots, sizeof(double));
 	double *xa = calloc(k->nslots, sizeof(double)), *xb = calloc(k->nslots, sizeof(double));
-	if (!k->a_w || !k->b_w || !xa || !xb) {
+	if (!k->coarse_w || !k->a_w || !k->b_w || !xa || !xb) {
 		free(xa);
 		free(xb);
 		return -1;
+	}
+	/* the coarser meter's slot powers: the same at every lag */
+	for (size_t i = 0; i < k->nslots; i++) {
+		uint64_t e = e0 + i * k->slot_ns;
+		k->coarse_w[i] = slot_w(&k->s[k->coarse], e, e + k->slot_ns);
 	}
 	/* Steps of a tenth of the finer meter's spacing (or of the slot, if shorter). */
 	double fine_s = fmin(fmin(spa, spb), (double)k->slot_ns / 1e9);
@@ -347,28 +391,10 @@ static int analyze(struct cmp *k)
 	if (step < 1000)
 		step = 1000;
 	int64_t best = find_lag(k, 0, k->nslots, step, xa, xb, &k->all);
-	/*
-	 * Slot edges on the sample times of the coarser meter (as alignd puts slot edges
-	 * on usage samples): its slot energies are then read, not interpolated, and only
-	 * the finer meter is interpolated, within its shorter spacing.
-	 */
-	bool b_coarser = spb >= spa;
-	int64_t shift = b_coarser ? best : 0;
-	uint64_t anchor = (uint64_t)((int64_t)(b_coarser ? cb->s[0].t_ns : ca->s[0].t_ns) - shift);
-	uint64_t phase = anchor % k->slot_ns;
-	uint64_t t0 = start - start % k->slot_ns + phase;
-	if (t0 < start)
-		t0 += k->slot_ns;
-	k->t0_ns = t0;
-	k->nslots = stop > t0 ? (stop - t0) / k->slot_ns : 0;
-	if (k->nslots < 3) {
-		free(xa);
-		free(xb);
-		return -1;
-	}
-	slot_pairs(k, 0, k->nslots, best, NULL, k->a_w, k->b_w, xa, xb);
-	agree_fill(k, 0, k->nslots, xa, xb, &k->all);
-	/* Windows: the lag each finds for itself; the fit on the slots at the overall lag. */
+	agree_at(k, 0, k->nslots, best, k->a_w, k->b_w, xa, xb, &k->all);
+	/* A's slots start at T_S 0: B follows at the lag */
+	k->t0_ns = k->coarse ? (uint64_t)((int64_t)e0 - best) : e0;
+	/* Windows: the lag each finds for itself, and the fit there. */
 	size_t per = k->window_ns ? (size_t)(k->window_ns / k->slot_ns) : 0;
 	if (per >= 3) {
 		k->nwin = k->nslots / per;
@@ -376,8 +402,8 @@ static int analyze(struct cmp *k)
 		if (!k->win)
 			k->nwin = 0;
 		for (size_t w = 0; w < k->nwin; w++) {
-			find_lag(k, w * per, (w + 1) * per, step, xa, xb, &k->win[w]);
-			agree_fill(k, w * per, (w + 1) * per, xa, xb, &k->win[w]);
+			int64_t lag = find_lag(k, w * per, (w + 1) * per, step, xa, xb, &k->win[w]);
+			agree_at(k, w * per, (w + 1) * per, lag, NULL, NULL, xa, xb, &k->win[w]);
 		}
 	}
 	free(xa);
@@ -753,6 +779,7 @@ out:
 		free(k.s[i].lag_s);
 	}
 	wb_seqtrack_destroy(&k.seq);
+	free(k.coarse_w);
 	free(k.a_w);
 	free(k.b_w);
 	free(k.win);

@@ -27,6 +27,8 @@ print("%s vs %s (+-%g): %s" % (v, w, a, "ok" if ok else "OFF")); sys.exit(0 if o
 	assert_success
 	j=$output
 	near "$(jq -r .lag_s <<<"$j")" 1.5 0.1
+	# the fit reported is the one at the lag reported: its R^2 is the correlation there squared
+	near "$(jq -r .fit.r2 <<<"$j")" "$(jq -r '.lag_r * .lag_r' <<<"$j")" 1e-9
 	near "$(jq -r .fit.gain <<<"$j")" 1.08 0.025
 	near "$(jq -r .fit.offset_w <<<"$j")" 12 3
 	[ "$(jq -r '.fit.r2 > 0.98 and .fit_lag0.r2 < 0.6' <<<"$j")" = true ]
@@ -69,6 +71,31 @@ print("%s vs %s (+-%g): %s" % (v, w, a, "ok" if ok else "OFF")); sys.exit(0 if o
 	else
 		skip "gnuplot is not installed (scripts/deps.sh test installs gnuplot-nox)"
 	fi
+}
+
+@test "two zones of one message (read at the same instants): lag 0, and the fit reported is the one at lag 0" {
+	# dram-0 is 0.25 x platform + 4 W plus a staircase of its own and noise: correlated, not
+	# proportional, so that neighbouring lags differ only by noise. compare used to search the lag
+	# on one slot grid and fit on another: it printed a lag off 0 with the fit of that lag worse
+	# than lag 0's, and an R^2 that was not the square of the correlation it printed.
+	for seed in 1 2 3; do
+		rec=$BATS_TEST_TMPDIR/zones$seed.rec
+		python3 "$GEN" "$rec" --second-zone --noise 2 --seed "$seed"
+		run compare_json --from "$rec" ref/platform ref/dram-0
+		assert_success
+		j=$output
+		# lag 0 within one step (a tenth of the 0.25 s spacing)
+		near "$(jq -r .lag_s <<<"$j")" 0 0.025
+		near "$(jq -r .fit.r2 <<<"$j")" "$(jq -r '.lag_r * .lag_r' <<<"$j")" 1e-9
+		[ "$(jq -r '.fit.r2 >= .fit_lag0.r2' <<<"$j")" = true ]
+		near "$(jq -r .fit.gain <<<"$j")" 0.25 0.02
+	done
+	run "$WATTBUS" compare --summary --from "$rec" ref/platform ref/dram-0
+	assert_success
+	assert_line --regexp '^lag: B follows A by [+-]0\.0(00|25) s \(correlation 0\.9[0-9]+ at that lag'
+	# the two R^2 of the fit line: the lag's is at least lag 0's
+	echo "$output" | awk '/^fit:/ { gsub(/[(),:]/, " "); for (i = 1; i <= NF; i++) if ($i == "R^2") r[++n] = $(i + 1) }
+		END { print "R^2 " r[1] ", at lag 0 " r[2]; exit !(n == 2 && r[1] >= r[2]) }'
 }
 
 @test "a meter that drifts: per-window gain shows when" {
