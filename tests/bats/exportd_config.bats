@@ -33,14 +33,20 @@ teardown() { wb_kill_all; }
 	done
 }
 
-@test "a port already in use is a runtime failure (exit 1) that says so" {
+@test "a port already in use is a runtime failure (exit 1) that names the address" {
 	port=$(ex_free_port)
 	wb_spawn holder /usr/bin/python3 -c 'import socket,sys,time; s=socket.socket(); s.bind(("127.0.0.1",int(sys.argv[1]))); s.listen(); print("up", flush=True); time.sleep(30)' "$port"
 	wb_wait_lines "$BATS_TEST_TMPDIR/holder.log" 1 10 up
 	run timeout 10 "$D" --runtime_dir "$BATS_TEST_TMPDIR/run" --listen "127.0.0.1:$port"
 	assert_failure 1
-	assert_output --partial "cannot serve on 127.0.0.1:$port"
-	assert_output --partial 'Address already in use'
+	assert_output --partial "error: http: cannot listen on 127.0.0.1:$port (listen \"127.0.0.1:$port\"): Address already in use"
+	# libmicrohttpd's own message named "port 0", the port it was not asked for
+	refute_output --partial "port 0"
+	refute_output --partial "running"
+	# a bare port: any address, shown as such
+	run timeout 10 "$D" --runtime_dir "$BATS_TEST_TMPDIR/run" --listen "$port"
+	assert_failure 1
+	assert_output --regexp "cannot listen on (\[::\]|0\.0\.0\.0):$port \(listen \"$port\"\): Address already in use"
 }
 
 @test "the series cap drops what does not fit and counts it" {
