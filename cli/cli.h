@@ -88,8 +88,9 @@ struct meter_stats {
 void meter_analyze(const struct series *s, bool is_power, double range_uj, struct meter_stats *st);
 
 struct meter_advice {
-	double interval_s; /* powerd and usaged `interval` */
-	double max_lag_s;  /* alignd `max_lag` */
+	bool known;	   /* false: the meter did not change twice, so its period is unknown */
+	double interval_s; /* powerd and usaged `interval`; NAN when not known */
+	double max_lag_s;  /* alignd `max_lag`; NAN when not known */
 };
 void meter_suggest(const struct meter_stats *st, double latency_max_s, struct meter_advice *adv);
 

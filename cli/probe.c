@@ -430,7 +430,10 @@ static void print_text(const struct probe *p, const struct meter_advice *all)
 		if (isfinite(z->st.noise_w))
 			snprintf(noise, sizeof(noise), "%.3f", z->st.noise_w);
 		printf("%-22s %-8s %-7s %-10s %-11s %8s %8s %-11s %-9s %-9s %-9s\n", name, z->kind,
-		       z->source, z->st.changes >= 2 || z->st.period_bounded ? per : "no change",
+		       z->source,
+		       z->st.changes >= 2 || z->st.period_bounded ? per
+		       : z->st.changes				  ? "1 change"
+								  : "no change",
 		       step, mean, noise, wrap, tow, lat, cpu);
 	}
 	printf("\n");
@@ -460,21 +463,32 @@ static void print_text(const struct probe *p, const struct meter_advice *all)
 		else if (z->st.period_bounded)
 			printf(
 			    "; it changed at nearly every reading: read it faster (--spacing) for its real period");
-		else if (z->st.changes < 2)
+		char dur[32];
+		fmt_s(dur, sizeof(dur), (double)p->duration_ns / 1e9);
+		if (!z->adv.known && z->st.changes == 0)
 			printf(
-			    "; it did not change twice: probe longer (--duration) or under load");
-		printf("\n    alignd: interval = %gs, max_lag = %gs\n", z->adv.interval_s,
-		       z->adv.max_lag_s);
+			    "\n    no change seen in %s: no interval or max_lag to suggest; probe longer (--duration) or under load\n",
+			    dur);
+		else if (!z->adv.known)
+			printf(
+			    "\n    one change seen in %s: its update period is unknown, no interval or max_lag to suggest; probe longer (--duration) or under load\n",
+			    dur);
+		else
+			printf("\n    alignd: interval = %gs, max_lag = %gs\n", z->adv.interval_s,
+			       z->adv.max_lag_s);
 		double w = wrap_s(z);
 		if (isfinite(w) && w < 2 * z->adv.interval_s)
 			printf(
 			    "    warning: the counter wraps in %.3g s at this power: sample at least twice as often\n",
 			    w);
 	}
-	if (p->nz)
+	if (all->known)
 		printf(
 		    "\nsettings for all zones together: [powerd] interval = %gs, [alignd] max_lag = %gs\n",
 		    all->interval_s, all->max_lag_s);
+	else if (p->nz)
+		printf(
+		    "\nsettings for all zones together: none to suggest, no zone changed twice\n");
 	if (p->rejected)
 		printf("%llu power frames rejected as invalid (left out)\n",
 		       (unsigned long long)p->rejected);
@@ -507,16 +521,20 @@ static int print_json(const struct probe *p, const struct meter_advice *all)
 					      jnum(lat_q(z, 1))));
 		json_object_set_new(o, "cpu_per_read_s", jnum(cpu_per_read(p, z)));
 		json_object_set_new(o, "suggest",
-				    json_pack("{s:f, s:f}", "interval_s", z->adv.interval_s,
-					      "max_lag_s", z->adv.max_lag_s));
+				    z->adv.known
+					? json_pack("{s:f, s:f}", "interval_s", z->adv.interval_s,
+						    "max_lag_s", z->adv.max_lag_s)
+					: json_null());
 		json_array_append_new(zones, o);
 	}
 	json_t *root = json_pack("{s:s, s:f, s:o}", "mode", p->mode, "duration_s",
 				 (double)p->duration_ns / 1e9, "zones", zones);
 	if (p->nz)
 		json_object_set_new(root, "suggest",
-				    json_pack("{s:f, s:f}", "interval_s", all->interval_s,
-					      "max_lag_s", all->max_lag_s));
+				    all->known
+					? json_pack("{s:f, s:f}", "interval_s", all->interval_s,
+						    "max_lag_s", all->max_lag_s)
+					: json_null());
 	json_t *why = json_object();
 	for (unsigned i = 0; i < p->nsets; i++)
 		if (!p->sets[i])
@@ -703,12 +721,16 @@ int cmd_probe(int argc, char **argv)
 		}
 		sample_reads(p);
 	}
-	struct meter_advice all = {0, 0};
+	/* for all zones together: the most any zone whose period is known needs */
+	struct meter_advice all = {false, 0, 0};
 	for (size_t i = 0; i < p->nz; i++) {
 		struct pzone *z = &p->z[i];
 		meter_analyze(&z->s, z->is_power, strcmp(p->mode, "bus") ? z->wrap_uj : 0, &z->st);
 		double lmax = lat_q(z, 1);
 		meter_suggest(&z->st, isfinite(lmax) ? lmax : 0, &z->adv);
+		if (!z->adv.known)
+			continue;
+		all.known = true;
 		if (z->adv.interval_s > all.interval_s)
 			all.interval_s = z->adv.interval_s;
 		if (z->adv.max_lag_s > all.max_lag_s)

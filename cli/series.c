@@ -158,6 +158,13 @@ static double nice_up(double s)
 
 void meter_suggest(const struct meter_stats *st, double latency_max_s, struct meter_advice *adv)
 {
+	/* A meter seen changing fewer than twice has no period to go by: suggesting settings for
+	 * it would pass powerd's defaults off as what the meter needs. */
+	adv->known = isfinite(st->period_s) || (st->period_bounded && isfinite(st->spacing_s));
+	if (!adv->known) {
+		adv->interval_s = adv->max_lag_s = NAN;
+		return;
+	}
 	double period = isfinite(st->period_s) ? st->period_s : 0;
 	/*
 	 * Two updates per sample at least: a slot edge is then off by at most one update's

@@ -70,6 +70,40 @@ print("%s vs %s (+-%g%%): %s" % (v, w, r * 100, "ok" if ok else "OFF")); sys.exi
 	assert_output --partial "settings for all zones together: [powerd] interval = 1s"
 }
 
+@test "a zone that never changes: 'no change seen', no interval or max_lag suggested for it" {
+	# package-1 stands still (a socket's counter that never moves, a meter that is stuck)
+	pd_rapl_zone intel-rapl:1 package-1 123456 "$RANGE_PKG"
+	start_writer
+	run probe_json --sysfs-root "$PDR/sys" --dev-root "$PDR/dev" --proc-root "$PDR/proc" --source rapl --duration 2s
+	assert_success
+	j=$output
+	[ "$(zone_field "$j" package-1 changes)" = 0 ]
+	[ "$(zone_field "$j" package-1 suggest)" = null ]
+	[ "$(zone_field "$j" package-0 suggest | jq -r .interval_s)" = 1 ]
+	# the settings for all zones come from those that moved
+	[ "$(jq -r '.suggest.interval_s' <<<"$j")" = 1 ]
+	run "$WATTBUS" probe --sysfs-root "$PDR/sys" --dev-root "$PDR/dev" --proc-root "$PDR/proc" --source rapl --duration 2s
+	assert_success
+	assert_line --regexp '^package-1 +package +rapl +no change '
+	# its paragraph ends with no settings; package-0's with them
+	txt=$output
+	run awk '/^package-1:/ { getline; print; exit }' <<<"$txt"
+	assert_output "    no change seen in 2 s: no interval or max_lag to suggest; probe longer (--duration) or under load"
+	run awk '/^package-0:/ { getline; print; exit }' <<<"$txt"
+	assert_output --regexp '^    alignd: interval = 1s, max_lag = [0-9.]+s$'
+	# the one zone alone: nothing to suggest at all
+	wb_kill_all
+	rm -r "$PDR/sys/class/powercap/intel-rapl:0" "$PDR/sys/class/powercap/intel-rapl:0:0"
+	run probe_json --sysfs-root "$PDR/sys" --dev-root "$PDR/dev" --proc-root "$PDR/proc" --source rapl --duration 1s
+	assert_success
+	[ "$(jq -r '.suggest' <<<"$output")" = null ]
+	run "$WATTBUS" probe --sysfs-root "$PDR/sys" --dev-root "$PDR/dev" --proc-root "$PDR/proc" --source rapl --duration 1s
+	assert_success
+	assert_output --partial "no change seen in 1 s"
+	assert_output --partial "settings for all zones together: none to suggest, no zone changed twice"
+	refute_output --partial "interval ="
+}
+
 @test "an ACPI power meter (hwmon power1_average): period and step of its readings, in uW" {
 	HW=$PDR/sys/class/hwmon/hwmon0
 	wb_put "$HW/name" power_meter

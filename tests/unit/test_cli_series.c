@@ -118,8 +118,38 @@ static void test_suggest(void)
 	st = (struct meter_stats){
 	    .period_s = 1, .spacing_s = 1, .period_bounded = true}; /* powerd's 1 s on the bus */
 	meter_suggest(&st, 0.015, &a);
+	CHECK(a.known);
 	CHECK(near(a.interval_s, 1, 0));
 	CHECK(near(a.max_lag_s, 2.1, 1e-9));
+}
+
+/* A meter seen changing fewer than twice has no period: nothing is suggested for it (powerd's
+ * defaults were, as if measured). */
+static void test_suggest_no_change(void)
+{
+	struct series s = {0};
+	for (uint64_t i = 0; i < 20; i++)
+		CHECK(series_add(&s, 1000000000ull + i * 100000000ull, 5000) == 0);
+	struct meter_stats st;
+	struct meter_advice a;
+	meter_analyze(&s, false, 0, &st);
+	CHECK(st.changes == 0);
+	meter_suggest(&st, 0.01, &a);
+	CHECK(!a.known && isnan(a.interval_s) && isnan(a.max_lag_s));
+	s.v[10] = s.v[11] = 6000; /* two changes, 0.2 s apart */
+	for (size_t i = 12; i < s.n; i++)
+		s.v[i] = 7000;
+	meter_analyze(&s, false, 0, &st);
+	CHECK(st.changes == 2);
+	meter_suggest(&st, 0.01, &a);
+	CHECK(a.known && near(a.interval_s, 1, 0));
+	for (size_t i = 10; i < s.n; i++)
+		s.v[i] = 6000; /* one change */
+	meter_analyze(&s, false, 0, &st);
+	CHECK(st.changes == 1);
+	meter_suggest(&st, 0.01, &a);
+	CHECK(!a.known);
+	series_free(&s);
 }
 
 static void test_fit(void)
@@ -149,6 +179,7 @@ static const struct unit_case cases[] = {
     {"a change at every reading bounds the period", test_bounded},
     {"too few readings: unknown, not zero", test_too_few},
     {"alignd settings from the period and the latency", test_suggest},
+    {"no settings suggested for a meter that did not change twice", test_suggest_no_change},
     {"linear fit, correlation and quantiles", test_fit},
 };
 
