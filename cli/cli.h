@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "../powerd/powerd.h"
+#include "vis.h"
 
 /* tap.c */
 int cmd_tap(int argc, char **argv);

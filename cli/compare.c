@@ -427,10 +427,10 @@ static void say_side(const struct side *s, char which, uint64_t missing)
 {
 	printf(
 	    "%c = %s/%s (%s, %s): %llu samples %.3g s apart, %llu lost, %llu discontinuities, %llu restarts bridged, arrival %.3g s late (median; max %.3g s), missing from %llu slots\n",
-	    which, s->host, s->zone, s->kind, s->source, (unsigned long long)s->messages,
-	    s->spacing_s, (unsigned long long)s->lost, (unsigned long long)s->discontinuities,
-	    (unsigned long long)s->bridged, lag_q(s, 0.5), lag_q(s, 1),
-	    (unsigned long long)missing);
+	    which, WB_VIS(s->host), WB_VIS(s->zone), WB_VIS(s->kind), WB_VIS(s->source),
+	    (unsigned long long)s->messages, s->spacing_s, (unsigned long long)s->lost,
+	    (unsigned long long)s->discontinuities, (unsigned long long)s->bridged, lag_q(s, 0.5),
+	    lag_q(s, 1), (unsigned long long)missing);
 }
 
 static void print_text(const struct cmp *k, bool slots)
@@ -561,9 +561,15 @@ static int print_json(const struct cmp *k, bool slots)
 	return 0;
 }
 
-/* A text for gnuplot between single quotes (a quote is doubled). */
-static void gp_quote(FILE *f, const char *s)
+/*
+ * A text for gnuplot between single quotes: a quote is doubled, and what is not
+ * printable is escaped first (wb_vis), so a name holding a newline cannot end the
+ * command and start another (system("...")): gnuplot reads a script line by line.
+ */
+static void gp_quote(FILE *f, const char *raw)
 {
+	char vis[WB_VIS_MAX];
+	const char *s = wb_vis_str(vis, sizeof(vis), raw);
 	fputc('\'', f);
 	for (; *s; s++) {
 		if (*s == '\'')

@@ -679,17 +679,18 @@ static void print_text(const struct doctor *d)
 						    "perf", "cgroup", "kubepods"};
 	for (int i = 0; i < F_COUNT; i++) {
 		const struct finding *f = &d->f[i];
-		printf("%-9s %-12s %s\n", labels[i], f->state, f->detail);
+		/* details quote sysfs names and files: data from drivers, escaped */
+		printf("%-9s %-12s %s\n", labels[i], WB_VIS(f->state), WB_VIS(f->detail));
 		if (f->fix[0])
-			printf("%-9s %-12s fix: %s\n", "", "", f->fix);
+			printf("%-9s %-12s fix: %s\n", "", "", WB_VIS(f->fix));
 	}
 	printf("\nstages\n");
 	for (int i = 0; i < 4; i++) {
 		const struct stage_mode *s = &d->s[i];
 		printf("  %-7s %-18s %s\n", s->stage,
-		       strcmp(s->mode, "none") ? s->mode : "none (model mode)", s->reason);
+		       strcmp(s->mode, "none") ? s->mode : "none (model mode)", WB_VIS(s->reason));
 		if (s->fix[0])
-			printf("  %-7s %-18s fix: %s\n", "", "", s->fix);
+			printf("  %-7s %-18s fix: %s\n", "", "", WB_VIS(s->fix));
 	}
 }
 

@@ -429,8 +429,9 @@ static void print_text(const struct probe *p, const struct meter_advice *all)
 			snprintf(mean, sizeof(mean), "%.3f", z->st.mean_w);
 		if (isfinite(z->st.noise_w))
 			snprintf(noise, sizeof(noise), "%.3f", z->st.noise_w);
-		printf("%-22s %-8s %-7s %-10s %-11s %8s %8s %-11s %-9s %-9s %-9s\n", name, z->kind,
-		       z->source,
+		/* zone names come from sysfs, a command or the bus: data, escaped */
+		printf("%-22s %-8s %-7s %-10s %-11s %8s %8s %-11s %-9s %-9s %-9s\n", WB_VIS(name),
+		       WB_VIS(z->kind), WB_VIS(z->source),
 		       z->st.changes >= 2 || z->st.period_bounded ? per
 		       : z->st.changes				  ? "1 change"
 								  : "no change",
@@ -446,11 +447,12 @@ static void print_text(const struct probe *p, const struct meter_advice *all)
 		fmt_s(lmax, sizeof(lmax), lat_q(z, 1));
 		printf(
 		    "%s%s%s: %s; %zu readings %s apart, %zu changes (period 10-90%%: %s - %s); %s max %s",
-		    z->host, z->host[0] ? "/" : "", z->name, covers(z->kind), z->st.samples, sp,
-		    z->st.changes, p10, p90, strcmp(p->mode, "bus") ? "read" : "arrival", lmax);
+		    WB_VIS(z->host), z->host[0] ? "/" : "", WB_VIS(z->name), covers(z->kind),
+		    z->st.samples, sp, z->st.changes, p10, p90,
+		    strcmp(p->mode, "bus") ? "read" : "arrival", lmax);
 		if (z->read_errors)
 			printf("; %llu read errors (%s)", (unsigned long long)z->read_errors,
-			       z->last_err);
+			       WB_VIS(z->last_err));
 		if (z->lost)
 			printf("; %llu messages lost", (unsigned long long)z->lost);
 		if (z->full)

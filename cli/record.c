@@ -268,24 +268,27 @@ static void replay_usage(FILE *out)
 {
 	fprintf(
 	    out,
-	    "usage: wattbus replay [--speed N | --fast] [--wait DURATION] FILE ENDPOINT\n"
+	    "usage: wattbus replay [--speed N | --fast] [--wait DURATION] [--max-gap DURATION] FILE ENDPOINT\n"
 	    "  -s, --speed N      N times faster than recorded (default 1)\n"
 	    "  -f, --fast         as fast as possible\n"
-	    "  -w, --wait D       wait up to D for a subscriber before the first message (default 5s)\n");
+	    "  -w, --wait D       wait up to D for a subscriber before the first message (default 5s)\n"
+	    "  -g, --max-gap D    wait at most D between two messages (default 10s; 0: as recorded)\n");
 }
 
 int cmd_replay(int argc, char **argv)
 {
-	static const struct option opts[] = {{"speed", required_argument, NULL, 's'},
-					     {"fast", no_argument, NULL, 'f'},
-					     {"wait", required_argument, NULL, 'w'},
-					     {"help", no_argument, NULL, 'h'},
-					     {NULL, 0, NULL, 0}};
+	static const struct option opts[] = {
+	    {"speed", required_argument, NULL, 's'}, {"fast", no_argument, NULL, 'f'},
+	    {"wait", required_argument, NULL, 'w'},  {"max-gap", required_argument, NULL, 'g'},
+	    {"help", no_argument, NULL, 'h'},	     {NULL, 0, NULL, 0}};
 	double speed = 1.0;
 	bool fast = false;
 	uint64_t wait_ns = 5 * WB_NS_PER_SEC;
+	/* A recording can hold hours of silence (or, edited or forged, a receive time years
+	 * on): replay would sleep through it. */
+	uint64_t max_gap_ns = 10 * WB_NS_PER_SEC;
 	int c;
-	while ((c = getopt_long(argc, argv, "s:fw:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "s:fw:g:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 's':
 			speed = cli_positive("replay", "--speed", optarg);
@@ -295,6 +298,9 @@ int cmd_replay(int argc, char **argv)
 			break;
 		case 'w':
 			wait_ns = cli_duration_ns("replay", "--wait", optarg);
+			break;
+		case 'g':
+			max_gap_ns = cli_duration_ns("replay", "--max-gap", optarg);
 			break;
 		case 'h':
 			replay_usage(stdout);
@@ -327,8 +333,10 @@ int cmd_replay(int argc, char **argv)
 		log_warnx("no subscriber after %llu ms; replaying anyway",
 			  (unsigned long long)(wait_ns / WB_NS_PER_MS));
 
-	uint64_t first_ns = 0, start_mono = 0;
-	long sent = 0;
+	/* Each message is due the recorded gap after the one before (divided by speed, at most
+	 * max_gap; a time going back: at once). */
+	uint64_t prev_ns = 0, due = 0;
+	long sent = 0, shortened = 0;
 	int got;
 	while ((got = reader_next(&r)) == 1 && !cli_interrupted()) {
 		const msgpack_object *o = &r.res.data;
@@ -341,12 +349,17 @@ int cmd_replay(int argc, char **argv)
 			continue;
 		}
 		uint64_t t = o->via.array.ptr[0].via.u64;
-		if (sent == 0) {
-			first_ns = t;
-			start_mono = wb_mono_ns();
+		if (sent == 0 && due == 0) {
+			prev_ns = t;
+			due = wb_mono_ns();
 		}
-		if (!fast && t > first_ns) {
-			uint64_t due = start_mono + (uint64_t)((double)(t - first_ns) / speed);
+		if (!fast && t > prev_ns) {
+			double gap_ns = (double)(t - prev_ns) / speed;
+			if (max_gap_ns && gap_ns > (double)max_gap_ns) {
+				gap_ns = (double)max_gap_ns;
+				shortened++;
+			}
+			due += (uint64_t)gap_ns;
 			uint64_t now = wb_mono_ns();
 			if (due > now) {
 				struct timespec ts = {(time_t)((due - now) / WB_NS_PER_SEC),
@@ -354,6 +367,8 @@ int cmd_replay(int argc, char **argv)
 				nanosleep(&ts, NULL);
 			}
 		}
+		if (t > prev_ns)
+			prev_ns = t;
 		char topic[WB_TOPIC_MAX];
 		const msgpack_object_str *ts = &o->via.array.ptr[1].via.str;
 		snprintf(topic, sizeof(topic), "%.*s",
@@ -365,6 +380,10 @@ int cmd_replay(int argc, char **argv)
 	if (got < 0)
 		goto out;
 	fprintf(stderr, "wattbus replay: %ld messages sent\n", sent);
+	if (shortened)
+		fprintf(stderr,
+			"wattbus replay: %ld gaps longer than --max-gap %.3g s shortened to it\n",
+			shortened, (double)max_gap_ns / 1e9);
 	rc = 0;
 out:
 	wb_pub_destroy(&pub);

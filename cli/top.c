@@ -147,15 +147,20 @@ static int row_cmp(const void *a, const void *b)
 	return strcmp(x->label, y->label);
 }
 
-/* A line cut to the terminal width (bytes; names on the bus are ASCII in practice). */
+/*
+ * A line cut to the terminal width (bytes; names on the bus are ASCII in practice),
+ * escaped as a whole (wb_vis): a comm or container name is data from another host's
+ * kernel or kubelet and may hold an escape sequence. No format here holds a control.
+ */
 static void put_line(int width, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void put_line(int width, const char *fmt, ...)
 {
-	char buf[1024];
+	char raw[1024], buf[4 * sizeof(raw)];
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
+	vsnprintf(raw, sizeof(raw), fmt, ap);
 	va_end(ap);
+	wb_vis(buf, sizeof(buf), raw, strlen(raw), 0);
 	if (width > 0 && width < (int)sizeof(buf))
 		buf[width] = '\0';
 	/* trailing blanks would wrap on a terminal exactly that wide */
@@ -315,10 +320,12 @@ static void render(struct top *t)
 			put_line(width, "%s", "");
 		render_host(t, &t->hosts[i].msg.estimate, width, t->nhosts == 1 ? height : 0);
 	}
-	if (t->stats.rejected || t->dropped_hosts)
-		put_line(width, "\n(%llu rejected frames, %llu estimates from hosts beyond %d)",
+	if (t->stats.rejected || t->dropped_hosts) {
+		put_line(width, "%s", "");
+		put_line(width, "(%llu rejected frames, %llu estimates from hosts beyond %d)",
 			 (unsigned long long)t->stats.rejected,
 			 (unsigned long long)t->dropped_hosts, TOP_MAX_HOSTS);
+	}
 	if (t->o.plain)
 		put_line(width, "%s", "");
 	fflush(stdout);

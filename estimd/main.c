@@ -119,8 +119,8 @@ static const struct wb_conf_key keys[] = {
      "file each trained model is written to in Kepler's format (empty: none)"},
     {"state_file", WB_CONF_STR, OFF(state_file), "%r/estimd.state", 0, 0, NULL,
      "where the node energy totals are saved, so that a restart continues them (empty: nowhere)"},
-    {"state_every", WB_CONF_DURATION, OFF(state_every_ns), "1s", 0, 3600e9, NULL,
-     "also save the state this often while running, so that a crash loses no energy (0: at stop only)"},
+    {"state_every", WB_CONF_DURATION | WB_CONF_OFF0, OFF(state_every_ns), "1s", 100e6, 3600e9, NULL,
+     "also save the state this often while running, so that a crash loses no energy (0: at stop only; else 100ms to 1h)"},
     {"budget_mib", WB_CONF_INT, OFF(budget_mib), "256", 0, 1048576, NULL,
      "MiB that the learning state (idle regressions, training) and node totals of all hosts may hold together; a new host beyond it is refused (0: no limit)"},
 };

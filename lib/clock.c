@@ -1,4 +1,5 @@
 /* Clocks for the bus (wall clock, ns since the Unix epoch) and for intervals. */
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -48,6 +49,9 @@ static const struct {
 int wb_parse_duration(const char *text, uint64_t *ns)
 {
 	char *end;
+	/* Decimal as written: strtod would skip blanks and read 0x10 as 16 (and "inf"). */
+	if (!(isdigit((unsigned char)text[0]) || text[0] == '.') || strpbrk(text, "xX"))
+		return -1;
 	errno = 0;
 	double v = strtod(text, &end);
 	if (end == text || errno || !isfinite(v) || v < 0)

@@ -162,6 +162,28 @@ static bool utf8_valid(const unsigned char *s, size_t n)
 	}
 	return true;
 }
+/*
+ * Where an identity string (x-identity in the schema: host, src, zone, model names)
+ * holds a control character, or -1: C0, DEL, or C1 (U+0080..U+009F, in UTF-8 0xc2
+ * then 0x80..0x9f). A name keys state, reaches file names, labels and terminals:
+ * it is refused here rather than escaped at each of them. The string is valid UTF-8.
+ */
+static long ident_bad(const unsigned char *s, size_t n, uint32_t *cp)
+{
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = s[i];
+		if (c < 0x20 || c == 0x7f) {
+			*cp = c;
+			return (long)i;
+		}
+		if (c == 0xc2 && i + 1 < n && s[i + 1] < 0xa0) {
+			*cp = s[i + 1];
+			return (long)i;
+		}
+	}
+	return -1;
+}
+
 /* ---- structure ---- */
 
 /*
@@ -639,6 +661,12 @@ static inline __attribute__((always_inline)) int decode_value(struct reader *r,
 			return fail(err, WB_R_TYPE, at, "string contains a NUL byte");
 		if (!utf8_valid((const unsigned char *)o.s.ptr, n))
 			return fail(err, WB_R_TYPE, at, "string is not valid UTF-8");
+		uint32_t cp;
+		long bad;
+		if (f->ident && (bad = ident_bad((const unsigned char *)o.s.ptr, n, &cp)) >= 0)
+			return fail(err, WB_R_TYPE, at,
+				    "control character U+%04X at byte %ld (a name holds none)", cp,
+				    bad);
 		memcpy(dst + f->off, o.s.ptr, n);
 		dst[f->off + n] = '\0';
 		return 0;
@@ -678,6 +706,15 @@ static inline bool ascii_no_nul(const uint8_t *s, size_t n)
 	}
 	for (; i < n; i++)
 		if (!s[i] || s[i] >= 0x80)
+			return false;
+	return true;
+}
+
+/* An identity's ASCII bytes hold no control character (the general path says which). */
+static inline bool ascii_printable(const uint8_t *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (s[i] < 0x20 || s[i] == 0x7f)
 			return false;
 	return true;
 }
@@ -741,7 +778,7 @@ static bool fast_map(struct reader *r, const struct wb_type *t, char *dst)
 			else
 				return false;
 			if (len > f->max_len || len < f->min_len || (size_t)(end - p) < len ||
-			    !ascii_no_nul(p, len))
+			    !ascii_no_nul(p, len) || (f->ident && !ascii_printable(p, len)))
 				return false;
 			memcpy(dst + f->off, p, len);
 			dst[f->off + len] = '\0';
@@ -1389,6 +1426,12 @@ encode_value(msgpack_sbuffer *sb, const struct wb_field *key, const struct wb_fi
 				    f->min_len, f->max_len);
 		if (!utf8_valid((const unsigned char *)s, n))
 			return fail(err, WB_R_TYPE, at, "string is not valid UTF-8");
+		uint32_t cp;
+		long bad;
+		if (f->ident && (bad = ident_bad((const unsigned char *)s, n, &cp)) >= 0)
+			return fail(err, WB_R_TYPE, at,
+				    "control character U+%04X at byte %ld (a name holds none)", cp,
+				    bad);
 		need = HDR_MAX + n;
 		break;
 	case WB_T_OBJ:
@@ -1515,8 +1558,10 @@ static int encode_fast(msgpack_sbuffer *sb, const struct wb_type *t, const char 
 			if (!at[0] && !f->required)
 				continue;
 			size_t len = strnlen(at, f->size);
+			uint32_t cp;
 			if (len >= f->size || len < f->min_len ||
-			    !utf8_valid((const unsigned char *)at, len))
+			    !utf8_valid((const unsigned char *)at, len) ||
+			    (f->ident && ident_bad((const unsigned char *)at, len, &cp) >= 0))
 				return 1;
 			w = PUT_STR_HDR(put_key(w, f), len);
 			memcpy(w, at, len);

@@ -31,6 +31,8 @@ struct wb_field {
 	uint8_t wire_len; /* its bytes: 1 + key_len, 0 for a key longer than 15 bytes */
 	uint8_t type;
 	uint8_t required;
+	uint8_t
+	    ident; /* STR: an identity (a name: host, src, zone, model...): no control characters */
 	uint32_t off;	  /* value; for WB_T_ARR the element pointer */
 	uint32_t off_n;	  /* WB_T_ARR: the size_t element count */
 	uint32_t size;	  /* STR: capacity with NUL; OBJ: struct size; ARR: element size */

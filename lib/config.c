@@ -5,11 +5,14 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <ini.h>
 
@@ -86,7 +89,8 @@ static const char *utf8_problem(const char *value)
 		size_t len = wb_utf8_seq_len(p + i, n - i);
 		if (!len)
 			return "is not valid UTF-8";
-		if (len == 1 && (p[i] < 0x20 || p[i] == 0x7f))
+		if ((len == 1 && (p[i] < 0x20 || p[i] == 0x7f)) ||
+		    (len == 2 && p[i] == 0xc2 && p[i + 1] < 0xa0)) /* C1, as the codec's names */
 			return "holds a control character";
 		i += len;
 	}
@@ -123,11 +127,24 @@ static bool bounded(const struct wb_conf_key *k)
 	return k->min != k->max;
 }
 
+/*
+ * A number as a person writes it in decimal: a digit or a sign first (strto* would skip
+ * blanks), no 0x prefix (strtoll's base 0 and strtod take hexadecimal, and base 0 reads
+ * 010 as 8): a config means the same to wattbus and to whoever reads it.
+ */
+static bool decimal_text(const char *text)
+{
+	const char *p = text[0] == '-' || text[0] == '+' ? text + 1 : text;
+	return (isdigit((unsigned char)p[0]) || p[0] == '.') && !strpbrk(text, "xX");
+}
+
 int wb_parse_int(const char *text, int64_t *v)
 {
 	char *end;
+	if (!decimal_text(text))
+		return -1;
 	errno = 0;
-	long long r = strtoll(text, &end, 0);
+	long long r = strtoll(text, &end, 10);
 	if (end == text || *end || errno)
 		return -1;
 	*v = r;
@@ -137,6 +154,8 @@ int wb_parse_int(const char *text, int64_t *v)
 int wb_parse_double(const char *text, double *v)
 {
 	char *end;
+	if (!decimal_text(text))
+		return -1;
 	errno = 0;
 	double r = strtod(text, &end);
 	if (end == text || *end || errno || !isfinite(r))
@@ -191,7 +210,7 @@ static int set_value(const struct wb_conf_key *k, void *dst, const char *value, 
 	case WB_CONF_INT: {
 		int64_t v;
 		if (wb_parse_int(value, &v) < 0) {
-			snprintf(err, errlen, "'%s' is not an integer", value);
+			snprintf(err, errlen, "'%s' is not a decimal integer", value);
 			return -1;
 		}
 		if (bounded(k) && (v < k->min || v > k->max)) {
@@ -208,11 +227,13 @@ static int set_value(const struct wb_conf_key *k, void *dst, const char *value, 
 			snprintf(err, errlen, "'%s' is not a duration (e.g. 1s, 250ms, 2m)", value);
 			return -1;
 		}
-		if (bounded(k) && ((double)ns < k->min || (double)ns > k->max)) {
+		bool off = ns == 0 && (k->type & WB_CONF_OFF0);
+		if (bounded(k) && !off && ((double)ns < k->min || (double)ns > k->max)) {
 			char lo[32], hi[32];
 			wb_format_duration((uint64_t)k->min, lo, sizeof(lo));
 			wb_format_duration((uint64_t)k->max, hi, sizeof(hi));
-			snprintf(err, errlen, "%s is outside [%s, %s]", value, lo, hi);
+			snprintf(err, errlen, "%s is outside [%s, %s]%s", value, lo, hi,
+				 k->type & WB_CONF_OFF0 ? " (or 0: off)" : "");
 			return -1;
 		}
 		*(uint64_t *)slot = ns;
@@ -238,7 +259,7 @@ static int set_value(const struct wb_conf_key *k, void *dst, const char *value, 
 	case WB_CONF_DOUBLE: {
 		double v;
 		if (wb_parse_double(value, &v) < 0) {
-			snprintf(err, errlen, "'%s' is not a number", value);
+			snprintf(err, errlen, "'%s' is not a decimal number", value);
 			return -1;
 		}
 		if (bounded(k) && (v < k->min || v > k->max)) {
@@ -353,7 +374,31 @@ struct load_ctx {
 	int line;     /* lines read so far: the line inih is on */
 	int err_line; /* where why happened */
 	char why[WB_CONF_ERR_MAX];
+	/* The keys set so far, "section key" each, with their lines: a key given twice is
+	 * refused (which one would win is not what its reader sees). */
+	struct wb_strlist seen;
+	int *seen_line;
 };
+
+/* Whether section/name was set before (then *line is where); else remembered. -1: no memory. */
+static int seen_before(struct load_ctx *ctx, const char *section, const char *name, int *line)
+{
+	char key[256];
+	int n = snprintf(key, sizeof(key), "%s %s", section, name);
+	if (n < 0 || (size_t)n >= sizeof(key))
+		return 0; /* longer than any key: refused as unknown anyway */
+	for (size_t i = 0; i < ctx->seen.n; i++)
+		if (strcmp(ctx->seen.v[i], key) == 0) {
+			*line = ctx->seen_line[i];
+			return 1;
+		}
+	int *lines = realloc(ctx->seen_line, (ctx->seen.n + 1) * sizeof(*lines));
+	if (!lines)
+		return -1;
+	ctx->seen_line = lines;
+	lines[ctx->seen.n] = ctx->line;
+	return strlist_push(&ctx->seen, key, (size_t)n) < 0 ? -1 : 0;
+}
 
 static void ctx_fail(struct load_ctx *ctx, int line, const char *fmt, const char *a, const char *b)
 {
@@ -416,6 +461,19 @@ static int on_ini(void *user, const char *section, const char *name, const char 
 			ctx_fail(ctx, ctx->line, "unknown key '%s' in [%s]", name, section);
 			return 0;
 		}
+		int first = 0;
+		int dup = seen_before(ctx, section, name, &first);
+		if (dup < 0) {
+			ctx_fail(ctx, ctx->line, "out of memory%s%s", "", "");
+			return 0;
+		}
+		if (dup > 0) {
+			char what[200];
+			snprintf(what, sizeof(what), "[%s] %s: set twice", section, name);
+			snprintf(why, sizeof(why), " (first on line %d)", first);
+			ctx_fail(ctx, ctx->line, "%s%s", what, why);
+			return 0;
+		}
 		char what[200];
 		if (set_value(k, ctx->secs[s].dst, value, why, sizeof(why)) < 0) {
 			snprintf(what, sizeof(what), "[%s] %s: ", section, name);
@@ -432,9 +490,24 @@ int wb_conf_load(const char *path, const struct wb_conf_section *secs, size_t ns
 		 size_t errlen)
 {
 	struct load_ctx ctx = {.secs = secs, .nsecs = nsecs};
-	ctx.f = fopen(path, "r");
-	if (!ctx.f) {
+	/* A config is a regular file: /dev/zero would be read for ever (one endless line), a
+	 * FIFO would block the open. O_NONBLOCK opens a FIFO at once, to be refused. */
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0) {
 		snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		snprintf(err, errlen, "%s: not a regular file", path);
+		close(fd);
+		return -1;
+	}
+	if (fcntl(fd, F_SETFL, 0) < 0 || !(ctx.f = fdopen(fd, "r"))) {
+		snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+		close(fd);
 		return -1;
 	}
 	/*
@@ -446,6 +519,8 @@ int wb_conf_load(const char *path, const struct wb_conf_section *secs, size_t ns
 	ini_max_line = ini_initial_alloc = WB_CONF_LINE_MAX;
 	int line = ini_parse_stream(read_line, &ctx, on_ini, &ctx);
 	fclose(ctx.f);
+	strlist_clear(&ctx.seen);
+	free(ctx.seen_line);
 	if (line < 0) {
 		snprintf(err, errlen, "%s: cannot parse (out of memory)", path);
 		return -1;

@@ -25,6 +25,9 @@ enum wb_conf_type {
 /* Flag or'ed into a key's type: the key is read at startup only, so a reload
  * that changes it says so and keeps the old value. */
 #define WB_CONF_RESTART 0x100
+/* Flag or'ed into a DURATION key's type: 0 turns it off; any other value is held to
+ * [min, max] (a floor under which the stage would do its work at every message). */
+#define WB_CONF_OFF0 0x200
 
 struct wb_strlist {
 	size_t n;

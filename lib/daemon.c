@@ -25,6 +25,7 @@
 #include "json.h"
 #include "log.h"
 #include "state.h"
+#include "vis.h"
 
 #define DEFAULT_CONFIG WB_SYSCONFDIR "/wattbus/wattbus.conf"
 
@@ -234,6 +235,13 @@ static int load_config(struct wb_daemon *d, struct wb_global *g, void *conf, cha
 		snprintf(err, errlen, "[global] host: '%s' is longer than 63 characters", g->host);
 		return -1;
 	}
+	/* The host is the second part of every topic (KIND/HOST) and goes into file names
+	 * (%h): a '/' would make it two. */
+	if (strchr(g->host, '/')) {
+		snprintf(err, errlen, "[global] host: '%s' holds a '/' (topics are KIND/HOST)",
+			 g->host);
+		return -1;
+	}
 	if (!g->runtime_dir[0]) {
 		char r[PATH_MAX];
 		wb_default_runtime_dir(r, sizeof(r));
@@ -426,7 +434,8 @@ struct wb_daemon *wb_daemon_new(const struct wb_stage *stage, int argc, char **a
 	parse_args(d, argc, argv, &check_only);
 	char err[WB_CONF_ERR_MAX];
 	if (load_config(d, &d->global, d->conf, err, sizeof(err)) < 0) {
-		fprintf(stderr, "wattbus-%s: %s\n", stage->name, err);
+		/* the error quotes the value, which may hold what the stage refused: escaped */
+		fprintf(stderr, "wattbus-%s: %s\n", stage->name, WB_VIS(err));
 		exit(WB_EXIT_USAGE);
 	}
 	if (check_only) {

@@ -3,6 +3,7 @@
 #include "grow.h"
 #include "httpc.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -10,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -103,6 +105,79 @@ static size_t on_data(char *data, size_t size, size_t n, void *arg)
 	return add;
 }
 
+/*
+ * Redirects stay where the request went: the URL's scheme://authority as written
+ * (host and port), so a model server or BMC that answers 3xx cannot send the
+ * request, its bearer token or its body to another host. A relative Location is
+ * on the same host by definition; a refused one aborts the transfer.
+ */
+struct redirect_check {
+	const char *origin; /* the request URL; origin_len bytes of it are scheme://authority */
+	size_t origin_len;
+	bool in_3xx; /* the headers being read are a redirect's */
+	bool refused;
+	char location[160]; /* the refused Location, printable bytes only */
+};
+
+static size_t url_origin_len(const char *url, size_t len)
+{
+	const char *sep = memmem(url, len, "://", 3);
+	if (!sep)
+		return 0;
+	size_t i = (size_t)(sep - url) + 3;
+	while (i < len && url[i] != '/' && url[i] != '?' && url[i] != '#')
+		i++;
+	return i;
+}
+
+static bool same_origin(const struct redirect_check *rc, const char *v, size_t n)
+{
+	size_t scheme = 0;
+	while (scheme < n && (isalnum((unsigned char)v[scheme]) || strchr("+-.", v[scheme])))
+		scheme++;
+	bool absolute = scheme > 0 && scheme < n && v[scheme] == ':';
+	if (!absolute && !(n >= 2 && v[0] == '/' && v[1] == '/'))
+		return true; /* a path (or a query) on this host */
+	if (!absolute) {     /* //authority/path: this scheme, that authority */
+		const char *auth = strstr(rc->origin, "://");
+		if (!auth)
+			return false;
+		auth++;
+		size_t alen = rc->origin_len - (size_t)(auth - rc->origin);
+		return n >= alen && strncasecmp(v, auth, alen) == 0 &&
+		       (n == alen || strchr("/?#", v[alen]));
+	}
+	return url_origin_len(v, n) == rc->origin_len &&
+	       strncasecmp(v, rc->origin, rc->origin_len) == 0;
+}
+
+static size_t on_header(char *data, size_t size, size_t n, void *arg)
+{
+	struct redirect_check *rc = arg;
+	size_t len = size * n;
+	if (len > 5 && strncasecmp(data, "HTTP/", 5) == 0) {
+		const char *sp = memchr(data, ' ', len);
+		rc->in_3xx = sp && sp + 1 < data + len && sp[1] == '3';
+		return len;
+	}
+	if (!rc->in_3xx || len < 9 || strncasecmp(data, "Location:", 9) != 0)
+		return len;
+	const char *v = data + 9;
+	size_t vn = len - 9;
+	while (vn && (*v == ' ' || *v == '\t'))
+		v++, vn--;
+	while (vn && (v[vn - 1] == '\r' || v[vn - 1] == '\n' || v[vn - 1] == ' '))
+		vn--;
+	if (same_origin(rc, v, vn))
+		return len;
+	size_t k = 0;
+	for (; k < vn && k + 1 < sizeof(rc->location); k++)
+		rc->location[k] = v[k] > 0x20 && v[k] < 0x7f ? v[k] : '?';
+	rc->location[k] = '\0';
+	rc->refused = true;
+	return 0; /* aborts the transfer: CURLE_WRITE_ERROR */
+}
+
 static enum wb_httpc_result classify(CURLcode rc)
 {
 	switch (rc) {
@@ -168,6 +243,10 @@ enum wb_httpc_result wb_httpc_request(const char *method, const char *url, const
 	curl.easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
 	curl.easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
 	curl.easy_setopt(c, CURLOPT_MAXREDIRS, 3L);
+	struct redirect_check redir = {.origin = url,
+				       .origin_len = url_origin_len(url, strlen(url))};
+	curl.easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+	curl.easy_setopt(c, CURLOPT_HEADERDATA, &redir);
 	curl.easy_setopt(c, CURLOPT_TIMEOUT_MS, timeout);
 	curl.easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, timeout);
 	curl.easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
@@ -211,7 +290,11 @@ enum wb_httpc_result wb_httpc_request(const char *method, const char *url, const
 	CURLcode rc = curl.easy_perform(c);
 	curl.easy_getinfo(c, CURLINFO_RESPONSE_CODE, &resp->status);
 	enum wb_httpc_result res;
-	if (sink.too_big) {
+	if (redir.refused) {
+		res = WB_HTTPC_ERROR;
+		snprintf(err, errlen, "%s %s: redirect to another host refused (Location: %s)",
+			 method, url, redir.location);
+	} else if (sink.too_big) {
 		res = WB_HTTPC_TOO_BIG;
 		snprintf(err, errlen, "%s %s: answer longer than %zu bytes", method, url, sink.max);
 	} else if (rc != CURLE_OK) {

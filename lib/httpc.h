@@ -59,8 +59,9 @@ const char *wb_httpc_result_name(enum wb_httpc_result r);
  * method "GET", "POST", ...; body (sent as application/json) may be NULL. Fills *resp (free it with
  * wb_httpc_resp_free whatever the result). On anything but WB_HTTPC_OK, err
  * says "METHOD URL: reason" in one line (the status and the start of the body
- * for WB_HTTPC_STATUS). Never follows a redirect to another protocol than
- * http/https; at most 3 redirects.
+ * for WB_HTTPC_STATUS). Follows at most 3 redirects, each only on the URL's own
+ * scheme, host and port (as written); one elsewhere fails WB_HTTPC_ERROR, "redirect
+ * to another host refused".
  */
 enum wb_httpc_result wb_httpc_request(const char *method, const char *url, const void *body,
 				      size_t body_len, const struct wb_httpc_opts *opts,

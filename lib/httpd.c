@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -53,7 +54,7 @@ struct wb_httpd {
 	void *completed_arg;
 	char *tls_cert, *tls_key; /* PEM text, alive as long as the daemon */
 	uint16_t port;
-	struct wb_ratelimit rl, rl_refused, rl_cut;
+	struct wb_ratelimit rl, rl_refused, rl_cut, rl_bad;
 };
 
 /* ---- pure helpers ---- */
@@ -254,6 +255,41 @@ static void on_completed(void *cls, struct MHD_Connection *con, void **req_cls,
 		conn_list(self, c, wb_mono_ns());
 	if (self->completed)
 		self->completed(self->completed_arg, con, req_cls, toe);
+}
+
+static enum MHD_Result count_length(void *cls, enum MHD_ValueKind kind, const char *key,
+				    const char *value)
+{
+	(void)kind;
+	(void)value;
+	if (strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH) == 0)
+		(*(unsigned *)cls)++;
+	return MHD_YES;
+}
+
+/*
+ * Every request passes here before the stage's handler. Two Content-Length headers
+ * make the body's end ambiguous (a proxy in front may take the other one: request
+ * smuggling, RFC 9112 6.3), and libmicrohttpd takes the first: answered 400 here,
+ * before any body is read, for every stage alike.
+ */
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const char *url,
+				  const char *method, const char *version, const char *upload_data,
+				  size_t *upload_data_size, void **req_cls)
+{
+	struct wb_httpd *self = cls;
+	unsigned lengths = 0;
+	MHD_get_connection_values(con, MHD_HEADER_KIND, count_length, &lengths);
+	if (lengths > 1) {
+		static const char msg[] = "more than one Content-Length header\n";
+		log_rl(&self->rl_bad, WB_LOG_INFO,
+		       "http: %s: %s %s: %u Content-Length headers, answered 400",
+		       wb_httpd_client(con), method, url, lengths);
+		return wb_httpd_reply(self, con, MHD_HTTP_BAD_REQUEST, "text/plain", msg,
+				      sizeof(msg) - 1);
+	}
+	return self->handler(self->handler_arg, con, url, method, version, upload_data,
+			     upload_data_size, req_cls);
 }
 
 /*
@@ -463,7 +499,7 @@ static struct MHD_Daemon *start(struct wb_httpd *self, const struct wb_httpd_opt
 	}
 	opts[n++] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
 	/* the logger goes first so that MHD routes even its option errors through it */
-	return MHD_start_daemon(flags, 0, on_accept, self, self->handler, self->handler_arg,
+	return MHD_start_daemon(flags, 0, on_accept, self, on_request, self,
 				MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, self, MHD_OPTION_ARRAY,
 				opts, MHD_OPTION_END);
 }
@@ -481,7 +517,8 @@ struct wb_httpd *wb_httpd_new(const struct wb_httpd_opts *o, zloop_t *loop,
 	self->completed = o->completed;
 	self->completed_arg = o->completed_arg;
 	self->timer_id = -1;
-	self->rl = self->rl_refused = self->rl_cut = (struct wb_ratelimit)WB_RATELIMIT_INIT;
+	self->rl = self->rl_refused = self->rl_cut = self->rl_bad =
+	    (struct wb_ratelimit)WB_RATELIMIT_INIT;
 	self->max_connections = o->max_connections;
 	/* at most half: the reserve must not become the limit */
 	self->reserved =

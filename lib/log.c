@@ -12,6 +12,7 @@
 
 #include "clock.h"
 #include "log.h"
+#include "vis.h"
 
 static const char *log_prog = "wattbus";
 static int log_level = WB_LOG_INFO;
@@ -86,10 +87,15 @@ static void vlog(int level, int errnum, const char *fmt, va_list ap)
 		return;
 	if (errnum && (size_t)n < sizeof(line))
 		snprintf(line + n, sizeof(line) - (size_t)n, ": %s", strerror(errnum));
+	/* Names in a message come from outside (the bus, a kubelet, a BMC, a file): the whole
+	 * line is escaped, so none can end it early, forge the next one or drive a terminal. No
+	 * format string holds a control character, so only what came from outside changes. */
+	char vis[4 * sizeof(line)];
+	wb_vis(vis, sizeof(vis), line, strnlen(line, sizeof(line)), 0);
 	if (log_journal)
-		fprintf(stderr, "<%d>%s: %s\n", level, level_word(level), line);
+		fprintf(stderr, "<%d>%s: %s\n", level, level_word(level), vis);
 	else
-		fprintf(stderr, "%s: %s: %s\n", log_prog, level_word(level), line);
+		fprintf(stderr, "%s: %s: %s\n", log_prog, level_word(level), vis);
 }
 
 #define LOG_FN(name, level, with_errno)                                                            \

@@ -11,6 +11,8 @@ import sys
 
 KINDS = ["power", "usage", "aligned", "estimate", "model", "stat"]
 I64_MAX = 9223372036854775807
+# No C0 control, DEL or C1 control: what the codec checks in an x-identity string.
+IDENT_PATTERN = "^[^\\u0000-\\u001f\\u007f-\\u009f]*$"
 
 
 class Gen:
@@ -59,7 +61,15 @@ class Gen:
         if t == "string":
             if "maxLength" not in prop:
                 sys.exit(f"{cur}: string {key} has no maxLength")
-            return ("str", {"min": prop.get("minLength", 0), "max": prop["maxLength"]})
+            # An identity (envelope.json#/$defs/name): the codec refuses control characters
+            # in it. Its pattern says so to any JSON Schema validator; the codec knows this one
+            # pattern only, so another is an error rather than a rule silently not applied.
+            ident = bool(prop.get("x-identity"))
+            if "pattern" in prop and (not ident or prop["pattern"] != IDENT_PATTERN):
+                sys.exit(f"{cur}: string {key}: the codec enforces no pattern but x-identity's")
+            if ident and prop.get("pattern") != IDENT_PATTERN:
+                sys.exit(f"{cur}: string {key}: x-identity without its pattern")
+            return ("str", {"min": prop.get("minLength", 0), "max": prop["maxLength"], "ident": ident})
         if t == "object":
             name = prop.get("x-c-type")
             if not name:
@@ -145,6 +155,8 @@ class Gen:
             parts += [f".fmin = {float(info['min'])!r}", f".fmax = {float(info['max'])!r}"]
         elif k == "str":
             parts += [f".min_len = {info['min']}", f".max_len = {info['max']}", f".size = {info['max'] + 1}"]
+            if info["ident"]:
+                parts.append(".ident = 1")
         elif k == "obj":
             parts += [f".obj = &wb_type_{info['type']}", f".size = sizeof(struct {info['type']})"]
         elif k == "arr":

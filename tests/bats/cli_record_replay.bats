@@ -131,3 +131,37 @@ recorded_at_least() {
 	assert_failure 1
 	assert_output --partial "not.rec"
 }
+
+@test "replay --max-gap: a gap of years (or hours) waits at most max_gap, 10 s by default" {
+	src=$(wb_ep src)
+	# 2^63 ns after the first message: today's replay would sleep for 292 years
+	python3 - "$BATS_TEST_TMPDIR/years.rec" <<-'PY'
+		import msgpack, sys
+		with open(sys.argv[1], "wb") as f:
+		    f.write(msgpack.packb({"format": "wattbus-record", "version": 1, "endpoint": "x", "start_ns": 0}))
+		    for i, t in enumerate([1_000_000_000, 1_000_000_000 + 2**63, 1_000_000_000 + 2**63 + 3600_000_000_000]):
+		        m = {"v": 1, "kind": "stat", "host": "h", "src": "s", "epoch": 1, "seq": i, "t": i,
+		             "stage": "powerd", "version": "x", "frames_in": 0, "frames_out": 0, "lost": 0, "rejected": 0}
+		        f.write(msgpack.packb([t, "stat/h", msgpack.packb(m)], use_bin_type=True))
+	PY
+	wb_spawn tap "$WATTBUS" tap --count 3 --timeout 120s "$src"
+	start=$(date +%s%N)
+	run timeout 100 "$WATTBUS" replay --max-gap 200ms --wait 30s "$BATS_TEST_TMPDIR/years.rec" "$src"
+	assert_success
+	assert_line "wattbus replay: 3 messages sent"
+	assert_line "wattbus replay: 2 gaps longer than --max-gap 0.2 s shortened to it"
+	# the two gaps still take their 200 ms each: shortened, not dropped
+	[ $((($(date +%s%N) - start) / 1000000)) -ge 400 ]
+	wb_wait_lines "$BATS_TEST_TMPDIR/tap.log" 3 10
+	run jq -r .msg.seq "$BATS_TEST_TMPDIR/tap.log"
+	assert_output $'0\n1\n2'
+	# the default is 10 s: both gaps together in well under the 100 s this allows
+	wb_spawn tap2 "$WATTBUS" tap --count 3 --timeout 120s "$src"
+	run timeout 100 "$WATTBUS" replay --wait 30s "$BATS_TEST_TMPDIR/years.rec" "$src"
+	assert_success
+	assert_line "wattbus replay: 2 gaps longer than --max-gap 10 s shortened to it"
+	wb_wait_lines "$BATS_TEST_TMPDIR/tap2.log" 3 10
+	run "$WATTBUS" replay --max-gap soon "$BATS_TEST_TMPDIR/years.rec" "$src"
+	assert_failure 2
+	assert_output --partial "--max-gap"
+}

@@ -36,6 +36,7 @@ def main():
     ap.add_argument("--seconds", type=float, default=120)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--second-zone", action="store_true")
+    ap.add_argument("--host-b", default="dut", help="B's host name (cli_names.bats: hostile names)")
     a = ap.parse_args()
     rng = random.Random(a.seed)
     # The staircase: (start_s, watts), from well before 0 to past the end.
@@ -95,7 +96,7 @@ def main():
         prev_t = t
         if a.drop and i % a.drop == a.drop - 1:
             continue
-        msg("dut", "meter.sh", i + 1, t, 500_000_000, "meter-0", "platform", dut_e)
+        msg(a.host_b, "meter.sh", i + 1, t, 500_000_000, "meter-0", "platform", dut_e)
     records.sort(key=lambda r: r[0])
     with open(a.file, "wb") as f:
         f.write(msgpack.packb({"format": "wattbus-record", "version": 1, "endpoint": "synthetic",

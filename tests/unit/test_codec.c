@@ -296,6 +296,42 @@ static const struct mutation mutations[] = {
     {WB_ALIGNED, "aligned exe path a number", "exes.0.path", "5", 0, WB_R_TYPE, "exes[0].path"},
     {WB_ESTIMATE, "estimate exe_id a string", "procs.0.exe_id", "\"9\"", 0, WB_R_TYPE,
      "procs[0].exe_id"},
+    /* Names are data: an identity (x-identity in the schema) holds no control character, and
+     * the refusal names the key and the character; data from a kernel or kubelet may. */
+    {WB_POWER, "host with a newline", "host", "\"node1\\nforged\"", 0, WB_R_TYPE,
+     "host: control character U+000A at byte 5"},
+    {WB_POWER, "host with an escape sequence", "host", "\"n\\u001b[2J\"", 0, WB_R_TYPE,
+     "host: control character U+001B at byte 1"},
+    {WB_POWER, "src with DEL", "src", "\"powerd\\u007f\"", 0, WB_R_TYPE,
+     "src: control character U+007F"},
+    {WB_POWER, "zone name with a C1 CSI", "zones.1.name", "\"dram\\u009b2J\"", 0, WB_R_TYPE,
+     "zones[1].name: control character U+009B at byte 4"},
+    {WB_POWER, "zone kind with a tab", "zones.0.zone", "\"pack\\tage\"", 0, WB_R_TYPE,
+     "zones[0].zone: control character U+0009"},
+    {WB_POWER, "source with a CR", "zones.0.source", "\"rapl\\r\"", 0, WB_R_TYPE,
+     "zones[0].source"},
+    {WB_POWER, "host with a quote and U+00A0 (not C1) is a name", "host", "\"n'o\\\"d\\u00a0e\"", 1,
+     0, NULL},
+    {WB_POWER, "zone path is data", "zones.0.path", "\"/sys/x\\u001b[2J\"", 1, 0, NULL},
+    {WB_POWER, "GPU model is data", "zones.2.model", "\"H100\\n\"", 1, 0, NULL},
+    {WB_USAGE, "counter name with a newline", "counters.0", "\"cyc\\nles\"", 0, WB_R_TYPE,
+     "counters[0]: control character U+000A"},
+    {WB_USAGE, "comm is data", "procs.0.comm", "\"a\\u001b[2J\\n\"", 1, 0, NULL},
+    {WB_ALIGNED, "power_host with a newline", "power_host", "\"a\\nb\"", 0, WB_R_TYPE,
+     "power_host: control character"},
+    {WB_ESTIMATE, "model name with a newline", "model", "\"m\\ninfo: forged\"", 0, WB_R_TYPE,
+     "model: control character U+000A at byte 1"},
+    {WB_ESTIMATE, "mode with a bell", "mode", "\"measured\\u0007\"", 0, WB_R_TYPE, "mode"},
+    {WB_ESTIMATE, "container name is data", "containers.0.name", "\"c\\u001b]0;x\\u0007\"", 1, 0,
+     NULL},
+    {WB_MODEL, "model name with an escape", "name", "\"x\\u001b[2J\"", 0, WB_R_TYPE,
+     "name: control character U+001B"},
+    {WB_MODEL, "node type (processor) with a newline", "spec.processor", "\"Xeon\\n\"", 0,
+     WB_R_TYPE, "spec.processor: control character U+000A at byte 4"},
+    {WB_MODEL, "feature with a C1", "features.0", "\"\\u0085cpu\"", 0, WB_R_TYPE,
+     "features[0]: control character U+0085 at byte 0"},
+    {WB_STAT, "stat counter name with a newline", "rejected_by.0.name", "\"x\\ny\"", 0, WB_R_TYPE,
+     "rejected_by[0].name"},
 };
 
 /* Walk "a.0.b" in j and set or delete the last step. */
@@ -581,6 +617,14 @@ static void test_encode_value_bounds(void)
 	      strstr(err.msg, "procs[0].comm"));
 	snprintf(m.usage.procs[0].comm, sizeof(m.usage.procs[0].comm), "ok");
 	CHECK(wb_encode(&m, &out, &len, &err) == 0);
+	free(out);
+	/* A producer cannot publish a name a receiver would refuse. */
+	snprintf(m.usage.env.src, sizeof(m.usage.env.src), "usaged\x1b[2J");
+	CHECK(wb_encode(&m, &out, &len, &err) < 0 && err.reason == WB_R_TYPE &&
+	      strstr(err.msg, "src: control character U+001B at byte 6"));
+	snprintf(m.usage.env.src, sizeof(m.usage.env.src), "usaged");
+	snprintf(m.usage.procs[0].comm, sizeof(m.usage.procs[0].comm), "a\x1b[2J\n");
+	CHECK(wb_encode(&m, &out, &len, &err) == 0); /* comm is data */
 	free(out);
 	wb_msg_clear(&m);
 	free(buf);

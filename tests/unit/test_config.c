@@ -1,4 +1,5 @@
 /* Config: typed keys, file:line errors, other stages' sections, flags, expansion. */
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "clock.h"
@@ -10,6 +11,7 @@ struct conf {
 	struct wb_strlist sub;
 	int64_t level;
 	uint64_t interval_ns;
+	uint64_t every_ns;
 	bool train;
 	double ratio;
 	char *method;
@@ -25,6 +27,8 @@ static const struct wb_conf_key keys[] = {
     {"level", WB_CONF_INT, offsetof(struct conf, level), "3", 1, 10, NULL, "a level"},
     {"interval", WB_CONF_DURATION, offsetof(struct conf, interval_ns), "1s", 10e6, 3600e9, NULL,
      "interval"},
+    {"every", WB_CONF_DURATION | WB_CONF_OFF0, offsetof(struct conf, every_ns), "0", 100e6, 3600e9,
+     NULL, "0 or a floor"},
     {"train", WB_CONF_BOOL, offsetof(struct conf, train), "no", 0, 0, NULL, "train"},
     {"ratio", WB_CONF_DOUBLE, offsetof(struct conf, ratio), "0.5", 0, 1, NULL, "ratio"},
     {"method", WB_CONF_ENUM, offsetof(struct conf, method), "ratio", 0, 0, "ratio|fixed|regression",
@@ -92,9 +96,20 @@ static const struct {
     {"[alignd]\ninterval = soon\n", ":2: [alignd] interval: 'soon' is not a duration"},
     {"[alignd]\ninterval = 1ms\n", ":2: [alignd] interval: 1ms is outside [10ms, 1h]"},
     {"[alignd]\nlevel = 11\n", ":2: [alignd] level: 11 is outside [1, 10]"},
-    {"[alignd]\nlevel = 3x\n", ":2: [alignd] level: '3x' is not an integer"},
+    {"[alignd]\nlevel = 3x\n", ":2: [alignd] level: '3x' is not a decimal integer"},
+    {"[alignd]\nlevel = 0x10\n", ":2: [alignd] level: '0x10' is not a decimal integer"},
+    {"[alignd]\ninterval = 0x10s\n", ":2: [alignd] interval: '0x10s' is not a duration"},
+    {"[alignd]\nlevel = 2\ntrain = yes\n\n[alignd]\nlevel = 3\n",
+     ":6: [alignd] level: set twice (first on line 2)"},
+    {"[alignd]\nsub = tcp://a:1\nsub = tcp://b:1\n",
+     ":3: [alignd] sub: set twice (first on line 2)"},
+    {"[alignd]\nevery = 1ns\n", ":2: [alignd] every: 1ns is outside [100ms, 1h] (or 0: off)"},
+    {"[alignd]\nname = a\xc2\x9b"
+     "2J\n",
+     ":2: [alignd] name: 'a\xc2\x9b"
+     "2J' holds a control character"},
     {"[alignd]\ntrain = perhaps\n", ":2: [alignd] train: 'perhaps' is not a boolean"},
-    {"[alignd]\nratio = nan\n", ":2: [alignd] ratio: 'nan' is not a number"},
+    {"[alignd]\nratio = nan\n", ":2: [alignd] ratio: 'nan' is not a decimal number"},
     {"[alignd]\nmethod = magic\n",
      ":2: [alignd] method: 'magic' is not one of ratio|fixed|regression"},
     {"[alignd]\nthis line has no equals sign\n", ":2: syntax error"},
@@ -204,6 +219,26 @@ static void test_missing_file_and_flags(void)
 	wb_conf_defaults(&sec, 1, err, sizeof(err));
 	CHECK(wb_conf_load("/nonexistent/wattbus.conf", &sec, 1, err, sizeof(err)) < 0);
 	CHECK(strstr(err, "/nonexistent/wattbus.conf: cannot open") != NULL);
+	/* not a regular file: /dev/zero is one endless line, a FIFO would block the open */
+	CHECK(wb_conf_load("/dev/zero", &sec, 1, err, sizeof(err)) < 0);
+	CHECK_STR(err, "/dev/zero: not a regular file");
+	CHECK(wb_conf_load("/", &sec, 1, err, sizeof(err)) < 0);
+	CHECK_STR(err, "/: not a regular file");
+	char fifo[64];
+	unit_tmp(fifo, sizeof(fifo), "wb-test-fifo-XXXXXX");
+	CHECK(mkdtemp(fifo) != NULL);
+	strcat(fifo, "/f");
+	CHECK(mkfifo(fifo, 0600) == 0);
+	CHECK(wb_conf_load(fifo, &sec, 1, err, sizeof(err)) < 0 &&
+	      strstr(err, ": not a regular file"));
+	unlink(fifo);
+	*strrchr(fifo, '/') = '\0';
+	rmdir(fifo);
+	/* 0 is off; anything else keeps the floor */
+	CHECK(wb_conf_set(&sec, "every", "0", "--every", err, sizeof(err)) == 0 && c.every_ns == 0);
+	CHECK(wb_conf_set(&sec, "every", "100ms", "--every", err, sizeof(err)) == 0 &&
+	      c.every_ns == 100000000);
+	CHECK(wb_conf_set(&sec, "every", "99ms", "--every", err, sizeof(err)) < 0);
 	CHECK(wb_conf_set(&sec, "interval", "10ms", "--interval", err, sizeof(err)) == 0);
 	CHECK_U64(c.interval_ns, 10000000);
 	CHECK(wb_conf_set(&sec, "nope", "1", "--nope", err, sizeof(err)) < 0);
@@ -219,7 +254,13 @@ static void test_numbers(void)
 	double d;
 	CHECK(wb_parse_int("42", &i) == 0 && i == 42);
 	CHECK(wb_parse_int("-3", &i) == 0 && i == -3);
-	CHECK(wb_parse_int("0x10", &i) == 0 && i == 16);
+	/* decimal only: base 0 would read 0x10 as 16 and 010 as 8 */
+	CHECK(wb_parse_int("0x10", &i) < 0);
+	CHECK(wb_parse_int("010", &i) == 0 && i == 10);
+	CHECK(wb_parse_int(" 5", &i) < 0);
+	CHECK(wb_parse_double("0x10", &d) < 0);
+	CHECK(wb_parse_double("0x1p4", &d) < 0);
+	CHECK(wb_parse_double("-.5", &d) == 0 && d == -0.5);
 	CHECK(wb_parse_int("x", &i) < 0);
 	CHECK(wb_parse_int("2x", &i) < 0);
 	CHECK(wb_parse_int("", &i) < 0);
@@ -240,6 +281,10 @@ static void test_durations(void)
 	CHECK(wb_parse_duration("2m", &ns) == 0 && ns == 120000000000ull);
 	CHECK(wb_parse_duration("3", &ns) == 0 && ns == 3000000000ull);
 	CHECK(wb_parse_duration("-1s", &ns) < 0);
+	CHECK(wb_parse_duration("0x10s", &ns) < 0);
+	CHECK(wb_parse_duration("0x10", &ns) < 0);
+	CHECK(wb_parse_duration("infs", &ns) < 0);
+	CHECK(wb_parse_duration(".5s", &ns) == 0 && ns == 500000000);
 	CHECK(wb_parse_duration("1 s", &ns) < 0);
 	CHECK(wb_parse_duration("s", &ns) < 0);
 	char buf[32];

@@ -13,17 +13,31 @@
 struct server {
 	int lfd;
 	int port;
-	const char *answer; /* written as is after the request's headers (and body) */
-	size_t repeat;	    /* then this many 'x' bytes */
-	bool stall;	    /* never answer: read and wait until the client goes */
-	char request[8192]; /* what the client sent */
+	const char *answer;  /* written as is after the request's headers (and body) */
+	size_t repeat;	     /* then this many 'x' bytes */
+	bool stall;	     /* never answer: read and wait until the client goes */
+	const char *answer2; /* then a second connection gets this (a redirect's target) */
+	char request[8192];  /* what the client sent */
 	size_t request_len;
 	pthread_t thread;
 };
 
+static void *serve_one(struct server *s);
+
 static void *serve(void *arg)
 {
 	struct server *s = arg;
+	serve_one(s);
+	if (s->answer2) {
+		s->answer = s->answer2;
+		s->request_len = 0;
+		serve_one(s);
+	}
+	return NULL;
+}
+
+static void *serve_one(struct server *s)
+{
 	int fd = accept(s->lfd, NULL, NULL);
 	if (fd < 0)
 		return NULL;
@@ -134,6 +148,69 @@ static void test_post_basic_auth(void)
 	wb_httpc_resp_free(&r);
 }
 
+/* A redirect is followed on the same host and port only: the bearer token stays there. */
+static void test_redirects_same_host_only(void)
+{
+	char url[128], err[512], loc[256];
+	struct wb_httpc_opts o = {.bearer = "tok-123"};
+	struct wb_httpc_resp r;
+	struct server s = {
+	    .answer2 = "HTTP/1.1 200 OK\r\nContent-Length: 3\r\nConnection: close\r\n\r\nok\n"};
+	server_start(&s);
+	/* absolute, to this server's own origin */
+	snprintf(
+	    loc, sizeof(loc),
+	    "HTTP/1.1 302 Found\r\nLocation: http://127.0.0.1:%d/moved\r\nContent-Length: 0\r\n"
+	    "Connection: close\r\n\r\n",
+	    s.port);
+	s.answer = loc;
+	url_of(&s, "/models", url, sizeof(url));
+	CHECK(wb_httpc_request("GET", url, NULL, 0, &o, &r, err, sizeof(err)) == WB_HTTPC_OK);
+	server_stop(&s);
+	CHECK(r.len == 3 && memcmp(r.body, "ok\n", 3) == 0);
+	CHECK(strstr(s.request, "GET /moved HTTP/1.1\r\n") == s.request);
+	wb_httpc_resp_free(&r);
+
+	/* relative: the same host by definition */
+	struct server rel = {
+	    .answer = "HTTP/1.1 301 Moved\r\nLocation: /v2/models\r\nContent-Length: 0\r\n"
+		      "Connection: close\r\n\r\n",
+	    .answer2 = s.answer2};
+	server_start(&rel);
+	url_of(&rel, "/models", url, sizeof(url));
+	CHECK(wb_httpc_request("GET", url, NULL, 0, &o, &r, err, sizeof(err)) == WB_HTTPC_OK);
+	server_stop(&rel);
+	CHECK(strstr(rel.request, "GET /v2/models HTTP/1.1\r\n") == rel.request);
+	wb_httpc_resp_free(&r);
+
+	/* another host, another port of this host, and //host: refused, nothing followed */
+	static const char *const away[] = {"http://127.0.0.2:%d/steal",
+					   "http://127.0.0.1:%d0/steal", "//localhost:%d/steal",
+					   "HTTPS://127.0.0.1:%d/x"};
+	for (size_t i = 0; i < sizeof(away) / sizeof(away[0]); i++) {
+		struct server far = {0};
+		server_start(&far);
+		char where[96];
+		snprintf(where, sizeof(where), away[i], far.port);
+		snprintf(loc, sizeof(loc),
+			 "HTTP/1.1 307 Temporary Redirect\r\nLocation: %s\r\nContent-Length: 0\r\n"
+			 "Connection: close\r\n\r\n",
+			 where);
+		far.answer = loc;
+		url_of(&far, "/models", url, sizeof(url));
+		CHECK(wb_httpc_request("GET", url, NULL, 0, &o, &r, err, sizeof(err)) ==
+		      WB_HTTPC_ERROR);
+		server_stop(&far);
+		char want[200];
+		snprintf(want, sizeof(want), "redirect to another host refused (Location: %s)",
+			 where);
+		if (!strstr(err, want))
+			printf("# %s\n", err);
+		CHECK(strstr(err, want) != NULL);
+		wb_httpc_resp_free(&r);
+	}
+}
+
 static void test_status_names_url_and_body(void)
 {
 	struct server s = {.answer = "HTTP/1.1 500 Internal Server Error\r\nContent-Length: 10\r\n"
@@ -228,6 +305,7 @@ static void test_bearer_too_long(void)
 }
 
 static const struct unit_case cases[] = {
+    {"redirects are followed on the same host and port only", test_redirects_same_host_only},
     {"bearer_too_long", test_bearer_too_long},
     {"get_json_with_bearer", test_get_json_with_bearer},
     {"post_basic_auth", test_post_basic_auth},
