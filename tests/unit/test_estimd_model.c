@@ -125,14 +125,18 @@ static void test_model_mode_slot(void)
 	estimator_set_conf(e, &c);
 	CHECK(estimator_slot(e, a, &out, &res, err, sizeof(err)) == 0);
 	CHECK_U64(out.zones[0].idle_uj, 72598614);
-	/* A model within the schema can still claim 1e39 W: counted like a NaN, no energy. */
+	/* A model within the schema can still claim 1e39 W: counted, and clipped to the zone's
+	 * bound (lib/plaus.h's WB_ZONE_MAX_W, 5000 W for the 1 s slot), all of it idle (as is
+	 * P(0)). */
 	struct model *huge = malloc(sizeof(*huge));
 	*huge = *m;
 	huge->zones[model_find_zone(huge, "package")].bias_w = 1e39;
 	estimator_set_model(e, huge);
 	CHECK(estimator_slot(e, a, &out, &res, err, sizeof(err)) == 0);
-	CHECK_U64(res.model_nan, 1);
-	CHECK_U64(out.zones[0].energy_uj, 0);
+	CHECK_U64(res.model_implausible, 1);
+	CHECK(strstr(res.implausible, "zone package: 1e+39 W") != NULL);
+	CHECK_U64(out.zones[0].energy_uj, 5000000000);
+	CHECK_U64(out.zones[0].idle_uj, 5000000000);
 	estimator_destroy(&e);
 	wb_msg_clear(&msg);
 }
