@@ -355,6 +355,19 @@ static int resolve_form(struct reader *r, const struct model_hint *hint, const c
 		if ((form = trainer_form(base ? base + 1 : r->origin)) >= 0)
 			why = "the file name";
 	}
+	if (form < 0) {
+		/* model-db's folders: .../LogarithmicRegressionTrainer_5/weight.json */
+		const char *end = strrchr(r->origin, '/'), *dir = end;
+		while (dir && dir > r->origin && dir[-1] != '/')
+			dir--;
+		char name[128];
+		if (dir && end - dir > 0 && (size_t)(end - dir) < sizeof(name)) {
+			memcpy(name, dir, (size_t)(end - dir));
+			name[end - dir] = '\0';
+			if ((form = trainer_form(name)) >= 0)
+				why = "the folder name";
+		}
+	}
 	const struct model_zone *z0 = &m->zones[0];
 	if (form < 0) {
 		/* Nothing names the trainer: the JSON must say it by itself. */
@@ -514,6 +527,14 @@ int model_parse(const char *text, size_t len, const char *origin, const struct m
 		const char *base = strrchr(r.origin, '/');
 		base = base ? base + 1 : r.origin;
 		size_t n = strlen(base);
+		if (strcmp(base, "weight.json") == 0 && base - r.origin >= 2) {
+			/* model-db's folders are named after the model: NAME/weight.json */
+			const char *dir = base - 1;
+			while (dir > r.origin && dir[-1] != '/')
+				dir--;
+			n = (size_t)(base - 1 - dir);
+			base = dir;
+		}
 		if (n > 5 && strcmp(base + n - 5, ".json") == 0)
 			n -= 5;
 		if (n >= sizeof(out->name))
@@ -686,20 +707,8 @@ int model_check_grid(const struct model *m, char *err, size_t errlen)
 			continue;
 		if (grid_point(m, z, v, -1, err, errlen) < 0)
 			return -1;
-		/* all features together at the same multiple of their scales, then at their maxima
-		 */
-		for (size_t k = 0; k < sizeof(of_scale) / sizeof(of_scale[0]); k++) {
-			for (size_t i = 0; i < z->nfeat; i++)
-				v[i] = of_scale[k] * z->feat[i].scale;
-			if (grid_point(m, z, v, -1, err, errlen) < 0)
-				return -1;
-		}
-		for (size_t i = 0; i < z->nfeat; i++)
-			v[i] = feat_max(&z->feat[i]);
-		if (grid_point(m, z, v, -1, err, errlen) < 0)
-			return -1;
-		/* each feature alone: multiples of its scale, and by decades from 1 to its maximum
-		 */
+		/* each feature alone (the point named is then one feature): multiples of its scale,
+		 * and by decades from 1 to its maximum */
 		for (size_t f = 0; f < z->nfeat; f++) {
 			memset(v, 0, sizeof(v));
 			for (size_t k = 0; k < sizeof(of_scale) / sizeof(of_scale[0]); k++) {
@@ -717,6 +726,18 @@ int model_check_grid(const struct model *m, char *err, size_t errlen)
 			if (grid_point(m, z, v, (int)f, err, errlen) < 0)
 				return -1;
 		}
+		/* all features together at the same multiple of their scales, then at their maxima
+		 */
+		for (size_t k = 0; k < sizeof(of_scale) / sizeof(of_scale[0]); k++) {
+			for (size_t i = 0; i < z->nfeat; i++)
+				v[i] = of_scale[k] * z->feat[i].scale;
+			if (grid_point(m, z, v, -1, err, errlen) < 0)
+				return -1;
+		}
+		for (size_t i = 0; i < z->nfeat; i++)
+			v[i] = feat_max(&z->feat[i]);
+		if (grid_point(m, z, v, -1, err, errlen) < 0)
+			return -1;
 	}
 	return 0;
 }
