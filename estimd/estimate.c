@@ -654,8 +654,9 @@ static void train(struct estimator *e, struct host_state *h, const struct wb_ali
 	for (char *c = name; *c; c++)
 		if (*c == '_')
 			*c = '-';
-	if (trainer_fit(&h->trainer, name, a->ncpu, m, res->train_err, sizeof(res->train_err)) <
-	    0) {
+	int rc = trainer_fit(&h->trainer, name, a->ncpu, m, res->train_err, sizeof(res->train_err));
+	if (rc < 0) {
+		res->train_implausible = rc == -2;
 		free(m);
 		return;
 	}

@@ -395,8 +395,9 @@ int trainer_add_sample(struct trainer *t, const double x[FEAT_COUNT],
 /*
  * Fit every zone seen from the training samples of the window (standardised
  * features, least squares), measure MAE and MAPE on the held-out samples, and
- * write a linear AbsPower model named name into *out. Returns 0, or -1 when
- * there are too few samples (err says why).
+ * write a linear AbsPower model named name into *out. Returns 0, -1 when
+ * there are too few samples, or -2 when the fit fails model_check_grid (err
+ * says why).
  */
 int trainer_fit(struct trainer *t, const char *name, uint64_t cores, struct model *out, char *err,
 		size_t errlen);
@@ -550,6 +551,7 @@ struct est_result {
 	bool clock_rewound;			       /* see struct tot_result */
 	bool vm_totals_short; /* VMs left without a cumulative total (memory, the budget) */
 	char train_err[MODEL_ERR_MAX]; /* why a due fit failed, else "" */
+	bool train_implausible;	       /* the fit failed the grid check (train_err says where) */
 	bool budget_refused;	       /* a new host the memory budget has no room for: rejected */
 	bool budget_short; /* learning state left out for the budget (idle ratio, no training) */
 };

@@ -639,9 +639,10 @@ static void on_aligned(struct wb_daemon *d, const struct wb_msg *msg, const stru
 	/* The estimate's arrays belong to the estimator: sent, never cleared here. */
 	wb_daemon_send(d, &out);
 	wb_checkpoint_changed(&app->cp); /* the totals moved: the checkpoint rides on the slots */
+	*app->models_implausible += res.train_implausible;
 	if (res.train_err[0])
-		log_rl(&app->rl_train, WB_LOG_INFO, "training on %s: %s", a->env.host,
-		       res.train_err);
+		log_rl(&app->rl_train, res.train_implausible ? WB_LOG_WARN : WB_LOG_INFO,
+		       "training on %s: %s", a->env.host, res.train_err);
 	if (res.trained) {
 		publish_trained(app, a, res.trained);
 		free(res.trained);

@@ -253,7 +253,7 @@ static int fit_done(struct trainer *t, const char *name, uint64_t cores, size_t 
 	char gerr[MODEL_ERR_MAX];
 	if (model_check_grid(out, gerr, sizeof(gerr)) < 0) {
 		snprintf(err, errlen, "%s", gerr);
-		return -1;
+		return -2;
 	}
 	t->fits++;
 	return 0;

@@ -562,7 +562,34 @@ static void test_negative_bias_trained(void)
 	estimator_destroy(&e);
 }
 
+/* A fit that is right on the host (4 CPUs) and infinite at 1e6 CPU-ms/s is never handed out. */
+static void test_trainer_grid_refusal(void)
+{
+	struct trainer t;
+	struct train_conf tc = {
+	    .window = 200, .min_slots = 20, .every = 1000000, .holdout_every = 5};
+	CHECK(trainer_init(&t, &tc) == 0);
+	for (int i = 0; i < 100; i++) {
+		double x[FEAT_COUNT] = {0}, y[TRAIN_ZONES] = {-1, -1, -1, -1, -1};
+		x[FEAT_CPU_TIME_MS] = 40.0 * i;
+		y[0] = 0.5 * exp(0.0012 * x[FEAT_CPU_TIME_MS]) + 20;
+		trainer_add_sample(&t, x, y);
+	}
+	struct model m;
+	char err[MODEL_ERR_MAX];
+	CHECK(trainer_fit_form(&t, MODEL_EXPONENTIAL, "steep", 4, &m, err, sizeof(err)) == -2);
+	CHECK(
+	    strstr(
+		err,
+		"model steep: zone package gives inf W at bpf_cpu_time_ms=1e+06: not finite, refused") !=
+	    NULL);
+	/* the linear fit of the same samples is finite everywhere */
+	CHECK(trainer_fit_form(&t, MODEL_LINEAR, "flat", 4, &m, err, sizeof(err)) == 0);
+	trainer_free(&t);
+}
+
 static const struct unit_case cases[] = {
+    {"a trainer's fit that is not finite on the grid is refused", test_trainer_grid_refusal},
     {"LogarithmicRegressionTrainer_5 (P(0) = -612 W): Kepler's answer, not P(x) - P(0)",
      test_negative_idle_logreg5},
     {"a trained model with a negative bias: the model's power, not more",
