@@ -136,9 +136,11 @@ enum wb_power_fault model_zone_split(const struct model *m, const struct model_z
  * used: each feature the zone reads alone and all of them together, from 0 to
  * 10x its scale and by decades to past what one node reaches (1e6 CPU-ms/s,
  * 1e13 cycles or instructions/s, ...). Returns 0, or -1 with err naming the
- * model, the zone and the first point whose output is not finite.
+ * model, the zone and the first point whose output is not finite, or (max_w >
+ * 0) above max_w where every feature is within its scale (the range the model
+ * was trained on: no zone draws more there).
  */
-int model_check_grid(const struct model *m, char *err, size_t errlen);
+int model_check_grid(const struct model *m, double max_w, char *err, size_t errlen);
 /* Parameters of a curve form (0 for linear). */
 size_t model_curve_len(enum model_form form);
 /* A curve form's value at u for parameters c, and (grad, model_curve_len entries; may be NULL)

@@ -219,7 +219,7 @@ static int load_model(const struct estimd_conf *c, struct model **out, char *err
 	}
 	struct model_hint hint = {c->model_trainer, c->model_type, (uint64_t)c->model_cores};
 	if (model_load_file(c->model, &hint, m, err, errlen) < 0 ||
-	    model_check_grid(m, err, errlen) < 0) {
+	    model_check_grid(m, WB_ZONE_MAX_W, err, errlen) < 0) {
 		free(m);
 		return -1;
 	}
@@ -362,7 +362,7 @@ static void ms_answer(struct app *app, enum wb_httpc_result res, struct wb_httpc
 		ms_failed(app, app->ms_bad_answer, "answered no model estimd can use", perr);
 		return;
 	}
-	if (model_check_grid(m, perr, sizeof(perr)) < 0) {
+	if (model_check_grid(m, WB_ZONE_MAX_W, perr, sizeof(perr)) < 0) {
 		free(m);
 		(*app->models_implausible)++;
 		ms_failed(app, app->ms_bad_answer, "answered a model estimd refuses", perr);
@@ -660,7 +660,7 @@ static void on_model(struct wb_daemon *d, const struct wb_msg *msg, const struct
 	if (!m)
 		return;
 	bool parsed = model_from_msg(&msg->model, m, err, sizeof(err)) == 0;
-	if (parsed && model_check_grid(m, err, sizeof(err)) < 0)
+	if (parsed && model_check_grid(m, WB_ZONE_MAX_W, err, sizeof(err)) < 0)
 		(*app->models_implausible)++;
 	else if (parsed)
 		err[0] = '\0';

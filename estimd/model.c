@@ -678,26 +678,42 @@ static double feat_max(const struct model_feat *f)
 	return max;
 }
 
-/* 0, or -1 with err when the zone's output at v is not finite (only = the one feature set, or -1
- * for all). */
+/*
+ * 0, or -1 with err when the zone's output at v is not finite, or above max_w (> 0) where every
+ * feature is within its scale (in_range). only: the one feature set, or -1 for all.
+ */
 static int grid_point(const struct model *m, const struct model_zone *z, const double *v, int only,
-		      char *err, size_t errlen)
+		      bool in_range, double max_w, char *err, size_t errlen)
 {
 	double p = model_zone_eval_w(m, z, v);
-	if (isfinite(p))
+	bool above = in_range && max_w > 0 && p > max_w;
+	if (isfinite(p) && !above)
 		return 0;
 	char at[256];
 	size_t o = 0;
-	for (size_t i = 0; i < z->nfeat && o < sizeof(at); i++)
+	bool zero = true;
+	for (size_t i = 0; i < z->nfeat; i++)
+		zero &= v[i] == 0;
+	for (size_t i = 0; i < z->nfeat && o < sizeof(at) && !zero; i++)
 		if (only < 0 || (size_t)only == i)
 			o += (size_t)snprintf(at + o, sizeof(at) - o, "%s%s=%g", o ? ", " : "",
 					      z->feat[i].name, v[i]);
-	snprintf(err, errlen, "model %s: zone %s gives %g W at %s%s: not finite, refused", m->name,
-		 z->zone, p, at, only >= 0 && z->nfeat > 1 ? " (the other features 0)" : "");
+	if (zero)
+		snprintf(at, sizeof(at), "zero usage");
+	if (above)
+		snprintf(
+		    err, errlen,
+		    "model %s: zone %s gives %g W at %s%s, within its training range: above the zone's bound of %g W, refused",
+		    m->name, z->zone, p, at,
+		    !zero && only >= 0 && z->nfeat > 1 ? " (the other features 0)" : "", max_w);
+	else
+		snprintf(err, errlen, "model %s: zone %s gives %g W at %s%s: not finite, refused",
+			 m->name, z->zone, p, at,
+			 !zero && only >= 0 && z->nfeat > 1 ? " (the other features 0)" : "");
 	return -1;
 }
 
-int model_check_grid(const struct model *m, char *err, size_t errlen)
+int model_check_grid(const struct model *m, double max_w, char *err, size_t errlen)
 {
 	static const double of_scale[] = {0.01, 0.1, 0.25, 0.5, 1, 2, 5, 10};
 	for (size_t zi = 0; zi < m->nzones; zi++) {
@@ -705,7 +721,7 @@ int model_check_grid(const struct model *m, char *err, size_t errlen)
 		double v[MODEL_FEATS_MAX] = {0};
 		if (!model_zone_active(m, z))
 			continue;
-		if (grid_point(m, z, v, -1, err, errlen) < 0)
+		if (grid_point(m, z, v, -1, true, max_w, err, errlen) < 0)
 			return -1;
 		/* each feature alone (the point named is then one feature): multiples of its scale,
 		 * and by decades from 1 to its maximum */
@@ -713,17 +729,19 @@ int model_check_grid(const struct model *m, char *err, size_t errlen)
 			memset(v, 0, sizeof(v));
 			for (size_t k = 0; k < sizeof(of_scale) / sizeof(of_scale[0]); k++) {
 				v[f] = of_scale[k] * z->feat[f].scale;
-				if (grid_point(m, z, v, (int)f, err, errlen) < 0)
+				if (grid_point(m, z, v, (int)f, of_scale[k] <= 1, max_w, err,
+					       errlen) < 0)
 					return -1;
 			}
 			double max = feat_max(&z->feat[f]);
 			for (double x = 1; x <= max * 1.0001; x *= 10) {
 				v[f] = x;
-				if (grid_point(m, z, v, (int)f, err, errlen) < 0)
+				if (grid_point(m, z, v, (int)f, x <= z->feat[f].scale, max_w, err,
+					       errlen) < 0)
 					return -1;
 			}
 			v[f] = max;
-			if (grid_point(m, z, v, (int)f, err, errlen) < 0)
+			if (grid_point(m, z, v, (int)f, false, max_w, err, errlen) < 0)
 				return -1;
 		}
 		/* all features together at the same multiple of their scales, then at their maxima
@@ -731,12 +749,12 @@ int model_check_grid(const struct model *m, char *err, size_t errlen)
 		for (size_t k = 0; k < sizeof(of_scale) / sizeof(of_scale[0]); k++) {
 			for (size_t i = 0; i < z->nfeat; i++)
 				v[i] = of_scale[k] * z->feat[i].scale;
-			if (grid_point(m, z, v, -1, err, errlen) < 0)
+			if (grid_point(m, z, v, -1, of_scale[k] <= 1, max_w, err, errlen) < 0)
 				return -1;
 		}
 		for (size_t i = 0; i < z->nfeat; i++)
 			v[i] = feat_max(&z->feat[i]);
-		if (grid_point(m, z, v, -1, err, errlen) < 0)
+		if (grid_point(m, z, v, -1, false, max_w, err, errlen) < 0)
 			return -1;
 	}
 	return 0;

@@ -251,7 +251,7 @@ static int fit_done(struct trainer *t, const char *name, uint64_t cores, size_t 
 	out->test_slots = ntest;
 	/* A fit that extrapolates to a non-finite power is never published or written. */
 	char gerr[MODEL_ERR_MAX];
-	if (model_check_grid(out, gerr, sizeof(gerr)) < 0) {
+	if (model_check_grid(out, WB_ZONE_MAX_W, gerr, sizeof(gerr)) < 0) {
 		snprintf(err, errlen, "%s", gerr);
 		return -2;
 	}

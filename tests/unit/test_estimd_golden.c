@@ -105,7 +105,7 @@ static void check_model(json_t *recs, size_t from, size_t to, struct tally *t)
 				    overflows(value(json_array_get(pair, 1)));
 		}
 	}
-	if (model_check_grid(&m, err, sizeof(err)) < 0) {
+	if (model_check_grid(&m, WB_ZONE_MAX_W, err, sizeof(err)) < 0) {
 		t->refused++;
 		printf("# refused: %s: %s\n", name, err);
 		CHECK(overflow);

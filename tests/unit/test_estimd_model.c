@@ -496,7 +496,7 @@ static void test_negative_idle_logreg5(void)
 	struct model *m = malloc(sizeof(*m));
 	CHECK(model_load_file(path, NULL, m, err, sizeof(err)) == 0);
 	CHECK(m->form == MODEL_LOGARITHMIC);
-	CHECK(model_check_grid(m, err, sizeof(err)) == 0);
+	CHECK(model_check_grid(m, WB_ZONE_MAX_W, err, sizeof(err)) == 0);
 	struct est_conf c = {.mode = EST_AUTO, .idle.method = IDLE_RATIO};
 	struct estimator *e = estimator_new(&c);
 	estimator_set_model(e, m);
@@ -586,6 +586,23 @@ static void test_trainer_grid_refusal(void)
 	/* the linear fit of the same samples is finite everywhere */
 	CHECK(trainer_fit_form(&t, MODEL_LINEAR, "flat", 4, &m, err, sizeof(err)) == 0);
 	trainer_free(&t);
+	/* Finite but beyond any zone within the features' scales (where it was trained): refused;
+	 * a model that only passes the bound far beyond its scales is not (the slot clips it). */
+	const char *huge =
+	    "{\"model_name\": \"SGDRegressorTrainer_9\", \"package\": {\"All_Weights\": {\"Bias_Weight\": 1e39, \"Numerical_Variables\": {\"bpf_cpu_time_ms\": {\"scale\": 1000, \"weight\": 1}}}}}";
+	CHECK(model_parse(huge, strlen(huge), "huge.json", NULL, &m, err, sizeof(err)) == 0);
+	CHECK(model_check_grid(&m, WB_ZONE_MAX_W, err, sizeof(err)) == -1);
+	CHECK_STR(
+	    err,
+	    "model SGDRegressorTrainer_9: zone package gives 1e+39 W at zero usage, within its training range: above the zone's bound of 5000 W, refused");
+	const char *steep =
+	    "{\"model_name\": \"SGDRegressorTrainer_8\", \"package\": {\"All_Weights\": {\"Bias_Weight\": 10, \"Numerical_Variables\": {\"bpf_cpu_time_ms\": {\"scale\": 1000, \"weight\": 1000}}}}}";
+	CHECK(model_parse(steep, strlen(steep), "steep.json", NULL, &m, err, sizeof(err)) == 0);
+	CHECK(model_check_grid(&m, WB_ZONE_MAX_W, err, sizeof(err)) == 0);
+	m.zones[0].feat[0].weight = 6000; /* 6010 W at its scale */
+	CHECK(model_check_grid(&m, WB_ZONE_MAX_W, err, sizeof(err)) == -1);
+	CHECK(strstr(err, "gives 6010 W at bpf_cpu_time_ms=1000, within its training range") !=
+	      NULL);
 }
 
 static const struct unit_case cases[] = {
