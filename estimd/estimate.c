@@ -409,14 +409,36 @@ static uint64_t uj_of(double watts, double slot_s)
 	return (uint64_t)llround(uj);
 }
 
-#define MODEL_MAX_W 1e5
+static double max_zone_w(const struct estimator *e)
+{
+	return e->conf.max_zone_w > 0 ? e->conf.max_zone_w : WB_ZONE_MAX_W;
+}
 
-/* Zones from the power model: node power at this slot's features, idle scaled by the core ratio. */
+static struct wb_est_zone *zone_out(struct estimator *e, size_t *nz, const char *zone,
+				    const struct wb_zone_power *zp, double slot_s)
+{
+	struct wb_est_zone *z = &e->zones[(*nz)++];
+	memset(z, 0, sizeof(*z));
+	snprintf(z->name, sizeof(z->name), "%s", zone);
+	snprintf(z->zone, sizeof(z->zone), "%s", zone);
+	z->idle_uj = uj_of(zp->idle_w, slot_s);
+	z->active_uj = uj_of(zp->active_w, slot_s);
+	z->energy_uj = z->idle_uj + z->active_uj;
+	return z;
+}
+
+/*
+ * Zones from the power model by lib/plaus.h's rule: node power at this slot's
+ * features clipped to [0, the bound], idle the zero-usage power clipped the
+ * same way (scaled by the core ratio), active the rest. A negative answer is
+ * clipped as Kepler's estimator clips it; one not finite or above the bound is
+ * counted (model_implausible).
+ */
 static void model_zones(struct estimator *e, const struct wb_aligned *a, double slot_s,
 			struct est_result *res, size_t *nz)
 {
 	const struct model *m = e->model;
-	double x[FEAT_COUNT], zero[FEAT_COUNT] = {0};
+	double x[FEAT_COUNT], v[MODEL_FEATS_MAX];
 	feat_from_slot(a, x);
 	double ratio = estimator_core_ratio(e, a->ncpu);
 	*nz = 0;
@@ -424,38 +446,42 @@ static void model_zones(struct estimator *e, const struct wb_aligned *a, double 
 		const struct model_zone *mz = &m->zones[i];
 		if (!model_zone_active(m, mz))
 			continue;
-		double p = model_zone_power_w(m, mz, x);
-		double p0 = model_zone_power_w(m, mz, zero);
-		double idle_w = 0, active_w = 0;
-		/* A model within the schema's bounds can still say 1e39 W; no zone of one node
-		 * draws MODEL_MAX_W, so such a slot is counted and given nothing, like a NaN. */
-		if (!isfinite(p) || !isfinite(p0) || fabs(p) > MODEL_MAX_W ||
-		    fabs(p0) > MODEL_MAX_W) {
-			res->model_nan++;
-		} else if (m->output == MODEL_ABS) {
-			/* Kepler scales the idle (zero-usage) power by the core ratio; usage adds
-			 * the rest. */
-			idle_w = (p0 > 0 ? p0 : 0) * ratio;
-			active_w = p > p0 ? p - p0 : 0;
-		} else {
-			active_w = p > 0 ? p : 0;
+		for (size_t f = 0; f < mz->nfeat; f++) {
+			int id = mz->feat[f].id;
+			v[f] = id >= 0 && id < FEAT_COUNT ? x[id] : 0.0;
+		}
+		struct wb_zone_power zp;
+		enum wb_power_fault fault = model_zone_split(m, mz, v, ratio, max_zone_w(e), &zp);
+		if (fault == WB_POWER_NONFINITE || fault == WB_POWER_ABOVE) {
+			if (!res->model_implausible++)
+				snprintf(
+				    res->implausible, sizeof(res->implausible),
+				    "zone %s: %g W at the slot's features, %g W at zero usage (%s; %g W used)",
+				    mz->zone, model_zone_eval_w(m, mz, v),
+				    model_zone_power_w(m, mz, (double[FEAT_COUNT]){0}),
+				    wb_power_fault_name(fault), zp.node_w);
+		}
+		if (m->output == MODEL_DYN) {
+			/* The model's answer is the active power; idle only as configured. */
+			zp.idle_w = 0;
 			for (size_t f = 0; f < e->conf.idle.nfixed; f++)
 				if (strcmp(e->conf.idle.fixed[f].key, mz->zone) == 0)
-					idle_w = e->conf.idle.fixed[f].watts;
+					zp.idle_w = e->conf.idle.fixed[f].watts;
 		}
-		struct wb_est_zone *z = &e->zones[(*nz)++];
-		memset(z, 0, sizeof(*z));
-		snprintf(z->name, sizeof(z->name), "%s", mz->zone);
-		snprintf(z->zone, sizeof(z->zone), "%s", mz->zone);
-		z->idle_uj = uj_of(idle_w, slot_s);
-		z->active_uj = uj_of(active_w, slot_s);
-		z->energy_uj = z->idle_uj + z->active_uj;
+		zone_out(e, nz, mz->zone, &zp, slot_s);
 	}
 }
 
+int estimator_check_external(const struct estimator *e, const struct kepler_powers *kp, char *err,
+			     size_t errlen)
+{
+	return kepler_powers_check(kp, max_zone_w(e), err, errlen);
+}
+
 /*
- * Zones from the sidecar's powers: as model_zones, the zero-usage power is the
- * idle part, scaled by the sidecar's core ratio (at most 1, as Kepler applies it).
+ * Zones from the sidecar's powers (checked by kepler_powers_check when it
+ * answered): as model_zones, the zero-usage power is the idle part, scaled by
+ * the sidecar's core ratio (at most 1, as Kepler applies it).
  */
 static void external_zones(struct estimator *e, double slot_s, size_t *nz)
 {
@@ -463,16 +489,11 @@ static void external_zones(struct estimator *e, double slot_s, size_t *nz)
 	double ratio = kp->core_ratio > 0 && kp->core_ratio < 1 ? kp->core_ratio : 1.0;
 	*nz = 0;
 	for (size_t i = 0; i < kp->n; i++) {
-		double p = kp->p_w[i], p0 = kp->p0_w[i];
-		double idle_w = (p0 > 0 ? p0 : 0) * ratio;
-		double active_w = p > p0 ? p - p0 : 0;
-		struct wb_est_zone *z = &e->zones[(*nz)++];
-		memset(z, 0, sizeof(*z));
-		snprintf(z->name, sizeof(z->name), "%s", kp->zone[i]);
-		snprintf(z->zone, sizeof(z->zone), "%s", kp->zone[i]);
-		z->idle_uj = uj_of(idle_w, slot_s);
-		z->active_uj = uj_of(active_w, slot_s);
-		z->energy_uj = z->idle_uj + z->active_uj;
+		struct wb_zone_power zp;
+		wb_plaus_zone_power(kp->p_w[i], kp->p0_w[i], max_zone_w(e), &zp);
+		zp.idle_w *= ratio;
+		zp.node_w = zp.idle_w + zp.active_w;
+		zone_out(e, nz, kp->zone[i], &zp, slot_s);
 	}
 }
 
@@ -633,8 +654,9 @@ static void train(struct estimator *e, struct host_state *h, const struct wb_ali
 	for (char *c = name; *c; c++)
 		if (*c == '_')
 			*c = '-';
-	if (trainer_fit(&h->trainer, name, a->ncpu, m, res->train_err, sizeof(res->train_err)) <
-	    0) {
+	int rc = trainer_fit(&h->trainer, name, a->ncpu, m, res->train_err, sizeof(res->train_err));
+	if (rc < 0) {
+		res->train_implausible = rc == -2;
 		free(m);
 		return;
 	}

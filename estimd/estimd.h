@@ -65,8 +65,9 @@ struct model_zone {
 	char zone[16]; /* package, core, uncore, dram, platform */
 	double bias_w;
 	size_t nfeat;
-	struct model_feat feat[MODEL_FEATS_MAX]; /* in file order; curve fits use feat[0] */
-	double curve[MODEL_CURVE_MAX];		 /* CurveFit_Weights */
+	struct model_feat feat[MODEL_FEATS_MAX]; /* in file order */
+	size_t curve_feat;	       /* the one feature a curve fit reads: model_curve_feature */
+	double curve[MODEL_CURVE_MAX]; /* CurveFit_Weights */
 	size_t ncurve;
 	double mae_w, mape; /* held-out error when known (trained by wattbus), else 0 */
 };
@@ -109,9 +110,37 @@ int model_parse(const char *text, size_t len, const char *origin, const struct m
 int model_find_zone(const struct model *m, const char *zone);
 /* A zone that is all zeros (model-db publishes such for zones it did not train) models nothing. */
 bool model_zone_active(const struct model *m, const struct model_zone *z);
+/*
+ * The feature a curve fit of zone reads, as kepler-model-server's curve-fit
+ * trainer fitted it (main_feature(group, zone)): for dram cache_miss, else
+ * bpf_page_cache_hit; for the other zones cpu_instructions, else bpf_cpu_time_ms;
+ * else the first. Its index in feat[] (0 without features).
+ */
+size_t model_curve_feature(const struct model_zone *z);
 /* Power of one zone in watts at features x (per second). NaN when the form is undefined there. */
 double model_zone_power_w(const struct model *m, const struct model_zone *z,
 			  const double x[FEAT_COUNT]);
+/* The same at the zone's own feature values v[0..z->nfeat) (per second, in feat[] order). */
+double model_zone_eval_w(const struct model *m, const struct model_zone *z, const double *v);
+/*
+ * A zone's power by lib/plaus.h's rule (wb_plaus_zone_power under max_w) from the
+ * model's answers at v and at zero usage (AbsPower; idle scaled by ratio, the core
+ * ratio), or its answer at v as the active power (DynPower: idle 0, the caller adds
+ * a configured one). Returns the fault of the model's answer.
+ */
+enum wb_power_fault model_zone_split(const struct model *m, const struct model_zone *z,
+				     const double *v, double ratio, double max_w,
+				     struct wb_zone_power *out);
+/*
+ * Evaluate every active zone on a grid of feature values before the model is
+ * used: each feature the zone reads alone and all of them together, from 0 to
+ * 10x its scale and by decades to past what one node reaches (1e6 CPU-ms/s,
+ * 1e13 cycles or instructions/s, ...). Returns 0, or -1 with err naming the
+ * model, the zone and the first point whose output is not finite, or (max_w >
+ * 0) above max_w where every feature is within its scale (the range the model
+ * was trained on: no zone draws more there).
+ */
+int model_check_grid(const struct model *m, double max_w, char *err, size_t errlen);
 /* Parameters of a curve form (0 for linear). */
 size_t model_curve_len(enum model_form form);
 /* A curve form's value at u for parameters c, and (grad, model_curve_len entries; may be NULL)
@@ -203,10 +232,17 @@ struct kepler_powers {
 /*
  * Parse the sidecar's answer to kepler_power_request. Returns 0, or -1 with
  * err naming the key (a non-empty msg, no powers, a zone not of Kepler's, a
- * row count other than 2, a value not finite or beyond 1e5 W).
+ * row count other than 2, a value not a number); kepler_powers_check says
+ * whether the powers are plausible.
  */
 int kepler_powers_parse(const char *text, size_t len, struct kepler_powers *out, char *err,
 			size_t errlen);
+/*
+ * The plausibility of a parsed answer, by lib/plaus.h's rule under max_w: every
+ * zone's powers finite, not negative, within the bound, and the zero-usage one not
+ * above the other. Returns 0, or -1 with err naming the zone, its values and why.
+ */
+int kepler_powers_check(const struct kepler_powers *kp, double max_w, char *err, size_t errlen);
 /* Whether the answer read so far is whole (parses as JSON). */
 bool kepler_answer_complete(const char *text, size_t len);
 
@@ -361,8 +397,9 @@ int trainer_add_sample(struct trainer *t, const double x[FEAT_COUNT],
 /*
  * Fit every zone seen from the training samples of the window (standardised
  * features, least squares), measure MAE and MAPE on the held-out samples, and
- * write a linear AbsPower model named name into *out. Returns 0, or -1 when
- * there are too few samples (err says why).
+ * write a linear AbsPower model named name into *out. Returns 0, -1 when
+ * there are too few samples, or -2 when the fit fails model_check_grid (err
+ * says why).
  */
 int trainer_fit(struct trainer *t, const char *name, uint64_t cores, struct model *out, char *err,
 		size_t errlen);
@@ -492,6 +529,8 @@ struct est_conf {
 			 node's) */
 	struct train_conf train_conf;
 	uint64_t model_cores; /* >0: the model's machine cores, overriding the file */
+	double max_zone_w;    /* a zone's power from a model or sidecar is clipped to it (0:
+				 WB_ZONE_MAX_W) */
 	size_t budget_bytes;  /* learning state and totals of all hosts together; 0: no limit */
 	/* platform zones (a BMC's whole-machine power): their active energy goes to workloads too;
 	 * false (Kepler's rule): all of it stays unattributed */
@@ -504,14 +543,17 @@ struct est_result {
 	bool no_model;		 /* model mode without a model: zones left empty */
 	bool external;		 /* model mode with the sidecar's powers (estimator_set_external) */
 	unsigned idle_fallbacks; /* zones where the ratio method stood in */
-	unsigned model_nan;	 /* zones whose model gave no finite power (0 W used) */
-	struct model *trained;	 /* a new model from training; the caller owns it */
-	bool stale;		 /* ended no later than the host's last slot: totals unchanged */
-	uint64_t recovered_uj;	 /* energy of aligned slots never received, now in the totals */
+	unsigned model_implausible;	 /* zones whose model gave a power not finite (0 W used) or
+					    above the bound (the bound used) */
+	char implausible[MODEL_ERR_MAX]; /* the first such zone, for the log */
+	struct model *trained;		 /* a new model from training; the caller owns it */
+	bool stale;	       /* ended no later than the host's last slot: totals unchanged */
+	uint64_t recovered_uj; /* energy of aligned slots never received, now in the totals */
 	unsigned totals_implausible, totals_saturated; /* see struct tot_result */
 	bool clock_rewound;			       /* see struct tot_result */
 	bool vm_totals_short; /* VMs left without a cumulative total (memory, the budget) */
 	char train_err[MODEL_ERR_MAX]; /* why a due fit failed, else "" */
+	bool train_implausible;	       /* the fit failed the grid check (train_err says where) */
 	bool budget_refused;	       /* a new host the memory budget has no room for: rejected */
 	bool budget_short; /* learning state left out for the budget (idle ratio, no training) */
 };
@@ -528,6 +570,9 @@ int estimator_set_conf(struct estimator *e, const struct est_conf *conf);
  * model. Used for one slot only (NULL clears it).
  */
 void estimator_set_external(struct estimator *e, const struct kepler_powers *kp, const char *name);
+/* kepler_powers_check under the estimator's zone bound (max_zone_w). */
+int estimator_check_external(const struct estimator *e, const struct kepler_powers *kp, char *err,
+			     size_t errlen);
 /* Use model m from now on (ownership taken; NULL: no model). The previous one is freed. */
 void estimator_set_model(struct estimator *e, struct model *m);
 const struct model *estimator_model(const struct estimator *e);

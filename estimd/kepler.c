@@ -14,8 +14,6 @@
 
 #include "estimd.h"
 
-#define POWER_MAX_W 1e5 /* no zone of one node draws this */
-
 static void km_add(struct kepler_metrics *km, const char *name, int id)
 {
 	if (km->n < KEPLER_METRICS_MAX) {
@@ -115,13 +113,8 @@ static int power_value(const json_t *v, const char *key, size_t row, double *out
 		snprintf(err, errlen, "powers.%s[%zu]: expected a number", key, row);
 		return -1;
 	}
-	double d = json_number_value(v);
-	if (!isfinite(d) || fabs(d) > POWER_MAX_W) {
-		snprintf(err, errlen, "powers.%s[%zu]: %g W is not a power of one zone", key, row,
-			 d);
-		return -1;
-	}
-	*out = d;
+	/* Whether it is a power a zone can draw is kepler_powers_check's to say. */
+	*out = json_number_value(v);
 	return 0;
 }
 
@@ -193,6 +186,24 @@ out:
 	if (rc < 0)
 		out->n = 0;
 	return rc;
+}
+
+int kepler_powers_check(const struct kepler_powers *kp, double max_w, char *err, size_t errlen)
+{
+	/* Kepler's estimator clips every value at 0 and answers idle below total for the models
+	 * it serves here; anything else is not its answer, or not a zone's power. */
+	for (size_t i = 0; i < kp->n; i++) {
+		struct wb_zone_power zp;
+		enum wb_power_fault f = wb_plaus_zone_power(kp->p_w[i], kp->p0_w[i], max_w, &zp);
+		if (f != WB_POWER_OK) {
+			snprintf(
+			    err, errlen,
+			    "powers.%s: %g W at the slot's features, %g W at zero usage: %s (bound %g W)",
+			    kp->zone[i], kp->p_w[i], kp->p0_w[i], wb_power_fault_name(f), max_w);
+			return -1;
+		}
+	}
+	return 0;
 }
 
 bool kepler_answer_complete(const char *text, size_t len)

@@ -182,6 +182,7 @@ static int est_conf_from(const struct estimd_conf *c, struct est_conf *ec, char 
 		return -1;
 	}
 	ec->model_cores = (uint64_t)c->model_cores;
+	ec->max_zone_w = WB_ZONE_MAX_W; /* lib/plaus.h's bound, until a key sets it */
 	ec->budget_bytes = (size_t)c->budget_mib << 20;
 	return 0;
 }
@@ -217,7 +218,8 @@ static int load_model(const struct estimd_conf *c, struct model **out, char *err
 		return -1;
 	}
 	struct model_hint hint = {c->model_trainer, c->model_type, (uint64_t)c->model_cores};
-	if (model_load_file(c->model, &hint, m, err, errlen) < 0) {
+	if (model_load_file(c->model, &hint, m, err, errlen) < 0 ||
+	    model_check_grid(m, WB_ZONE_MAX_W, err, errlen) < 0) {
 		free(m);
 		return -1;
 	}
@@ -258,9 +260,9 @@ struct app {
 	struct wb_checkpoint cp; /* the state file's */
 	struct wb_ratelimit rl_slot, rl_model, rl_train, rl_mode, rl_state;
 	uint64_t *slots, *slots_measured, *slots_model, *slots_rejected, *slots_no_model,
-	    *idle_fallbacks, *model_nan, *models_trained, *models_received, *models_rejected,
-	    *model_write_failed, *slots_stale, *slots_recovered, *recovered_uj, *state_write_failed,
-	    *budget_short;
+	    *idle_fallbacks, *model_implausible, *models_implausible, *models_trained,
+	    *models_received, *models_rejected, *model_write_failed, *slots_stale, *slots_recovered,
+	    *recovered_uj, *state_write_failed, *budget_short;
 	uint64_t *totals_implausible, *totals_saturated, *clock_rewinds, *vm_totals_short;
 	/* model server client */
 	struct wb_httpc_job *ms_job;
@@ -270,7 +272,8 @@ struct app {
 	char slot_counters[64]; /* counters of the last slot */
 	struct wb_ratelimit rl_ms, rl_est;
 	uint64_t *ms_requests, *ms_unreachable, *ms_refused, *ms_bad_answer, *ms_models;
-	uint64_t *est_requests, *est_answered, *est_timeout, *est_gone, *est_bad_answer;
+	uint64_t *est_requests, *est_answered, *est_timeout, *est_gone, *est_bad_answer,
+	    *est_implausible;
 };
 
 static void use_model(struct app *app, struct model *m, const char *how)
@@ -357,6 +360,12 @@ static void ms_answer(struct app *app, enum wb_httpc_result res, struct wb_httpc
 			      sizeof(perr)) < 0) {
 		free(m);
 		ms_failed(app, app->ms_bad_answer, "answered no model estimd can use", perr);
+		return;
+	}
+	if (model_check_grid(m, WB_ZONE_MAX_W, perr, sizeof(perr)) < 0) {
+		free(m);
+		(*app->models_implausible)++;
+		ms_failed(app, app->ms_bad_answer, "answered a model estimd refuses", perr);
 		return;
 	}
 	app->ms_backoff_ns = 0;
@@ -489,6 +498,14 @@ static void sidecar_slot(struct app *app, const struct wb_aligned *a)
 		    path, err, a->env.host, local);
 		return;
 	}
+	if (estimator_check_external(app->est, &kp, err, sizeof(err)) < 0) {
+		(*app->est_implausible)++;
+		log_rl(
+		    &app->rl_est, WB_LOG_WARN,
+		    "estimator sidecar %s: answer refused as implausible: %s; slot of %s from the local model %s",
+		    path, err, a->env.host, local);
+		return;
+	}
 	(*app->est_answered)++;
 	estimator_set_external(app->est, &kp, "estimator");
 }
@@ -599,17 +616,18 @@ static void on_aligned(struct wb_daemon *d, const struct wb_msg *msg, const stru
 		    &app->rl_slot, WB_LOG_WARN,
 		    "%s: alignd's total_uj jumped by more than a zone can draw since the last slot (%.0f W): only the slot's own energy is counted",
 		    a->env.host, WB_ZONE_MAX_W);
-	*app->model_nan += res.model_nan;
+	*app->model_implausible += res.model_implausible;
 	if (res.no_model) {
 		(*app->slots_no_model)++;
 		log_rl(&app->rl_slot, WB_LOG_WARN,
 		       "slot from %s has no power and there is no model: no zones estimated",
 		       a->env.host);
 	}
-	if (res.model_nan)
+	if (res.model_implausible)
 		log_rl(&app->rl_slot, WB_LOG_WARN,
-		       "model %s gave no finite power for %u zones (0 W used)",
-		       estimator_model(app->est)->name, res.model_nan);
+		       "model %s gave an implausible power for %u zones of %s (clipped): %s",
+		       estimator_model(app->est)->name, res.model_implausible, a->env.host,
+		       res.implausible);
 	/* The local model's core ratio (the sidecar's answer carries its own). */
 	if (!res.measured && !res.no_model && !res.external && !app->ratio_logged) {
 		const struct model *m = estimator_model(app->est);
@@ -621,9 +639,10 @@ static void on_aligned(struct wb_daemon *d, const struct wb_msg *msg, const stru
 	/* The estimate's arrays belong to the estimator: sent, never cleared here. */
 	wb_daemon_send(d, &out);
 	wb_checkpoint_changed(&app->cp); /* the totals moved: the checkpoint rides on the slots */
+	*app->models_implausible += res.train_implausible;
 	if (res.train_err[0])
-		log_rl(&app->rl_train, WB_LOG_INFO, "training on %s: %s", a->env.host,
-		       res.train_err);
+		log_rl(&app->rl_train, res.train_implausible ? WB_LOG_WARN : WB_LOG_INFO,
+		       "training on %s: %s", a->env.host, res.train_err);
 	if (res.trained) {
 		publish_trained(app, a, res.trained);
 		free(res.trained);
@@ -640,7 +659,12 @@ static void on_model(struct wb_daemon *d, const struct wb_msg *msg, const struct
 	char err[MODEL_ERR_MAX];
 	if (!m)
 		return;
-	if (model_from_msg(&msg->model, m, err, sizeof(err)) < 0) {
+	bool parsed = model_from_msg(&msg->model, m, err, sizeof(err)) == 0;
+	if (parsed && model_check_grid(m, WB_ZONE_MAX_W, err, sizeof(err)) < 0)
+		(*app->models_implausible)++;
+	else if (parsed)
+		err[0] = '\0';
+	if (err[0]) {
 		(*app->models_rejected)++;
 		log_rl(&app->rl_model, WB_LOG_WARN, "model rejected, keeping %s: %s",
 		       estimator_model(app->est) ? estimator_model(app->est)->name : "none", err);
@@ -727,7 +751,8 @@ int main(int argc, char **argv)
 	    WB_STAT_ROW(struct app, slots_rejected, "slots_rejected"),
 	    WB_STAT_ROW(struct app, slots_no_model, "slots_no_model"),
 	    WB_STAT_ROW(struct app, idle_fallbacks, "idle_fallbacks"),
-	    WB_STAT_ROW(struct app, model_nan, "model_nan"),
+	    WB_STAT_ROW(struct app, model_implausible, "model_implausible"),
+	    WB_STAT_ROW(struct app, models_implausible, "models_implausible"),
 	    WB_STAT_ROW(struct app, models_trained, "models_trained"),
 	    WB_STAT_ROW(struct app, models_received, "models_received"),
 	    WB_STAT_ROW(struct app, models_rejected, "models_rejected"),
@@ -751,6 +776,7 @@ int main(int argc, char **argv)
 	    WB_STAT_ROW(struct app, est_timeout, "estimator_timeout"),
 	    WB_STAT_ROW(struct app, est_gone, "estimator_unreachable"),
 	    WB_STAT_ROW(struct app, est_bad_answer, "estimator_bad_answer"),
+	    WB_STAT_ROW(struct app, est_implausible, "estimator_implausible"),
 	};
 	wb_stats_bind(st, &app, counters, sizeof(counters) / sizeof(counters[0]));
 

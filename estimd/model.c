@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <jansson.h>
 
@@ -235,6 +236,7 @@ static int read_zone(struct reader *r, const char *zname, const json_t *zv, stru
 			return -1;
 		z->nfeat++;
 	}
+	z->curve_feat = model_curve_feature(z);
 
 	const json_t *cf = json_object_get(aw, "CurveFit_Weights");
 	if (cf) {
@@ -353,6 +355,19 @@ static int resolve_form(struct reader *r, const struct model_hint *hint, const c
 		if ((form = trainer_form(base ? base + 1 : r->origin)) >= 0)
 			why = "the file name";
 	}
+	if (form < 0) {
+		/* model-db's folders: .../LogarithmicRegressionTrainer_5/weight.json */
+		const char *end = strrchr(r->origin, '/'), *dir = end;
+		while (dir && dir > r->origin && dir[-1] != '/')
+			dir--;
+		char name[128];
+		if (dir && end - dir > 0 && (size_t)(end - dir) < sizeof(name)) {
+			memcpy(name, dir, (size_t)(end - dir));
+			name[end - dir] = '\0';
+			if ((form = trainer_form(name)) >= 0)
+				why = "the folder name";
+		}
+	}
 	const struct model_zone *z0 = &m->zones[0];
 	if (form < 0) {
 		/* Nothing names the trainer: the JSON must say it by itself. */
@@ -387,6 +402,50 @@ static int resolve_form(struct reader *r, const struct model_hint *hint, const c
 			return fail(r->err, r->errlen, r->origin, key,
 				    "%zu weights, the %s form needs %zu", z->ncurve,
 				    model_form_name(m->form), want);
+	}
+	return 0;
+}
+
+/*
+ * A machine_spec attribute's name as kepler-model-server writes it: the value of
+ * its NodeAttribute enum ("cores", Python <= 3.10) or the member itself
+ * (f"{attr}" is "NodeAttribute.CORES" on Python 3.11 and later), in any case.
+ */
+static bool spec_key_is(const char *key, const char *attr)
+{
+	static const char prefix[] = "NodeAttribute.";
+	if (strncasecmp(key, prefix, sizeof(prefix) - 1) == 0)
+		key += sizeof(prefix) - 1;
+	return strcasecmp(key, attr) == 0;
+}
+
+static int read_spec_cores(struct reader *r, const json_t *spec, struct model *out)
+{
+	if (!json_is_object(spec))
+		return fail(r->err, r->errlen, r->origin, "machine_spec",
+			    "expected an object, got %s", json_type_name(spec));
+	const char *key;
+	const json_t *cores;
+	const char *seen = NULL;
+	json_object_foreach((json_t *)spec, key, cores)
+	{
+		if (!spec_key_is(key, "cores"))
+			continue;
+		char path[160];
+		snprintf(path, sizeof(path), "machine_spec.%.120s", key);
+		/* null: unknown (Kepler's servers write unknown attributes so); 96.0 is 96 */
+		if (json_is_null(cores))
+			continue;
+		double c = json_is_number(cores) ? json_number_value(cores) : 0;
+		if (!json_is_number(cores) || !(c >= 1 && c <= 65536) || c != floor(c))
+			return fail(r->err, r->errlen, r->origin, path,
+				    "expected 1 to 65536 logical CPUs");
+		if (seen && out->cores != (uint64_t)c)
+			return fail(r->err, r->errlen, r->origin, path,
+				    "%.0f logical CPUs, but machine_spec.%s says %" PRIu64, c, seen,
+				    out->cores);
+		out->cores = (uint64_t)c;
+		seen = key;
 	}
 	return 0;
 }
@@ -431,24 +490,8 @@ int model_parse(const char *text, size_t len, const char *origin, const struct m
 			}
 			model_name = json_string_value(v);
 		} else if (strcmp(key, "machine_spec") == 0) {
-			const json_t *cores =
-			    json_is_object(v) ? json_object_get(v, "cores") : NULL;
-			if (!json_is_object(v)) {
-				fail(err, errlen, r.origin, key, "expected an object, got %s",
-				     json_type_name(v));
+			if (read_spec_cores(&r, v, out) < 0)
 				goto done;
-			}
-			/* null: unknown (Kepler's servers write unknown attributes so); 96.0 is 96
-			 */
-			double c = json_is_number(cores) ? json_number_value(cores) : 0;
-			if (cores && !json_is_null(cores) &&
-			    (!json_is_number(cores) || !(c >= 1 && c <= 65536) || c != floor(c))) {
-				fail(err, errlen, r.origin, "machine_spec.cores",
-				     "expected 1 to 65536 logical CPUs");
-				goto done;
-			}
-			if (c >= 1)
-				out->cores = (uint64_t)c;
 		} else if (strcmp(key, "mae") == 0 && json_is_number(v) &&
 			   isfinite(json_number_value(v)) && json_number_value(v) >= 0)
 			/* A model server's weights answer states the model's error. */
@@ -484,6 +527,14 @@ int model_parse(const char *text, size_t len, const char *origin, const struct m
 		const char *base = strrchr(r.origin, '/');
 		base = base ? base + 1 : r.origin;
 		size_t n = strlen(base);
+		if (strcmp(base, "weight.json") == 0 && base - r.origin >= 2) {
+			/* model-db's folders are named after the model: NAME/weight.json */
+			const char *dir = base - 1;
+			while (dir > r.origin && dir[-1] != '/')
+				dir--;
+			n = (size_t)(base - 1 - dir);
+			base = dir;
+		}
 		if (n > 5 && strcmp(base + n - 5, ".json") == 0)
 			n -= 5;
 		if (n >= sizeof(out->name))
@@ -527,25 +578,186 @@ bool model_zone_active(const struct model *m, const struct model_zone *z)
 	return false;
 }
 
-static double feat_value(const struct model_feat *f, const double x[FEAT_COUNT])
+/* Index of the feature named name in z, or -1. */
+static int zone_feat(const struct model_zone *z, const char *name)
 {
-	double v = f->id >= 0 && f->id < FEAT_COUNT ? x[f->id] : 0.0;
-	return (v - f->mean) / f->scale;
+	for (size_t i = 0; i < z->nfeat; i++)
+		if (strcmp(z->feat[i].name, name) == 0)
+			return (int)i;
+	return -1;
 }
 
-double model_zone_power_w(const struct model *m, const struct model_zone *z,
-			  const double x[FEAT_COUNT])
+size_t model_curve_feature(const struct model_zone *z)
+{
+	/*
+	 * kepler-model-server's CurveFitTrainer fits each zone on main_feature(group,
+	 * zone): the group's dram feature for dram, its main feature otherwise. The
+	 * weights do not name the group, but its features tell the two apart: counter
+	 * groups (CounterOnly, Basic, CounterIRQCombined, Full) fit cpu_instructions
+	 * and dram cache_miss, BPF groups (BPFOnly, BPFIRQ) bpf_cpu_time_ms and dram
+	 * bpf_page_cache_hit. Kepler's estimator picks by another rule, which for
+	 * BPFIRQ, Basic and CounterIRQCombined reads a feature the curve was not fitted
+	 * on (docs/estimd.md).
+	 */
+	static const char *const dram_order[] = {"cache_miss", "bpf_page_cache_hit"};
+	static const char *const main_order[] = {"cpu_instructions", "cpu_instr",
+						 "bpf_cpu_time_ms"};
+	int i;
+	if (strcmp(z->zone, "dram") == 0)
+		for (size_t k = 0; k < sizeof(dram_order) / sizeof(dram_order[0]); k++)
+			if ((i = zone_feat(z, dram_order[k])) >= 0)
+				return (size_t)i;
+	for (size_t k = 0; k < sizeof(main_order) / sizeof(main_order[0]); k++)
+		if ((i = zone_feat(z, main_order[k])) >= 0)
+			return (size_t)i;
+	return 0;
+}
+
+double model_zone_eval_w(const struct model *m, const struct model_zone *z, const double *v)
 {
 	if (m->form == MODEL_LINEAR) {
 		double p = z->bias_w;
 		for (size_t i = 0; i < z->nfeat; i++)
 			if (z->feat[i].weight != 0)
-				p += z->feat[i].weight * feat_value(&z->feat[i], x);
+				p +=
+				    z->feat[i].weight * (v[i] - z->feat[i].mean) / z->feat[i].scale;
 		return p;
 	}
-	/* model-db's curve fits use the first feature only. */
-	double u = z->nfeat ? feat_value(&z->feat[0], x) : 0.0;
+	/* model-db's curve fits read one feature per zone. */
+	size_t k = z->curve_feat < z->nfeat ? z->curve_feat : 0;
+	double u = z->nfeat ? (v[k] - z->feat[k].mean) / z->feat[k].scale : 0.0;
 	return model_curve_eval(m->form, z->curve, u, NULL);
+}
+
+double model_zone_power_w(const struct model *m, const struct model_zone *z,
+			  const double x[FEAT_COUNT])
+{
+	double v[MODEL_FEATS_MAX];
+	for (size_t i = 0; i < z->nfeat; i++) {
+		int id = z->feat[i].id;
+		v[i] = id >= 0 && id < FEAT_COUNT ? x[id] : 0.0;
+	}
+	return model_zone_eval_w(m, z, v);
+}
+
+enum wb_power_fault model_zone_split(const struct model *m, const struct model_zone *z,
+				     const double *v, double ratio, double max_w,
+				     struct wb_zone_power *out)
+{
+	double zero[MODEL_FEATS_MAX] = {0};
+	double p = model_zone_eval_w(m, z, v);
+	if (m->output == MODEL_DYN)
+		return wb_plaus_zone_power(p, 0, max_w, out);
+	enum wb_power_fault f = wb_plaus_zone_power(p, model_zone_eval_w(m, z, zero), max_w, out);
+	/* Kepler scales the idle (zero-usage) power by the core ratio; usage adds the rest. */
+	if (ratio >= 0 && ratio < 1) {
+		out->idle_w *= ratio;
+		out->node_w = out->idle_w + out->active_w;
+	}
+	return f;
+}
+
+/* Past what one node's features reach, per second; a feature not listed goes to 10x its scale. */
+static const struct {
+	const char *name;
+	double max;
+} feat_ceiling[] = {
+    {"bpf_cpu_time_ms", 1e6},	/* 1,000 CPUs busy */
+    {"cpu_cycles", 1e13},	/* 2,000 CPUs at 5 GHz */
+    {"cpu_instructions", 1e13}, /* ... at an IPC of 1 */
+    {"cpu_instr", 1e13},	{"cache_miss", 1e12},	 {"bpf_page_cache_hit", 1e8},
+    {"bpf_block_irq", 1e7},	{"bpf_net_rx_irq", 1e7}, {"bpf_net_tx_irq", 1e7},
+};
+
+static double feat_max(const struct model_feat *f)
+{
+	double max = 10 * f->scale;
+	for (size_t i = 0; i < sizeof(feat_ceiling) / sizeof(feat_ceiling[0]); i++)
+		if (strcmp(f->name, feat_ceiling[i].name) == 0 && feat_ceiling[i].max > max)
+			max = feat_ceiling[i].max;
+	return max;
+}
+
+/*
+ * 0, or -1 with err when the zone's output at v is not finite, or above max_w (> 0) where every
+ * feature is within its scale (in_range). only: the one feature set, or -1 for all.
+ */
+static int grid_point(const struct model *m, const struct model_zone *z, const double *v, int only,
+		      bool in_range, double max_w, char *err, size_t errlen)
+{
+	double p = model_zone_eval_w(m, z, v);
+	bool above = in_range && max_w > 0 && p > max_w;
+	if (isfinite(p) && !above)
+		return 0;
+	char at[256];
+	size_t o = 0;
+	bool zero = true;
+	for (size_t i = 0; i < z->nfeat; i++)
+		zero &= v[i] == 0;
+	for (size_t i = 0; i < z->nfeat && o < sizeof(at) && !zero; i++)
+		if (only < 0 || (size_t)only == i)
+			o += (size_t)snprintf(at + o, sizeof(at) - o, "%s%s=%g", o ? ", " : "",
+					      z->feat[i].name, v[i]);
+	if (zero)
+		snprintf(at, sizeof(at), "zero usage");
+	if (above)
+		snprintf(
+		    err, errlen,
+		    "model %s: zone %s gives %g W at %s%s, within its training range: above the zone's bound of %g W, refused",
+		    m->name, z->zone, p, at,
+		    !zero && only >= 0 && z->nfeat > 1 ? " (the other features 0)" : "", max_w);
+	else
+		snprintf(err, errlen, "model %s: zone %s gives %g W at %s%s: not finite, refused",
+			 m->name, z->zone, p, at,
+			 !zero && only >= 0 && z->nfeat > 1 ? " (the other features 0)" : "");
+	return -1;
+}
+
+int model_check_grid(const struct model *m, double max_w, char *err, size_t errlen)
+{
+	static const double of_scale[] = {0.01, 0.1, 0.25, 0.5, 1, 2, 5, 10};
+	for (size_t zi = 0; zi < m->nzones; zi++) {
+		const struct model_zone *z = &m->zones[zi];
+		double v[MODEL_FEATS_MAX] = {0};
+		if (!model_zone_active(m, z))
+			continue;
+		if (grid_point(m, z, v, -1, true, max_w, err, errlen) < 0)
+			return -1;
+		/* each feature alone (the point named is then one feature): multiples of its scale,
+		 * and by decades from 1 to its maximum */
+		for (size_t f = 0; f < z->nfeat; f++) {
+			memset(v, 0, sizeof(v));
+			for (size_t k = 0; k < sizeof(of_scale) / sizeof(of_scale[0]); k++) {
+				v[f] = of_scale[k] * z->feat[f].scale;
+				if (grid_point(m, z, v, (int)f, of_scale[k] <= 1, max_w, err,
+					       errlen) < 0)
+					return -1;
+			}
+			double max = feat_max(&z->feat[f]);
+			for (double x = 1; x <= max * 1.0001; x *= 10) {
+				v[f] = x;
+				if (grid_point(m, z, v, (int)f, x <= z->feat[f].scale, max_w, err,
+					       errlen) < 0)
+					return -1;
+			}
+			v[f] = max;
+			if (grid_point(m, z, v, (int)f, false, max_w, err, errlen) < 0)
+				return -1;
+		}
+		/* all features together at the same multiple of their scales, then at their maxima
+		 */
+		for (size_t k = 0; k < sizeof(of_scale) / sizeof(of_scale[0]); k++) {
+			for (size_t i = 0; i < z->nfeat; i++)
+				v[i] = of_scale[k] * z->feat[i].scale;
+			if (grid_point(m, z, v, -1, of_scale[k] <= 1, max_w, err, errlen) < 0)
+				return -1;
+		}
+		for (size_t i = 0; i < z->nfeat; i++)
+			v[i] = feat_max(&z->feat[i]);
+		if (grid_point(m, z, v, -1, false, max_w, err, errlen) < 0)
+			return -1;
+	}
+	return 0;
 }
 
 double model_curve_eval(enum model_form form, const double *c, double u, double *grad)

@@ -249,6 +249,12 @@ static int fit_done(struct trainer *t, const char *name, uint64_t cores, size_t 
 	out->cores = cores;
 	out->train_slots = ntrain;
 	out->test_slots = ntest;
+	/* A fit that extrapolates to a non-finite power is never published or written. */
+	char gerr[MODEL_ERR_MAX];
+	if (model_check_grid(out, WB_ZONE_MAX_W, gerr, sizeof(gerr)) < 0) {
+		snprintf(err, errlen, "%s", gerr);
+		return -2;
+	}
 	t->fits++;
 	return 0;
 }
@@ -456,7 +462,8 @@ int trainer_fit_form(struct trainer *t, enum model_form form, const char *name, 
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
-	/* model-db's curve fits take the first feature, CPU time, scaled to [0, 1]. */
+	/* Fitted on CPU time scaled to [0, 1], as model-db's BPF curve fits (model_curve_feature).
+	 */
 	double scale = umax > 0 ? umax : 1;
 	out->form = form;
 	for (int zi = 0; zi < TRAIN_ZONES; zi++) {

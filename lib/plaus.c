@@ -1,8 +1,10 @@
 /*
  * Plausibility rules shared by the stages: the message times checked on receipt
- * (a table of where each kind keeps its times), saturating sums and marks.
+ * (a table of where each kind keeps its times), saturating sums and marks,
+ * and the one rule that turns a model's answer into a zone's power.
  */
 #include <inttypes.h>
+#include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -105,4 +107,49 @@ bool wb_rewind_see(struct wb_rewind *r, uint64_t t)
 		return false;
 	r->n = 0;
 	return true;
+}
+
+static double clip_w(double w, double max_w)
+{
+	if (!isfinite(w) || w < 0)
+		return 0;
+	return w > max_w ? max_w : w;
+}
+
+enum wb_power_fault wb_plaus_zone_power(double p_w, double p0_w, double max_w,
+					struct wb_zone_power *out)
+{
+	if (!(max_w >= 0))
+		max_w = 0;
+	out->node_w = clip_w(p_w, max_w);
+	out->idle_w = clip_w(p0_w, max_w);
+	if (out->idle_w > out->node_w)
+		out->idle_w = out->node_w;
+	out->active_w = out->node_w - out->idle_w;
+	if (!isfinite(p_w) || !isfinite(p0_w))
+		return WB_POWER_NONFINITE;
+	if (p_w > max_w || p0_w > max_w)
+		return WB_POWER_ABOVE;
+	if (p_w < 0 || p0_w < 0)
+		return WB_POWER_NEGATIVE;
+	if (p0_w > p_w)
+		return WB_POWER_IDLE_ABOVE;
+	return WB_POWER_OK;
+}
+
+const char *wb_power_fault_name(enum wb_power_fault f)
+{
+	switch (f) {
+	case WB_POWER_OK:
+		return "plausible";
+	case WB_POWER_NONFINITE:
+		return "not finite";
+	case WB_POWER_ABOVE:
+		return "above the zone's bound";
+	case WB_POWER_NEGATIVE:
+		return "negative";
+	case WB_POWER_IDLE_ABOVE:
+		return "idle above total";
+	}
+	return "?";
 }

@@ -79,4 +79,34 @@ static inline void wb_rewind_reset(struct wb_rewind *r)
 /* The most energy (uJ) a zone drawing max_w can use in dt_ns, saturated at WB_WIRE_MAX. */
 uint64_t wb_plaus_energy_max_uj(uint64_t dt_ns, double max_w);
 
+/* What a power model's (or an estimator sidecar's) answer for one zone claimed that no zone can. */
+enum wb_power_fault {
+	WB_POWER_OK,
+	WB_POWER_NONFINITE,  /* NaN or infinite, at the slot's features or at zero usage */
+	WB_POWER_ABOVE,	     /* above the zone's bound */
+	WB_POWER_NEGATIVE,   /* below 0 */
+	WB_POWER_IDLE_ABOVE, /* the zero-usage (idle) power above the power at the slot's features
+			      */
+};
+
+/* A zone's power in one slot, as published: node_w == idle_w + active_w, all in [0, max_w]. */
+struct wb_zone_power {
+	double node_w, idle_w, active_w;
+};
+
+/*
+ * No impossible watt, one rule for every power a model or a sidecar gives: the
+ * zone's node power is p_w (the answer at the slot's features) clipped to
+ * [0, max_w] (a non-finite answer counts as 0); its idle power is p0_w (the
+ * answer at zero usage) clipped the same way and to the node power; active is
+ * the difference, never below 0. Kepler's estimator clips the same way at 0
+ * (`y[y < 0] = 0`). Returns the first fault of the answer as given, in the order
+ * of enum wb_power_fault (WB_POWER_OK: nothing was clipped); the caller decides
+ * which faults refuse the answer.
+ */
+enum wb_power_fault wb_plaus_zone_power(double p_w, double p0_w, double max_w,
+					struct wb_zone_power *out);
+/* "not finite", "above the bound", ... for a log line. */
+const char *wb_power_fault_name(enum wb_power_fault f);
+
 #endif

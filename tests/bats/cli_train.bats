@@ -148,3 +148,20 @@ fake_machine() { # DIR: 4 CPUs of one socket, 16 GiB, 3.5 GHz
 	assert_failure 2
 	assert_output --partial "--form: 'cubic' is not auto"
 }
+
+@test "train refuses a fit whose power is not finite on the grid, says why, and writes another form or nothing" {
+	# package = 0.5 W e^(0.0012 CPU-ms/s) + 20 W on 4 CPUs: the exponential fit is right here,
+	# and infinite at 1e6 CPU-ms/s (1,000 busy CPUs), where estimd's grid check looks
+	record_slots exp --count 100 --seed 6 --exponential 0.5,0.0012,20
+	run "$WATTBUS" train --form exponential --out "$BATS_TEST_TMPDIR/exp" "$BATS_TEST_TMPDIR/exp.rec"
+	assert_failure 1
+	assert_line --regexp '^exponential +model ExponentialRegressionTrainer-wattbus-metal1: zone package gives inf W at bpf_cpu_time_ms=1e\+06: not finite, refused$'
+	assert_output --partial "no model could be fitted"
+	[ ! -e "$BATS_TEST_TMPDIR/exp/weight.json" ]
+	run "$WATTBUS" train --out "$BATS_TEST_TMPDIR/auto" "$BATS_TEST_TMPDIR/exp.rec"
+	assert_success
+	assert_line --regexp '^exponential +model .*not finite, refused$'
+	refute_output --partial "chosen: ExponentialRegressionTrainer"
+	run "$WB_BUILD/wattbus-estimd" -n --model "$BATS_TEST_TMPDIR/auto/weight.json"
+	assert_success
+}

@@ -2,12 +2,13 @@
 """Aligned slots as JSON lines for `wattbus pub`, from a known power truth.
 
   estimd_slots.py [--host H] [--count N] [--start S] [--ncpu C] [--no-power] [--seed X]
-                  [--logistic A,X0,K,C]
+                  [--logistic A,X0,K,C] [--exponential A,B,C]
 
 Each 1 s slot has two processes in a container and one outside, /proc/stat
 deltas that match them, and (unless --no-power) package and dram energy from
 package = 15 W + 0.006 W per CPU-ms/s and dram = 3 W + 0.0008 W per CPU-ms/s.
-With --logistic, package = A / (1 + exp(-K * (cpu_ms - X0))) + C instead.
+With --logistic, package = A / (1 + exp(-K * (cpu_ms - X0))) + C instead; with
+--exponential, package = A * exp(B * cpu_ms) + C.
 """
 import argparse
 import json
@@ -22,6 +23,7 @@ p.add_argument("--ncpu", type=int, default=4)
 p.add_argument("--no-power", action="store_true")
 p.add_argument("--seed", type=int, default=1)
 p.add_argument("--logistic", help="A,X0,K,C: package power as a logistic curve of CPU-ms/s")
+p.add_argument("--exponential", help="A,B,C: package power as an exponential curve of CPU-ms/s")
 a = p.parse_args()
 rng = random.Random(a.seed)
 NS = 1000000000
@@ -35,6 +37,9 @@ for i in range(a.count):
     if a.logistic:
         A, X0, K, C = (float(v) for v in a.logistic.split(","))
         pkg_w = A / (1 + math.exp(-K * (cpu_ms - X0))) + C
+    if a.exponential:
+        A, B, C = (float(v) for v in a.exponential.split(","))
+        pkg_w = A * math.exp(B * cpu_ms) + C
     if not a.no_power:
         zones = [
             {"name": "package-0", "zone": "package", "index": 0, "path": "/sys/class/powercap/intel-rapl:0",

@@ -9,7 +9,9 @@ answers one JSON object {"powers": {zone: [watts per row]}, "msg", "core_ratio"}
 Each connection takes the next step (the last one repeats): answer (package =
 100 W + 0.01 W per bpf_cpu_time_ms, dram = 7 W + 0.001 W per bpf_cpu_time_ms,
 per row), slow (the same answer after 10 s), garbage (bytes that are no JSON),
-error (Kepler's failure answer: empty powers, a msg), dead (close the
+error (Kepler's failure answer: empty powers, a msg), hostile, negative, idle_above
+(well-formed answers no zone can draw: package [99999, -99999], [-5, -5], [10, 90] W
+for the two rows), dead (close the
 connection and the listening socket without a word, and exit). Every request
 goes to --log as one JSON line {"raw": the text received, "step"}.
 """
@@ -36,6 +38,9 @@ def powers(req):
     return {"package": [100 + 0.01 * r[i] for r in rows], "dram": [7 + 0.001 * r[i] for r in rows]}
 
 
+IMPLAUSIBLE = {"hostile": [99999, -99999], "negative": [-5, -5], "idle_above": [10, 90]}
+
+
 def serve(conn, step):
     data = b""
     while True:  # as Kepler's estimator: 1024-byte chunks until the text ends with '}'
@@ -50,6 +55,8 @@ def serve(conn, step):
     try:
         if step == "garbage":
             conn.sendall(b"\x00\x01 not json at all")
+        elif step in IMPLAUSIBLE:
+            conn.sendall(json.dumps({"powers": {"package": IMPLAUSIBLE[step]}, "msg": "", "core_ratio": 1}).encode())
         elif step == "error":
             conn.sendall(json.dumps({"powers": {}, "msg": "no model for the requested features", "core_ratio": 1}).encode())
         else:

@@ -125,14 +125,18 @@ static void test_model_mode_slot(void)
 	estimator_set_conf(e, &c);
 	CHECK(estimator_slot(e, a, &out, &res, err, sizeof(err)) == 0);
 	CHECK_U64(out.zones[0].idle_uj, 72598614);
-	/* A model within the schema can still claim 1e39 W: counted like a NaN, no energy. */
+	/* A model within the schema can still claim 1e39 W: counted, and clipped to the zone's
+	 * bound (lib/plaus.h's WB_ZONE_MAX_W, 5000 W for the 1 s slot), all of it idle (as is
+	 * P(0)). */
 	struct model *huge = malloc(sizeof(*huge));
 	*huge = *m;
 	huge->zones[model_find_zone(huge, "package")].bias_w = 1e39;
 	estimator_set_model(e, huge);
 	CHECK(estimator_slot(e, a, &out, &res, err, sizeof(err)) == 0);
-	CHECK_U64(res.model_nan, 1);
-	CHECK_U64(out.zones[0].energy_uj, 0);
+	CHECK_U64(res.model_implausible, 1);
+	CHECK(strstr(res.implausible, "zone package: 1e+39 W") != NULL);
+	CHECK_U64(out.zones[0].energy_uj, 5000000000);
+	CHECK_U64(out.zones[0].idle_uj, 5000000000);
 	estimator_destroy(&e);
 	wb_msg_clear(&msg);
 }
@@ -365,7 +369,253 @@ static void test_roundtrips(void)
 	}
 }
 
+/*
+ * machine_spec as kepler-model-server writes it: NodeTypeSpec.get_json() keys each attribute
+ * f"{attr}" of its NodeAttribute(str, Enum): "cores" on Python <= 3.10, "NodeAttribute.CORES" on
+ * 3.11 and later. Whatever the spelling, the model's cores give the core ratio on a 2-CPU host's
+ * idle power: 40 W * 2/96.
+ */
+static void spec_spelling(const char *spec_json)
+{
+	char text[1024], err[MODEL_ERR_MAX];
+	snprintf(
+	    text, sizeof(text),
+	    "{\"model_name\": \"SGDRegressorTrainer_0\", \"machine_spec\": %s, \"package\": {\"All_Weights\": {\"Bias_Weight\": 40, \"Categorical_Variables\": {}, \"Numerical_Variables\": {\"bpf_cpu_time_ms\": {\"scale\": 1000, \"weight\": 1}}}}}",
+	    spec_json);
+	struct model *m = malloc(sizeof(*m));
+	int rc = model_parse(text, strlen(text), "http://server/model", NULL, m, err, sizeof(err));
+	if (rc < 0)
+		printf("#   %s: %s\n", spec_json, err);
+	CHECK(rc == 0);
+	CHECK_U64(m->cores, 96);
+	struct est_conf c = {.mode = EST_AUTO, .idle.method = IDLE_RATIO};
+	struct estimator *e = estimator_new(&c);
+	estimator_set_model(e, m);
+	CHECK_NEAR(estimator_core_ratio(e, 2), 2.0 / 96.0, 1e-15);
+	struct wb_msg msg = {.kind = WB_ALIGNED};
+	struct wb_aligned *a = &msg.aligned;
+	snprintf(a->env.host, sizeof(a->env.host), "vm1");
+	a->t0 = 1000000000000ull;
+	a->t1 = a->t0 + 1000000000ull;
+	a->ncpu = 2;
+	a->cpu.user_ns = 1000000000;
+	a->cpu.idle_ns = 1000000000;
+	a->procs = wb_array_new(1, sizeof(*a->procs));
+	a->n_procs = 1;
+	a->procs[0] = (struct wb_slot_proc){.pid = 42, .comm = "burn", .cpu_ns = 1000000000};
+	struct wb_estimate out;
+	struct est_result res;
+	CHECK(estimator_slot(e, a, &out, &res, err, sizeof(err)) == 0);
+	CHECK_U64(out.n_zones, 1);
+	/* idle 40 W * 2/96 = 0.8333 W; active 1000 ms/s * 1 / 1000 = 1 W */
+	CHECK_U64(out.zones[0].idle_uj, 833333);
+	CHECK_U64(out.zones[0].active_uj, 1000000);
+	estimator_destroy(&e);
+	wb_msg_clear(&msg);
+}
+
+static void test_spec_cores_python310(void)
+{
+	spec_spelling(
+	    "{\"processor\": \"intel_xeon_platinum_8259cl\", \"cores\": 96, \"chips\": 2, "
+	    "\"memory\": 377, \"frequency\": 3500}");
+}
+
+static void test_spec_cores_python311(void)
+{
+	spec_spelling("{\"NodeAttribute.PROCESSOR\": \"intel_xeon_platinum_8259cl\", "
+		      "\"NodeAttribute.CORES\": 96, \"NodeAttribute.CHIPS\": 2, "
+		      "\"NodeAttribute.MEMORY\": 377, \"NodeAttribute.FREQ\": 3500}");
+}
+
+static void test_spec_cores_float_and_both(void)
+{
+	/* 96.0 (a float from pandas), and both spellings agreeing (a spec loaded from one
+	 * and written with the other) */
+	spec_spelling("{\"NodeAttribute.CORES\": 96.0}");
+	spec_spelling(
+	    "{\"cores\": 96, \"NodeAttribute.CORES\": 96, \"NodeAttribute.CHIPS\": null}");
+	/* unknown in one spelling (null), known in the other */
+	spec_spelling("{\"cores\": null, \"NodeAttribute.CORES\": 96}");
+	/* two spellings that disagree: refused, naming both */
+	const char *two =
+	    "{\"machine_spec\": {\"cores\": 96, \"NodeAttribute.CORES\": 48}, \"package\": {\"All_Weights\": {\"Numerical_Variables\": {\"bpf_cpu_time_ms\": {\"scale\": 1}}}}}";
+	struct model m;
+	char err[MODEL_ERR_MAX];
+	CHECK(model_parse(two, strlen(two), "s.json", NULL, &m, err, sizeof(err)) == -1);
+	CHECK(
+	    strstr(
+		err,
+		"s.json: machine_spec.NodeAttribute.CORES: 48 logical CPUs, but machine_spec.cores says 96") !=
+	    NULL);
+	const char *bad =
+	    "{\"machine_spec\": {\"NodeAttribute.CORES\": 0}, \"package\": {\"All_Weights\": {\"Numerical_Variables\": {\"bpf_cpu_time_ms\": {\"scale\": 1}}}}}";
+	CHECK(model_parse(bad, strlen(bad), "s.json", NULL, &m, err, sizeof(err)) == -1);
+	CHECK(strstr(err, "s.json: machine_spec.NodeAttribute.CORES: expected 1 to 65536") != NULL);
+}
+
+/* A model-mode slot of a host of ncpu CPUs, one process busy for cpu_ms of the 1 s slot. */
+static void slot_at(struct wb_msg *msg, uint64_t ncpu, double cpu_ms, uint64_t t0_s)
+{
+	memset(msg, 0, sizeof(*msg));
+	msg->kind = WB_ALIGNED;
+	struct wb_aligned *a = &msg->aligned;
+	snprintf(a->env.host, sizeof(a->env.host), "vm1");
+	a->t0 = t0_s * 1000000000ull;
+	a->t1 = a->t0 + 1000000000ull;
+	a->ncpu = ncpu;
+	a->cpu.user_ns = (uint64_t)(cpu_ms * 1e6);
+	a->cpu.idle_ns = ncpu * 1000000000ull - a->cpu.user_ns;
+	a->procs = wb_array_new(1, sizeof(*a->procs));
+	a->n_procs = 1;
+	a->procs[0] = (struct wb_slot_proc){.pid = 42, .comm = "burn", .cpu_ns = a->cpu.user_ns};
+}
+
+/*
+ * model-db's LogarithmicRegressionTrainer_5 (BPFOnly, the model Kepler's server picks for an
+ * 8488C-like VM) has package P(0) = -612.03 W. estimd published P(x) - P(0), 700.80 W at
+ * 960 CPU-ms/s; Kepler's estimator answers 88.77 W (clipped at 0). Through estimd's own path,
+ * on a 96-CPU host, every slot's package power is Kepler's answer, all of it active.
+ */
+static void test_negative_idle_logreg5(void)
+{
+	static const struct {
+		double cpu_ms, kepler_w; /* the golden set's answers (p0..p5) */
+	} vec[] = {{0, 0.0},
+		   {960, 88.7700141109857},
+		   {24000, 298.4891444033102},
+		   {48000, 343.6499603043626},
+		   {72000, 370.0673510972273},
+		   {96000, 388.8107900924731}};
+	char path[4096], err[MODEL_ERR_MAX];
+	const char *root = getenv("WB_ROOT");
+	snprintf(
+	    path, sizeof(path),
+	    "%s/tests/data/kepler-model-db/ec2-0.7.11/rapl-sysfs/AbsPower/BPFOnly/LogarithmicRegressionTrainer_5/weight.json",
+	    root && root[0] ? root : ".");
+	struct model *m = malloc(sizeof(*m));
+	CHECK(model_load_file(path, NULL, m, err, sizeof(err)) == 0);
+	CHECK(m->form == MODEL_LOGARITHMIC);
+	CHECK(model_check_grid(m, WB_ZONE_MAX_W, err, sizeof(err)) == 0);
+	struct est_conf c = {.mode = EST_AUTO, .idle.method = IDLE_RATIO};
+	struct estimator *e = estimator_new(&c);
+	estimator_set_model(e, m);
+	for (size_t i = 0; i < sizeof(vec) / sizeof(vec[0]); i++) {
+		struct wb_msg msg;
+		struct wb_estimate out;
+		struct est_result res;
+		slot_at(&msg, 96, vec[i].cpu_ms, 1000 + i);
+		CHECK(estimator_slot(e, &msg.aligned, &out, &res, err, sizeof(err)) == 0);
+		CHECK_STR(out.zones[0].zone, "package");
+		CHECK_U64(out.zones[0].idle_uj, 0);
+		CHECK_NEAR((double)out.zones[0].energy_uj / 1e6, vec[i].kepler_w, 1e-6);
+		CHECK_U64(res.model_implausible, 0);
+		/* dram: the curve at 0 page cache hits, all idle */
+		CHECK_STR(out.zones[1].zone, "dram");
+		CHECK_NEAR((double)out.zones[1].idle_uj / 1e6, 31.384477124183, 1e-6);
+		CHECK_U64(out.zones[1].active_uj, 0);
+		wb_msg_clear(&msg);
+	}
+	estimator_destroy(&e);
+}
+
+/*
+ * An honest fit of slots recorded only at high load (900-1000 CPU-ms/s on one CPU, 34-40 W on
+ * a line through -20 W at rest) has a bias of -20 W. estimd published P(x) - P(0) = 60 W at
+ * 1000 CPU-ms/s where the model says 40 W; the rule publishes the model's 40 W, all active,
+ * and 0 W (not -20) for an idle slot.
+ */
+static void test_negative_bias_trained(void)
+{
+	struct trainer t;
+	struct train_conf tc = {
+	    .window = 200, .min_slots = 20, .every = 1000000, .holdout_every = 5};
+	CHECK(trainer_init(&t, &tc) == 0);
+	for (int i = 0; i < 100; i++) {
+		double x[FEAT_COUNT] = {0}, y[TRAIN_ZONES] = {-1, -1, -1, -1, -1};
+		x[FEAT_CPU_TIME_MS] = 900 + i;
+		y[0] = -20 + 0.06 * x[FEAT_CPU_TIME_MS];
+		trainer_add_sample(&t, x, y);
+	}
+	struct model *m = malloc(sizeof(*m));
+	char err[MODEL_ERR_MAX];
+	CHECK(trainer_fit(&t, "wattbus-high-load", 1, m, err, sizeof(err)) == 0);
+	trainer_free(&t);
+	double zero[FEAT_COUNT] = {0};
+	CHECK_NEAR(model_zone_power_w(m, &m->zones[0], zero), -20, 1e-6);
+	struct est_conf c = {.mode = EST_AUTO, .idle.method = IDLE_RATIO};
+	struct estimator *e = estimator_new(&c);
+	estimator_set_model(e, m);
+	struct wb_msg msg;
+	struct wb_estimate out;
+	struct est_result res;
+	slot_at(&msg, 1, 1000, 2000);
+	CHECK(estimator_slot(e, &msg.aligned, &out, &res, err, sizeof(err)) == 0);
+	CHECK_STR(out.zones[0].zone, "package");
+	CHECK_NEAR((double)out.zones[0].energy_uj / 1e6, 40, 1e-5);
+	CHECK_U64(out.zones[0].idle_uj, 0);
+	wb_msg_clear(&msg);
+	slot_at(&msg, 1, 0, 2001);
+	CHECK(estimator_slot(e, &msg.aligned, &out, &res, err, sizeof(err)) == 0);
+	CHECK_U64(out.zones[0].energy_uj, 0);
+	wb_msg_clear(&msg);
+	estimator_destroy(&e);
+}
+
+/* A fit that is right on the host (4 CPUs) and infinite at 1e6 CPU-ms/s is never handed out. */
+static void test_trainer_grid_refusal(void)
+{
+	struct trainer t;
+	struct train_conf tc = {
+	    .window = 200, .min_slots = 20, .every = 1000000, .holdout_every = 5};
+	CHECK(trainer_init(&t, &tc) == 0);
+	for (int i = 0; i < 100; i++) {
+		double x[FEAT_COUNT] = {0}, y[TRAIN_ZONES] = {-1, -1, -1, -1, -1};
+		x[FEAT_CPU_TIME_MS] = 40.0 * i;
+		y[0] = 0.5 * exp(0.0012 * x[FEAT_CPU_TIME_MS]) + 20;
+		trainer_add_sample(&t, x, y);
+	}
+	struct model m;
+	char err[MODEL_ERR_MAX];
+	CHECK(trainer_fit_form(&t, MODEL_EXPONENTIAL, "steep", 4, &m, err, sizeof(err)) == -2);
+	CHECK(
+	    strstr(
+		err,
+		"model steep: zone package gives inf W at bpf_cpu_time_ms=1e+06: not finite, refused") !=
+	    NULL);
+	/* the linear fit of the same samples is finite everywhere */
+	CHECK(trainer_fit_form(&t, MODEL_LINEAR, "flat", 4, &m, err, sizeof(err)) == 0);
+	trainer_free(&t);
+	/* Finite but beyond any zone within the features' scales (where it was trained): refused;
+	 * a model that only passes the bound far beyond its scales is not (the slot clips it). */
+	const char *huge =
+	    "{\"model_name\": \"SGDRegressorTrainer_9\", \"package\": {\"All_Weights\": {\"Bias_Weight\": 1e39, \"Numerical_Variables\": {\"bpf_cpu_time_ms\": {\"scale\": 1000, \"weight\": 1}}}}}";
+	CHECK(model_parse(huge, strlen(huge), "huge.json", NULL, &m, err, sizeof(err)) == 0);
+	CHECK(model_check_grid(&m, WB_ZONE_MAX_W, err, sizeof(err)) == -1);
+	CHECK_STR(
+	    err,
+	    "model SGDRegressorTrainer_9: zone package gives 1e+39 W at zero usage, within its training range: above the zone's bound of 5000 W, refused");
+	const char *steep =
+	    "{\"model_name\": \"SGDRegressorTrainer_8\", \"package\": {\"All_Weights\": {\"Bias_Weight\": 10, \"Numerical_Variables\": {\"bpf_cpu_time_ms\": {\"scale\": 1000, \"weight\": 1000}}}}}";
+	CHECK(model_parse(steep, strlen(steep), "steep.json", NULL, &m, err, sizeof(err)) == 0);
+	CHECK(model_check_grid(&m, WB_ZONE_MAX_W, err, sizeof(err)) == 0);
+	m.zones[0].feat[0].weight = 6000; /* 6010 W at its scale */
+	CHECK(model_check_grid(&m, WB_ZONE_MAX_W, err, sizeof(err)) == -1);
+	CHECK(strstr(err, "gives 6010 W at bpf_cpu_time_ms=1000, within its training range") !=
+	      NULL);
+}
+
 static const struct unit_case cases[] = {
+    {"a trainer's fit that is not finite on the grid is refused", test_trainer_grid_refusal},
+    {"LogarithmicRegressionTrainer_5 (P(0) = -612 W): Kepler's answer, not P(x) - P(0)",
+     test_negative_idle_logreg5},
+    {"a trained model with a negative bias: the model's power, not more",
+     test_negative_bias_trained},
+    {"machine_spec cores as Python <= 3.10 writes it (cores)", test_spec_cores_python310},
+    {"machine_spec cores as Python >= 3.11 writes it (NodeAttribute.CORES)",
+     test_spec_cores_python311},
+    {"machine_spec cores as a float, in both spellings, conflicting",
+     test_spec_cores_float_and_both},
     {"shipped model-db weights equal hand computations", test_shipped_weights_by_hand},
     {"model mode slot: core ratio on idle, usage on active", test_model_mode_slot},
     {"curve-fit forms: logarithmic, logistic, exponential", test_curve_forms},

@@ -1,5 +1,6 @@
 /* Plausibility rules: message times around the receiver's clock, slot length, saturating sums and
  * marks. */
+#include <math.h>
 #include <string.h>
 
 #include "plaus.h"
@@ -102,7 +103,40 @@ static void test_rewind(void)
 	CHECK(!wb_rewind_see(&r, 12));
 }
 
+static void test_zone_power(void)
+{
+	struct wb_zone_power zp;
+	/* Kepler's LogarithmicRegressionTrainer_5 package at 960 CPU-ms/s: P(x) 88.77 W, P(0)
+	 * -612.03 W. Clipped at 0 as Kepler's estimator does, idle is 0 and all 88.77 W active
+	 * (not P(x) - P(0) = 700.80 W). */
+	CHECK(wb_plaus_zone_power(88.77, -612.03, 5000, &zp) == WB_POWER_NEGATIVE);
+	CHECK_NEAR(zp.node_w, 88.77, 1e-12);
+	CHECK_NEAR(zp.idle_w, 0, 0);
+	CHECK_NEAR(zp.active_w, 88.77, 1e-12);
+	/* a plausible answer passes as it is */
+	CHECK(wb_plaus_zone_power(120, 100, 5000, &zp) == WB_POWER_OK);
+	CHECK(zp.node_w == 120 && zp.idle_w == 100 && zp.active_w == 20);
+	/* idle above total: the node power is the answer, idle at most that, active 0 */
+	CHECK(wb_plaus_zone_power(40, 60, 5000, &zp) == WB_POWER_IDLE_ABOVE);
+	CHECK(zp.node_w == 40 && zp.idle_w == 40 && zp.active_w == 0);
+	/* above the bound: clipped to it */
+	CHECK(wb_plaus_zone_power(99999, -99999, 5000, &zp) == WB_POWER_ABOVE);
+	CHECK(zp.node_w == 5000 && zp.idle_w == 0 && zp.active_w == 5000);
+	CHECK(wb_plaus_zone_power(1e39, 1e39, 300, &zp) == WB_POWER_ABOVE);
+	CHECK(zp.node_w == 300 && zp.idle_w == 300 && zp.active_w == 0);
+	/* not finite: 0 W; a finite part still counts */
+	CHECK(wb_plaus_zone_power(NAN, 10, 5000, &zp) == WB_POWER_NONFINITE);
+	CHECK(zp.node_w == 0 && zp.idle_w == 0 && zp.active_w == 0);
+	CHECK(wb_plaus_zone_power(50, INFINITY, 5000, &zp) == WB_POWER_NONFINITE);
+	CHECK(zp.node_w == 50 && zp.idle_w == 0 && zp.active_w == 50);
+	CHECK(wb_plaus_zone_power(-INFINITY, 0, 5000, &zp) == WB_POWER_NONFINITE);
+	CHECK(zp.node_w == 0);
+	CHECK_STR(wb_power_fault_name(WB_POWER_IDLE_ABOVE), "idle above total");
+}
+
 static const struct unit_case cases[] = {
+    {"a zone's power from a model's answer: clipped to [0, the bound], idle within it",
+     test_zone_power},
     {"a time line set back", test_rewind},
     {"times around the receiver's clock and slot length", test_times},
     {"saturating sums and marks", test_sums_and_marks},
