@@ -344,7 +344,7 @@ static bool zone_is_gpu(const struct wb_est_zone *z)
 /* powerd's fake source: its zones' path says they are simulated (docs/powerd.md). */
 static bool zone_is_simulated(const struct wb_est_zone *z)
 {
-	return !strncmp(z->path, "simulated:", 10);
+	return wb_path_simulated(z->path);
 }
 
 /*

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "codec.h"
 #include "powerd.h"
 #include "procstat.h"
 
@@ -139,7 +140,7 @@ static int fake_discover(struct pd_set *set, const struct pd_opts *opts, char *w
 		struct pd_zone z;
 		pd_zone_init(&z, &fake_source, fake_coefs[k].kind, 0);
 		pd_zone_name(&z, fake_coefs[k].kind, 0);
-		pd_fmt(z.path, sizeof(z.path), "simulated:%s", st->stat_path);
+		pd_fmt(z.path, sizeof(z.path), WB_PATH_SIMULATED "%s", st->stat_path);
 		counter_init(&z.ctr, 0, 1, 1, max_uw);
 		if (pd_set_add(set, &z) >= 0)
 			added++;
