@@ -867,6 +867,8 @@ static void print_text(const struct doctor *d)
 	for (int i = 0; d->any_running && i < DR_STAGES; i++) {
 		const struct running *r = &d->run[i];
 		const char *state = running_state(r);
+		/* mode and version come from the bus: printed as data (h5-names' escape goes here)
+		 */
 		if (r->answered)
 			printf("  %-7s %-18s mode %s, version %s\n", r->stage, state, r->mode,
 			       r->version);
