@@ -2,6 +2,7 @@
 #ifndef WB_CLI_H
 #define WB_CLI_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -123,6 +124,15 @@ bool cli_ipc_missing(const char *endpoints, char *path, size_t size);
 /* Say that path is no socket: "yet" at start (waited_ns 0; only to a terminal), else after waiting
  * that long. */
 void cli_say_missing(const char *cmd, const char *path, uint64_t waited_ns);
+/* What is at an ipc:// socket's path: a listener, nothing, or a file a stopped process left. */
+enum ipc_state { IPC_LISTENING, IPC_NONE, IPC_STALE };
+enum ipc_state cli_ipc_state(const char *path);
+/*
+ * Where the running stages keep their sockets, in the order to look: $WATTBUS_RUNTIME_DIR when
+ * set, else run/ beside this program (make run's build/run/), then the default runtime dir (the
+ * one rule of top, vmpub and doctor). Fills up to max (at least 2) and returns how many.
+ */
+size_t cli_runtime_dirs(char (*dirs)[PATH_MAX], size_t max);
 /*
  * The ipc endpoint of a stage's socket (file "estimd.sock") in the runtime dir
  * of the running stages: $WATTBUS_RUNTIME_DIR when set, else run/ beside this

@@ -1,8 +1,9 @@
 /*
  * wattbus doctor: what this machine offers a software power meter (RAPL, MSR,
- * hwmon meters, BPF and BTF, perf counters, cgroups, kubepods) and the mode
- * each stage will run in, with the reason and the fix. It answers for the
- * user who runs it; `sudo wattbus doctor` shows what the systemd units get.
+ * hwmon meters, NVIDIA GPUs, BPF and BTF, perf counters, cgroups, kubepods), which
+ * stages run now (their sockets, where top finds them, and their stat messages) and
+ * the mode each stage runs or will run in, with the reason and the fix. It answers
+ * for the user who runs it; `sudo wattbus doctor` shows what the systemd units get.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -22,7 +23,9 @@
 
 #include <jansson.h>
 
+#include "bus.h"
 #include "cli.h"
+#include "clock.h"
 #include "daemon.h"
 #include "../powerd/powerd.h"
 #include "../usaged/usaged.h"
@@ -30,10 +33,13 @@
 #define DR_TEXT 8192 /* above PATH_MAX: details quote paths */
 #define DR_LIST 2048 /* a list of zones or meters inside a detail */
 
+/* sys: where powerd reads its meters (its sysfs_root); kernel_sys: where usaged's kernel facts
+ * are (BTF, the cgroup file systems, loaded modules), which powerd's sysfs_root does not move. */
 struct roots {
 	const char *sys;
 	const char *proc;
 	const char *dev;
+	const char *kernel_sys;
 };
 
 /* One probe's outcome: a short state word, what was seen, how to do better. */
@@ -45,7 +51,18 @@ struct finding {
 	json_t *extra; /* probe-specific facts for --json (owned) */
 };
 
-enum { F_RAPL, F_MSR, F_HWMON, F_BPF, F_PERF, F_CGROUP, F_KUBEPODS, F_COUNT };
+enum { F_RAPL, F_MSR, F_HWMON, F_GPU, F_BPF, F_PERF, F_CGROUP, F_KUBEPODS, F_COUNT };
+
+#define DR_STAGES 6 /* powerd usaged alignd estimd exportd modeld */
+
+/* A stage of the running pipeline: its socket in the runtime directory and its stat message. */
+struct running {
+	const char *stage;
+	char sock[PATH_MAX + 16];
+	enum ipc_state ipc;
+	bool answered; /* a stat message came within the wait */
+	char mode[32], version[32];
+};
 
 struct stage_mode {
 	const char *stage;
@@ -59,6 +76,12 @@ struct doctor {
 	struct finding f[F_COUNT];
 	struct stage_mode s[4]; /* powerd, usaged, estimd, modeld */
 	const char *modeld_store;
+	const char *nvml_library;
+	uint64_t wait_ns;
+	char rtdir[PATH_MAX]; /* where the sockets were found (or the first place looked) */
+	char looked[2 * PATH_MAX + 8]; /* every place looked */
+	bool any_running;
+	struct running run[DR_STAGES];
 	/* facts the stage summary needs */
 	int rapl_zones, rapl_readable, rapl_root_only;
 	bool bpf_usable, perf_usable;
@@ -121,11 +144,11 @@ static int try_read(const char *path)
 	return 0;
 }
 
-/* A path of the machine ("/sys/fs/cgroup") moved under the --sysfs-root. */
+/* A path of the machine ("/sys/fs/cgroup") moved under --kernel-sysfs. */
 static void sys_path(const struct roots *r, const char *abs, char *out, size_t size)
 {
 	if (!strncmp(abs, "/sys/", 5) || !strcmp(abs, "/sys"))
-		snprintf(out, size, "%s%s", r->sys, abs + 4);
+		snprintf(out, size, "%s%s", r->kernel_sys, abs + 4);
 	else
 		snprintf(out, size, "%s", abs);
 }
@@ -220,7 +243,7 @@ static void probe_rapl(struct doctor *d)
 static bool module_loaded(const struct roots *r, const char *mod)
 {
 	char path[PATH_MAX], line[256];
-	snprintf(path, sizeof(path), "%s/module/%s", r->sys, mod);
+	snprintf(path, sizeof(path), "%s/module/%s", r->kernel_sys, mod);
 	if (access(path, F_OK) == 0)
 		return true;
 	snprintf(path, sizeof(path), "%s/modules", r->proc);
@@ -398,7 +421,7 @@ static void probe_bpf(struct doctor *d)
 	struct usaged_bpf_probe p;
 	kernel_release(&d->r, rel, sizeof(rel));
 	snprintf(status, sizeof(status), "%s/self/status", d->r.proc);
-	d->bpf_usable = usaged_bpf_probe(d->r.sys, status, rel, &p);
+	d->bpf_usable = usaged_bpf_probe(d->r.kernel_sys, status, rel, &p);
 	bool privileged = p.sys_admin || p.bpf_perfmon;
 	f->extra = json_pack("{s:s, s:b, s:s, s:b, s:b}", "btf", p.btf, "btf_present", p.have_btf,
 			     "kernel", rel, "cap_bpf_perfmon", p.bpf_perfmon, "cap_sys_admin",
@@ -566,6 +589,161 @@ static void probe_powerd(struct doctor *d)
 	}
 }
 
+/* ---- NVIDIA GPUs: powerd's nvml source, as powerd opens it ---- */
+
+static void probe_gpu(struct doctor *d)
+{
+	struct finding *f = &d->f[F_GPU];
+	struct cli_pd_roots r;
+	cli_pd_opts(&r, d->r.sys, d->r.dev, d->r.proc);
+	r.o.nvml_library = d->nvml_library;
+	struct cli_pd_try t;
+	json_t *gpus = json_array();
+	f->extra = json_pack("{s:s, s:o}", "library", d->nvml_library, "gpus", gpus);
+	if (cli_pd_discover(&r.o, "nvml", &t, 1) != 1) {
+		snprintf(f->state, sizeof(f->state), "unknown");
+		snprintf(f->detail, sizeof(f->detail), "out of memory");
+		return;
+	}
+	if (!t.set) {
+		snprintf(f->state, sizeof(f->state), "absent");
+		snprintf(f->detail, sizeof(f->detail), "nvml: %s", t.why);
+		return;
+	}
+	char list[DR_LIST] = "";
+	for (size_t k = 0; k < t.set->n; k++) {
+		const struct pd_zone *z = &t.set->zones[k];
+		struct wb_power_zone pz = z->wire;
+		pz.gpu_procs = NULL;
+		if (z->src->annotate)
+			z->src->annotate(z, &pz);
+		free(pz.gpu_procs);
+		/* a GPU's name and uuid come from its driver: printed as data (h5-names' escape) */
+		cat(list, sizeof(list), "%s%s (%s, %s)", k ? ", " : "", z->name, pz.model, pz.uuid);
+		json_array_append_new(gpus, json_pack("{s:s, s:s, s:s}", "zone", z->name, "model",
+						      pz.model, "uuid", pz.uuid));
+	}
+	snprintf(f->state, sizeof(f->state), "present");
+	snprintf(f->detail, sizeof(f->detail), "%zu GPU%s through NVML: %s", t.set->n,
+		 t.set->n == 1 ? "" : "s", list);
+	snprintf(
+	    f->fix, sizeof(f->fix),
+	    "powerd measures them only where nvml is named beside its CPU meter (source = rapl,nvml; auto never adds it)");
+	pd_set_destroy(&t.set);
+}
+
+/* ---- the running pipeline: sockets where top looks, and their stat messages ---- */
+
+static const char *const dr_stage_names[DR_STAGES] = {"powerd", "usaged",  "alignd",
+						      "estimd", "exportd", "modeld"};
+
+/*
+ * The runtime directory that top would use (cli_runtime_dirs): the first one in which a stage's
+ * socket has a listener, else the first one looked in. Then a subscriber on every listening socket
+ * waits up to --wait for each stage's stat message (its mode and version).
+ */
+static void probe_running(struct doctor *d)
+{
+	char dirs[2][PATH_MAX];
+	size_t ndirs = cli_runtime_dirs(dirs, 2);
+	size_t pick = 0;
+	d->looked[0] = '\0';
+	for (size_t i = 0; i < ndirs; i++) {
+		cat(d->looked, sizeof(d->looked), "%s%s", i ? " and " : "", dirs[i]);
+		for (int s = 0; s < DR_STAGES && pick == 0 && !d->any_running; s++) {
+			char path[PATH_MAX + 16];
+			snprintf(path, sizeof(path), "%.*s/%s.sock", PATH_MAX - 1, dirs[i],
+				 dr_stage_names[s]);
+			if (cli_ipc_state(path) == IPC_LISTENING) {
+				pick = i;
+				d->any_running = true;
+			}
+		}
+	}
+	snprintf(d->rtdir, sizeof(d->rtdir), "%s", ndirs ? dirs[pick] : "");
+	struct wb_sub *sub = NULL;
+	unsigned listening = 0;
+	for (int s = 0; s < DR_STAGES; s++) {
+		struct running *r = &d->run[s];
+		r->stage = dr_stage_names[s];
+		snprintf(r->sock, sizeof(r->sock), "%.*s/%s.sock", PATH_MAX - 1, d->rtdir,
+			 r->stage);
+		r->ipc = cli_ipc_state(r->sock);
+		if (r->ipc != IPC_LISTENING)
+			continue;
+		if (!sub && (!(sub = wb_sub_new(NULL)) || wb_sub_subscribe(sub, "stat/") < 0))
+			break;
+		char ep[PATH_MAX + 32];
+		snprintf(ep, sizeof(ep), "ipc://%s", r->sock);
+		if (wb_sub_connect(sub, ep) == 0)
+			listening++;
+	}
+	unsigned answered = 0;
+	uint64_t start = wb_mono_ns();
+	struct wb_stats stats = {0};
+	while (sub && answered < listening && !cli_interrupted()) {
+		uint64_t spent = wb_mono_ns() - start;
+		if (spent >= d->wait_ns)
+			break;
+		if (!wb_sub_wait(sub, (int)((d->wait_ns - spent) / 1000000) + 1))
+			continue;
+		struct wb_msg msg;
+		struct wb_rx rx;
+		struct wb_err err;
+		if (wb_sub_try_recv(sub, &msg, &rx, &err, &stats) != 1)
+			continue;
+		for (int s = 0; msg.kind == WB_STAT && s < DR_STAGES; s++) {
+			struct running *r = &d->run[s];
+			if (r->ipc != IPC_LISTENING || r->answered ||
+			    strcmp(msg.stat.stage, r->stage))
+				continue;
+			r->answered = true;
+			snprintf(r->mode, sizeof(r->mode), "%s", msg.stat.mode);
+			snprintf(r->version, sizeof(r->version), "%s", msg.stat.version);
+			answered++;
+		}
+		wb_msg_clear(&msg);
+	}
+	wb_sub_destroy(&sub);
+}
+
+static const struct running *running_stage(const struct doctor *d, const char *stage)
+{
+	for (int s = 0; s < DR_STAGES; s++)
+		if (!strcmp(d->run[s].stage, stage))
+			return &d->run[s];
+	return NULL;
+}
+
+static const char *running_state(const struct running *r)
+{
+	if (r->answered)
+		return "running";
+	if (r->ipc == IPC_LISTENING)
+		return "silent";
+	return r->ipc == IPC_STALE ? "stale" : "absent";
+}
+
+/* A running stage's own word for its mode overrides the prediction. */
+static void running_mode(const struct doctor *d, struct stage_mode *m)
+{
+	const struct running *r = running_stage(d, m->stage);
+	if (!r || !r->answered || !r->mode[0])
+		return;
+	char predicted[32], was[DR_TEXT];
+	snprintf(predicted, sizeof(predicted), "%s", m->mode);
+	snprintf(was, sizeof(was), "%s", m->reason);
+	snprintf(m->mode, sizeof(m->mode), "%s", r->mode);
+	snprintf(m->reason, sizeof(m->reason), "running: its stat message says mode %s", r->mode);
+	if (strcmp(predicted, r->mode))
+		cat(m->reason, sizeof(m->reason), "; doctor predicts %s here (%s)", predicted, was);
+	m->fix[0] = '\0';
+	if (!strcmp(m->stage, "powerd") && strstr(r->mode, "fake"))
+		snprintf(
+		    m->fix, sizeof(m->fix),
+		    "its watts are SIMULATED from the CPU load (source = fake), not measured: for a demo only");
+}
+
 /* ---- which mode each stage takes ---- */
 
 static void summarize(struct doctor *d)
@@ -597,6 +775,7 @@ static void summarize(struct doctor *d)
 			    p->fix, sizeof(p->fix),
 			    "none needed: the pipeline runs in model mode; a meter script can publish power messages (wattbus pub, or powerd's exec source)");
 	}
+	running_mode(d, p);
 	bool metered = strcmp(p->mode, "none") != 0;
 
 	if (d->bpf_usable) {
@@ -623,6 +802,8 @@ static void summarize(struct doctor *d)
 		    "no meter: node energy comes from the power model (Kepler model-db weights)");
 		snprintf(e->fix, sizeof(e->fix), "%s", p->fix);
 	}
+	running_mode(d, u);
+	running_mode(d, e);
 }
 
 /* modeld: its socket in the runtime directory and what its store holds. */
@@ -638,15 +819,11 @@ static void probe_modeld(struct doctor *d)
 {
 	struct stage_mode *m = &d->s[3];
 	m->stage = "modeld";
-	char rt[PATH_MAX], sock[PATH_MAX + 16], pat[PATH_MAX + 64];
+	char pat[PATH_MAX + 64];
 	struct stat st;
-	bool running = false;
-	if (wb_default_runtime_dir(rt, sizeof rt) > 0) {
-		snprintf(sock, sizeof sock, "%s/modeld.sock", rt);
-		running = stat(sock, &st) == 0 && S_ISSOCK(st.st_mode);
-	} else {
-		snprintf(sock, sizeof sock, "modeld.sock");
-	}
+	const struct running *r = running_stage(d, "modeld");
+	const char *sock = r->sock;
+	bool running = r->ipc == IPC_LISTENING;
 	snprintf(m->mode, sizeof m->mode, "%s", running ? "running" : "not running");
 	cat(m->reason, sizeof m->reason, "%s %s; ", running ? "socket" : "no socket", sock);
 	if (stat(d->modeld_store, &st) != 0 || !S_ISDIR(st.st_mode)) {
@@ -675,14 +852,34 @@ static void print_text(const struct doctor *d)
 	printf(
 	    "wattbus doctor: what this machine offers (uid %u; `sudo wattbus doctor` shows what the units get)\n\n",
 	    (unsigned)geteuid());
-	static const char *const labels[F_COUNT] = {"RAPL", "MSR",    "hwmon",	 "BPF",
-						    "perf", "cgroup", "kubepods"};
+	static const char *const labels[F_COUNT] = {"RAPL", "MSR",  "hwmon",  "GPU",
+						    "BPF",  "perf", "cgroup", "kubepods"};
 	for (int i = 0; i < F_COUNT; i++) {
 		const struct finding *f = &d->f[i];
 		/* details quote sysfs names and files: data from drivers, escaped */
 		printf("%-9s %-12s %s\n", labels[i], WB_VIS(f->state), WB_VIS(f->detail));
 		if (f->fix[0])
 			printf("%-9s %-12s fix: %s\n", "", "", WB_VIS(f->fix));
+	}
+	if (d->any_running)
+		printf("\nrunning   sockets in %s\n", d->rtdir);
+	else
+		printf("\nrunning   no stage: no socket with a listener in %s\n", d->looked);
+	for (int i = 0; d->any_running && i < DR_STAGES; i++) {
+		const struct running *r = &d->run[i];
+		const char *state = running_state(r);
+		/* mode and version come from the bus: printed as data (h5-names' escape goes here)
+		 */
+		if (r->answered)
+			printf("  %-7s %-18s mode %s, version %s\n", r->stage, state, r->mode,
+			       r->version);
+		else if (r->ipc == IPC_LISTENING)
+			printf("  %-7s %-18s %s answers, but sent no stat message in %.1f s\n",
+			       r->stage, state, r->sock, (double)d->wait_ns / 1e9);
+		else
+			printf("  %-7s %-18s %s\n", r->stage, state,
+			       r->ipc == IPC_STALE ? "a socket left by a stopped process"
+						   : "no socket");
 	}
 	printf("\nstages\n");
 	for (int i = 0; i < 4; i++) {
@@ -696,8 +893,9 @@ static void print_text(const struct doctor *d)
 
 static int print_json(struct doctor *d)
 {
-	json_t *root = json_pack("{s:i, s:{s:s, s:s, s:s}}", "uid", (int)geteuid(), "roots",
-				 "sysfs", d->r.sys, "proc", d->r.proc, "dev", d->r.dev);
+	json_t *root = json_pack("{s:i, s:{s:s, s:s, s:s, s:s}}", "uid", (int)geteuid(), "roots",
+				 "sysfs", d->r.sys, "proc", d->r.proc, "dev", d->r.dev,
+				 "kernel_sysfs", d->r.kernel_sys);
 	for (int i = 0; i < F_COUNT; i++) {
 		struct finding *f = &d->f[i];
 		json_t *o = f->extra ? f->extra : json_object();
@@ -713,6 +911,17 @@ static int print_json(struct doctor *d)
 				    json_pack("{s:s, s:s, s:s}", "mode", d->s[i].mode, "reason",
 					      d->s[i].reason, "fix", d->s[i].fix));
 	json_object_set_new(root, "stages", stages);
+	json_t *run = json_object();
+	for (int i = 0; i < DR_STAGES; i++) {
+		const struct running *r = &d->run[i];
+		json_object_set_new(run, r->stage,
+				    json_pack("{s:s, s:s, s:s, s:s}", "state", running_state(r),
+					      "socket", r->sock, "mode", r->mode, "version",
+					      r->version));
+	}
+	json_object_set_new(root, "running",
+			    json_pack("{s:s, s:s, s:o}", "dir", d->any_running ? d->rtdir : "",
+				      "looked", d->looked, "stages", run));
 	char *s = json_dumps(root, JSON_INDENT(2) | JSON_ENSURE_ASCII);
 	json_decref(root);
 	if (!s)
@@ -726,12 +935,16 @@ static void doctor_usage(FILE *out)
 {
 	fprintf(
 	    out,
-	    "usage: wattbus doctor [--json] [--sysfs-root DIR] [--proc-root DIR] [--dev-root DIR] [--modeld-store DIR]\n"
+	    "usage: wattbus doctor [--json] [--sysfs-root DIR] [--proc-root DIR] [--dev-root DIR] [--kernel-sysfs DIR]\n"
+	    "                      [--modeld-store DIR] [--nvml-library LIB] [--wait DURATION]\n"
 	    "  --json            one JSON object instead of text\n"
-	    "  --sysfs-root DIR  where sysfs is (default /sys)\n"
+	    "  --sysfs-root DIR  where powerd reads its meters (powerd's sysfs_root, make run's WATTBUS_SYSFS_ROOT; default /sys)\n"
+	    "  --kernel-sysfs DIR  where BTF, the cgroup file systems and modules are (default /sys; --sysfs-root leaves them)\n"
 	    "  --proc-root DIR   where procfs is (default /proc)\n"
 	    "  --dev-root DIR    where /dev is (default /dev)\n"
-	    "  --modeld-store DIR  wattbus-modeld's store (default /var/lib/wattbus/models)\n");
+	    "  --modeld-store DIR  wattbus-modeld's store (default /var/lib/wattbus/models)\n"
+	    "  --nvml-library LIB  the NVML library powerd's nvml source loads (default libnvidia-ml.so.1)\n"
+	    "  --wait DURATION   how long running stages get to send a stat message (default 6s)\n");
 }
 
 int cmd_doctor(int argc, char **argv)
@@ -741,6 +954,9 @@ int cmd_doctor(int argc, char **argv)
 					     {"proc-root", required_argument, NULL, 'p'},
 					     {"dev-root", required_argument, NULL, 'd'},
 					     {"modeld-store", required_argument, NULL, 'm'},
+					     {"kernel-sysfs", required_argument, NULL, 'k'},
+					     {"nvml-library", required_argument, NULL, 'n'},
+					     {"wait", required_argument, NULL, 'w'},
 					     {"help", no_argument, NULL, 'h'},
 					     {NULL, 0, NULL, 0}};
 	struct doctor *dp = calloc(1, sizeof(*dp)); /* large text buffers: not on the stack */
@@ -748,8 +964,10 @@ int cmd_doctor(int argc, char **argv)
 		fprintf(stderr, "wattbus doctor: out of memory\n");
 		return 1;
 	}
-	dp->r = (struct roots){"/sys", "/proc", "/dev"};
+	dp->r = (struct roots){"/sys", "/proc", "/dev", "/sys"};
 	dp->modeld_store = "/var/lib/wattbus/models";
+	dp->nvml_library = "libnvidia-ml.so.1";
+	dp->wait_ns = 6 * WB_NS_PER_SEC; /* above the default stat_interval, 5 s */
 	bool json = false;
 	int c;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -769,6 +987,15 @@ int cmd_doctor(int argc, char **argv)
 		case 'm':
 			dp->modeld_store = optarg;
 			break;
+		case 'k':
+			dp->r.kernel_sys = optarg;
+			break;
+		case 'n':
+			dp->nvml_library = optarg;
+			break;
+		case 'w':
+			dp->wait_ns = cli_duration_ns("doctor", "--wait", optarg);
+			break;
 		case 'h':
 			doctor_usage(stdout);
 			free(dp);
@@ -785,14 +1012,16 @@ int cmd_doctor(int argc, char **argv)
 		free(dp);
 		return 2;
 	}
-	static const char *const what[F_COUNT] = {"rapl", "msr",    "hwmon",   "bpf",
-						  "perf", "cgroup", "kubepods"};
+	static const char *const what[F_COUNT] = {"rapl", "msr",  "hwmon",  "gpu",
+						  "bpf",  "perf", "cgroup", "kubepods"};
 	for (int i = 0; i < F_COUNT; i++)
 		dp->f[i].what = what[i];
 	probe_rapl(dp);
 	probe_msr(dp);
 	probe_hwmon(dp);
 	probe_powerd(dp);
+	probe_gpu(dp);
+	probe_running(dp);
 	probe_bpf(dp);
 	probe_perf(dp);
 	probe_cgroup(dp);

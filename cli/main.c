@@ -98,9 +98,7 @@ double cli_positive(const char *cmd, const char *opt, const char *text)
 
 /* What is at an ipc path: something listening, nothing, or a socket file left by a stopped process.
  */
-enum ipc_state { IPC_LISTENING, IPC_NONE, IPC_STALE };
-
-static enum ipc_state ipc_state(const char *path)
+enum ipc_state cli_ipc_state(const char *path)
 {
 	struct stat st;
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
@@ -133,7 +131,7 @@ bool cli_ipc_missing(const char *endpoints, char *path, size_t size)
 		/* ipc://@name is Linux's abstract namespace: no file to look for. */
 		if (len > 6 && !strncmp(ep, "ipc://", 6) && ep[6] != '@') {
 			snprintf(path, size, "%.*s", (int)(len - 6), ep + 6);
-			if (ipc_state(path) != IPC_LISTENING)
+			if (cli_ipc_state(path) != IPC_LISTENING)
 				return true;
 		}
 		p += n + (p[n] == ',');
@@ -143,7 +141,7 @@ bool cli_ipc_missing(const char *endpoints, char *path, size_t size)
 
 void cli_say_missing(const char *cmd, const char *path, uint64_t waited_ns)
 {
-	const char *what = ipc_state(path) == IPC_STALE
+	const char *what = cli_ipc_state(path) == IPC_STALE
 			       ? "a socket left by a stopped process, nothing listens there"
 			       : "no such socket";
 	/* The note while waiting is for a person; a script reading stderr gets only the failure. */
@@ -157,11 +155,12 @@ void cli_say_missing(const char *cmd, const char *path, uint64_t waited_ns)
 		    cmd, path, what, (double)waited_ns / 1e9);
 }
 
-int cli_find_socket(const char *file, char *ep, size_t size, char *looked, size_t looked_size)
+size_t cli_runtime_dirs(char (*dirs)[PATH_MAX], size_t max)
 {
-	char dirs[2][PATH_MAX], path[2 * PATH_MAX];
 	size_t n = 0;
 	const char *env = getenv("WATTBUS_RUNTIME_DIR");
+	if (max < 2)
+		return 0;
 	if (!env || !env[0]) {
 		/* make run keeps the sockets in run/ beside the programs it starts. */
 		char exe[PATH_MAX] = "";
@@ -174,14 +173,21 @@ int cli_find_socket(const char *file, char *ep, size_t size, char *looked, size_
 		char *slash = strrchr(exe, '/');
 		if (slash) {
 			*slash = '\0';
-			snprintf(dirs[n++], sizeof(dirs[0]), "%s/run", exe);
+			snprintf(dirs[n++], PATH_MAX, "%.*s/run", PATH_MAX - 5, exe);
 		}
 	}
-	wb_default_runtime_dir(dirs[n++], sizeof(dirs[0]));
+	wb_default_runtime_dir(dirs[n++], PATH_MAX);
+	return n;
+}
+
+int cli_find_socket(const char *file, char *ep, size_t size, char *looked, size_t looked_size)
+{
+	char dirs[2][PATH_MAX], path[2 * PATH_MAX];
+	size_t n = cli_runtime_dirs(dirs, 2);
 	looked[0] = '\0';
 	for (size_t i = 0; i < n; i++) {
 		int len = snprintf(path, sizeof(path), "%s/%s", dirs[i], file);
-		if (len > 0 && (size_t)len < sizeof(path) && ipc_state(path) == IPC_LISTENING) {
+		if (len > 0 && (size_t)len < sizeof(path) && cli_ipc_state(path) == IPC_LISTENING) {
 			snprintf(ep, size, "ipc://%s", path);
 			return 0;
 		}

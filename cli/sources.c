@@ -20,6 +20,7 @@ void cli_pd_opts(struct cli_pd_roots *r, const char *sys, const char *dev, const
 	r->o.sysfs_root = sys;
 	r->o.msr_root = r->msr_root;
 	r->o.cpuinfo_path = r->cpuinfo;
+	r->o.proc_root = proc;
 	r->o.max_power_w = 5000;
 	r->o.interval_ns = WB_NS_PER_SEC;
 	r->o.exec_timeout_ns = WB_NS_PER_SEC;

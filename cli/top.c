@@ -1,7 +1,8 @@
 /*
  * wattbus top: a live view of estimd's estimate messages in a plain terminal
  * (ANSI clear and home only, so it works over ssh): node watts per zone,
- * idle and active, then the processes, containers, pods and VMs using the most.
+ * idle and active, then the processes, containers, pods, VMs and GPUs using the
+ * most, in tables that share the terminal's height so that a frame never scrolls.
  * --plain prints the same frames without escape codes, for scripts and tests.
  */
 #include <errno.h>
@@ -51,8 +52,9 @@ struct top {
 struct top_row {
 	double w;
 	double cpu_pct;
+	double active_w; /* GPUs: active watts */
 	const char *label;
-	char extra[80];
+	char extra[160];
 	uint64_t pid;
 };
 
@@ -170,30 +172,157 @@ static void put_line(int width, const char *fmt, ...)
 	puts(buf);
 }
 
-static void table(const char *title, struct top_row *rows, size_t n, int limit, bool procs,
-		  int width)
+/* A table's rows as drawn: how many shown, then a "+N more" line for the rest. */
+struct top_table {
+	const char *title;
+	struct top_row *rows;
+	size_t n;
+	size_t shown;
+	enum { TT_PROCS, TT_GROUPS, TT_GPUS } kind;
+};
+
+#define TOP_LABEL 256
+/* The columns before a group table's name: "%-12s %9.3f %7.1f  " */
+#define TOP_GROUP_PREFIX 32
+
+/* Back from pos to the start of a UTF-8 sequence, so that a cut never splits a character. */
+static size_t utf8_floor(const char *s, size_t pos)
 {
-	if (!n)
+	while (pos > 0 && ((unsigned char)s[pos] & 0xc0) == 0x80)
+		pos--;
+	return pos;
+}
+
+/* text cut to w bytes as "head~tail" with tail_len bytes of its tail; as is when it fits. */
+static void cut_head_tail(const char *text, size_t w, size_t tail_len, char *out, size_t size)
+{
+	size_t len = strlen(text);
+	if (len <= w || w < 3) {
+		snprintf(out, size, "%.*s", (int)(len <= w ? len : w), text);
 		return;
-	qsort(rows, n, sizeof(*rows), row_cmp);
-	put_line(width, "%s", "");
-	if (procs)
-		put_line(width, "%-12s %9s %7s %8s  %-15s %s", title, "W", "CPU%", "PID", "COMM",
-			 "CONTAINER");
-	else
-		put_line(width, "%-12s %9s %7s  %s", title, "W", "CPU%", "NAME");
-	size_t shown = limit > 0 && (size_t)limit < n ? (size_t)limit : n;
-	for (size_t i = 0; i < shown; i++) {
-		if (procs)
-			put_line(width, "%-12s %9.3f %7.1f %8llu  %-15s %s", "", rows[i].w,
-				 rows[i].cpu_pct, (unsigned long long)rows[i].pid, rows[i].label,
-				 rows[i].extra);
-		else
-			put_line(width, "%-12s %9.3f %7.1f  %s%s", "", rows[i].w, rows[i].cpu_pct,
-				 rows[i].label, rows[i].extra);
 	}
-	if (shown < n)
-		put_line(width, "%-12s (%zu more)", "", n - shown);
+	size_t head = utf8_floor(text, w - 1 - tail_len);
+	size_t tail = len - tail_len;
+	while (tail < len && ((unsigned char)text[tail] & 0xc0) == 0x80)
+		tail++;
+	snprintf(out, size, "%.*s~%s", (int)head, text, text + tail);
+}
+
+/*
+ * Fit each shown row's text into w bytes so that rows that differ still read differently at any
+ * width: ids share long prefixes (pod uids, kubepods slices), so a cut keeps the head and the
+ * tail ("head~tail"), its tail as long as it takes to tell the rows apart; rows that differ only
+ * in the middle get "#1", "#2" at the end.
+ */
+static void fit_distinct(char (*out)[TOP_LABEL], char (*full)[TOP_LABEL], size_t n, size_t w)
+{
+	size_t max_tail = w > 3 ? w - 3 : 0;
+	for (size_t tail = max_tail < 6 ? max_tail : 6;; tail++) {
+		bool clash = false;
+		for (size_t i = 0; i < n; i++)
+			cut_head_tail(full[i], w, tail, out[i], TOP_LABEL);
+		for (size_t i = 0; i < n && !clash; i++)
+			for (size_t j = i + 1; j < n && !clash; j++)
+				clash = !strcmp(out[i], out[j]) && strcmp(full[i], full[j]);
+		if (!clash)
+			return;
+		if (tail >= max_tail)
+			break;
+	}
+	for (size_t i = 0; i < n; i++) {
+		unsigned k = 0;
+		for (size_t j = 0; j < n; j++)
+			if (j != i && !strcmp(out[i], out[j]) && strcmp(full[i], full[j]))
+				k++;
+		if (!k)
+			continue;
+		/* number the clashing rows in order: a suffix "#N" replaces the end */
+		unsigned nth = 1;
+		for (size_t j = 0; j < i; j++)
+			nth += !strcmp(out[i], out[j]) && strcmp(full[i], full[j]);
+		char suffix[16];
+		int sl = snprintf(suffix, sizeof(suffix), "#%u", nth);
+		size_t keep = strlen(out[i]) + (size_t)sl > w && w > (size_t)sl
+				  ? utf8_floor(out[i], w - (size_t)sl)
+				  : strlen(out[i]);
+		out[i][keep] = '\0';
+		strncat(out[i], suffix, TOP_LABEL - keep - 1);
+	}
+}
+
+static void table_draw(const struct top_table *tt, bool sep, int width)
+{
+	if (!tt->n)
+		return;
+	if (sep)
+		put_line(width, "%s", "");
+	if (tt->kind == TT_PROCS)
+		put_line(width, "%-12s %9s %7s %8s  %-15s %s", tt->title, "W", "CPU%", "PID",
+			 "COMM", "CONTAINER");
+	else if (tt->kind == TT_GPUS)
+		put_line(width, "%-12s %9s %9s  %s", tt->title, "W", "ACTIVE W", "NAME");
+	else
+		put_line(width, "%-12s %9s %7s  %s", tt->title, "W", "CPU%", "NAME");
+	char(*full)[TOP_LABEL] = NULL, (*fit)[TOP_LABEL] = NULL;
+	if (tt->kind == TT_GROUPS && tt->shown) {
+		full = calloc(tt->shown, sizeof(*full));
+		fit = calloc(tt->shown, sizeof(*fit));
+	}
+	if (full && fit) {
+		for (size_t i = 0; i < tt->shown; i++)
+			snprintf(full[i], TOP_LABEL, "%s%s", tt->rows[i].label, tt->rows[i].extra);
+		size_t w = width > TOP_GROUP_PREFIX + 8 ? (size_t)width - TOP_GROUP_PREFIX : 8;
+		fit_distinct(fit, full, tt->shown, w);
+	}
+	for (size_t i = 0; i < tt->shown; i++) {
+		const struct top_row *r = &tt->rows[i];
+		/* names come from the bus (kubelet, libvirt, a GPU's driver): printed as data here,
+		 * h5-names' escape function goes in at these calls */
+		if (tt->kind == TT_PROCS)
+			put_line(width, "%-12s %9.3f %7.1f %8llu  %-15s %s", "", r->w, r->cpu_pct,
+				 (unsigned long long)r->pid, r->label, r->extra);
+		else if (tt->kind == TT_GPUS)
+			put_line(width, "%-12s %9.3f %9.3f  %s", r->label, r->w, r->active_w,
+				 r->extra);
+		else if (fit)
+			put_line(width, "%-12s %9.3f %7.1f  %s", "", r->w, r->cpu_pct, fit[i]);
+		else
+			put_line(width, "%-12s %9.3f %7.1f  %s%s", "", r->w, r->cpu_pct, r->label,
+				 r->extra);
+	}
+	free(full);
+	free(fit);
+	if (tt->shown < tt->n)
+		put_line(width, "%-12s +%zu more", "", tt->n - tt->shown);
+}
+
+/*
+ * Share avail lines among the tables that have rows: each gets its title, then lines go round,
+ * one per table in turn, until every table shows all its rows or the lines run out. A table with
+ * fewer lines than rows shows one row less and a "+N more" line. The blank lines (one after the
+ * header, one before each table) are drawn only where each table still gets two lines besides
+ * its title; returns whether they are.
+ */
+static bool top_share(struct top_table *tt, size_t nt, int avail)
+{
+	int used_tables = 0;
+	for (size_t i = 0; i < nt; i++)
+		used_tables += tt[i].n > 0;
+	bool sep = avail - (1 + used_tables) >= 3 * used_tables;
+	int budget = avail - (sep ? 1 + 2 * used_tables : used_tables);
+	size_t lines[8] = {0};
+	for (bool more = true; more && budget > 0;) {
+		more = false;
+		for (size_t i = 0; i < nt && budget > 0; i++)
+			if (lines[i] < tt[i].n) {
+				lines[i]++;
+				budget--;
+				more = true;
+			}
+	}
+	for (size_t i = 0; i < nt; i++)
+		tt[i].shown = lines[i] >= tt[i].n ? tt[i].n : lines[i] ? lines[i] - 1 : 0;
+	return sep;
 }
 
 static size_t group_rows(const struct wb_est_group *g, size_t n, const bool *use, size_t nzones,
@@ -208,10 +337,26 @@ static size_t group_rows(const struct wb_est_group *g, size_t n, const bool *use
 		if (g[i].name[0] && strcmp(g[i].name, g[i].id))
 			snprintf(rows[i].extra, sizeof(rows[i].extra), " (%.12s)", g[i].id);
 	}
+	qsort(rows, n, sizeof(*rows), row_cmp);
 	return n;
 }
 
-/* One host's block: header, zones, then the tables, cut to width (and height when known). */
+static bool zone_is_gpu(const struct wb_est_zone *z)
+{
+	return !strcmp(z->zone, "gpu");
+}
+
+/* powerd's fake source: its zones' path says they are simulated (docs/powerd.md). */
+static bool zone_is_simulated(const struct wb_est_zone *z)
+{
+	return wb_path_simulated(z->path);
+}
+
+/*
+ * One host's block: header, the CPU zones and the node (always drawn), then the tables:
+ * processes, containers, pods, VMs and GPUs, cut to width and, when the height is known,
+ * sharing the lines left (top_share).
+ */
 static void render_host(const struct top *t, const struct wb_estimate *e, int width, int height)
 {
 	uint64_t dt_ns = e->t1 > e->t0 ? e->t1 - e->t0 : 1;
@@ -221,17 +366,90 @@ static void render_host(const struct top *t, const struct wb_estimate *e, int wi
 	top_zone_set(e, false, use, label, sizeof(label));
 	top_zone_set(e, true, wuse, wlabel, sizeof(wlabel));
 
+	size_t ngpus = 0, nsim = 0;
+	for (size_t i = 0; i < e->n_zones; i++) {
+		ngpus += zone_is_gpu(&e->zones[i]);
+		nsim += zone_is_simulated(&e->zones[i]);
+	}
+	size_t nmax = e->n_procs + e->n_containers + e->n_pods + e->n_vms + ngpus;
+	struct top_row *rows = calloc(nmax ? nmax : 1, sizeof(*rows));
+	if (!rows) {
+		put_line(width, "(out of memory)");
+		return;
+	}
+	struct top_table tt[5] = {
+	    {"PROCESSES", rows, 0, 0, TT_PROCS}, {"CONTAINERS", NULL, 0, 0, TT_GROUPS},
+	    {"PODS", NULL, 0, 0, TT_GROUPS},	 {"VMS", NULL, 0, 0, TT_GROUPS},
+	    {"GPUS", NULL, 0, 0, TT_GPUS},
+	};
+	struct top_row *r = rows;
+	for (size_t i = 0; i < e->n_procs; i++) {
+		const struct wb_est_proc *p = &e->procs[i];
+		r[i] = (struct top_row){
+		    .w = top_watts(p->energy_uj, p->n_energy_uj, wuse, e->n_zones, dt_ns),
+		    .cpu_pct = (double)p->cpu_ns * 100.0 / (double)dt_ns,
+		    .label = p->comm,
+		    .pid = p->pid,
+		};
+		snprintf(r[i].extra, sizeof(r[i].extra), "%.12s%s", p->container_id,
+			 p->exited ? (p->container_id[0] ? " (exited)" : "(exited)") : "");
+	}
+	qsort(r, e->n_procs, sizeof(*r), row_cmp);
+	tt[0].n = e->n_procs;
+	r += e->n_procs;
+	const struct wb_est_group *groups[3] = {e->containers, e->pods, e->vms};
+	size_t ngroup[3] = {e->n_containers, e->n_pods, e->n_vms};
+	for (size_t g = 0; g < 3; g++) {
+		tt[1 + g].rows = r;
+		tt[1 + g].n = group_rows(groups[g], ngroup[g], wuse, e->n_zones, dt_ns, r);
+		r += ngroup[g];
+	}
+	tt[4].rows = r;
+	for (size_t i = 0; i < e->n_zones; i++) {
+		const struct wb_est_zone *z = &e->zones[i];
+		if (!zone_is_gpu(z))
+			continue;
+		*r = (struct top_row){
+		    .w = (double)z->energy_uj * 1e3 / (double)dt_ns,
+		    .active_w = (double)z->active_uj * 1e3 / (double)dt_ns,
+		    .label = z->name,
+		};
+		snprintf(r->extra, sizeof(r->extra), "%s%s%.40s%s", z->model,
+			 z->uuid[0] ? " (" : "", z->uuid, z->uuid[0] ? ")" : "");
+		r++;
+		tt[4].n++;
+	}
+
+	/* Rows per table: what --rows says (10 with --plain), or what fits the terminal. */
+	size_t zone_lines = (e->n_zones - ngpus) + (e->n_zones > 1);
+	bool sep = true;
+	if (t->o.rows > 0 || height <= 0) {
+		size_t limit = t->o.rows > 0 ? (size_t)t->o.rows : 10;
+		for (size_t i = 0; i < 5; i++)
+			tt[i].shown = tt[i].n < limit ? tt[i].n : limit;
+	} else {
+		/* the header, the zone table's header and its rows are always drawn; the last line
+		 * of the terminal stays empty (a newline there would scroll the header away) */
+		int avail = height - 1 - 2 - (int)zone_lines;
+		sep = top_share(tt, 5, avail);
+	}
+
 	time_t sec = (time_t)(e->t1 / WB_NS_PER_SEC);
 	struct tm tm;
 	char when[32] = "?";
 	if (localtime_r(&sec, &tm))
 		strftime(when, sizeof(when), "%H:%M:%S", &tm);
-	put_line(width, "host %s  slot ending %s (%.3f s)  %s%s%s  CPU %.1f%% of %u", e->env.host,
-		 when, dt_s, e->mode, e->model[0] ? " " : "", e->model, e->cpu_usage_ratio * 100.0,
-		 (unsigned)e->ncpu);
-	put_line(width, "%s", "");
-	put_line(width, "%-12s %9s %9s %9s %9s", "ZONE", "TOTAL W", "ACTIVE W", "IDLE W",
-		 "UNATTR W");
+	put_line(width, "host %s  %sslot ending %s (%.3f s)  %s%s%s  CPU %.1f%% of %u", e->env.host,
+		 nsim ? "SIMULATED meter  " : "", when, dt_s, e->mode, e->model[0] ? " " : "",
+		 e->model, e->cpu_usage_ratio * 100.0, (unsigned)e->ncpu);
+	if (sep)
+		put_line(width, "%s", "");
+	if (t->o.plain)
+		put_line(width, "%-12s %9s %9s %9s %9s", "ZONE", "TOTAL W", "ACTIVE W", "IDLE W",
+			 "UNATTR W");
+	else
+		put_line(width, "%-12s %9s %9s %9s %9s  %s", "ZONE", "TOTAL W", "ACTIVE W",
+			 "IDLE W", "UNATTR W", "(? keys)");
 	double tot = 0, act = 0, idle = 0, un = 0;
 	for (size_t i = 0; i < e->n_zones; i++) {
 		const struct wb_est_zone *z = &e->zones[i];
@@ -239,65 +457,23 @@ static void render_host(const struct top *t, const struct wb_estimate *e, int wi
 		       a = (double)z->active_uj * 1e3 / (double)dt_ns,
 		       id = (double)z->idle_uj * 1e3 / (double)dt_ns,
 		       u = (double)z->unattributed_uj * 1e3 / (double)dt_ns;
-		put_line(width, "%-12s %9.3f %9.3f %9.3f %9.3f", z->name, w, a, id, u);
 		if (i < 256 && use[i]) {
 			tot += w;
 			act += a;
 			idle += id;
 			un += u;
 		}
+		if (zone_is_gpu(z))
+			continue; /* in the GPU table */
+		put_line(width, "%-12s %9.3f %9.3f %9.3f %9.3f%s", z->name, w, a, id, u,
+			 zone_is_simulated(z) ? "  simulated" : "");
 	}
 	if (e->n_zones > 1)
 		put_line(width, "%-12s %9.3f %9.3f %9.3f %9.3f  (%s)", "node", tot, act, idle, un,
 			 label);
 
-	/* Rows per table: what --rows says, or what fits the terminal. */
-	size_t ngroups = (e->n_containers > 0) + (e->n_pods > 0) + (e->n_vms > 0);
-	int limit = t->o.rows;
-	int group_limit = t->o.rows;
-	if (limit <= 0) {
-		group_limit = 5;
-		limit = 10;
-		if (height > 0) {
-			int used = 4 + (int)e->n_zones + (e->n_zones > 1) + 3 +
-				   (int)ngroups * (group_limit + 3);
-			limit = height - used > 3 ? height - used : 3;
-		}
-	}
-
-	size_t nmax = e->n_procs;
-	if (e->n_containers > nmax)
-		nmax = e->n_containers;
-	if (e->n_pods > nmax)
-		nmax = e->n_pods;
-	if (e->n_vms > nmax)
-		nmax = e->n_vms;
-	struct top_row *rows = calloc(nmax ? nmax : 1, sizeof(*rows));
-	if (!rows) {
-		put_line(width, "(out of memory)");
-		return;
-	}
-	size_t live = 0;
-	for (size_t i = 0; i < e->n_procs; i++) {
-		const struct wb_est_proc *p = &e->procs[i];
-		rows[live] = (struct top_row){
-		    .w = top_watts(p->energy_uj, p->n_energy_uj, wuse, e->n_zones, dt_ns),
-		    .cpu_pct = (double)p->cpu_ns * 100.0 / (double)dt_ns,
-		    .label = p->comm,
-		    .pid = p->pid,
-		};
-		snprintf(rows[live].extra, sizeof(rows[live].extra), "%.12s%s", p->container_id,
-			 p->exited ? (p->container_id[0] ? " (exited)" : "(exited)") : "");
-		live++;
-	}
-	table("PROCESSES", rows, live, limit, true, width);
-	table("CONTAINERS", rows,
-	      group_rows(e->containers, e->n_containers, wuse, e->n_zones, dt_ns, rows),
-	      group_limit, false, width);
-	table("PODS", rows, group_rows(e->pods, e->n_pods, wuse, e->n_zones, dt_ns, rows),
-	      group_limit, false, width);
-	table("VMS", rows, group_rows(e->vms, e->n_vms, wuse, e->n_zones, dt_ns, rows), group_limit,
-	      false, width);
+	for (size_t i = 0; i < 5; i++)
+		table_draw(&tt[i], sep, width);
 	free(rows);
 }
 
@@ -306,7 +482,21 @@ static int host_cmp(const void *a, const void *b)
 	return strcmp(((const struct top_host *)a)->host, ((const struct top_host *)b)->host);
 }
 
-static void render(struct top *t)
+/* The keys, drawn in place of the frames while `?` holds. */
+static void render_help(int width)
+{
+	put_line(width, "wattbus top: keys");
+	put_line(width, "%s", "");
+	put_line(width, "  q    quit");
+	put_line(width, "  ?    this list; any key goes back to the frames");
+	put_line(width, "%s", "");
+	put_line(width, "The header and the zones are always drawn; the tables (processes,");
+	put_line(width, "containers, pods, VMs, GPUs) share the lines left, each with a");
+	put_line(width, "\"+N more\" line for the rows that do not fit (--rows N: N each).");
+	put_line(width, "A cut name keeps its head and tail: head~tail.");
+}
+
+static void render(struct top *t, bool help)
 {
 	int width = top_width(&t->o);
 	if (width < TOP_MIN_WIDTH)
@@ -314,6 +504,11 @@ static void render(struct top *t)
 	int height = t->o.plain ? 0 : top_height();
 	if (!t->o.plain)
 		fputs("\033[H\033[2J", stdout); /* home, clear: all a plain terminal needs */
+	if (help) {
+		render_help(width);
+		fflush(stdout);
+		return;
+	}
 	qsort(t->hosts, t->nhosts, sizeof(t->hosts[0]), host_cmp);
 	for (size_t i = 0; i < t->nhosts; i++) {
 		if (i)
@@ -364,6 +559,8 @@ static bool top_take(struct top *t, struct wb_msg *msg)
  */
 struct top_keys {
 	bool on, quit;
+	bool help;   /* `?` shows the keys until the next key */
+	bool redraw; /* a key changed what is shown */
 	struct termios saved;
 };
 
@@ -398,8 +595,12 @@ static int top_wait(struct wb_sub *sub, struct top_keys *k, long timeout_ms)
 		ssize_t n = read(STDIN_FILENO, buf, sizeof(buf));
 		if (n <= 0)
 			top_keys_close(k); /* the terminal went away: keep drawing */
-		for (ssize_t i = 0; i < n; i++)
+		for (ssize_t i = 0; i < n; i++) {
 			k->quit |= buf[i] == 'q' || buf[i] == 'Q';
+			bool help = buf[i] == '?' ? !k->help : false;
+			k->redraw |= help != k->help;
+			k->help = help;
+		}
 	}
 	return (it[0].revents & ZMQ_POLLIN) != 0;
 }
@@ -420,7 +621,7 @@ static void top_usage(FILE *out)
 	    "  -H, --host HOST  only this host's estimates\n"
 	    "  -r, --rows N     rows per table (default: fit the terminal; 10 with --plain)\n"
 	    "  -w, --width N    line width (default: $COLUMNS, the terminal's, or 80)\n"
-	    "  q                quits\n");
+	    "  q                quits; ? shows the keys\n");
 }
 
 /*
@@ -537,7 +738,7 @@ int cmd_top(int argc, char **argv)
 		put_line(width, "wattbus top: waiting for estimates on %s", ep);
 		if (absent)
 			put_line(width, "(nothing listens there yet)");
-		put_line(width, "q quits");
+		put_line(width, "q quits, ? keys");
 		fflush(stdout);
 	}
 	struct top_keys keys;
@@ -556,7 +757,13 @@ int cmd_top(int argc, char **argv)
 			rc = 1;
 			break;
 		}
-		if (!top_wait(sub, &keys, 200))
+		int queued = top_wait(sub, &keys, 200);
+		if (keys.redraw) {
+			keys.redraw = false;
+			if (keys.help || t->nhosts)
+				render(t, keys.help);
+		}
+		if (!queued)
 			continue;
 		/* Drain what is queued, then draw once: a slow terminal never falls behind the bus.
 		 */
@@ -579,7 +786,7 @@ int cmd_top(int argc, char **argv)
 		if (!got)
 			continue;
 		last = wb_mono_ns();
-		render(t);
+		render(t, keys.help);
 		frames++;
 	}
 	top_keys_close(&keys);

@@ -14,6 +14,7 @@
 #include "estimd.h"
 #include "grow.h"
 #include "hash.h"
+#include "procstat.h"
 #include "table.h"
 
 #define HOSTS_MAX                                                                                  \
@@ -734,7 +735,7 @@ int estimator_slot(struct estimator *e, const struct wb_aligned *a, struct wb_es
 	}
 	struct host_state *h = host_get(e, a->env.host);
 	uint64_t busy, total;
-	feat_cpu_busy(&a->cpu, &busy, &total);
+	wb_cpu_busy(&a->cpu, &busy, &total);
 	size_t nz = 0;
 	res->measured = measured;
 	if (measured) {

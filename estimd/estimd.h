@@ -42,8 +42,6 @@ double feat_slot_s(const struct wb_aligned *a);
  * source does. Returns 0, or -1 when the slot has no length.
  */
 int feat_from_slot(const struct wb_aligned *a, double x[FEAT_COUNT]);
-/* Node CPU time of the slot from /proc/stat deltas: busy (iowait counts as idle) and total. */
-void feat_cpu_busy(const struct wb_cpu_times *c, uint64_t *busy_ns, uint64_t *total_ns);
 
 /* ---- model.c: Kepler model-db weights (linear and curve-fit), wattbus model messages ---- */
 

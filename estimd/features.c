@@ -36,15 +36,6 @@ double feat_slot_s(const struct wb_aligned *a)
 	return a->t1 > a->t0 ? (double)(a->t1 - a->t0) / (double)WB_NS_PER_SEC : 0.0;
 }
 
-void feat_cpu_busy(const struct wb_cpu_times *c, uint64_t *busy_ns, uint64_t *total_ns)
-{
-	/* As Kepler >= 0.10: everything but idle and iowait is busy (steal included). */
-	uint64_t busy =
-	    c->user_ns + c->nice_ns + c->system_ns + c->irq_ns + c->softirq_ns + c->steal_ns;
-	*busy_ns = busy;
-	*total_ns = busy + c->idle_ns + c->iowait_ns;
-}
-
 int feat_from_slot(const struct wb_aligned *a, double x[FEAT_COUNT])
 {
 	double s = feat_slot_s(a);

@@ -77,6 +77,10 @@ int trainer_add(struct trainer *t, const struct wb_aligned *a)
 	for (int z = 0; z < TRAIN_ZONES; z++)
 		y[z] = -1;
 	for (size_t i = 0; i < a->n_zones; i++) {
+		/* a simulated meter's joules (powerd's fake source) say nothing about the machine
+		 */
+		if (wb_path_simulated(a->zones[i].path))
+			return -1;
 		int z = train_zone_index(a->zones[i].zone);
 		if (z < 0)
 			continue;

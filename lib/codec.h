@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "hash.h"
 #include "wb_msgs.h"
@@ -76,6 +77,14 @@ int wb_encode(const struct wb_msg *msg, char **out, size_t *out_len, struct wb_e
 /* Length (1-4) of the valid UTF-8 sequence at s within n bytes, or 0: the codec's rule for strings.
  */
 size_t wb_utf8_seq_len(const unsigned char *s, size_t n);
+
+/* A zone simulated rather than measured (powerd's fake source) says so at the start of its path
+ * (schemas/power.json, "path"): shown as simulated, never trained on. */
+#define WB_PATH_SIMULATED "simulated:"
+static inline bool wb_path_simulated(const char *path)
+{
+	return !strncmp(path, WB_PATH_SIMULATED, sizeof(WB_PATH_SIMULATED) - 1);
+}
 
 /* Allocate n zeroed elements for an array field; returns NULL on overflow or ENOMEM. */
 void *wb_array_new(size_t n, size_t elem_size);

@@ -41,6 +41,7 @@ struct powerd_conf {
 	char *bus_curve_peer;
 	uint64_t bus_wait_ns;
 	char *nvml_library;
+	char *proc_root;
 };
 
 #define OFF(f) offsetof(struct powerd_conf, f)
@@ -51,7 +52,7 @@ static const struct wb_conf_key powerd_keys[] = {
     {"interval", WB_CONF_DURATION, OFF(interval_ns), "1s", 10e6, 3600e9, NULL,
      "sampling interval (10ms..1h); samples fall on wall-clock multiples of it"},
     {"source", WB_CONF_LIST | WB_CONF_RESTART, OFF(source), "auto", 0, 0, NULL,
-     "meters to read: auto (the first usable of rapl, msr, hwmon) or a list of rapl, msr, hwmon, exec, redfish, ipmi, bus, nvml"},
+     "meters to read: auto (the first usable of rapl, msr, hwmon) or a list of rapl, msr, hwmon, exec, redfish, ipmi, bus, nvml, fake (simulated from the CPU load, for development)"},
     {"sysfs_root", WB_CONF_STR | WB_CONF_RESTART, OFF(sysfs_root), "/sys", 0, 0, NULL,
      "where sysfs is mounted (class/powercap, class/hwmon, devices/system/cpu)"},
     {"msr_root", WB_CONF_STR | WB_CONF_RESTART, OFF(msr_root), "/dev/cpu", 0, 0, NULL,
@@ -101,6 +102,8 @@ static const struct wb_conf_key powerd_keys[] = {
      "bus source: wait this long at start for the host's first message (its zones)"},
     {"nvml_library", WB_CONF_STR | WB_CONF_RESTART, OFF(nvml_library), "libnvidia-ml.so.1", 0, 0,
      NULL, "the NVML library the nvml source loads (a name the loader searches, or a path)"},
+    {"proc_root", WB_CONF_STR | WB_CONF_RESTART, OFF(proc_root), "/proc", 0, 0, NULL,
+     "where procfs is mounted: the fake source models power from PROC_ROOT/stat"},
 };
 #undef OFF
 
@@ -136,6 +139,7 @@ static void opts_from_conf(struct pd_opts *o, const struct powerd_conf *conf,
 	    .bus_wait_ns = conf->bus_wait_ns,
 	    .bus_reconnect_max_ms = g ? (int)(g->reconnect_max_ns / 1000000) : 0,
 	    .nvml_library = conf->nvml_library,
+	    .proc_root = conf->proc_root,
 	};
 }
 

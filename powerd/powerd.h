@@ -108,6 +108,7 @@ struct pd_opts {
 	uint64_t bus_wait_ns;	    /* bus: wait this long for the first message at start */
 	int bus_reconnect_max_ms;   /* bus: [global] reconnect_max */
 	const char *nvml_library;   /* "": libnvidia-ml.so.1 from the loader's path */
+	const char *proc_root;	    /* "/proc": the fake source's stat */
 };
 
 /* ---- counter.c: wrap-corrected counters and integrated power (pure) ---- */
@@ -374,6 +375,10 @@ extern const struct pd_source bus_source;
 /* ---- nvml.c: NVIDIA GPUs through libnvidia-ml, loaded at run time ---- */
 
 extern const struct pd_source nvml_source;
+
+/* ---- fake.c: a simulated meter (package, core, dram from the CPU load in /proc/stat) ---- */
+
+extern const struct pd_source fake_source;
 
 /* ---- detect.c: which sources to use ---- */
 

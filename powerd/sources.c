@@ -8,8 +8,8 @@
 #include "powerd.h"
 
 const struct pd_source *const pd_sources[] = {
-    &rapl_source,    &msr_source,  &hwmon_source, &exec_source,
-    &redfish_source, &ipmi_source, &bus_source,	  &nvml_source,
+    &rapl_source, &msr_source, &hwmon_source, &exec_source, &redfish_source,
+    &ipmi_source, &bus_source, &nvml_source,  &fake_source,
 };
 const unsigned pd_nsources = sizeof(pd_sources) / sizeof(pd_sources[0]);
 _Static_assert(sizeof(pd_sources) / sizeof(pd_sources[0]) <= PD_SOURCES_MAX,

@@ -10,7 +10,8 @@
 # Environment: WB_BUILD (build dir), WATTBUS_LISTEN (default :9102),
 # WATTBUS_RUNTIME_DIR (where the sockets go; default build/run),
 # WATTBUS_SYSFS_ROOT (powerd reads meters there instead of /sys: a fake meter
-# for a demo), WATTBUS_RUN_FOR (stop by itself after this many seconds; for tests).
+# for a demo), WATTBUS_SOURCE (powerd's `source`: fake for a simulated meter on a
+# machine without one), WATTBUS_RUN_FOR (stop by itself after this many seconds; for tests).
 set -u
 
 # A requested stop must reach the trap below. Bash cannot trap a signal that
@@ -43,6 +44,7 @@ RT=${WATTBUS_RUNTIME_DIR:-$B/run}
 LISTEN=${WATTBUS_LISTEN:-:9102}
 PORT=${LISTEN##*:}
 SYSFS=${WATTBUS_SYSFS_ROOT:-}
+SOURCE=${WATTBUS_SOURCE:-}
 STAGES=(powerd usaged alignd estimd exportd)
 mkdir -p "$RT"
 tmp=$(mktemp -d)
@@ -71,7 +73,7 @@ probe_pid=""
 
 stage_args() {
 	case $1 in
-	powerd) [ -n "$SYSFS" ] && echo "--sysfs_root $SYSFS" ;;
+	powerd) echo "${SYSFS:+--sysfs_root $SYSFS} ${SOURCE:+--source $SOURCE}" ;;
 	estimd) [ -n "$model" ] && echo "--model $model" ;;
 	exportd) echo "--listen $LISTEN" ;;
 	esac
@@ -167,6 +169,7 @@ if [ "$stopping" -eq 0 ]; then
 	echo "wattbus is running (sockets in $RT):"
 	case $pm in
 	none | "") echo "  meter:   none found (see: $B/wattbus doctor); estimd uses a power model" ;;
+	*fake*) echo "  meter:   $pm: SIMULATED from the CPU load, not measured (for a demo only)" ;;
 	*) echo "  meter:   $pm${SYSFS:+ (sysfs at $SYSFS)}" ;;
 	esac
 	echo "  usage:   ${um:-unknown} (bpf needs root and BTF; otherwise /proc)"

@@ -14,6 +14,7 @@
 
 #include "codec.h"
 #include "log.h"
+#include "procstat.h"
 #include "usaged.h"
 
 /* ---- text ---- */
@@ -80,37 +81,6 @@ int procfs_parse_pstat(const char *text, struct procfs_pstat *out)
 	return 0;
 }
 
-int procfs_parse_cpu(const char *text, uint64_t ns_per_tick, struct wb_cpu_times *out)
-{
-	unsigned long long v[8];
-	const char *line = text;
-
-	memset(out, 0, sizeof(*out));
-	while (line && strncmp(line, "cpu ", 4) != 0) {
-		line = strchr(line, '\n');
-		if (line)
-			line++;
-	}
-	if (!line)
-		return -1;
-	/* Kernels before 2.6.11 lack steal; treat missing trailing fields as 0, but need the first
-	 * four. */
-	memset(v, 0, sizeof(v));
-	int got = sscanf(line + 4, "%llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2],
-			 &v[3], &v[4], &v[5], &v[6], &v[7]);
-	if (got < 4)
-		return -1;
-	out->user_ns = v[0] * ns_per_tick;
-	out->nice_ns = v[1] * ns_per_tick;
-	out->system_ns = v[2] * ns_per_tick;
-	out->idle_ns = v[3] * ns_per_tick;
-	out->iowait_ns = v[4] * ns_per_tick;
-	out->irq_ns = v[5] * ns_per_tick;
-	out->softirq_ns = v[6] * ns_per_tick;
-	out->steal_ns = v[7] * ns_per_tick;
-	return 0;
-}
-
 /* ---- scanning ---- */
 
 struct procfs {
@@ -137,8 +107,7 @@ struct procfs *procfs_new(const char *root)
 		procfs_destroy(&self);
 		return NULL;
 	}
-	long hz = sysconf(_SC_CLK_TCK);
-	self->ns_per_tick = 1000000000ull / (uint64_t)(hz > 0 ? hz : 100);
+	self->ns_per_tick = wb_procstat_ns_per_tick();
 	self->rl = (struct wb_ratelimit)WB_RATELIMIT_INIT;
 	return self;
 }
@@ -198,7 +167,7 @@ int procfs_read_cpu(struct procfs *self, struct wb_cpu_times *out)
 		log_rl(&self->rl, WB_LOG_WARN, "%s/stat: %s", self->root, strerror(errno));
 		return -1;
 	}
-	if (procfs_parse_cpu(buf, self->ns_per_tick, out) < 0) {
+	if (wb_procstat_parse_cpu(buf, self->ns_per_tick, out) < 0) {
 		log_rl(&self->rl, WB_LOG_WARN, "%s/stat: no \"cpu\" line with 4 or more numbers",
 		       self->root);
 		return -1;

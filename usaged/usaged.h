@@ -68,8 +68,6 @@ struct procfs_pstat {
 };
 /* Parse /proc/<pid>/stat. Returns 0 or -1. */
 int procfs_parse_pstat(const char *text, struct procfs_pstat *out);
-/* Parse the "cpu " line of /proc/stat into ns. Returns 0 or -1. */
-int procfs_parse_cpu(const char *text, uint64_t ns_per_tick, struct wb_cpu_times *out);
 /* Make s valid UTF-8 in place: invalid or truncated sequences and control characters become '?'. */
 void usaged_utf8_clean(char *s);
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bats
-# wattbus doctor on fake sysfs/procfs/dev trees: which meters, BPF and cgroup
-# setup it finds, and the mode it predicts for powerd, usaged and estimd.
+# wattbus doctor on fake sysfs/procfs/dev trees: which meters, GPUs, BPF and cgroup
+# setup it finds, the mode it predicts for powerd, usaged and estimd, and the
+# stages that run (found where top finds them) with the mode they say they run in.
 
 load helper
 
@@ -17,7 +18,7 @@ teardown() {
 }
 
 doctor() {
-	"$WATTBUS" doctor --sysfs-root "$F/sys" --proc-root "$F/proc" --dev-root "$F/dev" "$@"
+	"$WATTBUS" doctor --sysfs-root "$F/sys" --kernel-sysfs "$F/sys" --proc-root "$F/proc" --dev-root "$F/dev" "$@"
 }
 
 rapl_zone() { # rapl_zone DIR NAME ENERGY_UJ
@@ -203,4 +204,71 @@ for reg, v in ((0x606, 0xA0E03), (0x611, 123456)):
 	run env WATTBUS_RUNTIME_DIR="$rt" "$WATTBUS" doctor --sysfs-root "$F/sys" --proc-root "$F/proc" --dev-root "$F/dev" --modeld-store "$store"
 	assert_success
 	assert_output --regexp "modeld +running +socket $rt/modeld.sock; store $store: 2 models in 1 pipeline"
+}
+
+@test "--sysfs-root moves only powerd's meters: BPF, cgroups, kubepods and usaged stay the machine's" {
+	rapl_zone intel-rapl:0 package-0 1000
+	run "$WATTBUS" doctor --json
+	assert_success
+	machine=$(jq -c '[.bpf.state, .bpf.btf, .cgroup.state, .kubepods.state, .kubepods.paths, .stages.usaged.mode, .msr.module_loaded]' <<<"$output")
+	run "$WATTBUS" doctor --json --sysfs-root "$F/sys"
+	assert_success
+	[ "$(jq -c '[.bpf.state, .bpf.btf, .cgroup.state, .kubepods.state, .kubepods.paths, .stages.usaged.mode, .msr.module_loaded]' <<<"$output")" = "$machine" ]
+	[ "$(jq -r '.bpf.btf' <<<"$output")" = /sys/kernel/btf/vmlinux ]
+	# the meters do come from it
+	[ "$(jq -r '.rapl.state, .stages.powerd.mode' <<<"$output" | tr '\n' ' ')" = "readable rapl " ]
+	[ "$(jq -r '.roots.sysfs, .roots.kernel_sysfs' <<<"$output" | tr '\n' ' ')" = "$F/sys /sys " ]
+}
+
+@test "GPUs through powerd's nvml source: the stand-in NVML's GPUs, or why none" {
+	export WB_FAKE_NVML=$BATS_TEST_TMPDIR/nvml.txt
+	printf '%s\n' "gpu uuid=GPU-doc-0 name=FakeH100 energy_mj=1000 power_mw=0" \
+		"gpu uuid=GPU-doc-1 name=FakeA10 energy_mj=5 power_mw=0" >"$WB_FAKE_NVML"
+	run doctor --json --nvml-library "$WB_BUILD/tests/libfake-nvml.so"
+	assert_success
+	[ "$(jq -r '.gpu.state' <<<"$output")" = present ]
+	[ "$(jq -c '[.gpu.gpus[] | [.zone, .model, .uuid]]' <<<"$output")" = '[["gpu-0","FakeH100","GPU-doc-0"],["gpu-1","FakeA10","GPU-doc-1"]]' ]
+	run doctor --nvml-library "$WB_BUILD/tests/libfake-nvml.so"
+	assert_output --regexp 'GPU +present +2 GPUs through NVML: gpu-0 \(FakeH100, GPU-doc-0\), gpu-1 \(FakeA10, GPU-doc-1\)'
+	assert_output --partial 'fix: powerd measures them only where nvml is named beside its CPU meter'
+	run doctor --json --nvml-library "$BATS_TEST_TMPDIR/none/libnvidia-ml.so.1"
+	[ "$(jq -r '.gpu.state' <<<"$output")" = absent ]
+	[[ $(jq -r '.gpu.detail' <<<"$output") == "nvml: cannot load $BATS_TEST_TMPDIR/none/libnvidia-ml.so.1"* ]]
+}
+
+# A socket file that nothing listens on: what a killed stage leaves.
+stale_socket() {
+	python3 -c 'import socket, sys; s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1])' "$1"
+}
+
+@test "the running pipeline: found in build/run beside the program as top finds it, each stage and its mode" {
+	# the programs in a build/ of their own, as make run runs them, with its run/ beside them
+	build=$BATS_TEST_TMPDIR/build
+	mkdir -p "$build/run" "$F/proc"
+	for b in "$WB_BUILD"/wattbus "$WB_BUILD"/wattbus-*; do ln -s "$b" "$build/"; done
+	rt=$build/run
+	printf 'cpu  100 0 50 1000 0 0 0 0 0 0\n' >"$F/proc/stat"
+	common=(--runtime_dir "$rt" --stat_interval 1s --host doc)
+	wb_spawn powerd "$build/wattbus-powerd" "${common[@]}" --interval 200ms --source fake --proc_root "$F/proc"
+	wb_spawn usaged "$build/wattbus-usaged" "${common[@]}" --mode procfs --interval 1s
+	wb_spawn alignd "$build/wattbus-alignd" "${common[@]}"
+	wb_wait_for 30 test -S "$rt/alignd.sock"
+	stale_socket "$rt/estimd.sock"
+	run env -u WATTBUS_RUNTIME_DIR "$build/wattbus" doctor --json --sysfs-root "$F/sys" --dev-root "$F/dev" --wait 10s
+	assert_success
+	[ "$(jq -r '.running.dir' <<<"$output")" = "$rt" ]
+	[ "$(jq -r '.running.stages | [.powerd, .usaged, .alignd, .estimd, .exportd, .modeld] | map(.state) | join(" ")' <<<"$output")" = "running running running stale absent absent" ]
+	[ "$(jq -r '.running.stages.powerd.mode, .running.stages.usaged.mode' <<<"$output" | tr '\n' ' ')" = "fake procfs " ]
+	# the running stages' own word wins over the prediction (no meter on these roots)
+	[ "$(jq -r '.stages.powerd.mode, .stages.usaged.mode' <<<"$output" | tr '\n' ' ')" = "fake procfs " ]
+	[[ $(jq -r '.stages.powerd.reason' <<<"$output") == "running: its stat message says mode fake; doctor predicts none here"* ]]
+	[[ $(jq -r '.stages.powerd.fix' <<<"$output") == *SIMULATED* ]]
+	run env -u WATTBUS_RUNTIME_DIR "$build/wattbus" doctor --sysfs-root "$F/sys" --dev-root "$F/dev" --wait 10s
+	assert_output --partial "running   sockets in $rt"
+	assert_output --regexp 'powerd +running +mode fake, version '
+	assert_output --regexp 'estimd +stale +a socket left by a stopped process'
+	assert_output --regexp 'exportd +absent +no socket'
+	# WATTBUS_RUNTIME_DIR elsewhere: nothing runs there, and doctor says where it looked
+	run env WATTBUS_RUNTIME_DIR="$BATS_TEST_TMPDIR/elsewhere" "$build/wattbus" doctor --sysfs-root "$F/sys" --dev-root "$F/dev"
+	assert_output --regexp "running +no stage: no socket with a listener in $BATS_TEST_TMPDIR/elsewhere"
 }

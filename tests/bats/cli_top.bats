@@ -79,7 +79,7 @@ teardown() {
 	assert_line --regexp '^node +5\.000 +3\.000 +2\.000 +0\.000  \(psys\)$'
 	got=$(sed -n '/^PROCESSES/,/^$/p' "$BATS_TEST_TMPDIR/frame" | awk '$4 ~ /^p/ {print $4"="$1}' | tr '\n' ' ')
 	[ "$got" = "p15=0.150 p14=0.140 p13=0.130 p12=0.120 p11=0.110 " ] || fail "top 5: $got"
-	assert_line --regexp '^ +\(10 more\)$'
+	assert_line --regexp '^ +\+10 more$'
 }
 
 @test "a platform zone estimd did not attribute is the node total; processes show the zones they were given" {

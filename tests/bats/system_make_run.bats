@@ -139,6 +139,24 @@ assert_clean_stop() {
 	assert_clean_stop "$rc"
 }
 
+@test "WATTBUS_SOURCE=fake: simulated watts from the CPU load, marked as simulated everywhere" {
+	start_run dfl WATTBUS_SOURCE=fake
+	wb_wait_for 60 grep -q "Ctrl-C stops everything" "$OUT"
+	run cat "$OUT"
+	assert_output --partial "meter:   fake: SIMULATED from the CPU load, not measured"
+	assert_output --partial "fake: SIMULATED power, not measured"
+	assert_line "  energy:  measured"
+	wb_wait_for 30 bash -c 'curl -sf "http://127.0.0.1:$0/metrics" >"$1" && grep -q "^kepler_node_cpu_watts{.*zone=\"package\"" "$1"' "$port" "$BATS_TEST_TMPDIR/metrics"
+	grep -q 'wattbus_stage_info{.*stage="powerd".*mode="fake"} 1' "$BATS_TEST_TMPDIR/metrics"
+	# package: 10 W idle + 5 W per busy CPU, whatever the load: within [10, 10 + 5 x CPUs]
+	w=$(sed -n 's/^kepler_node_cpu_watts{.*zone="package",path="simulated:\/proc\/stat"} //p' "$BATS_TEST_TMPDIR/metrics")
+	python3 -c 'import sys; w, n = float(sys.argv[1]), int(sys.argv[2]); sys.exit(0 if 10 - 0.01 <= w <= 10 + 5 * n + 0.01 else 1)' "$w" "$(nproc)"
+	kill -INT -- "-$RUN_PID"
+	rc=0
+	wait "$STARTER" || rc=$?
+	assert_clean_stop "$rc"
+}
+
 @test "make run reports a stage that dies, and exits 1" {
 	start_run dfl WATTBUS_RUN_FOR=20
 	wb_wait_for 60 grep -q "Ctrl-C stops everything" "$OUT"

@@ -193,6 +193,14 @@ static void test_too_few_and_bad_slots(void)
 	a->quality.gap = true;
 	CHECK(trainer_add(&t, a) == -1);
 	CHECK_U64(t.n, before + 1);
+	/* nor is a slot with a simulated zone (powerd's fake source) */
+	a->quality.gap = false;
+	snprintf(a->zones[1].path, sizeof(a->zones[1].path), "simulated:/proc/stat");
+	CHECK(trainer_add(&t, a) == -1);
+	CHECK_U64(t.n, before + 1);
+	a->zones[1].path[0] = '\0';
+	CHECK(trainer_add(&t, a) >= 0);
+	CHECK_U64(t.n, before + 2);
 	wb_msg_clear(&msg);
 	trainer_free(&t);
 }

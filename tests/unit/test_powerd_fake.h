@@ -131,14 +131,16 @@ static __attribute__((unused)) void fake_msr(const char *rel, uint32_t reg, uint
 /* Options for a fake root, as main.c would fill them. */
 static __attribute__((unused)) struct pd_opts fake_opts(void)
 {
-	static char sysfs[300], msr[300], cpuinfo[300];
+	static char sysfs[300], msr[300], cpuinfo[300], proc[300];
 	snprintf(sysfs, sizeof(sysfs), "%s/sys", fake_root);
 	snprintf(msr, sizeof(msr), "%s/dev/cpu", fake_root);
 	snprintf(cpuinfo, sizeof(cpuinfo), "%s/cpuinfo", fake_root);
+	snprintf(proc, sizeof(proc), "%s/proc", fake_root);
 	return (struct pd_opts){
 	    .sysfs_root = sysfs,
 	    .msr_root = msr,
 	    .cpuinfo_path = cpuinfo,
+	    .proc_root = proc,
 	    .max_power_w = 5000,
 	    .interval_ns = 100000000ull,
 	    .exec_timeout_ns = 1000000000ull,

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "../../usaged/usaged.h"
+#include "procstat.h"
 #include "log.h"
 #include "unit.h"
 
@@ -52,7 +53,7 @@ static void test_cpu(void)
 	struct wb_cpu_times c;
 	const char *text =
 	    "cpu  100 2 30 4000 5 6 7 8 9 10\ncpu0 50 1 15 2000 2 3 3 4 0 0\nintr 1\n";
-	CHECK(procfs_parse_cpu(text, 10000000, &c) == 0);
+	CHECK(wb_procstat_parse_cpu(text, 10000000, &c) == 0);
 	CHECK_U64(c.user_ns, 1000000000ull);
 	CHECK_U64(c.nice_ns, 20000000ull);
 	CHECK_U64(c.system_ns, 300000000ull);
@@ -62,12 +63,12 @@ static void test_cpu(void)
 	CHECK_U64(c.softirq_ns, 70000000ull);
 	CHECK_U64(c.steal_ns, 80000000ull);
 	/* the "cpu " line need not come first; cpu0 is not it */
-	CHECK(procfs_parse_cpu("intr 1\ncpu0 1 2 3 4\ncpu  1 2 3 4\n", 1, &c) == 0);
+	CHECK(wb_procstat_parse_cpu("intr 1\ncpu0 1 2 3 4\ncpu  1 2 3 4\n", 1, &c) == 0);
 	CHECK_U64(c.idle_ns, 4);
 	CHECK_U64(c.steal_ns, 0);
-	CHECK(procfs_parse_cpu("cpu0 1 2 3 4\n", 1, &c) < 0);
-	CHECK(procfs_parse_cpu("cpu  1 2 3\n", 1, &c) < 0);
-	CHECK(procfs_parse_cpu("", 1, &c) < 0);
+	CHECK(wb_procstat_parse_cpu("cpu0 1 2 3 4\n", 1, &c) < 0);
+	CHECK(wb_procstat_parse_cpu("cpu  1 2 3\n", 1, &c) < 0);
+	CHECK(wb_procstat_parse_cpu("", 1, &c) < 0);
 }
 
 static void test_utf8(void)
