@@ -129,6 +129,29 @@ static bool any_gpu(const struct ctx *c)
 	return false;
 }
 
+/* A GPU's labels on every node GPU family, as Kepler's: gpu (its index), gpu_uuid, gpu_name,
+ * vendor. */
+static void gpu_labels(struct ctx *c, const struct ex_zone *xz)
+{
+	char idx[24];
+	snprintf(idx, sizeof idx, "%llu", (unsigned long long)xz->index);
+	rbuf_label(c->b, false, "gpu", idx, sizeof idx);
+	rbuf_label(c->b, false, "gpu_uuid", xz->uuid, sizeof xz->uuid);
+	rbuf_label(c->b, false, "gpu_name", xz->model, sizeof xz->model);
+	rbuf_label(c->b, false, "vendor", xz->vendor, sizeof xz->vendor);
+}
+
+/* A node zone's labels after node_name: zone and path, or a GPU's. */
+static void zone_labels(struct ctx *c, const struct ex_zone *xz)
+{
+	if (xz->gpu) {
+		gpu_labels(c, xz);
+		return;
+	}
+	rbuf_putc(c->b, ',');
+	rbuf_puts(c->b, xz->labels);
+}
+
 /* The zones of one family: the CPU and platform zones, or (gpu) the GPUs. */
 static void node_zone_family(struct ctx *c, const char *name, const char *help, bool watts,
 			     enum zpart part, bool gpu)
@@ -144,8 +167,7 @@ static void node_zone_family(struct ctx *c, const char *name, const char *help, 
 				continue;
 			begin(c);
 			rbuf_puts(c->b, h->node_label);
-			rbuf_putc(c->b, ',');
-			rbuf_puts(c->b, xz->labels);
+			zone_labels(c, xz);
 			if (!watts) {
 				uint64_t v = part == Z_TOTAL	? xz->total_uj
 					     : part == Z_ACTIVE ? xz->active_uj
@@ -278,7 +300,7 @@ static void platform_metrics(struct ctx *c)
 	}
 }
 
-/* Kepler's GPU families (kepler_node_gpu_*), and active/idle joules as for the CPU. */
+/* Kepler's node GPU families (kepler_node_gpu_*). */
 static void node_gpu_metrics(struct ctx *c)
 {
 	const struct accum *a = c->in->acc;
@@ -290,14 +312,9 @@ static void node_gpu_metrics(struct ctx *c)
 				const struct ex_zone *xz = &h->zones[z];
 				if (!xz->gpu)
 					continue;
-				char idx[24];
-				snprintf(idx, sizeof idx, "%llu", (unsigned long long)xz->index);
 				begin(c);
 				rbuf_puts(c->b, h->node_label);
-				rbuf_label(c->b, false, "gpu", idx, sizeof idx);
-				rbuf_label(c->b, false, "gpu_uuid", xz->uuid, sizeof xz->uuid);
-				rbuf_label(c->b, false, "gpu_name", xz->model, sizeof xz->model);
-				rbuf_label(c->b, false, "vendor", xz->vendor, sizeof xz->vendor);
+				gpu_labels(c, xz);
 				rbuf_put(c->b, "} 1\n", 4);
 			}
 		}
@@ -315,8 +332,7 @@ static void node_gpu_metrics(struct ctx *c)
 					continue;
 				begin(c);
 				rbuf_puts(c->b, h->node_label);
-				rbuf_putc(c->b, ',');
-				rbuf_puts(c->b, xz->labels);
+				gpu_labels(c, xz);
 				end_double(c, xz->idle_w);
 			}
 		}
@@ -363,6 +379,34 @@ static void work_prefix(struct ctx *c, const struct ex_host *h, const struct ex_
 	rbuf_puts(c->b, w->labels);
 }
 
+static void work_state(struct ctx *c, const struct ex_work *w)
+{
+	rbuf_puts(c->b, w->terminated ? ",state=\"terminated\"" : ",state=\"running\"");
+}
+
+/*
+ * A workload's GPU energy, summed over the GPUs it ran on, as Kepler's one series per workload
+ * (no gpu label): only once it got some, and its watts only while it uses a GPU (power > 0 in
+ * the last slot), as Kepler has them.
+ */
+static void work_gpu_sample(struct ctx *c, const struct ex_host *h, const struct ex_work *w,
+			    bool watts)
+{
+	uint64_t total = 0, slot = 0;
+	for (size_t z = 0; z < w->nz && z < h->nkinds; z++)
+		if (h->kinds[z].gpu) {
+			total += w->uj[z];
+			slot += w->uj[w->nz + z];
+		}
+	if (watts)
+		slot = w->last_t1 == h->last_t1 ? micro_watts(slot, h->slot_ns) : 0;
+	if ((watts ? slot : total) == 0)
+		return;
+	work_prefix(c, h, w);
+	work_state(c, w);
+	end_fixed(c, watts ? slot : total, 6);
+}
+
 static void work_energy_family(struct ctx *c, enum ex_level level, const char *name,
 			       const char *help, bool watts, bool gpu)
 {
@@ -377,20 +421,20 @@ static void work_energy_family(struct ctx *c, enum ex_level level, const char *n
 			const struct ex_work *w = s->w;
 			if (!w->labels)
 				continue;
+			if (gpu) {
+				work_gpu_sample(c, h, w, watts);
+				continue;
+			}
 			bool in_last = w->last_t1 == h->last_t1;
 			for (size_t z = 0; z < w->nz && z < h->nkinds; z++) {
 				/* platform energy is not the workloads' (estimd's
 				 * attribute_platform off): no series of zeros for it, as Kepler has
 				 * none */
-				if (w->uj[z] == 0 && h->kinds[z].platform)
-					continue;
-				/* a GPU's series only for the workloads that ran on it, as Kepler
-				 * has them, not one of zeros per workload and GPU */
-				if (h->kinds[z].gpu != gpu || (gpu && w->uj[z] == 0))
+				if (h->kinds[z].gpu || (w->uj[z] == 0 && h->kinds[z].platform))
 					continue;
 				work_prefix(c, h, w);
-				rbuf_puts(c->b, w->terminated ? ",state=\"terminated\","
-							      : ",state=\"running\",");
+				work_state(c, w);
+				rbuf_putc(c->b, ',');
 				rbuf_puts(c->b, h->kinds[z].zlabel);
 				if (watts)
 					end_fixed(

@@ -293,7 +293,7 @@ static void test_gpu_families(void)
 		z->active_uj = z->energy_uj - z->idle_uj;
 		z->idle_w = 50;
 	}
-	e->zones[2].unattributed_uj = e->zones[2].active_uj;
+	e->zones[2].unattributed_uj = e->zones[2].active_uj - 100000000;
 	e->n_procs = 1;
 	e->procs = wb_array_new(1, sizeof *e->procs);
 	e->procs[0].pid = 42;
@@ -301,34 +301,50 @@ static void test_gpu_families(void)
 	e->procs[0].n_energy_uj = 3;
 	e->procs[0].energy_uj = wb_array_new(3, sizeof(uint64_t));
 	e->procs[0].energy_uj[1] = 300000000;
+	e->procs[0].energy_uj[2] = 100000000;
 	CHECK(accum_add(a, e, NULL) == 0);
-	wb_msg_clear(&m);
 	struct render_filter all = {.levels = EX_LEVELS_ALL};
 	char *out = render_all(a, NULL, &all);
 	HAS(out,
 	    "kepler_node_gpu_info{node_name=\"node-g\",gpu=\"1\",gpu_uuid=\"GPU-1\",gpu_name=\"NVIDIA H100\",vendor=\"nvidia\"} 1");
 	HAS(out,
-	    "kepler_node_gpu_joules_total{node_name=\"node-g\",gpu=\"0\",gpu_uuid=\"GPU-0\",vendor=\"nvidia\"} 400.000000");
+	    "kepler_node_gpu_joules_total{node_name=\"node-g\",gpu=\"0\",gpu_uuid=\"GPU-0\",gpu_name=\"NVIDIA H100\",vendor=\"nvidia\"} 400.000000");
 	HAS(out,
-	    "kepler_node_gpu_joules_total{node_name=\"node-g\",gpu=\"1\",gpu_uuid=\"GPU-1\",vendor=\"nvidia\"} 800.000000");
+	    "kepler_node_gpu_joules_total{node_name=\"node-g\",gpu=\"1\",gpu_uuid=\"GPU-1\",gpu_name=\"NVIDIA H100\",vendor=\"nvidia\"} 800.000000");
 	HAS(out,
-	    "kepler_node_gpu_watts{node_name=\"node-g\",gpu=\"1\",gpu_uuid=\"GPU-1\",vendor=\"nvidia\"} 400.000000");
+	    "kepler_node_gpu_watts{node_name=\"node-g\",gpu=\"1\",gpu_uuid=\"GPU-1\",gpu_name=\"NVIDIA H100\",vendor=\"nvidia\"} 400.000000");
 	HAS(out,
-	    "kepler_node_gpu_active_joules_total{node_name=\"node-g\",gpu=\"0\",gpu_uuid=\"GPU-0\",vendor=\"nvidia\"} 300.000000");
+	    "kepler_node_gpu_active_joules_total{node_name=\"node-g\",gpu=\"0\",gpu_uuid=\"GPU-0\",gpu_name=\"NVIDIA H100\",vendor=\"nvidia\"} 300.000000");
 	HAS(out,
-	    "kepler_node_gpu_idle_watts{node_name=\"node-g\",gpu=\"0\",gpu_uuid=\"GPU-0\",vendor=\"nvidia\"} 50");
+	    "kepler_node_gpu_idle_watts{node_name=\"node-g\",gpu=\"0\",gpu_uuid=\"GPU-0\",gpu_name=\"NVIDIA H100\",vendor=\"nvidia\"} 50");
 	HAS(out, "# TYPE kepler_node_gpu_joules_total counter");
 	HAS(out,
-	    "kepler_process_gpu_joules_total{node_name=\"node-g\",pid=\"42\",comm=\"train\",exe=\"\",type=\"regular\",container_id=\"\",vm_id=\"\",state=\"running\",gpu=\"0\",vendor=\"nvidia\"} 300.000000");
+	    "kepler_process_gpu_joules_total{node_name=\"node-g\",pid=\"42\",comm=\"train\",exe=\"\",type=\"regular\",container_id=\"\",vm_id=\"\",state=\"running\"} 400.000000");
 	HAS(out,
-	    "kepler_process_gpu_watts{node_name=\"node-g\",pid=\"42\",comm=\"train\",exe=\"\",type=\"regular\",container_id=\"\",vm_id=\"\",state=\"running\",gpu=\"0\",vendor=\"nvidia\"} 150.000000");
-	/* no series for a GPU the process never ran on */
-	HASNOT(out, "gpu=\"1\",vendor=\"nvidia\"} 0.000000");
+	    "kepler_process_gpu_watts{node_name=\"node-g\",pid=\"42\",comm=\"train\",exe=\"\",type=\"regular\",container_id=\"\",vm_id=\"\",state=\"running\"} 200.000000");
+	/* one series per process over its GPUs, as Kepler's: no gpu or vendor label on it */
+	HASNOT(
+	    out,
+	    "kepler_process_gpu_joules_total{node_name=\"node-g\",pid=\"42\",comm=\"train\",exe=\"\",type=\"regular\",container_id=\"\",vm_id=\"\",state=\"running\",");
+	HASNOT(out, "vendor=\"nvidia\"} 0.000000");
 	HAS(out,
 	    "kepler_process_cpu_joules_total{node_name=\"node-g\",pid=\"42\",comm=\"train\",exe=\"\",type=\"regular\",container_id=\"\",vm_id=\"\",state=\"running\",zone=\"package\"} 0.000000");
 	/* GPUs are neither aggregated nor in the cpu families */
 	HASNOT(out, "aggregated-gpu");
 	HASNOT(out, "zone=\"gpu\"");
+	/* a slot without GPU use: the process keeps its joules, its GPU watts go (Kepler exports
+	 * them only while it uses a GPU) */
+	e->t0 = 102 * S;
+	e->t1 = 104 * S;
+	e->procs[0].energy_uj[1] = e->procs[0].energy_uj[2] = 0;
+	e->zones[1].unattributed_uj = e->zones[1].active_uj;
+	e->zones[2].unattributed_uj = e->zones[2].active_uj;
+	CHECK(accum_add(a, e, NULL) == 0);
+	wb_msg_clear(&m);
+	out = render_all(a, NULL, &all);
+	HAS(out,
+	    "kepler_process_gpu_joules_total{node_name=\"node-g\",pid=\"42\",comm=\"train\",exe=\"\",type=\"regular\",container_id=\"\",vm_id=\"\",state=\"running\"} 400.000000");
+	HASNOT(out, "kepler_process_gpu_watts{");
 	accum_destroy(&a);
 	/* a host without GPUs has no GPU families at all */
 	a = fixture();
