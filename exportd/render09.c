@@ -8,6 +8,7 @@
  * docs/exportd.md has the table.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "exportd.h"
@@ -289,7 +290,6 @@ static void container_pod(struct render_ctx *c, const struct ex_host *h, const s
 static void work_labels09(struct render_ctx *c, const struct ex_host *h, enum ex_level level,
 			  const struct ex_work *w)
 {
-	render_begin(c);
 	rbuf_puts(c->b, h->node_label);
 	switch (level) {
 	case EX_PROCESS:
@@ -307,6 +307,65 @@ static void work_labels09(struct render_ctx *c, const struct ex_host *h, enum ex
 		copy_label(c, "vm_id", w->labels, "vm_id");
 		break;
 	}
+}
+
+/*
+ * The 0.9 labels of every workload of one level, rendered once per scrape (taking them out of
+ * the 0.10 labels costs more than copying them): each family's series of a workload copies its
+ * piece. Pieces are in the maps' order, which nothing changes during a scrape. Without memory
+ * for it (off NULL) each series renders its labels itself.
+ */
+struct k9_prefix {
+	struct rbuf b;
+	size_t *off; /* n + 1 offsets into b: the i-th workload's labels are off[i]..off[i+1] */
+	size_t n;
+};
+
+static void prefix_build(struct render_ctx *c, enum ex_level level, struct k9_prefix *p)
+{
+	*p = (struct k9_prefix){0};
+	const struct accum *a = c->in->acc;
+	size_t n = 0;
+	for (size_t i = 0; i < a->nhosts; i++)
+		n += a->hosts[i]->works[level].n;
+	if (!(p->off = malloc((n + 1) * sizeof *p->off)))
+		return;
+	struct rbuf *out = c->b;
+	c->b = &p->b;
+	for (size_t i = 0; i < a->nhosts; i++) {
+		const struct ex_host *h = a->hosts[i];
+		const struct ex_wmap *m = &h->works[level];
+		for (const struct ex_wslot *s = wb_table_next(&m->tab, NULL); s && p->n < n;
+		     s = wb_table_next(&m->tab, s)) {
+			p->off[p->n++] = p->b.len;
+			if (s->w->labels)
+				work_labels09(c, h, level, s->w);
+		}
+	}
+	p->off[p->n] = p->b.len;
+	c->b = out;
+	if (p->b.oom) {
+		free(p->off);
+		p->off = NULL;
+	}
+}
+
+static void prefix_free(struct k9_prefix *p)
+{
+	rbuf_free(&p->b);
+	free(p->off);
+	*p = (struct k9_prefix){0};
+}
+
+/* name{ and the idx-th workload's labels. */
+static void work_begin(struct render_ctx *c, const struct k9_prefix *p, size_t idx,
+		       const struct ex_host *h, enum ex_level level, const struct ex_work *w)
+{
+	render_begin(c);
+	if (p->off && idx < p->n)
+		rbuf_put(c->b, p->b.p + p->off[idx], p->off[idx + 1] - p->off[idx]);
+	else
+		work_labels09(c, h, level, w);
 }
 
 /* What a workload's energy of each component is: its host's kinds and their component. */
@@ -359,7 +418,8 @@ static bool any_gpu09(const struct accum *a)
  * only with --expose-estimated-idle-power). comp K9_N: kepler_<level>_joules_total, Kepler's
  * package + dram + other + gpu.
  */
-static void work_family(struct render_ctx *c, enum ex_level level, int comp)
+static void work_family(struct render_ctx *c, const struct k9_prefix *p, enum ex_level level,
+			int comp)
 {
 	const char *lv = ex_level_names[level];
 	char name[64], help[96];
@@ -377,27 +437,32 @@ static void work_family(struct render_ctx *c, enum ex_level level, int comp)
 			    ? (1u << K9_PACKAGE | 1u << K9_DRAM | 1u << K9_OTHER | 1u << K9_GPU)
 			    : 1u << comp;
 	const struct accum *a = c->in->acc;
+	size_t idx = 0;
 	for (size_t i = 0; i < a->nhosts; i++) {
 		const struct ex_host *h = a->hosts[i];
 		struct k9_host k;
 		host_comps(h, &k);
 		const struct ex_wmap *m = &h->works[level];
 		for (const struct ex_wslot *s = wb_table_next(&m->tab, NULL); s;
-		     s = wb_table_next(&m->tab, s)) {
+		     s = wb_table_next(&m->tab, s), idx++) {
 			const struct ex_work *w = s->w;
 			if (!w->labels)
 				continue;
-			work_labels09(c, h, level, w);
+			work_begin(c, p, idx, h, level, w);
 			rbuf_puts(c->b, ",mode=\"dynamic\"");
-			if (comp != K9_N)
-				rbuf_label(c->b, false, "source", k.source[comp], 32);
+			if (comp !=
+			    K9_N) { /* a source is one of zone_source's names: nothing to escape */
+				rbuf_puts(c->b, ",source=\"");
+				rbuf_puts(c->b, k.source[comp]);
+				rbuf_putc(c->b, '"');
+			}
 			render_end_fixed(c, work_uj(h, &k, w, mask), 6);
 		}
 	}
 }
 
 /* kepler_<level>_bpf_cpu_time_ms_total: the CPU time Kepler 0.9 read from eBPF, in ms. */
-static void work_cpu_time(struct render_ctx *c, enum ex_level level)
+static void work_cpu_time(struct render_ctx *c, const struct k9_prefix *p, enum ex_level level)
 {
 	char name[64];
 	snprintf(name, sizeof name, "kepler_%s_bpf_cpu_time_ms_total", ex_level_names[level]);
@@ -405,14 +470,15 @@ static void work_cpu_time(struct render_ctx *c, enum ex_level level)
 			   level))
 		return;
 	const struct accum *a = c->in->acc;
+	size_t idx = 0;
 	for (size_t i = 0; i < a->nhosts; i++) {
 		const struct ex_host *h = a->hosts[i];
 		const struct ex_wmap *m = &h->works[level];
 		for (const struct ex_wslot *s = wb_table_next(&m->tab, NULL); s;
-		     s = wb_table_next(&m->tab, s)) {
+		     s = wb_table_next(&m->tab, s), idx++) {
 			if (!s->w->labels)
 				continue;
-			work_labels09(c, h, level, s->w);
+			work_begin(c, p, idx, h, level, s->w);
 			rbuf_puts(c->b, ",source=\"bpf\"");
 			render_end_fixed(c, s->w->cpu_ns, 6); /* ns as ms */
 		}
@@ -451,12 +517,17 @@ void render_kepler09(struct render_ctx *c)
 		node_info(c);
 		static const enum ex_level levels[] = {EX_PROCESS, EX_CONTAINER, EX_VM};
 		for (size_t l = 0; l < sizeof levels / sizeof levels[0]; l++) {
+			if (!(c->f->levels & (1u << levels[l])))
+				continue;
+			struct k9_prefix p;
+			prefix_build(c, levels[l], &p);
 			for (int comp = 0; comp < K9_N; comp++)
 				if (comp != K9_GPU || gpu)
-					work_family(c, levels[l], comp);
+					work_family(c, &p, levels[l], comp);
 			if (levels[l] != EX_VM)
-				work_family(c, levels[l], K9_N);
-			work_cpu_time(c, levels[l]);
+				work_family(c, &p, levels[l], K9_N);
+			work_cpu_time(c, &p, levels[l]);
+			prefix_free(&p);
 		}
 	}
 	build_info09(c);
