@@ -3,7 +3,7 @@
  * accumulators, and rendering /metrics for them, plain and gzip'd (levels 1 and 6).
  * Prints the median and the best of several runs. One more slot goes in as the
  * daemon takes it (decode the estimate frame, apply): the slot bench/callgrind.sh counts.
- *   exportd_bench [PROCS [ZONES [RUNS]]]
+ *   [WB_BENCH_METRICS=kepler-0.9] exportd_bench [PROCS [ZONES [RUNS]]]
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -140,7 +140,21 @@ int main(int argc, char **argv)
 			return 1;
 	}
 
+	/* WB_BENCH_METRICS: exportd's metrics key (kepler, kepler-0.9, or both comma-separated) */
 	struct render_filter f = {.levels = EX_LEVELS_ALL};
+	const char *prof = getenv("WB_BENCH_METRICS");
+	if (prof && prof[0]) {
+		char buf[64], *names[EX_NPROFILES + 1], *save = NULL, err[128];
+		struct wb_strlist l = {0, names};
+		snprintf(buf, sizeof buf, "%s", prof);
+		for (char *t = strtok_r(buf, ",", &save); t && l.n <= EX_NPROFILES;
+		     t = strtok_r(NULL, ",", &save))
+			names[l.n++] = t;
+		if (profiles_parse(&l, &f.profiles, err, sizeof err) < 0) {
+			fprintf(stderr, "WB_BENCH_METRICS: %s\n", err);
+			return 2;
+		}
+	}
 	struct exportd_counters ctr = {0};
 	struct render_input in = {.acc = acc,
 				  .st = st,

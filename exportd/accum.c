@@ -379,6 +379,13 @@ struct ex_host *accum_host(struct accum *self, const char *name)
 	return NULL;
 }
 
+const struct ex_work *accum_work(const struct ex_host *h, enum ex_level level, const char *id)
+{
+	if (level == EX_PROCESS || level >= EX_NLEVELS)
+		return NULL;
+	return wmap_get(&h->works[level], level, work_key(level, 0, id), 0, id);
+}
+
 static int host_label(struct ex_host *h, const char *node_name)
 {
 	struct rbuf b = {0};

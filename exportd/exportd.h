@@ -286,6 +286,8 @@ void accum_set_limits(struct accum *self, const struct accum_limits *lim);
  */
 int accum_add(struct accum *self, const struct wb_estimate *est, enum accum_reason *reason);
 struct ex_host *accum_host(struct accum *self, const char *name);
+/* The container, pod or VM id of host h, or NULL (read-only: for rendering). */
+const struct ex_work *accum_work(const struct ex_host *h, enum ex_level level, const char *id);
 /*
  * Every host's node counters and the totals they were last diffed with, as the
  * state file holds them (workloads are not saved). A new reference, NULL on ENOMEM.
@@ -356,7 +358,18 @@ int cpuinfo_parse(const char *text, struct cpuinfo_entry **out);
 int cpuinfo_read(const char *path, struct cpuinfo_entry **out);
 
 /* ---- render.c: the /metrics text ---- */
+/* The metric profiles exportd can serve (the metrics key), one bit each. */
+enum ex_profile {
+	EX_PROF_KEPLER,	  /* Kepler >= 0.10's names and labels (render.c) */
+	EX_PROF_KEPLER09, /* Kepler 0.9's (render09.c), as its dashboards and model server ask */
+	EX_NPROFILES
+};
+extern const char *const ex_profile_names[EX_NPROFILES];
+/* Configured profiles ("kepler,kepler-0.9") as a bit set; -1 and err on an unknown one. */
+int profiles_parse(const struct wb_strlist *names, unsigned *profiles, char *err, size_t errlen);
+
 struct render_filter {
+	unsigned profiles; /* bit per enum ex_profile; 0: Kepler's alone */
 	unsigned levels;
 	const struct wb_strlist *allow; /* fnmatch patterns; empty: all */
 	const struct wb_strlist *deny;
@@ -379,9 +392,30 @@ struct render_input {
 	uint64_t now_ns;	   /* wall clock, for ages */
 	uint64_t stage_timeout_ns; /* a stage is up when its last stat is younger */
 	const char *version, *arch, *revision, *branch, *compiler;
+	int64_t node_type; /* kepler_node_node_info's value (Kepler 0.9 profile) */
 };
 
 bool render_wanted(const struct render_filter *f, const char *metric, enum ex_level level);
+
+/* One scrape's rendering, shared by the profiles' files. */
+struct render_ctx {
+	const struct render_input *in;
+	const struct render_filter *f;
+	struct rbuf *b;
+	const char *name; /* current family */
+	size_t namelen;
+};
+/* Start family name (# HELP, # TYPE) when the filter wants it; false: leave it out. level
+ * EX_NLEVELS: no workload level. */
+bool render_family(struct render_ctx *c, const char *name, const char *type, const char *help,
+		   enum ex_level level);
+/* name{ : the caller appends the labels, then ends the sample. */
+void render_begin(struct render_ctx *c);
+/* } v/10^decimals and the newline. */
+void render_end_fixed(struct render_ctx *c, uint64_t v, unsigned decimals);
+
+/* ---- render09.c: Kepler 0.9's families from the same accumulators ---- */
+void render_kepler09(struct render_ctx *c);
 /* Append the whole exposition (text format 0.0.4) to out. */
 void render_metrics(const struct render_input *in, const struct render_filter *f, struct rbuf *out);
 

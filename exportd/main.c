@@ -21,6 +21,8 @@ struct exportd_conf {
 	struct wb_strlist sub;
 	struct wb_httpd_conf http;
 	struct wb_strlist levels;
+	struct wb_strlist metrics;
+	int64_t node_type;
 	struct wb_strlist metrics_allow;
 	struct wb_strlist metrics_deny;
 	char *node_name;
@@ -62,6 +64,10 @@ static const struct wb_conf_key exportd_keys[] = {
       0, 0, "endpoints to read estimate/ and stat/ messages from"),
     K("levels", WB_CONF_LIST, levels, "node,process,container,pod,vm", 0, 0,
       "workload levels exported (Kepler's metricsLevel): node, process, container, pod, vm"),
+    K("metrics", WB_CONF_LIST, metrics, "kepler", 0, 0,
+      "metric profiles served: kepler (Kepler >= 0.10's names and labels), kepler-0.9 (Kepler 0.9's, as its dashboards and model server's trainers query them), or both"),
+    K("node_type", WB_CONF_INT, node_type, "0", 0, 1e6,
+      "kepler-0.9: the value of kepler_node_node_info, the node type kepler-model-server's trainers file this machine's data under (0: theirs by default)"),
     K("metrics_allow", WB_CONF_GLOBS, metrics_allow, "", 0, 0,
       "metric names (shell patterns) to export; empty: all"),
     K("metrics_deny", WB_CONF_GLOBS, metrics_deny, "", 0, 0,
@@ -137,6 +143,9 @@ static int check_conf(const void *conf, char *err, size_t errlen)
 	unsigned levels;
 	if (levels_parse(&c->levels, &levels, err, errlen) < 0)
 		return -1;
+	unsigned profiles;
+	if (profiles_parse(&c->metrics, &profiles, err, errlen) < 0)
+		return -1;
 	if (wb_httpd_conf_check(&c->http, err, errlen) < 0)
 		return -1;
 	if (!c->auth_user[0] != !c->auth_password_file[0]) {
@@ -172,6 +181,7 @@ struct exportd {
 	size_t ncpus;
 	struct exportd_counters ctr;
 	struct render_filter filter;
+	int64_t node_type;
 	uint64_t stage_timeout_ns;
 	struct wb_ratelimit rl;
 	uint64_t *c_estimates, *c_rejected, *c_stat_rejected, *c_series, *c_dropped, *c_scrapes;
@@ -285,6 +295,7 @@ static void on_scrape(void *arg, struct rbuf *out)
 	    .revision = WB_REVISION,
 #endif
 	    .compiler = compiler,
+	    .node_type = x->node_type,
 	};
 	render_metrics(&in, &x->filter, out);
 	mirror(x);
@@ -375,8 +386,15 @@ static uint64_t stage_timeout(struct exportd *x, const struct exportd_conf *c)
 
 static void apply_filter(struct exportd *x, const struct exportd_conf *c, unsigned levels)
 {
-	x->filter = (struct render_filter){
-	    .levels = levels, .allow = &c->metrics_allow, .deny = &c->metrics_deny};
+	char err[WB_CONF_ERR_MAX];
+	unsigned profiles = 1u << EX_PROF_KEPLER;
+	if (profiles_parse(&c->metrics, &profiles, err, sizeof err) < 0)
+		log_errx("%s", err); /* not reached: check_conf refused it */
+	x->filter = (struct render_filter){.profiles = profiles,
+					   .levels = levels,
+					   .allow = &c->metrics_allow,
+					   .deny = &c->metrics_deny};
+	x->node_type = c->node_type;
 }
 
 static int on_reload(struct wb_daemon *d, void *new_conf, void *arg)

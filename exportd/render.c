@@ -32,6 +32,31 @@ int levels_parse(const struct wb_strlist *names, unsigned *levels, char *err, si
 	return 0;
 }
 
+const char *const ex_profile_names[EX_NPROFILES] = {"kepler", "kepler-0.9"};
+
+int profiles_parse(const struct wb_strlist *names, unsigned *profiles, char *err, size_t errlen)
+{
+	unsigned set = 0;
+	for (size_t i = 0; i < names->n; i++) {
+		int p = 0;
+		while (p < EX_NPROFILES && strcmp(names->v[i], ex_profile_names[p]))
+			p++;
+		if (p == EX_NPROFILES) {
+			snprintf(err, errlen,
+				 "metrics: unknown profile \"%s\" (kepler, kepler-0.9)",
+				 names->v[i]);
+			return -1;
+		}
+		set |= 1u << p;
+	}
+	if (!set) {
+		snprintf(err, errlen, "metrics: no profile (kepler, kepler-0.9)");
+		return -1;
+	}
+	*profiles = set;
+	return 0;
+}
+
 #define NO_LEVEL EX_NLEVELS
 
 bool render_wanted(const struct render_filter *f, const char *metric, enum ex_level level)
@@ -50,15 +75,7 @@ bool render_wanted(const struct render_filter *f, const char *metric, enum ex_le
 	return false;
 }
 
-struct ctx {
-	const struct render_input *in;
-	const struct render_filter *f;
-	struct rbuf *b;
-	const char *name; /* current family */
-	size_t namelen;
-};
-
-static bool family(struct ctx *c, const char *name, const char *type, const char *help,
+bool render_family(struct render_ctx *c, const char *name, const char *type, const char *help,
 		   enum ex_level level)
 {
 	if (!render_wanted(c->f, name, level))
@@ -78,13 +95,13 @@ static bool family(struct ctx *c, const char *name, const char *type, const char
 }
 
 /* name{ ... : the caller appends labels, then calls end_* */
-static void begin(struct ctx *c)
+void render_begin(struct render_ctx *c)
 {
 	rbuf_put(c->b, c->name, c->namelen);
 	rbuf_putc(c->b, '{');
 }
 
-static void end_fixed(struct ctx *c, uint64_t v, unsigned decimals)
+void render_end_fixed(struct render_ctx *c, uint64_t v, unsigned decimals)
 {
 	rbuf_put(c->b, "} ", 2);
 	rbuf_fixed(c->b, v, decimals);
@@ -92,7 +109,7 @@ static void end_fixed(struct ctx *c, uint64_t v, unsigned decimals)
 }
 
 /* A sample without labels, in fixed point (decimals 6: microjoules as joules). */
-static void plain(struct ctx *c, uint64_t v, unsigned decimals)
+static void plain(struct render_ctx *c, uint64_t v, unsigned decimals)
 {
 	rbuf_put(c->b, c->name, c->namelen);
 	rbuf_putc(c->b, ' ');
@@ -100,7 +117,7 @@ static void plain(struct ctx *c, uint64_t v, unsigned decimals)
 	rbuf_putc(c->b, '\n');
 }
 
-static void end_double(struct ctx *c, double v)
+static void end_double(struct render_ctx *c, double v)
 {
 	rbuf_put(c->b, "} ", 2);
 	rbuf_double(c->b, v);
@@ -119,7 +136,7 @@ static uint64_t micro_watts(uint64_t slot_uj, uint64_t slot_ns)
 enum zpart { Z_TOTAL, Z_ACTIVE, Z_IDLE };
 
 /* Whether any host has a GPU zone: the GPU families are left out otherwise. */
-static bool any_gpu(const struct ctx *c)
+static bool any_gpu(const struct render_ctx *c)
 {
 	const struct accum *a = c->in->acc;
 	for (size_t i = 0; i < a->nhosts; i++)
@@ -129,11 +146,34 @@ static bool any_gpu(const struct ctx *c)
 	return false;
 }
 
+/* A GPU's labels on every node GPU family, as Kepler's: gpu (its index), gpu_uuid, gpu_name,
+ * vendor. */
+static void gpu_labels(struct render_ctx *c, const struct ex_zone *xz)
+{
+	char idx[24];
+	snprintf(idx, sizeof idx, "%llu", (unsigned long long)xz->index);
+	rbuf_label(c->b, false, "gpu", idx, sizeof idx);
+	rbuf_label(c->b, false, "gpu_uuid", xz->uuid, sizeof xz->uuid);
+	rbuf_label(c->b, false, "gpu_name", xz->model, sizeof xz->model);
+	rbuf_label(c->b, false, "vendor", xz->vendor, sizeof xz->vendor);
+}
+
+/* A node zone's labels after node_name: zone and path, or a GPU's. */
+static void zone_labels(struct render_ctx *c, const struct ex_zone *xz)
+{
+	if (xz->gpu) {
+		gpu_labels(c, xz);
+		return;
+	}
+	rbuf_putc(c->b, ',');
+	rbuf_puts(c->b, xz->labels);
+}
+
 /* The zones of one family: the CPU and platform zones, or (gpu) the GPUs. */
-static void node_zone_family(struct ctx *c, const char *name, const char *help, bool watts,
+static void node_zone_family(struct render_ctx *c, const char *name, const char *help, bool watts,
 			     enum zpart part, bool gpu)
 {
-	if (!family(c, name, watts ? "gauge" : "counter", help, EX_NODE))
+	if (!render_family(c, name, watts ? "gauge" : "counter", help, EX_NODE))
 		return;
 	const struct accum *a = c->in->acc;
 	for (size_t i = 0; i < a->nhosts; i++) {
@@ -142,15 +182,14 @@ static void node_zone_family(struct ctx *c, const char *name, const char *help, 
 			const struct ex_zone *xz = &h->zones[z];
 			if (xz->gpu != gpu)
 				continue;
-			begin(c);
+			render_begin(c);
 			rbuf_puts(c->b, h->node_label);
-			rbuf_putc(c->b, ',');
-			rbuf_puts(c->b, xz->labels);
+			zone_labels(c, xz);
 			if (!watts) {
 				uint64_t v = part == Z_TOTAL	? xz->total_uj
 					     : part == Z_ACTIVE ? xz->active_uj
 								: xz->idle_uj;
-				end_fixed(c, v, 6);
+				render_end_fixed(c, v, 6);
 				continue;
 			}
 			uint64_t v = 0;
@@ -158,7 +197,7 @@ static void node_zone_family(struct ctx *c, const char *name, const char *help, 
 				v = part == Z_TOTAL    ? xz->slot_total_uj
 				    : part == Z_ACTIVE ? xz->slot_active_uj
 						       : xz->slot_idle_uj;
-			end_fixed(c, micro_watts(v, h->slot_ns), 6);
+			render_end_fixed(c, micro_watts(v, h->slot_ns), 6);
 		}
 	}
 }
@@ -193,7 +232,7 @@ static const struct zone_row {
      "Power consumption of GPU in active state at node level in watts", true, true, Z_ACTIVE},
 };
 
-static void zone_families(struct ctx *c, bool gpu)
+static void zone_families(struct render_ctx *c, bool gpu)
 {
 	for (size_t i = 0; i < sizeof zone_rows / sizeof zone_rows[0]; i++)
 		if (zone_rows[i].gpu == gpu)
@@ -246,16 +285,16 @@ static void render_platform_labels(const char *path, struct platform_labels *l)
 }
 
 /* Kepler's kepler_platform_watts, one series per platform zone (a BMC's PowerControl entry). */
-static void platform_metrics(struct ctx *c)
+static void platform_metrics(struct render_ctx *c)
 {
 	const struct accum *a = c->in->acc;
 	bool any = false;
 	for (size_t i = 0; i < a->nhosts; i++)
 		any |= a->hosts[i]->nplat > 0;
-	if (!any ||
-	    !family(c, "kepler_platform_watts", "gauge",
-		    "Current platform power consumption in watts from BMC PowerControl entries",
-		    EX_NODE))
+	if (!any || !render_family(
+			c, "kepler_platform_watts", "gauge",
+			"Current platform power consumption in watts from BMC PowerControl entries",
+			EX_NODE))
 		return;
 	for (size_t i = 0; i < a->nhosts; i++) {
 		const struct ex_host *h = a->hosts[i];
@@ -263,7 +302,7 @@ static void platform_metrics(struct ctx *c)
 			const struct ex_platform *xp = &h->plat[p];
 			struct platform_labels l;
 			render_platform_labels(xp->path, &l);
-			begin(c);
+			render_begin(c);
 			rbuf_label(c->b, true, "source", l.source, sizeof l.source);
 			rbuf_putc(c->b, ',');
 			rbuf_puts(c->b, h->node_label);
@@ -273,37 +312,32 @@ static void platform_metrics(struct ctx *c)
 				   sizeof l.power_control_id);
 			rbuf_label(c->b, false, "power_control_name", "", 1);
 			uint64_t v = xp->slot_t1 == h->last_t1 ? xp->slot_uj : 0;
-			end_fixed(c, micro_watts(v, h->slot_ns), 6);
+			render_end_fixed(c, micro_watts(v, h->slot_ns), 6);
 		}
 	}
 }
 
-/* Kepler's GPU families (kepler_node_gpu_*), and active/idle joules as for the CPU. */
-static void node_gpu_metrics(struct ctx *c)
+/* Kepler's node GPU families (kepler_node_gpu_*). */
+static void node_gpu_metrics(struct render_ctx *c)
 {
 	const struct accum *a = c->in->acc;
-	if (family(c, "kepler_node_gpu_info", "gauge",
-		   "GPU device information for mapping index to UUID/name", EX_NODE)) {
+	if (render_family(c, "kepler_node_gpu_info", "gauge",
+			  "GPU device information for mapping index to UUID/name", EX_NODE)) {
 		for (size_t i = 0; i < a->nhosts; i++) {
 			const struct ex_host *h = a->hosts[i];
 			for (size_t z = 0; z < h->nzones; z++) {
 				const struct ex_zone *xz = &h->zones[z];
 				if (!xz->gpu)
 					continue;
-				char idx[24];
-				snprintf(idx, sizeof idx, "%llu", (unsigned long long)xz->index);
-				begin(c);
+				render_begin(c);
 				rbuf_puts(c->b, h->node_label);
-				rbuf_label(c->b, false, "gpu", idx, sizeof idx);
-				rbuf_label(c->b, false, "gpu_uuid", xz->uuid, sizeof xz->uuid);
-				rbuf_label(c->b, false, "gpu_name", xz->model, sizeof xz->model);
-				rbuf_label(c->b, false, "vendor", xz->vendor, sizeof xz->vendor);
+				gpu_labels(c, xz);
 				rbuf_put(c->b, "} 1\n", 4);
 			}
 		}
 	}
 	zone_families(c, true);
-	if (family(
+	if (render_family(
 		c, "kepler_node_gpu_idle_watts", "gauge",
 		"Idle power consumption of GPU at node level in watts (configured, or the lowest seen with no compute process)",
 		EX_NODE)) {
@@ -313,36 +347,35 @@ static void node_gpu_metrics(struct ctx *c)
 				const struct ex_zone *xz = &h->zones[z];
 				if (!xz->gpu)
 					continue;
-				begin(c);
+				render_begin(c);
 				rbuf_puts(c->b, h->node_label);
-				rbuf_putc(c->b, ',');
-				rbuf_puts(c->b, xz->labels);
+				gpu_labels(c, xz);
 				end_double(c, xz->idle_w);
 			}
 		}
 	}
 }
 
-static void node_metrics(struct ctx *c)
+static void node_metrics(struct render_ctx *c)
 {
 	zone_families(c, false);
 	if (any_gpu(c))
 		node_gpu_metrics(c);
 	const struct accum *a = c->in->acc;
-	if (family(c, "kepler_node_cpu_usage_ratio", "gauge",
-		   "CPU usage ratio of a node (value between 0.0 and 1.0)", EX_NODE)) {
+	if (render_family(c, "kepler_node_cpu_usage_ratio", "gauge",
+			  "CPU usage ratio of a node (value between 0.0 and 1.0)", EX_NODE)) {
 		for (size_t i = 0; i < a->nhosts; i++) {
-			begin(c);
+			render_begin(c);
 			rbuf_puts(c->b, a->hosts[i]->node_label);
 			end_double(c, a->hosts[i]->cpu_usage_ratio);
 		}
 	}
-	if (c->in->ncpus &&
-	    family(c, "kepler_node_cpu_info", "gauge", "CPU information from procfs", EX_NODE)) {
+	if (c->in->ncpus && render_family(c, "kepler_node_cpu_info", "gauge",
+					  "CPU information from procfs", EX_NODE)) {
 		/* like Kepler's collector: no node_name here */
 		for (size_t i = 0; i < c->in->ncpus; i++) {
 			const struct cpuinfo_entry *e = &c->in->cpus[i];
-			begin(c);
+			render_begin(c);
 			rbuf_label(c->b, true, "processor", e->processor, sizeof e->processor);
 			rbuf_label(c->b, false, "vendor_id", e->vendor_id, sizeof e->vendor_id);
 			rbuf_label(c->b, false, "model_name", e->model_name, sizeof e->model_name);
@@ -355,18 +388,46 @@ static void node_metrics(struct ctx *c)
 }
 
 /* ---- workloads ---- */
-static void work_prefix(struct ctx *c, const struct ex_host *h, const struct ex_work *w)
+static void work_prefix(struct render_ctx *c, const struct ex_host *h, const struct ex_work *w)
 {
-	begin(c);
+	render_begin(c);
 	rbuf_puts(c->b, h->node_label);
 	rbuf_putc(c->b, ',');
 	rbuf_puts(c->b, w->labels);
 }
 
-static void work_energy_family(struct ctx *c, enum ex_level level, const char *name,
+static void work_state(struct render_ctx *c, const struct ex_work *w)
+{
+	rbuf_puts(c->b, w->terminated ? ",state=\"terminated\"" : ",state=\"running\"");
+}
+
+/*
+ * A workload's GPU energy, summed over the GPUs it ran on, as Kepler's one series per workload
+ * (no gpu label): only once it got some, and its watts only while it uses a GPU (power > 0 in
+ * the last slot), as Kepler has them.
+ */
+static void work_gpu_sample(struct render_ctx *c, const struct ex_host *h, const struct ex_work *w,
+			    bool watts)
+{
+	uint64_t total = 0, slot = 0;
+	for (size_t z = 0; z < w->nz && z < h->nkinds; z++)
+		if (h->kinds[z].gpu) {
+			total += w->uj[z];
+			slot += w->uj[w->nz + z];
+		}
+	if (watts)
+		slot = w->last_t1 == h->last_t1 ? micro_watts(slot, h->slot_ns) : 0;
+	if ((watts ? slot : total) == 0)
+		return;
+	work_prefix(c, h, w);
+	work_state(c, w);
+	render_end_fixed(c, watts ? slot : total, 6);
+}
+
+static void work_energy_family(struct render_ctx *c, enum ex_level level, const char *name,
 			       const char *help, bool watts, bool gpu)
 {
-	if (!family(c, name, watts ? "gauge" : "counter", help, level))
+	if (!render_family(c, name, watts ? "gauge" : "counter", help, level))
 		return;
 	const struct accum *a = c->in->acc;
 	for (size_t i = 0; i < a->nhosts; i++) {
@@ -377,37 +438,37 @@ static void work_energy_family(struct ctx *c, enum ex_level level, const char *n
 			const struct ex_work *w = s->w;
 			if (!w->labels)
 				continue;
+			if (gpu) {
+				work_gpu_sample(c, h, w, watts);
+				continue;
+			}
 			bool in_last = w->last_t1 == h->last_t1;
 			for (size_t z = 0; z < w->nz && z < h->nkinds; z++) {
 				/* platform energy is not the workloads' (estimd's
 				 * attribute_platform off): no series of zeros for it, as Kepler has
 				 * none */
-				if (w->uj[z] == 0 && h->kinds[z].platform)
-					continue;
-				/* a GPU's series only for the workloads that ran on it, as Kepler
-				 * has them, not one of zeros per workload and GPU */
-				if (h->kinds[z].gpu != gpu || (gpu && w->uj[z] == 0))
+				if (h->kinds[z].gpu || (w->uj[z] == 0 && h->kinds[z].platform))
 					continue;
 				work_prefix(c, h, w);
-				rbuf_puts(c->b, w->terminated ? ",state=\"terminated\","
-							      : ",state=\"running\",");
+				work_state(c, w);
+				rbuf_putc(c->b, ',');
 				rbuf_puts(c->b, h->kinds[z].zlabel);
 				if (watts)
-					end_fixed(
+					render_end_fixed(
 					    c,
 					    in_last ? micro_watts(w->uj[w->nz + z], h->slot_ns) : 0,
 					    6);
 				else
-					end_fixed(c, w->uj[z], 6);
+					render_end_fixed(c, w->uj[z], 6);
 			}
 		}
 	}
 }
 
-static void work_seconds_family(struct ctx *c, enum ex_level level, const char *name,
+static void work_seconds_family(struct render_ctx *c, enum ex_level level, const char *name,
 				const char *help)
 {
-	if (!family(c, name, "counter", help, level))
+	if (!render_family(c, name, "counter", help, level))
 		return;
 	const struct accum *a = c->in->acc;
 	for (size_t i = 0; i < a->nhosts; i++) {
@@ -423,12 +484,12 @@ static void work_seconds_family(struct ctx *c, enum ex_level level, const char *
 			if (level == EX_CONTAINER)
 				rbuf_puts(c->b, w->terminated ? ",state=\"terminated\""
 							      : ",state=\"running\"");
-			end_fixed(c, w->cpu_ns, 9);
+			render_end_fixed(c, w->cpu_ns, 9);
 		}
 	}
 }
 
-static void workload_metrics(struct ctx *c)
+static void workload_metrics(struct render_ctx *c)
 {
 	static const struct {
 		enum ex_level level;
@@ -467,14 +528,14 @@ static void workload_metrics(struct ctx *c)
 	}
 }
 
-static void build_info(struct ctx *c)
+static void build_info(struct render_ctx *c)
 {
 	const struct render_input *in = c->in;
-	if (!family(c, "kepler_build_info", "gauge",
-		    "A metric with a constant '1' value labeled with version information",
-		    NO_LEVEL))
+	if (!render_family(c, "kepler_build_info", "gauge",
+			   "A metric with a constant '1' value labeled with version information",
+			   NO_LEVEL))
 		return;
-	begin(c);
+	render_begin(c);
 	rbuf_label(c->b, true, "arch", in->arch ? in->arch : "", 64);
 	rbuf_label(c->b, false, "branch", in->branch ? in->branch : "", 64);
 	rbuf_label(c->b, false, "revision", in->revision ? in->revision : "", 64);
@@ -485,9 +546,9 @@ static void build_info(struct ctx *c)
 }
 
 /* ---- wattbus_*: pipeline health ---- */
-static void stage_begin(struct ctx *c, const struct stage_rec *r)
+static void stage_begin(struct render_ctx *c, const struct stage_rec *r)
 {
-	begin(c);
+	render_begin(c);
 	rbuf_puts(c->b, r->labels);
 }
 
@@ -529,7 +590,7 @@ static const struct stage_row {
      offsetof(struct stage_rec, checkpoint_failures), 0},
 };
 
-static uint64_t stage_value(const struct ctx *c, const struct stage_row *row,
+static uint64_t stage_value(const struct render_ctx *c, const struct stage_row *row,
 			    const struct stage_rec *r)
 {
 	uint64_t age = c->in->now_ns > r->last_recv_ns ? c->in->now_ns - r->last_recv_ns : 0;
@@ -547,20 +608,20 @@ static uint64_t stage_value(const struct ctx *c, const struct stage_row *row,
 	return 0;
 }
 
-static void stage_metrics(struct ctx *c)
+static void stage_metrics(struct render_ctx *c)
 {
 	const struct stages *st = c->in->st;
 	for (size_t k = 0; k < sizeof stage_rows / sizeof stage_rows[0]; k++) {
 		const struct stage_row *row = &stage_rows[k];
-		if (!family(c, row->name, row->type, row->help, NO_LEVEL))
+		if (!render_family(c, row->name, row->type, row->help, NO_LEVEL))
 			continue;
 		for (size_t i = 0; i < st->n; i++) {
 			stage_begin(c, st->recs[i]);
-			end_fixed(c, stage_value(c, row, st->recs[i]), row->decimals);
+			render_end_fixed(c, stage_value(c, row, st->recs[i]), row->decimals);
 		}
 	}
-	if (family(c, "wattbus_stage_info", "gauge", "Version and mode of each stage, value 1",
-		   NO_LEVEL)) {
+	if (render_family(c, "wattbus_stage_info", "gauge",
+			  "Version and mode of each stage, value 1", NO_LEVEL)) {
 		for (size_t i = 0; i < st->n; i++) {
 			const struct stage_rec *r = st->recs[i];
 			stage_begin(c, r);
@@ -569,8 +630,8 @@ static void stage_metrics(struct ctx *c)
 			rbuf_put(c->b, "} 1\n", 4);
 		}
 	}
-	if (family(c, "wattbus_stage_messages_rejected_total", "counter",
-		   "Messages the stage rejected, by reason", NO_LEVEL)) {
+	if (render_family(c, "wattbus_stage_messages_rejected_total", "counter",
+			  "Messages the stage rejected, by reason", NO_LEVEL)) {
 		for (size_t i = 0; i < st->n; i++) {
 			const struct stage_rec *r = st->recs[i];
 			uint64_t named = 0;
@@ -579,33 +640,33 @@ static void stage_metrics(struct ctx *c)
 				stage_begin(c, r);
 				rbuf_label(c->b, false, "reason", r->reasons[k].name,
 					   sizeof r->reasons[k].name);
-				end_fixed(c, mono_value(&r->reasons[k].m), 0);
+				render_end_fixed(c, mono_value(&r->reasons[k].m), 0);
 			}
 			uint64_t total = mono_value(&r->rejected);
 			stage_begin(c, r);
 			rbuf_put(c->b, ",reason=\"other\"", 15);
-			end_fixed(c, total > named ? total - named : 0, 0);
+			render_end_fixed(c, total > named ? total - named : 0, 0);
 		}
 	}
-	if (family(c, "wattbus_stage_events_total", "counter", "Stage-specific counters, by name",
-		   NO_LEVEL)) {
+	if (render_family(c, "wattbus_stage_events_total", "counter",
+			  "Stage-specific counters, by name", NO_LEVEL)) {
 		for (size_t i = 0; i < st->n; i++) {
 			const struct stage_rec *r = st->recs[i];
 			for (size_t k = 0; k < r->ncounters; k++) {
 				stage_begin(c, r);
 				rbuf_label(c->b, false, "name", r->counters[k].name,
 					   sizeof r->counters[k].name);
-				end_fixed(c, mono_value(&r->counters[k].m), 0);
+				render_end_fixed(c, mono_value(&r->counters[k].m), 0);
 			}
 		}
 	}
 }
 
-static void by_reason(struct ctx *c, const char *label, const char *value, uint64_t v)
+static void by_reason(struct render_ctx *c, const char *label, const char *value, uint64_t v)
 {
-	begin(c);
+	render_begin(c);
 	rbuf_label(c->b, true, label, value, 64);
-	end_fixed(c, v, 0);
+	render_end_fixed(c, v, 0);
 }
 
 /*
@@ -670,70 +731,72 @@ static const struct ex_row {
 };
 
 /* Where a row's number is, or NULL when its struct is not there (no counters in unit tests). */
-static const uint64_t *ex_value(const struct ctx *c, const struct ex_row *row)
+static const uint64_t *ex_value(const struct render_ctx *c, const struct ex_row *row)
 {
 	const void *base = row->base == ACC ? (const void *)c->in->acc : (const void *)c->in->ctr;
 	return base ? (const uint64_t *)((const char *)base + row->off) : NULL;
 }
 
-static void exportd_metrics(struct ctx *c)
+static void exportd_metrics(struct render_ctx *c)
 {
 	const struct accum *a = c->in->acc;
 	const struct exportd_counters *k = c->in->ctr;
-	if (family(c, "wattbus_exportd_estimates_total", "counter", "Estimates applied, by host",
-		   NO_LEVEL))
+	if (render_family(c, "wattbus_exportd_estimates_total", "counter",
+			  "Estimates applied, by host", NO_LEVEL))
 		for (size_t i = 0; i < a->nhosts; i++)
 			by_reason(c, "host", a->hosts[i]->name, a->hosts[i]->estimates);
-	if (family(c, "wattbus_exportd_estimate_age_seconds", "gauge",
-		   "Seconds since the last estimate of the host was applied", NO_LEVEL)) {
+	if (render_family(c, "wattbus_exportd_estimate_age_seconds", "gauge",
+			  "Seconds since the last estimate of the host was applied", NO_LEVEL)) {
 		for (size_t i = 0; i < a->nhosts; i++) {
 			const struct ex_host *h = a->hosts[i];
-			begin(c);
+			render_begin(c);
 			rbuf_label(c->b, true, "host", h->name, sizeof h->name);
-			end_fixed(c,
-				  c->in->now_ns > h->last_recv_ns ? c->in->now_ns - h->last_recv_ns
-								  : 0,
-				  9);
+			render_end_fixed(
+			    c,
+			    c->in->now_ns > h->last_recv_ns ? c->in->now_ns - h->last_recv_ns : 0,
+			    9);
 		}
 	}
-	if (family(c, "wattbus_exportd_estimates_rejected_total", "counter",
-		   "Estimates not applied, by reason (stale: a slot already applied)", NO_LEVEL))
+	if (render_family(c, "wattbus_exportd_estimates_rejected_total", "counter",
+			  "Estimates not applied, by reason (stale: a slot already applied)",
+			  NO_LEVEL))
 		for (int r = 0; r < ACC_R_COUNT; r++)
 			by_reason(c, "reason", accum_reason_name((enum accum_reason)r),
 				  a->rejected[r]);
-	if (family(c, "wattbus_exportd_stats_rejected_total", "counter",
-		   "Stat messages not applied, by reason", NO_LEVEL))
+	if (render_family(c, "wattbus_exportd_stats_rejected_total", "counter",
+			  "Stat messages not applied, by reason", NO_LEVEL))
 		for (int r = 0; r < ST_R_COUNT; r++)
 			by_reason(c, "reason", stages_reason_name((enum stages_reason)r),
 				  c->in->st->rejected[r]);
 	for (size_t i = 0; i < sizeof ex_rows / sizeof ex_rows[0]; i++) {
 		const uint64_t *v = ex_value(c, &ex_rows[i]);
-		if (v && family(c, ex_rows[i].name, ex_rows[i].type, ex_rows[i].help, NO_LEVEL))
+		if (v &&
+		    render_family(c, ex_rows[i].name, ex_rows[i].type, ex_rows[i].help, NO_LEVEL))
 			plain(c, *v, ex_rows[i].decimals);
 	}
 	for (size_t i = 0; i < sizeof ex_level_rows / sizeof ex_level_rows[0]; i++) {
 		const uint64_t *v = ex_value(c, &ex_level_rows[i]);
-		if (family(c, ex_level_rows[i].name, ex_level_rows[i].type, ex_level_rows[i].help,
-			   NO_LEVEL))
+		if (render_family(c, ex_level_rows[i].name, ex_level_rows[i].type,
+				  ex_level_rows[i].help, NO_LEVEL))
 			for (int l = EX_PROCESS; l < EX_NLEVELS; l++)
 				by_reason(c, "level", ex_level_names[l], v[l]);
 	}
 	if (a->kube &&
-	    family(
+	    render_family(
 		c, "wattbus_exportd_kube_names", "gauge",
 		"Pods and containers whose names the last good kubelet or API server answer gave",
 		NO_LEVEL)) {
 		by_reason(c, "kind", "pod", kube_names_npods(a->kube));
 		by_reason(c, "kind", "container", kube_names_ncontainers(a->kube));
 	}
-	if (k && family(c, "wattbus_exportd_http_requests_total", "counter",
-			"HTTP requests answered, by status class", NO_LEVEL)) {
+	if (k && render_family(c, "wattbus_exportd_http_requests_total", "counter",
+			       "HTTP requests answered, by status class", NO_LEVEL)) {
 		static const char *const cls[] = {"1xx", "2xx", "3xx", "4xx", "5xx", "other"};
 		for (int i = 0; i < 6; i++)
 			by_reason(c, "code", cls[i], k->http.requests[i]);
 	}
-	if (k && family(c, "wattbus_exportd_render_seconds", "gauge",
-			"Time the previous /metrics took to render", NO_LEVEL)) {
+	if (k && render_family(c, "wattbus_exportd_render_seconds", "gauge",
+			       "Time the previous /metrics took to render", NO_LEVEL)) {
 		rbuf_put(c->b, c->name, c->namelen);
 		rbuf_putc(c->b, ' ');
 		rbuf_double(c->b, k->last_render_s);
@@ -743,13 +806,18 @@ static void exportd_metrics(struct ctx *c)
 
 void render_metrics(const struct render_input *in, const struct render_filter *f, struct rbuf *out)
 {
-	struct ctx c = {.in = in, .f = f, .b = out};
-	if (in->acc) {
-		node_metrics(&c);
-		platform_metrics(&c);
-		workload_metrics(&c);
+	struct render_ctx c = {.in = in, .f = f, .b = out};
+	unsigned prof = f->profiles ? f->profiles : 1u << EX_PROF_KEPLER;
+	if (prof & (1u << EX_PROF_KEPLER)) {
+		if (in->acc) {
+			node_metrics(&c);
+			platform_metrics(&c);
+			workload_metrics(&c);
+		}
+		build_info(&c);
 	}
-	build_info(&c);
+	if (prof & (1u << EX_PROF_KEPLER09))
+		render_kepler09(&c);
 	if (in->st)
 		stage_metrics(&c);
 	if (in->acc && in->st)

@@ -10,6 +10,8 @@ Every slot carries the same known power, so a test can predict every counter:
   unattributed                           : the rest (1/8)
 --procs N adds N filler processes (pid 1000..) that share the "stress" half.
 --sockets 2 splits the package zone over two sockets (package-0, package-1, 5 W each).
+--all-zones adds core (3 W, 2 W active), uncore (1 W, 0.5 W active) and psys (20 W, 12 W active).
+--gpu adds an NVML GPU (GPU-feed-0, index 0): 100 W, 60 W active, all of it nginx's.
 --totals-from NS adds estimd's cumulative node totals (total_epoch --total-epoch): each
 zone's energy from NS to the slot's end, as if estimd had run since NS.
 """
@@ -34,6 +36,16 @@ def slot(args, t0, t1):
                           watts=10.0, active=6.0))
     zones.append(dict(name="dram", zone="dram", index=0, path="/sys/class/powercap/intel-rapl:0:0",
                       watts=2.0, active=1.0))
+    if args.all_zones:
+        zones.append(dict(name="core", zone="core", index=0, path="/sys/class/powercap/intel-rapl:0:1",
+                          watts=3.0, active=2.0))
+        zones.append(dict(name="uncore", zone="uncore", index=0, path="/sys/class/powercap/intel-rapl:0:2",
+                          watts=1.0, active=0.5))
+        zones.append(dict(name="psys", zone="psys", index=0, path="/sys/class/powercap/intel-rapl:1",
+                          watts=20.0, active=12.0))
+    if args.gpu:
+        zones.append(dict(name="gpu-0", zone="gpu", index=0, path="nvml:GPU-feed-0", watts=100.0, active=60.0,
+                          uuid="GPU-feed-0", model="FakeGPU", vendor="nvidia", idle_w=40.0))
     out_zones = []
     act = []
     for z in zones:
@@ -42,9 +54,14 @@ def slot(args, t0, t1):
         act.append(a)
         out_zones.append(dict(name=z["name"], zone=z["zone"], index=z["index"], path=z["path"],
                               energy_uj=e, active_uj=a, idle_uj=e - a))
+        for k in ("uuid", "model", "vendor", "idle_w"):
+            if k in z:
+                out_zones[-1][k] = z[k]
+
+    gpus = [i for i, z in enumerate(zones) if z["zone"] == "gpu"]
 
     def share(frac):
-        return [int(a * frac) for a in act]
+        return [0 if i in gpus else int(a * frac) for i, a in enumerate(act)]
 
     stress_comm = args.comm if args.comm is not None else "stress"
     procs = []
@@ -56,6 +73,8 @@ def slot(args, t0, t1):
         stress_e = half
     procs.append(dict(pid=101, comm=stress_comm, start_ns=1111, cpu_ns=int(0.5 * secs * S), energy_uj=stress_e))
     nginx = share(0.25)
+    for i in gpus:
+        nginx[i] = act[i]
     procs.append(dict(pid=102, comm="nginx", start_ns=2222, cpu_ns=int(0.25 * secs * S), container_id="c0ffee",
                       energy_uj=nginx))
     qemu = share(0.125)
@@ -108,6 +127,8 @@ def main():
     ap.add_argument("--procs", type=int, default=0)
     ap.add_argument("--sockets", type=int, default=1)
     ap.add_argument("--comm")
+    ap.add_argument("--gpu", action="store_true")
+    ap.add_argument("--all-zones", action="store_true")
     ap.add_argument("--epoch", type=int)
     ap.add_argument("--totals-from", type=int, help="add cumulative node totals counted from this time, ns")
     ap.add_argument("--total-epoch", type=int, default=7)

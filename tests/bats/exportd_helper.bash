@@ -1,6 +1,6 @@
 # Shared by the exportd_*.bats suites: start exportd on a free loopback port in
 # the test's temp dir, feed it estimates with exportd_feed.py | wattbus pub, read
-# values back from /metrics.
+# values back from /metrics; a real Prometheus scraping it (prom_start, promql).
 
 EX_FEED=$BATS_TEST_DIRNAME/exportd_feed.py
 
@@ -45,4 +45,50 @@ ex_wait_estimates() {
 # A free TCP port on 127.0.0.1.
 ex_free_port() {
 	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+# feeder NAME [exportd_feed.py flags]: live slots until killed, in its own process group.
+feeder() {
+	local name=$1
+	shift
+	wb_spawn "$name" bash -c 'f=$0 w=$1 ep=$2; shift 2; python3 "$f" --realtime --slots 0 "$@" | "$w" pub --wait 60s "$ep"' \
+		"$EX_FEED" "$WATTBUS" "$(wb_ep estimd)" "$@"
+	local v=PID_$name
+	FEEDERS="${FEEDERS:-} ${!v}"
+}
+
+# prom_start [JOB...]: a Prometheus on a free loopback port with one scrape job per name
+# (default wattbus), each on exportd, and the rule files in $PROM_RULES (space-separated).
+# Scrapes every 2 s, each given 2 s (a scrape that times out marks every series stale, and
+# Prometheus wants scrape_timeout <= scrape_interval): rates are taken over 30 s windows.
+prom_start() {
+	PROM_PORT=$(ex_free_port)
+	local job f
+	{
+		printf 'global:\n  scrape_interval: 2s\n  scrape_timeout: 2s\n  evaluation_interval: 2s\n'
+		[ -z "${PROM_RULES:-}" ] || printf 'rule_files:\n'
+		for f in ${PROM_RULES:-}; do printf '  - %s\n' "$f"; done
+		printf 'scrape_configs:\n'
+		for job in "${@:-wattbus}"; do
+			printf "  - job_name: %s\n    static_configs:\n      - targets: ['127.0.0.1:%s']\n" "$job" "$EX_PORT"
+		done
+	} >"$BATS_TEST_TMPDIR/prometheus.yml"
+	wb_spawn prometheus prometheus --config.file="$BATS_TEST_TMPDIR/prometheus.yml" \
+		--storage.tsdb.path="$BATS_TEST_TMPDIR/tsdb" --web.listen-address="127.0.0.1:$PROM_PORT" \
+		--log.level=warn
+	PROM=http://127.0.0.1:$PROM_PORT
+	wb_wait_for 30 curl -sf "$PROM/-/ready" -o /dev/null || {
+		cat "$BATS_TEST_TMPDIR/prometheus.log"
+		return 1
+	}
+}
+
+# promql EXPR: the result vector as JSON lines {"metric":{...},"value":[t,"v"]}.
+promql() {
+	curl -sS --get --data-urlencode "query=$1" "$PROM/api/v1/query" | jq -c '.data.result[]'
+}
+
+# promval EXPR: the value of a one-element result.
+promval() {
+	promql "$1" | jq -r '.value[1]'
 }

@@ -55,7 +55,7 @@ named() {
 }
 
 @test "kubelet /pods over TLS with a token: pod and container series carry the PodList's names" {
-	ex_kube
+	ex_kube --metrics kepler,kepler-0.9
 	wb_spawn feed ex_feed --slots 0 --realtime --len 0.5
 	echo $! >>"$BATS_TEST_TMPDIR/pids"
 	wb_wait_for 30 named
@@ -64,6 +64,8 @@ named() {
 	# the kubelet's container name wins over what estimd said ("web")
 	assert_output --regexp 'kepler_container_cpu_joules_total\{node_name="node-a",container_id="c0ffee",container_name="app",runtime="containerd",pod_id="pod-1",state="running",zone="package"\}'
 	assert_output --regexp 'kepler_container_cpu_seconds_total\{node_name="node-a",container_id="c0ffee",container_name="app",runtime="containerd",pod_id="pod-1",state="running"\} [0-9.]+'
+	# and Kepler 0.9's container series, its pod's names as the pod series have them
+	assert_output --regexp 'kepler_container_package_joules_total\{node_name="node-a",container_id="c0ffee",pod_name="web-7d4b9c8f6d-x2x8k",container_namespace="shop",container_name="app",mode="dynamic",source="rapl-sysfs"\} [0-9.]+'
 	refute_output --partial 'pod_name="pod-1"'
 	assert_output --partial 'wattbus_exportd_kube_names{kind="pod"} 4'
 	assert_output --partial 'wattbus_exportd_kube_names{kind="container"} 6'

@@ -18,50 +18,6 @@ teardown() {
 	wb_kill_all
 }
 
-# feeder NAME [exportd_feed.py flags]: live slots until killed, in its own process group.
-feeder() {
-	local name=$1
-	shift
-	wb_spawn "$name" bash -c 'f=$0 w=$1 ep=$2; shift 2; python3 "$f" --realtime --slots 0 "$@" | "$w" pub --wait 60s "$ep"' \
-		"$EX_FEED" "$WATTBUS" "$(wb_ep estimd)" "$@"
-	local v=PID_$name
-	FEEDERS="${FEEDERS:-} ${!v}"
-}
-
-# Scrapes every 2 s, each given 2 s (a scrape that times out marks every series stale, and
-# Prometheus wants scrape_timeout <= scrape_interval): rates are taken over 30 s windows.
-prom_start() {
-	PROM_PORT=$(ex_free_port)
-	cat >"$BATS_TEST_TMPDIR/prometheus.yml" <<-EOF
-		global:
-		  scrape_interval: 2s
-		  scrape_timeout: 2s
-		  evaluation_interval: 2s
-		scrape_configs:
-		  - job_name: wattbus
-		    static_configs:
-		      - targets: ['127.0.0.1:$EX_PORT']
-	EOF
-	wb_spawn prometheus prometheus --config.file="$BATS_TEST_TMPDIR/prometheus.yml" \
-		--storage.tsdb.path="$BATS_TEST_TMPDIR/tsdb" --web.listen-address="127.0.0.1:$PROM_PORT" \
-		--log.level=warn
-	PROM=http://127.0.0.1:$PROM_PORT
-	wb_wait_for 30 curl -sf "$PROM/-/ready" -o /dev/null || {
-		cat "$BATS_TEST_TMPDIR/prometheus.log"
-		return 1
-	}
-}
-
-# promql EXPR: the result vector as JSON lines {"metric":{...},"value":[t,"v"]}.
-promql() {
-	curl -sS --get --data-urlencode "query=$1" "$PROM/api/v1/query" | jq -c '.data.result[]'
-}
-
-# promval EXPR: the value of a one-element result.
-promval() {
-	promql "$1" | jq -r '.value[1]'
-}
-
 # scrapes N: Prometheus holds at least N scrapes of the node's package counter.
 scrapes() {
 	[ "$(promval 'count_over_time(kepler_node_cpu_joules_total{zone="package"}[10m])')" -ge "$1" ] 2>/dev/null

@@ -293,7 +293,7 @@ static void test_gpu_families(void)
 		z->active_uj = z->energy_uj - z->idle_uj;
 		z->idle_w = 50;
 	}
-	e->zones[2].unattributed_uj = e->zones[2].active_uj;
+	e->zones[2].unattributed_uj = e->zones[2].active_uj - 100000000;
 	e->n_procs = 1;
 	e->procs = wb_array_new(1, sizeof *e->procs);
 	e->procs[0].pid = 42;
@@ -301,40 +301,139 @@ static void test_gpu_families(void)
 	e->procs[0].n_energy_uj = 3;
 	e->procs[0].energy_uj = wb_array_new(3, sizeof(uint64_t));
 	e->procs[0].energy_uj[1] = 300000000;
+	e->procs[0].energy_uj[2] = 100000000;
 	CHECK(accum_add(a, e, NULL) == 0);
-	wb_msg_clear(&m);
 	struct render_filter all = {.levels = EX_LEVELS_ALL};
 	char *out = render_all(a, NULL, &all);
 	HAS(out,
 	    "kepler_node_gpu_info{node_name=\"node-g\",gpu=\"1\",gpu_uuid=\"GPU-1\",gpu_name=\"NVIDIA H100\",vendor=\"nvidia\"} 1");
 	HAS(out,
-	    "kepler_node_gpu_joules_total{node_name=\"node-g\",gpu=\"0\",gpu_uuid=\"GPU-0\",vendor=\"nvidia\"} 400.000000");
+	    "kepler_node_gpu_joules_total{node_name=\"node-g\",gpu=\"0\",gpu_uuid=\"GPU-0\",gpu_name=\"NVIDIA H100\",vendor=\"nvidia\"} 400.000000");
 	HAS(out,
-	    "kepler_node_gpu_joules_total{node_name=\"node-g\",gpu=\"1\",gpu_uuid=\"GPU-1\",vendor=\"nvidia\"} 800.000000");
+	    "kepler_node_gpu_joules_total{node_name=\"node-g\",gpu=\"1\",gpu_uuid=\"GPU-1\",gpu_name=\"NVIDIA H100\",vendor=\"nvidia\"} 800.000000");
 	HAS(out,
-	    "kepler_node_gpu_watts{node_name=\"node-g\",gpu=\"1\",gpu_uuid=\"GPU-1\",vendor=\"nvidia\"} 400.000000");
+	    "kepler_node_gpu_watts{node_name=\"node-g\",gpu=\"1\",gpu_uuid=\"GPU-1\",gpu_name=\"NVIDIA H100\",vendor=\"nvidia\"} 400.000000");
 	HAS(out,
-	    "kepler_node_gpu_active_joules_total{node_name=\"node-g\",gpu=\"0\",gpu_uuid=\"GPU-0\",vendor=\"nvidia\"} 300.000000");
+	    "kepler_node_gpu_active_joules_total{node_name=\"node-g\",gpu=\"0\",gpu_uuid=\"GPU-0\",gpu_name=\"NVIDIA H100\",vendor=\"nvidia\"} 300.000000");
 	HAS(out,
-	    "kepler_node_gpu_idle_watts{node_name=\"node-g\",gpu=\"0\",gpu_uuid=\"GPU-0\",vendor=\"nvidia\"} 50");
+	    "kepler_node_gpu_idle_watts{node_name=\"node-g\",gpu=\"0\",gpu_uuid=\"GPU-0\",gpu_name=\"NVIDIA H100\",vendor=\"nvidia\"} 50");
 	HAS(out, "# TYPE kepler_node_gpu_joules_total counter");
 	HAS(out,
-	    "kepler_process_gpu_joules_total{node_name=\"node-g\",pid=\"42\",comm=\"train\",exe=\"\",type=\"regular\",container_id=\"\",vm_id=\"\",state=\"running\",gpu=\"0\",vendor=\"nvidia\"} 300.000000");
+	    "kepler_process_gpu_joules_total{node_name=\"node-g\",pid=\"42\",comm=\"train\",exe=\"\",type=\"regular\",container_id=\"\",vm_id=\"\",state=\"running\"} 400.000000");
 	HAS(out,
-	    "kepler_process_gpu_watts{node_name=\"node-g\",pid=\"42\",comm=\"train\",exe=\"\",type=\"regular\",container_id=\"\",vm_id=\"\",state=\"running\",gpu=\"0\",vendor=\"nvidia\"} 150.000000");
-	/* no series for a GPU the process never ran on */
-	HASNOT(out, "gpu=\"1\",vendor=\"nvidia\"} 0.000000");
+	    "kepler_process_gpu_watts{node_name=\"node-g\",pid=\"42\",comm=\"train\",exe=\"\",type=\"regular\",container_id=\"\",vm_id=\"\",state=\"running\"} 200.000000");
+	/* one series per process over its GPUs, as Kepler's: no gpu or vendor label on it */
+	HASNOT(
+	    out,
+	    "kepler_process_gpu_joules_total{node_name=\"node-g\",pid=\"42\",comm=\"train\",exe=\"\",type=\"regular\",container_id=\"\",vm_id=\"\",state=\"running\",");
+	HASNOT(out, "vendor=\"nvidia\"} 0.000000");
 	HAS(out,
 	    "kepler_process_cpu_joules_total{node_name=\"node-g\",pid=\"42\",comm=\"train\",exe=\"\",type=\"regular\",container_id=\"\",vm_id=\"\",state=\"running\",zone=\"package\"} 0.000000");
 	/* GPUs are neither aggregated nor in the cpu families */
 	HASNOT(out, "aggregated-gpu");
 	HASNOT(out, "zone=\"gpu\"");
+	/* Kepler 0.9: per GPU (its index as package) at node level, summed over GPUs per workload
+	 */
+	struct render_filter k9 = {.profiles = 1u << EX_PROF_KEPLER09, .levels = EX_LEVELS_ALL};
+	out = render_all(a, NULL, &k9);
+	HAS(out,
+	    "kepler_node_gpu_joules_total{node_name=\"node-g\",package=\"1\",instance=\"node-g\",mode=\"dynamic\",source=\"NVML\"} 700.000000");
+	HAS(out,
+	    "kepler_node_gpu_joules_total{node_name=\"node-g\",package=\"1\",instance=\"node-g\",mode=\"idle\",source=\"NVML\"} 100.000000");
+	HAS(out,
+	    "kepler_process_gpu_joules_total{node_name=\"node-g\",pid=\"42\",container_id=\"\",vm_id=\"\",command=\"train\",mode=\"dynamic\",source=\"NVML\"} 400.000000");
+	/* package + dram + other + gpu */
+	HAS(out,
+	    "kepler_process_joules_total{node_name=\"node-g\",pid=\"42\",container_id=\"\",vm_id=\"\",command=\"train\",mode=\"dynamic\"} 400.000000");
+	/* beside the 0.10 profile the GPU families are Kepler HEAD's alone */
+	k9.profiles |= 1u << EX_PROF_KEPLER;
+	out = render_all(a, NULL, &k9);
+	HASNOT(out, "source=\"NVML\"");
+	HAS(out,
+	    "kepler_process_gpu_joules_total{node_name=\"node-g\",pid=\"42\",comm=\"train\",exe=\"\",type=\"regular\",container_id=\"\",vm_id=\"\",state=\"running\"} 400.000000");
+	/* a slot without GPU use: the process keeps its joules, its GPU watts go (Kepler exports
+	 * them only while it uses a GPU) */
+	e->t0 = 102 * S;
+	e->t1 = 104 * S;
+	e->procs[0].energy_uj[1] = e->procs[0].energy_uj[2] = 0;
+	e->zones[1].unattributed_uj = e->zones[1].active_uj;
+	e->zones[2].unattributed_uj = e->zones[2].active_uj;
+	CHECK(accum_add(a, e, NULL) == 0);
+	wb_msg_clear(&m);
+	out = render_all(a, NULL, &all);
+	HAS(out,
+	    "kepler_process_gpu_joules_total{node_name=\"node-g\",pid=\"42\",comm=\"train\",exe=\"\",type=\"regular\",container_id=\"\",vm_id=\"\",state=\"running\"} 400.000000");
+	HASNOT(out, "kepler_process_gpu_watts{");
 	accum_destroy(&a);
 	/* a host without GPUs has no GPU families at all */
 	a = fixture();
 	out = render_all(a, NULL, &all);
 	HASNOT(out, "kepler_node_gpu");
 	HASNOT(out, "_gpu_");
+	accum_destroy(&a);
+}
+
+/* Kepler 0.9's families (metrics = kepler-0.9) from the same accumulators: names, labels,
+ * types, and figures that add up to the 0.10 ones. */
+static void test_kepler09_families(void)
+{
+	struct accum *a = fixture();
+	struct render_filter k9 = {.profiles = 1u << EX_PROF_KEPLER09, .levels = EX_LEVELS_ALL};
+	char *out = render_all(a, NULL, &k9);
+	if (getenv("WB_SHOW"))
+		fputs(out, stderr);
+	/* 2 slots of 20 J, 8 J active: dynamic 16 J, idle 24 J, as the 0.10 active/idle counters */
+	HAS(out, "# TYPE kepler_node_package_joules_total counter");
+	HAS(out,
+	    "kepler_node_package_joules_total{node_name=\"node-a\",package=\"0\",instance=\"node-a\",mode=\"dynamic\",source=\"rapl-sysfs\"} 16.000000");
+	HAS(out,
+	    "kepler_node_package_joules_total{node_name=\"node-a\",package=\"0\",instance=\"node-a\",mode=\"idle\",source=\"rapl-sysfs\"} 24.000000");
+	HASNOT(out, "kepler_node_dram_joules_total"); /* no such zone: no node series */
+	HASNOT(out, "kepler_node_other_joules_total");
+	HAS(out,
+	    "kepler_process_package_joules_total{node_name=\"node-a\",pid=\"42\",container_id=\"c1\",vm_id=\"\",command=\"stress\",mode=\"dynamic\",source=\"rapl-sysfs\"} 6.000000");
+	/* every component per workload, as Kepler 0.9 (0 J where there is none) */
+	HAS(out,
+	    "kepler_process_dram_joules_total{node_name=\"node-a\",pid=\"42\",container_id=\"c1\",vm_id=\"\",command=\"stress\",mode=\"dynamic\",source=\"trained_power_model\"} 0.000000");
+	HAS(out,
+	    "kepler_process_joules_total{node_name=\"node-a\",pid=\"42\",container_id=\"c1\",vm_id=\"\",command=\"stress\",mode=\"dynamic\"} 6.000000");
+	HAS(out,
+	    "kepler_process_bpf_cpu_time_ms_total{node_name=\"node-a\",pid=\"42\",container_id=\"c1\",vm_id=\"\",command=\"stress\",source=\"bpf\"} 3000.000000");
+	/* the container's pod by its uid: the pod's name as kepler_pod_* shows it */
+	HAS(out,
+	    "kepler_container_package_joules_total{node_name=\"node-a\",container_id=\"c1\",pod_name=\"web-7d9\",container_namespace=\"\",container_name=\"web\",mode=\"dynamic\",source=\"rapl-sysfs\"} 6.000000");
+	HAS(out,
+	    "kepler_container_joules_total{node_name=\"node-a\",container_id=\"c1\",pod_name=\"web-7d9\",container_namespace=\"\",container_name=\"web\",mode=\"dynamic\"} 6.000000");
+	HAS(out,
+	    "kepler_container_bpf_cpu_time_ms_total{node_name=\"node-a\",container_id=\"c1\",pod_name=\"web-7d9\",container_namespace=\"\",container_name=\"web\",source=\"bpf\"} 3000.000000");
+	HAS(out,
+	    "kepler_vm_package_joules_total{node_name=\"node-a\",vm_id=\"v1\",mode=\"dynamic\",source=\"rapl-sysfs\"} 6.000000");
+	HAS(out,
+	    "kepler_vm_bpf_cpu_time_ms_total{node_name=\"node-a\",vm_id=\"v1\",source=\"bpf\"} 3000.000000");
+	HASNOT(out, "kepler_vm_joules_total"); /* Kepler 0.9 has none */
+	HASNOT(out, "kepler_pod_");
+	HAS(out,
+	    "kepler_node_info{node_name=\"node-a\",cpu_architecture=\"xeon_\\\"gold\\\"\",components_power_source=\"rapl-sysfs\",platform_power_source=\"\",source=\"os\"} 1");
+	HAS(out,
+	    "kepler_node_node_info{vendor=\"genuineintel\",processor=\"xeon_\\\"gold\\\"\",cores=\"1\",chips=\"1\",threads_per_core=\"1\"} 0");
+	HAS(out,
+	    "kepler_exporter_build_info{arch=\"amd64\",branch=\"\",os=\"linux\",revision=\"\",version=\"0.1.0\"} 1");
+	/* nothing of the 0.10 profile */
+	HASNOT(out, "kepler_node_cpu_");
+	HASNOT(out, "kepler_build_info");
+	HASNOT(out, "_cpu_joules_total");
+	/* both profiles: each family once */
+	struct render_filter both = {.profiles = 1u << EX_PROF_KEPLER | 1u << EX_PROF_KEPLER09,
+				     .levels = EX_LEVELS_ALL};
+	out = render_all(a, NULL, &both);
+	HAS(out, "# TYPE kepler_node_cpu_joules_total counter");
+	HAS(out, "# TYPE kepler_container_joules_total counter");
+	/* the level filter applies to the 0.9 families too */
+	struct render_filter node = {.profiles = 1u << EX_PROF_KEPLER09, .levels = 1u << EX_NODE};
+	out = render_all(a, NULL, &node);
+	HAS(out, "# TYPE kepler_node_package_joules_total counter");
+	HASNOT(out, "kepler_process_");
+	HASNOT(out, "kepler_container_");
 	accum_destroy(&a);
 }
 
@@ -580,6 +679,7 @@ static const struct unit_case cases[] = {
     {"gzip round trip", test_gzip_round_trip},
     {"Kepler's families, values and label sets", test_kepler_families},
     {"GPU families and labels (Kepler), per GPU, apart from the cpu ones", test_gpu_families},
+    {"Kepler 0.9's families from the same accumulators", test_kepler09_families},
     {"watts of idle and terminated workloads", test_watts_of_idle_and_terminated},
     {"metric allow/deny lists and levels", test_filters},
     {"wattbus_stage_* and wattbus_exportd_*", test_stage_families},
