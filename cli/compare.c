@@ -568,15 +568,21 @@ static int print_json(const struct cmp *k, bool slots)
  */
 static void gp_quote(FILE *f, const char *raw)
 {
-	char vis[WB_VIS_MAX];
-	const char *s = wb_vis_str(vis, sizeof(vis), raw);
+	size_t n = strlen(raw), size = 4 * n + 1; /* the most wb_vis writes */
+	char *vis = malloc(size);
+	if (!vis) {
+		fputs("''", f);
+		return;
+	}
+	wb_vis(vis, size, raw, n, 0);
 	fputc('\'', f);
-	for (; *s; s++) {
+	for (const char *s = vis; *s; s++) {
 		if (*s == '\'')
 			fputc('\'', f);
 		fputc(*s, f);
 	}
 	fputc('\'', f);
+	free(vis);
 }
 
 /* Both meters over time and B against A with the fit, as SVG, by gnuplot. */

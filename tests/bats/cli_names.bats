@@ -106,3 +106,14 @@ pub_raw() {
 	[ ! -e pwned2 ]
 	[ ! -e n.svg ]
 }
+
+@test "doctor: a sysfs zone name with an escape sequence, a quote and a stray byte prints escaped" {
+	F=$(mktemp -d "$BATS_TEST_TMPDIR/doctor.XXXXXX")
+	mkdir -p "$F/sys/class/powercap/intel-rapl:0" "$F/proc/self" "$F/proc/sys/kernel" "$F/dev"
+	printf 'pack\033[2J"age\377\n' >"$F/sys/class/powercap/intel-rapl:0/name"
+	echo 1000 >"$F/sys/class/powercap/intel-rapl:0/energy_uj"
+	run "$WATTBUS" doctor --sysfs-root "$F/sys" --proc-root "$F/proc" --dev-root "$F/dev"
+	printf '%s\n' "$output" >"$BATS_TEST_TMPDIR/doctor.out"
+	no_raw_controls "$BATS_TEST_TMPDIR/doctor.out"
+	assert_output --partial 'pack\x1b[2J"age\xff'
+}
