@@ -552,9 +552,15 @@ static void measured_zones(struct estimator *e, struct host_state *h, const stru
 			memcpy(z->uuid, sz->uuid, sizeof(z->uuid));
 			memcpy(z->model, sz->model, sizeof(z->model));
 			memcpy(z->vendor, sz->vendor, sizeof(z->vendor));
-			bool whole = !a->quality.gap && !a->quality.extrapolated &&
-				     a->quality.coverage >= 1.0;
-			gpu_split(&e->conf.gpu_idle, st, sz, slot_s, whole, &z->active_uj,
+			/* Measured whole: interpolated (both ends inside the power samples: not the
+			 * first slot of a zone, nor one after power came back), nothing
+			 * extrapolated, no gap; its energy covers the share `coverage` of it (its
+			 * end may be past the last sample, a remainder the next slot brings), at
+			 * least half. */
+			bool whole = a->quality.interpolated && !a->quality.extrapolated &&
+				     !a->quality.gap && a->quality.coverage >= 0.5;
+			gpu_split(&e->conf.gpu_idle, st, sz, slot_s,
+				  whole ? slot_s * a->quality.coverage : 0, &z->active_uj,
 				  &z->idle_uj, &z->idle_w);
 			continue;
 		}

@@ -308,12 +308,13 @@ bool gpu_zone(const struct wb_slot_zone *sz);
 /*
  * Idle and active of GPU zone sz in a slot of slot_s seconds: idle at the power conf fixes for
  * the zone (its name or "gpu"), else at the lowest power st has seen in a slot whose samples
- * listed no compute process (0 before one is seen); st learns from this slot when it was measured
- * whole (whole: no gap, nothing extrapolated, covered by samples throughout). *idle_w: the power
- * used.
+ * listed no compute process (0 before one is seen); st learns from this slot the power over
+ * measured_s, the seconds of the slot its energy covers (0: not measured whole, nothing learned).
+ * *idle_w: the power used.
  */
 void gpu_split(const struct idle_conf *conf, struct gpu_idle *st, const struct wb_slot_zone *sz,
-	       double slot_s, bool whole, uint64_t *active_uj, uint64_t *idle_uj, double *idle_w);
+	       double slot_s, double measured_s, uint64_t *active_uj, uint64_t *idle_uj,
+	       double *idle_w);
 /*
  * Weights w[0..a->n_procs) of the slot's processes on GPU zone sz, and the denominator: the
  * weights of every process the GPU listed, so that the share of one absent from the slot's

@@ -23,7 +23,8 @@ static struct wb_msg *slot_new(void)
 	a->t0 = 1700000000ull * 1000000000ull;
 	a->t1 = a->t0 + 1000000000ull;
 	a->ncpu = 4;
-	a->quality.coverage = 1; /* measured whole, as alignd says of a slot between two samples */
+	/* measured whole, as alignd says of a slot between two samples */
+	a->quality = (struct wb_quality){.coverage = 1, .interpolated = true};
 	a->cpu.user_ns = 3000000000;
 	a->cpu.idle_ns = 1000000000;
 	a->zones = wb_array_new(2, sizeof(*a->zones));
@@ -198,10 +199,10 @@ static void test_equal_exclusive_absent(void)
 }
 
 /*
- * A slot that powerd's restart cut (a gap: GPU 1's integral started again; or extrapolated, or
- * not covered throughout) holds part of a slot's energy: no idle is learned from it, or the
- * minimum would drop for good (66.3 -> 62.8 W on a real GPU, 0 W for a power-only one). What was
- * learned survives an estimd restart through the state file.
+ * A slot that powerd's restart cut (a gap: a power-only GPU's integral started again; extrapolated
+ * past powerd's last sample; not interpolated at an end) holds part of a slot's energy: no idle is
+ * learned from it, or the minimum would drop for good (66.3 -> 62.8 W on a real GPU, 0 W for a
+ * power-only one). What was learned survives an estimd restart through the state file.
  */
 static void test_idle_whole_slots_and_state(void)
 {
@@ -216,23 +217,41 @@ static void test_idle_whole_slots_and_state(void)
 	g->energy_uj = 70000000; /* 70 W, no process */
 	CHECK(estimator_slot(e, a, &out, &res, err, sizeof(err)) == 0);
 	CHECK_NEAR(out.zones[1].idle_w, 70, 1e-9);
+	/* a gap; extrapolated past the last sample; the first slot of a zone or one after power
+	 * came back (not interpolated at an end) */
 	struct {
-		bool gap, extrapolated;
-		double coverage;
-	} cut[] = {{true, false, 1}, {false, true, 1}, {false, false, 0.4}};
+		bool gap, extrapolated, interpolated;
+	} cut[] = {{true, false, true}, {false, true, true}, {false, false, false}};
 	for (size_t k = 0; k < sizeof(cut) / sizeof(cut[0]); k++) {
 		a->t0 += 1000000000ull;
 		a->t1 += 1000000000ull;
 		a->quality.gap = cut[k].gap;
 		a->quality.extrapolated = cut[k].extrapolated;
-		a->quality.coverage = cut[k].coverage;
+		a->quality.interpolated = cut[k].interpolated;
 		g->energy_uj = 29000000; /* what was measured of the slot */
 		CHECK(estimator_slot(e, a, &out, &res, err, sizeof(err)) == 0);
 		CHECK_NEAR(out.zones[1].idle_w, 70, 1e-9);
 		CHECK_U64(out.zones[1].idle_uj, 29000000); /* at most the slot's energy */
 		check_sums(&out);
 	}
-	a->quality = (struct wb_quality){.coverage = 1};
+	a->quality = (struct wb_quality){.coverage = 1, .interpolated = true};
+
+	/* a slot whose end is past the last sample: 34.3 J measured over 0.49 of it is 70 W (the
+	 * rest comes with the next slot), not 34.3 W; under half measured teaches nothing */
+	a->t0 += 1000000000ull;
+	a->t1 += 1000000000ull;
+	a->quality.coverage = 0.49;
+	g->energy_uj = 34300000;
+	CHECK(estimator_slot(e, a, &out, &res, err, sizeof(err)) == 0);
+	CHECK_NEAR(out.zones[1].idle_w, 70, 1e-9);
+	a->t0 += 1000000000ull;
+	a->t1 += 1000000000ull;
+	a->quality.coverage = 0.98;
+	g->energy_uj = 68110000; /* 69.5 W over 0.98 s */
+	CHECK(estimator_slot(e, a, &out, &res, err, sizeof(err)) == 0);
+	CHECK_NEAR(out.zones[1].idle_w, 69.5, 1e-9);
+	a->quality.coverage = 1;
+	check_sums(&out);
 
 	char path[] = "/tmp/test_estimd_gpu.XXXXXX";
 	int fd = mkstemp(path);
@@ -250,8 +269,8 @@ static void test_idle_whole_slots_and_state(void)
 	g->energy_uj = 100000000;
 	gpu_procs(g, 1, (uint64_t[]){100}, (uint64_t[]){500000000});
 	CHECK(estimator_slot(e, a, &out, &res, err, sizeof(err)) == 0);
-	CHECK_NEAR(out.zones[1].idle_w, 70, 1e-9);
-	CHECK_U64(out.procs[0].energy_uj[1], 30000000);
+	CHECK_NEAR(out.zones[1].idle_w, 69.5, 1e-9);
+	CHECK_U64(out.procs[0].energy_uj[1], 30500000);
 	check_sums(&out);
 	estimator_destroy(&e);
 
