@@ -14,6 +14,7 @@
 #include "estimd.h"
 #include "grow.h"
 #include "hash.h"
+#include "plaus.h"
 #include "procstat.h"
 #include "table.h"
 
@@ -277,6 +278,62 @@ static struct idle_reg *zone_reg(struct estimator *e, struct host_state *h, cons
 	return zs ? &zs->reg : NULL;
 }
 
+json_t *estimator_gpu_idle_to_json(const struct estimator *e)
+{
+	json_t *root = json_object();
+	for (size_t i = 0; root && i < e->nhosts; i++) {
+		const struct host_state *h = &e->hosts[i];
+		json_t *zones = NULL;
+		for (size_t k = 0; k < h->nzones; k++) {
+			if (!h->zones[k].gpu.have)
+				continue;
+			if (!zones && (!(zones = json_object()) ||
+				       json_object_set_new(root, h->host, zones) < 0))
+				goto nomem;
+			if (json_object_set_new(zones, h->zones[k].name,
+						json_real(h->zones[k].gpu.min_w)) < 0)
+				goto nomem;
+		}
+	}
+	return root;
+nomem:
+	json_decref(root);
+	return NULL;
+}
+
+static bool state_name_ok(const char *s)
+{
+	return s[0] && strlen(s) <= 63;
+}
+
+size_t estimator_gpu_idle_from_json(struct estimator *e, const json_t *o)
+{
+	size_t n = 0;
+	const char *host, *zone;
+	json_t *zones, *w;
+	json_object_foreach((json_t *)o, host, zones)
+	{
+		if (!state_name_ok(host) || !json_is_object(zones))
+			continue;
+		struct host_state *h = NULL;
+		json_object_foreach(zones, zone, w)
+		{
+			double v = json_number_value(w);
+			if (!state_name_ok(zone) || !json_is_number(w) || !(v >= 0) ||
+			    v > WB_ZONE_MAX_W)
+				continue;
+			struct est_result res = {0};
+			struct zone_state *zs;
+			if ((!h && !(h = host_get(e, host))) ||
+			    !(zs = zone_state_get(e, h, zone, &res)))
+				continue;
+			zs->gpu = (struct gpu_idle){.min_w = v, .have = true};
+			n++;
+		}
+	}
+	return n;
+}
+
 /* Index the slot's cgroups by id (the last entry of an id wins). */
 static int cgroups_index(struct estimator *e, const struct wb_aligned *a)
 {
@@ -517,8 +574,16 @@ static void measured_zones(struct estimator *e, struct host_state *h, const stru
 			memcpy(z->uuid, sz->uuid, sizeof(z->uuid));
 			memcpy(z->model, sz->model, sizeof(z->model));
 			memcpy(z->vendor, sz->vendor, sizeof(z->vendor));
-			gpu_split(&e->conf.gpu_idle, st, sz, slot_s, &z->active_uj, &z->idle_uj,
-				  &z->idle_w);
+			/* Measured whole: interpolated (both ends inside the power samples: not the
+			 * first slot of a zone, nor one after power came back), nothing
+			 * extrapolated, no gap; its energy covers the share `coverage` of it (its
+			 * end may be past the last sample, a remainder the next slot brings), at
+			 * least half. */
+			bool whole = a->quality.interpolated && !a->quality.extrapolated &&
+				     !a->quality.gap && a->quality.coverage >= 0.5;
+			gpu_split(&e->conf.gpu_idle, st, sz, slot_s,
+				  whole ? slot_s * a->quality.coverage : 0, &z->active_uj,
+				  &z->idle_uj, &z->idle_w);
 			continue;
 		}
 		struct idle_reg *reg =

@@ -342,11 +342,13 @@ bool gpu_zone(const struct wb_slot_zone *sz);
 /*
  * Idle and active of GPU zone sz in a slot of slot_s seconds: idle at the power conf fixes for
  * the zone (its name or "gpu"), else at the lowest power st has seen in a slot whose samples
- * listed no compute process (0 before one is seen); st learns from this slot. *idle_w: the power
- * used.
+ * listed no compute process (0 before one is seen); st learns from this slot the power over
+ * measured_s, the seconds of the slot its energy covers (0: not measured whole, nothing learned).
+ * *idle_w: the power used.
  */
 void gpu_split(const struct idle_conf *conf, struct gpu_idle *st, const struct wb_slot_zone *sz,
-	       double slot_s, uint64_t *active_uj, uint64_t *idle_uj, double *idle_w);
+	       double slot_s, double measured_s, uint64_t *active_uj, uint64_t *idle_uj,
+	       double *idle_w);
 /*
  * Weights w[0..a->n_procs) of the slot's processes on GPU zone sz, and the denominator: the
  * weights of every process the GPU listed, so that the share of one absent from the slot's
@@ -493,6 +495,19 @@ int totals_slot(struct totals *t, const struct wb_aligned *a, struct wb_est_zone
  */
 int totals_vms(struct totals *t, const char *host, const struct wb_est_zone *zones, size_t nz,
 	       struct wb_est_group *vms, size_t ngroups, const uint64_t *idle_uj, uint64_t *pool);
+struct estimator;
+/*
+ * The learned idle power of every GPU zone, as the state file holds it: {"HOST": {"ZONE": W}}
+ * (a minimum learned over the run, lost at a restart otherwise); a new reference, NULL on ENOMEM.
+ */
+json_t *estimator_gpu_idle_to_json(const struct estimator *e);
+/*
+ * Resume the learned GPU idle powers from that object (before any slot). An entry that is not a
+ * host and zone name of 1 to 63 bytes with a power in [0, WB_ZONE_MAX_W] is skipped; returns how
+ * many were taken.
+ */
+size_t estimator_gpu_idle_from_json(struct estimator *e, const json_t *o);
+
 /* The totals as their state file holds them (saved at now_ns); a new reference, NULL on ENOMEM. */
 json_t *totals_to_json(const struct totals *t, uint64_t now_ns);
 /*
@@ -503,12 +518,14 @@ int totals_from_json(struct totals *t, const json_t *root, size_t *nhosts, char 
 
 /* ---- state.c: the totals' state file ---- */
 
-/* Write the totals to path atomically (JSON; fsync'd when sync). Returns 0 or -1 (err names the
- * file). */
-int totals_save(const struct totals *t, const char *path, uint64_t now_ns, bool sync, char *err,
-		size_t errlen);
-/* Resume from a saved state (before any slot). Returns 0 (*nhosts read) or -1 (err). */
-int totals_load(struct totals *t, const char *path, size_t *nhosts, char *err, size_t errlen);
+/* Write the totals and the learned GPU idle powers to path atomically (JSON; fsync'd when sync).
+ * Returns 0 or -1 (err names the file). */
+int estimd_state_save(struct estimator *e, const char *path, uint64_t now_ns, bool sync, char *err,
+		      size_t errlen);
+/* Resume from a saved state (before any slot), checked as a whole first. Returns 0 (*nhosts
+ * hosts' totals, *ngpus GPU zones' idle read) or -1 (err). */
+int estimd_state_load(struct estimator *e, const char *path, size_t *nhosts, size_t *ngpus,
+		      char *err, size_t errlen);
 
 /* ---- estimate.c: one aligned slot -> one estimate ---- */
 

@@ -16,14 +16,19 @@ bool gpu_zone(const struct wb_slot_zone *sz)
 }
 
 void gpu_split(const struct idle_conf *conf, struct gpu_idle *st, const struct wb_slot_zone *sz,
-	       double slot_s, uint64_t *active_uj, uint64_t *idle_uj, double *idle_w)
+	       double slot_s, double measured_s, uint64_t *active_uj, uint64_t *idle_uj,
+	       double *idle_w)
 {
 	const struct idle_fixed *f = idle_find_fixed(conf, sz->name, sz->zone);
 	double w = f ? f->watts : 0;
 	if (!f && st) {
-		/* samples that listed no process: the GPU idled through the slot */
-		if (sz->gpu_samples > 0 && sz->n_gpu_procs == 0 && slot_s > 0) {
-			double p = (double)sz->energy_uj / 1e6 / slot_s;
+		/* samples that listed no process: the GPU idled through the slot. The power is
+		 * over what the slot's energy measured: a slot's end past the last sample holds the
+		 * energy up to it (the rest comes with the next slot), and one that powerd's
+		 * restart cut is not learned from at all; a minimum learned from either never
+		 * recovers. */
+		if (measured_s > 0 && sz->gpu_samples > 0 && sz->n_gpu_procs == 0) {
+			double p = (double)sz->energy_uj / 1e6 / measured_s;
 			if (!st->have || p < st->min_w)
 				st->min_w = p;
 			st->have = true;

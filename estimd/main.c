@@ -118,7 +118,7 @@ static const struct wb_conf_key keys[] = {
     {"model_out", WB_CONF_STR, OFF(model_out), "", 0, 0, NULL,
      "file each trained model is written to in Kepler's format (empty: none)"},
     {"state_file", WB_CONF_STR, OFF(state_file), "%r/estimd.state", 0, 0, NULL,
-     "where the node energy totals are saved, so that a restart continues them (empty: nowhere)"},
+     "where the node energy totals and learned GPU idle powers are saved, so that a restart continues them (empty: nowhere)"},
     {"state_every", WB_CONF_DURATION | WB_CONF_OFF0, OFF(state_every_ns), "1s", 100e6, 3600e9, NULL,
      "also save the state this often while running, so that a crash loses no energy (0: at stop only; else 100ms to 1h)"},
     {"budget_mib", WB_CONF_INT, OFF(budget_mib), "256", 0, 1048576, NULL,
@@ -690,8 +690,8 @@ static int save_state(void *arg, bool sync)
 	char err[MODEL_ERR_MAX];
 	if (!app->conf->state_file[0])
 		return 0;
-	if (totals_save(estimator_totals(app->est), app->conf->state_file, wb_now_ns(), sync, err,
-			sizeof(err)) < 0) {
+	if (estimd_state_save(app->est, app->conf->state_file, wb_now_ns(), sync, err,
+			      sizeof(err)) < 0) {
 		(*app->state_write_failed)++;
 		wb_daemon_stats(app->d)->checkpoint_failures++;
 		log_rl(&app->rl_state, WB_LOG_WARN, "state %s", err);
@@ -797,14 +797,15 @@ int main(int argc, char **argv)
 		    app.conf->model);
 	use_model(&app, m, "loaded");
 	if (app.conf->state_file[0]) {
-		size_t n;
-		if (totals_load(estimator_totals(app.est), app.conf->state_file, &n, err,
-				sizeof(err)) < 0) {
+		size_t n, ngpu;
+		if (estimd_state_load(app.est, app.conf->state_file, &n, &ngpu, err, sizeof(err)) <
+		    0) {
 			if (errno != ENOENT)
 				log_warnx("state %s: ignored, starting clean", err);
 		} else {
-			log_info("state %s: node totals of %zu hosts resumed", app.conf->state_file,
-				 n);
+			log_info(
+			    "state %s: node totals of %zu hosts resumed, learned GPU idle of %zu zones",
+			    app.conf->state_file, n, ngpu);
 		}
 	}
 	log_info("idle %s, attribution by %s of %s CPU time, training %s",

@@ -3,9 +3,13 @@
  * from a script file the test rewrites while the daemon runs ($WB_FAKE_NVML, read at every call).
  * Lines:
  *   gpu uuid=GPU-x name=Fake energy_mj=N|- power_mw=N|- exclusive=0|1 mig=0|1 lost=0|1
+ *       [since=UNIX_S [update_ms=N]]
  *   proc gpu=I pid=N sm=PCT|-
  * GPUs are numbered in file order; "-" answers NVML_ERROR_NOT_SUPPORTED (energy) or no
- * utilization sample (sm); lost=1 answers NVML_ERROR_GPU_IS_LOST to every reading.
+ * utilization sample (sm); lost=1 answers NVML_ERROR_GPU_IS_LOST to every reading. With since=,
+ * the energy counter runs at power_mw from that wall-clock time on: energy_mj plus power_mw times
+ * the seconds since (a driver's counter, which goes on across a powerd restart), advancing every
+ * update_ms on the wall clock's grid (0: continuously).
  */
 #include <stdbool.h>
 #include <stdio.h>
@@ -35,6 +39,8 @@ typedef struct {
 struct gpu {
 	char uuid[96], name[96];
 	long long energy_mj, power_mw; /* -1: not supported */
+	double since_s;		       /* > 0: energy_mj runs at power_mw from then */
+	double update_s;	       /* > 0: ... in steps at multiples of this */
 	int exclusive, mig, lost;
 };
 
@@ -91,6 +97,10 @@ static int load(void)
 					g->mig = atoi(eq);
 				else if (!strcmp(tok, "lost"))
 					g->lost = atoi(eq);
+				else if (!strcmp(tok, "since"))
+					g->since_s = atof(eq);
+				else if (!strcmp(tok, "update_ms"))
+					g->update_s = atof(eq) / 1000;
 			}
 		} else if (!strcmp(tok, "proc") && nprocs < MAX_PROCS) {
 			struct proc *p = &procs[nprocs++];
@@ -207,6 +217,16 @@ nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t d, unsigned long l
 	if (g->energy_mj < 0)
 		return 3;
 	*mj = (unsigned long long)g->energy_mj;
+	if (g->since_s > 0 && g->power_mw > 0) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		double now = (double)ts.tv_sec + ts.tv_nsec / 1e9;
+		if (g->update_s > 0)
+			now = (double)(long long)(now / g->update_s) * g->update_s;
+		double dt = now - g->since_s;
+		if (dt > 0)
+			*mj += (unsigned long long)(dt * (double)g->power_mw); /* mW x s = mJ */
+	}
 	return 0;
 }
 

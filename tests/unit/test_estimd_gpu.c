@@ -4,6 +4,11 @@
  * exclusive GPU, absent processes' shares unattributed, containers and pods as sums; CPU zones of
  * the same slot keep their CPU-time shares.
  */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
 #include "codec.h"
 #include "../../estimd/estimd.h"
 #include "unit.h"
@@ -18,6 +23,8 @@ static struct wb_msg *slot_new(void)
 	a->t0 = 1700000000ull * 1000000000ull;
 	a->t1 = a->t0 + 1000000000ull;
 	a->ncpu = 4;
+	/* measured whole, as alignd says of a slot between two samples */
+	a->quality = (struct wb_quality){.coverage = 1, .interpolated = true};
 	a->cpu.user_ns = 3000000000;
 	a->cpu.idle_ns = 1000000000;
 	a->zones = wb_array_new(2, sizeof(*a->zones));
@@ -191,6 +198,96 @@ static void test_equal_exclusive_absent(void)
 	free(m);
 }
 
+/*
+ * A slot that powerd's restart cut (a gap: a power-only GPU's integral started again; extrapolated
+ * past powerd's last sample; not interpolated at an end) holds part of a slot's energy: no idle is
+ * learned from it, or the minimum would drop for good (66.3 -> 62.8 W on a real GPU, 0 W for a
+ * power-only one). What was learned survives an estimd restart through the state file.
+ */
+static void test_idle_whole_slots_and_state(void)
+{
+	struct wb_msg *m = slot_new();
+	struct wb_aligned *a = &m->aligned;
+	struct wb_slot_zone *g = &a->zones[1];
+	struct est_conf c = conf_default();
+	struct estimator *e = estimator_new(&c);
+	struct wb_estimate out;
+	struct est_result res;
+	char err[256];
+	g->energy_uj = 70000000; /* 70 W, no process */
+	CHECK(estimator_slot(e, a, &out, &res, err, sizeof(err)) == 0);
+	CHECK_NEAR(out.zones[1].idle_w, 70, 1e-9);
+	/* a gap; extrapolated past the last sample; the first slot of a zone or one after power
+	 * came back (not interpolated at an end) */
+	struct {
+		bool gap, extrapolated, interpolated;
+	} cut[] = {{true, false, true}, {false, true, true}, {false, false, false}};
+	for (size_t k = 0; k < sizeof(cut) / sizeof(cut[0]); k++) {
+		a->t0 += 1000000000ull;
+		a->t1 += 1000000000ull;
+		a->quality.gap = cut[k].gap;
+		a->quality.extrapolated = cut[k].extrapolated;
+		a->quality.interpolated = cut[k].interpolated;
+		g->energy_uj = 29000000; /* what was measured of the slot */
+		CHECK(estimator_slot(e, a, &out, &res, err, sizeof(err)) == 0);
+		CHECK_NEAR(out.zones[1].idle_w, 70, 1e-9);
+		CHECK_U64(out.zones[1].idle_uj, 29000000); /* at most the slot's energy */
+		check_sums(&out);
+	}
+	a->quality = (struct wb_quality){.coverage = 1, .interpolated = true};
+
+	/* a slot whose end is past the last sample: 34.3 J measured over 0.49 of it is 70 W (the
+	 * rest comes with the next slot), not 34.3 W; under half measured teaches nothing */
+	a->t0 += 1000000000ull;
+	a->t1 += 1000000000ull;
+	a->quality.coverage = 0.49;
+	g->energy_uj = 34300000;
+	CHECK(estimator_slot(e, a, &out, &res, err, sizeof(err)) == 0);
+	CHECK_NEAR(out.zones[1].idle_w, 70, 1e-9);
+	a->t0 += 1000000000ull;
+	a->t1 += 1000000000ull;
+	a->quality.coverage = 0.98;
+	g->energy_uj = 68110000; /* 69.5 W over 0.98 s */
+	CHECK(estimator_slot(e, a, &out, &res, err, sizeof(err)) == 0);
+	CHECK_NEAR(out.zones[1].idle_w, 69.5, 1e-9);
+	a->quality.coverage = 1;
+	check_sums(&out);
+
+	char path[] = "/tmp/test_estimd_gpu.XXXXXX";
+	int fd = mkstemp(path);
+	CHECK(fd >= 0);
+	close(fd);
+	CHECK(estimd_state_save(e, path, a->t1, true, err, sizeof(err)) == 0);
+	estimator_destroy(&e);
+	/* restarted while a process runs on the GPU: no slot to learn from, the saved idle holds */
+	e = estimator_new(&c);
+	size_t nh, ngpu;
+	CHECK(estimd_state_load(e, path, &nh, &ngpu, err, sizeof(err)) == 0);
+	CHECK_U64(ngpu, 1);
+	a->t0 += 1000000000ull;
+	a->t1 += 1000000000ull;
+	g->energy_uj = 100000000;
+	gpu_procs(g, 1, (uint64_t[]){100}, (uint64_t[]){500000000});
+	CHECK(estimator_slot(e, a, &out, &res, err, sizeof(err)) == 0);
+	CHECK_NEAR(out.zones[1].idle_w, 69.5, 1e-9);
+	CHECK_U64(out.procs[0].energy_uj[1], 30500000);
+	check_sums(&out);
+	estimator_destroy(&e);
+
+	/* a planted power beyond the bound refuses the file as a whole */
+	FILE *f = fopen(path, "w");
+	fputs("{\"version\": 1, \"hosts\": [], \"gpu_idle\": {\"h1\": {\"gpu-0\": 1e9}}}", f);
+	fclose(f);
+	e = estimator_new(&c);
+	CHECK(estimd_state_load(e, path, &nh, &ngpu, err, sizeof(err)) < 0);
+	CHECK(strstr(err, "gpu_idle") != NULL);
+	CHECK_U64(ngpu, 0);
+	estimator_destroy(&e);
+	unlink(path);
+	wb_msg_clear(m);
+	free(m);
+}
+
 /* Containers and pods hold the sums of their processes' GPU energy. */
 static void test_groups(void)
 {
@@ -229,6 +326,8 @@ static const struct unit_case cases[] = {
      test_idle_learned_and_sm_shares},
     {"GPU equal shares, exclusive mode, an absent process", test_equal_exclusive_absent},
     {"GPU energy of containers and pods", test_groups},
+    {"GPU idle learned from whole slots only, kept across a restart",
+     test_idle_whole_slots_and_state},
 };
 
 UNIT_MAIN(cases)

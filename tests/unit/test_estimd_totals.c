@@ -158,15 +158,15 @@ static void restart_from_state(void)
 	char err[256];
 	for (uint64_t k = 0; k < 10; k++)
 		feed(e, &sim, k, false, &out, &res);
-	CHECK(totals_save(estimator_totals(e), path, T0 + 10 * S, true, err, sizeof(err)) == 0);
+	CHECK(estimd_state_save(e, path, T0 + 10 * S, true, err, sizeof(err)) == 0);
 	for (uint64_t k = 10; k < 14; k++)
 		feed(e, &sim, k, false, &out, &res);
 	uint64_t epoch = out.total_epoch, before = out.zones[0].total_uj;
 	estimator_destroy(&e); /* killed: no save */
 
 	e = estimator_new(&c);
-	size_t n;
-	CHECK(totals_load(estimator_totals(e), path, &n, err, sizeof(err)) == 0);
+	size_t n, ngpu;
+	CHECK(estimd_state_load(e, path, &n, &ngpu, err, sizeof(err)) == 0);
 	CHECK_U64(n, 1);
 	for (uint64_t k = 14; k < 17; k++) /* published while estimd was down */
 		slot_make(&(struct wb_aligned){0}, &sim, k);
@@ -183,7 +183,7 @@ static void restart_from_state(void)
 	fputs("{\"version\": 1, \"hosts\": [", f);
 	fclose(f);
 	e = estimator_new(&c);
-	CHECK(totals_load(estimator_totals(e), path, &n, err, sizeof(err)) < 0);
+	CHECK(estimd_state_load(e, path, &n, &ngpu, err, sizeof(err)) < 0);
 	CHECK(strstr(err, path) != NULL);
 	estimator_destroy(&e);
 	unlink(path);
@@ -454,13 +454,12 @@ static void vm_totals(void)
 			}
 		}
 		CHECK(sum[0] > 0 && sum[0] < out.zones[0].total_uj);
-		CHECK(totals_save(estimator_totals(e), path, T0 + 8 * S, true, err, sizeof(err)) ==
-		      0);
+		CHECK(estimd_state_save(e, path, T0 + 8 * S, true, err, sizeof(err)) == 0);
 		estimator_destroy(&e);
 
 		e = estimator_new(&c);
-		size_t n;
-		CHECK(totals_load(estimator_totals(e), path, &n, err, sizeof(err)) == 0);
+		size_t n, ngpu;
+		CHECK(estimd_state_load(e, path, &n, &ngpu, err, sizeof(err)) == 0);
 		/* slot 7 again (stale): no VM total in it */
 		struct sim again = {
 		    .epoch = 11, .total = {sim.total[0] - e_of(7, 0), sim.total[1] - e_of(7, 1)}};
