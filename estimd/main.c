@@ -597,8 +597,8 @@ static void on_aligned(struct wb_daemon *d, const struct wb_msg *msg, const stru
 	if (res.totals_implausible)
 		log_rl(
 		    &app->rl_slot, WB_LOG_WARN,
-		    "%s: alignd's total_uj jumped by more than a zone can draw since the last slot (%.0f W): only the slot's own energy is counted",
-		    a->env.host, WB_ZONE_MAX_W);
+		    "%s: alignd's total_uj jumped by more than a zone can draw since the last slot (max_zone_w %.0f W): only the slot's own energy is counted",
+		    a->env.host, wb_daemon_global(d)->max_zone_w);
 	*app->model_nan += res.model_nan;
 	if (res.no_model) {
 		(*app->slots_no_model)++;
@@ -686,6 +686,13 @@ static bool same_list(const struct wb_strlist *a, const struct wb_strlist *b)
 	return true;
 }
 
+/* The physical bound of [global], for the totals (the bus applies it on receipt). */
+static struct wb_plaus bound_of(struct wb_daemon *d)
+{
+	const struct wb_global *g = wb_daemon_global(d);
+	return (struct wb_plaus){.max_zone_w = g->max_zone_w, .max_host_w = g->max_host_w};
+}
+
 static int on_reload(struct wb_daemon *d, void *new_conf, void *arg)
 {
 	struct app *app = arg;
@@ -698,6 +705,7 @@ static int on_reload(struct wb_daemon *d, void *new_conf, void *arg)
 		log_errx("reload: %s; keeping the running config and model", err);
 		return -1;
 	}
+	ec.bound = bound_of(d);
 	estimator_set_conf(app->est, &ec);
 	use_model(app, m, "reloaded");
 	if (strcmp(c->pub, app->conf->pub) != 0 || !same_list(&c->sub, &app->conf->sub) ||
@@ -763,6 +771,7 @@ int main(int argc, char **argv)
 		wb_daemon_destroy(&d);
 		return WB_EXIT_USAGE;
 	}
+	ec.bound = bound_of(d);
 	if (!(app.est = estimator_new(&ec)))
 		fatalx(WB_EXIT_FAILURE, "out of memory");
 	if (default_model_missing(app.conf))
