@@ -157,6 +157,10 @@ struct bzone {
 	uint64_t epoch; /* power: the producer's epoch; slots: total_epoch */
 	uint64_t t;	/* power: the last sample's t; slots: the last slot's t1 */
 	uint64_t uj;	/* power: the counter; slots: total_uj */
+	/* Its last accepted claim (a counter step, a slot's energy): e_uj over the claim_ns
+	 * before t. A message that leaves it out is judged with it where the spans overlap, so
+	 * that zones spread over several messages still sum to the host's bound. */
+	uint64_t claim_uj, claim_ns;
 };
 
 struct bhost {
@@ -315,12 +319,20 @@ int wb_bound_check(struct wb_bound *self, const struct wb_plaus *p, const struct
 	snprintf(key, sizeof(key), "%s/%s", msg->env.kind, msg->env.host);
 	struct bhost *h = zhashx_lookup(self->map, key);
 	const char *src = msg->env.src;
-	struct wb_claim slot[BOUND_HOST_ZONES], steps[BOUND_HOST_ZONES];
-	size_t nslot = 0, nsteps = 0;
+	/* own: what each zone claims (power: its counter step; slots: its energy), then the
+	 * other zones of the host whose last claim overlaps; steps: slots' total_uj steps */
+	struct wb_claim own[2 * BOUND_HOST_ZONES], steps[BOUND_HOST_ZONES];
+	int claim_of[BOUND_HOST_ZONES]; /* message zone -> its index in own, or -1 */
+	bool in_msg[BOUND_HOST_ZONES] = {false};
+	size_t nown = 0, nsteps = 0;
+	uint64_t from_min = t1;
 	for (size_t i = 0; i < n; i++) {
 		struct zview v;
 		zone_at(msg, i, &v);
 		struct bzone *z = bzone_find(h, v.name);
+		claim_of[i] = -1;
+		if (z)
+			in_msg[z - h->z] = true;
 		bool same_src = z && strcmp(z->src, src) == 0;
 		if (z && !same_src && !owner && p->one_producer) {
 			err->reason = WB_R_DUP_PRODUCER;
@@ -330,21 +342,32 @@ int wb_bound_check(struct wb_bound *self, const struct wb_plaus *p, const struct
 			return -1;
 		}
 		bool same = same_src && z->epoch == epoch;
+		struct wb_claim c;
 		if (msg->kind == WB_POWER) {
 			/* a counter step within one run; a new epoch is a restart (alignd's bridge)
 			 */
-			if (same && t1 > z->t && v.e_uj >= z->uj)
+			if (!(same && t1 > z->t && v.e_uj >= z->uj))
+				continue;
+			c = (struct wb_claim){v.name, v.e_uj - z->uj, t1 - z->t};
+		} else {
+			/* A slot after a silence of the zone carries the silence's energy. */
+			uint64_t from = z && z->t < t0 ? z->t : t0;
+			c = (struct wb_claim){v.name, v.e_uj, t1 - from};
+			if (same && epoch && t1 > z->t && v.tot_uj >= z->uj && z->uj)
 				steps[nsteps++] =
-				    (struct wb_claim){v.name, v.e_uj - z->uj, t1 - z->t};
-			continue;
+				    (struct wb_claim){v.name, v.tot_uj - z->uj, t1 - z->t};
 		}
-		/* A slot after a silence of the zone carries the silence's energy. */
-		uint64_t from = z && z->t < t0 ? z->t : t0;
-		slot[nslot++] = (struct wb_claim){v.name, v.e_uj, t1 - from};
-		if (same && epoch && t1 > z->t && v.tot_uj >= z->uj && z->uj)
-			steps[nsteps++] = (struct wb_claim){v.name, v.tot_uj - z->uj, t1 - z->t};
+		claim_of[i] = (int)nown;
+		own[nown++] = c;
+		if (t1 - c.dt_ns < from_min)
+			from_min = t1 - c.dt_ns;
 	}
-	if (wb_plaus_power(p, key, slot, nslot, err) < 0 ||
+	for (size_t k = 0; nown && h && k < h->n; k++) {
+		const struct bzone *z = &h->z[k];
+		if (!in_msg[k] && z->claim_ns && z->t > from_min && z->t - z->claim_ns < t1)
+			own[nown++] = (struct wb_claim){z->name, z->claim_uj, z->claim_ns};
+	}
+	if (wb_plaus_power(p, key, own, nown, err) < 0 ||
 	    wb_plaus_power(p, key, steps, nsteps, err) < 0)
 		return -1;
 
@@ -370,6 +393,8 @@ int wb_bound_check(struct wb_bound *self, const struct wb_plaus *p, const struct
 		snprintf(z->src, sizeof(z->src), "%s", src);
 		z->epoch = epoch;
 		z->t = t1;
+		z->claim_uj = claim_of[i] >= 0 ? own[claim_of[i]].e_uj : 0;
+		z->claim_ns = claim_of[i] >= 0 ? own[claim_of[i]].dt_ns : 0;
 		z->uj = msg->kind == WB_POWER ? v.e_uj : v.tot_uj;
 	}
 	return 0;

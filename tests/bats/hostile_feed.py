@@ -19,6 +19,10 @@ later in message time, so that its samples interleave with the victim's):
               implausible_power (the next sample counts from the last accepted one)
   extra_meter src "bmc" (alignd's --extra_power_src) adds platform-0 at 300 W: accepted,
               N x 300 J; its frames that also carry package-0 are refused
+  greedy      the victim's own powerd adds zones g0..g9 at 4,900 W each (49,100 W with
+              package-0: under max_host_w, N x 49,100 J), and between two samples a frame
+              with each g zone at 4,999 W (50,090 W: each zone under max_zone_w, the host
+              over max_host_w): refused, implausible_power
 
 All lines go through one socket, so alignd reads them in this order whatever the load.
 """
@@ -28,7 +32,7 @@ import time
 
 S = 1_000_000_000
 ap = argparse.ArgumentParser()
-ap.add_argument("scenario", choices=["new_zone", "same_zone", "usage", "overflow", "extra_meter"])
+ap.add_argument("scenario", choices=["new_zone", "same_zone", "usage", "overflow", "extra_meter", "greedy"])
 ap.add_argument("--steps", type=int, default=10)
 args = ap.parse_args()
 base = (time.time_ns() // S - 120) * S
@@ -60,7 +64,13 @@ for k in range(args.steps + 1):
     pkg = 10**9 + k * 100 * 10**6
     if args.scenario == "overflow" and k == args.steps // 2:
         power("powerd", 11, t - S // 2, [("package-0", 2**63 - 1)])
-    power("powerd", 11, t, [("package-0", pkg)])
+    if args.scenario == "greedy":
+        if k == args.steps // 2:
+            power("powerd", 11, t - S // 2, [("package-0", pkg - 50 * 10**6)] +
+                  [("g%d" % i, (k - 1) * 4900 * 10**6 + 4999 * 10**6 // 2) for i in range(10)])
+        power("powerd", 11, t, [("package-0", pkg)] + [("g%d" % i, k * 4900 * 10**6) for i in range(10)])
+    else:
+        power("powerd", 11, t, [("package-0", pkg)])
     if args.scenario == "new_zone":
         power("evil", 99, t + S // 2, [("evil-0", 0 if k == 0 else 87 * 10**17)])
     elif args.scenario == "same_zone":

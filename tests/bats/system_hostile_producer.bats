@@ -96,6 +96,17 @@ wait_rejected() {
 	grep -q "power/victim zone package-0: .* more than max_zone_w 5000 W" "$BATS_TEST_TMPDIR/alignd.log"
 }
 
+@test "the victim's own producer: at most max_host_w over all its zones, each under max_zone_w" {
+	pipeline
+	feed greedy
+	# package-0 at 100 W and ten zones at 4,900 W: 49,100 J a second reach /metrics
+	[ "$(node_sum victim)" = 491000.000000 ] || fail "victim's node joules: $(node_sum victim)"
+	wait_rejected alignd implausible_power 1
+	[ "$(rejected alignd implausible_power)" = 1 ]
+	grep -q "power/victim: 11 zones draw 5.009e+04 W together, more than max_host_w 50000 W" \
+		"$BATS_TEST_TMPDIR/alignd.log"
+}
+
 @test "extra_power_src admits a deliberate second meter with zones of its own, not the first's" {
 	pipeline --extra_power_src bmc
 	feed extra_meter

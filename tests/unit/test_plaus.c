@@ -211,6 +211,39 @@ static void test_bound(void)
 	CHECK(b == NULL);
 }
 
+/* One zone per message, two zones at interleaved times: each message is within the zone's
+ * bound, the host's is judged over both. */
+static struct wb_msg one_zone(const char *name, uint64_t t, uint64_t e)
+{
+	struct wb_msg m = power("powerd", 7, t, e, 0);
+	snprintf(pz[0].name, sizeof(pz[0].name), "%s", name);
+	m.power.n_zones = 1;
+	return m;
+}
+
+static void test_bound_split(void)
+{
+	const struct wb_plaus p = {.max_zone_w = 5000, .max_host_w = 8000};
+	struct wb_bound *b = wb_bound_new(0);
+	struct wb_err err;
+	struct wb_msg m;
+	for (uint64_t k = 0; k < 3; k++) {
+		m = one_zone("a", NOW + k * S, k * 4000000000ull);
+		CHECK(wb_bound_check(b, &p, &m, true, &err) == 0);
+		m = one_zone("b", NOW + k * S + S / 2, k * 3000000000ull);
+		CHECK(wb_bound_check(b, &p, &m, true, &err) == 0);
+	}
+	/* b at 4500 W now: 8500 W with a's 4000 W over the same time */
+	m = one_zone("a", NOW + 3 * S, 12000000000ull);
+	CHECK(wb_bound_check(b, &p, &m, true, &err) == 0);
+	m = one_zone("b", NOW + 3 * S + S / 2, 6000000000ull + 4500000000ull);
+	CHECK(wb_bound_check(b, &p, &m, true, &err) < 0 && strstr(err.msg, "max_host_w"));
+	/* a zone silent since (its last claim ends before this one starts) does not count */
+	m = one_zone("b", NOW + 10 * S + S / 2, 6000000000ull + 7 * 4500000000ull);
+	CHECK(wb_bound_check(b, &p, &m, true, &err) == 0);
+	wb_bound_destroy(&b);
+}
+
 /* Records are bounded: the least recently seen hosts go first, and a forgotten host's next slot
  * is judged by its own length. */
 static void test_bound_memory(void)
@@ -235,6 +268,7 @@ static const struct unit_case cases[] = {
     {"the physical bound", test_power},
     {"the bound over a stream", test_bound},
     {"the bound's records are bounded", test_bound_memory},
+    {"a host's zones spread over several messages", test_bound_split},
     {"a time line set back", test_rewind},
     {"times around the receiver's clock and slot length", test_times},
     {"saturating sums and marks", test_sums_and_marks},
