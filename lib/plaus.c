@@ -315,6 +315,9 @@ int wb_bound_check(struct wb_bound *self, const struct wb_plaus *p, const struct
 	}
 	if (n > BOUND_HOST_ZONES)
 		n = BOUND_HOST_ZONES; /* the schema's bound: a decoded message has no more */
+	if (msg->kind != WB_POWER && t1 <= t0)
+		return 0; /* a slot of no length: every stage refuses it as such (estimd, exportd)
+			   */
 	char key[BOUND_KEY_MAX];
 	snprintf(key, sizeof(key), "%s/%s", msg->env.kind, msg->env.host);
 	struct bhost *h = zhashx_lookup(self->map, key);
