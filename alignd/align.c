@@ -670,7 +670,10 @@ static size_t power_growth(const struct phost *ph, const struct wb_power *p)
 	return bytes;
 }
 
-void align_power(struct align *a, const struct wb_power *p, uint64_t recv_ns)
+/* A sample of the host's own producer (own), or of a deliberate second meter beside it
+ * ([global] extra_power_src): that one's zones are its own, each judged by its curve, and it
+ * leaves the host's time line (last sample, epoch, interval) to the producer. */
+static void power_in(struct align *a, const struct wb_power *p, uint64_t recv_ns, bool own)
 {
 	check_skew(a, "power", p->env.host, p->t, recv_ns);
 	struct phost *ph = zhashx_lookup(a->phosts, p->env.host);
@@ -686,7 +689,9 @@ void align_power(struct align *a, const struct wb_power *p, uint64_t recv_ns)
 		log_info("power/%s: back after silence; its zones continue from their last values",
 			 ph->name);
 	}
-	if (ph->have_t && p->t <= ph->last_t && wb_rewind_see(&ph->rewind, p->t)) {
+	if (!own) {
+		/* the second meter's samples: each curve judges its own times */
+	} else if (ph->have_t && p->t <= ph->last_t && wb_rewind_see(&ph->rewind, p->t)) {
 		a->cnt.clock_rewinds++;
 		log_warnx("power/%s: %d samples in a row behind t=%" PRIu64
 			  ": its clock was set back; the time line continues from t=%" PRIu64,
@@ -708,8 +713,9 @@ void align_power(struct align *a, const struct wb_power *p, uint64_t recv_ns)
 		       p->env.host, p->t, ph->last_t);
 		return;
 	}
-	wb_rewind_reset(&ph->rewind);
-	if (ph->have_t && p->env.epoch != ph->epoch)
+	if (own)
+		wb_rewind_reset(&ph->rewind);
+	if (own && ph->have_t && p->env.epoch != ph->epoch)
 		log_info("power/%s: new power epoch %" PRIu64 " (was %" PRIu64 ")", p->env.host,
 			 p->env.epoch, ph->epoch);
 	for (size_t i = 0; i < p->n_zones; i++) {
@@ -754,10 +760,12 @@ void align_power(struct align *a, const struct wb_power *p, uint64_t recv_ns)
 		memcpy(c->path, z->path, sizeof(c->path));
 		c->index = z->index;
 	}
-	ph->last_t = p->t;
-	ph->have_t = true;
-	ph->epoch = p->env.epoch;
-	ph->interval_ns = p->interval_ns;
+	if (own) {
+		ph->last_t = p->t;
+		ph->have_t = true;
+		ph->epoch = p->env.epoch;
+		ph->interval_ns = p->interval_ns;
+	}
 	a->cnt.power_samples++;
 	/* Slots waiting for this host may be ready now. */
 	for (size_t i = 0; i < a->nwaiting;) {
@@ -768,6 +776,16 @@ void align_power(struct align *a, const struct wb_power *p, uint64_t recv_ns)
 		if (a->nwaiting == before_n)
 			i++; /* else uh left and another took index i */
 	}
+}
+
+void align_power(struct align *a, const struct wb_power *p, uint64_t recv_ns)
+{
+	power_in(a, p, recv_ns, true);
+}
+
+void align_power_meter(struct align *a, const struct wb_power *p, uint64_t recv_ns)
+{
+	power_in(a, p, recv_ns, false);
 }
 
 void align_usage(struct align *a, const struct wb_usage *u, uint64_t lost, uint64_t recv_ns)

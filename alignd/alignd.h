@@ -304,6 +304,9 @@ void align_destroy(struct align **self_p);
 int align_reconf(struct align *a, const struct align_conf *conf);
 /* Feed a power sample received at recv_ns (alignd's wall clock). */
 void align_power(struct align *a, const struct wb_power *p, uint64_t recv_ns);
+/* A power message of a deliberate second meter ([global] extra_power_src): zones of its own
+ * beside the host's producer's; the host's time line stays the producer's. */
+void align_power_meter(struct align *a, const struct wb_power *p, uint64_t recv_ns);
 /* Feed a usage sample; lost: messages of its producer missed before it. */
 void align_usage(struct align *a, const struct wb_usage *u, uint64_t lost, uint64_t recv_ns);
 /* Resolve slots whose wait is over and drop silent hosts (align_sweep). */

@@ -55,8 +55,8 @@ static const struct wb_conf_key alignd_keys[] = {
 	  "log and count messages whose time differs from their arrival by more (0: off)"),
 	K("tick", WB_CONF_DURATION, tick_ns, "20ms", 1e6, 1e9,
 	  "shortest wait between two checks of waiting slots and timeouts (alignd sleeps until the next one is due)"),
-	K("bridge_max_w", WB_CONF_DOUBLE, bridge_max_w, "5000", 0, 1e9,
-	  "refuse to bridge a powerd restart implying more average power over the outage (default: a zone's plausible maximum, powerd's max_power_w; 0: no limit)"),
+	K("bridge_max_w", WB_CONF_DOUBLE, bridge_max_w, "-1", -1, 1e9,
+	  "refuse to bridge a powerd restart implying more average power over the outage (-1: [global] max_zone_w, a zone's plausible maximum; 0: no limit)"),
 	K("max_hosts", WB_CONF_INT, max_hosts, "4096", 1, 1e6,
 	  "usage hosts and power hosts tracked, each"),
 	K("max_procs", WB_CONF_INT, max_procs, "262144", 1, 262144,
@@ -158,7 +158,9 @@ static void on_msg(struct wb_daemon *d, const struct wb_msg *msg, const struct w
 {
 	struct alignd *ad = arg;
 	uint64_t refused = align_counters(ad->align)->budget_refused;
-	if (msg->kind == WB_POWER)
+	if (msg->kind == WB_POWER && rx->second_meter)
+		align_power_meter(ad->align, &msg->power, rx->recv_ns);
+	else if (msg->kind == WB_POWER)
 		align_power(ad->align, &msg->power, rx->recv_ns);
 	else if (msg->kind == WB_USAGE)
 		align_usage(ad->align, &msg->usage, rx->lost, rx->recv_ns);
@@ -237,6 +239,13 @@ static int on_tick(zloop_t *loop, int timer_id, void *arg)
 	return 0;
 }
 
+/* bridge_max_w -1: the one bound of a zone, [global] max_zone_w (WB_ZONE_MAX_W when off). */
+static void bridge_default(struct align_conf *ac, const struct wb_global *g)
+{
+	if (ac->bridge_max_w < 0)
+		ac->bridge_max_w = g->max_zone_w > 0 ? g->max_zone_w : WB_ZONE_MAX_W;
+}
+
 static int on_reload(struct wb_daemon *d, void *new_conf, void *arg)
 {
 	struct alignd *ad = arg;
@@ -248,6 +257,7 @@ static int on_reload(struct wb_daemon *d, void *new_conf, void *arg)
 		return -1;
 	}
 	ac.max_slot_ns = wb_daemon_global(d)->max_slot_ns;
+	bridge_default(&ac, wb_daemon_global(d));
 	int rc = align_reconf(ad->align, &ac);
 	align_conf_free(&ac);
 	if (rc < 0)
@@ -273,6 +283,7 @@ int main(int argc, char **argv)
 		return WB_EXIT_USAGE;
 	}
 	ac.max_slot_ns = wb_daemon_global(ad.d)->max_slot_ns;
+	bridge_default(&ac, wb_daemon_global(ad.d));
 	ad.align = align_new(&ac, emit, &ad);
 	align_conf_free(&ac);
 	if (!ad.align) {

@@ -127,6 +127,7 @@ struct estimator *estimator_new(const struct est_conf *conf)
 		slot_index_init(&e->groups[k].index);
 	totals_init(&e->totals, TOTALS_HOSTS_MAX);
 	e->totals.budget = &e->budget;
+	e->totals.bound = conf->bound;
 	return e;
 }
 
@@ -179,6 +180,7 @@ int estimator_set_conf(struct estimator *e, const struct est_conf *conf)
 	    conf->train != e->conf.train;
 	e->conf = *conf;
 	e->budget.max = conf->budget_bytes;
+	e->totals.bound = conf->bound;
 	if (train_changed)
 		for (size_t i = 0; i < e->nhosts; i++)
 			if (e->hosts[i].trainer_ok) {

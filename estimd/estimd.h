@@ -456,6 +456,8 @@ struct totals {
 	struct wb_budget *budget; /* charged for the zones of every host (NULL: none) */
 	uint64_t last_epoch;	  /* total epochs are unique within this estimd */
 	uint64_t tick;
+	struct wb_plaus
+	    bound; /* [global] max_zone_w, max_host_w: how far alignd's totals may step */
 };
 
 struct tot_result {
@@ -550,6 +552,7 @@ struct est_conf {
 	/* platform zones (a BMC's whole-machine power): their active energy goes to workloads too;
 	 * false (Kepler's rule): all of it stays unattributed */
 	bool attribute_platform;
+	struct wb_plaus bound; /* the physical bound ([global] max_zone_w, max_host_w) */
 };
 
 /* What happened in one slot, for counters and logs. */

@@ -182,9 +182,17 @@ static int est_conf_from(const struct estimd_conf *c, struct est_conf *ec, char 
 		return -1;
 	}
 	ec->model_cores = (uint64_t)c->model_cores;
-	ec->max_zone_w = WB_ZONE_MAX_W; /* lib/plaus.h's bound, until a key sets it */
+	ec->max_zone_w = WB_ZONE_MAX_W; /* [global] max_zone_w, set once the daemon has it */
 	ec->budget_bytes = (size_t)c->budget_mib << 20;
 	return 0;
+}
+
+/* The bound a model's or sidecar's zone power is clipped to: [global] max_zone_w, or lib/plaus.h's
+ * default where that is 0 (no bound on received energy still leaves a model bounded). */
+static double zone_bound_w(struct wb_daemon *d)
+{
+	double w = wb_daemon_global(d)->max_zone_w;
+	return w > 0 ? w : WB_ZONE_MAX_W;
 }
 
 /* The built-in default model is where `make install` puts it; a build tree runs without it. */
@@ -198,7 +206,8 @@ static bool default_model_missing(const struct estimd_conf *c)
  * The configured model file, or NULL when none is configured or the default is
  * not installed outside model mode (main warns). Returns 0 or -1 (err).
  */
-static int load_model(const struct estimd_conf *c, struct model **out, char *err, size_t errlen)
+static int load_model(const struct estimd_conf *c, double max_zone_w, struct model **out, char *err,
+		      size_t errlen)
 {
 	*out = NULL;
 	if (!c->model[0])
@@ -219,7 +228,7 @@ static int load_model(const struct estimd_conf *c, struct model **out, char *err
 	}
 	struct model_hint hint = {c->model_trainer, c->model_type, (uint64_t)c->model_cores};
 	if (model_load_file(c->model, &hint, m, err, errlen) < 0 ||
-	    model_check_grid(m, WB_ZONE_MAX_W, err, errlen) < 0) {
+	    model_check_grid(m, max_zone_w, err, errlen) < 0) {
 		free(m);
 		return -1;
 	}
@@ -235,7 +244,8 @@ static int check_conf(const void *conf, char *err, size_t errlen)
 	if (est_conf_from(c, &ec, err, errlen) < 0)
 		return -1;
 	struct model *m;
-	if (load_model(c, &m, err, errlen) < 0)
+	/* [global] is not at hand here: -n checks a model file against the default bound */
+	if (load_model(c, WB_ZONE_MAX_W, &m, err, errlen) < 0)
 		return -1;
 	free(m);
 	return 0;
@@ -362,7 +372,7 @@ static void ms_answer(struct app *app, enum wb_httpc_result res, struct wb_httpc
 		ms_failed(app, app->ms_bad_answer, "answered no model estimd can use", perr);
 		return;
 	}
-	if (model_check_grid(m, WB_ZONE_MAX_W, perr, sizeof(perr)) < 0) {
+	if (model_check_grid(m, zone_bound_w(app->d), perr, sizeof(perr)) < 0) {
 		free(m);
 		(*app->models_implausible)++;
 		ms_failed(app, app->ms_bad_answer, "answered a model estimd refuses", perr);
@@ -614,8 +624,8 @@ static void on_aligned(struct wb_daemon *d, const struct wb_msg *msg, const stru
 	if (res.totals_implausible)
 		log_rl(
 		    &app->rl_slot, WB_LOG_WARN,
-		    "%s: alignd's total_uj jumped by more than a zone can draw since the last slot (%.0f W): only the slot's own energy is counted",
-		    a->env.host, WB_ZONE_MAX_W);
+		    "%s: alignd's total_uj jumped by more than a zone can draw since the last slot (max_zone_w %.0f W): only the slot's own energy is counted",
+		    a->env.host, wb_daemon_global(d)->max_zone_w);
 	*app->model_implausible += res.model_implausible;
 	if (res.no_model) {
 		(*app->slots_no_model)++;
@@ -660,7 +670,7 @@ static void on_model(struct wb_daemon *d, const struct wb_msg *msg, const struct
 	if (!m)
 		return;
 	bool parsed = model_from_msg(&msg->model, m, err, sizeof(err)) == 0;
-	if (parsed && model_check_grid(m, WB_ZONE_MAX_W, err, sizeof(err)) < 0)
+	if (parsed && model_check_grid(m, zone_bound_w(app->d), err, sizeof(err)) < 0)
 		(*app->models_implausible)++;
 	else if (parsed)
 		err[0] = '\0';
@@ -710,6 +720,13 @@ static bool same_list(const struct wb_strlist *a, const struct wb_strlist *b)
 	return true;
 }
 
+/* The physical bound of [global], for the totals (the bus applies it on receipt). */
+static struct wb_plaus bound_of(struct wb_daemon *d)
+{
+	const struct wb_global *g = wb_daemon_global(d);
+	return (struct wb_plaus){.max_zone_w = g->max_zone_w, .max_host_w = g->max_host_w};
+}
+
 static int on_reload(struct wb_daemon *d, void *new_conf, void *arg)
 {
 	struct app *app = arg;
@@ -718,10 +735,12 @@ static int on_reload(struct wb_daemon *d, void *new_conf, void *arg)
 	char err[MODEL_ERR_MAX];
 	struct model *m;
 	if (est_conf_from(c, &ec, err, sizeof(err)) < 0 ||
-	    load_model(c, &m, err, sizeof(err)) < 0) {
+	    load_model(c, zone_bound_w(d), &m, err, sizeof(err)) < 0) {
 		log_errx("reload: %s; keeping the running config and model", err);
 		return -1;
 	}
+	ec.bound = bound_of(d);
+	ec.max_zone_w = zone_bound_w(d);
 	estimator_set_conf(app->est, &ec);
 	use_model(app, m, "reloaded");
 	if (strcmp(c->pub, app->conf->pub) != 0 || !same_list(&c->sub, &app->conf->sub) ||
@@ -784,11 +803,13 @@ int main(int argc, char **argv)
 	struct est_conf ec;
 	struct model *m;
 	if (est_conf_from(app.conf, &ec, err, sizeof(err)) < 0 ||
-	    load_model(app.conf, &m, err, sizeof(err)) < 0) {
+	    load_model(app.conf, zone_bound_w(d), &m, err, sizeof(err)) < 0) {
 		log_errx("%s", err);
 		wb_daemon_destroy(&d);
 		return WB_EXIT_USAGE;
 	}
+	ec.bound = bound_of(d);
+	ec.max_zone_w = zone_bound_w(d);
 	if (!(app.est = estimator_new(&ec)))
 		fatalx(WB_EXIT_FAILURE, "out of memory");
 	if (default_model_missing(app.conf))

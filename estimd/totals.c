@@ -45,6 +45,7 @@ int totals_init(struct totals *t, size_t max_hosts)
 {
 	memset(t, 0, sizeof(*t));
 	t->max = max_hosts ? max_hosts : 1;
+	t->bound.max_zone_w = WB_ZONE_MAX_W;
 	return 0;
 }
 
@@ -178,6 +179,14 @@ static void split(uint64_t d_uj, const struct wb_est_zone *z, uint64_t busy, uin
 	*idle = d_uj - *active;
 }
 
+/* Whether a zone can have drawn e_uj in dt_ns: the one physical bound. */
+static bool plausible(const struct totals *t, const char *zone, uint64_t e_uj, uint64_t dt_ns)
+{
+	struct wb_claim c = {zone, e_uj, dt_ns};
+	struct wb_err err;
+	return wb_plaus_power(&t->bound, "aligned", &c, 1, &err) == 0;
+}
+
 int totals_slot(struct totals *t, const struct wb_aligned *a, struct wb_est_zone *zones, size_t nz,
 		bool measured, uint64_t busy, uint64_t total, struct tot_result *res)
 {
@@ -212,9 +221,9 @@ int totals_slot(struct totals *t, const struct wb_aligned *a, struct wb_est_zone
 	uint64_t fresh = h->have_t && a->t0 < h->last_t1 ? a->t1 - h->last_t1 : len;
 	uint64_t gap = h->have_t && a->t0 > h->last_t1 ? a->t0 - h->last_t1 : 0;
 	/* What a zone can have drawn since the last slot: alignd's totals advancing by more
-	 * (a hostile or broken peer, a jump of 2^62) are not trusted. */
+	 * (a hostile or broken peer, a jump of 2^62) are not trusted; the one bound
+	 * (wb_plaus_power) refuses such a slot on receipt already. */
 	uint64_t since = h->have_t && a->t1 > h->last_t1 ? a->t1 - h->last_t1 : len;
-	uint64_t plausible_uj = wb_plaus_energy_max_uj(since, WB_ZONE_MAX_W);
 	if (!stale && !same)
 		for (size_t i = 0; i < h->nz; i++)
 			h->z[i].in_have = false; /* alignd's totals start over: a new baseline */
@@ -232,7 +241,7 @@ int totals_slot(struct totals *t, const struct wb_aligned *a, struct wb_est_zone
 		if (stale) {
 			d = 0; /* counted already */
 		} else if (measured && same && z->in_have && in && in >= z->in_uj &&
-			   (in - z->in_uj <= e || in - z->in_uj <= plausible_uj)) {
+			   (in - z->in_uj <= e || plausible(t, ez->name, in - z->in_uj, since))) {
 			d = in - z->in_uj; /* this slot and any lost since the last one */
 		} else if (measured && same && z->in_have && in && in >= z->in_uj) {
 			d = e; /* the slot's own energy; the jump in alignd's total is not */

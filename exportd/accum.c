@@ -897,6 +897,14 @@ static void drop_level(struct accum *self, enum ex_level level)
 	self->series[level] = 0;
 }
 
+static bool totals_plausible(const struct accum *self, const struct ex_host *h,
+			     const struct wb_estimate *e, const char *zone, uint64_t step_uj)
+{
+	struct wb_claim c = {zone, step_uj, e->t1 > h->last_t1 ? e->t1 - h->last_t1 : 0};
+	struct wb_err err;
+	return wb_plaus_power(&self->lim.bound, e->env.host, &c, 1, &err) == 0;
+}
+
 int accum_add(struct accum *self, const struct wb_estimate *e, enum accum_reason *reason)
 {
 	enum accum_reason r = ACC_R_COUNT;
@@ -957,6 +965,14 @@ int accum_add(struct accum *self, const struct wb_estimate *e, enum accum_reason
 		/* The counters advance by the totals' difference: this slot and any lost before. */
 		uint64_t add_tot = tot, add_act = act, add_idle = idle;
 		const struct ex_total *pt = same && tot_valid(e, ez) ? tot_find(h, ez->name) : NULL;
+		/* More than the slot since the last one applied (an exportd restart between): no
+		 * more than a zone can draw in that time, the one bound, else the slot's own
+		 * values. */
+		if (pt && ez->total_uj >= pt->total_uj && ez->total_uj - pt->total_uj > tot &&
+		    !totals_plausible(self, h, e, ez->name, ez->total_uj - pt->total_uj)) {
+			self->totals_implausible++;
+			pt = NULL;
+		}
 		if (pt && ez->total_uj >= pt->total_uj) {
 			add_tot = ez->total_uj - pt->total_uj;
 			/* An estimd killed after its last checkpoint tells the total again exactly,

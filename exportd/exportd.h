@@ -15,6 +15,7 @@
 
 #include "config.h"
 #include "httpd.h"
+#include "plaus.h"
 #include "table.h"
 #include "wb_msgs.h"
 
@@ -119,6 +120,9 @@ struct accum_limits {
 	uint64_t stale_after_ns;    /* a workload absent this long counts as terminated */
 	size_t max_hosts;
 	const char *node_name; /* node_name label; NULL or "": the message's host */
+	/* [global] max_zone_w, max_host_w: how far estimd's totals may step since the last slot
+	 * (the bus bounds them on receipt; this holds across exportd's own restart too) */
+	struct wb_plaus bound;
 };
 
 /* Why an estimate was not (or not wholly) applied; exported by reason. */
@@ -270,8 +274,10 @@ struct accum {
 	uint64_t underattributed;     /* slots whose workloads got less than the active energy */
 	uint64_t recovered;	      /* slots whose node totals carried energy of lost estimates */
 	uint64_t recovered_uj;	      /* that energy */
-	uint64_t version;	      /* +1 per applied estimate */
-	char *node_name;	      /* our copy of lim.node_name */
+	uint64_t
+	    totals_implausible; /* zones whose totals stepped past the bound: the slot counted */
+	uint64_t version;	/* +1 per applied estimate */
+	char *node_name;	/* our copy of lim.node_name */
 	const struct kube_names *kube; /* pod and container names, or NULL (main sets it) */
 };
 

@@ -204,6 +204,13 @@ static void limits_from(const struct exportd_conf *c, unsigned levels, struct ac
 	};
 }
 
+/* The physical bound of [global], for the totals' steps. */
+static struct wb_plaus bound_of(struct wb_daemon *d)
+{
+	const struct wb_global *g = wb_daemon_global(d);
+	return (struct wb_plaus){.max_zone_w = g->max_zone_w, .max_host_w = g->max_host_w};
+}
+
 static void set_counter(uint64_t *c, uint64_t v)
 {
 	if (c)
@@ -409,6 +416,7 @@ static int on_reload(struct wb_daemon *d, void *new_conf, void *arg)
 	}
 	struct accum_limits lim;
 	limits_from(c, levels, &lim);
+	lim.bound = bound_of(d);
 	accum_set_limits(x->acc, &lim);
 	x->st->max = (size_t)c->max_producers;
 	/* the new conf replaces the old one once we return 0: point at its lists */
@@ -500,6 +508,7 @@ int main(int argc, char **argv)
 	}
 	struct accum_limits lim;
 	limits_from(c, levels, &lim);
+	lim.bound = bound_of(x.d);
 	x.acc = accum_new(&lim);
 	x.st = stages_new((size_t)c->max_producers);
 	if (!x.acc || !x.st) {

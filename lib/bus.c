@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "bus.h"
+#include "config.h"
 #include "clock.h"
 #include "heap.h"
 #include "log.h"
@@ -410,8 +411,19 @@ struct producer {
 	bool interleaved;   /* said so already */
 };
 
+/* The one producer (src) of a kind/host, and the last other one that tried. */
+struct owner {
+	char src[sizeof(((struct wb_envelope *)0)->src)];
+	uint64_t seen_mono;
+	uint64_t gap_ns; /* its usual time between messages (a running mean) */
+	char rival[sizeof(((struct wb_envelope *)0)->src)];
+	uint32_t rival_run; /* the rival's messages since the owner's last one */
+	uint32_t takeover;  /* rival_run that lets a rival take over (0: WB_DUP_TAKEOVER) */
+};
+
 struct wb_seqtrack {
-	zhashx_t *map; /* "kind/host/src" -> struct producer */
+	zhashx_t *map;	  /* "kind/host/src" -> struct producer */
+	zhashx_t *owners; /* "kind/host" -> struct owner */
 	size_t max;
 };
 
@@ -426,6 +438,13 @@ struct wb_seqtrack *wb_seqtrack_new(size_t max_producers)
 		return NULL;
 	}
 	zhashx_set_destructor(self->map, (zhashx_destructor_fn *)zstr_free);
+	self->owners = zhashx_new();
+	if (!self->owners) {
+		zhashx_destroy(&self->map);
+		free(self);
+		return NULL;
+	}
+	zhashx_set_destructor(self->owners, (zhashx_destructor_fn *)zstr_free);
 	self->max = max_producers ? max_producers : 4096;
 	return self;
 }
@@ -435,8 +454,90 @@ void wb_seqtrack_destroy(struct wb_seqtrack **self_p)
 	if (!self_p || !*self_p)
 		return;
 	zhashx_destroy(&(*self_p)->map);
+	zhashx_destroy(&(*self_p)->owners);
 	free(*self_p);
 	*self_p = NULL;
+}
+
+static bool listed(const struct wb_strlist *l, const char *s)
+{
+	for (size_t i = 0; l && i < l->n; i++)
+		if (strcmp(l->v[i], s) == 0)
+			return true;
+	return false;
+}
+
+const char *wb_seqtrack_owner(struct wb_seqtrack *self, const struct wb_envelope *env,
+			      enum wb_kind kind, const struct wb_strlist *extra_power_src,
+			      bool *is_owner)
+{
+	*is_owner = true;
+	if (kind != WB_POWER && kind != WB_USAGE && kind != WB_ALIGNED && kind != WB_ESTIMATE)
+		return NULL;
+	if (kind == WB_POWER && listed(extra_power_src, env->src)) {
+		*is_owner = false; /* a deliberate second meter: its own zones only */
+		return NULL;
+	}
+	char key[WB_TOPIC_MAX];
+	snprintf(key, sizeof(key), "%s/%s", env->kind, env->host);
+	struct owner *o = zhashx_lookup(self->owners, key);
+	uint64_t now = wb_mono_ns();
+	if (!o) {
+		if (zhashx_size(self->owners) >= self->max) {
+			const char *oldest = NULL;
+			uint64_t when = UINT64_MAX;
+			for (struct owner *x = zhashx_first(self->owners); x;
+			     x = zhashx_next(self->owners))
+				if (x->seen_mono < when) {
+					when = x->seen_mono;
+					oldest = zhashx_cursor(self->owners);
+				}
+			if (oldest) {
+				char k[WB_TOPIC_MAX];
+				snprintf(k, sizeof(k), "%s", oldest);
+				zhashx_delete(self->owners, k);
+			}
+		}
+		o = calloc(1, sizeof(*o));
+		if (!o || zhashx_insert(self->owners, key, o) < 0) {
+			free(o);
+			return NULL;
+		}
+		snprintf(o->src, sizeof(o->src), "%s", env->src);
+		o->seen_mono = now;
+		return NULL;
+	}
+	if (strcmp(o->src, env->src) == 0) {
+		uint64_t gap = now - o->seen_mono;
+		o->gap_ns = o->gap_ns ? (7 * o->gap_ns + gap) / 8 : gap;
+		o->seen_mono = now;
+		o->rival_run = 0;
+		return NULL;
+	}
+	if (strcmp(o->rival, env->src) != 0) {
+		snprintf(o->rival, sizeof(o->rival), "%s", env->src);
+		o->rival_run = 0;
+	}
+	o->rival_run++;
+	/* The owner stopped (a producer replaced by another of another name): silent for 8 of
+	 * its own intervals while the rival sent its run. A faster rival cannot take over from
+	 * a slower live owner, whose next message resets the run. */
+	uint32_t need = o->takeover ? o->takeover : WB_DUP_TAKEOVER;
+	uint64_t silent = now - o->seen_mono;
+	if (o->rival_run >= need && silent > 8 * o->gap_ns) {
+		log_warnx(
+		    "%s: src '%s' takes over from src '%s', silent for %.1f s (%u messages of the new one and none of the old)",
+		    key, env->src, o->src, (double)silent / 1e9, o->rival_run);
+		snprintf(o->src, sizeof(o->src), "%s", env->src);
+		o->rival[0] = '\0';
+		o->rival_run = 0;
+		o->seen_mono = now;
+		o->gap_ns = 0;
+		o->takeover = need < 4096 ? 2 * need : 4096;
+		return NULL;
+	}
+	*is_owner = false;
+	return o->src;
 }
 
 static void seqtrack_evict_oldest(struct wb_seqtrack *self)
@@ -551,6 +652,7 @@ void wb_seqtrack_see(struct wb_seqtrack *self, const struct wb_envelope *env, co
 struct wb_sub {
 	zsock_t *sock;
 	struct wb_seqtrack *seq;
+	struct wb_bound *bound; /* NULL: no energy bound, no zone owners */
 	struct wb_ratelimit rl;
 	struct wb_ratelimit rl_epoch; /* its own, so that rejected frames do not hide restarts */
 	struct wb_sockopts opts;
@@ -579,6 +681,12 @@ struct wb_sub *wb_sub_new(const struct wb_sockopts *opts)
 	zsock_set_maxmsgsize(self->sock, (int)WB_FRAME_MAX);
 	if (opts)
 		self->opts = *opts;
+	/* 65,536 zone records, some 8 MiB, for 256 hosts of 256 zones or 16,384 of 4 */
+	if (opts &&
+	    (opts->plaus.max_zone_w > 0 || opts->plaus.max_host_w > 0 ||
+	     opts->plaus.one_producer) &&
+	    !(self->bound = wb_bound_new(65536)))
+		goto fail;
 	if (curve_wanted(opts) && opts->curve_peer && opts->curve_peer[0]) {
 		/* Check the certificates now, so a bad path is a startup error. Without a
 		 * curve_peer, a stage that publishes with CURVE may still subscribe over ipc://;
@@ -600,6 +708,7 @@ void wb_sub_destroy(struct wb_sub **self_p)
 		return;
 	zsock_destroy(&(*self_p)->sock);
 	wb_seqtrack_destroy(&(*self_p)->seq);
+	wb_bound_destroy(&(*self_p)->bound);
 	free(*self_p);
 	*self_p = NULL;
 }
@@ -748,6 +857,20 @@ static int sub_recv(struct wb_sub *self, int flags, struct wb_msg *out, struct w
 		wb_msg_clear(out);
 		rc = -1;
 	}
+	bool owner = true;
+	if (rc == 0 && self->opts.plaus.one_producer) {
+		const char *first = wb_seqtrack_owner(self->seq, &out->env, out->kind,
+						      self->opts.plaus.extra_src, &owner);
+		if (first) {
+			err->reason = WB_R_DUP_PRODUCER;
+			snprintf(
+			    err->msg, sizeof(err->msg),
+			    "src '%s' (epoch %llu) is a second producer beside src '%s', which keeps the host (a deliberate second meter: [global] extra_power_src)",
+			    out->env.src, (unsigned long long)out->env.epoch, first);
+			wb_msg_clear(out);
+			rc = -1;
+		}
+	}
 	if (rc == 0) {
 		wb_seqtrack_see(self->seq, &out->env, out->env.kind, rx);
 		if (rx->duplicate) {
@@ -760,6 +883,11 @@ static int sub_recv(struct wb_sub *self, int flags, struct wb_msg *out, struct w
 			rc = -1;
 		}
 	}
+	if (rc == 0 && wb_bound_check(self->bound, &self->opts.plaus, out, owner, err) < 0) {
+		wb_msg_clear(out);
+		rc = -1;
+	}
+	rx->second_meter = rc == 0 && !owner;
 	if (rc < 0) {
 		wb_stats_reject(stats, err->reason);
 		log_rl(&self->rl, WB_LOG_WARN, "rejected frame on topic '%s' (%s): %s", rx->topic,

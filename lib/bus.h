@@ -115,12 +115,13 @@ int wb_pub_wait_subscriber(struct wb_pub *self, int timeout_ms);
 /* What a subscriber learned about a received message. */
 struct wb_rx {
 	char topic[WB_TOPIC_MAX];
-	uint64_t recv_ns; /* wall clock at receipt */
-	uint64_t lost;	  /* messages of this producer missed before this one */
-	bool first;	  /* first message seen from this producer */
-	bool new_epoch;	  /* the producer restarted */
-	bool stale;	  /* seq not after the last one seen (duplicate or reordered) */
-	bool duplicate;	  /* from a second live producer of the same kind/host/src: refused */
+	uint64_t recv_ns;  /* wall clock at receipt */
+	uint64_t lost;	   /* messages of this producer missed before this one */
+	bool first;	   /* first message seen from this producer */
+	bool new_epoch;	   /* the producer restarted */
+	bool stale;	   /* seq not after the last one seen (duplicate or reordered) */
+	bool duplicate;	   /* from a second live producer of the same kind/host/src: refused */
+	bool second_meter; /* power from a src of extra_power_src, beside the host's producer */
 };
 
 struct wb_sub;
@@ -164,5 +165,17 @@ struct wb_seqtrack *wb_seqtrack_new(size_t max_producers);
 void wb_seqtrack_destroy(struct wb_seqtrack **self_p);
 void wb_seqtrack_see(struct wb_seqtrack *self, const struct wb_envelope *env, const char *kind,
 		     struct wb_rx *rx);
+/*
+ * One producer per host: a host's power, usage, aligned or estimate messages come
+ * from the first src heard (other kinds pass). Another src is refused: the owner's
+ * src is returned (NULL: accepted) until the owner has been silent for 8 of its own
+ * intervals while the other sent WB_DUP_TAKEOVER messages in a row (twice as many
+ * after each takeover); it then takes over. A power src in extra_power_src (a
+ * deliberate second meter) passes with *is_owner false: it may add zones, not take the
+ * owner's (wb_bound_check).
+ */
+const char *wb_seqtrack_owner(struct wb_seqtrack *self, const struct wb_envelope *env,
+			      enum wb_kind kind, const struct wb_strlist *extra_power_src,
+			      bool *is_owner);
 
 #endif

@@ -33,6 +33,7 @@ static const char *const reason_names[WB_R_COUNT] = {
     [WB_R_BUDGET] = "budget",
     [WB_R_IMPLAUSIBLE_TIME] = "implausible_time",
     [WB_R_DUP_PRODUCER] = "duplicate_producer",
+    [WB_R_IMPLAUSIBLE_POWER] = "implausible_power",
 };
 
 const char *wb_reason_name(enum wb_reason reason)

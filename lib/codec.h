@@ -28,9 +28,12 @@ enum wb_reason {
 	WB_R_TOO_BIG,	/* frame larger than WB_FRAME_MAX */
 	WB_R_BUDGET,	/* valid, but keeping it would exceed the stage's memory budget */
 	/* Valid for the schema, refused on receipt (lib/plaus.c, lib/bus.c): */
-	WB_R_IMPLAUSIBLE_TIME, /* a time outside max_ahead/max_behind, a slot longer than max_slot
-				*/
-	WB_R_DUP_PRODUCER,     /* a second live producer under one kind/host/src */
+	WB_R_IMPLAUSIBLE_TIME,	/* a time outside max_ahead/max_behind, a slot longer than max_slot
+				 */
+	WB_R_DUP_PRODUCER,	/* a second live producer under one kind/host (src or epoch) */
+	WB_R_IMPLAUSIBLE_POWER, /* energy a zone or host could not have drawn (max_zone_w,
+				 * max_host_w)
+				 */
 	WB_R_COUNT
 };
 

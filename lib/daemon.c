@@ -65,6 +65,15 @@ static const struct wb_conf_key global_keys[] = {
     {"max_slot", WB_CONF_DURATION | WB_CONF_RESTART, offsetof(struct wb_global, max_slot_ns), "1h",
      0, 30 * 86400e9, NULL,
      "refuse a received slot (aligned, estimate) longer than this; alignd forms none longer; 0: off"},
+    {"max_zone_w", WB_CONF_DOUBLE | WB_CONF_RESTART, offsetof(struct wb_global, max_zone_w), "5000",
+     0, 1e7, NULL,
+     "a zone's plausible maximum power (W): received energy implying more is refused (implausible_power); powerd's max_power_w and alignd's bridge_max_w default to it; 0: off"},
+    {"max_host_w", WB_CONF_DOUBLE | WB_CONF_RESTART, offsetof(struct wb_global, max_host_w),
+     "50000", 0, 1e9, NULL,
+     "a host's plausible maximum power (W), its zones' powers summed: received energy implying more is refused (implausible_power); 0: off"},
+    {"extra_power_src", WB_CONF_LIST | WB_CONF_RESTART, offsetof(struct wb_global, extra_power_src),
+     "", 0, 0, NULL,
+     "srcs that may publish power for a host beside its own producer (a platform meter beside RAPL), with zones of their own; any other second src is refused (duplicate_producer)"},
 };
 #define NGLOBAL (sizeof(global_keys) / sizeof(global_keys[0]))
 
@@ -490,7 +499,8 @@ struct wb_daemon *wb_daemon_new(const struct wb_stage *stage, int argc, char **a
 	    .curve_peer = d->global.curve_peer,
 	    .curve_allow = d->global.curve_allow,
 	    .ipc_group = d->global.socket_group,
-	    .plaus = {d->global.max_ahead_ns, d->global.max_behind_ns, d->global.max_slot_ns},
+	    .plaus = {d->global.max_ahead_ns, d->global.max_behind_ns, d->global.max_slot_ns,
+		      d->global.max_zone_w, d->global.max_host_w, true, &d->global.extra_power_src},
 	};
 	struct wb_conf_section secs[2];
 	sections(d, &d->global, d->conf, secs);

@@ -36,7 +36,9 @@ struct wb_global {
 	char *curve_allow;  /* directory of client certificates our PUB admits */
 	char *socket_group; /* group that owns ipc sockets (mode 0660) */
 	uint64_t max_ahead_ns, max_behind_ns,
-	    max_slot_ns; /* receive-side plausibility (lib/plaus.h) */
+	    max_slot_ns;		   /* receive-side plausibility (lib/plaus.h) */
+	double max_zone_w, max_host_w;	   /* the physical bound on received energy */
+	struct wb_strlist extra_power_src; /* srcs of deliberate second meters */
 };
 
 struct wb_stage {

@@ -15,15 +15,26 @@
 /* The largest integer any schema admits: a value past it cannot be encoded. */
 #define WB_WIRE_MAX ((uint64_t)INT64_MAX)
 
-/* The highest plausible power of one zone when nothing better is known (powerd's max_power_w
- * default). */
+/* The highest plausible power of one zone ([global] max_zone_w's default, and powerd's
+ * max_power_w and alignd's bridge_max_w when [global] max_zone_w is 0). */
 #define WB_ZONE_MAX_W 5000.0
+/* The highest plausible power of one host, its zones summed ([global] max_host_w's default):
+ * zones overlap (psys holds package, package holds core), so this is well above any one machine. */
+#define WB_HOST_MAX_W 50000.0
 
-/* Receive-side bounds ([global] max_ahead, max_behind, max_slot); 0 turns one off. */
+struct wb_strlist;
+
+/* Receive-side bounds ([global] max_ahead, max_behind, max_slot, max_zone_w, max_host_w,
+ * extra_src); 0 turns one off. */
 struct wb_plaus {
 	uint64_t max_ahead_ns;	/* a time later than the receiver's clock by more is refused */
 	uint64_t max_behind_ns; /* a time earlier than the receiver's clock by more is refused */
 	uint64_t max_slot_ns;	/* a slot (t0, t1] longer than this is refused */
+	double max_zone_w;	/* a zone's energy implying more average power is refused */
+	double max_host_w;	/* a host's zones' average powers summed past this are refused */
+	bool
+	    one_producer; /* a host's power, usage, aligned, estimate come from one src at a time */
+	const struct wb_strlist *extra_src; /* srcs allowed to publish power beside a host's own */
 };
 
 /*
@@ -108,5 +119,42 @@ enum wb_power_fault wb_plaus_zone_power(double p_w, double p0_w, double max_w,
 					struct wb_zone_power *out);
 /* "not finite", "above the bound", ... for a log line. */
 const char *wb_power_fault_name(enum wb_power_fault f);
+
+/* What one zone claims to have drawn: e_uj over dt_ns. */
+struct wb_claim {
+	const char *zone;
+	uint64_t e_uj;
+	uint64_t dt_ns;
+};
+
+/*
+ * The physical bound, the one rule every stage that receives energy applies: each
+ * zone's claim at most max_zone_w (e_uj at most wb_plaus_energy_max_uj(dt_ns, max_zone_w);
+ * energy in no time is refused), the claims' average powers summed at most max_host_w.
+ * what names the stream in the message ("aligned/h1"). Returns 0, or -1 with err filled
+ * (reason WB_R_IMPLAUSIBLE_POWER, naming the zone and the watts).
+ */
+int wb_plaus_power(const struct wb_plaus *p, const char *what, const struct wb_claim *c, size_t n,
+		   struct wb_err *err);
+
+/*
+ * The bound over a stream, for every kind that carries energy: what each host's zones
+ * said last (per kind/host/zone: src, epoch, time, counter), so that a message is
+ * judged by what it adds since then.
+ *  - power: a zone's counter step within one src and epoch, over the time since its
+ *    last sample (a new epoch is a restart: alignd bridges it within bridge_max_w);
+ *  - aligned, estimate: a zone's slot energy over the time since the end of the last
+ *    slot that carried it (a slot after a silence carries the silence), and, within one
+ *    src and total_epoch, the step of its cumulative total_uj over the same time.
+ * A zone another src published last is refused (WB_R_DUP_PRODUCER) unless owner says
+ * the message's src is the host's producer (it took over). Bounded: the least recently
+ * seen hosts are forgotten first when max_zones zone records are held.
+ */
+struct wb_bound;
+struct wb_bound *wb_bound_new(size_t max_zones);
+void wb_bound_destroy(struct wb_bound **self_p);
+/* Check msg; on success (0) remember it. -1 with err filled: refused, nothing remembered. */
+int wb_bound_check(struct wb_bound *self, const struct wb_plaus *p, const struct wb_msg *msg,
+		   bool owner, struct wb_err *err);
 
 #endif

@@ -59,8 +59,8 @@ static const struct wb_conf_key powerd_keys[] = {
      "directory of the msr devices, MSR_ROOT/CPU/msr (register number = file offset)"},
     {"msr_dram_unit_nj", WB_CONF_INT | WB_CONF_RESTART, OFF(msr_dram_unit_nj), "0", 0, 1e9, NULL,
      "DRAM energy unit in nJ for the msr source; 0: as the kernel (15300 on Xeon servers, else the power-unit register)"},
-    {"max_power_w", WB_CONF_DOUBLE, OFF(max_power_w), "5000", 1, 1e6, NULL,
-     "highest plausible power of one zone; faster counter changes and higher readings are rejected"},
+    {"max_power_w", WB_CONF_DOUBLE, OFF(max_power_w), "0", 0, 1e6, NULL,
+     "highest plausible power of one zone; faster counter changes and higher readings are rejected (0: [global] max_zone_w, the bound every later stage applies; 5000 W when that is 0)"},
     {"exec", WB_CONF_STR | WB_CONF_RESTART, OFF(exec), "", 0, 0, NULL,
      "command (run by /bin/sh -c) printing readings for the exec source: ZONE VALUE uj|w per line"},
     {"exec_mode", WB_CONF_ENUM | WB_CONF_RESTART, OFF(exec_mode), "sample", 0, 0, "sample|stream",
@@ -115,7 +115,10 @@ static void opts_from_conf(struct pd_opts *o, const struct powerd_conf *conf,
 	    .msr_root = conf->msr_root,
 	    .cpuinfo_path = "/proc/cpuinfo",
 	    .msr_dram_unit_nj = (uint64_t)conf->msr_dram_unit_nj,
-	    .max_power_w = conf->max_power_w,
+	    /* One bound for every stage: a zone powerd publishes is one alignd accepts. */
+	    .max_power_w = conf->max_power_w > 0    ? conf->max_power_w
+			   : g && g->max_zone_w > 0 ? g->max_zone_w
+						    : WB_ZONE_MAX_W,
 	    .interval_ns = conf->interval_ns,
 	    .exec_cmd = conf->exec,
 	    .exec_stream = !strcmp(conf->exec_mode, "stream"),
@@ -313,7 +316,7 @@ static int on_reload(struct wb_daemon *d, void *new_confp, void *arg)
 		pd->set->counts = keep_set->counts;
 		pd_set_destroy(&keep_set);
 	}
-	uint64_t max_uw = (uint64_t)(conf->max_power_w * 1e6);
+	uint64_t max_uw = (uint64_t)(pd->opts.max_power_w * 1e6);
 	for (size_t i = 0; i < pd->set->n; i++) {
 		struct pd_zone *z = &pd->set->zones[i];
 		z->ctr.max_uw = max_uw;

@@ -67,6 +67,7 @@ static struct est_conf conf_default(void)
 	c.idle.window = 50;
 	c.idle.min_slots = 10;
 	c.idle.min_spread = 0.05;
+	c.bound.max_zone_w = WB_ZONE_MAX_W; /* [global] max_zone_w's default */
 	return c;
 }
 

@@ -255,6 +255,37 @@ static void test_node_totals_recover_lost(void)
 	accum_destroy(&a);
 }
 
+/* Totals that step past the physical bound since the last slot applied (exportd restarted
+ * beside a hostile estimd): the slot's own energy counts, and it is counted. */
+static void test_node_totals_bounded(void)
+{
+	struct accum_limits lim = lim_default();
+	lim.bound.max_zone_w = 5000;
+	struct accum *a = accum_new(&lim);
+	struct wb_msg m;
+	uint64_t sum[2] = {0, 0};
+	est_with_totals(&m, 0, 555, sum);
+	CHECK(accum_add(a, &m.estimate, NULL) == 0);
+	wb_msg_clear(&m);
+	/* slot 1 lost, slot 2's zone 0 total 2^62 uJ further: 4.6e12 J in 2 s */
+	est_with_totals(&m, 1, 555, sum);
+	wb_msg_clear(&m);
+	est_with_totals(&m, 2, 555, sum);
+	struct wb_est_zone *ez = &m.estimate.zones[0];
+	ez->total_uj += 1ull << 62;
+	ez->idle_total_uj += 1ull << 62;
+	CHECK(accum_add(a, &m.estimate, NULL) == 0);
+	wb_msg_clear(&m);
+	struct ex_host *h = accum_host(a, "h1");
+	CHECK(h != NULL);
+	if (!h)
+		return;
+	/* zone 0: slots 0 and 2 as sent (1 + 3 J); zone 1: its totals (2 + 3 + 4 J) */
+	CHECK_U64(h->zones[0].total_uj, (1 + 3 + 2 + 3 + 4) * 1000000ull);
+	CHECK_U64(a->totals_implausible, 1);
+	accum_destroy(&a);
+}
+
 /*
  * estimd killed after publishing past its last checkpoint: its next estimate tells the
  * total again exactly, but with the part published since split otherwise (idle total
@@ -1058,6 +1089,7 @@ out:
 }
 
 static const struct unit_case cases[] = {
+    {"node totals step no further than the physical bound", test_node_totals_bounded},
     {"slot energies add up per zone and process", test_slots_add_up},
     {"replayed slots after a restart count once", test_replay_and_restart},
     {"an overlapping slot counts only its new part", test_overlap_is_clipped},

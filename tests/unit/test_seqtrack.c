@@ -1,9 +1,11 @@
 /* Sequence tracking: gaps, restarts, duplicates, and the bound on producers. */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "bus.h"
+#include "config.h"
 #include "heap.h"
 #include "unit.h"
 
@@ -149,6 +151,57 @@ static void test_alternating_epochs(void)
 	/* A plain restart (an epoch that never comes back) is no duplicate. */
 	CHECK(see(t, "h", "powerd", 300, 0).new_epoch);
 	CHECK(!see(t, "h", "powerd", 300, 1).duplicate);
+	wb_seqtrack_destroy(&t);
+}
+
+static const char *owner(struct wb_seqtrack *t, enum wb_kind kind, const char *src,
+			 const struct wb_strlist *extra, bool *is_owner)
+{
+	struct wb_envelope env = {.epoch = 1};
+	snprintf(env.kind, sizeof(env.kind), "%s",
+		 kind == WB_POWER   ? "power"
+		 : kind == WB_USAGE ? "usage"
+				    : "stat");
+	snprintf(env.host, sizeof(env.host), "victim");
+	snprintf(env.src, sizeof(env.src), "%s", src);
+	return wb_seqtrack_owner(t, &env, kind, extra, is_owner);
+}
+
+/* A host's power and usage come from one src; another is refused while the first lives, takes
+ * over once it has been silent for 8 of its intervals; a listed second meter passes. */
+static void test_one_producer(void)
+{
+	struct wb_seqtrack *t = wb_seqtrack_new(16);
+	char *names[] = {"bmc"};
+	struct wb_strlist extra = {1, names};
+	bool own;
+	for (int i = 0; i < 3; i++) {
+		CHECK(owner(t, WB_POWER, "powerd", &extra, &own) == NULL && own);
+		usleep(100000); /* the owner's interval: 100 ms */
+	}
+	CHECK(owner(t, WB_POWER, "powerd", &extra, &own) == NULL && own);
+	/* 8 messages of another src right after the owner's: refused, naming the owner */
+	for (int i = 0; i < 3 * WB_DUP_TAKEOVER; i++) {
+		const char *first = owner(t, WB_POWER, "evil", &extra, &own);
+		CHECK(first && !strcmp(first, "powerd") && !own);
+	}
+	/* the deliberate second meter passes, not as the owner; other kinds are not judged */
+	CHECK(owner(t, WB_POWER, "bmc", &extra, &own) == NULL && !own);
+	CHECK(owner(t, WB_STAT, "anything", &extra, &own) == NULL && own);
+	/* usage is its own kind: its first src owns it */
+	CHECK(owner(t, WB_USAGE, "usaged/bpf", &extra, &own) == NULL && own);
+	CHECK(owner(t, WB_USAGE, "usaged/procfs", &extra, &own) != NULL);
+	/* the owner's last message, then it stops: after 8 of its intervals (about 90 ms now) the
+	 * other takes over with a run of 8 */
+	CHECK(owner(t, WB_POWER, "powerd", &extra, &own) == NULL && own);
+	usleep(1000000);
+	int refused = 0;
+	while (owner(t, WB_POWER, "evil", &extra, &own) && refused < 100)
+		refused++;
+	CHECK(own);
+	CHECK_U64(refused, WB_DUP_TAKEOVER - 1);
+	/* and the old one is the second producer now */
+	CHECK(owner(t, WB_POWER, "powerd", &extra, &own) != NULL);
 	wb_seqtrack_destroy(&t);
 }
 
@@ -320,6 +373,7 @@ static const struct unit_case cases[] = {
      test_reconnect_backoff},
     {"a message that cannot be encoded is refused with EINVAL", test_encode_failure},
     {"two producers alternating epochs", test_alternating_epochs},
+    {"one producer per host and kind, whatever its src", test_one_producer},
     {"two producers interleaving seq", test_interleaved_seq},
     {"gaps, restarts and stale messages", test_gaps_and_epochs},
     {"producer table is bounded", test_bounded},
