@@ -91,10 +91,12 @@ struct md_model {
 	char pipeline[64], source[32], output[16], group[32], trainer[64];
 	char name[MD_NAME_MAX]; /* <trainer>_<node_type> */
 	int node_type;
-	char *dir;	  /* its folder */
+	char *dir;	  /* its folder, or the folder of its archive */
+	char *archive;	  /* a published <name>.zip without a folder: what weight=false serves */
 	char origin[128]; /* "import:DIR" or "bus:HOST" */
 	json_t *meta;	  /* metadata.json */
-	json_t *weight;	  /* weight.json, NULL when the model has none */
+	json_t *weight;	  /* weight.json, NULL when the model has none (archive-only: never
+			     weight=true) */
 	char **features;
 	size_t nfeat;
 	double mae; /* NAN: unknown (never served) */
@@ -175,6 +177,18 @@ const struct md_model *md_select(const struct md_store *self, const struct md_re
 				 size_t whylen);
 /* The weight=true answer: weight.json plus model_name, machine_spec and mae. New reference. */
 json_t *md_weight_answer(const struct md_store *self, const struct md_model *m);
+
+/* ---- archive.c: the weight=false answer, as Kepler's server zips a model ---- */
+/*
+ * The model as a zip archive in memory (*out malloc'd): every regular file of its
+ * folder, byte for byte, at the folder's relative paths (links and special files
+ * are left out); for a published archive, its entries as they are plus weight.json
+ * from <name>.json beside it when it has none (as Kepler's server unpacks it).
+ * 0, or -1 with err.
+ */
+int md_model_zip(const struct md_model *m, char **out, size_t *len, char *err, size_t errlen);
+/* metadata.json of a published archive. New reference, or NULL with err. */
+json_t *md_archive_metadata(const char *path, char *err, size_t errlen);
 
 /* ---- api.c: the HTTP API on the shared server ---- */
 #include "httpd.h"

@@ -280,7 +280,8 @@ const struct md_model *md_select(const struct md_store *self, const struct md_re
 				    cores_of(p, m->node_type) != most_cores)
 					continue;
 				n.of_type++;
-				if (r->weight && !md_trainer_weight_capable(m->trainer))
+				if (r->weight &&
+				    (!md_trainer_weight_capable(m->trainer) || !m->weight))
 					continue;
 				n.weighted++;
 				if (!md_filter_pass(&r->filter, m->meta) || isnan(m->mae))

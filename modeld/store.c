@@ -12,7 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "config.h"
 #include "json.h"
@@ -47,6 +49,7 @@ static void model_free(struct md_model *m)
 	if (!m)
 		return;
 	free(m->dir);
+	free(m->archive);
 	json_decref(m->meta);
 	json_decref(m->weight);
 	for (size_t i = 0; i < m->nfeat; i++)
@@ -242,16 +245,23 @@ static int model_from_meta(struct md_model *m, char *err, size_t errlen)
 	}
 	const json_t *mae = json_object_get(m->meta, "mae");
 	m->mae = json_is_number(mae) && json_number_value(mae) >= 0 ? json_number_value(mae) : NAN;
-	if (!json_is_object(m->weight) || !json_object_size(m->weight)) {
-		snprintf(err, errlen, "weight.json is not a JSON object of zones");
+	if (m->weight && (!json_is_object(m->weight) || !json_object_size(m->weight))) {
+		snprintf(err, errlen, "%s is not a JSON object of zones",
+			 m->archive ? "the weight file beside the archive" : "weight.json");
 		return -1;
 	}
 	return 0;
 }
 
+/*
+ * A model of pipeline p: the folder dir (metadata.json, weight.json when it is
+ * weight-capable, and whatever else the trainer wrote), or, when archive, the
+ * published dir/<name>.zip (metadata.json inside) with its weight file
+ * dir/<name>.json beside it when there is one (kepler-model-db's layout).
+ */
 static struct md_model *model_load(struct md_store *self, const struct md_pipeline *p,
 				   const char *source, const char *output, const char *group,
-				   const char *name, const char *dir)
+				   const char *name, const char *dir, bool archive)
 {
 	struct md_model *m = calloc(1, sizeof *m);
 	char path[PATH_MAX], err[MD_ERR_MAX], why[MD_ERR_MAX];
@@ -264,20 +274,33 @@ static struct md_model *model_load(struct md_store *self, const struct md_pipeli
 	snprintf(m->output, sizeof m->output, "%s", output);
 	snprintf(m->group, sizeof m->group, "%s", group);
 	snprintf(m->name, sizeof m->name, "%s", name);
-	if (!join(path, sizeof path, dir, "metadata.json"))
-		goto fail;
-	if (!(m->meta = wb_json_load(path, 0, err, sizeof err))) {
-		add_error(self, path, err);
-		goto fail;
+	if (archive) {
+		if (snprintf(path, sizeof path, "%s/%s.zip", dir, name) >= (int)sizeof path ||
+		    !(m->archive = strdup(path)))
+			goto fail;
+		if (!(m->meta = md_archive_metadata(path, err, sizeof err))) {
+			add_error(self, path, err);
+			goto fail;
+		}
+		snprintf(path, sizeof path, "%s/%s.json", dir, name);
+	} else {
+		if (!join(path, sizeof path, dir, "metadata.json"))
+			goto fail;
+		if (!(m->meta = wb_json_load(path, 0, err, sizeof err))) {
+			add_error(self, path, err);
+			goto fail;
+		}
+		if (!join(path, sizeof path, dir, "weight.json"))
+			goto fail;
 	}
-	if (!join(path, sizeof path, dir, "weight.json"))
-		goto fail;
-	if (!(m->weight = wb_json_load(path, 0, err, sizeof err))) {
+	/* no weight file: an archive-only model (XGBoost, GradientBoosting, ...), served for
+	 * weight=false only */
+	if (!(m->weight = wb_json_load(path, 0, err, sizeof err)) && errno != ENOENT) {
 		add_error(self, path, err);
 		goto fail;
 	}
 	if (model_from_meta(m, why, sizeof why) < 0) {
-		add_error(self, dir, why);
+		add_error(self, m->archive ? m->archive : dir, why);
 		goto fail;
 	}
 	const char *host = wb_json_str(m->meta, "wattbus_host");
@@ -325,6 +348,37 @@ static void strv_free(char **v)
 	free(v);
 }
 
+/* The names of dir's <name>.zip files that have no folder <name> among folders (an unpacked
+ * archive is read from its folder, as Kepler's server does), sorted (NULL-terminated). */
+static char **archives(const char *dir, char *const *folders)
+{
+	struct dirent **ents;
+	int n = scandir(dir, &ents, NULL, alphasort);
+	if (n < 0)
+		return NULL;
+	char **out = calloc((size_t)n + 1, sizeof *out);
+	size_t k = 0;
+	for (int i = 0; i < n; i++) {
+		const char *name = ents[i]->d_name;
+		size_t len = strlen(name);
+		char path[PATH_MAX];
+		struct stat st;
+		bool unpacked = false;
+		if (out && len > 4 && name[0] != '.' && !strcmp(name + len - 4, ".zip") &&
+		    join(path, sizeof path, dir, name) && lstat(path, &st) == 0 &&
+		    S_ISREG(st.st_mode)) {
+			for (size_t f = 0; folders && folders[f]; f++)
+				unpacked |= strlen(folders[f]) == len - 4 &&
+					    !strncmp(folders[f], name, len - 4);
+			if (!unpacked && len - 4 < MD_NAME_MAX)
+				out[k++] = strndup(name, len - 4);
+		}
+		free(ents[i]);
+	}
+	free(ents);
+	return out;
+}
+
 static int add_model(struct md_store *self, struct md_model *m)
 {
 	struct md_model **v = realloc(self->models, (self->nmodels + 1) * sizeof *v);
@@ -364,10 +418,19 @@ static void pipeline_walk(struct md_store *self, const struct md_pipeline *p)
 						continue;
 					struct md_model *m =
 					    model_load(self, p, sources[s], outputs[o], groups[g],
-						       names[n], d4);
+						       names[n], d4, false);
 					if (m && add_model(self, m) < 0)
 						model_free(m);
 				}
+				char **zips = archives(d3, names);
+				for (size_t n = 0; zips && zips[n]; n++) {
+					struct md_model *m =
+					    model_load(self, p, sources[s], outputs[o], groups[g],
+						       zips[n], d3, true);
+					if (m && add_model(self, m) < 0)
+						model_free(m);
+				}
+				strv_free(zips);
 				strv_free(names);
 			}
 			strv_free(groups);
@@ -556,6 +619,156 @@ static json_t *weight_json(const struct wb_model *msg)
 	return w;
 }
 
+/*
+ * What Kepler's estimator loads for a model from the bus. Its loaders read pickles
+ * (scikit, curvefit) or XGBoost model files (xgboost); a linear model is an
+ * XGBoost gblinear booster: weights w_i / scale_i, then the bias (means folded in,
+ * as in weight.json), evaluated by XGBoost in float32. The scikit_learn attribute
+ * tells XGBRegressor.load_model it is a gblinear one (in-place prediction has no
+ * gblinear). metadata.json's model_file names the per-zone index, as in
+ * kepler-model-db's archives.
+ */
+static json_t *xgboost_zone(const struct wb_model *msg, const struct wb_model_zone *mz)
+{
+	json_t *w = json_array();
+	double bias = mz->bias_w;
+	for (size_t f = 0; f < msg->n_features; f++) {
+		double mean = f < mz->n_means ? mz->means[f] : 0;
+		bias -= mz->weights[f] * mean / mz->scales[f];
+		json_array_append_new(w, json_real(mz->weights[f] / mz->scales[f]));
+	}
+	json_array_append_new(w, json_real(bias));
+	char nf[16];
+	snprintf(nf, sizeof nf, "%zu", msg->n_features);
+	return json_pack(
+	    "{s:{s:{s:s}, s:[], s:[], s:{s:{s:i, s:o}, s:s}, s:{s:s, s:s, s:s, s:s, s:s}, s:{s:s, "
+	    "s:{s:s}}}, s:[i, i, i]}",
+	    "learner", "attributes", "scikit_learn",
+	    "{\"booster\": \"gblinear\", \"_estimator_type\": \"regressor\"}", "feature_names",
+	    "feature_types", "gradient_booster", "model", "boosted_rounds", 1, "weights", w, "name",
+	    "gblinear", "learner_model_param", "base_score", "0", "boost_from_average", "0",
+	    "num_class", "0", "num_feature", nf, "num_target", "1", "objective", "name",
+	    "reg:squarederror", "reg_loss_param", "scale_pos_weight", "1", "version", 1, 7, 4);
+}
+
+static json_t *xgboost_index(const struct wb_model *msg)
+{
+	json_t *idx = json_object();
+	for (size_t z = 0; z < msg->n_zones; z++) {
+		json_t *feats = json_array();
+		for (size_t f = 0; f < msg->n_features; f++)
+			json_array_append_new(feats, json_string(msg->features[f]));
+		char file[32];
+		snprintf(file, sizeof file, "%s.json", msg->zones[z].zone);
+		json_object_set_new(idx, msg->zones[z].zone,
+				    json_pack("{s:s, s:o, s:[]}", "model_file", file, "features",
+					      feats, "fe_files"));
+	}
+	return idx;
+}
+
+/* A zone's name is a file name in the model's folder: [a-z0-9_], not one of the other files'. */
+static int zones_check(const struct wb_model *msg, char *err, size_t errlen)
+{
+	for (size_t z = 0; z < msg->n_zones; z++) {
+		const char *zone = msg->zones[z].zone;
+		bool ok = zone[0] && strcmp(zone, "weight") && strcmp(zone, "metadata");
+		for (const char *c = zone; ok && *c; c++)
+			ok = (*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '_';
+		for (size_t y = 0; ok && y < z; y++)
+			ok = strcmp(msg->zones[y].zone, zone) != 0;
+		if (!ok) {
+			char shown[32];
+			snprintf(shown, sizeof shown, "%s", zone);
+			md_one_line(shown);
+			snprintf(
+			    err, errlen,
+			    "zones[%zu].zone \"%s\": a zone is named once, in [a-z0-9_], and not weight or metadata",
+			    z, shown);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* Remove the files of a model folder this process wrote (flat), then the folder. */
+static void remove_folder(const char *dir)
+{
+	struct dirent **ents;
+	int n = scandir(dir, &ents, NULL, NULL);
+	for (int i = 0; i < n; i++) {
+		char path[PATH_MAX];
+		if (strcmp(ents[i]->d_name, ".") && strcmp(ents[i]->d_name, "..") &&
+		    join(path, sizeof path, dir, ents[i]->d_name))
+			unlink(path);
+		free(ents[i]);
+	}
+	if (n >= 0)
+		free(ents);
+	rmdir(dir);
+}
+
+/* Write the model's files into a fresh folder beside dir, then swap it in, so that a model
+ * is never half written and no file of the one it replaces stays behind. *bytes: their size. */
+static int write_model(const char *dir, const struct wb_model *msg, json_t *weight, json_t *meta,
+		       uint64_t *bytes, char *err, size_t errlen)
+{
+	char tmp[PATH_MAX], path[PATH_MAX];
+	const char *slash = strrchr(dir, '/');
+	if (!slash || snprintf(tmp, sizeof tmp, "%.*s/.%s.new", (int)(slash - dir), dir,
+			       slash + 1) >= (int)sizeof tmp) {
+		snprintf(err, errlen, "%s: path too long", dir);
+		return -1;
+	}
+	remove_folder(tmp); /* one a crash left */
+	if (wb_state_mkdir(tmp, err, errlen) < 0)
+		return -1;
+	*bytes = 0;
+	struct {
+		char name[48];
+		json_t *j;
+	} files[66];
+	size_t nf = 0;
+	for (size_t z = 0; z < msg->n_zones && nf < 64; z++, nf++) {
+		snprintf(files[nf].name, sizeof files[nf].name, "%s.json", msg->zones[z].zone);
+		files[nf].j = xgboost_zone(msg, &msg->zones[z]);
+	}
+	snprintf(files[nf].name, sizeof files[nf].name, "%s.json", wb_json_str(meta, "model_name"));
+	files[nf++].j = xgboost_index(msg);
+	snprintf(files[nf].name, sizeof files[nf].name, "weight.json");
+	files[nf++].j = json_incref(weight);
+	/* metadata.json last: it names the model */
+	int rc = 0;
+	for (size_t i = 0; i < nf; i++) {
+		struct stat st;
+		if (rc == 0 && (!files[i].j || !join(path, sizeof path, tmp, files[i].name) ||
+				wb_json_save(files[i].j, path, true, err, errlen) < 0)) {
+			if (!files[i].j)
+				snprintf(err, errlen, "%s: out of memory", files[i].name);
+			rc = -1;
+		}
+		if (rc == 0 && stat(path, &st) == 0)
+			*bytes += (uint64_t)st.st_size;
+		json_decref(files[i].j);
+	}
+	struct stat st;
+	if (rc == 0 && (!join(path, sizeof path, tmp, "metadata.json") ||
+			wb_json_save(meta, path, true, err, errlen) < 0))
+		rc = -1;
+	if (rc == 0 && stat(path, &st) == 0)
+		*bytes += (uint64_t)st.st_size;
+	if (rc == 0) {
+		bool exists = lstat(dir, &st) == 0;
+		if (exists ? renameat2(AT_FDCWD, tmp, AT_FDCWD, dir, RENAME_EXCHANGE) < 0
+			   : rename(tmp, dir) < 0) {
+			snprintf(err, errlen, "%s: %s", dir, strerror(errno));
+			rc = -1;
+		}
+	}
+	remove_folder(tmp); /* the replaced model, or what failed */
+	return rc;
+}
+
 static double msg_mae(const struct wb_model *msg)
 {
 	if (msg->mae > 0)
@@ -587,11 +800,12 @@ static json_t *metadata_json(const struct wb_model *msg, const char *name,
 	json_t *feats = json_array();
 	for (size_t f = 0; f < msg->n_features; f++)
 		json_array_append_new(feats, json_string(msg->features[f]));
-	json_t *m =
-	    json_pack("{s:s, s:s, s:s, s:o, s:[], s:s, s:f, s:f, s:o}", "model_name", name,
-		      "model_class", "scikit", "model_file", "weight.json", "features", feats,
-		      "fe_files", "output_type", msg->type, "mae", isnan(mae) ? -1.0 : mae, "mape",
-		      msg_mape(msg), "machine_spec", md_spec_to_json(spec));
+	char file[MD_NAME_MAX + 8];
+	snprintf(file, sizeof file, "%s.json", name);
+	json_t *m = json_pack("{s:s, s:s, s:s, s:o, s:[], s:s, s:f, s:f, s:o}", "model_name", name,
+			      "model_class", "xgboost", "model_file", file, "features", feats,
+			      "fe_files", "output_type", msg->type, "mae", isnan(mae) ? -1.0 : mae,
+			      "mape", msg_mape(msg), "machine_spec", md_spec_to_json(spec));
 	for (size_t z = 0; z < msg->n_zones; z++) {
 		char key[48];
 		snprintf(key, sizeof key, "%s_mae", msg->zones[z].zone);
@@ -626,6 +840,8 @@ enum md_put_result md_store_put(struct md_store *self, const struct wb_model *ms
 				 z);
 			return MD_PUT_ERROR;
 		}
+	if (zones_check(msg, err, errlen) < 0)
+		return MD_PUT_ERROR;
 	struct md_spec spec = {0};
 	wb_processor_name(msg->spec.processor, spec.processor, sizeof spec.processor);
 	spec.cores = (double)(msg->spec.cores ? msg->spec.cores : msg->ncpu);
@@ -667,9 +883,11 @@ enum md_put_result md_store_put(struct md_store *self, const struct wb_model *ms
 		res = MD_PUT_REPLACED;
 	}
 	char dir[PATH_MAX];
-	const char *parts[] = {self->source, msg->type, group, name};
-	if (mkdirs(p->dir, parts, 4, dir, sizeof dir, err, errlen) < 0)
+	const char *parts[] = {self->source, msg->type, group};
+	if (mkdirs(p->dir, parts, 3, dir, sizeof dir, err, errlen) < 0)
 		return MD_PUT_ERROR;
+	size_t dl = strlen(dir);
+	snprintf(dir + dl, sizeof dir - dl, "/%s", name);
 	struct md_model *m = calloc(1, sizeof *m);
 	if (!m || !(m->dir = strdup(dir))) {
 		free(m);
@@ -684,14 +902,9 @@ enum md_put_result md_store_put(struct md_store *self, const struct wb_model *ms
 	snprintf(m->origin, sizeof m->origin, "bus:%s", msg->env.host);
 	m->weight = weight_json(msg);
 	m->meta = metadata_json(msg, name, &spec, mae);
-	char path[PATH_MAX], why[MD_ERR_MAX];
-	/* weight first: metadata.json names the model, so a model whose weight.json failed is never
-	 * half announced */
-	snprintf(path, sizeof path, "%s/weight.json", dir);
-	if (wb_json_save(m->weight, path, true, err, errlen) < 0)
-		goto fail;
-	snprintf(path, sizeof path, "%s/metadata.json", dir);
-	if (wb_json_save(m->meta, path, true, err, errlen) < 0)
+	char why[MD_ERR_MAX];
+	uint64_t bytes;
+	if (write_model(dir, msg, m->weight, m->meta, &bytes, err, errlen) < 0)
 		goto fail;
 	if (model_from_meta(m, why, sizeof why) < 0) {
 		snprintf(err, errlen, "%s: %s", dir, why);
