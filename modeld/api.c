@@ -141,7 +141,10 @@ static enum MHD_Result get_best(struct api *a, struct MHD_Connection *con)
 			const struct md_model *best = NULL;
 			for (size_t i = 0; i < a->store->nmodels; i++) {
 				const struct md_model *m = a->store->models[i];
-				if (strcmp(m->source, src) || strcmp(m->output, outputs[o]) ||
+				const struct md_pipeline *mp =
+				    md_store_pipeline(a->store, m->pipeline);
+				if ((mp && mp->apart) || strcmp(m->source, src) ||
+				    strcmp(m->output, outputs[o]) ||
 				    strcmp(m->group, md_groups[g].name) ||
 				    (nt >= 0 && m->node_type != nt) || isnan(m->mae) ||
 				    !md_filter_pass(&filter, m->meta))
@@ -184,10 +187,10 @@ static enum MHD_Result get_models(struct api *a, struct MHD_Connection *con)
 		json_array_append_new(errors, json_pack("{s:s, s:s}", "path", s->errors[i].path,
 							"reason", s->errors[i].reason));
 	for (size_t i = 0; i < s->npipes; i++)
-		json_array_append_new(pipes, json_pack("{s:s, s:s, s:b, s:O}", "name",
-						       s->pipes[i].name, "path", s->pipes[i].dir,
-						       "imported", s->pipes[i].imported,
-						       "node_types", s->pipes[i].index));
+		json_array_append_new(
+		    pipes, json_pack("{s:s, s:s, s:b, s:b, s:O}", "name", s->pipes[i].name, "path",
+				     s->pipes[i].dir, "imported", s->pipes[i].imported, "untrusted",
+				     s->pipes[i].apart, "node_types", s->pipes[i].index));
 	return reply_json(
 	    a, con,
 	    json_pack("{s:o, s:o, s:o}", "pipelines", pipes, "models", models, "errors", errors));

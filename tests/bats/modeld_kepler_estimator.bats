@@ -104,7 +104,7 @@ same_watts() {
 @test "Kepler's estimator loads a model modeld received on the bus and answers as estimd's local evaluation" {
 	local bus
 	bus=$(wb_ep trainer)
-	md_start modeld --sub "$bus"
+	md_start modeld --sub "$bus" --trusted_trainers trainer-a
 	# No core count in the spec: Kepler's estimator then answers core_ratio 1, so that the
 	# idle watts compare unscaled.
 	jq -nc '{topic: "model/trainer-a", msg: {v: 1, kind: "model", host: "trainer-a", src: "estimd", t: 9,

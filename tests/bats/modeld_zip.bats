@@ -110,7 +110,7 @@ same_as_folder() {
 @test "a model from the bus: its folder zipped whole, an XGBoost linear model per zone equal to weight.json" {
 	local bus
 	bus=$(wb_ep trainer)
-	md_start modeld --sub "$bus"
+	md_start modeld --sub "$bus" --trusted_trainers node-a
 	jq -nc '{topic: "model/node-a", msg: {v: 1, kind: "model", host: "node-a", src: "estimd", t: 9, name: "trained",
 		type: "AbsPower", ncpu: 8, train_slots: 100, test_slots: 20, mae: 1.5, mape: 2.5,
 		features: ["bpf_cpu_time_ms", "bpf_page_cache_hit"],
@@ -161,7 +161,7 @@ same_as_folder() {
 @test "a zone name that is no file name is refused, counted, and the store keeps serving" {
 	local bus
 	bus=$(wb_ep trainer)
-	md_start modeld --sub "$bus"
+	md_start modeld --sub "$bus" --trusted_trainers node-a
 	for zone in ../x weight Package dram; do
 		jq -nc --arg z "$zone" '{topic: "model/node-a", msg: {v: 1, kind: "model", host: "node-a", src: "estimd", t: 9,
 			name: "trained", type: "AbsPower", mae: 1.5, features: ["bpf_cpu_time_ms"],
