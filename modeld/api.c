@@ -250,6 +250,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const c
 	if (q->too_big)
 		return refuse(a, con, MHD_HTTP_CONTENT_TOO_LARGE, &a->ctr->too_large, url,
 			      "request body over %zu bytes", a->max_body);
+	/* every path but /healthz needs the user when auth_user is set (the store's listing too) */
+	enum MHD_Result rc;
+	if (strcmp(url, "/healthz") && !wb_httpd_auth(a->srv, con, url, &rc))
+		return rc;
 	if (!strcmp(url, "/model")) {
 		if (!post)
 			return refuse(a, con, MHD_HTTP_METHOD_NOT_ALLOWED, &a->ctr->bad_requests,

@@ -145,6 +145,8 @@ static const struct wb_stat_row mirrored[] = {
     WB_STAT_ROW(struct modeld, ctr.http.requests[3], "http_4xx"),
     WB_STAT_ROW(struct modeld, ctr.http.refused, "http_refused"),
     WB_STAT_ROW(struct modeld, ctr.http.request_timeouts, "http_request_timeouts"),
+    WB_STAT_ROW(struct modeld, ctr.http.auth_failures, "http_auth_failures"),
+    WB_STAT_ROW(struct modeld, ctr.http.auth_throttled, "http_auth_throttled"),
 };
 
 static void mirror(struct modeld *m)
@@ -241,8 +243,20 @@ int main(int argc, char **argv)
 			md_store_note_error(m.store, c->import.v[i], err);
 		}
 	struct wb_httpd_opts ho = wb_httpd_opts_of(&c->http);
-	if (!(m.api =
-		  api_new(&ho, wb_daemon_loop(m.d), m.store, (size_t)c->max_body_bytes, &m.ctr)))
+	char *password = NULL;
+	if (c->http.auth_user[0] &&
+	    !(password = wb_httpd_read_password(c->http.auth_password_file))) {
+		rc = WB_EXIT_USAGE;
+		goto out;
+	}
+	ho.auth_user = c->http.auth_user[0] ? c->http.auth_user : NULL;
+	ho.auth_pass = password;
+	m.api = api_new(&ho, wb_daemon_loop(m.d), m.store, (size_t)c->max_body_bytes, &m.ctr);
+	if (password) {
+		explicit_bzero(password, strlen(password));
+		free(password);
+	}
+	if (!m.api)
 		goto out;
 	static const char *const prefixes[] = {"model/", NULL};
 	if (c->sub.n && wb_daemon_subscribe(m.d, &c->sub, prefixes, on_msg, &m) < 0) {
