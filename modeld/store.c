@@ -527,7 +527,9 @@ static int host_cmp(const void *key, const void *h)
 
 static struct md_host *host_find(struct md_store *self, const char *name)
 {
-	return bsearch(name, self->hosts, self->nhosts, sizeof *self->hosts, host_cmp);
+	return self->nhosts
+		   ? bsearch(name, self->hosts, self->nhosts, sizeof *self->hosts, host_cmp)
+		   : NULL;
 }
 
 /* The host's entry, added when new. Past max_hosts, a host that holds nothing (only a rate)
