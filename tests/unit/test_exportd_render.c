@@ -540,9 +540,9 @@ static void test_stage_families(void)
 	struct exportd_counters ctr = {.http = {.requests = {0, 12, 0, 3, 0, 0},
 						.connections = 57,
 						.refused = 6,
-						.request_timeouts = 5},
-				       .auth_failures = 4,
-				       .auth_throttled = 3};
+						.request_timeouts = 5,
+						.auth_failures = 4,
+						.auth_throttled = 3}};
 	struct rbuf b = {0};
 	struct render_input in = {
 	    .acc = a, .st = st, .ctr = &ctr, .now_ns = 200 * S, .stage_timeout_ns = 15 * S};
