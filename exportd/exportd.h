@@ -377,9 +377,7 @@ struct render_filter {
 
 /* exportd's own counters, kept by main.c and http.c. */
 struct exportd_counters {
-	struct wb_httpd_counters http; /* kept by the server (lib/httpd.h) */
-	uint64_t auth_failures;	       /* wrong user or password */
-	uint64_t auth_throttled;       /* requests answered 429 during a penalty */
+	struct wb_httpd_counters http; /* kept by the server (lib/httpd.h), auth's included */
 	double last_render_s;
 };
 
@@ -425,9 +423,8 @@ extern const char *const ex_level_names[EX_NLEVELS];
 
 /* ---- http.c: /metrics and /healthz on the shared server (lib/httpd.h) ---- */
 struct http_opts {
-	struct wb_httpd_opts srv; /* the server's (handler set by http_new) */
+	struct wb_httpd_opts srv; /* the server's, basic auth included (handler set by http_new) */
 	int gzip_level;
-	const char *auth_user, *auth_pass; /* NULL: no authentication */
 };
 
 /* Fill out with the /metrics body. */

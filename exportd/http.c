@@ -22,8 +22,7 @@ struct http {
 	void *arg;
 	struct exportd_counters *ctr;
 	int gzip_level;
-	char *auth_user, *auth_pass;
-	struct wb_ratelimit rl, rl_auth;
+	struct wb_ratelimit rl;
 };
 
 /* ---- pure helpers ---- */
@@ -60,11 +59,6 @@ bool http_accepts_gzip(const char *ae)
 }
 
 /* ---- responses ---- */
-static void count_status(struct http *self, unsigned status)
-{
-	wb_httpd_count(self->srv, status);
-}
-
 static enum MHD_Result reply_text(struct http *self, struct MHD_Connection *con, unsigned status,
 				  const char *body)
 {
@@ -72,41 +66,6 @@ static enum MHD_Result reply_text(struct http *self, struct MHD_Connection *con,
 	return wb_httpd_reply_with(self->srv, con, status, "text/plain; charset=utf-8", body,
 				   strlen(body), MHD_RESPMEM_PERSISTENT,
 				   status == MHD_HTTP_METHOD_NOT_ALLOWED ? allow : NULL);
-}
-
-enum auth_result { AUTH_OK, AUTH_MISSING, AUTH_WRONG };
-
-static enum auth_result authorized(struct http *self, struct MHD_Connection *con)
-{
-	if (!self->auth_user)
-		return AUTH_OK;
-	char *pass = NULL;
-	char *user = MHD_basic_auth_get_username_password(con, &pass);
-	enum auth_result r = !user ? AUTH_MISSING
-			     : pass && (http_secret_equal(user, self->auth_user) &
-					http_secret_equal(pass, self->auth_pass))
-				 ? AUTH_OK
-				 : AUTH_WRONG;
-	if (user)
-		MHD_free(user);
-	if (pass)
-		MHD_free(pass);
-	return r;
-}
-
-/* 429 with Retry-After while the client's address serves a penalty for wrong passwords. */
-static enum MHD_Result reply_throttled(struct http *self, struct MHD_Connection *con,
-				       uint64_t left_ns)
-{
-	static const char body[] = "too many failed logins from this address; try again later\n";
-	char secs[24];
-	snprintf(secs, sizeof secs, "%llu",
-		 (unsigned long long)((left_ns + WB_NS_PER_SEC - 1) / WB_NS_PER_SEC));
-	const char *const headers[] = {MHD_HTTP_HEADER_RETRY_AFTER, secs, NULL};
-	self->ctr->auth_throttled++;
-	return wb_httpd_reply_with(self->srv, con, MHD_HTTP_TOO_MANY_REQUESTS,
-				   "text/plain; charset=utf-8", body, sizeof body - 1,
-				   MHD_RESPMEM_PERSISTENT, headers);
 }
 
 static enum MHD_Result reply_metrics(struct http *self, struct MHD_Connection *con)
@@ -158,31 +117,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const c
 	if (strcmp(url, "/metrics"))
 		return reply_text(self, con, MHD_HTTP_NOT_FOUND,
 				  "not found: try /metrics or /healthz\n");
-	const char *key = wb_httpd_client(con);
-	struct peers *peers = wb_httpd_peers(self->srv);
-	uint64_t now = wb_mono_ns(), left_ns;
-	if (self->auth_user && key && peers_blocked(peers, key, now, &left_ns))
-		return reply_throttled(self, con, left_ns);
-	enum auth_result ar = authorized(self, con);
-	if (ar == AUTH_WRONG && key) {
-		self->ctr->auth_failures++;
-		peers_auth_failed(peers, key, now);
-		log_rl(&self->rl_auth, WB_LOG_WARN, "http: %s: wrong user or password for /metrics",
-		       key);
-	} else if (ar == AUTH_OK && self->auth_user && key) {
-		peers_auth_ok(peers, key, now);
-	}
-	if (ar != AUTH_OK) {
-		static const char body[] = "authentication required\n";
-		struct MHD_Response *r = MHD_create_response_from_buffer(
-		    sizeof body - 1, (void *)body, MHD_RESPMEM_PERSISTENT);
-		if (!r)
-			return MHD_NO;
-		enum MHD_Result rc = MHD_queue_basic_auth_fail_response(con, "wattbus", r);
-		MHD_destroy_response(r);
-		count_status(self, MHD_HTTP_UNAUTHORIZED);
+	enum MHD_Result rc;
+	if (!wb_httpd_auth(self->srv, con, "/metrics", &rc))
 		return rc;
-	}
 	return reply_metrics(self, con);
 }
 
@@ -197,12 +134,7 @@ struct http *http_new(const struct http_opts *o, void *zloop, http_metrics_fn *f
 	self->arg = arg;
 	self->ctr = ctr;
 	self->gzip_level = o->gzip_level;
-	self->rl = self->rl_auth = (struct wb_ratelimit)WB_RATELIMIT_INIT;
-	if (o->auth_user && o->auth_user[0]) {
-		if (!(self->auth_user = strdup(o->auth_user)) ||
-		    !(self->auth_pass = strdup(o->auth_pass)))
-			goto fail;
-	}
+	self->rl = (struct wb_ratelimit)WB_RATELIMIT_INIT;
 	struct wb_httpd_opts so = o->srv;
 	so.handler = on_request;
 	so.handler_arg = self;
@@ -225,10 +157,6 @@ void http_destroy(struct http **self_p)
 		return;
 	struct http *self = *self_p;
 	wb_httpd_destroy(&self->srv);
-	if (self->auth_pass)
-		explicit_bzero(self->auth_pass, strlen(self->auth_pass));
-	free(self->auth_user);
-	free(self->auth_pass);
 	free(self);
 	*self_p = NULL;
 }

@@ -34,10 +34,6 @@ struct exportd_conf {
 	int64_t max_hosts;
 	int64_t max_producers;
 	int64_t gzip_level;
-	char *auth_user;
-	char *auth_password_file;
-	int64_t auth_max_failures;
-	uint64_t auth_penalty_ns;
 	char *procfs;
 	char *state_file;
 	uint64_t state_every_ns;
@@ -90,14 +86,6 @@ static const struct wb_conf_key exportd_keys[] = {
     WB_HTTPD_KEYS(struct exportd_conf, http, ":9102", "64"),
     K("gzip_level", WB_CONF_INT, gzip_level, "1", 0, 9,
       "gzip level when the scraper accepts gzip (0: never compress)"),
-    K("auth_user", WB_CONF_STR, auth_user, "", 0, 0,
-      "user name /metrics requires (HTTP basic auth); needs auth_password_file"),
-    K("auth_password_file", WB_CONF_STR, auth_password_file, "", 0, 0,
-      "file whose first line is the password of auth_user"),
-    K("auth_max_failures", WB_CONF_INT, auth_max_failures, "5", 1, 1000000,
-      "wrong passwords from one client address before it gets 429 for auth_penalty"),
-    K("auth_penalty", WB_CONF_DURATION, auth_penalty_ns, "1s", 0, 3600e9,
-      "first penalty after auth_max_failures; doubles with each further failure up to 1024 times (0: no penalty)"),
     K("procfs", WB_CONF_STR, procfs, "/proc", 0, 0, "procfs mount read for kepler_node_cpu_info"),
     K("state_file", WB_CONF_STR, state_file, "%r/exportd.state", 0, 0,
       "where the node energy counters are saved, so that a restart continues them (empty: nowhere)"),
@@ -148,10 +136,6 @@ static int check_conf(const void *conf, char *err, size_t errlen)
 		return -1;
 	if (wb_httpd_conf_check(&c->http, err, errlen) < 0)
 		return -1;
-	if (!c->auth_user[0] != !c->auth_password_file[0]) {
-		snprintf(err, errlen, "auth_user and auth_password_file go together");
-		return -1;
-	}
 	if (!node_name_ok(c->kube_node)) {
 		snprintf(
 		    err, errlen,
@@ -415,12 +399,8 @@ static int on_reload(struct wb_daemon *d, void *new_conf, void *arg)
 	apply_filter(x, c, levels);
 	x->stage_timeout_ns = stage_timeout(x, c);
 	load_cpuinfo(x, c);
-	bool http_same = wb_httpd_conf_same(&old->http, &c->http) &&
-			 old->auth_max_failures == c->auth_max_failures &&
-			 old->auth_penalty_ns == c->auth_penalty_ns &&
-			 old->gzip_level == c->gzip_level &&
-			 !strcmp(old->auth_user, c->auth_user) &&
-			 !strcmp(old->auth_password_file, c->auth_password_file);
+	bool http_same =
+	    wb_httpd_conf_same(&old->http, &c->http) && old->gzip_level == c->gzip_level;
 	if (!http_same)
 		log_warnx(
 		    "reload: the HTTP settings (listen, limits, gzip, TLS, auth) keep their old values until a restart");
@@ -460,28 +440,6 @@ static void load_state(struct exportd *x, const char *path)
 		return;
 	}
 	log_info("state %s: node counters of %zu hosts resumed", path, n);
-}
-
-/* The first line of path, without its newline. NULL (logged) when unreadable or empty. */
-static char *read_password(const char *path)
-{
-	FILE *f = fopen(path, "re");
-	if (!f) {
-		log_warn("auth_password_file %s", path);
-		return NULL;
-	}
-	char *line = NULL;
-	size_t cap = 0;
-	ssize_t n = getline(&line, &cap, f);
-	fclose(f);
-	while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
-		line[--n] = '\0';
-	if (n <= 0) {
-		log_warnx("auth_password_file %s: no password on its first line", path);
-		free(line);
-		return NULL;
-	}
-	return line;
 }
 
 int main(int argc, char **argv)
@@ -524,18 +482,17 @@ int main(int argc, char **argv)
 	wb_stats_bind(wb_daemon_stats(x.d), &x, rows, sizeof(rows) / sizeof(rows[0]));
 	load_state(&x, c->state_file);
 
-	if (c->auth_user[0] && !(password = read_password(c->auth_password_file))) {
+	if (c->http.auth_user[0] &&
+	    !(password = wb_httpd_read_password(c->http.auth_password_file))) {
 		rc = WB_EXIT_USAGE;
 		goto out;
 	}
 	struct http_opts ho = {
 	    .srv = wb_httpd_opts_of(&c->http),
 	    .gzip_level = (int)c->gzip_level,
-	    .auth_user = c->auth_user[0] ? c->auth_user : NULL,
-	    .auth_pass = password,
 	};
-	ho.srv.auth_max_failures = (unsigned)c->auth_max_failures;
-	ho.srv.auth_penalty_ns = c->auth_penalty_ns;
+	ho.srv.auth_user = c->http.auth_user[0] ? c->http.auth_user : NULL;
+	ho.srv.auth_pass = password;
 	x.http = http_new(&ho, wb_daemon_loop(x.d), on_scrape, &x, &x.ctr);
 	if (password) {
 		explicit_bzero(password, strlen(password));

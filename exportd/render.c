@@ -714,10 +714,10 @@ static const struct ex_row {
 	 CTR, offsetof(struct exportd_counters, http.request_timeouts), 0},
 	{"wattbus_exportd_auth_failures_total", "counter",
 	 "Requests for /metrics with a wrong user or password", CTR,
-	 offsetof(struct exportd_counters, auth_failures), 0},
+	 offsetof(struct exportd_counters, http.auth_failures), 0},
 	{"wattbus_exportd_auth_throttled_total", "counter",
 	 "Requests answered 429 because their address served a penalty for wrong passwords", CTR,
-	 offsetof(struct exportd_counters, auth_throttled), 0},
+	 offsetof(struct exportd_counters, http.auth_throttled), 0},
 },
   ex_level_rows[] = {
       {"wattbus_exportd_series", "gauge", "Workload series exported, by level", ACC,

@@ -52,9 +52,10 @@ struct wb_httpd {
 	void *handler_arg;
 	MHD_RequestCompletedCallback completed;
 	void *completed_arg;
-	char *tls_cert, *tls_key; /* PEM text, alive as long as the daemon */
+	char *tls_cert, *tls_key;    /* PEM text, alive as long as the daemon */
+	char *auth_user, *auth_pass; /* NULL: no authentication */
 	uint16_t port;
-	struct wb_ratelimit rl, rl_refused, rl_cut, rl_bad;
+	struct wb_ratelimit rl, rl_refused, rl_cut, rl_bad, rl_auth;
 };
 
 /* ---- pure helpers ---- */
@@ -517,8 +518,12 @@ struct wb_httpd *wb_httpd_new(const struct wb_httpd_opts *o, zloop_t *loop,
 	self->completed = o->completed;
 	self->completed_arg = o->completed_arg;
 	self->timer_id = -1;
-	self->rl = self->rl_refused = self->rl_cut = self->rl_bad =
+	self->rl = self->rl_refused = self->rl_cut = self->rl_bad = self->rl_auth =
 	    (struct wb_ratelimit)WB_RATELIMIT_INIT;
+	if (o->auth_user && o->auth_user[0] &&
+	    (!(self->auth_user = strdup(o->auth_user)) ||
+	     !(self->auth_pass = strdup(o->auth_pass ? o->auth_pass : ""))))
+		goto fail;
 	self->max_connections = o->max_connections;
 	/* at most half: the reserve must not become the limit */
 	self->reserved =
@@ -613,10 +618,99 @@ void wb_httpd_destroy(struct wb_httpd **self_p)
 	peers_destroy(&self->peers);
 	if (self->tls_key)
 		explicit_bzero(self->tls_key, strlen(self->tls_key));
+	if (self->auth_pass)
+		explicit_bzero(self->auth_pass, strlen(self->auth_pass));
 	free(self->tls_cert);
 	free(self->tls_key);
+	free(self->auth_user);
+	free(self->auth_pass);
 	free(self);
 	*self_p = NULL;
+}
+
+/* ---- basic auth, the same for every stage that serves HTTP ---- */
+enum auth_result { AUTH_OK, AUTH_MISSING, AUTH_WRONG };
+
+static enum auth_result authorized(struct wb_httpd *self, struct MHD_Connection *con)
+{
+	char *pass = NULL;
+	char *user = MHD_basic_auth_get_username_password(con, &pass);
+	enum auth_result r = !user ? AUTH_MISSING
+			     : pass && (http_secret_equal(user, self->auth_user) &
+					http_secret_equal(pass, self->auth_pass))
+				 ? AUTH_OK
+				 : AUTH_WRONG;
+	if (user)
+		MHD_free(user);
+	if (pass)
+		MHD_free(pass);
+	return r;
+}
+
+bool wb_httpd_auth(struct wb_httpd *self, struct MHD_Connection *con, const char *what,
+		   enum MHD_Result *rc)
+{
+	if (!self->auth_user)
+		return true;
+	const char *key = wb_httpd_client(con);
+	uint64_t now = wb_mono_ns(), left_ns;
+	if (key && peers_blocked(self->peers, key, now, &left_ns)) {
+		/* 429 with Retry-After while the address serves a penalty for wrong passwords */
+		static const char body[] =
+		    "too many failed logins from this address; try again later\n";
+		char secs[24];
+		snprintf(secs, sizeof secs, "%llu",
+			 (unsigned long long)((left_ns + WB_NS_PER_SEC - 1) / WB_NS_PER_SEC));
+		const char *const headers[] = {MHD_HTTP_HEADER_RETRY_AFTER, secs, NULL};
+		self->ctr->auth_throttled++;
+		*rc = wb_httpd_reply_with(self, con, MHD_HTTP_TOO_MANY_REQUESTS,
+					  "text/plain; charset=utf-8", body, sizeof body - 1,
+					  MHD_RESPMEM_PERSISTENT, headers);
+		return false;
+	}
+	enum auth_result ar = authorized(self, con);
+	if (ar == AUTH_WRONG && key) {
+		self->ctr->auth_failures++;
+		peers_auth_failed(self->peers, key, now);
+		log_rl(&self->rl_auth, WB_LOG_WARN, "http: %s: wrong user or password for %s", key,
+		       what);
+	} else if (ar == AUTH_OK && key) {
+		peers_auth_ok(self->peers, key, now);
+	}
+	if (ar == AUTH_OK)
+		return true;
+	static const char body[] = "authentication required\n";
+	struct MHD_Response *r =
+	    MHD_create_response_from_buffer(sizeof body - 1, (void *)body, MHD_RESPMEM_PERSISTENT);
+	if (!r) {
+		*rc = MHD_NO;
+		return false;
+	}
+	*rc = MHD_queue_basic_auth_fail_response(con, "wattbus", r);
+	MHD_destroy_response(r);
+	wb_httpd_count(self, MHD_HTTP_UNAUTHORIZED);
+	return false;
+}
+
+char *wb_httpd_read_password(const char *path)
+{
+	FILE *f = fopen(path, "re");
+	if (!f) {
+		log_warn("auth_password_file %s", path);
+		return NULL;
+	}
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t n = getline(&line, &cap, f);
+	fclose(f);
+	while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
+		line[--n] = '\0';
+	if (n <= 0) {
+		log_warnx("auth_password_file %s: no password on its first line", path);
+		free(line);
+		return NULL;
+	}
+	return line;
 }
 
 /* ---- the config keys ---- */
@@ -634,6 +728,10 @@ int wb_httpd_conf_check(const struct wb_httpd_conf *c, char *err, size_t errlen)
 		snprintf(err, errlen, "tls_cert and tls_key go together");
 		return -1;
 	}
+	if (!c->auth_user[0] != !c->auth_password_file[0]) {
+		snprintf(err, errlen, "auth_user and auth_password_file go together");
+		return -1;
+	}
 	return 0;
 }
 
@@ -649,6 +747,8 @@ struct wb_httpd_opts wb_httpd_opts_of(const struct wb_httpd_conf *c)
 	    .memory_limit = (size_t)c->max_header_bytes,
 	    .tls_cert = c->tls_cert,
 	    .tls_key = c->tls_key,
+	    .auth_max_failures = (unsigned)c->auth_max_failures,
+	    .auth_penalty_ns = c->auth_penalty_ns,
 	};
 }
 
@@ -660,5 +760,8 @@ bool wb_httpd_conf_same(const struct wb_httpd_conf *a, const struct wb_httpd_con
 	       a->http_timeout_ns == b->http_timeout_ns &&
 	       a->http_request_timeout_ns == b->http_request_timeout_ns &&
 	       a->max_header_bytes == b->max_header_bytes && !strcmp(a->tls_cert, b->tls_cert) &&
-	       !strcmp(a->tls_key, b->tls_key);
+	       !strcmp(a->tls_key, b->tls_key) && !strcmp(a->auth_user, b->auth_user) &&
+	       !strcmp(a->auth_password_file, b->auth_password_file) &&
+	       a->auth_max_failures == b->auth_max_failures &&
+	       a->auth_penalty_ns == b->auth_penalty_ns;
 }

@@ -48,6 +48,8 @@ struct wb_httpd_counters {
 	uint64_t connections;	   /* open now */
 	uint64_t refused;	   /* kept out of the reserved connections */
 	uint64_t request_timeouts; /* connections cut by request_timeout */
+	uint64_t auth_failures;	   /* wrong user or password */
+	uint64_t auth_throttled;   /* requests answered 429 during a penalty */
 };
 
 struct wb_httpd_opts {
@@ -60,6 +62,7 @@ struct wb_httpd_opts {
 	unsigned auth_max_failures;  /* for the peers table (0: 1) */
 	uint64_t auth_penalty_ns;
 	const char *tls_cert, *tls_key;	   /* files; both or neither; NULL or "": plain HTTP */
+	const char *auth_user, *auth_pass; /* basic auth (copied); NULL: none */
 	MHD_AccessHandlerCallback handler; /* the stage's requests */
 	void *handler_arg;
 	/* Optional: called when a request ends (free what the handler kept in *req_cls). */
@@ -76,6 +79,19 @@ uint16_t wb_httpd_port(const struct wb_httpd *self);
 struct peers *wb_httpd_peers(struct wb_httpd *self);
 /* The peers key of the connection's client ("" when the table was full); NULL: untracked. */
 const char *wb_httpd_client(struct MHD_Connection *con);
+/*
+ * Basic auth of one request when the server has a user (auth_user): true when it
+ * may go on; false when the answer was queued (401 asking for credentials, or 429
+ * with Retry-After while the client's address serves a penalty for wrong
+ * passwords), with MHD's result in *rc. Wrong passwords are counted, logged
+ * (rate-limited, naming what) and start the address's penalty from
+ * auth_max_failures on; the right ones forget them.
+ */
+bool wb_httpd_auth(struct wb_httpd *self, struct MHD_Connection *con, const char *what,
+		   enum MHD_Result *rc);
+/* The first line of path, without its newline (malloc'd). NULL (logged) when unreadable or
+ * empty. */
+char *wb_httpd_read_password(const char *path);
 /* Count an answer of this status (the stage calls it for each response it queues). */
 void wb_httpd_count(struct wb_httpd *self, unsigned status);
 /* Queue body (copied) with this status and content type; counted. */
@@ -103,6 +119,9 @@ struct wb_httpd_conf {
 	uint64_t http_timeout_ns, http_request_timeout_ns;
 	int64_t max_header_bytes;
 	char *tls_cert, *tls_key;
+	char *auth_user, *auth_password_file;
+	int64_t auth_max_failures;
+	uint64_t auth_penalty_ns;
 };
 #define WB_HTTPD_KEY(name, type, type_, m, field, def, min, max, help)                             \
 	{                                                                                          \
@@ -135,11 +154,23 @@ struct wb_httpd_conf {
 	    WB_HTTPD_KEY("tls_cert", WB_CONF_STR, type_, m, tls_cert, "", 0, 0,                                                                                                 \
 			 "PEM certificate (chain) file: serve HTTPS; needs tls_key"),                                                                                           \
 	    WB_HTTPD_KEY("tls_key", WB_CONF_STR, type_, m, tls_key, "", 0, 0,                                                                                                   \
-			 "PEM private key file of tls_cert")
-/* 0, or -1 with err naming the key: a listen address that does not parse, tls_cert without tls_key.
- */
+			 "PEM private key file of tls_cert"),                                                                                                                   \
+	    WB_HTTPD_KEY(                                                                                                                                                       \
+		"auth_user", WB_CONF_STR, type_, m, auth_user, "", 0, 0,                                                                                                        \
+		"user name every HTTP request but /healthz requires (basic auth); needs auth_password_file"),                                                                   \
+	    WB_HTTPD_KEY("auth_password_file", WB_CONF_STR, type_, m, auth_password_file, "", 0,                                                                                \
+			 0, "file whose first line is the password of auth_user"),                                                                                              \
+	    WB_HTTPD_KEY(                                                                                                                                                       \
+		"auth_max_failures", WB_CONF_INT, type_, m, auth_max_failures, "5", 1, 1000000,                                                                                 \
+		"wrong passwords from one client address before it gets 429 for auth_penalty"),                                                                                 \
+	    WB_HTTPD_KEY(                                                                                                                                                       \
+		"auth_penalty", WB_CONF_DURATION, type_, m, auth_penalty_ns, "1s", 0, 3600e9,                                                                                   \
+		"first penalty after auth_max_failures; doubles with each further failure up to 1024 times (0: no penalty)")
+/* 0, or -1 with err naming the key: a listen address that does not parse, tls_cert without tls_key,
+ * auth_user without auth_password_file. */
 int wb_httpd_conf_check(const struct wb_httpd_conf *c, char *err, size_t errlen);
-/* The server options of c; handler, auth and completion are the caller's to add. */
+/* The server options of c (auth limits included); handler, completion and the auth user and
+ * password (wb_httpd_read_password) are the caller's to add. */
 struct wb_httpd_opts wb_httpd_opts_of(const struct wb_httpd_conf *c);
 /* Whether a and b would make the same server (a reload that changes it needs a restart). */
 bool wb_httpd_conf_same(const struct wb_httpd_conf *a, const struct wb_httpd_conf *b);

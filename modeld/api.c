@@ -9,8 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <zip.h>
-
 #include "config.h"
 #include "log.h"
 #include "modeld.h"
@@ -70,61 +68,6 @@ static enum MHD_Result reply_json(struct api *a, struct MHD_Connection *con, jso
 	return rc;
 }
 
-/* ---- the zip answer ---- */
-static int zip_add_json(zip_t *z, const char *name, const json_t *j)
-{
-	char *text = json_dumps(j, JSON_COMPACT);
-	if (!text)
-		return -1;
-	zip_source_t *src = zip_source_buffer(z, text, strlen(text), 1);
-	if (!src) {
-		free(text);
-		return -1;
-	}
-	if (zip_file_add(z, name, src, ZIP_FL_ENC_UTF_8) < 0) {
-		zip_source_free(src);
-		return -1;
-	}
-	return 0;
-}
-
-/* weight.json and metadata.json of m as a zip archive in memory. *out malloc'd. */
-static int model_zip(const struct md_model *m, char **out, size_t *len)
-{
-	zip_error_t ze;
-	zip_error_init(&ze);
-	zip_source_t *buf = zip_source_buffer_create(NULL, 0, 0, &ze);
-	if (!buf)
-		return -1;
-	zip_source_keep(buf);
-	zip_t *z = zip_open_from_source(buf, ZIP_TRUNCATE, &ze);
-	if (!z) {
-		zip_source_free(buf);
-		return -1;
-	}
-	if (zip_add_json(z, "weight.json", m->weight) < 0 ||
-	    zip_add_json(z, "metadata.json", m->meta) < 0 || zip_close(z) < 0) {
-		zip_discard(z);
-		zip_source_free(buf);
-		return -1;
-	}
-	int rc = -1;
-	zip_stat_t st;
-	if (zip_source_stat(buf, &st) == 0 && zip_source_open(buf) == 0) {
-		*out = malloc(st.size ? st.size : 1);
-		if (*out && zip_source_read(buf, *out, st.size) == (zip_int64_t)st.size) {
-			*len = st.size;
-			rc = 0;
-		} else {
-			free(*out);
-			*out = NULL;
-		}
-		zip_source_close(buf);
-	}
-	zip_source_free(buf);
-	return rc;
-}
-
 /* ---- POST /model ---- */
 static enum MHD_Result post_model(struct api *a, struct MHD_Connection *con, const struct req *q)
 {
@@ -146,9 +89,12 @@ static enum MHD_Result post_model(struct api *a, struct MHD_Connection *con, con
 		return reply_json(a, con, md_weight_answer(a->store, m));
 	char *zip;
 	size_t len;
-	if (model_zip(m, &zip, &len) < 0)
+	if (md_model_zip(m, &zip, &len, err, sizeof err) < 0) {
+		log_rl(&a->rl, WB_LOG_WARN, "http: /model: %s/%s: cannot build the archive: %s",
+		       m->pipeline, m->name, err);
 		return reply(a, con, MHD_HTTP_INTERNAL_SERVER_ERROR, "text/plain; charset=utf-8",
 			     "cannot build the archive\n", 25);
+	}
 	char disp[MD_NAME_MAX + 48];
 	snprintf(disp, sizeof disp, "attachment; filename=%s.zip", m->name);
 	const char *const headers[] = {MHD_HTTP_HEADER_CONTENT_DISPOSITION, disp, NULL};
@@ -195,7 +141,10 @@ static enum MHD_Result get_best(struct api *a, struct MHD_Connection *con)
 			const struct md_model *best = NULL;
 			for (size_t i = 0; i < a->store->nmodels; i++) {
 				const struct md_model *m = a->store->models[i];
-				if (strcmp(m->source, src) || strcmp(m->output, outputs[o]) ||
+				const struct md_pipeline *mp =
+				    md_store_pipeline(a->store, m->pipeline);
+				if ((mp && mp->apart) || strcmp(m->source, src) ||
+				    strcmp(m->output, outputs[o]) ||
 				    strcmp(m->group, md_groups[g].name) ||
 				    (nt >= 0 && m->node_type != nt) || isnan(m->mae) ||
 				    !md_filter_pass(&filter, m->meta))
@@ -224,23 +173,24 @@ static enum MHD_Result get_models(struct api *a, struct MHD_Connection *con)
 		json_t *mape = json_object_get(m->meta, "mape");
 		json_array_append_new(
 		    models,
-		    json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:i, s:o, s:O, s:o, s:b, s:s, s:s}",
-			      "pipeline", m->pipeline, "source", m->source, "output_type",
-			      m->output, "feature_group", m->group, "model_name", m->name,
-			      "trainer", m->trainer, "node_type", m->node_type, "mae",
-			      isnan(m->mae) ? json_null() : json_real(m->mae), "mape",
-			      mape ? mape : json_null(), "features", feats, "weight",
-			      md_trainer_weight_capable(m->trainer), "origin", m->origin, "path",
-			      m->dir));
+		    json_pack(
+			"{s:s, s:s, s:s, s:s, s:s, s:s, s:i, s:o, s:O, s:o, s:b, s:s, s:s, s:s?}",
+			"pipeline", m->pipeline, "source", m->source, "output_type", m->output,
+			"feature_group", m->group, "model_name", m->name, "trainer", m->trainer,
+			"node_type", m->node_type, "mae",
+			isnan(m->mae) ? json_null() : json_real(m->mae), "mape",
+			mape ? mape : json_null(), "features", feats, "weight",
+			md_trainer_weight_capable(m->trainer) && m->weight, "origin", m->origin,
+			"path", m->dir, "archive", m->archive));
 	}
 	for (size_t i = 0; i < s->nerrors; i++)
 		json_array_append_new(errors, json_pack("{s:s, s:s}", "path", s->errors[i].path,
 							"reason", s->errors[i].reason));
 	for (size_t i = 0; i < s->npipes; i++)
-		json_array_append_new(pipes, json_pack("{s:s, s:s, s:b, s:O}", "name",
-						       s->pipes[i].name, "path", s->pipes[i].dir,
-						       "imported", s->pipes[i].imported,
-						       "node_types", s->pipes[i].index));
+		json_array_append_new(
+		    pipes, json_pack("{s:s, s:s, s:b, s:b, s:O}", "name", s->pipes[i].name, "path",
+				     s->pipes[i].dir, "imported", s->pipes[i].imported, "untrusted",
+				     s->pipes[i].apart, "node_types", s->pipes[i].index));
 	return reply_json(
 	    a, con,
 	    json_pack("{s:o, s:o, s:o}", "pipelines", pipes, "models", models, "errors", errors));
@@ -300,6 +250,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const c
 	if (q->too_big)
 		return refuse(a, con, MHD_HTTP_CONTENT_TOO_LARGE, &a->ctr->too_large, url,
 			      "request body over %zu bytes", a->max_body);
+	/* every path but /healthz needs the user when auth_user is set (the store's listing too) */
+	enum MHD_Result rc;
+	if (strcmp(url, "/healthz") && !wb_httpd_auth(a->srv, con, url, &rc))
+		return rc;
 	if (!strcmp(url, "/model")) {
 		if (!post)
 			return refuse(a, con, MHD_HTTP_METHOD_NOT_ALLOWED, &a->ctr->bad_requests,

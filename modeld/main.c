@@ -24,6 +24,11 @@ struct modeld_conf {
 	char *pipeline;
 	char *source;
 	int64_t max_body_bytes;
+	struct wb_strlist trusted_trainers;
+	char *untrusted_pipeline;
+	int64_t max_models, max_models_per_host, max_node_types, max_node_types_per_host;
+	int64_t max_store_bytes, max_store_bytes_per_host, max_trainers;
+	double models_per_host_per_minute;
 };
 
 #define K(name, type, field, def, min, max, help)                                                  \
@@ -45,6 +50,26 @@ static const struct wb_conf_key modeld_keys[] = {
       "energy source the models received are filed under (what their trainers metered)"),
     K("max_body_bytes", WB_CONF_INT, max_body_bytes, "65536", 1024, 16777216,
       "largest request body; larger ones get 413"),
+    K("trusted_trainers", WB_CONF_LIST, trusted_trainers, "", 0, 0,
+      "trainer host names whose models (and self-declared mae) go to the served pipeline; others go to untrusted_pipeline, served only when a request names it; * trusts every trainer"),
+    K("untrusted_pipeline", WB_CONF_STR, untrusted_pipeline, "wattbus-untrusted", 0, 0,
+      "pipeline the models of trainers not in trusted_trainers are filed under"),
+    K("max_models", WB_CONF_INT, max_models, "4096", 1, 1000000,
+      "models from the bus held in all; past it a new one is refused (models_over_budget)"),
+    K("max_models_per_host", WB_CONF_INT, max_models_per_host, "64", 1, 1000000,
+      "models from the bus held per trainer host"),
+    K("max_node_types", WB_CONF_INT, max_node_types, "256", 1, 100000,
+      "node types the bus's pipelines hold in all"),
+    K("max_node_types_per_host", WB_CONF_INT, max_node_types_per_host, "4", 1, 100000,
+      "node types one trainer host is a member of"),
+    K("max_store_bytes", WB_CONF_INT, max_store_bytes, "268435456", 65536, INT64_MAX,
+      "bytes of the bus's model files on disk in all"),
+    K("max_store_bytes_per_host", WB_CONF_INT, max_store_bytes_per_host, "4194304", 4096, INT64_MAX,
+      "bytes of the bus's model files on disk per trainer host"),
+    K("max_trainers", WB_CONF_INT, max_trainers, "1024", 1, 1000000,
+      "trainer hosts tracked (a host that holds nothing makes room for a new one)"),
+    K("models_per_host_per_minute", WB_CONF_DOUBLE, models_per_host_per_minute, "60", 0, 1e6,
+      "models accepted from one trainer host a minute (a bucket of that many; 0: no limit); past it models_rate_limited"),
     WB_HTTPD_KEYS(struct modeld_conf, http, ":8100", "256"),
 };
 #undef K
@@ -60,6 +85,13 @@ static int check_conf(const void *conf, char *err, size_t errlen)
 	}
 	if (!c->pipeline[0] || strchr(c->pipeline, '/') || c->pipeline[0] == '.') {
 		snprintf(err, errlen, "pipeline: \"%s\" is not a folder name", c->pipeline);
+		return -1;
+	}
+	if (!c->untrusted_pipeline[0] || strchr(c->untrusted_pipeline, '/') ||
+	    c->untrusted_pipeline[0] == '.' || !strcmp(c->untrusted_pipeline, c->pipeline)) {
+		snprintf(err, errlen,
+			 "untrusted_pipeline: \"%s\" is not a folder name other than pipeline's",
+			 c->untrusted_pipeline);
 		return -1;
 	}
 	if (!c->source[0] || strchr(c->source, '/') || c->source[0] == '.') {
@@ -83,9 +115,11 @@ struct modeld {
 	struct md_store *store;
 	struct api *api;
 	struct api_counters ctr;
-	uint64_t held, skipped; /* the store's size, mirrored */
-	struct wb_ratelimit rl;
-	uint64_t *c_received, *c_stored, *c_kept, *c_rejected;
+	uint64_t held, skipped;			    /* the store's size, mirrored */
+	struct wb_ratelimit rl, rl_budget, rl_rate; /* one per kind of refusal: a flood of one
+						     * does not hide the others */
+	uint64_t *c_received, *c_stored, *c_kept, *c_rejected, *c_over_budget, *c_rate_limited,
+	    *c_imports_refused;
 };
 
 /* Counted here, through the stat table. */
@@ -94,6 +128,9 @@ static const struct wb_stat_row counted[] = {
     WB_STAT_ROW(struct modeld, c_stored, "models_stored"),
     WB_STAT_ROW(struct modeld, c_kept, "models_kept"),
     WB_STAT_ROW(struct modeld, c_rejected, "models_rejected"),
+    WB_STAT_ROW(struct modeld, c_over_budget, "models_over_budget"),
+    WB_STAT_ROW(struct modeld, c_rate_limited, "models_rate_limited"),
+    WB_STAT_ROW(struct modeld, c_imports_refused, "imports_refused"),
 };
 
 /* Kept by the store and the HTTP side, copied into the stat message. */
@@ -108,6 +145,8 @@ static const struct wb_stat_row mirrored[] = {
     WB_STAT_ROW(struct modeld, ctr.http.requests[3], "http_4xx"),
     WB_STAT_ROW(struct modeld, ctr.http.refused, "http_refused"),
     WB_STAT_ROW(struct modeld, ctr.http.request_timeouts, "http_request_timeouts"),
+    WB_STAT_ROW(struct modeld, ctr.http.auth_failures, "http_auth_failures"),
+    WB_STAT_ROW(struct modeld, ctr.http.auth_throttled, "http_auth_throttled"),
 };
 
 static void mirror(struct modeld *m)
@@ -132,11 +171,18 @@ static void on_msg(struct wb_daemon *d, const struct wb_msg *msg, const struct w
 	char err[MD_ERR_MAX];
 	const struct md_model *out;
 	(*m->c_received)++;
-	enum md_put_result r = md_store_put(m->store, mm, &out, err, sizeof err);
+	enum md_put_result r = md_store_put(m->store, mm, wb_mono_ns(), &out, err, sizeof err);
 	switch (r) {
 	case MD_PUT_ERROR:
-		(*m->c_rejected)++;
-		log_rl(&m->rl, WB_LOG_WARN, "model/%s from %s seq %" PRIu64 " (%s): not stored: %s",
+	case MD_PUT_OVER_BUDGET:
+	case MD_PUT_RATE_LIMITED:
+		(*(r == MD_PUT_ERROR	     ? m->c_rejected
+		   : r == MD_PUT_OVER_BUDGET ? m->c_over_budget
+					     : m->c_rate_limited))++;
+		log_rl(r == MD_PUT_ERROR	 ? &m->rl
+		       : r == MD_PUT_OVER_BUDGET ? &m->rl_budget
+						 : &m->rl_rate,
+		       WB_LOG_WARN, "model/%s from %s seq %" PRIu64 " (%s): not stored: %s",
 		       mm->env.host, mm->env.src, mm->env.seq, mm->name, err);
 		break;
 	case MD_PUT_KEPT:
@@ -155,7 +201,8 @@ static void on_msg(struct wb_daemon *d, const struct wb_msg *msg, const struct w
 
 int main(int argc, char **argv)
 {
-	struct modeld m = {.rl = WB_RATELIMIT_INIT};
+	struct modeld m = {
+	    .rl = WB_RATELIMIT_INIT, .rl_budget = WB_RATELIMIT_INIT, .rl_rate = WB_RATELIMIT_INIT};
 	m.d = wb_daemon_new(&modeld_stage, argc, argv);
 	struct modeld_conf *c = wb_daemon_conf(m.d);
 	int rc = WB_EXIT_FAILURE;
@@ -165,20 +212,51 @@ int main(int argc, char **argv)
 		log_errx("out of memory");
 		goto out;
 	}
+	struct md_policy pol = {
+	    .max_models = (size_t)c->max_models,
+	    .max_models_per_host = (size_t)c->max_models_per_host,
+	    .max_node_types = (size_t)c->max_node_types,
+	    .max_node_types_per_host = (size_t)c->max_node_types_per_host,
+	    .max_bytes = (uint64_t)c->max_store_bytes,
+	    .max_bytes_per_host = (uint64_t)c->max_store_bytes_per_host,
+	    .max_hosts = (size_t)c->max_trainers,
+	    .models_per_host_per_min = c->models_per_host_per_minute,
+	    .trusted = c->trusted_trainers.v,
+	    .ntrusted = c->trusted_trainers.n,
+	};
+	snprintf(pol.apart, sizeof pol.apart, "%s", c->untrusted_pipeline);
+	if (md_store_policy(m.store, &pol, err, sizeof err) < 0) {
+		log_errx("%s", err);
+		goto out;
+	}
 	if (md_store_load(m.store, err, sizeof err) < 0) {
 		log_errx("store %s", err);
 		rc = WB_EXIT_USAGE;
 		goto out;
 	}
+	/* a refused import costs that pipeline, not the service: the bus's models and the other
+	 * imports are still served, and GET /models lists why */
 	for (size_t i = 0; i < c->import.n; i++)
 		if (md_store_import(m.store, c->import.v[i], err, sizeof err) < 0) {
+			(*m.c_imports_refused)++;
 			log_errx("%s", err);
-			rc = WB_EXIT_USAGE;
-			goto out;
+			md_store_note_error(m.store, c->import.v[i], err);
 		}
 	struct wb_httpd_opts ho = wb_httpd_opts_of(&c->http);
-	if (!(m.api =
-		  api_new(&ho, wb_daemon_loop(m.d), m.store, (size_t)c->max_body_bytes, &m.ctr)))
+	char *password = NULL;
+	if (c->http.auth_user[0] &&
+	    !(password = wb_httpd_read_password(c->http.auth_password_file))) {
+		rc = WB_EXIT_USAGE;
+		goto out;
+	}
+	ho.auth_user = c->http.auth_user[0] ? c->http.auth_user : NULL;
+	ho.auth_pass = password;
+	m.api = api_new(&ho, wb_daemon_loop(m.d), m.store, (size_t)c->max_body_bytes, &m.ctr);
+	if (password) {
+		explicit_bzero(password, strlen(password));
+		free(password);
+	}
+	if (!m.api)
 		goto out;
 	static const char *const prefixes[] = {"model/", NULL};
 	if (c->sub.n && wb_daemon_subscribe(m.d, &c->sub, prefixes, on_msg, &m) < 0) {

@@ -91,19 +91,24 @@ struct md_model {
 	char pipeline[64], source[32], output[16], group[32], trainer[64];
 	char name[MD_NAME_MAX]; /* <trainer>_<node_type> */
 	int node_type;
-	char *dir;	  /* its folder */
+	char *dir;	  /* its folder, or the folder of its archive */
+	char *archive;	  /* a published <name>.zip without a folder: what weight=false serves */
 	char origin[128]; /* "import:DIR" or "bus:HOST" */
 	json_t *meta;	  /* metadata.json */
-	json_t *weight;	  /* weight.json, NULL when the model has none */
+	json_t *weight;	  /* weight.json, NULL when the model has none (archive-only: never
+			     weight=true) */
 	char **features;
 	size_t nfeat;
-	double mae; /* NAN: unknown (never served) */
+	double mae;	/* NAN: unknown (never served) */
+	char host[64];	/* the trainer's, for a model from the bus ("" for an imported one) */
+	uint64_t bytes; /* its files on disk */
 };
 
 struct md_pipeline {
 	char name[64];
 	char *dir;
 	bool imported; /* read-only: models from the bus go to the store's own pipeline */
+	bool apart;    /* untrusted trainers' models: served only when a request names it */
 	json_t *index; /* node_type_index.json */
 	struct md_node_type *types;
 	size_t ntypes;
@@ -112,6 +117,30 @@ struct md_pipeline {
 /* A model or file that could not be read, kept for GET /models. */
 struct md_error {
 	char *path, *reason;
+};
+
+/*
+ * What the bus may make the store hold (docs/modeld.md, "Budget and trust"). Limits
+ * count models from the bus (the own and the untrusted pipeline), never imported ones.
+ */
+struct md_policy {
+	size_t max_models, max_models_per_host;
+	size_t max_node_types, max_node_types_per_host;
+	uint64_t max_bytes, max_bytes_per_host;
+	size_t max_hosts;		/* trainer hosts tracked */
+	double models_per_host_per_min; /* accepted from one host; 0: no limit */
+	char apart[64];			/* the pipeline of untrusted trainers' models */
+	char **trusted;			/* host names whose mae counts; "*": every trainer */
+	size_t ntrusted;
+};
+
+/* What one trainer host holds, and its rate (a token bucket). */
+struct md_host {
+	char name[64];
+	size_t models, types;
+	uint64_t bytes;
+	double tokens;
+	uint64_t last_ns;
 };
 
 struct md_store {
@@ -125,25 +154,46 @@ struct md_store {
 	struct md_error *errors;
 	size_t nerrors;
 	uint64_t skipped; /* corrupt entries skipped while loading */
+	struct md_policy pol;
+	bool own_trusted;      /* pol.trusted is this store's to free */
+	struct md_host *hosts; /* sorted by name */
+	size_t nhosts;
+	size_t bus_models, bus_types; /* in the own and the untrusted pipeline */
+	uint64_t bus_bytes;
 };
 
+/* A store with no limits that trusts every trainer (md_store_policy sets them). */
 struct md_store *md_store_new(const char *dir, const char *pipeline, const char *source);
+/* Set the budget and trust before md_store_load (trusted is copied). 0, or -1 with err. */
+int md_store_policy(struct md_store *self, const struct md_policy *pol, char *err, size_t errlen);
 void md_store_destroy(struct md_store **self_p);
 /* Load every pipeline under the store dir (created when missing). 0, or -1 with err (the dir). */
 int md_store_load(struct md_store *self, char *err, size_t errlen);
-/* Serve the pipeline in dir as it is (read-only). 0, or -1 with err. */
+/* Serve the pipeline in dir as it is (read-only). 0, or -1 with err: not a folder, or its name
+ * is one already held (the store's own and untrusted pipelines' included). */
 int md_store_import(struct md_store *self, const char *dir, char *err, size_t errlen);
-enum md_put_result { MD_PUT_NEW, MD_PUT_REPLACED, MD_PUT_KEPT, MD_PUT_ERROR };
+enum md_put_result {
+	MD_PUT_NEW,
+	MD_PUT_REPLACED,
+	MD_PUT_KEPT,
+	MD_PUT_ERROR,
+	MD_PUT_OVER_BUDGET, /* err names the limit; the store is unchanged */
+	MD_PUT_RATE_LIMITED,
+};
 /*
- * File a model message: node type from its spec (a new node type when none covers
- * it), feature group from its features, written atomically as
- * <pipeline>/<source>/<type>/<group>/SGDRegressorTrainer_<N>/{weight,metadata}.json.
- * A model of the same name is replaced when it comes from the same host or has a
- * lower mae; otherwise kept (MD_PUT_KEPT). *out: the model filed or kept.
+ * File a model message received at now_ns: node type from its spec (a new node
+ * type when none covers it), feature group from its features, written atomically
+ * as <pipeline>/<source>/<type>/<group>/SGDRegressorTrainer_<N>/, in the own
+ * pipeline when its host is trusted, else in the untrusted one. A model of the
+ * same name is replaced by the same host's; in the own pipeline also by another
+ * trusted host's with a lower mae; otherwise kept (MD_PUT_KEPT). Past the budget
+ * or the host's rate: refused, the store unchanged. *out: the model filed or kept.
  */
-enum md_put_result md_store_put(struct md_store *self, const struct wb_model *msg,
+enum md_put_result md_store_put(struct md_store *self, const struct wb_model *msg, uint64_t now_ns,
 				const struct md_model **out, char *err, size_t errlen);
 struct md_pipeline *md_store_pipeline(struct md_store *self, const char *name);
+/* Keep a path and reason for GET /models' errors (logged by the caller). */
+void md_store_note_error(struct md_store *self, const char *path, const char *reason);
 
 /* A model request (Kepler's ModelRequest). */
 struct md_request {
@@ -175,6 +225,18 @@ const struct md_model *md_select(const struct md_store *self, const struct md_re
 				 size_t whylen);
 /* The weight=true answer: weight.json plus model_name, machine_spec and mae. New reference. */
 json_t *md_weight_answer(const struct md_store *self, const struct md_model *m);
+
+/* ---- archive.c: the weight=false answer, as Kepler's server zips a model ---- */
+/*
+ * The model as a zip archive in memory (*out malloc'd): every regular file of its
+ * folder, byte for byte, at the folder's relative paths (links and special files
+ * are left out); for a published archive, its entries as they are plus weight.json
+ * from <name>.json beside it when it has none (as Kepler's server unpacks it).
+ * 0, or -1 with err.
+ */
+int md_model_zip(const struct md_model *m, char **out, size_t *len, char *err, size_t errlen);
+/* metadata.json of a published archive. New reference, or NULL with err. */
+json_t *md_archive_metadata(const char *path, char *err, size_t errlen);
 
 /* ---- api.c: the HTTP API on the shared server ---- */
 #include "httpd.h"

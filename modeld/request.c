@@ -244,8 +244,9 @@ const struct md_model *md_select(const struct md_store *self, const struct md_re
 	bool named = r->pipeline[0] != '\0', found_pipe = false;
 	for (size_t pi = 0; pi < self->npipes; pi++) {
 		const struct md_pipeline *p = &self->pipes[pi];
-		if (named && strcmp(p->name, r->pipeline))
-			continue;
+		if (named ? strcmp(p->name, r->pipeline) != 0 : p->apart)
+			continue; /* untrusted trainers' models: only when their pipeline is named
+				   */
 		found_pipe = true;
 		struct pipe_choice c;
 		resolve(p, r, &c);
@@ -280,7 +281,8 @@ const struct md_model *md_select(const struct md_store *self, const struct md_re
 				    cores_of(p, m->node_type) != most_cores)
 					continue;
 				n.of_type++;
-				if (r->weight && !md_trainer_weight_capable(m->trainer))
+				if (r->weight &&
+				    (!md_trainer_weight_capable(m->trainer) || !m->weight))
 					continue;
 				n.weighted++;
 				if (!md_filter_pass(&r->filter, m->meta) || isnan(m->mae))

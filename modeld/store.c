@@ -12,7 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "config.h"
 #include "json.h"
@@ -32,7 +34,48 @@ struct md_store *md_store_new(const char *dir, const char *pipeline, const char 
 	}
 	snprintf(self->pipeline, sizeof self->pipeline, "%s", pipeline);
 	snprintf(self->source, sizeof self->source, "%s", source);
+	self->pol = (struct md_policy){
+	    .max_models = SIZE_MAX,
+	    .max_models_per_host = SIZE_MAX,
+	    .max_node_types = SIZE_MAX,
+	    .max_node_types_per_host = SIZE_MAX,
+	    .max_bytes = UINT64_MAX,
+	    .max_bytes_per_host = UINT64_MAX,
+	    .max_hosts = SIZE_MAX,
+	};
+	snprintf(self->pol.apart, sizeof self->pol.apart, "%s-untrusted", pipeline);
+	static char star[] = "*", *all[] = {star};
+	self->pol.trusted = all;
+	self->pol.ntrusted = 1;
 	return self;
+}
+
+int md_store_policy(struct md_store *self, const struct md_policy *pol, char *err, size_t errlen)
+{
+	char **t = calloc(pol->ntrusted ? pol->ntrusted : 1, sizeof *t);
+	for (size_t i = 0; t && i < pol->ntrusted; i++)
+		if (!(t[i] = strdup(pol->trusted[i]))) {
+			while (i--)
+				free(t[i]);
+			free(t);
+			t = NULL;
+		}
+	if (!t) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	if (!strcmp(pol->apart, self->pipeline)) {
+		snprintf(err, errlen, "the untrusted pipeline cannot be the store's own (%s)",
+			 self->pipeline);
+		for (size_t i = 0; i < pol->ntrusted; i++)
+			free(t[i]);
+		free(t);
+		return -1;
+	}
+	self->pol = *pol;
+	self->pol.trusted = t;
+	self->own_trusted = true;
+	return 0;
 }
 
 /* dir/name into out; false when it does not fit. */
@@ -47,6 +90,7 @@ static void model_free(struct md_model *m)
 	if (!m)
 		return;
 	free(m->dir);
+	free(m->archive);
 	json_decref(m->meta);
 	json_decref(m->weight);
 	for (size_t i = 0; i < m->nfeat; i++)
@@ -74,6 +118,12 @@ void md_store_destroy(struct md_store **self_p)
 		free(self->errors[i].reason);
 	}
 	free(self->errors);
+	if (self->own_trusted) {
+		for (size_t i = 0; i < self->pol.ntrusted; i++)
+			free(self->pol.trusted[i]);
+		free(self->pol.trusted);
+	}
+	free(self->hosts);
 	free(self->dir);
 	free(self);
 	*self_p = NULL;
@@ -83,6 +133,11 @@ static void add_error(struct md_store *self, const char *path, const char *reaso
 {
 	log_warnx("model store: %s: skipped (%s)", path, reason);
 	self->skipped++;
+	md_store_note_error(self, path, reason);
+}
+
+void md_store_note_error(struct md_store *self, const char *path, const char *reason)
+{
 	struct md_error *e = realloc(self->errors, (self->nerrors + 1) * sizeof *e);
 	if (!e)
 		return;
@@ -201,6 +256,25 @@ static void sort_models(struct md_store *self)
 	qsort(self->models, self->nmodels, sizeof *self->models, cmp_models);
 }
 
+/* The size of the regular files directly in dir. */
+static uint64_t folder_bytes(const char *dir)
+{
+	struct dirent **ents;
+	int n = scandir(dir, &ents, NULL, NULL);
+	uint64_t sum = 0;
+	for (int i = 0; i < n; i++) {
+		char path[PATH_MAX];
+		struct stat st;
+		if (join(path, sizeof path, dir, ents[i]->d_name) && lstat(path, &st) == 0 &&
+		    S_ISREG(st.st_mode))
+			sum += (uint64_t)st.st_size;
+		free(ents[i]);
+	}
+	if (n >= 0)
+		free(ents);
+	return sum;
+}
+
 /* Fill m's derived fields from its metadata. 0, or -1 with err. */
 static int model_from_meta(struct md_model *m, char *err, size_t errlen)
 {
@@ -242,16 +316,23 @@ static int model_from_meta(struct md_model *m, char *err, size_t errlen)
 	}
 	const json_t *mae = json_object_get(m->meta, "mae");
 	m->mae = json_is_number(mae) && json_number_value(mae) >= 0 ? json_number_value(mae) : NAN;
-	if (!json_is_object(m->weight) || !json_object_size(m->weight)) {
-		snprintf(err, errlen, "weight.json is not a JSON object of zones");
+	if (m->weight && (!json_is_object(m->weight) || !json_object_size(m->weight))) {
+		snprintf(err, errlen, "%s is not a JSON object of zones",
+			 m->archive ? "the weight file beside the archive" : "weight.json");
 		return -1;
 	}
 	return 0;
 }
 
+/*
+ * A model of pipeline p: the folder dir (metadata.json, weight.json when it is
+ * weight-capable, and whatever else the trainer wrote), or, when archive, the
+ * published dir/<name>.zip (metadata.json inside) with its weight file
+ * dir/<name>.json beside it when there is one (kepler-model-db's layout).
+ */
 static struct md_model *model_load(struct md_store *self, const struct md_pipeline *p,
 				   const char *source, const char *output, const char *group,
-				   const char *name, const char *dir)
+				   const char *name, const char *dir, bool archive)
 {
 	struct md_model *m = calloc(1, sizeof *m);
 	char path[PATH_MAX], err[MD_ERR_MAX], why[MD_ERR_MAX];
@@ -264,23 +345,39 @@ static struct md_model *model_load(struct md_store *self, const struct md_pipeli
 	snprintf(m->output, sizeof m->output, "%s", output);
 	snprintf(m->group, sizeof m->group, "%s", group);
 	snprintf(m->name, sizeof m->name, "%s", name);
-	if (!join(path, sizeof path, dir, "metadata.json"))
-		goto fail;
-	if (!(m->meta = wb_json_load(path, 0, err, sizeof err))) {
-		add_error(self, path, err);
-		goto fail;
+	if (archive) {
+		if (snprintf(path, sizeof path, "%s/%s.zip", dir, name) >= (int)sizeof path ||
+		    !(m->archive = strdup(path)))
+			goto fail;
+		if (!(m->meta = md_archive_metadata(path, err, sizeof err))) {
+			add_error(self, path, err);
+			goto fail;
+		}
+		snprintf(path, sizeof path, "%s/%s.json", dir, name);
+	} else {
+		if (!join(path, sizeof path, dir, "metadata.json"))
+			goto fail;
+		if (!(m->meta = wb_json_load(path, 0, err, sizeof err))) {
+			add_error(self, path, err);
+			goto fail;
+		}
+		if (!join(path, sizeof path, dir, "weight.json"))
+			goto fail;
 	}
-	if (!join(path, sizeof path, dir, "weight.json"))
-		goto fail;
-	if (!(m->weight = wb_json_load(path, 0, err, sizeof err))) {
+	/* no weight file: an archive-only model (XGBoost, GradientBoosting, ...), served for
+	 * weight=false only */
+	if (!(m->weight = wb_json_load(path, 0, err, sizeof err)) && errno != ENOENT) {
 		add_error(self, path, err);
 		goto fail;
 	}
 	if (model_from_meta(m, why, sizeof why) < 0) {
-		add_error(self, dir, why);
+		add_error(self, m->archive ? m->archive : dir, why);
 		goto fail;
 	}
 	const char *host = wb_json_str(m->meta, "wattbus_host");
+	if (!p->imported)
+		snprintf(m->host, sizeof m->host, "%s", host);
+	m->bytes = archive ? 0 : folder_bytes(dir);
 	if (host[0])
 		snprintf(m->origin, sizeof m->origin, "bus:%s", host);
 	else
@@ -325,6 +422,37 @@ static void strv_free(char **v)
 	free(v);
 }
 
+/* The names of dir's <name>.zip files that have no folder <name> among folders (an unpacked
+ * archive is read from its folder, as Kepler's server does), sorted (NULL-terminated). */
+static char **archives(const char *dir, char *const *folders)
+{
+	struct dirent **ents;
+	int n = scandir(dir, &ents, NULL, alphasort);
+	if (n < 0)
+		return NULL;
+	char **out = calloc((size_t)n + 1, sizeof *out);
+	size_t k = 0;
+	for (int i = 0; i < n; i++) {
+		const char *name = ents[i]->d_name;
+		size_t len = strlen(name);
+		char path[PATH_MAX];
+		struct stat st;
+		bool unpacked = false;
+		if (out && len > 4 && name[0] != '.' && !strcmp(name + len - 4, ".zip") &&
+		    join(path, sizeof path, dir, name) && lstat(path, &st) == 0 &&
+		    S_ISREG(st.st_mode)) {
+			for (size_t f = 0; folders && folders[f]; f++)
+				unpacked |= strlen(folders[f]) == len - 4 &&
+					    !strncmp(folders[f], name, len - 4);
+			if (!unpacked && len - 4 < MD_NAME_MAX)
+				out[k++] = strndup(name, len - 4);
+		}
+		free(ents[i]);
+	}
+	free(ents);
+	return out;
+}
+
 static int add_model(struct md_store *self, struct md_model *m)
 {
 	struct md_model **v = realloc(self->models, (self->nmodels + 1) * sizeof *v);
@@ -364,10 +492,19 @@ static void pipeline_walk(struct md_store *self, const struct md_pipeline *p)
 						continue;
 					struct md_model *m =
 					    model_load(self, p, sources[s], outputs[o], groups[g],
-						       names[n], d4);
+						       names[n], d4, false);
 					if (m && add_model(self, m) < 0)
 						model_free(m);
 				}
+				char **zips = archives(d3, names);
+				for (size_t n = 0; zips && zips[n]; n++) {
+					struct md_model *m =
+					    model_load(self, p, sources[s], outputs[o], groups[g],
+						       zips[n], d3, true);
+					if (m && add_model(self, m) < 0)
+						model_free(m);
+				}
+				strv_free(zips);
 				strv_free(names);
 			}
 			strv_free(groups);
@@ -376,6 +513,95 @@ static void pipeline_walk(struct md_store *self, const struct md_pipeline *p)
 	}
 	strv_free(sources);
 	sort_models(self);
+}
+
+/* ---- trainer hosts: what each holds, for the budget ---- */
+static int host_cmp(const void *key, const void *h)
+{
+	return strcmp(key, ((const struct md_host *)h)->name);
+}
+
+static struct md_host *host_find(struct md_store *self, const char *name)
+{
+	return bsearch(name, self->hosts, self->nhosts, sizeof *self->hosts, host_cmp);
+}
+
+/* The host's entry, added when new. Past max_hosts, a host that holds nothing (only a rate)
+ * makes room, the one heard from least recently; NULL when none does. */
+static struct md_host *host_get(struct md_store *self, const char *name, uint64_t now_ns)
+{
+	struct md_host *h = host_find(self, name);
+	if (h)
+		return h;
+	if (self->nhosts >= self->pol.max_hosts) {
+		size_t victim = self->nhosts;
+		for (size_t i = 0; i < self->nhosts; i++)
+			if (!self->hosts[i].models && !self->hosts[i].types &&
+			    (victim == self->nhosts ||
+			     self->hosts[i].last_ns < self->hosts[victim].last_ns))
+				victim = i;
+		if (victim == self->nhosts)
+			return NULL;
+		memmove(&self->hosts[victim], &self->hosts[victim + 1],
+			(self->nhosts - victim - 1) * sizeof *self->hosts);
+		self->nhosts--;
+	}
+	struct md_host *v = realloc(self->hosts, (self->nhosts + 1) * sizeof *v);
+	if (!v)
+		return NULL;
+	self->hosts = v;
+	size_t at = 0;
+	while (at < self->nhosts && strcmp(self->hosts[at].name, name) < 0)
+		at++;
+	memmove(&self->hosts[at + 1], &self->hosts[at], (self->nhosts - at) * sizeof *v);
+	self->nhosts++;
+	h = &self->hosts[at];
+	memset(h, 0, sizeof *h);
+	snprintf(h->name, sizeof h->name, "%s", name);
+	h->tokens = self->pol.models_per_host_per_min;
+	h->last_ns = now_ns;
+	return h;
+}
+
+/* Charge what the bus's pipelines hold to their hosts (at load). */
+static void account(struct md_store *self)
+{
+	self->bus_models = self->bus_types = 0;
+	self->bus_bytes = 0;
+	for (size_t i = 0; i < self->npipes; i++) {
+		const struct md_pipeline *p = &self->pipes[i];
+		if (p->imported)
+			continue;
+		self->bus_types += p->ntypes;
+		const char *key;
+		json_t *v;
+		json_object_foreach(p->index, key, v)
+		{
+			size_t k;
+			json_t *h;
+			json_array_foreach(json_object_get(v, "members"), k, h)
+			{
+				struct md_host *mh = json_is_string(h)
+							 ? host_get(self, json_string_value(h), 0)
+							 : NULL;
+				if (mh)
+					mh->types++;
+			}
+		}
+	}
+	for (size_t i = 0; i < self->nmodels; i++) {
+		struct md_model *m = self->models[i];
+		const struct md_pipeline *p = md_store_pipeline(self, m->pipeline);
+		if (!p || p->imported)
+			continue;
+		self->bus_models++;
+		self->bus_bytes += m->bytes;
+		struct md_host *h = m->host[0] ? host_get(self, m->host, 0) : NULL;
+		if (h) {
+			h->models++;
+			h->bytes += m->bytes;
+		}
+	}
 }
 
 int md_store_load(struct md_store *self, char *err, size_t errlen)
@@ -398,10 +624,13 @@ int md_store_load(struct md_store *self, char *err, size_t errlen)
 			continue;
 		}
 		struct md_pipeline *p = pipeline_add(self, pipes[i], dir, false);
-		if (p)
+		if (p) {
+			p->apart = !strcmp(p->name, self->pol.apart);
 			pipeline_walk(self, p);
+		}
 	}
 	strv_free(pipes);
+	account(self);
 	return 0;
 }
 
@@ -421,8 +650,18 @@ int md_store_import(struct md_store *self, const char *dir, char *err, size_t er
 	snprintf(name, sizeof name, "%s",
 		 meta && wb_json_str(meta, "name")[0] ? wb_json_str(meta, "name") : base);
 	json_decref(meta);
+	/* the bus's pipelines are named by the config, whether they exist yet or not: an import
+	 * of the same name would make every model from the bus go to a read-only pipeline */
+	if (!strcmp(name, self->pipeline) || !strcmp(name, self->pol.apart)) {
+		snprintf(
+		    err, errlen,
+		    "import %s: refused: its name %s is the one this store files models from the bus under (pipeline = %s, untrusted_pipeline = %s)",
+		    dir, name, self->pipeline, self->pol.apart);
+		return -1;
+	}
 	if (md_store_pipeline(self, name)) {
-		snprintf(err, errlen, "import %s: a pipeline named %s is already held", dir, name);
+		snprintf(err, errlen, "import %s: refused: a pipeline named %s is already held",
+			 dir, name);
 		return -1;
 	}
 	size_t before = self->nmodels;
@@ -450,41 +689,45 @@ static int mkdirs(const char *base, const char *const *parts, size_t n, char *ou
 	return 0;
 }
 
-static struct md_pipeline *own_pipeline(struct md_store *self, char *err, size_t errlen)
+/* The pipeline models from the bus are filed under (name: the own or the untrusted one),
+ * created when missing. */
+static struct md_pipeline *bus_pipeline(struct md_store *self, const char *name, bool apart,
+					char *err, size_t errlen)
 {
-	struct md_pipeline *p = md_store_pipeline(self, self->pipeline);
+	struct md_pipeline *p = md_store_pipeline(self, name);
 	if (p) {
-		if (p->imported) {
-			snprintf(err, errlen, "pipeline %s is an imported one (read-only)",
-				 self->pipeline);
+		if (p->imported) { /* md_store_import refuses these names; kept as a guard */
+			snprintf(err, errlen, "pipeline %s is an imported one (read-only)", name);
 			return NULL;
 		}
 		return p;
 	}
 	char dir[PATH_MAX];
-	const char *parts[] = {self->pipeline};
+	const char *parts[] = {name};
 	if (mkdirs(self->dir, parts, 1, dir, sizeof dir, err, errlen) < 0)
 		return NULL;
-	json_t *meta =
-	    json_pack("{s:s, s:s}", "name", self->pipeline, "publisher", "wattbus-modeld");
+	json_t *meta = json_pack("{s:s, s:s}", "name", name, "publisher", "wattbus-modeld");
 	char path[PATH_MAX];
 	snprintf(path, sizeof path, "%s/metadata.json", dir);
 	int rc = wb_json_save(meta, path, true, err, errlen);
 	json_decref(meta);
 	if (rc < 0)
 		return NULL;
-	if (!(p = pipeline_add(self, self->pipeline, dir, false)))
+	if (!(p = pipeline_add(self, name, dir, false)))
 		snprintf(err, errlen, "out of memory");
+	else
+		p->apart = apart;
 	return p;
 }
 
-/* The node type of a trainer's spec: the covering one, else a new one. Saves the index when it
- * changed (a new node type or member), not at every model. */
-static int node_type_for(struct md_store *self, struct md_pipeline *p, const struct md_spec *spec,
-			 const char *host, char *err, size_t errlen)
+/* The node type of a trainer's spec: the covering one, or -1 (a new one is needed). *member:
+ * host is among its members. Changes nothing. */
+static int node_type_find(const struct md_pipeline *p, const struct md_spec *spec, const char *host,
+			  bool *member)
 {
 	double sim;
 	int nt = -1;
+	*member = false;
 	if (md_spec_empty(spec)) {
 		for (size_t i = 0; i < p->ntypes && nt < 0; i++)
 			if (md_spec_empty(&p->types[i].spec))
@@ -494,9 +737,25 @@ static int node_type_for(struct md_store *self, struct md_pipeline *p, const str
 		if (nt >= 0 && sim < 1)
 			nt = -1;
 	}
+	if (nt >= 0) {
+		char key[16];
+		snprintf(key, sizeof key, "%d", nt);
+		size_t i;
+		json_t *v;
+		json_array_foreach(json_object_get(json_object_get(p->index, key), "members"), i,
+				   v) *member |=
+		    json_is_string(v) && !strcmp(json_string_value(v), host);
+	}
+	return nt;
+}
+
+/* Add the node type (nt -1: a new one) or the host as a member, and save the index: only when
+ * it changed, not at every model. The node type, or -1 with err. */
+static int node_type_add(struct md_pipeline *p, int nt, const struct md_spec *spec,
+			 const char *host, char *err, size_t errlen)
+{
 	char key[16];
 	json_t *entry;
-	bool changed = nt < 0;
 	if (nt < 0) {
 		nt = p->ntypes ? p->types[p->ntypes - 1].index + 1 : 0;
 		snprintf(key, sizeof key, "%d", nt);
@@ -510,19 +769,8 @@ static int node_type_for(struct md_store *self, struct md_pipeline *p, const str
 	if (!json_is_array(members)) {
 		members = json_array();
 		json_object_set_new(entry, "members", members);
-		changed = true;
 	}
-	bool found = false;
-	size_t i;
-	json_t *v;
-	json_array_foreach(members, i, v) found |=
-	    json_is_string(v) && !strcmp(json_string_value(v), host);
-	if (!found) {
-		json_array_append_new(members, json_string(host));
-		changed = true;
-	}
-	if (!changed)
-		return nt;
+	json_array_append_new(members, json_string(host));
 	char path[PATH_MAX];
 	snprintf(path, sizeof path, "%s/node_type_index.json", p->dir);
 	if (wb_json_save(p->index, path, true, err, errlen) < 0)
@@ -556,6 +804,172 @@ static json_t *weight_json(const struct wb_model *msg)
 	return w;
 }
 
+/*
+ * What Kepler's estimator loads for a model from the bus. Its loaders read pickles
+ * (scikit, curvefit) or XGBoost model files (xgboost); a linear model is an
+ * XGBoost gblinear booster: weights w_i / scale_i, then the bias (means folded in,
+ * as in weight.json), evaluated by XGBoost in float32. The scikit_learn attribute
+ * tells XGBRegressor.load_model it is a gblinear one (in-place prediction has no
+ * gblinear). metadata.json's model_file names the per-zone index, as in
+ * kepler-model-db's archives.
+ */
+static json_t *xgboost_zone(const struct wb_model *msg, const struct wb_model_zone *mz)
+{
+	json_t *w = json_array();
+	double bias = mz->bias_w;
+	for (size_t f = 0; f < msg->n_features; f++) {
+		double mean = f < mz->n_means ? mz->means[f] : 0;
+		bias -= mz->weights[f] * mean / mz->scales[f];
+		json_array_append_new(w, json_real(mz->weights[f] / mz->scales[f]));
+	}
+	json_array_append_new(w, json_real(bias));
+	char nf[16];
+	snprintf(nf, sizeof nf, "%zu", msg->n_features);
+	return json_pack(
+	    "{s:{s:{s:s}, s:[], s:[], s:{s:{s:i, s:o}, s:s}, s:{s:s, s:s, s:s, s:s, s:s}, s:{s:s, "
+	    "s:{s:s}}}, s:[i, i, i]}",
+	    "learner", "attributes", "scikit_learn",
+	    "{\"booster\": \"gblinear\", \"_estimator_type\": \"regressor\"}", "feature_names",
+	    "feature_types", "gradient_booster", "model", "boosted_rounds", 1, "weights", w, "name",
+	    "gblinear", "learner_model_param", "base_score", "0", "boost_from_average", "0",
+	    "num_class", "0", "num_feature", nf, "num_target", "1", "objective", "name",
+	    "reg:squarederror", "reg_loss_param", "scale_pos_weight", "1", "version", 1, 7, 4);
+}
+
+static json_t *xgboost_index(const struct wb_model *msg)
+{
+	json_t *idx = json_object();
+	for (size_t z = 0; z < msg->n_zones; z++) {
+		json_t *feats = json_array();
+		for (size_t f = 0; f < msg->n_features; f++)
+			json_array_append_new(feats, json_string(msg->features[f]));
+		char file[32];
+		snprintf(file, sizeof file, "%s.json", msg->zones[z].zone);
+		json_object_set_new(idx, msg->zones[z].zone,
+				    json_pack("{s:s, s:o, s:[]}", "model_file", file, "features",
+					      feats, "fe_files"));
+	}
+	return idx;
+}
+
+/* A zone's name is a file name in the model's folder: [a-z0-9_], not one of the other files'. */
+static int zones_check(const struct wb_model *msg, char *err, size_t errlen)
+{
+	for (size_t z = 0; z < msg->n_zones; z++) {
+		const char *zone = msg->zones[z].zone;
+		bool ok = zone[0] && strcmp(zone, "weight") && strcmp(zone, "metadata");
+		for (const char *c = zone; ok && *c; c++)
+			ok = (*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '_';
+		for (size_t y = 0; ok && y < z; y++)
+			ok = strcmp(msg->zones[y].zone, zone) != 0;
+		if (!ok) {
+			char shown[32];
+			snprintf(shown, sizeof shown, "%s", zone);
+			md_one_line(shown);
+			snprintf(
+			    err, errlen,
+			    "zones[%zu].zone \"%s\": a zone is named once, in [a-z0-9_], and not weight or metadata",
+			    z, shown);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* Remove the files of a model folder this process wrote (flat), then the folder. */
+static void remove_folder(const char *dir)
+{
+	struct dirent **ents;
+	int n = scandir(dir, &ents, NULL, NULL);
+	for (int i = 0; i < n; i++) {
+		char path[PATH_MAX];
+		if (strcmp(ents[i]->d_name, ".") && strcmp(ents[i]->d_name, "..") &&
+		    join(path, sizeof path, dir, ents[i]->d_name))
+			unlink(path);
+		free(ents[i]);
+	}
+	if (n >= 0)
+		free(ents);
+	rmdir(dir);
+}
+
+/* A model's files as written: every zone's XGBoost model, Kepler's component file,
+ * weight.json, metadata.json (last: it names the model). */
+struct mfile {
+	char name[48];
+	json_t *j;
+};
+#define MFILES_MAX 67 /* 64 zones and three */
+
+static void mfiles_free(struct mfile *f, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		json_decref(f[i].j);
+}
+
+/* The files of a model and their size on disk (what wb_json_save writes). 0, or -1 with err. */
+static int model_files(const struct wb_model *msg, json_t *weight, json_t *meta,
+		       struct mfile *files, size_t *nf, uint64_t *bytes, char *err, size_t errlen)
+{
+	size_t n = 0;
+	for (size_t z = 0; z < msg->n_zones && n < 64; z++, n++) {
+		snprintf(files[n].name, sizeof files[n].name, "%s.json", msg->zones[z].zone);
+		files[n].j = xgboost_zone(msg, &msg->zones[z]);
+	}
+	snprintf(files[n].name, sizeof files[n].name, "%s.json", wb_json_str(meta, "model_name"));
+	files[n++].j = xgboost_index(msg);
+	snprintf(files[n].name, sizeof files[n].name, "weight.json");
+	files[n++].j = json_incref(weight);
+	snprintf(files[n].name, sizeof files[n].name, "metadata.json");
+	files[n++].j = json_incref(meta);
+	*nf = n;
+	*bytes = 0;
+	for (size_t i = 0; i < n; i++) {
+		char *text = files[i].j ? json_dumps(files[i].j, JSON_COMPACT) : NULL;
+		if (!text) {
+			snprintf(err, errlen, "%s: out of memory", files[i].name);
+			mfiles_free(files, n);
+			return -1;
+		}
+		*bytes += strlen(text);
+		free(text);
+	}
+	return 0;
+}
+
+/* Write the files into a fresh folder beside dir, then swap it in, so that a model is never
+ * half written and no file of the one it replaces stays behind. */
+static int write_model(const char *dir, const struct mfile *files, size_t nf, char *err,
+		       size_t errlen)
+{
+	char tmp[PATH_MAX], path[PATH_MAX];
+	const char *slash = strrchr(dir, '/');
+	if (!slash || snprintf(tmp, sizeof tmp, "%.*s/.%s.new", (int)(slash - dir), dir,
+			       slash + 1) >= (int)sizeof tmp) {
+		snprintf(err, errlen, "%s: path too long", dir);
+		return -1;
+	}
+	remove_folder(tmp); /* one a crash left */
+	if (wb_state_mkdir(tmp, err, errlen) < 0)
+		return -1;
+	int rc = 0;
+	for (size_t i = 0; i < nf && rc == 0; i++)
+		if (!join(path, sizeof path, tmp, files[i].name) ||
+		    wb_json_save(files[i].j, path, true, err, errlen) < 0)
+			rc = -1;
+	struct stat st;
+	if (rc == 0) {
+		bool exists = lstat(dir, &st) == 0;
+		if (exists ? renameat2(AT_FDCWD, tmp, AT_FDCWD, dir, RENAME_EXCHANGE) < 0
+			   : rename(tmp, dir) < 0) {
+			snprintf(err, errlen, "%s: %s", dir, strerror(errno));
+			rc = -1;
+		}
+	}
+	remove_folder(tmp); /* the replaced model, or what failed */
+	return rc;
+}
+
 static double msg_mae(const struct wb_model *msg)
 {
 	if (msg->mae > 0)
@@ -587,11 +1001,12 @@ static json_t *metadata_json(const struct wb_model *msg, const char *name,
 	json_t *feats = json_array();
 	for (size_t f = 0; f < msg->n_features; f++)
 		json_array_append_new(feats, json_string(msg->features[f]));
-	json_t *m =
-	    json_pack("{s:s, s:s, s:s, s:o, s:[], s:s, s:f, s:f, s:o}", "model_name", name,
-		      "model_class", "scikit", "model_file", "weight.json", "features", feats,
-		      "fe_files", "output_type", msg->type, "mae", isnan(mae) ? -1.0 : mae, "mape",
-		      msg_mape(msg), "machine_spec", md_spec_to_json(spec));
+	char file[MD_NAME_MAX + 8];
+	snprintf(file, sizeof file, "%s.json", name);
+	json_t *m = json_pack("{s:s, s:s, s:s, s:o, s:[], s:s, s:f, s:f, s:o}", "model_name", name,
+			      "model_class", "xgboost", "model_file", file, "features", feats,
+			      "fe_files", "output_type", msg->type, "mae", isnan(mae) ? -1.0 : mae,
+			      "mape", msg_mape(msg), "machine_spec", md_spec_to_json(spec));
 	for (size_t z = 0; z < msg->n_zones; z++) {
 		char key[48];
 		snprintf(key, sizeof key, "%s_mae", msg->zones[z].zone);
@@ -610,7 +1025,40 @@ static json_t *metadata_json(const struct wb_model *msg, const char *name,
 	return m;
 }
 
-enum md_put_result md_store_put(struct md_store *self, const struct wb_model *msg,
+/* Where key goes among the sorted models: *found when one of its name is there. */
+static size_t model_pos(const struct md_store *self, const struct md_model *key, bool *found)
+{
+	size_t lo = 0, hi = self->nmodels;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const struct md_model *m = self->models[mid];
+		if (cmp_models(&m, &key) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	*found = lo < self->nmodels && cmp_models(&self->models[lo], &key) == 0;
+	return lo;
+}
+
+static bool trusted(const struct md_store *self, const char *host)
+{
+	for (size_t i = 0; i < self->pol.ntrusted; i++)
+		if (!strcmp(self->pol.trusted[i], "*") || !strcmp(self->pol.trusted[i], host))
+			return true;
+	return false;
+}
+
+/* A refusal by the budget: err names the limit (the config key) and its value. */
+static enum md_put_result over(char *err, size_t errlen, const char *key, uint64_t limit,
+			       const char *what)
+{
+	snprintf(err, errlen, "over the budget: %s %s (%s = %llu)", what, key, key,
+		 (unsigned long long)limit);
+	return MD_PUT_OVER_BUDGET;
+}
+
+enum md_put_result md_store_put(struct md_store *self, const struct wb_model *msg, uint64_t now_ns,
 				const struct md_model **out, char *err, size_t errlen)
 {
 	*out = NULL;
@@ -626,18 +1074,52 @@ enum md_put_result md_store_put(struct md_store *self, const struct wb_model *ms
 				 z);
 			return MD_PUT_ERROR;
 		}
+	if (zones_check(msg, err, errlen) < 0)
+		return MD_PUT_ERROR;
+	const struct md_policy *pol = &self->pol;
+	const char *hostname = msg->env.host;
+	struct md_host *h = host_get(self, hostname, now_ns);
+	if (!h)
+		return over(err, errlen, "max_trainers", pol->max_hosts,
+			    "every trainer host tracked holds models:");
+	/* the host's rate: a bucket of models_per_host_per_minute, refilled continuously */
+	if (pol->models_per_host_per_min > 0) {
+		double per_ns = pol->models_per_host_per_min / 60e9;
+		if (now_ns > h->last_ns)
+			h->tokens += (double)(now_ns - h->last_ns) * per_ns;
+		if (h->tokens > pol->models_per_host_per_min)
+			h->tokens = pol->models_per_host_per_min;
+		h->last_ns = now_ns;
+		if (h->tokens < 1) {
+			snprintf(
+			    err, errlen,
+			    "more than %g models a minute from this host (models_per_host_per_minute)",
+			    pol->models_per_host_per_min);
+			return MD_PUT_RATE_LIMITED;
+		}
+		h->tokens -= 1;
+	} else {
+		h->last_ns = now_ns;
+	}
 	struct md_spec spec = {0};
 	wb_processor_name(msg->spec.processor, spec.processor, sizeof spec.processor);
 	spec.cores = (double)(msg->spec.cores ? msg->spec.cores : msg->ncpu);
 	spec.chips = (double)msg->spec.chips;
 	spec.memory_gib = (double)msg->spec.memory_gib;
 	spec.frequency_mhz = (double)msg->spec.frequency_mhz;
-	struct md_pipeline *p = own_pipeline(self, err, errlen);
+	bool trust = trusted(self, hostname);
+	struct md_pipeline *p =
+	    bus_pipeline(self, trust ? self->pipeline : pol->apart, !trust, err, errlen);
 	if (!p)
 		return MD_PUT_ERROR;
-	int nt = node_type_for(self, p, &spec, msg->env.host, err, errlen);
-	if (nt < 0)
-		return MD_PUT_ERROR;
+	bool member;
+	int nt = node_type_find(p, &spec, hostname, &member);
+	if (nt < 0 && self->bus_types >= pol->max_node_types)
+		return over(err, errlen, "max_node_types", pol->max_node_types,
+			    "a new node type would pass");
+	if (!member && h->types >= pol->max_node_types_per_host)
+		return over(err, errlen, "max_node_types_per_host", pol->max_node_types_per_host,
+			    "a node type more for this host would pass");
 	const char *fp[64];
 	size_t nf = 0;
 	for (; nf < msg->n_features && nf < 64; nf++)
@@ -645,69 +1127,120 @@ enum md_put_result md_store_put(struct md_store *self, const struct wb_model *ms
 	const struct md_group *g = md_group_of(fp, nf);
 	const char *group = g ? g->name : "ThirdParty";
 	char name[MD_NAME_MAX];
-	snprintf(name, sizeof name, "%s_%d", WATTBUS_TRAINER, nt);
+	/* a new node type gets the next index (node_type_add) */
+	int nt_new = nt >= 0 ? nt : p->ntypes ? p->types[p->ntypes - 1].index + 1 : 0;
+	snprintf(name, sizeof name, "%s_%d", WATTBUS_TRAINER, nt_new);
 	double mae = msg_mae(msg);
-	/* the one held under this name: replaced by the same host's newer model or a better one */
-	size_t at = self->nmodels;
-	for (size_t i = 0; i < self->nmodels; i++) {
-		const struct md_model *m = self->models[i];
-		if (!strcmp(m->pipeline, p->name) && !strcmp(m->source, self->source) &&
-		    !strcmp(m->output, msg->type) && !strcmp(m->group, group) &&
-		    !strcmp(m->name, name))
-			at = i;
+	/* the one held under this name: replaced by the same host's newer model, or, in the
+	 * trusted pipeline, by another (trusted) host's model with a lower mae */
+	struct md_model key = {0};
+	snprintf(key.pipeline, sizeof key.pipeline, "%s", p->name);
+	snprintf(key.source, sizeof key.source, "%s", self->source);
+	snprintf(key.output, sizeof key.output, "%s", msg->type);
+	snprintf(key.group, sizeof key.group, "%s", group);
+	snprintf(key.name, sizeof key.name, "%s", name);
+	bool found;
+	size_t at = model_pos(self, &key, &found);
+	const struct md_model *old = found ? self->models[at] : NULL;
+	enum md_put_result res = old ? MD_PUT_REPLACED : MD_PUT_NEW;
+	bool same_host = old && !strcmp(old->host, hostname);
+	if (old && !same_host && (p->apart || (!isnan(old->mae) && !(mae < old->mae)))) {
+		*out = old;
+		return MD_PUT_KEPT;
 	}
-	enum md_put_result res = MD_PUT_NEW;
-	if (at < self->nmodels) {
-		const struct md_model *old = self->models[at];
-		bool same_host = !strcmp(wb_json_str(old->meta, "wattbus_host"), msg->env.host);
-		if (!same_host && !isnan(old->mae) && !(mae < old->mae)) {
-			*out = old;
-			return MD_PUT_KEPT;
-		}
-		res = MD_PUT_REPLACED;
-	}
-	char dir[PATH_MAX];
-	const char *parts[] = {self->source, msg->type, group, name};
-	if (mkdirs(p->dir, parts, 4, dir, sizeof dir, err, errlen) < 0)
-		return MD_PUT_ERROR;
 	struct md_model *m = calloc(1, sizeof *m);
-	if (!m || !(m->dir = strdup(dir))) {
-		free(m);
+	if (!m) {
 		snprintf(err, errlen, "out of memory");
 		return MD_PUT_ERROR;
 	}
-	snprintf(m->pipeline, sizeof m->pipeline, "%s", p->name);
-	snprintf(m->source, sizeof m->source, "%s", self->source);
-	snprintf(m->output, sizeof m->output, "%s", msg->type);
-	snprintf(m->group, sizeof m->group, "%s", group);
-	snprintf(m->name, sizeof m->name, "%s", name);
-	snprintf(m->origin, sizeof m->origin, "bus:%s", msg->env.host);
+	*m = key;
+	snprintf(m->origin, sizeof m->origin, "bus:%s", hostname);
+	snprintf(m->host, sizeof m->host, "%s", hostname);
 	m->weight = weight_json(msg);
 	m->meta = metadata_json(msg, name, &spec, mae);
-	char path[PATH_MAX], why[MD_ERR_MAX];
-	/* weight first: metadata.json names the model, so a model whose weight.json failed is never
-	 * half announced */
-	snprintf(path, sizeof path, "%s/weight.json", dir);
-	if (wb_json_save(m->weight, path, true, err, errlen) < 0)
+	struct mfile files[MFILES_MAX];
+	size_t nfiles = 0;
+	char why[MD_ERR_MAX];
+	if (model_files(msg, m->weight, m->meta, files, &nfiles, &m->bytes, err, errlen) < 0) {
+		nfiles = 0;
 		goto fail;
-	snprintf(path, sizeof path, "%s/metadata.json", dir);
-	if (wb_json_save(m->meta, path, true, err, errlen) < 0)
+	}
+	/* the budget, before anything changes */
+	uint64_t freed = old ? old->bytes : 0, freed_here = same_host ? freed : 0;
+	enum md_put_result ob = MD_PUT_NEW;
+	if (!old && self->bus_models >= pol->max_models)
+		ob = over(err, errlen, "max_models", pol->max_models, "a model more would pass");
+	else if (!same_host && h->models >= pol->max_models_per_host)
+		ob = over(err, errlen, "max_models_per_host", pol->max_models_per_host,
+			  "a model more for this host would pass");
+	else if (self->bus_bytes - freed + m->bytes > pol->max_bytes)
+		ob = over(err, errlen, "max_store_bytes", pol->max_bytes, "its files would pass");
+	else if (h->bytes - freed_here + m->bytes > pol->max_bytes_per_host)
+		ob = over(err, errlen, "max_store_bytes_per_host", pol->max_bytes_per_host,
+			  "its files would pass");
+	if (ob != MD_PUT_NEW) {
+		mfiles_free(files, nfiles);
+		model_free(m);
+		return ob;
+	}
+	if (nt < 0 || !member) {
+		bool new_type = nt < 0;
+		nt = node_type_add(p, nt, &spec, hostname, err, errlen);
+		if (nt < 0)
+			goto fail;
+		if (nt != nt_new) { /* cannot be: node_type_add numbers as above */
+			snprintf(err, errlen, "node type %d, not %d as named", nt, nt_new);
+			goto fail;
+		}
+		self->bus_types += new_type;
+		h->types++;
+	}
+	char dir[PATH_MAX];
+	const char *parts[] = {self->source, msg->type, group};
+	if (mkdirs(p->dir, parts, 3, dir, sizeof dir, err, errlen) < 0)
 		goto fail;
+	size_t dl = strlen(dir);
+	snprintf(dir + dl, sizeof dir - dl, "/%s", name);
+	if (!(m->dir = strdup(dir))) {
+		snprintf(err, errlen, "out of memory");
+		goto fail;
+	}
+	if (write_model(dir, files, nfiles, err, errlen) < 0)
+		goto fail;
+	mfiles_free(files, nfiles);
+	nfiles = 0;
 	if (model_from_meta(m, why, sizeof why) < 0) {
 		snprintf(err, errlen, "%s: %s", dir, why);
 		goto fail;
 	}
-	if (at < self->nmodels) {
+	if (old) {
+		struct md_host *oh = host_find(self, old->host);
+		if (oh) {
+			oh->models--;
+			oh->bytes -= old->bytes;
+		}
+		self->bus_bytes -= old->bytes;
 		model_free(self->models[at]);
 		self->models[at] = m;
-	} else if (add_model(self, m) < 0) {
-		snprintf(err, errlen, "out of memory");
-		goto fail;
+	} else {
+		struct md_model **v = realloc(self->models, (self->nmodels + 1) * sizeof *v);
+		if (!v) {
+			snprintf(err, errlen, "out of memory");
+			goto fail;
+		}
+		self->models = v;
+		memmove(&v[at + 1], &v[at], (self->nmodels - at) * sizeof *v);
+		v[at] = m;
+		self->nmodels++;
+		self->bus_models++;
 	}
-	sort_models(self);
+	h->models++;
+	h->bytes += m->bytes;
+	self->bus_bytes += m->bytes;
 	*out = m;
 	return res;
 fail:
+	mfiles_free(files, nfiles);
 	model_free(m);
 	return MD_PUT_ERROR;
 }

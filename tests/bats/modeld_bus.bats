@@ -24,7 +24,7 @@ REQ='{"metrics":["bpf_cpu_time_ms","cpu_cycles"],"output_type":"AbsPower","weigh
 @test "a model from the bus is stored in Kepler's layout, served, and still served after a restart" {
 	local bus
 	bus=$(wb_ep trainer)
-	md_start modeld --sub "$bus"
+	md_start modeld --sub "$bus" --trusted_trainers node-a,node-b,node-c
 	model_line node-a 1.5 | "$WATTBUS" pub --wait 30s "$bus"
 	wb_wait_lines "$BATS_TEST_TMPDIR/modeld.log" 1 30 'model/node-a (trained): stored as wattbus/rapl-sysfs/AbsPower/ThirdParty/SGDRegressorTrainer_0'
 	local dir=$BATS_TEST_TMPDIR/store/wattbus
@@ -41,7 +41,7 @@ REQ='{"metrics":["bpf_cpu_time_ms","cpu_cycles"],"output_type":"AbsPower","weigh
 
 	# restart: the store is read back
 	wb_kill_all
-	md_start modeld2 --sub "$bus"
+	md_start modeld2 --sub "$bus" --trusted_trainers node-a,node-b,node-c
 	grep -q '1 models in 1 pipelines' "$BATS_TEST_TMPDIR/modeld2.log"
 	run md_choice "$REQ"
 	assert_output "200 SGDRegressorTrainer_0 1.5"
@@ -53,7 +53,7 @@ REQ='{"metrics":["bpf_cpu_time_ms","cpu_cycles"],"output_type":"AbsPower","weigh
 @test "a worse model of another host is kept out, a better one replaces it; bad ones are counted" {
 	local bus
 	bus=$(wb_ep trainer)
-	md_start modeld --sub "$bus"
+	md_start modeld --sub "$bus" --trusted_trainers node-a,node-b,node-c
 	{
 		model_line node-a 2.0
 		model_line node-b 3.0
@@ -65,14 +65,15 @@ REQ='{"metrics":["bpf_cpu_time_ms","cpu_cycles"],"output_type":"AbsPower","weigh
 	grep -q 'model/node-c (trained): replaced ' "$BATS_TEST_TMPDIR/modeld.log"
 	run md_choice "$REQ"
 	assert_output "200 SGDRegressorTrainer_0 1"
+	# node-b's model was kept out: it left nothing in the store, not even a membership
 	run jq -c '.["0"].members' "$BATS_TEST_TMPDIR/store/wattbus/node_type_index.json"
-	assert_output '["node-a","node-b","node-c"]'
+	assert_output '["node-a","node-c"]'
 }
 
 @test "modeld's stat counters become wattbus_stage_events_total in exportd" {
 	local bus
 	bus=$(wb_ep trainer)
-	md_start modeld --sub "$bus"
+	md_start modeld --sub "$bus" --trusted_trainers node-a,node-b,node-c
 	wb_spawn exportd "$WB_BUILD/wattbus-exportd" --runtime_dir "$MD_RT" --listen 127.0.0.1:0 \
 		--stat_interval 1s --sub "ipc://$MD_RT/modeld.sock" --state_file ""
 	wb_wait_lines "$BATS_TEST_TMPDIR/exportd.log" 1 10 'port [0-9]'
@@ -92,7 +93,7 @@ REQ='{"metrics":["bpf_cpu_time_ms","cpu_cycles"],"output_type":"AbsPower","weigh
 	for c in trainer modeld; do "$WATTBUS" keygen "$K/$c" >/dev/null; done
 	cp "$K/modeld" "$K/allowed/"
 	port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-	md_start modeld --sub "tcp://127.0.0.1:$port" --curve_cert "$K/modeld" --curve_peer "$K/trainer"
+	md_start modeld --sub "tcp://127.0.0.1:$port" --trusted_trainers node-a --curve_cert "$K/modeld" --curve_peer "$K/trainer"
 	model_line node-a 1.5 | "$WATTBUS" pub --wait 30s --curve-cert "$K/trainer" --curve-allow "$K/allowed" "tcp://127.0.0.1:$port"
 	wb_wait_lines "$BATS_TEST_TMPDIR/modeld.log" 1 30 'model/node-a (trained): stored as '
 	run md_choice "$REQ"

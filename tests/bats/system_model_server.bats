@@ -95,7 +95,7 @@ node_joules() {
 		--listen "$A:9102" --sub "tcp://$A:5553" --curve_cert "$K/modeld" --curve_peer "$K/trainer"
 	# modeld on A takes the trainer's models over CURVE.
 	wb_spawn modeld ip netns exec "$NSA" "$WB_BUILD/wattbus-modeld" --runtime_dir "$rtA" \
-		--listen "$A:8100" --store "$BATS_TEST_TMPDIR/store" \
+		--listen "$A:8100" --store "$BATS_TEST_TMPDIR/store" --trusted_trainers nodea \
 		--sub "tcp://$A:5553" --curve_cert "$K/modeld" --curve_peer "$K/trainer"
 	wb_wait_for 100 grep -q "trained model" "$BATS_TEST_TMPDIR/estimdA.log"
 	wb_wait_for 60 bash -c "ip netns exec $NSA curl -sf http://$A:8100/models | grep -q nodea"

@@ -191,7 +191,7 @@ static void test_store(void)
 	struct wb_msg msg;
 	const struct md_model *out;
 	make_msg(&msg, "a", 5);
-	CHECK(md_store_put(s, &msg.model, &out, err, sizeof err) == MD_PUT_NEW);
+	CHECK(md_store_put(s, &msg.model, 0, &out, err, sizeof err) == MD_PUT_NEW);
 	CHECK_STR(out->name, "SGDRegressorTrainer_0");
 	CHECK_STR(out->group, "ThirdParty");
 	CHECK_NEAR(out->mae, 5, 0);
@@ -202,10 +202,10 @@ static void test_store(void)
 	wb_msg_clear(&msg);
 	/* another host, same machine, worse: kept; better: replaces */
 	make_msg(&msg, "b", 7);
-	CHECK(md_store_put(s, &msg.model, &out, err, sizeof err) == MD_PUT_KEPT);
+	CHECK(md_store_put(s, &msg.model, 0, &out, err, sizeof err) == MD_PUT_KEPT);
 	CHECK_NEAR(out->mae, 5, 0);
 	msg.model.mae = 4;
-	CHECK(md_store_put(s, &msg.model, &out, err, sizeof err) == MD_PUT_REPLACED);
+	CHECK(md_store_put(s, &msg.model, 0, &out, err, sizeof err) == MD_PUT_REPLACED);
 	/* the same host's newer model replaces its own, worse or not; the node type index, which
 	 * did not change, is not written again (saves replace the file: a new inode) */
 	char index[300];
@@ -213,15 +213,15 @@ static void test_store(void)
 	snprintf(index, sizeof index, "%s/wattbus/node_type_index.json", dir);
 	CHECK(stat(index, &before) == 0);
 	msg.model.mae = 6;
-	CHECK(md_store_put(s, &msg.model, &out, err, sizeof err) == MD_PUT_REPLACED);
+	CHECK(md_store_put(s, &msg.model, 0, &out, err, sizeof err) == MD_PUT_REPLACED);
 	CHECK(stat(index, &after) == 0 && after.st_ino == before.st_ino);
 	/* another machine: a new node type */
 	msg.model.spec.cores = 16;
-	CHECK(md_store_put(s, &msg.model, &out, err, sizeof err) == MD_PUT_NEW);
+	CHECK(md_store_put(s, &msg.model, 0, &out, err, sizeof err) == MD_PUT_NEW);
 	CHECK_STR(out->name, "SGDRegressorTrainer_1");
 	msg.model.n_zones = 1;
 	snprintf(msg.model.type, sizeof msg.model.type, "Watts");
-	CHECK(md_store_put(s, &msg.model, &out, err, sizeof err) == MD_PUT_ERROR);
+	CHECK(md_store_put(s, &msg.model, 0, &out, err, sizeof err) == MD_PUT_ERROR);
 	CHECK(strstr(err, "Watts") != NULL);
 	wb_msg_clear(&msg);
 	md_store_destroy(&s);
@@ -261,6 +261,82 @@ static void test_store(void)
 	CHECK(system(cmd) == 0);
 }
 
+/* The budget refuses before anything changes; untrusted hosts go apart and replace only their
+ * own; an import named like the bus's pipelines is refused. */
+static void test_policy(void)
+{
+	char dir[256], err[512], index[300], cmd[600];
+	unit_tmp(dir, sizeof(dir), "wb-modeld-XXXXXX");
+	CHECK(mkdtemp(dir) != NULL);
+	struct md_store *s = md_store_new(dir, "wattbus", "rapl-sysfs");
+	char *trusted[] = {"a"};
+	struct md_policy pol = {.max_models = 3,
+				.max_models_per_host = 2,
+				.max_node_types = 2,
+				.max_node_types_per_host = 1,
+				.max_bytes = 1 << 20,
+				.max_bytes_per_host = 1 << 20,
+				.max_hosts = 8,
+				.models_per_host_per_min = 2,
+				.trusted = trusted,
+				.ntrusted = 1};
+	snprintf(pol.apart, sizeof pol.apart, "apart");
+	CHECK(md_store_policy(s, &pol, err, sizeof err) == 0);
+	CHECK(md_store_load(s, err, sizeof err) == 0);
+	struct wb_msg msg;
+	const struct md_model *out;
+	make_msg(&msg, "a", 5);
+	CHECK(md_store_put(s, &msg.model, 0, &out, err, sizeof err) == MD_PUT_NEW);
+	CHECK_STR(out->pipeline, "wattbus");
+	/* another machine of the same host: past max_node_types_per_host; nothing written */
+	struct stat before, after;
+	snprintf(index, sizeof index, "%s/wattbus/node_type_index.json", dir);
+	CHECK(stat(index, &before) == 0);
+	msg.model.spec.cores = 16;
+	CHECK(md_store_put(s, &msg.model, 0, &out, err, sizeof err) == MD_PUT_OVER_BUDGET);
+	CHECK(strstr(err, "max_node_types_per_host") != NULL);
+	CHECK(stat(index, &after) == 0 && after.st_ino == before.st_ino);
+	CHECK(s->nmodels == 1 && s->bus_types == 1);
+	/* the rate: a bucket of 2 a minute; the third at once is refused, one 30 s later passes */
+	msg.model.spec.cores = 8;
+	CHECK(md_store_put(s, &msg.model, 0, &out, err, sizeof err) == MD_PUT_RATE_LIMITED);
+	CHECK(md_store_put(s, &msg.model, 30000000000ull, &out, err, sizeof err) ==
+	      MD_PUT_REPLACED);
+	wb_msg_clear(&msg);
+	/* an untrusted host with a lower mae: apart, the trusted model untouched */
+	make_msg(&msg, "z", 1e-300);
+	CHECK(md_store_put(s, &msg.model, 0, &out, err, sizeof err) == MD_PUT_NEW);
+	CHECK_STR(out->pipeline, "apart");
+	CHECK(md_store_pipeline(s, "apart")->apart);
+	wb_msg_clear(&msg);
+	/* another untrusted host: kept out of the untrusted model's place, whatever its mae */
+	make_msg(&msg, "y", 1e-301);
+	CHECK(md_store_put(s, &msg.model, 0, &out, err, sizeof err) == MD_PUT_KEPT);
+	CHECK_STR(out->host, "z");
+	/* a new node type past max_node_types (2: wattbus 0 and apart 0) */
+	msg.model.spec.cores = 32;
+	CHECK(md_store_put(s, &msg.model, 0, &out, err, sizeof err) == MD_PUT_OVER_BUDGET);
+	CHECK(strstr(err, "max_node_types (max_node_types = 2)") != NULL);
+	wb_msg_clear(&msg);
+	/* an import named like the own or untrusted pipeline */
+	char imp[300];
+	snprintf(imp, sizeof imp, "%s/imp", dir);
+	CHECK(mkdir(imp, 0700) == 0);
+	snprintf(cmd, sizeof cmd, "echo '{\"name\": \"apart\"}' > '%s/metadata.json'", imp);
+	CHECK(system(cmd) == 0);
+	CHECK(md_store_import(s, imp, err, sizeof err) < 0);
+	CHECK(strstr(err, "refused: its name apart") != NULL);
+	md_store_destroy(&s);
+	/* reloaded: the accounts are rebuilt from the files */
+	s = md_store_new(dir, "wattbus", "rapl-sysfs");
+	CHECK(md_store_policy(s, &pol, err, sizeof err) == 0);
+	CHECK(md_store_load(s, err, sizeof err) == 0);
+	CHECK(s->bus_models == 2 && s->bus_types == 2 && s->bus_bytes > 0);
+	md_store_destroy(&s);
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+	CHECK(system(cmd) == 0);
+}
+
 static const struct unit_case cases[] = {
     {"processor names as Kepler formats them", test_processor},
     {"node type by machine spec (cover, most members, similarity)", test_node_type},
@@ -268,6 +344,7 @@ static const struct unit_case cases[] = {
     {"filters: parse and pass", test_filter},
     {"model requests: parsed strictly, every fault named", test_request},
     {"the store: node types, replacement, reload, corrupt entries", test_store},
+    {"the store's budget, rate and trust", test_policy},
 };
 
 UNIT_MAIN(cases)
