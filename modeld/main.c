@@ -23,7 +23,7 @@ struct modeld_conf {
 	struct wb_strlist import;
 	char *pipeline;
 	char *source;
-	int64_t max_body_bytes;
+	int64_t max_body_bytes, train_max_body_bytes;
 	struct wb_strlist trusted_trainers;
 	char *untrusted_pipeline;
 	int64_t max_models, max_models_per_host, max_node_types, max_node_types_per_host;
@@ -50,6 +50,8 @@ static const struct wb_conf_key modeld_keys[] = {
       "energy source the models received are filed under (what their trainers metered)"),
     K("max_body_bytes", WB_CONF_INT, max_body_bytes, "65536", 1024, 16777216,
       "largest request body; larger ones get 413"),
+    K("train_max_body_bytes", WB_CONF_INT, train_max_body_bytes, "16777216", 0, 268435456,
+      "largest POST /train body (Kepler's TrainRequest with its Prometheus results); 0: no /train"),
     K("trusted_trainers", WB_CONF_LIST, trusted_trainers, "", 0, 0,
       "trainer host names whose models (and self-declared mae) go to the served pipeline; others go to untrusted_pipeline, served only when a request names it; * trusts every trainer"),
     K("untrusted_pipeline", WB_CONF_STR, untrusted_pipeline, "wattbus-untrusted", 0, 0,
@@ -141,6 +143,9 @@ static const struct wb_stat_row mirrored[] = {
     WB_STAT_ROW(struct modeld, ctr.bad_requests, "http_bad_requests"),
     WB_STAT_ROW(struct modeld, ctr.too_large, "http_too_large"),
     WB_STAT_ROW(struct modeld, ctr.no_model, "http_no_model"),
+    WB_STAT_ROW(struct modeld, ctr.train.requests, "train_requests"),
+    WB_STAT_ROW(struct modeld, ctr.train.trained, "train_pipelines"),
+    WB_STAT_ROW(struct modeld, ctr.train.refused, "train_refused"),
     WB_STAT_ROW(struct modeld, ctr.http.requests[1], "http_2xx"),
     WB_STAT_ROW(struct modeld, ctr.http.requests[3], "http_4xx"),
     WB_STAT_ROW(struct modeld, ctr.http.refused, "http_refused"),
@@ -251,7 +256,8 @@ int main(int argc, char **argv)
 	}
 	ho.auth_user = c->http.auth_user[0] ? c->http.auth_user : NULL;
 	ho.auth_pass = password;
-	m.api = api_new(&ho, wb_daemon_loop(m.d), m.store, (size_t)c->max_body_bytes, &m.ctr);
+	m.api = api_new(&ho, wb_daemon_loop(m.d), m.store, (size_t)c->max_body_bytes,
+			(size_t)c->train_max_body_bytes, &m.ctr);
 	if (password) {
 		explicit_bzero(password, strlen(password));
 		free(password);
