@@ -550,9 +550,10 @@ static int idle_power(const struct treq *r, const struct sample *smp, size_t n,
 	return 0;
 }
 
-/* Train one output type and file it in the scratch store. Its held-out MAE, or -1 with err. */
+/* Train one output type and file it in the store as host's. Its held-out MAE, or -1 with err. */
 static double train_one(struct md_store *st, const struct sample *smp, size_t n, const double *idle,
-			const struct wb_model_spec *spec, char *err, size_t errlen)
+			const struct wb_model_spec *spec, const char *host, uint64_t now_ns,
+			char *err, size_t errlen)
 {
 	struct trainer t;
 	struct train_conf tc = {.window = n < 4 ? 4 : n,
@@ -586,12 +587,14 @@ static double train_one(struct md_store *st, const struct sample *smp, size_t n,
 		return -1;
 	}
 	msg.model.spec = *spec;
-	snprintf(msg.model.env.host, sizeof msg.model.env.host, "offline-trainer");
+	snprintf(msg.model.env.host, sizeof msg.model.env.host, "%s", host);
+	msg.model.t = now_ns;
 	const struct md_model *filed;
-	enum md_put_result put = md_store_put(st, &msg.model, 0, &filed, why, sizeof why);
+	enum md_put_result put = md_store_put(st, &msg.model, now_ns, &filed, why, sizeof why);
 	double mae = msg.model.mae;
 	wb_msg_clear(&msg);
-	if (put != MD_PUT_NEW) {
+	/* kept: the store holds a better model of another trainer (the bus's replacement rule) */
+	if (put != MD_PUT_NEW && put != MD_PUT_REPLACED && put != MD_PUT_KEPT) {
 		snprintf(err, errlen, "filing the model: %s", why);
 		return -1;
 	}
@@ -684,9 +687,11 @@ int md_train(const char *body, size_t len, const char *workdir, struct md_train_
 	if (!(st = md_store_new(tmp, r.name, r.source)) || md_store_load(st, err, errlen) < 0)
 		goto out;
 	status = 400;
-	if (r.abs && (res->abs_mae_w = train_one(st, smp, n, NULL, &spec, err, errlen)) < 0)
+	if (r.abs && (res->abs_mae_w = train_one(st, smp, n, NULL, &spec, "offline-trainer", 0, err,
+						 errlen)) < 0)
 		goto out;
-	if (r.dyn && (res->dyn_mae_w = train_one(st, smp, n, idle, &spec, err, errlen)) < 0)
+	if (r.dyn && (res->dyn_mae_w = train_one(st, smp, n, idle, &spec, "offline-trainer", 0, err,
+						 errlen)) < 0)
 		goto out;
 	status = 500;
 	struct md_pipeline *p = md_store_pipeline(st, r.name);
@@ -710,4 +715,48 @@ out:
 	if (status)
 		md_one_line(err);
 	return status;
+}
+
+int md_train_into(struct md_store *st, const json_t *prom, const char *host, uint64_t now_ns,
+		  struct md_train_result *res, char *err, size_t errlen)
+{
+	memset(res, 0, sizeof *res);
+	res->abs_mae_w = res->dyn_mae_w = -1;
+	struct treq r = {
+	    .name = st->pipeline, .prom = prom, .iso = ISO_MIN, .abs = true, .dyn = true};
+	r.si = NSOURCES;
+	for (size_t i = 0; i < NSOURCES; i++)
+		if (!strcmp(st->source, power_sources[i].source))
+			r.si = i;
+	if (r.si == NSOURCES) {
+		snprintf(err, errlen, "source %s is not one of Kepler's PowerSourceMap",
+			 st->source);
+		return -1;
+	}
+	r.source = power_sources[r.si].source;
+	struct sample *smp = NULL;
+	size_t n = 0;
+	struct wb_model_spec spec;
+	double idle[TRAIN_ZONES];
+	int rc = -1;
+	if (spec_of(prom, &spec, err, errlen) < 0 ||
+	    samples_of(prom, "prometheus", r.source, r.si, &smp, &n, err, errlen) < 0)
+		goto out;
+	if (n < HOLDOUT_EVERY) {
+		snprintf(
+		    err, errlen,
+		    "%zu usable intervals of kepler_container_bpf_cpu_time_ms_total and kepler_node_<component>_joules_total{source=\"%s\"}, %d needed",
+		    n, r.source, HOLDOUT_EVERY);
+		goto out;
+	}
+	res->intervals = n;
+	snprintf(res->name, sizeof res->name, "%s", st->pipeline);
+	if (idle_power(&r, smp, n, idle, err, errlen) < 0 ||
+	    (res->abs_mae_w = train_one(st, smp, n, NULL, &spec, host, now_ns, err, errlen)) < 0 ||
+	    (res->dyn_mae_w = train_one(st, smp, n, idle, &spec, host, now_ns, err, errlen)) < 0)
+		goto out;
+	rc = 0;
+out:
+	free(smp);
+	return rc;
 }

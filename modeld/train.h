@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 struct md_train_counters {
 	uint64_t requests; /* POST /train bodies parsed */
 	uint64_t trained;  /* answered with a pipeline */
@@ -33,5 +35,15 @@ struct md_train_result {
  */
 int md_train(const char *body, size_t len, const char *workdir, struct md_train_result *res,
 	     char *err, size_t errlen);
+
+/*
+ * The online trainer's fit (promtrain.c): Prometheus results (query name -> matrix result) of
+ * the store's energy source trained into AbsPower and DynPower (MinIdleIsolator) models, filed
+ * in the store by md_store_put as trainer host's, by the bus's replacement rule. 0 with *res
+ * (no zip), or -1 with err.
+ */
+struct md_store;
+int md_train_into(struct md_store *st, const json_t *prom, const char *host, uint64_t now_ns,
+		  struct md_train_result *res, char *err, size_t errlen);
 
 #endif

@@ -7,6 +7,7 @@ usage: make_request.py [--idle] [--seed N] [--noise W] [--points N] [--step S]
   profile serves them; the busy CPUs are spread over three containers' CPU time
   (kepler_container_bpf_cpu_time_ms_total, ms per second = 1000 per busy CPU).
   --idle: the response of an idle machine (no busy CPU), as idle_prom_response.
+  --prom-only: the workload's response alone (what tests/data/train/fake_prometheus.py serves).
 The request (stdout) asks for SGDRegressorTrainer (and PolynomialRegressionTrainer,
 which wattbus does not train) for AbsPower and DynPower.
 """
@@ -22,6 +23,7 @@ ap.add_argument("--points", type=int, default=101)
 ap.add_argument("--step", type=float, default=3.0)
 ap.add_argument("--name", default="law")
 ap.add_argument("--spelling", default="prom_response")
+ap.add_argument("--prom-only", action="store_true", help="print the workload's results only")
 a = ap.parse_args()
 rnd = random.Random(a.seed)
 
@@ -103,6 +105,8 @@ def response(idle):
 
 if a.idle:
     print(json.dumps(response(True)))
+elif a.prom_only:
+    print(json.dumps(response(False)))
 else:
     req = {
         "name": a.name,
