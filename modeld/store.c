@@ -463,6 +463,8 @@ static int add_model(struct md_store *self, struct md_model *m)
 	return 0;
 }
 
+static void migrate(struct md_model *m);
+
 /* Walk <pipeline>/<source>/<output>/<group>/<model>/ */
 static void pipeline_walk(struct md_store *self, const struct md_pipeline *p)
 {
@@ -493,6 +495,8 @@ static void pipeline_walk(struct md_store *self, const struct md_pipeline *p)
 					struct md_model *m =
 					    model_load(self, p, sources[s], outputs[o], groups[g],
 						       names[n], d4, false);
+					if (m && !p->imported)
+						migrate(m);
 					if (m && add_model(self, m) < 0)
 						model_free(m);
 				}
@@ -523,7 +527,9 @@ static int host_cmp(const void *key, const void *h)
 
 static struct md_host *host_find(struct md_store *self, const char *name)
 {
-	return bsearch(name, self->hosts, self->nhosts, sizeof *self->hosts, host_cmp);
+	return self->nhosts
+		   ? bsearch(name, self->hosts, self->nhosts, sizeof *self->hosts, host_cmp)
+		   : NULL;
 }
 
 /* The host's entry, added when new. Past max_hosts, a host that holds nothing (only a rate)
@@ -813,18 +819,23 @@ static json_t *weight_json(const struct wb_model *msg)
  * gblinear). metadata.json's model_file names the per-zone index, as in
  * kepler-model-db's archives.
  */
-static json_t *xgboost_zone(const struct wb_model *msg, const struct wb_model_zone *mz)
+static json_t *xgboost_zone(const json_t *zone, const json_t *features)
 {
+	const json_t *aw = json_object_get(zone, "All_Weights");
+	const json_t *num = json_object_get(aw, "Numerical_Variables");
 	json_t *w = json_array();
-	double bias = mz->bias_w;
-	for (size_t f = 0; f < msg->n_features; f++) {
-		double mean = f < mz->n_means ? mz->means[f] : 0;
-		bias -= mz->weights[f] * mean / mz->scales[f];
-		json_array_append_new(w, json_real(mz->weights[f] / mz->scales[f]));
+	size_t i;
+	const json_t *f;
+	json_array_foreach(features, i, f)
+	{
+		const json_t *v = json_object_get(num, json_string_value(f));
+		double scale = json_number_value(json_object_get(v, "scale"));
+		double weight = json_number_value(json_object_get(v, "weight"));
+		json_array_append_new(w, json_real(scale > 0 ? weight / scale : 0));
 	}
-	json_array_append_new(w, json_real(bias));
+	json_array_append_new(w, json_real(json_number_value(json_object_get(aw, "Bias_Weight"))));
 	char nf[16];
-	snprintf(nf, sizeof nf, "%zu", msg->n_features);
+	snprintf(nf, sizeof nf, "%zu", json_array_size(features));
 	return json_pack(
 	    "{s:{s:{s:s}, s:[], s:[], s:{s:{s:i, s:o}, s:s}, s:{s:s, s:s, s:s, s:s, s:s}, s:{s:s, "
 	    "s:{s:s}}}, s:[i, i, i]}",
@@ -836,20 +847,30 @@ static json_t *xgboost_zone(const struct wb_model *msg, const struct wb_model_zo
 	    "reg:squarederror", "reg_loss_param", "scale_pos_weight", "1", "version", 1, 7, 4);
 }
 
-static json_t *xgboost_index(const struct wb_model *msg)
+static json_t *xgboost_index(const json_t *weight, const json_t *features)
 {
 	json_t *idx = json_object();
-	for (size_t z = 0; z < msg->n_zones; z++) {
-		json_t *feats = json_array();
-		for (size_t f = 0; f < msg->n_features; f++)
-			json_array_append_new(feats, json_string(msg->features[f]));
+	const char *zone;
+	const json_t *v;
+	json_object_foreach((json_t *)weight, zone, v)
+	{
 		char file[32];
-		snprintf(file, sizeof file, "%s.json", msg->zones[z].zone);
-		json_object_set_new(idx, msg->zones[z].zone,
-				    json_pack("{s:s, s:o, s:[]}", "model_file", file, "features",
-					      feats, "fe_files"));
+		snprintf(file, sizeof file, "%s.json", zone);
+		json_object_set_new(idx, zone,
+				    json_pack("{s:s, s:O, s:[]}", "model_file", file, "features",
+					      (json_t *)features, "fe_files"));
 	}
 	return idx;
+}
+
+/* A zone name that is a safe file name in the model's folder. */
+static bool zone_name_ok(const char *zone)
+{
+	bool ok =
+	    zone[0] && strlen(zone) < 16 && strcmp(zone, "weight") && strcmp(zone, "metadata");
+	for (const char *c = zone; ok && *c; c++)
+		ok = (*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '_';
+	return ok;
 }
 
 /* A zone's name is a file name in the model's folder: [a-z0-9_], not one of the other files'. */
@@ -857,9 +878,7 @@ static int zones_check(const struct wb_model *msg, char *err, size_t errlen)
 {
 	for (size_t z = 0; z < msg->n_zones; z++) {
 		const char *zone = msg->zones[z].zone;
-		bool ok = zone[0] && strcmp(zone, "weight") && strcmp(zone, "metadata");
-		for (const char *c = zone; ok && *c; c++)
-			ok = (*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '_';
+		bool ok = zone_name_ok(zone);
 		for (size_t y = 0; ok && y < z; y++)
 			ok = strcmp(msg->zones[y].zone, zone) != 0;
 		if (!ok) {
@@ -907,17 +926,24 @@ static void mfiles_free(struct mfile *f, size_t n)
 		json_decref(f[i].j);
 }
 
-/* The files of a model and their size on disk (what wb_json_save writes). 0, or -1 with err. */
-static int model_files(const struct wb_model *msg, json_t *weight, json_t *meta,
-		       struct mfile *files, size_t *nf, uint64_t *bytes, char *err, size_t errlen)
+/* The files of a model (its XGBoost ones made from weight.json and metadata.json's features)
+ * and their size on disk (what wb_json_save writes). 0, or -1 with err. */
+static int model_files(json_t *weight, json_t *meta, struct mfile *files, size_t *nf,
+		       uint64_t *bytes, char *err, size_t errlen)
 {
 	size_t n = 0;
-	for (size_t z = 0; z < msg->n_zones && n < 64; z++, n++) {
-		snprintf(files[n].name, sizeof files[n].name, "%s.json", msg->zones[z].zone);
-		files[n].j = xgboost_zone(msg, &msg->zones[z]);
+	const json_t *features = json_object_get(meta, "features");
+	const char *zone;
+	json_t *zv;
+	json_object_foreach(weight, zone, zv)
+	{
+		if (n == 64)
+			break;
+		snprintf(files[n].name, sizeof files[n].name, "%s.json", zone);
+		files[n++].j = xgboost_zone(zv, features);
 	}
 	snprintf(files[n].name, sizeof files[n].name, "%s.json", wb_json_str(meta, "model_name"));
-	files[n++].j = xgboost_index(msg);
+	files[n++].j = xgboost_index(weight, features);
 	snprintf(files[n].name, sizeof files[n].name, "weight.json");
 	files[n++].j = json_incref(weight);
 	snprintf(files[n].name, sizeof files[n].name, "metadata.json");
@@ -968,6 +994,47 @@ static int write_model(const char *dir, const struct mfile *files, size_t nf, ch
 	}
 	remove_folder(tmp); /* the replaced model, or what failed */
 	return rc;
+}
+
+/*
+ * A model from the bus filed before modeld wrote Kepler's estimator its XGBoost files claims
+ * model_file weight.json, which the estimator cannot load: write them (from weight.json) and
+ * metadata.json saying so, once, at load.
+ */
+static void migrate(struct md_model *m)
+{
+	if (!m->weight || !m->host[0] || strcmp(wb_json_str(m->meta, "model_file"), "weight.json"))
+		return;
+	const char *zone;
+	json_t *v;
+	json_object_foreach(m->weight, zone, v) if (!zone_name_ok(zone)) return;
+	char file[MD_NAME_MAX + 8], err[MD_ERR_MAX];
+	snprintf(file, sizeof file, "%s.json", m->name);
+	json_t *meta = json_deep_copy(m->meta);
+	if (!meta)
+		return;
+	json_object_set_new(meta, "model_class", json_string("xgboost"));
+	json_object_set_new(meta, "model_file", json_string(file));
+	json_object_set_new(meta, "fe_files", json_array());
+	struct mfile files[MFILES_MAX];
+	size_t nf;
+	uint64_t bytes;
+	int rc = model_files(m->weight, meta, files, &nf, &bytes, err, sizeof err);
+	if (rc == 0) {
+		rc = write_model(m->dir, files, nf, err, sizeof err);
+		mfiles_free(files, nf);
+	}
+	if (rc < 0) {
+		log_warnx("model store: %s: cannot write the files Kepler's estimator loads: %s",
+			  m->dir, err);
+		json_decref(meta);
+		return;
+	}
+	json_decref(m->meta);
+	m->meta = meta;
+	m->bytes = bytes;
+	log_info("model store: %s: written again with the XGBoost files Kepler's estimator loads",
+		 m->dir);
 }
 
 static double msg_mae(const struct wb_model *msg)
@@ -1161,7 +1228,7 @@ enum md_put_result md_store_put(struct md_store *self, const struct wb_model *ms
 	struct mfile files[MFILES_MAX];
 	size_t nfiles = 0;
 	char why[MD_ERR_MAX];
-	if (model_files(msg, m->weight, m->meta, files, &nfiles, &m->bytes, err, errlen) < 0) {
+	if (model_files(m->weight, m->meta, files, &nfiles, &m->bytes, err, errlen) < 0) {
 		nfiles = 0;
 		goto fail;
 	}

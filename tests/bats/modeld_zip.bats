@@ -175,3 +175,36 @@ same_as_folder() {
 	run find "$BATS_TEST_TMPDIR/store" -name 'x*'
 	assert_output ""
 }
+
+@test "a model filed from the bus before the XGBoost files gets them at start, metadata.json saying so" {
+	# as modeld wrote it before: weight.json and a metadata.json claiming model_file weight.json
+	local dir=$BATS_TEST_TMPDIR/store/wattbus/$G/SGDRegressorTrainer_0
+	mkdir -p "$dir"
+	echo '{"name": "wattbus", "publisher": "wattbus-modeld"}' >"$BATS_TEST_TMPDIR/store/wattbus/metadata.json"
+	echo '{"0": {"attrs": {"processor": "", "cores": 8, "chips": 1, "memory": 0, "frequency": 0}, "members": ["node-a"]}}' \
+		>"$BATS_TEST_TMPDIR/store/wattbus/node_type_index.json"
+	echo '{"package": {"All_Weights": {"Bias_Weight": 11.2, "Categorical_Variables": {}, "Numerical_Variables": {"bpf_cpu_time_ms": {"scale": 1000, "weight": 3.25}, "bpf_page_cache_hit": {"scale": 4, "weight": 1}}}}}' >"$dir/weight.json"
+	echo '{"model_name": "SGDRegressorTrainer_0", "model_class": "scikit", "model_file": "weight.json", "features": ["bpf_cpu_time_ms", "bpf_page_cache_hit"], "fe_files": [], "output_type": "AbsPower", "mae": 1.5, "mape": 2, "wattbus_host": "node-a"}' >"$dir/metadata.json"
+	md_start modeld --sub "" --trusted_trainers node-a
+	grep -q "$dir: written again with the XGBoost files Kepler's estimator loads" "$BATS_TEST_TMPDIR/modeld.log"
+	run zip_of 0 SGDRegressorTrainer
+	assert_output "200 application/zip"
+	run same_as_folder "$dir"
+	assert_output "4 files"
+	run python3 - "$BATS_TEST_TMPDIR/answer" <<-'PY'
+		import json, sys, zipfile
+		z = zipfile.ZipFile(sys.argv[1])
+		meta = json.loads(z.read("metadata.json"))
+		assert (meta["model_class"], meta["model_file"], meta["mae"]) == ("xgboost", "SGDRegressorTrainer_0.json", 1.5), meta
+		idx = json.loads(z.read(meta["model_file"]))
+		w = json.loads(z.read(idx["package"]["model_file"]))["learner"]["gradient_booster"]["model"]["weights"]
+		assert w == [3.25 / 1000, 1 / 4, 11.2], w
+		print("ok")
+	PY
+	assert_output "ok"
+	# once: the next start finds nothing to write
+	wb_kill_all
+	md_start modeld2 --sub "" --trusted_trainers node-a
+	run grep -c "written again" "$BATS_TEST_TMPDIR/modeld2.log"
+	assert_output 0
+}
