@@ -8,6 +8,9 @@ usage: make_request.py [--idle] [--seed N] [--noise W] [--points N] [--step S]
   (kepler_container_bpf_cpu_time_ms_total, ms per second = 1000 per busy CPU).
   --idle: the response of an idle machine (no busy CPU), as idle_prom_response.
   --prom-only: the workload's response alone (what tests/data/train/fake_prometheus.py serves).
+  --kepler-full: also core and uncore (0 W), platform (package + dram + 10 W) and
+  kepler_container_bpf_page_cache_hit_total (0): Kepler's own trainer trains nothing without
+  every component of the source and both BPFOnly features.
 The request (stdout) asks for SGDRegressorTrainer (and PolynomialRegressionTrainer,
 which wattbus does not train) for AbsPower and DynPower.
 """
@@ -24,6 +27,7 @@ ap.add_argument("--step", type=float, default=3.0)
 ap.add_argument("--name", default="law")
 ap.add_argument("--spelling", default="prom_response")
 ap.add_argument("--prom-only", action="store_true", help="print the workload's results only")
+ap.add_argument("--kepler-full", action="store_true")
 a = ap.parse_args()
 rnd = random.Random(a.seed)
 
@@ -69,7 +73,7 @@ def response(idle):
             for (s, m), v in vals.items()
         ]
 
-    return {
+    out = {
         "kepler_container_bpf_cpu_time_ms_total": [
             {
                 "metric": dict(
@@ -101,6 +105,22 @@ def response(idle):
             }
         ],
     }
+    if a.kepler_full:
+        zero = {k: [[t, "0"] for t, _ in v] for k, v in series_pkg.items()}
+        out["kepler_node_core_joules_total"] = node("kepler_node_core_joules_total", zero)
+        out["kepler_node_uncore_joules_total"] = node("kepler_node_uncore_joules_total", zero)
+        plat = [
+            [t, "%.6f" % (sum(float(series_pkg[k][i][1]) + float(series_dram[k][i][1]) for k in pkg) + 10 * (t - t0))]
+            for i, (t, _) in enumerate(series_pkg[("0", "idle")])
+        ]
+        out["kepler_node_platform_joules_total"] = [
+            {"metric": dict(common, __name__="kepler_node_platform_joules_total", mode="dynamic", source="acpi"), "values": plat}
+        ]
+        out["kepler_container_bpf_page_cache_hit_total"] = [
+            dict(c, metric=dict(c["metric"], __name__="kepler_container_bpf_page_cache_hit_total"), values=[[t, "0"] for t, _ in c["values"]])
+            for c in out["kepler_container_bpf_cpu_time_ms_total"]
+        ]
+    return out
 
 
 if a.idle:
