@@ -149,6 +149,11 @@ $(BUILD)/wattbus-$(1): $(BUILD)/$(1)/main.o $$($(1)_OBJS) $(LIBWB)
 endif
 endef
 $(foreach s,$(STAGES),$(eval $(call stage_rules,$(s))))
+# modeld's POST /train fits with estimd's own trainer (estimd/train.c), as wattbus train does;
+# libwattbus comes again after estimd's objects, which use it.
+$(BUILD)/wattbus-modeld: $(estimd_OBJS)
+modeld_OBJS += $(estimd_OBJS)
+modeld_LIBS += $(estimd_LIBS) $(LIBWB)
 
 # ---- the wattbus CLI ----
 CLI_SRCS := $(wildcard cli/*.c)

@@ -1,6 +1,7 @@
 /*
  * modeld's HTTP API on the shared server (lib/httpd.h): Kepler's model server
- * (POST /model, GET /best-models) plus GET /models and /healthz. Request bodies
+ * (POST /model, GET /best-models), its offline trainer (POST /train, train.c) plus
+ * GET /models and /healthz. Request bodies
  * are bounded; every refusal is a 4xx with a one-line reason, counted by kind.
  */
 #include <math.h>
@@ -17,14 +18,14 @@ struct api {
 	struct wb_httpd *srv;
 	struct md_store *store;
 	struct api_counters *ctr;
-	size_t max_body;
+	size_t max_body, max_train_body;
 	struct wb_ratelimit rl;
 };
 
 /* What one request has collected so far (MHD's *req_cls). */
 struct req {
 	char *body;
-	size_t len, cap;
+	size_t len, cap, max; /* max: the body limit of its path */
 	bool too_big;
 };
 
@@ -99,6 +100,33 @@ static enum MHD_Result post_model(struct api *a, struct MHD_Connection *con, con
 	snprintf(disp, sizeof disp, "attachment; filename=%s.zip", m->name);
 	const char *const headers[] = {MHD_HTTP_HEADER_CONTENT_DISPOSITION, disp, NULL};
 	return wb_httpd_reply_with(a->srv, con, MHD_HTTP_OK, "application/zip", zip, len,
+				   MHD_RESPMEM_MUST_FREE, headers);
+}
+
+/* ---- POST /train ---- */
+static enum MHD_Result post_train(struct api *a, struct MHD_Connection *con, const struct req *q)
+{
+	struct md_train_result res;
+	char err[MD_ERR_MAX];
+	int status = md_train(q->body ? q->body : "", q->len, a->store->dir, &res, err, sizeof err);
+	a->ctr->train.requests++;
+	if (status >= 500) {
+		log_rl(&a->rl, WB_LOG_WARN, "http: /train: %s", err);
+		return reply(a, con, (unsigned)status, "text/plain; charset=utf-8",
+			     "cannot write the pipeline\n", 26);
+	}
+	if (status)
+		return refuse(a, con, (unsigned)status, &a->ctr->train.refused, "/train", "%s",
+			      err);
+	a->ctr->train.trained++;
+	log_info(
+	    "http: /train: pipeline %s from %zu intervals: AbsPower mae %.3f W, DynPower mae %.3f W (-1: not asked)%s%s",
+	    res.name, res.intervals, res.abs_mae_w, res.dyn_mae_w,
+	    res.skipped[0] ? "; trainers not trained: " : "", res.skipped);
+	char disp[96];
+	snprintf(disp, sizeof disp, "attachment; filename=%s.zip", res.name);
+	const char *const headers[] = {MHD_HTTP_HEADER_CONTENT_DISPOSITION, disp, NULL};
+	return wb_httpd_reply_with(a->srv, con, MHD_HTTP_OK, "application/zip", res.zip, res.len,
 				   MHD_RESPMEM_MUST_FREE, headers);
 }
 
@@ -218,29 +246,31 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const c
 		if (!(q = calloc(1, sizeof *q)))
 			return MHD_NO;
 		*req_cls = q;
+		q->max =
+		    !strcmp(url, "/train") && a->max_train_body ? a->max_train_body : a->max_body;
 		const char *cl = MHD_lookup_connection_value(con, MHD_HEADER_KIND,
 							     MHD_HTTP_HEADER_CONTENT_LENGTH);
 		int64_t n;
 		/* an announced oversized body is dropped unread, not buffered; the 413 comes once
 		 * it is in, since a client still sending would not read an earlier answer */
-		if (post && cl && wb_parse_int(cl, &n) == 0 && (uint64_t)n > a->max_body)
+		if (post && cl && wb_parse_int(cl, &n) == 0 && (uint64_t)n > q->max)
 			q->too_big = true;
 		return MHD_YES;
 	}
 	if (*upload_data_size) {
 		size_t n = *upload_data_size;
 		*upload_data_size = 0;
-		if (q->too_big || q->len + n > a->max_body) {
+		if (q->too_big || q->len + n > q->max) {
 			q->too_big = true;
 			return MHD_YES;
 		}
 		if (q->len + n + 1 > q->cap) {
 			size_t cap = (q->len + n + 1) * 2;
-			char *b = realloc(q->body, cap < a->max_body + 1 ? cap : a->max_body + 1);
+			char *b = realloc(q->body, cap < q->max + 1 ? cap : q->max + 1);
 			if (!b)
 				return MHD_NO;
 			q->body = b;
-			q->cap = cap < a->max_body + 1 ? cap : a->max_body + 1;
+			q->cap = cap < q->max + 1 ? cap : q->max + 1;
 		}
 		memcpy(q->body + q->len, upload_data, n);
 		q->len += n;
@@ -249,7 +279,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const c
 	}
 	if (q->too_big)
 		return refuse(a, con, MHD_HTTP_CONTENT_TOO_LARGE, &a->ctr->too_large, url,
-			      "request body over %zu bytes", a->max_body);
+			      "request body over %zu bytes", q->max);
 	/* every path but /healthz needs the user when auth_user is set (the store's listing too) */
 	enum MHD_Result rc;
 	if (strcmp(url, "/healthz") && !wb_httpd_auth(a->srv, con, url, &rc))
@@ -260,6 +290,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const c
 				      url, "%s: use POST with a JSON ModelRequest", method);
 		return post_model(a, con, q);
 	}
+	if (!strcmp(url, "/train") && a->max_train_body) {
+		if (!post)
+			return refuse(a, con, MHD_HTTP_METHOD_NOT_ALLOWED, &a->ctr->bad_requests,
+				      url, "%s: use POST with a JSON TrainRequest", method);
+		return post_train(a, con, q);
+	}
 	bool get = !strcmp(method, MHD_HTTP_METHOD_GET) || !strcmp(method, MHD_HTTP_METHOD_HEAD);
 	if (!strcmp(url, "/best-models") || !strcmp(url, "/models") || !strcmp(url, "/healthz")) {
 		if (!get)
@@ -269,12 +305,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const c
 			return reply(a, con, MHD_HTTP_OK, "text/plain; charset=utf-8", "ok\n", 3);
 		return !strcmp(url, "/models") ? get_models(a, con) : get_best(a, con);
 	}
-	return refuse(a, con, MHD_HTTP_NOT_FOUND, &a->ctr->bad_requests, url,
-		      "not found: try POST /model, GET /best-models, /models or /healthz");
+	return refuse(
+	    a, con, MHD_HTTP_NOT_FOUND, &a->ctr->bad_requests, url,
+	    "not found: try POST /model, POST /train, GET /best-models, /models or /healthz");
 }
 
 struct api *api_new(const struct wb_httpd_opts *o, zloop_t *loop, struct md_store *store,
-		    size_t max_body, struct api_counters *ctr)
+		    size_t max_body, size_t max_train_body, struct api_counters *ctr)
 {
 	struct api *a = calloc(1, sizeof *a);
 	if (!a)
@@ -282,6 +319,7 @@ struct api *api_new(const struct wb_httpd_opts *o, zloop_t *loop, struct md_stor
 	a->store = store;
 	a->ctr = ctr;
 	a->max_body = max_body;
+	a->max_train_body = max_train_body;
 	a->rl = (struct wb_ratelimit)WB_RATELIMIT_INIT;
 	struct wb_httpd_opts so = *o;
 	so.handler = on_request;

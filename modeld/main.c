@@ -14,6 +14,7 @@
 #include "daemon.h"
 #include "log.h"
 #include "modeld.h"
+#include "promtrain.h"
 
 struct modeld_conf {
 	char *pub;
@@ -23,12 +24,15 @@ struct modeld_conf {
 	struct wb_strlist import;
 	char *pipeline;
 	char *source;
-	int64_t max_body_bytes;
+	int64_t max_body_bytes, train_max_body_bytes;
 	struct wb_strlist trusted_trainers;
 	char *untrusted_pipeline;
 	int64_t max_models, max_models_per_host, max_node_types, max_node_types_per_host;
 	int64_t max_store_bytes, max_store_bytes_per_host, max_trainers;
 	double models_per_host_per_minute;
+	char *prometheus;
+	uint64_t train_interval_ns, train_window_ns, train_step_ns, prometheus_timeout_ns;
+	int64_t prometheus_max_bytes;
 };
 
 #define K(name, type, field, def, min, max, help)                                                  \
@@ -50,6 +54,8 @@ static const struct wb_conf_key modeld_keys[] = {
       "energy source the models received are filed under (what their trainers metered)"),
     K("max_body_bytes", WB_CONF_INT, max_body_bytes, "65536", 1024, 16777216,
       "largest request body; larger ones get 413"),
+    K("train_max_body_bytes", WB_CONF_INT, train_max_body_bytes, "16777216", 0, 268435456,
+      "largest POST /train body (Kepler's TrainRequest with its Prometheus results); 0: no /train"),
     K("trusted_trainers", WB_CONF_LIST, trusted_trainers, "", 0, 0,
       "trainer host names whose models (and self-declared mae) go to the served pipeline; others go to untrusted_pipeline, served only when a request names it; * trusts every trainer"),
     K("untrusted_pipeline", WB_CONF_STR, untrusted_pipeline, "wattbus-untrusted", 0, 0,
@@ -70,6 +76,18 @@ static const struct wb_conf_key modeld_keys[] = {
       "trainer hosts tracked (a host that holds nothing makes room for a new one)"),
     K("models_per_host_per_minute", WB_CONF_DOUBLE, models_per_host_per_minute, "60", 0, 1e6,
       "models accepted from one trainer host a minute (a bucket of that many; 0: no limit); past it models_rate_limited"),
+    K("prometheus", WB_CONF_STR | WB_CONF_RESTART, prometheus, "", 0, 0,
+      "Prometheus base URL to train from (Kepler's PROM_SERVER), e.g. http://localhost:9090; empty: no online training from Prometheus"),
+    K("train_interval", WB_CONF_DURATION | WB_CONF_RESTART, train_interval_ns, "300s", 1e9, 86400e9,
+      "how often to query Prometheus and train (Kepler's PROM_QUERY_INTERVAL)"),
+    K("train_window", WB_CONF_DURATION | WB_CONF_RESTART, train_window_ns, "300s", 10e9, 86400e9,
+      "how far back each round queries (Kepler queries PROM_QUERY_INTERVAL back)"),
+    K("train_step", WB_CONF_DURATION | WB_CONF_RESTART, train_step_ns, "3s", 1e8, 3600e9,
+      "the range queries' step (Kepler's PROM_QUERY_STEP)"),
+    K("prometheus_timeout", WB_CONF_DURATION | WB_CONF_RESTART, prometheus_timeout_ns, "30s", 1e8,
+      600e9, "deadline of one range query"),
+    K("prometheus_max_bytes", WB_CONF_INT | WB_CONF_RESTART, prometheus_max_bytes, "67108864",
+      65536, 1073741824, "largest answer of one range query"),
     WB_HTTPD_KEYS(struct modeld_conf, http, ":8100", "256"),
 };
 #undef K
@@ -114,6 +132,7 @@ struct modeld {
 	struct wb_daemon *d;
 	struct md_store *store;
 	struct api *api;
+	struct promtrain *prom;
 	struct api_counters ctr;
 	uint64_t held, skipped;			    /* the store's size, mirrored */
 	struct wb_ratelimit rl, rl_budget, rl_rate; /* one per kind of refusal: a flood of one
@@ -141,6 +160,9 @@ static const struct wb_stat_row mirrored[] = {
     WB_STAT_ROW(struct modeld, ctr.bad_requests, "http_bad_requests"),
     WB_STAT_ROW(struct modeld, ctr.too_large, "http_too_large"),
     WB_STAT_ROW(struct modeld, ctr.no_model, "http_no_model"),
+    WB_STAT_ROW(struct modeld, ctr.train.requests, "train_requests"),
+    WB_STAT_ROW(struct modeld, ctr.train.trained, "train_pipelines"),
+    WB_STAT_ROW(struct modeld, ctr.train.refused, "train_refused"),
     WB_STAT_ROW(struct modeld, ctr.http.requests[1], "http_2xx"),
     WB_STAT_ROW(struct modeld, ctr.http.requests[3], "http_4xx"),
     WB_STAT_ROW(struct modeld, ctr.http.refused, "http_refused"),
@@ -199,6 +221,12 @@ static void on_msg(struct wb_daemon *d, const struct wb_msg *msg, const struct w
 	mirror(m);
 }
 
+/* The online trainer filed models: the counters follow. */
+static void on_filed(void *arg)
+{
+	mirror(arg);
+}
+
 int main(int argc, char **argv)
 {
 	struct modeld m = {
@@ -251,7 +279,8 @@ int main(int argc, char **argv)
 	}
 	ho.auth_user = c->http.auth_user[0] ? c->http.auth_user : NULL;
 	ho.auth_pass = password;
-	m.api = api_new(&ho, wb_daemon_loop(m.d), m.store, (size_t)c->max_body_bytes, &m.ctr);
+	m.api = api_new(&ho, wb_daemon_loop(m.d), m.store, (size_t)c->max_body_bytes,
+			(size_t)c->train_max_body_bytes, &m.ctr);
 	if (password) {
 		explicit_bzero(password, strlen(password));
 		free(password);
@@ -267,6 +296,16 @@ int main(int argc, char **argv)
 		log_errx("cannot start the counter timer");
 		goto out;
 	}
+	if (c->prometheus[0]) {
+		struct promtrain_opts po = {.url = c->prometheus,
+					    .interval_ns = c->train_interval_ns,
+					    .window_ns = c->train_window_ns,
+					    .step_ns = c->train_step_ns,
+					    .timeout_ns = c->prometheus_timeout_ns,
+					    .max_bytes = (size_t)c->prometheus_max_bytes};
+		if (!(m.prom = promtrain_new(m.d, m.store, &po, on_filed, &m)))
+			goto out;
+	}
 	mirror(&m);
 	wb_daemon_set_mode(m.d, c->http.tls_cert[0] ? "https" : "http");
 	log_info(
@@ -276,6 +315,7 @@ int main(int argc, char **argv)
 	    m.store->npipes, c->store, m.store->skipped);
 	rc = wb_daemon_run(m.d);
 out:
+	promtrain_destroy(&m.prom);
 	api_destroy(&m.api);
 	md_store_destroy(&m.store);
 	wb_daemon_destroy(&m.d);

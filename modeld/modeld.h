@@ -240,17 +240,20 @@ json_t *md_archive_metadata(const char *path, char *err, size_t errlen);
 
 /* ---- api.c: the HTTP API on the shared server ---- */
 #include "httpd.h"
+#include "train.h"
 struct api_counters {
 	struct wb_httpd_counters http;
 	uint64_t model_requests; /* POST /model parsed */
 	uint64_t bad_requests;	 /* 4xx other than below: not JSON, wrong types, paths, methods */
 	uint64_t too_large;	 /* bodies over max_body_bytes */
 	uint64_t no_model;	 /* POST /model with nothing matching (400) */
+	struct md_train_counters train; /* POST /train */
 };
 struct api;
-/* Serve the store's models with the server options o (handler set here). NULL: logged. */
+/* Serve the store's models with the server options o (handler set here); POST /train takes
+ * bodies up to max_train_body (0: no /train). NULL: logged. */
 struct api *api_new(const struct wb_httpd_opts *o, zloop_t *loop, struct md_store *store,
-		    size_t max_body, struct api_counters *ctr);
+		    size_t max_body, size_t max_train_body, struct api_counters *ctr);
 uint16_t api_port(const struct api *a);
 void api_destroy(struct api **self_p);
 
