@@ -212,12 +212,7 @@ void kube_destroy(struct kube **self_p)
 		return;
 	if (k->timer >= 0)
 		wb_daemon_timer_end(k->d, k->timer);
-	if (k->job) {
-		struct wb_httpc_resp resp;
-		char err[64];
-		wb_httpc_job_finish(k->job, &resp, err, sizeof err);
-		wb_httpc_resp_free(&resp);
-	}
+	wb_httpc_job_cancel(&k->job); /* a hung kubelet never holds the stop */
 	kube_names_destroy(&k->names);
 	free(k->url);
 	free((char *)k->o.url);

@@ -1,7 +1,9 @@
 /* The HTTP client over libcurl (httpc.h). */
+#include "clock.h"
 #include "dl.h"
 #include "grow.h"
 #include "httpc.h"
+#include "job.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -10,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <curl/curl.h>
@@ -135,9 +136,18 @@ static void body_excerpt(const struct wb_httpc_resp *r, char *out, size_t outlen
 	out[n] = '\0';
 }
 
-enum wb_httpc_result wb_httpc_request(const char *method, const char *url, const void *body,
-				      size_t body_len, const struct wb_httpc_opts *opts,
-				      struct wb_httpc_resp *resp, char *err, size_t errlen)
+/* A request that runs as a job ends at its cancel: libcurl calls this at least once a second. */
+static int on_progress(void *arg, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+		       curl_off_t ulnow)
+{
+	return wb_job_cancelled(arg) ? 1 : 0;
+}
+
+/* job: the job it runs as (its cancel aborts the transfer), or NULL. */
+static enum wb_httpc_result request(const char *method, const char *url, const void *body,
+				    size_t body_len, const struct wb_httpc_opts *opts,
+				    struct wb_httpc_resp *resp, struct wb_job *job, char *err,
+				    size_t errlen)
 {
 	static const struct wb_httpc_opts none;
 	const struct wb_httpc_opts *o = opts ? opts : &none;
@@ -207,6 +217,11 @@ enum wb_httpc_result wb_httpc_request(const char *method, const char *url, const
 	}
 	if (hdr)
 		curl.easy_setopt(c, CURLOPT_HTTPHEADER, hdr);
+	if (job) {
+		curl.easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
+		curl.easy_setopt(c, CURLOPT_XFERINFODATA, job);
+		curl.easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+	}
 
 	CURLcode rc = curl.easy_perform(c);
 	curl.easy_getinfo(c, CURLINFO_RESPONSE_CODE, &resp->status);
@@ -214,6 +229,9 @@ enum wb_httpc_result wb_httpc_request(const char *method, const char *url, const
 	if (sink.too_big) {
 		res = WB_HTTPC_TOO_BIG;
 		snprintf(err, errlen, "%s %s: answer longer than %zu bytes", method, url, sink.max);
+	} else if (rc == CURLE_ABORTED_BY_CALLBACK) {
+		res = WB_HTTPC_ERROR;
+		snprintf(err, errlen, "%s %s: cancelled", method, url);
 	} else if (rc != CURLE_OK) {
 		res = classify(rc);
 		snprintf(err, errlen, "%s %s: %s", method, url,
@@ -231,6 +249,13 @@ enum wb_httpc_result wb_httpc_request(const char *method, const char *url, const
 	curl.easy_cleanup(c);
 	explicit_bzero(line, sizeof(line)); /* it held the bearer header */
 	return res;
+}
+
+enum wb_httpc_result wb_httpc_request(const char *method, const char *url, const void *body,
+				      size_t body_len, const struct wb_httpc_opts *opts,
+				      struct wb_httpc_resp *resp, char *err, size_t errlen)
+{
+	return request(method, url, body, body_len, opts, resp, NULL, err, errlen);
 }
 
 void wb_httpc_resp_free(struct wb_httpc_resp *resp)
@@ -255,18 +280,20 @@ json_t *wb_httpc_json(const struct wb_httpc_resp *resp, const char *url, char *e
 	return j;
 }
 
-/* ---- a request on a thread of its own ---- */
+/* ---- a request as a job (job.h) ---- */
 
-struct wb_httpc_job {
-	pthread_t thread;
-	int fd;
-	atomic_bool done;
+/* What the job's thread works on: the request's copies, then the result. The job owns it. */
+struct req {
 	char *method, *url, *body;
 	size_t body_len;
 	struct wb_httpc_opts opts;
 	enum wb_httpc_result res;
 	struct wb_httpc_resp resp;
 	char err[1024];
+};
+
+struct wb_httpc_job {
+	struct wb_job *job;
 };
 
 static char *dup_or_null(const char *s, bool *ok)
@@ -288,95 +315,111 @@ static void free_secret(const char *s)
 	}
 }
 
-static void job_free(struct wb_httpc_job *j)
+static void req_free(void *arg)
 {
-	if (j->fd >= 0)
-		close(j->fd);
-	free(j->method);
-	free(j->url);
-	free(j->body);
-	free((char *)j->opts.ca_file);
-	free_secret(j->opts.bearer);
-	free((char *)j->opts.user);
-	free_secret(j->opts.password);
-	free((char *)j->opts.accept);
-	wb_httpc_resp_free(&j->resp);
-	free(j);
+	struct req *r = arg;
+	free(r->method);
+	free(r->url);
+	free(r->body);
+	free((char *)r->opts.ca_file);
+	free_secret(r->opts.bearer);
+	free((char *)r->opts.user);
+	free_secret(r->opts.password);
+	free((char *)r->opts.accept);
+	wb_httpc_resp_free(&r->resp);
+	free(r);
 }
 
-static void *job_run(void *arg)
+static void req_run(struct wb_job *job, void *arg)
 {
-	struct wb_httpc_job *j = arg;
-	j->res = wb_httpc_request(j->method, j->url, j->body, j->body_len, &j->opts, &j->resp,
-				  j->err, sizeof(j->err));
-	atomic_store(&j->done, true);
-	uint64_t one = 1;
-	while (write(j->fd, &one, sizeof(one)) < 0 && errno == EINTR)
-		;
-	return NULL;
+	struct req *r = arg;
+	r->res = request(r->method, r->url, r->body, r->body_len, &r->opts, &r->resp, job, r->err,
+			 sizeof(r->err));
 }
 
 struct wb_httpc_job *wb_httpc_start(const char *method, const char *url, const void *body,
 				    size_t body_len, const struct wb_httpc_opts *opts, char *err,
 				    size_t errlen)
 {
-	struct wb_httpc_job *j = calloc(1, sizeof(*j));
-	if (!j) {
+	struct wb_httpc_job *hj = calloc(1, sizeof(*hj));
+	struct req *r = calloc(1, sizeof(*r));
+	if (!hj || !r) {
+		free(hj);
+		free(r);
 		snprintf(err, errlen, "%s %s: out of memory", method, url);
 		return NULL;
 	}
-	j->fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	bool ok = j->fd >= 0;
-	j->method = dup_or_null(method, &ok);
-	j->url = dup_or_null(url, &ok);
+	bool ok = true;
+	r->method = dup_or_null(method, &ok);
+	r->url = dup_or_null(url, &ok);
 	if (body) {
-		j->body = malloc(body_len + 1);
-		if (j->body) {
-			memcpy(j->body, body, body_len);
-			j->body[body_len] = '\0';
+		r->body = malloc(body_len + 1);
+		if (r->body) {
+			memcpy(r->body, body, body_len);
+			r->body[body_len] = '\0';
 		} else {
 			ok = false;
 		}
-		j->body_len = body_len;
+		r->body_len = body_len;
 	}
 	if (opts) {
-		j->opts = *opts;
-		j->opts.ca_file = dup_or_null(opts->ca_file, &ok);
-		j->opts.bearer = dup_or_null(opts->bearer, &ok);
-		j->opts.user = dup_or_null(opts->user, &ok);
-		j->opts.password = dup_or_null(opts->password, &ok);
-		j->opts.accept = dup_or_null(opts->accept, &ok);
+		r->opts = *opts;
+		r->opts.ca_file = dup_or_null(opts->ca_file, &ok);
+		r->opts.bearer = dup_or_null(opts->bearer, &ok);
+		r->opts.user = dup_or_null(opts->user, &ok);
+		r->opts.password = dup_or_null(opts->password, &ok);
+		r->opts.accept = dup_or_null(opts->accept, &ok);
+	}
+	if (!ok) {
+		req_free(r);
+		free(hj);
+		snprintf(err, errlen, "%s %s: out of memory", method, url);
+		return NULL;
 	}
 	/* curl_global_init is not thread-safe: run it here, before the thread. */
 	pthread_once(&global_once, global_init);
-	int rc = ok ? pthread_create(&j->thread, NULL, job_run, j) : ENOMEM;
-	if (rc != 0) {
-		snprintf(err, errlen, "%s %s: cannot start the request: %s", method, url,
-			 ok ? strerror(rc) : "out of memory");
-		job_free(j);
+	/* The job's deadline is libcurl's own (CURLOPT_TIMEOUT_MS); the job's cancel aborts it. */
+	char what[160];
+	snprintf(what, sizeof(what), "%s %s", method, url);
+	hj->job = wb_job_start(what, 0, req_run, r, req_free, err, errlen);
+	if (!hj->job) {
+		free(hj);
 		return NULL;
 	}
-	return j;
+	return hj;
 }
 
 int wb_httpc_job_fd(const struct wb_httpc_job *job)
 {
-	return job->fd;
+	return wb_job_fd(job->job);
 }
 
 bool wb_httpc_job_done(const struct wb_httpc_job *job)
 {
-	return atomic_load(&job->done);
+	return wb_job_done(job->job);
 }
 
 enum wb_httpc_result wb_httpc_job_finish(struct wb_httpc_job *job, struct wb_httpc_resp *resp,
 					 char *err, size_t errlen)
 {
-	pthread_join(job->thread, NULL);
-	enum wb_httpc_result res = job->res;
-	*resp = job->resp;
-	memset(&job->resp, 0, sizeof(job->resp));
-	snprintf(err, errlen, "%s", job->err);
-	job_free(job);
+	/* Bounded by the request's own timeout (libcurl's) and by a cancel at the stop. */
+	while (!wb_job_wait(job->job, WB_NS_PER_SEC * 3600))
+		;
+	struct req *r = wb_job_arg(job->job);
+	enum wb_httpc_result res = r->res;
+	*resp = r->resp;
+	memset(&r->resp, 0, sizeof(r->resp));
+	snprintf(err, errlen, "%s", r->err);
+	wb_job_release(&job->job);
+	free(job);
 	return res;
+}
+
+void wb_httpc_job_cancel(struct wb_httpc_job **job_p)
+{
+	if (!job_p || !*job_p)
+		return;
+	wb_job_release(&(*job_p)->job);
+	free(*job_p);
+	*job_p = NULL;
 }

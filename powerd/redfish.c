@@ -518,12 +518,7 @@ static void rf_destroy(struct pd_set *set)
 	struct rf_state *rf = rf_of(set);
 	if (!rf)
 		return;
-	if (rf->job) {
-		struct wb_httpc_resp resp;
-		char err[64];
-		wb_httpc_job_finish(rf->job, &resp, err, sizeof(err));
-		wb_httpc_resp_free(&resp);
-	}
+	wb_httpc_job_cancel(&rf->job); /* a hung BMC never holds the stop */
 	if (rf->epfd >= 0)
 		close(rf->epfd);
 	free(rf->chassis);
