@@ -430,13 +430,10 @@ static void ms_start(struct app *app)
 		return;
 	}
 	if (wb_daemon_watch_fd(app->d, wb_httpc_job_fd(app->ms_job), on_ms_done, app) < 0) {
-		/* Nothing would tell when it is done: wait for it here (bounded by its timeout). */
-		struct wb_httpc_resp resp;
-		enum wb_httpc_result res =
-		    wb_httpc_job_finish(app->ms_job, &resp, err, sizeof(err));
-		app->ms_job = NULL;
-		ms_answer(app, res, &resp, err);
-		wb_httpc_resp_free(&resp);
+		/* Nothing would collect it, and the loop never waits on a peer: tried again later.
+		 */
+		wb_httpc_job_cancel(&app->ms_job);
+		ms_failed(app, app->ms_unreachable, "request", "cannot watch the request's fd");
 	}
 }
 

@@ -45,6 +45,13 @@ static struct {
 	__typeof__(curl_easy_strerror) *easy_strerror;
 	__typeof__(curl_slist_append) *slist_append;
 	__typeof__(curl_slist_free_all) *slist_free_all;
+	__typeof__(curl_multi_init) *multi_init;
+	__typeof__(curl_multi_add_handle) *multi_add_handle;
+	__typeof__(curl_multi_remove_handle) *multi_remove_handle;
+	__typeof__(curl_multi_perform) *multi_perform;
+	__typeof__(curl_multi_poll) *multi_poll;
+	__typeof__(curl_multi_info_read) *multi_info_read;
+	__typeof__(curl_multi_cleanup) *multi_cleanup;
 } curl;
 static pthread_once_t global_once = PTHREAD_ONCE_INIT;
 static char global_err[512];
@@ -61,6 +68,13 @@ static void global_init(void)
 	    {&curl.easy_strerror, "curl_easy_strerror", true},
 	    {&curl.slist_append, "curl_slist_append", true},
 	    {&curl.slist_free_all, "curl_slist_free_all", true},
+	    {&curl.multi_init, "curl_multi_init", true},
+	    {&curl.multi_add_handle, "curl_multi_add_handle", true},
+	    {&curl.multi_remove_handle, "curl_multi_remove_handle", true},
+	    {&curl.multi_perform, "curl_multi_perform", true},
+	    {&curl.multi_poll, "curl_multi_poll", true},
+	    {&curl.multi_info_read, "curl_multi_info_read", true},
+	    {&curl.multi_cleanup, "curl_multi_cleanup", true},
 	};
 	char why[400];
 	if (!wb_dl_open(WB_LIBCURL, syms, sizeof(syms) / sizeof(syms[0]), why, sizeof(why))) {
@@ -143,6 +157,49 @@ static int on_progress(void *arg, curl_off_t dltotal, curl_off_t dlnow, curl_off
 	return wb_job_cancelled(arg) ? 1 : 0;
 }
 
+/*
+ * The transfer of a job: the loop curl_easy_perform runs, with the job's cancel fd among
+ * the fds it waits on, so that a cancel ends the wait at once rather than at the progress
+ * callback's next call (up to a second later; the stop waits 1 s in all).
+ */
+static CURLcode perform_job(CURL *c, struct wb_job *job)
+{
+	CURLM *m = curl.multi_init();
+	if (!m)
+		return CURLE_OUT_OF_MEMORY;
+	if (curl.multi_add_handle(m, c) != CURLM_OK) {
+		curl.multi_cleanup(m);
+		return CURLE_OUT_OF_MEMORY;
+	}
+	CURLcode rc = CURLE_OK;
+	int running = 1;
+	for (;;) {
+		if (curl.multi_perform(m, &running) != CURLM_OK) {
+			rc = CURLE_RECV_ERROR;
+			break;
+		}
+		if (!running)
+			break;
+		if (wb_job_cancelled(job)) {
+			rc = CURLE_ABORTED_BY_CALLBACK;
+			break;
+		}
+		struct curl_waitfd cancel = {.fd = wb_job_cancel_fd(job),
+					     .events = CURL_WAIT_POLLIN};
+		curl.multi_poll(m, &cancel, 1, 1000, NULL);
+	}
+	if (!running) {
+		CURLMsg *msg;
+		int left;
+		while ((msg = curl.multi_info_read(m, &left)))
+			if (msg->msg == CURLMSG_DONE)
+				rc = msg->data.result;
+	}
+	curl.multi_remove_handle(m, c);
+	curl.multi_cleanup(m);
+	return rc;
+}
+
 /* job: the job it runs as (its cancel aborts the transfer), or NULL. */
 static enum wb_httpc_result request(const char *method, const char *url, const void *body,
 				    size_t body_len, const struct wb_httpc_opts *opts,
@@ -223,7 +280,7 @@ static enum wb_httpc_result request(const char *method, const char *url, const v
 		curl.easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
 	}
 
-	CURLcode rc = curl.easy_perform(c);
+	CURLcode rc = job ? perform_job(c, job) : curl.easy_perform(c);
 	curl.easy_getinfo(c, CURLINFO_RESPONSE_CODE, &resp->status);
 	enum wb_httpc_result res;
 	if (sink.too_big) {

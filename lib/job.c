@@ -190,6 +190,11 @@ bool wb_job_stopping(const struct wb_job *job)
 	return atomic_load(&job->cancelled) || wb_mono_ns() >= job->deadline_ns;
 }
 
+int wb_job_cancel_fd(const struct wb_job *job)
+{
+	return job->cancel_fd;
+}
+
 uint64_t wb_job_deadline_ns(const struct wb_job *job)
 {
 	return job->deadline_ns;

@@ -59,6 +59,8 @@ void wb_job_release(struct wb_job **job_p);
 bool wb_job_stopping(const struct wb_job *job);
 /* Whether it was cancelled (rather than past its deadline). */
 bool wb_job_cancelled(const struct wb_job *job);
+/* Readable once cancelled: for a wait of fn's own (poll, libcurl's multi_poll). */
+int wb_job_cancel_fd(const struct wb_job *job);
 /* The deadline on wb_mono_ns's clock (UINT64_MAX: none). */
 uint64_t wb_job_deadline_ns(const struct wb_job *job);
 /*
