@@ -98,7 +98,7 @@ static const struct wb_conf_key powerd_keys[] = {
     {"bus_curve_peer", WB_CONF_STR | WB_CONF_RESTART, OFF(bus_curve_peer), "", 0, 0, NULL,
      "bus source: the host's public CURVE certificate"},
     {"bus_wait", WB_CONF_DURATION, OFF(bus_wait_ns), "10s", 0, 3600e9, NULL,
-     "bus source: wait this long at start for the host's first message (its zones)"},
+     "bus source: warn when the host's first message (its zones) has not come this long after the start; powerd never waits for it"},
     {"nvml_library", WB_CONF_STR | WB_CONF_RESTART, OFF(nvml_library), "libnvidia-ml.so.1", 0, 0,
      NULL, "the NVML library the nvml source loads (a name the loader searches, or a path)"},
 };
