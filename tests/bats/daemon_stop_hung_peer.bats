@@ -55,3 +55,17 @@ stop_and_check() {
 		--model_server_timeout 600s
 	stop_and_check estimd "POST /model"
 }
+
+@test "no wait on the loop can be set to outlast the units' WatchdogSec" {
+	# The keys whose wait holds a loop iteration (powerd's exec run, estimd's slot wait for
+	# its sidecar); every other wait for a peer is a job off the loop.
+	for unit in "$WB_ROOT"/systemd/wattbus-powerd.service "$WB_ROOT"/systemd/wattbus-estimd.service; do
+		grep -q '^WatchdogSec=30s$' "$unit" || fail "$unit: WatchdogSec is not 30s; the keys' maxima follow it"
+	done
+	run "$WB_BUILD/wattbus-powerd" -n --source exec --exec true --exec_timeout 30s
+	assert_failure 2
+	assert_output --partial "exec_timeout: 30s is outside [1ms, 20s]"
+	run "$WB_BUILD/wattbus-estimd" -n --estimator unix:/nonexistent --estimator_timeout 30s
+	assert_failure 2
+	assert_output --partial "estimator_timeout: 30s is outside [1ms, 10s]"
+}
