@@ -224,7 +224,8 @@ int sidecar_socket_check(const char *path, uid_t self, char *why, size_t whylen)
 enum sidecar_status {
 	SIDECAR_ANSWERED,    /* an answer came (kepler_powers_parse says whether it is one) */
 	SIDECAR_TIMEOUT,     /* asked, no answer within the slot's wait (the exchange goes on; its
-				answer is read and dropped), or none within answer_max */
+				answer is read and dropped), or none within answer_max; a warm-up:
+				asked, not waited for */
 	SIDECAR_BUSY,	     /* not asked: an earlier exchange still waits for its answer */
 	SIDECAR_BACKOFF,     /* not asked: unreachable lately, tried again after a backoff */
 	SIDECAR_UNREACHABLE, /* no socket, refused, closed without an answer, a send/recv error */
@@ -236,7 +237,8 @@ enum sidecar_status {
 struct sidecar_done {
 	enum sidecar_status status;
 	bool warm_up;
-	double ms; /* from the request to its end */
+	bool cancelled; /* by sidecar_set_path */
+	double ms;	/* from the request to its end */
 	char buf[4097];
 	size_t len;
 	char err[384];
@@ -251,6 +253,11 @@ struct sidecar;
 struct sidecar *sidecar_new(const char *path, uint64_t wait_ns, uint64_t answer_max_ns, char *err,
 			    size_t errlen);
 void sidecar_set_times(struct sidecar *s, uint64_t wait_ns, uint64_t answer_max_ns);
+/* A unix socket's path is shorter than this (sockaddr_un). */
+#define SIDECAR_PATH_MAX 108
+/* Ask the sidecar at path from the next exchange on (the backoff starts over; an exchange in
+ * flight is cancelled); path shorter than SIDECAR_PATH_MAX (else ignored). */
+void sidecar_set_path(struct sidecar *s, const char *path);
 /* Cancels the exchange in flight without waiting. NULL-safe, nulls *self_p. */
 void sidecar_destroy(struct sidecar **self_p);
 const char *sidecar_path(const struct sidecar *s);

@@ -179,6 +179,11 @@ static int est_conf_from(const struct estimd_conf *c, struct est_conf *ec, char 
 			 c->estimator);
 		return -1;
 	}
+	if (c->estimator[0] && strlen(c->estimator + 5) >= SIDECAR_PATH_MAX) {
+		snprintf(err, errlen, "estimator '%s': a unix socket's path has at most %d bytes",
+			 c->estimator, SIDECAR_PATH_MAX - 1);
+		return -1;
+	}
 	if (c->model_server[0] && strncmp(c->model_server, "http://", 7) != 0 &&
 	    strncmp(c->model_server, "https://", 8) != 0) {
 		snprintf(err, errlen, "model_server '%s': expected an http:// or https:// URL",
@@ -483,7 +488,9 @@ static int on_sidecar_done(struct wb_daemon *d_, int fd, void *arg)
 	if (!app->sc || !sidecar_collect(app->sc, &d))
 		return -1;
 	const char *path = sidecar_path(app->sc);
-	if (d.status == SIDECAR_ANSWERED && d.warm_up) {
+	if (d.cancelled) {
+		log_info("estimator sidecar: an exchange cancelled for the new estimator %s", path);
+	} else if (d.status == SIDECAR_ANSWERED && d.warm_up) {
 		log_info("estimator sidecar %s: the warm-up request answered in %.0f ms", path,
 			 d.ms);
 	} else if (d.status == SIDECAR_ANSWERED) {
@@ -526,12 +533,14 @@ static void sidecar_warm_up(struct app *app)
 		return;
 	enum sidecar_status st = sidecar_ask(app->sc, req, true, &d, err, sizeof(err));
 	free(req);
-	if (st == SIDECAR_BUSY)
+	if (st == SIDECAR_TIMEOUT) /* asked, not waited for: collected on the loop */
 		sidecar_watch(app);
+	else if (st == SIDECAR_BUSY) /* an exchange before the reload, watched already */
+		return;
 	if (st == SIDECAR_REFUSED) {
 		(*app->est_refused)++;
 		log_warnx("estimator sidecar refused: %s; the local model stands in", err);
-	} else if (st != SIDECAR_BUSY) {
+	} else if (st != SIDECAR_TIMEOUT) {
 		log_info("estimator sidecar: no warm-up: %s; tried again at the slots", err);
 	}
 }
@@ -638,7 +647,7 @@ static void on_aligned(struct wb_daemon *d, const struct wb_msg *msg, const stru
 		ms_schedule(app, WB_NS_PER_MS);
 	bool model_mode = strcmp(app->conf->mode, "model") == 0 ||
 			  (strcmp(app->conf->mode, "auto") == 0 && a->n_zones == 0);
-	if (app->sc && model_mode)
+	if (app->sc && app->conf->estimator[0] && model_mode)
 		sidecar_slot(app, a);
 	if (estimator_slot(app->est, a, &out.estimate, &res, err, sizeof(err)) < 0) {
 		if (res.budget_refused)
@@ -795,16 +804,18 @@ static int on_reload(struct wb_daemon *d, void *new_conf, void *arg)
 		    "reload: new pub, sub, model_from or state_every take effect at the next restart");
 	bool new_sidecar = strcmp(c->estimator, app->conf->estimator) != 0;
 	app->conf = c;
-	if (new_sidecar) {
-		sidecar_destroy(&app->sc);
-		if (c->estimator[0] &&
-		    !(app->sc = sidecar_new(c->estimator + 5, c->estimator_timeout_ns,
-					    c->estimator_answer_max_ns, err, sizeof(err))))
-			log_errx("reload: estimator %s; no sidecar asked", err);
-		if (app->sc)
-			sidecar_warm_up(app);
-	} else if (app->sc) {
+	/* One sidecar for the process (an exchange in flight ends with it, watched on the loop);
+	 * a new path is asked from the next exchange on. */
+	if (c->estimator[0] && !app->sc &&
+	    !(app->sc = sidecar_new(c->estimator + 5, c->estimator_timeout_ns,
+				    c->estimator_answer_max_ns, err, sizeof(err))))
+		log_errx("reload: estimator %s; no sidecar asked", err);
+	if (app->sc) {
 		sidecar_set_times(app->sc, c->estimator_timeout_ns, c->estimator_answer_max_ns);
+		if (new_sidecar && c->estimator[0]) {
+			sidecar_set_path(app->sc, c->estimator + 5);
+			sidecar_warm_up(app);
+		}
 	}
 	/* The model file replaced the model server's: ask it again now. */
 	if (c->model_server[0] && !app->ms_job)

@@ -228,6 +228,20 @@ struct sidecar *sidecar_new(const char *path, uint64_t wait_ns, uint64_t answer_
 	return s;
 }
 
+void sidecar_set_path(struct sidecar *s, const char *path)
+{
+	if (strlen(path) >= sizeof(s->sa.sun_path))
+		return;
+	strcpy(s->sa.sun_path, path);
+	s->backoff_ns = 0;
+	s->retry_mono_ns = 0;
+	if (s->job)
+		wb_job_cancel(s->job); /* the old sidecar's: collected as cancelled */
+}
+
+_Static_assert(SIDECAR_PATH_MAX == sizeof(((struct sockaddr_un *)0)->sun_path),
+	       "SIDECAR_PATH_MAX is sockaddr_un's sun_path");
+
 void sidecar_set_times(struct sidecar *s, uint64_t wait_ns, uint64_t answer_max_ns)
 {
 	s->wait_ns = wait_ns;
@@ -255,6 +269,7 @@ static void finish(struct sidecar *s, struct sidecar_done *d)
 	struct exchange *x = wb_job_arg(s->job);
 	d->status = x->status;
 	d->warm_up = x->warm_up;
+	d->cancelled = wb_job_cancelled(s->job) && x->status != SIDECAR_ANSWERED;
 	d->ms = (double)(x->end_ns - x->start_ns) / 1e6;
 	memcpy(d->buf, x->buf, x->len + 1);
 	d->len = x->len;
@@ -334,7 +349,7 @@ enum sidecar_status sidecar_ask(struct sidecar *s, const char *req, bool warm_up
 	if (warm_up || !wb_job_wait(s->job, s->wait_ns)) {
 		snprintf(err, errlen, "%s: no answer within %.0f ms", s->sa.sun_path,
 			 (double)s->wait_ns / 1e6);
-		return warm_up ? SIDECAR_BUSY : SIDECAR_TIMEOUT;
+		return SIDECAR_TIMEOUT;
 	}
 	finish(s, d);
 	snprintf(err, errlen, "%s", d->err);

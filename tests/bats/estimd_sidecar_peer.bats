@@ -129,3 +129,31 @@ start_estimd() {
 	[ ! -s "$BATS_TEST_TMPDIR/requests.jsonl" ]
 	kill -0 "$PID_estimd"
 }
+
+@test "SIGHUP to a new sidecar: the hung exchange with the old one is cancelled, the new one answers" {
+	local_model
+	wb_spawn old python3 "$BATS_TEST_DIRNAME/kepler_estimator.py" --socket "$BATS_TEST_TMPDIR/old.sock" \
+		--log "$BATS_TEST_TMPDIR/old.jsonl" --script hang
+	wb_spawn new python3 "$BATS_TEST_DIRNAME/kepler_estimator.py" --socket "$BATS_TEST_TMPDIR/new.sock" \
+		--log "$BATS_TEST_TMPDIR/new.jsonl" --script answer
+	wb_wait_for 30 test -S "$BATS_TEST_TMPDIR/old.sock"
+	wb_wait_for 30 test -S "$BATS_TEST_TMPDIR/new.sock"
+	conf=$BATS_TEST_TMPDIR/wattbus.conf
+	printf '[estimd]\nestimator = unix:%s\nestimator_timeout = 5s\n' "$BATS_TEST_TMPDIR/old.sock" >"$conf"
+	in=$(wb_ep aligned)
+	out=$(wb_ep estimd)
+	wb_spawn estimd "$WB_BUILD/wattbus-estimd" -c "$conf" --runtime_dir "$BATS_TEST_TMPDIR" --host vm1 \
+		--sub "$in" --pub "$out" --model "$BATS_TEST_TMPDIR/local.json" --stat_interval 200ms
+	wb_tap tap "$out" estimate/
+	wb_wait_for 30 grep -q '"step": "hang"' "$BATS_TEST_TMPDIR/old.jsonl"
+	printf '[estimd]\nestimator = unix:%s\nestimator_timeout = 5s\n' "$BATS_TEST_TMPDIR/new.sock" >"$conf"
+	kill -HUP "$PID_estimd"
+	wb_wait_for 30 grep -q "an exchange cancelled for the new estimator $BATS_TEST_TMPDIR/new.sock" "$BATS_TEST_TMPDIR/estimd.log"
+	python3 "$BATS_TEST_DIRNAME/estimd_slots.py" --host vm1 --no-power --count 1 --seed 24 >"$BATS_TEST_TMPDIR/b.jsonl"
+	run "$WATTBUS" pub --wait 30s "$in" <"$BATS_TEST_TMPDIR/b.jsonl"
+	assert_success
+	wb_wait_lines "$BATS_TEST_TMPDIR/tap.log" 1 60
+	run jq -r .msg.model "$BATS_TEST_TMPDIR/tap.log"
+	assert_output "estimator"
+	grep -q '{"sent": "answer"}' "$BATS_TEST_TMPDIR/new.jsonl"
+}
