@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include <jansson.h>
 
@@ -244,16 +245,71 @@ int kepler_powers_check(const struct kepler_powers *kp, double max_w, char *err,
 /* Whether the answer read so far is whole (parses as JSON). */
 bool kepler_answer_complete(const char *text, size_t len);
 
-/* ---- sidecar.c: the estimator sidecar's socket ---- */
+/* ---- sidecar.c: the estimator sidecar, a peer kept ---- */
 
 /*
- * One sidecar exchange on a unix stream socket: connect, write req, read the
- * answer until it parses as JSON, the peer closes, or 4096 bytes; never longer
- * than timeout_ms in all (non-blocking, poll). Returns 0 (answer in buf, NUL-
- * terminated, *len), or -1 with err; *timed_out tells a deadline from other failures.
+ * Whether estimd may trust the socket at path: it must be a socket owned by root or self, in a
+ * directory owned by root or self that neither its group nor others can write, or a sticky one
+ * (others cannot replace a file they do not own there). 0, or -1 (refused, why says which
+ * rule), or -2 (no such file: no sidecar there yet).
  */
-int kepler_sidecar_call(const char *path, const char *req, int timeout_ms, char *buf, size_t size,
-			size_t *len, bool *timed_out, char *err, size_t errlen);
+int sidecar_socket_check(const char *path, uid_t self, char *why, size_t whylen);
+
+enum sidecar_status {
+	SIDECAR_ANSWERED,    /* an answer came (kepler_powers_parse says whether it is one) */
+	SIDECAR_TIMEOUT,     /* asked, no answer within the slot's wait (the exchange goes on; its
+				answer is read and dropped), or none within answer_max; a warm-up:
+				asked, not waited for */
+	SIDECAR_BUSY,	     /* not asked: an earlier exchange still waits for its answer */
+	SIDECAR_BACKOFF,     /* not asked: unreachable lately, tried again after a backoff */
+	SIDECAR_UNREACHABLE, /* no socket, refused, closed without an answer, a send/recv error */
+	SIDECAR_REFUSED,     /* the socket or the process on it fails the ownership rule */
+	SIDECAR_ERROR,	     /* out of memory, no thread */
+};
+
+/* What an exchange brought back. */
+struct sidecar_done {
+	enum sidecar_status status;
+	bool warm_up;
+	bool cancelled; /* by sidecar_set_path */
+	double ms;	/* from the request to its end */
+	char buf[4097];
+	size_t len;
+	char err[384];
+};
+
+struct sidecar;
+/*
+ * The sidecar at path (a unix stream socket). wait_ns: how long a slot waits for its answer;
+ * answer_max_ns: how long an exchange keeps its connection for the answer (late ones are read
+ * and dropped) before closing it. NULL with err.
+ */
+struct sidecar *sidecar_new(const char *path, uint64_t wait_ns, uint64_t answer_max_ns, char *err,
+			    size_t errlen);
+void sidecar_set_times(struct sidecar *s, uint64_t wait_ns, uint64_t answer_max_ns);
+/* A unix socket's path is shorter than this (sockaddr_un). */
+#define SIDECAR_PATH_MAX 108
+/* Ask the sidecar at path from the next exchange on (the backoff starts over; an exchange in
+ * flight is cancelled); path shorter than SIDECAR_PATH_MAX (else ignored). */
+void sidecar_set_path(struct sidecar *s, const char *path);
+/* Cancels the exchange in flight without waiting. NULL-safe, nulls *self_p. */
+void sidecar_destroy(struct sidecar **self_p);
+const char *sidecar_path(const struct sidecar *s);
+/*
+ * The slot's exchange: ask with req and wait up to wait_ns (warm_up: do not wait; the
+ * warm-up's answer comes through sidecar_collect). SIDECAR_ANSWERED fills d; any other status
+ * says with err why the local model stands in. Call sidecar_collect first: an exchange that
+ * has ended is handed over there.
+ */
+enum sidecar_status sidecar_ask(struct sidecar *s, const char *req, bool warm_up,
+				struct sidecar_done *d, char *err, size_t errlen);
+/*
+ * The exchange a slot stopped waiting for (or the warm-up): its fd (job.h) turns readable when
+ * it ends (-1: none in flight); sidecar_collect then hands it over (true with d). Until then
+ * sidecar_ask answers SIDECAR_BUSY.
+ */
+int sidecar_fd(const struct sidecar *s);
+bool sidecar_collect(struct sidecar *s, struct sidecar_done *d);
 
 /* ---- attrib.c: exact integer attribution ---- */
 

@@ -40,6 +40,7 @@ struct estimd_conf {
 	uint64_t model_server_timeout_ns;
 	char *estimator;
 	uint64_t estimator_timeout_ns;
+	uint64_t estimator_answer_max_ns;
 	char *idle_method;
 	struct wb_strlist idle_w;
 	struct wb_strlist gpu_idle_w;
@@ -88,8 +89,11 @@ static const struct wb_conf_key keys[] = {
      NULL, "deadline of one model server request"},
     {"estimator", WB_CONF_STR, OFF(estimator), "", 0, 0, NULL,
      "Kepler estimator sidecar, unix:PATH: asked for the power of every slot in model mode; the local model stands in when it does not answer in time (empty: none)"},
-    {"estimator_timeout", WB_CONF_DURATION, OFF(estimator_timeout_ns), "200ms", 1e6, 60e9, NULL,
-     "deadline of one estimator sidecar answer; a slot waits no longer"},
+    {"estimator_timeout", WB_CONF_DURATION, OFF(estimator_timeout_ns), "200ms", 1e6, 10e9, NULL,
+     "how long a slot waits for the estimator sidecar's answer before the local model stands in; the exchange goes on (at most 10 s: the slot's wait holds the loop, WatchdogSec is 30 s)"},
+    {"estimator_answer_max", WB_CONF_DURATION, OFF(estimator_answer_max_ns), "30s", 1e9, 600e9,
+     NULL,
+     "how long one exchange keeps its connection for the sidecar's answer, read and dropped when it comes after its slot's wait; covers Kepler's first answer, which loads the model (seconds); later slots do not ask meanwhile"},
     {"idle_method", WB_CONF_ENUM, OFF(idle_method), "ratio", 0, 0, "ratio|fixed|regression",
      "idle/active split: ratio (Kepler), fixed idle_w, or regression over recent slots"},
     {"idle_w", WB_CONF_LIST, OFF(idle_w), "", 0, 0, NULL,
@@ -173,6 +177,11 @@ static int est_conf_from(const struct estimd_conf *c, struct est_conf *ec, char 
 		snprintf(err, errlen,
 			 "estimator '%s': expected unix:PATH (Kepler's estimator sidecar socket)",
 			 c->estimator);
+		return -1;
+	}
+	if (c->estimator[0] && strlen(c->estimator + 5) >= SIDECAR_PATH_MAX) {
+		snprintf(err, errlen, "estimator '%s': a unix socket's path has at most %d bytes",
+			 c->estimator, SIDECAR_PATH_MAX - 1);
 		return -1;
 	}
 	if (c->model_server[0] && strncmp(c->model_server, "http://", 7) != 0 &&
@@ -284,6 +293,8 @@ struct app {
 	uint64_t *ms_requests, *ms_unreachable, *ms_refused, *ms_bad_answer, *ms_models;
 	uint64_t *est_requests, *est_answered, *est_timeout, *est_gone, *est_bad_answer,
 	    *est_implausible;
+	uint64_t *est_late, *est_busy, *est_refused;
+	struct sidecar *sc; /* the estimator sidecar, or NULL */
 };
 
 static void use_model(struct app *app, struct model *m, const char *how)
@@ -443,13 +454,10 @@ static void ms_start(struct app *app)
 		return;
 	}
 	if (wb_daemon_watch_fd(app->d, wb_httpc_job_fd(app->ms_job), on_ms_done, app) < 0) {
-		/* Nothing would tell when it is done: wait for it here (bounded by its timeout). */
-		struct wb_httpc_resp resp;
-		enum wb_httpc_result res =
-		    wb_httpc_job_finish(app->ms_job, &resp, err, sizeof(err));
-		app->ms_job = NULL;
-		ms_answer(app, res, &resp, err);
-		wb_httpc_resp_free(&resp);
+		/* Nothing would collect it, and the loop never waits on a peer: tried again later.
+		 */
+		wb_httpc_job_cancel(&app->ms_job);
+		ms_failed(app, app->ms_unreachable, "request", "cannot watch the request's fd");
 	}
 }
 
@@ -468,11 +476,104 @@ static void ms_schedule(struct app *app, uint64_t delay_ns)
 	app->ms_timer = wb_daemon_timer_once(app->d, delay_ns, on_ms_timer, app);
 }
 
-/* ---- the estimator sidecar: one PowerRequest per slot in model mode ---- */
+/* ---- the estimator sidecar: one PowerRequest per slot in model mode (sidecar.c) ---- */
+
+/*
+ * The hand-off from the transport to the values: the sidecar's answer becomes the slot's
+ * powers, or is refused with its reason (the local model stands in).
+ */
+static void sidecar_take(struct app *app, const struct sidecar_done *d, const char *host,
+			 const char *local)
+{
+	struct kepler_powers kp;
+	char err[MODEL_ERR_MAX];
+	if (kepler_powers_parse(d->buf, d->len, &kp, err, sizeof(err)) < 0) {
+		(*app->est_bad_answer)++;
+		log_rl(
+		    &app->rl_est, WB_LOG_WARN,
+		    "estimator sidecar %s: answer refused: %s; slot of %s from the local model %s",
+		    sidecar_path(app->sc), err, host, local);
+		return;
+	}
+	if (estimator_check_external(app->est, &kp, err, sizeof(err)) < 0) {
+		(*app->est_implausible)++;
+		log_rl(
+		    &app->rl_est, WB_LOG_WARN,
+		    "estimator sidecar %s: answer refused as implausible: %s; slot of %s from the local model %s",
+		    sidecar_path(app->sc), err, host, local);
+		return;
+	}
+	(*app->est_answered)++;
+	estimator_set_external(app->est, &kp, "estimator");
+}
+
+/* An exchange no slot waits for any more (a late answer, the warm-up) has ended. */
+static int on_sidecar_done(struct wb_daemon *d_, int fd, void *arg)
+{
+	struct app *app = arg;
+	struct sidecar_done d;
+	if (!app->sc || !sidecar_collect(app->sc, &d))
+		return -1;
+	const char *path = sidecar_path(app->sc);
+	if (d.cancelled) {
+		log_info("estimator sidecar: an exchange cancelled for the new estimator %s", path);
+	} else if (d.status == SIDECAR_ANSWERED && d.warm_up) {
+		log_info("estimator sidecar %s: the warm-up request answered in %.0f ms", path,
+			 d.ms);
+	} else if (d.status == SIDECAR_ANSWERED) {
+		(*app->est_late)++;
+		log_rl(
+		    &app->rl_est, WB_LOG_INFO,
+		    "estimator sidecar %s: an answer came %.0f ms after its request, after its slot stopped waiting: read and dropped",
+		    path, d.ms);
+	} else {
+		(*(d.status == SIDECAR_REFUSED ? app->est_refused : app->est_gone))++;
+		log_rl(&app->rl_est, WB_LOG_WARN, "estimator sidecar %s%s",
+		       d.warm_up ? "warm-up: " : "", d.err);
+	}
+	return -1; /* the job's fd is closed: one watch per exchange */
+}
+
+/* The exchange goes on without a slot waiting: collected when it ends, on the loop. */
+static void sidecar_watch(struct app *app)
+{
+	int fd = sidecar_fd(app->sc);
+	if (fd >= 0 && wb_daemon_watch_fd(app->d, fd, on_sidecar_done, app) < 0) {
+		/* Without the watch it would never be collected, and no slot would ask again. */
+		log_errx(
+		    "estimator sidecar: cannot watch an exchange; the sidecar is asked no more");
+		sidecar_destroy(&app->sc);
+	}
+}
+
+/* The warm-up at start: Kepler's estimator loads its model at the first request (seconds). */
+static void sidecar_warm_up(struct app *app)
+{
+	struct kepler_metrics km;
+	double x[FEAT_COUNT] = {0};
+	kepler_metrics_from(NULL, 0, &km);
+	struct utsname u;
+	char *req = kepler_power_request(&km, "AbsPower", x, uname(&u) == 0 ? u.machine : NULL);
+	struct sidecar_done d;
+	char err[MODEL_ERR_MAX];
+	if (!req)
+		return;
+	enum sidecar_status st = sidecar_ask(app->sc, req, true, &d, err, sizeof(err));
+	free(req);
+	if (st == SIDECAR_TIMEOUT) /* asked, not waited for: collected on the loop */
+		sidecar_watch(app);
+	else if (st == SIDECAR_BUSY) /* an exchange before the reload, watched already */
+		return;
+	if (st == SIDECAR_REFUSED) {
+		(*app->est_refused)++;
+		log_warnx("estimator sidecar refused: %s; the local model stands in", err);
+	} else if (st != SIDECAR_TIMEOUT) {
+		log_info("estimator sidecar: no warm-up: %s; tried again at the slots", err);
+	}
+}
 
 static void sidecar_slot(struct app *app, const struct wb_aligned *a)
 {
-	const char *path = app->conf->estimator + 5; /* after "unix:" (checked with the config) */
 	double x[FEAT_COUNT];
 	if (feat_from_slot(a, x) < 0)
 		return; /* estimator_slot rejects it */
@@ -482,42 +583,38 @@ static void sidecar_slot(struct app *app, const struct wb_aligned *a)
 	char *req = kepler_power_request(&km, "AbsPower", x, uname(&u) == 0 ? u.machine : NULL);
 	if (!req)
 		return;
-	char buf[4097], err[MODEL_ERR_MAX];
-	size_t len;
-	bool timed_out;
+	struct sidecar_done d;
+	char err[MODEL_ERR_MAX];
 	(*app->est_requests)++;
-	int rc =
-	    kepler_sidecar_call(path, req, (int)(app->conf->estimator_timeout_ns / WB_NS_PER_MS),
-				buf, sizeof(buf), &len, &timed_out, err, sizeof(err));
+	enum sidecar_status st = sidecar_ask(app->sc, req, false, &d, err, sizeof(err));
 	free(req);
 	const struct model *m = estimator_model(app->est);
 	const char *local = m ? m->name : "none";
-	if (rc < 0) {
-		(*(timed_out ? app->est_timeout : app->est_gone))++;
+	switch (st) {
+	case SIDECAR_ANSWERED:
+		sidecar_take(app, &d, a->env.host, local);
+		return;
+	case SIDECAR_BUSY:
+		(*app->est_busy)++;
+		return; /* the first slot that waited said so */
+	case SIDECAR_TIMEOUT:
+		(*app->est_timeout)++;
+		sidecar_watch(app);
+		break;
+	case SIDECAR_REFUSED:
+		(*app->est_refused)++;
 		log_rl(&app->rl_est, WB_LOG_WARN,
-		       "estimator sidecar %s; slot of %s from the local model %s", err, a->env.host,
-		       local);
+		       "estimator sidecar refused: %s; slot of %s from the local model %s", err,
+		       a->env.host, local);
 		return;
+	case SIDECAR_BACKOFF:
+	case SIDECAR_UNREACHABLE:
+	case SIDECAR_ERROR:
+		(*app->est_gone)++;
+		break;
 	}
-	struct kepler_powers kp;
-	if (kepler_powers_parse(buf, len, &kp, err, sizeof(err)) < 0) {
-		(*app->est_bad_answer)++;
-		log_rl(
-		    &app->rl_est, WB_LOG_WARN,
-		    "estimator sidecar %s: answer refused: %s; slot of %s from the local model %s",
-		    path, err, a->env.host, local);
-		return;
-	}
-	if (estimator_check_external(app->est, &kp, err, sizeof(err)) < 0) {
-		(*app->est_implausible)++;
-		log_rl(
-		    &app->rl_est, WB_LOG_WARN,
-		    "estimator sidecar %s: answer refused as implausible: %s; slot of %s from the local model %s",
-		    path, err, a->env.host, local);
-		return;
-	}
-	(*app->est_answered)++;
-	estimator_set_external(app->est, &kp, "estimator");
+	log_rl(&app->rl_est, WB_LOG_WARN,
+	       "estimator sidecar %s; slot of %s from the local model %s", err, a->env.host, local);
 }
 
 static void set_mode(struct app *app, const char *mode)
@@ -577,7 +674,7 @@ static void on_aligned(struct wb_daemon *d, const struct wb_msg *msg, const stru
 		ms_schedule(app, WB_NS_PER_MS);
 	bool model_mode = strcmp(app->conf->mode, "model") == 0 ||
 			  (strcmp(app->conf->mode, "auto") == 0 && a->n_zones == 0);
-	if (app->conf->estimator[0] && model_mode)
+	if (app->sc && app->conf->estimator[0] && model_mode)
 		sidecar_slot(app, a);
 	if (estimator_slot(app->est, a, &out.estimate, &res, err, sizeof(err)) < 0) {
 		if (res.budget_refused)
@@ -748,7 +845,21 @@ static int on_reload(struct wb_daemon *d, void *new_conf, void *arg)
 	    c->state_every_ns != app->conf->state_every_ns)
 		log_warnx(
 		    "reload: new pub, sub, model_from or state_every take effect at the next restart");
+	bool new_sidecar = strcmp(c->estimator, app->conf->estimator) != 0;
 	app->conf = c;
+	/* One sidecar for the process (an exchange in flight ends with it, watched on the loop);
+	 * a new path is asked from the next exchange on. */
+	if (c->estimator[0] && !app->sc &&
+	    !(app->sc = sidecar_new(c->estimator + 5, c->estimator_timeout_ns,
+				    c->estimator_answer_max_ns, err, sizeof(err))))
+		log_errx("reload: estimator %s; no sidecar asked", err);
+	if (app->sc) {
+		sidecar_set_times(app->sc, c->estimator_timeout_ns, c->estimator_answer_max_ns);
+		if (new_sidecar && c->estimator[0]) {
+			sidecar_set_path(app->sc, c->estimator + 5);
+			sidecar_warm_up(app);
+		}
+	}
 	/* The model file replaced the model server's: ask it again now. */
 	if (c->model_server[0] && !app->ms_job)
 		ms_schedule(app, WB_NS_PER_MS);
@@ -796,6 +907,9 @@ int main(int argc, char **argv)
 	    WB_STAT_ROW(struct app, est_gone, "estimator_unreachable"),
 	    WB_STAT_ROW(struct app, est_bad_answer, "estimator_bad_answer"),
 	    WB_STAT_ROW(struct app, est_implausible, "estimator_implausible"),
+	    WB_STAT_ROW(struct app, est_late, "estimator_late"),
+	    WB_STAT_ROW(struct app, est_busy, "estimator_busy"),
+	    WB_STAT_ROW(struct app, est_refused, "estimator_refused"),
 	};
 	wb_stats_bind(st, &app, counters, sizeof(counters) / sizeof(counters[0]));
 
@@ -852,10 +966,19 @@ int main(int argc, char **argv)
 			 (double)app.conf->model_refresh_ns / 1e9);
 		ms_schedule(&app, WB_NS_PER_MS);
 	}
-	if (app.conf->estimator[0])
+	if (app.conf->estimator[0]) {
+		if (!(app.sc = sidecar_new(app.conf->estimator + 5, app.conf->estimator_timeout_ns,
+					   app.conf->estimator_answer_max_ns, err, sizeof(err)))) {
+			log_errx("estimator %s", err);
+			rc = WB_EXIT_USAGE;
+			goto out;
+		}
 		log_info(
-		    "estimator sidecar %s: asked for every slot in model mode, %.0f ms deadline; the local model stands in",
-		    app.conf->estimator, (double)app.conf->estimator_timeout_ns / 1e6);
+		    "estimator sidecar %s: asked for every slot in model mode, waited for %.0f ms, its answer read for up to %.0f s; the local model stands in",
+		    app.conf->estimator, (double)app.conf->estimator_timeout_ns / 1e6,
+		    (double)app.conf->estimator_answer_max_ns / 1e9);
+		sidecar_warm_up(&app);
+	}
 	/* dirty: the first checkpoint writes the file, so it shows from the start that saving
 	 * works */
 	wb_checkpoint_init(&app.cp, d, app.conf->state_file[0] ? app.conf->state_every_ns : 0, true,
@@ -865,13 +988,9 @@ int main(int argc, char **argv)
 					       : "auto");
 	rc = wb_daemon_run(d);
 	wb_checkpoint_stop(&app.cp);
-	if (app.ms_job) {
-		/* A request in flight: its thread ends by its deadline (model_server_timeout). */
-		struct wb_httpc_resp resp;
-		wb_httpc_job_finish(app.ms_job, &resp, err, sizeof(err));
-		wb_httpc_resp_free(&resp);
-	}
+	wb_httpc_job_cancel(&app.ms_job); /* a hung model server never holds the stop */
 out:
+	sidecar_destroy(&app.sc);
 	estimator_destroy(&app.est);
 	wb_daemon_destroy(&d);
 	return rc;

@@ -136,10 +136,7 @@ static int on_poll(zloop_t *loop, int timer_id, void *arg)
 		return 0;
 	}
 	if (wb_daemon_watch_fd(k->d, wb_httpc_job_fd(k->job), on_done, k) < 0) {
-		struct wb_httpc_resp resp;
-		wb_httpc_job_finish(k->job, &resp, err, sizeof err);
-		wb_httpc_resp_free(&resp);
-		k->job = NULL;
+		wb_httpc_job_cancel(&k->job); /* nothing would collect it: the loop never waits */
 		(*k->c_result[WB_HTTPC_ERROR])++;
 		log_rl(&k->rl, WB_LOG_WARN, "kube: cannot watch the request's fd");
 	}
@@ -212,12 +209,7 @@ void kube_destroy(struct kube **self_p)
 		return;
 	if (k->timer >= 0)
 		wb_daemon_timer_end(k->d, k->timer);
-	if (k->job) {
-		struct wb_httpc_resp resp;
-		char err[64];
-		wb_httpc_job_finish(k->job, &resp, err, sizeof err);
-		wb_httpc_resp_free(&resp);
-	}
+	wb_httpc_job_cancel(&k->job); /* a hung kubelet never holds the stop */
 	kube_names_destroy(&k->names);
 	free(k->url);
 	free((char *)k->o.url);

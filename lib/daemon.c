@@ -22,6 +22,7 @@
 #include "clock.h"
 #include "daemon.h"
 #include "heap.h"
+#include "job.h"
 #include "json.h"
 #include "log.h"
 #include "state.h"
@@ -1118,6 +1119,9 @@ int wb_daemon_run(struct wb_daemon *d)
 	log_info("running (mode %s)", d->mode);
 	zloop_start(d->loop);
 	sd_notify(0, "STOPPING=1");
+	/* A hung peer must not hold the stop past TimeoutStopSec: its job is cancelled, and one
+	 * that does not end within the bound is left to end with the process. */
+	wb_jobs_stop(WB_JOB_STOP_NS);
 	publish_stat(d);
 	return d->exit_code;
 }

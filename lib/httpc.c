@@ -1,7 +1,9 @@
 /* The HTTP client over libcurl (httpc.h). */
+#include "clock.h"
 #include "dl.h"
 #include "grow.h"
 #include "httpc.h"
+#include "job.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -12,7 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <curl/curl.h>
@@ -46,6 +47,13 @@ static struct {
 	__typeof__(curl_easy_strerror) *easy_strerror;
 	__typeof__(curl_slist_append) *slist_append;
 	__typeof__(curl_slist_free_all) *slist_free_all;
+	__typeof__(curl_multi_init) *multi_init;
+	__typeof__(curl_multi_add_handle) *multi_add_handle;
+	__typeof__(curl_multi_remove_handle) *multi_remove_handle;
+	__typeof__(curl_multi_perform) *multi_perform;
+	__typeof__(curl_multi_poll) *multi_poll;
+	__typeof__(curl_multi_info_read) *multi_info_read;
+	__typeof__(curl_multi_cleanup) *multi_cleanup;
 } curl;
 static pthread_once_t global_once = PTHREAD_ONCE_INIT;
 static char global_err[512];
@@ -62,6 +70,13 @@ static void global_init(void)
 	    {&curl.easy_strerror, "curl_easy_strerror", true},
 	    {&curl.slist_append, "curl_slist_append", true},
 	    {&curl.slist_free_all, "curl_slist_free_all", true},
+	    {&curl.multi_init, "curl_multi_init", true},
+	    {&curl.multi_add_handle, "curl_multi_add_handle", true},
+	    {&curl.multi_remove_handle, "curl_multi_remove_handle", true},
+	    {&curl.multi_perform, "curl_multi_perform", true},
+	    {&curl.multi_poll, "curl_multi_poll", true},
+	    {&curl.multi_info_read, "curl_multi_info_read", true},
+	    {&curl.multi_cleanup, "curl_multi_cleanup", true},
 	};
 	char why[400];
 	if (!wb_dl_open(WB_LIBCURL, syms, sizeof(syms) / sizeof(syms[0]), why, sizeof(why))) {
@@ -210,9 +225,61 @@ static void body_excerpt(const struct wb_httpc_resp *r, char *out, size_t outlen
 	out[n] = '\0';
 }
 
-enum wb_httpc_result wb_httpc_request(const char *method, const char *url, const void *body,
-				      size_t body_len, const struct wb_httpc_opts *opts,
-				      struct wb_httpc_resp *resp, char *err, size_t errlen)
+/* A request that runs as a job ends at its cancel: libcurl calls this at least once a second. */
+static int on_progress(void *arg, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+		       curl_off_t ulnow)
+{
+	return wb_job_cancelled(arg) ? 1 : 0;
+}
+
+/*
+ * The transfer of a job: the loop curl_easy_perform runs, with the job's cancel fd among
+ * the fds it waits on, so that a cancel ends the wait at once rather than at the progress
+ * callback's next call (up to a second later; the stop waits 1 s in all).
+ */
+static CURLcode perform_job(CURL *c, struct wb_job *job)
+{
+	CURLM *m = curl.multi_init();
+	if (!m)
+		return CURLE_OUT_OF_MEMORY;
+	if (curl.multi_add_handle(m, c) != CURLM_OK) {
+		curl.multi_cleanup(m);
+		return CURLE_OUT_OF_MEMORY;
+	}
+	CURLcode rc = CURLE_OK;
+	int running = 1;
+	for (;;) {
+		if (curl.multi_perform(m, &running) != CURLM_OK) {
+			rc = CURLE_RECV_ERROR;
+			break;
+		}
+		if (!running)
+			break;
+		if (wb_job_cancelled(job)) {
+			rc = CURLE_ABORTED_BY_CALLBACK;
+			break;
+		}
+		struct curl_waitfd cancel = {.fd = wb_job_cancel_fd(job),
+					     .events = CURL_WAIT_POLLIN};
+		curl.multi_poll(m, &cancel, 1, 1000, NULL);
+	}
+	if (!running) {
+		CURLMsg *msg;
+		int left;
+		while ((msg = curl.multi_info_read(m, &left)))
+			if (msg->msg == CURLMSG_DONE)
+				rc = msg->data.result;
+	}
+	curl.multi_remove_handle(m, c);
+	curl.multi_cleanup(m);
+	return rc;
+}
+
+/* job: the job it runs as (its cancel aborts the transfer), or NULL. */
+static enum wb_httpc_result request(const char *method, const char *url, const void *body,
+				    size_t body_len, const struct wb_httpc_opts *opts,
+				    struct wb_httpc_resp *resp, struct wb_job *job, char *err,
+				    size_t errlen)
 {
 	static const struct wb_httpc_opts none;
 	const struct wb_httpc_opts *o = opts ? opts : &none;
@@ -286,8 +353,13 @@ enum wb_httpc_result wb_httpc_request(const char *method, const char *url, const
 	}
 	if (hdr)
 		curl.easy_setopt(c, CURLOPT_HTTPHEADER, hdr);
+	if (job) {
+		curl.easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
+		curl.easy_setopt(c, CURLOPT_XFERINFODATA, job);
+		curl.easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+	}
 
-	CURLcode rc = curl.easy_perform(c);
+	CURLcode rc = job ? perform_job(c, job) : curl.easy_perform(c);
 	curl.easy_getinfo(c, CURLINFO_RESPONSE_CODE, &resp->status);
 	enum wb_httpc_result res;
 	if (redir.refused) {
@@ -297,6 +369,9 @@ enum wb_httpc_result wb_httpc_request(const char *method, const char *url, const
 	} else if (sink.too_big) {
 		res = WB_HTTPC_TOO_BIG;
 		snprintf(err, errlen, "%s %s: answer longer than %zu bytes", method, url, sink.max);
+	} else if (rc == CURLE_ABORTED_BY_CALLBACK) {
+		res = WB_HTTPC_ERROR;
+		snprintf(err, errlen, "%s %s: cancelled", method, url);
 	} else if (rc != CURLE_OK) {
 		res = classify(rc);
 		snprintf(err, errlen, "%s %s: %s", method, url,
@@ -314,6 +389,13 @@ enum wb_httpc_result wb_httpc_request(const char *method, const char *url, const
 	curl.easy_cleanup(c);
 	explicit_bzero(line, sizeof(line)); /* it held the bearer header */
 	return res;
+}
+
+enum wb_httpc_result wb_httpc_request(const char *method, const char *url, const void *body,
+				      size_t body_len, const struct wb_httpc_opts *opts,
+				      struct wb_httpc_resp *resp, char *err, size_t errlen)
+{
+	return request(method, url, body, body_len, opts, resp, NULL, err, errlen);
 }
 
 void wb_httpc_resp_free(struct wb_httpc_resp *resp)
@@ -338,18 +420,20 @@ json_t *wb_httpc_json(const struct wb_httpc_resp *resp, const char *url, char *e
 	return j;
 }
 
-/* ---- a request on a thread of its own ---- */
+/* ---- a request as a job (job.h) ---- */
 
-struct wb_httpc_job {
-	pthread_t thread;
-	int fd;
-	atomic_bool done;
+/* What the job's thread works on: the request's copies, then the result. The job owns it. */
+struct req {
 	char *method, *url, *body;
 	size_t body_len;
 	struct wb_httpc_opts opts;
 	enum wb_httpc_result res;
 	struct wb_httpc_resp resp;
 	char err[1024];
+};
+
+struct wb_httpc_job {
+	struct wb_job *job;
 };
 
 static char *dup_or_null(const char *s, bool *ok)
@@ -371,95 +455,111 @@ static void free_secret(const char *s)
 	}
 }
 
-static void job_free(struct wb_httpc_job *j)
+static void req_free(void *arg)
 {
-	if (j->fd >= 0)
-		close(j->fd);
-	free(j->method);
-	free(j->url);
-	free(j->body);
-	free((char *)j->opts.ca_file);
-	free_secret(j->opts.bearer);
-	free((char *)j->opts.user);
-	free_secret(j->opts.password);
-	free((char *)j->opts.accept);
-	wb_httpc_resp_free(&j->resp);
-	free(j);
+	struct req *r = arg;
+	free(r->method);
+	free(r->url);
+	free(r->body);
+	free((char *)r->opts.ca_file);
+	free_secret(r->opts.bearer);
+	free((char *)r->opts.user);
+	free_secret(r->opts.password);
+	free((char *)r->opts.accept);
+	wb_httpc_resp_free(&r->resp);
+	free(r);
 }
 
-static void *job_run(void *arg)
+static void req_run(struct wb_job *job, void *arg)
 {
-	struct wb_httpc_job *j = arg;
-	j->res = wb_httpc_request(j->method, j->url, j->body, j->body_len, &j->opts, &j->resp,
-				  j->err, sizeof(j->err));
-	atomic_store(&j->done, true);
-	uint64_t one = 1;
-	while (write(j->fd, &one, sizeof(one)) < 0 && errno == EINTR)
-		;
-	return NULL;
+	struct req *r = arg;
+	r->res = request(r->method, r->url, r->body, r->body_len, &r->opts, &r->resp, job, r->err,
+			 sizeof(r->err));
 }
 
 struct wb_httpc_job *wb_httpc_start(const char *method, const char *url, const void *body,
 				    size_t body_len, const struct wb_httpc_opts *opts, char *err,
 				    size_t errlen)
 {
-	struct wb_httpc_job *j = calloc(1, sizeof(*j));
-	if (!j) {
+	struct wb_httpc_job *hj = calloc(1, sizeof(*hj));
+	struct req *r = calloc(1, sizeof(*r));
+	if (!hj || !r) {
+		free(hj);
+		free(r);
 		snprintf(err, errlen, "%s %s: out of memory", method, url);
 		return NULL;
 	}
-	j->fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	bool ok = j->fd >= 0;
-	j->method = dup_or_null(method, &ok);
-	j->url = dup_or_null(url, &ok);
+	bool ok = true;
+	r->method = dup_or_null(method, &ok);
+	r->url = dup_or_null(url, &ok);
 	if (body) {
-		j->body = malloc(body_len + 1);
-		if (j->body) {
-			memcpy(j->body, body, body_len);
-			j->body[body_len] = '\0';
+		r->body = malloc(body_len + 1);
+		if (r->body) {
+			memcpy(r->body, body, body_len);
+			r->body[body_len] = '\0';
 		} else {
 			ok = false;
 		}
-		j->body_len = body_len;
+		r->body_len = body_len;
 	}
 	if (opts) {
-		j->opts = *opts;
-		j->opts.ca_file = dup_or_null(opts->ca_file, &ok);
-		j->opts.bearer = dup_or_null(opts->bearer, &ok);
-		j->opts.user = dup_or_null(opts->user, &ok);
-		j->opts.password = dup_or_null(opts->password, &ok);
-		j->opts.accept = dup_or_null(opts->accept, &ok);
+		r->opts = *opts;
+		r->opts.ca_file = dup_or_null(opts->ca_file, &ok);
+		r->opts.bearer = dup_or_null(opts->bearer, &ok);
+		r->opts.user = dup_or_null(opts->user, &ok);
+		r->opts.password = dup_or_null(opts->password, &ok);
+		r->opts.accept = dup_or_null(opts->accept, &ok);
+	}
+	if (!ok) {
+		req_free(r);
+		free(hj);
+		snprintf(err, errlen, "%s %s: out of memory", method, url);
+		return NULL;
 	}
 	/* curl_global_init is not thread-safe: run it here, before the thread. */
 	pthread_once(&global_once, global_init);
-	int rc = ok ? pthread_create(&j->thread, NULL, job_run, j) : ENOMEM;
-	if (rc != 0) {
-		snprintf(err, errlen, "%s %s: cannot start the request: %s", method, url,
-			 ok ? strerror(rc) : "out of memory");
-		job_free(j);
+	/* The job's deadline is libcurl's own (CURLOPT_TIMEOUT_MS); the job's cancel aborts it. */
+	char what[160];
+	snprintf(what, sizeof(what), "%s %s", method, url);
+	hj->job = wb_job_start(what, 0, req_run, r, req_free, err, errlen);
+	if (!hj->job) {
+		free(hj);
 		return NULL;
 	}
-	return j;
+	return hj;
 }
 
 int wb_httpc_job_fd(const struct wb_httpc_job *job)
 {
-	return job->fd;
+	return wb_job_fd(job->job);
 }
 
 bool wb_httpc_job_done(const struct wb_httpc_job *job)
 {
-	return atomic_load(&job->done);
+	return wb_job_done(job->job);
 }
 
 enum wb_httpc_result wb_httpc_job_finish(struct wb_httpc_job *job, struct wb_httpc_resp *resp,
 					 char *err, size_t errlen)
 {
-	pthread_join(job->thread, NULL);
-	enum wb_httpc_result res = job->res;
-	*resp = job->resp;
-	memset(&job->resp, 0, sizeof(job->resp));
-	snprintf(err, errlen, "%s", job->err);
-	job_free(job);
+	/* Bounded by the request's own timeout (libcurl's) and by a cancel at the stop. */
+	while (!wb_job_wait(job->job, WB_NS_PER_SEC * 3600))
+		;
+	struct req *r = wb_job_arg(job->job);
+	enum wb_httpc_result res = r->res;
+	*resp = r->resp;
+	memset(&r->resp, 0, sizeof(r->resp));
+	snprintf(err, errlen, "%s", r->err);
+	wb_job_release(&job->job);
+	free(job);
 	return res;
+}
+
+void wb_httpc_job_cancel(struct wb_httpc_job **job_p)
+{
+	if (!job_p || !*job_p)
+		return;
+	wb_job_release(&(*job_p)->job);
+	free(*job_p);
+	*job_p = NULL;
 }

@@ -5,9 +5,11 @@
  * goes through it.
  *
  * Two ways to call it: wb_httpc_request blocks until the answer or the
- * deadline; wb_httpc_start runs the same request on a thread of its own and
+ * deadline; wb_httpc_start runs the same request as a job (job.h) and
  * gives an fd that turns readable when it is done, so that a daemon's event
- * loop never waits on a slow server.
+ * loop never waits on a slow server, and the job's cancel (wb_httpc_job_cancel,
+ * or every job's at a daemon's stop) aborts the transfer within a second
+ * (libcurl's progress callback).
  */
 #ifndef WB_HTTPC_H
 #define WB_HTTPC_H
@@ -74,10 +76,10 @@ void wb_httpc_resp_free(struct wb_httpc_resp *resp);
  */
 json_t *wb_httpc_json(const struct wb_httpc_resp *resp, const char *url, char *err, size_t errlen);
 
-/* A request on a thread of its own. */
+/* A request as a job. */
 struct wb_httpc_job;
 /*
- * Copies every argument (opts' strings too), starts the thread. NULL with err
+ * Copies every argument (opts' strings too), starts the job. NULL with err
  * when no thread could be started.
  */
 struct wb_httpc_job *wb_httpc_start(const char *method, const char *url, const void *body,
@@ -88,10 +90,14 @@ int wb_httpc_job_fd(const struct wb_httpc_job *job);
 /* Whether it is done, without waiting. */
 bool wb_httpc_job_done(const struct wb_httpc_job *job);
 /*
- * Waits for the thread (at once when the fd was readable), hands over the
- * result as wb_httpc_request would have, frees the job.
+ * Waits for the job (at once when the fd was readable; else up to its timeout, or
+ * its cancel), hands over the result as wb_httpc_request would have, frees the job.
+ * A cancelled request fails WB_HTTPC_ERROR, "METHOD URL: cancelled".
  */
 enum wb_httpc_result wb_httpc_job_finish(struct wb_httpc_job *job, struct wb_httpc_resp *resp,
 					 char *err, size_t errlen);
+/* Abandon the request without waiting: its transfer aborts, its memory goes when it ends.
+ * NULL-safe, nulls *job_p. */
+void wb_httpc_job_cancel(struct wb_httpc_job **job_p);
 
 #endif

@@ -53,6 +53,8 @@ struct pd_bus {
 	int64_t offset_ns; /* guest time of a host slot time = host time + offset_ns */
 	struct wb_stats stats;
 	struct wb_ratelimit rl;
+	uint64_t wait_mono_ns; /* bus_wait: warn when no message has come by then; 0: warned */
+	uint64_t wait_ns;
 };
 
 static struct pd_bus *bus_state(struct pd_set *set)
@@ -305,21 +307,28 @@ static int bus_discover(struct pd_set *set, const struct pd_opts *o, char *why, 
 		bus_destroy(set);
 		return 0;
 	}
-	/* Wait for the first estimate to learn the zones; later ones are added as they appear. */
-	uint64_t deadline = wb_mono_ns() + o->bus_wait_ns;
-	while (b->nzones == 0 && wb_mono_ns() < deadline) {
-		uint64_t left_ms = (deadline - wb_mono_ns()) / 1000000 + 1;
-		if (wb_sub_wait(b->sub, left_ms > 1000 ? 1000 : (int)left_ms) > 0)
-			bus_drain(set, b);
-	}
+	/*
+	 * The zones come with the first estimate, on the loop: no wait here, so that powerd is
+	 * READY, pings the watchdog and stops on SIGTERM while the host is silent (a wait of up
+	 * to bus_wait here held all three). bus_tend warns when none came within bus_wait.
+	 */
+	b->wait_ns = o->bus_wait_ns;
+	b->wait_mono_ns = wb_mono_ns() + o->bus_wait_ns;
+	set->used |= 1u << pd_source_index(&bus_source);
+	return 1;
+}
+
+static int bus_tend(struct pd_set *set)
+{
+	struct pd_bus *b = bus_state(set);
+	if (!b || !b->wait_mono_ns || wb_mono_ns() < b->wait_mono_ns)
+		return 0;
+	b->wait_mono_ns = 0;
 	if (b->nzones == 0)
 		log_warnx(
 		    "bus: no estimate/%s from %s within %.0f s (is `wattbus vmpub %s` running on the host, with this VM's key allowed?); zones will appear with the first one",
-		    b->vm, b->endpoint, (double)o->bus_wait_ns / 1e9, b->vm);
-	for (size_t i = 0; i < b->nzones; i++)
-		set->zones[b->zones[i].zi].updated = false;
-	set->used |= 1u << pd_source_index(&bus_source);
-	return b->nzones ? (int)b->nzones : 1;
+		    b->vm, b->endpoint, (double)b->wait_ns / 1e9, b->vm);
+	return 0;
 }
 
 static int bus_watch_fd(struct pd_set *set)
@@ -352,6 +361,7 @@ const struct pd_source bus_source = {
     .sample = bus_sample,
     .watch_fd = bus_watch_fd,
     .on_readable = bus_on_readable,
+    .tend = bus_tend,
     .destroy = bus_destroy,
     .stats = bus_stats,
     .nstats = sizeof(bus_stats) / sizeof(bus_stats[0]),

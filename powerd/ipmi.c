@@ -3,23 +3,24 @@
  * statistics) of the BMC through libfreeipmi, in-band (/dev/ipmi0, KCS) or over
  * the LAN (IPMI 2.0 lanplus, or 1.5). One zone of kind platform. A BMC answers
  * in milliseconds to seconds, and not at all when it is busy: every request runs
- * on a thread of its own that signals an eventfd, so the sampling loop never
- * waits; the reading is held between requests and integrated on the grid as
- * redfish's is. Failures are counted (read_errors, parse_errors) and logged.
+ * as a job (lib/job.h) that signals an eventfd, so the sampling loop never
+ * waits, and a stopping powerd leaves a request libfreeipmi still holds behind
+ * after the stop's bound; the reading is held between requests and integrated on
+ * the grid as redfish's is. Failures are counted (read_errors, parse_errors) and logged.
  */
 #include <errno.h>
-#include <pthread.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <freeipmi/freeipmi.h>
 
 #include "clock.h"
 #include "dl.h"
+#include "job.h"
 #include "powerd.h"
 
 /*
@@ -72,6 +73,21 @@ static int ipmi_load(char *why, size_t whylen)
 	return 0;
 }
 
+/* What one request works on; the job owns it. The BMC's session travels with it and comes back. */
+struct ipmi_req {
+	char host[256]; /* "": in-band */
+	char user[64], password[64];
+	bool lanplus;
+	unsigned timeout_ms;
+	ipmi_ctx_t ctx;
+	bool open;
+	int efd; /* a dup of the source's eventfd, written when done */
+	/* the result */
+	enum pd_read_err res;
+	uint64_t uw;
+	char err[512];
+};
+
 struct ipmi_state {
 	char host[256]; /* "": in-band */
 	char user[64], password[64];
@@ -79,15 +95,9 @@ struct ipmi_state {
 	unsigned timeout_ms;
 	uint64_t interval_ns, next_mono_ns;
 	int efd;
-	bool busy;
-	pthread_t thread;
-	/* the worker's: used only while busy, by the one thread running */
-	ipmi_ctx_t ctx;
+	struct wb_job *job; /* the request in flight, or NULL */
+	ipmi_ctx_t ctx;	    /* the session, between requests */
 	bool open;
-	/* the worker's result, read after the join */
-	enum pd_read_err res;
-	uint64_t uw;
-	char err[512];
 	size_t zi;
 	struct wb_ratelimit rl;
 };
@@ -97,12 +107,30 @@ static struct ipmi_state *ipmi_of(struct pd_set *set)
 	return *pd_set_state(set, &ipmi_source);
 }
 
-static const char *where(const struct ipmi_state *st)
+static const char *where(const char *host)
 {
-	return st->host[0] ? st->host : "the local BMC (in-band)";
+	return host[0] ? host : "the local BMC (in-band)";
 }
 
-static int ipmi_connect(struct ipmi_state *st)
+static void session_close(ipmi_ctx_t ctx)
+{
+	if (ctx) {
+		fi.ctx_close(ctx);
+		fi.ctx_destroy(ctx);
+	}
+}
+
+static void req_free(void *arg)
+{
+	struct ipmi_req *r = arg;
+	session_close(r->ctx);
+	if (r->efd >= 0)
+		close(r->efd);
+	explicit_bzero(r->password, sizeof(r->password));
+	free(r);
+}
+
+static int ipmi_connect(struct ipmi_req *st)
 {
 	if (!st->ctx && !(st->ctx = fi.ctx_create())) {
 		snprintf(st->err, sizeof(st->err), "ipmi: cannot create a context: %s",
@@ -129,18 +157,19 @@ static int ipmi_connect(struct ipmi_state *st)
 					   st->timeout_ms, st->timeout_ms / 4, 0, 0);
 	}
 	if (rc < 0) {
-		snprintf(st->err, sizeof(st->err), "ipmi: %s: cannot open a session: %s", where(st),
-			 fi.ctx_errormsg(st->ctx));
+		snprintf(st->err, sizeof(st->err), "ipmi: %s: cannot open a session: %s",
+			 where(st->host), fi.ctx_errormsg(st->ctx));
 		return -1;
 	}
 	st->open = true;
 	return 0;
 }
 
-/* One DCMI power reading (on the worker thread). */
-static void *ipmi_work(void *arg)
+/* One DCMI power reading (the job; libfreeipmi's calls cannot be interrupted: its own timeouts
+ * bound them, and a stopping powerd does not wait past its bound). */
+static void ipmi_work(struct wb_job *job, void *arg)
 {
-	struct ipmi_state *st = arg;
+	struct ipmi_req *st = arg;
 	st->res = PD_READ_IO;
 	st->err[0] = '\0';
 	fiid_obj_t rs = NULL;
@@ -153,7 +182,7 @@ static void *ipmi_work(void *arg)
 	if (fi.cmd_dcmi_get_power_reading(
 		st->ctx, IPMI_DCMI_POWER_READING_MODE_SYSTEM_POWER_STATISTICS, 0, rs) < 0) {
 		snprintf(st->err, sizeof(st->err), "ipmi: %s: DCMI Get Power Reading: %s",
-			 where(st), fi.ctx_errormsg(st->ctx));
+			 where(st->host), fi.ctx_errormsg(st->ctx));
 		/* a session the BMC dropped is opened again next time */
 		fi.ctx_close(st->ctx);
 		st->open = false;
@@ -165,7 +194,7 @@ static void *ipmi_work(void *arg)
 		st->res = PD_READ_PARSE;
 		snprintf(st->err, sizeof(st->err),
 			 "ipmi: %s: DCMI Get Power Reading: answer without current_power: %s",
-			 where(st), fi.obj_errormsg(rs));
+			 where(st->host), fi.obj_errormsg(rs));
 		goto done;
 	}
 	if (!active) {
@@ -173,7 +202,7 @@ static void *ipmi_work(void *arg)
 		snprintf(
 		    st->err, sizeof(st->err),
 		    "ipmi: %s: DCMI power measurement is not active on the BMC (current_power %llu W not used)",
-		    where(st), (unsigned long long)watts);
+		    where(st->host), (unsigned long long)watts);
 		goto done;
 	}
 	st->uw = watts * 1000000ull;
@@ -185,25 +214,40 @@ done:
 	if (write(st->efd, &one, sizeof(one)) < 0) {
 		/* the eventfd cannot overflow at one write per request */
 	}
-	return NULL;
 }
 
 static int ipmi_tend(struct pd_set *set)
 {
 	struct ipmi_state *st = ipmi_of(set);
-	if (!st || st->busy)
+	if (!st || st->job)
 		return 0;
 	uint64_t now = wb_mono_ns();
 	if (now < st->next_mono_ns)
 		return 0;
 	st->next_mono_ns = now + st->interval_ns;
-	int rc = pthread_create(&st->thread, NULL, ipmi_work, st);
-	if (rc != 0) {
+	struct ipmi_req *r = calloc(1, sizeof(*r));
+	if (!r || (r->efd = fcntl(st->efd, F_DUPFD_CLOEXEC, 0)) < 0) {
+		free(r);
 		set->counts.read_errors++;
-		log_rl(&st->rl, WB_LOG_WARN, "ipmi: cannot start a request: %s", strerror(rc));
+		log_rl(&st->rl, WB_LOG_WARN, "ipmi: cannot start a request: %s", strerror(errno));
 		return 0;
 	}
-	st->busy = true;
+	memcpy(r->host, st->host, sizeof(r->host));
+	memcpy(r->user, st->user, sizeof(r->user));
+	memcpy(r->password, st->password, sizeof(r->password));
+	r->lanplus = st->lanplus;
+	r->timeout_ms = st->timeout_ms;
+	r->ctx = st->ctx; /* the session goes with the request */
+	r->open = st->open;
+	st->ctx = NULL;
+	st->open = false;
+	char what[300], err[512];
+	snprintf(what, sizeof(what), "DCMI power reading of %s", where(st->host));
+	st->job = wb_job_start(what, 0, ipmi_work, r, req_free, err, sizeof(err));
+	if (!st->job) {
+		set->counts.read_errors++;
+		log_rl(&st->rl, WB_LOG_WARN, "ipmi: cannot start a request: %s", err);
+	}
 	return 0;
 }
 
@@ -211,19 +255,28 @@ static int ipmi_on_readable(struct pd_set *set)
 {
 	struct ipmi_state *st = ipmi_of(set);
 	uint64_t n;
-	if (read(st->efd, &n, sizeof(n)) != sizeof(n) || !st->busy)
+	if (read(st->efd, &n, sizeof(n)) != sizeof(n) || !st->job)
 		return 0;
-	pthread_join(st->thread, NULL);
-	st->busy = false;
-	if (st->res == PD_READ_OK) {
-		pd_zone_hold(&set->zones[st->zi], st->uw);
+	/* The eventfd is written once the result is whole (the job may not have returned yet:
+	 * releasing it then leaves only its memory to the thread, without the session). */
+	struct ipmi_req *r = wb_job_arg(st->job);
+	st->ctx = r->ctx; /* the session comes back */
+	st->open = r->open;
+	r->ctx = NULL;
+	enum pd_read_err res = r->res;
+	uint64_t uw = r->uw;
+	char err[sizeof(r->err)];
+	memcpy(err, r->err, sizeof(err));
+	wb_job_release(&st->job);
+	if (res == PD_READ_OK) {
+		pd_zone_hold(&set->zones[st->zi], uw);
 		return 0;
 	}
-	if (st->res == PD_READ_PARSE)
+	if (res == PD_READ_PARSE)
 		set->counts.parse_errors++;
 	else
 		set->counts.read_errors++;
-	log_rl(&st->rl, WB_LOG_WARN, "%s", st->err);
+	log_rl(&st->rl, WB_LOG_WARN, "%s", err);
 	return 0;
 }
 
@@ -250,23 +303,10 @@ static void ipmi_destroy(struct pd_set *set)
 	struct ipmi_state *st = ipmi_of(set);
 	if (!st)
 		return;
-	if (st->busy) {
-		/* an in-band driver can hold a request longer than ipmi_timeout: stopping
-		 * waits that long at most, then leaves the request (and its state) behind */
-		struct timespec until;
-		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_sec += (time_t)(st->timeout_ms / 1000) + 1;
-		if (pthread_timedjoin_np(st->thread, NULL, &until) != 0) {
-			log_warnx("ipmi: %s still has not answered; not waiting for it", where(st));
-			pthread_detach(st->thread);
-			*pd_set_state(set, &ipmi_source) = NULL;
-			return;
-		}
-	}
-	if (st->ctx) {
-		fi.ctx_close(st->ctx);
-		fi.ctx_destroy(st->ctx);
-	}
+	/* A request libfreeipmi still holds (an in-band driver can hold one longer than
+	 * ipmi_timeout) is left behind with its session: the job frees both at its end. */
+	wb_job_release(&st->job);
+	session_close(st->ctx);
 	if (st->efd >= 0)
 		close(st->efd);
 	explicit_bzero(st->password, sizeof(st->password));
@@ -324,7 +364,7 @@ static int ipmi_discover(struct pd_set *set, const struct pd_opts *opts, char *w
 	}
 	st->zi = (size_t)zi;
 	*pd_set_state(set, &ipmi_source) = st;
-	log_info("ipmi: DCMI power reading of %s (%s), every %.1f s", where(st),
+	log_info("ipmi: DCMI power reading of %s (%s), every %.1f s", where(st->host),
 		 !st->host[0]  ? "in-band"
 		 : st->lanplus ? "IPMI 2.0 lanplus"
 			       : "IPMI 1.5 lan",

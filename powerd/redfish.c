@@ -126,10 +126,7 @@ static int rf_get(struct rf_state *rf, const char *path, char *err, size_t errle
 	struct epoll_event ev = {.events = EPOLLIN};
 	if (epoll_ctl(rf->epfd, EPOLL_CTL_ADD, wb_httpc_job_fd(rf->job), &ev) < 0) {
 		snprintf(err, errlen, "redfish: cannot watch the request: %s", strerror(errno));
-		struct wb_httpc_resp resp;
-		wb_httpc_job_finish(rf->job, &resp, err, errlen);
-		wb_httpc_resp_free(&resp);
-		rf->job = NULL;
+		wb_httpc_job_cancel(&rf->job); /* nothing would collect it */
 		return -1;
 	}
 	return 0;
@@ -518,12 +515,7 @@ static void rf_destroy(struct pd_set *set)
 	struct rf_state *rf = rf_of(set);
 	if (!rf)
 		return;
-	if (rf->job) {
-		struct wb_httpc_resp resp;
-		char err[64];
-		wb_httpc_job_finish(rf->job, &resp, err, sizeof(err));
-		wb_httpc_resp_free(&resp);
-	}
+	wb_httpc_job_cancel(&rf->job); /* a hung BMC never holds the stop */
 	if (rf->epfd >= 0)
 		close(rf->epfd);
 	free(rf->chassis);

@@ -2,8 +2,9 @@
 # estimd with Kepler's estimator sidecar (--estimator unix:PATH): node watts
 # follow the sidecar's answer exactly when it answers, and the local model's
 # when it is slow, answers garbage or an error, or is gone; each such slot is
-# counted, none is lost. The deadline (3 s) leaves a loaded machine room to
-# answer in time; the slow answer comes long after it.
+# counted, none is lost. The slot's wait (3 s) leaves a loaded machine room to
+# answer in time; the slow answer comes 3 s after it, and is read and dropped.
+# The first request is estimd's warm-up at start.
 
 load helper
 
@@ -22,7 +23,8 @@ counter_at_least() { [ "$(stat_counter "$1" "$2")" -ge "$3" ]; }
 	EOF
 	sock="$BATS_TEST_TMPDIR/estimator.sock"
 	wb_spawn sidecar python3 "$BATS_TEST_DIRNAME/kepler_estimator.py" --socket "$sock" \
-		--log "$BATS_TEST_TMPDIR/requests.jsonl" --script answer,slow,garbage,error,answer,dead
+		--log "$BATS_TEST_TMPDIR/requests.jsonl" --slow 6 \
+		--script answer,answer,slow,garbage,error,answer,dead
 	wb_wait_for 30 test -S "$sock"
 	in=$(wb_ep aligned)
 	out=$(wb_ep estimd)
@@ -30,11 +32,22 @@ counter_at_least() { [ "$(stat_counter "$1" "$2")" -ge "$3" ]; }
 		--sub "$in" --pub "$out" --model "$BATS_TEST_TMPDIR/local.json" --stat_interval 200ms \
 		--estimator "unix:$sock" --estimator_timeout 3s
 	wb_tap tap "$out" estimate/
+	wb_wait_for 60 grep -q "the warm-up request answered" "$BATS_TEST_TMPDIR/estimd.log"
 
 	python3 "$BATS_TEST_DIRNAME/estimd_slots.py" --host vm1 --no-power --count 7 --seed 11 >"$BATS_TEST_TMPDIR/b.jsonl"
-	run "$WATTBUS" pub --wait 30s "$in" < <(head -n 6 "$BATS_TEST_TMPDIR/b.jsonl")
+	# One slot at a time: each exchange ends before the next slot asks.
+	run "$WATTBUS" pub --wait 30s "$in" < <(sed -n 1,2p "$BATS_TEST_TMPDIR/b.jsonl")
 	assert_success
-	wb_wait_lines "$BATS_TEST_TMPDIR/tap.log" 6 60
+	wb_wait_lines "$BATS_TEST_TMPDIR/tap.log" 2 60
+	# The slow answer came after its slot stopped waiting: read, dropped, and the sidecar lives.
+	wb_wait_for 60 counter_at_least "$BATS_TEST_TMPDIR/tap.all" estimator_late 1
+	grep -q '{"sent": "slow"}' "$BATS_TEST_TMPDIR/requests.jsonl"
+	kill -0 "$PID_sidecar"
+	for i in 3 4 5 6; do
+		run "$WATTBUS" pub --wait 30s "$in" < <(sed -n "${i}p" "$BATS_TEST_TMPDIR/b.jsonl")
+		assert_success
+		wb_wait_lines "$BATS_TEST_TMPDIR/tap.log" "$i" 60
+	done
 	# The sidecar is gone now; the last slot finds nothing listening on its socket.
 	wb_wait_for 30 bash -c '! kill -0 "$0" 2>/dev/null' "$PID_sidecar"
 	run "$WATTBUS" pub --wait 30s "$in" < <(tail -n 1 "$BATS_TEST_TMPDIR/b.jsonl")
@@ -71,25 +84,32 @@ counter_at_least() { [ "$(stat_counter "$1" "$2")" -ge "$3" ]; }
 	wb_wait_for 30 counter_at_least "$BATS_TEST_TMPDIR/tap.all" estimator_requests 7
 	[ "$(stat_counter "$BATS_TEST_TMPDIR/tap.all" estimator_answered)" = 2 ]
 	[ "$(stat_counter "$BATS_TEST_TMPDIR/tap.all" estimator_timeout)" = 1 ]
+	[ "$(stat_counter "$BATS_TEST_TMPDIR/tap.all" estimator_late)" = 1 ]
+	[ "$(stat_counter "$BATS_TEST_TMPDIR/tap.all" estimator_busy)" = 0 ]
 	[ "$(stat_counter "$BATS_TEST_TMPDIR/tap.all" estimator_bad_answer)" = 2 ]
 	[ "$(stat_counter "$BATS_TEST_TMPDIR/tap.all" estimator_unreachable)" = 2 ]
 	[ "$(stat_counter "$BATS_TEST_TMPDIR/tap.all" slots_rejected)" = 0 ]
 	run grep "estimator sidecar" "$BATS_TEST_TMPDIR/estimd.log"
 	assert_output --partial "no answer within 3000 ms; slot of vm1 from the local model local-SGDRegressorTrainer"
+	assert_output --partial "after its slot stopped waiting: read and dropped"
 	assert_output --partial "answer refused: not JSON"
 	assert_output --partial "answer refused: msg: no model for the requested features"
 	# dead: the connection closed unread: an end, a reset or a broken pipe, as the timing falls.
 	assert_output --regexp "(closed without an answer|recv: Connection reset by peer|send: Broken pipe)"
-	assert_output --partial "connect: Connection refused"
+	# refused at once, or after the first failure's backoff
+	assert_output --regexp "(connect: Connection refused|not asked for [0-9.]+ s more after the last failure)"
 
 	# The requests, as the sidecar read them: one JSON object ending in '}', two rows
 	# (the slot's features, then zeros for the idle power).
 	run python3 - "$BATS_TEST_TMPDIR/requests.jsonl" "$BATS_TEST_TMPDIR/b.jsonl" <<-'EOF'
 		import json, sys
 		reqs = [json.loads(l) for l in open(sys.argv[1])]
+		reqs = [r for r in reqs if "step" in r]
 		slots = [json.loads(l)["msg"] for l in open(sys.argv[2])]
-		assert [r["step"] for r in reqs] == ["answer", "slow", "garbage", "error", "answer", "dead"], reqs
-		for r, s in zip(reqs[:5], slots):
+		assert [r["step"] for r in reqs] == ["answer", "answer", "slow", "garbage", "error", "answer", "dead"], reqs
+		warm = json.loads(reqs[0]["raw"])  # estimd's warm-up: all features 0
+		assert len(warm["values"]) == 2 and all(v == 0 for row in warm["values"] for v in row), warm
+		for r, s in zip(reqs[1:6], slots):
 		    assert r["raw"].endswith("}") and "\n" not in r["raw"], r["raw"]
 		    b = json.loads(r["raw"])
 		    assert b["metrics"][:2] == ["bpf_cpu_time_ms", "bpf_page_cache_hit"], b
@@ -106,7 +126,7 @@ counter_at_least() { [ "$(stat_counter "$1" "$2")" -ge "$3" ]; }
 @test "with no local model, the sidecar's slots have zones and the others none; estimd keeps running" {
 	sock="$BATS_TEST_TMPDIR/estimator.sock"
 	wb_spawn sidecar python3 "$BATS_TEST_DIRNAME/kepler_estimator.py" --socket "$sock" \
-		--log "$BATS_TEST_TMPDIR/requests.jsonl" --script answer,garbage
+		--log "$BATS_TEST_TMPDIR/requests.jsonl" --script answer,answer,garbage
 	wb_wait_for 30 test -S "$sock"
 	in=$(wb_ep aligned)
 	out=$(wb_ep estimd)
@@ -114,6 +134,7 @@ counter_at_least() { [ "$(stat_counter "$1" "$2")" -ge "$3" ]; }
 		--sub "$in" --pub "$out" --model "" --stat_interval 200ms --estimator "unix:$sock" \
 		--estimator_timeout 5s
 	wb_tap tap "$out" estimate/
+	wb_wait_for 60 grep -q "the warm-up request answered" "$BATS_TEST_TMPDIR/estimd.log"
 	python3 "$BATS_TEST_DIRNAME/estimd_slots.py" --host vm1 --no-power --count 2 --seed 12 >"$BATS_TEST_TMPDIR/b.jsonl"
 	run "$WATTBUS" pub --wait 30s "$in" <"$BATS_TEST_TMPDIR/b.jsonl"
 	assert_success

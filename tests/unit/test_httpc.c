@@ -3,10 +3,13 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "httpc.h"
+#include "job.h"
 #include "unit.h"
 
 /* What the server does with its one connection. */
@@ -19,6 +22,7 @@ struct server {
 	const char *answer2; /* then a second connection gets this (a redirect's target) */
 	char request[8192];  /* what the client sent */
 	size_t request_len;
+	atomic_bool got_request; /* the whole request was read */
 	pthread_t thread;
 };
 
@@ -58,6 +62,7 @@ static void *serve_one(struct server *s)
 		if (s->request_len >= want)
 			break;
 	}
+	atomic_store(&s->got_request, true);
 	if (s->stall) {
 		char b[64];
 		while (read(fd, b, sizeof(b)) > 0)
@@ -290,6 +295,37 @@ static void test_job_timeout_and_refused(void)
 	wb_httpc_resp_free(&r);
 }
 
+/*
+ * The stop (last: once per process) cancels a request a server never answers: the transfer
+ * aborts at the cancel, long before its own deadline, and says it was cancelled.
+ */
+static void test_job_cancelled_at_stop(void)
+{
+	struct server s = {.stall = true};
+	server_start(&s);
+	char url[128], err[512];
+	url_of(&s, "/hung", url, sizeof(url));
+	struct wb_httpc_opts o = {.timeout_ms = 600000};
+	struct wb_httpc_job *j = wb_httpc_start("GET", url, NULL, 0, &o, err, sizeof(err));
+	CHECK(j != NULL);
+	if (!j)
+		return;
+	/* The transfer is under way: the server holds the request. */
+	for (int i = 0; i < 30000 && !atomic_load(&s.got_request); i++)
+		usleep(1000);
+	CHECK(atomic_load(&s.got_request));
+	CHECK(!wb_httpc_job_done(j));
+	CHECK_U64(wb_jobs_running(), 1);
+	/* 30 s: a loaded machine's room, 20 times less than the request's own deadline */
+	CHECK_U64(wb_jobs_stop(30 * WB_NS_PER_SEC), 0);
+	CHECK(wb_httpc_job_done(j));
+	struct wb_httpc_resp r;
+	CHECK(wb_httpc_job_finish(j, &r, err, sizeof(err)) == WB_HTTPC_ERROR);
+	CHECK(strstr(err, "/hung: cancelled") != NULL);
+	wb_httpc_resp_free(&r);
+	server_stop(&s); /* the server's read ends: the client went */
+}
+
 /* A token that would not fit the header is refused, not cut short. */
 static void test_bearer_too_long(void)
 {
@@ -313,5 +349,6 @@ static const struct unit_case cases[] = {
     {"too_big", test_too_big},
     {"not_json", test_not_json},
     {"job_timeout_and_refused", test_job_timeout_and_refused},
+    {"job_cancelled_at_stop", test_job_cancelled_at_stop},
 };
 UNIT_MAIN(cases)
