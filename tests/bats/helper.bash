@@ -49,6 +49,12 @@ time.sleep(3600)' "$1"
 	wb_wait_for 30 grep -q listening "$BATS_TEST_TMPDIR/holder.log"
 }
 
+# stat_counter TAP_FILE NAME: counter NAME of the last stat message in a wb_tap file (0 if absent).
+stat_counter() {
+	grep '"topic":"stat/' "$1" | tail -1 | jq -r --arg n "$2" '[.msg.counters[] | select(.name == $n) | .value][0] // 0'
+}
+counter_at_least() { [ "$(stat_counter "$1" "$2")" -ge "$3" ]; }
+
 # Kill everything wb_spawn started, with their process groups (call from teardown).
 wb_kill_all() {
 	[ -f "$BATS_TEST_TMPDIR/pids" ] || return 0
