@@ -149,6 +149,14 @@ static int row_cmp(const void *a, const void *b)
 	return strcmp(x->label, y->label);
 }
 
+/* Back from pos to the start of a UTF-8 sequence, so that a cut never splits a character. */
+static size_t utf8_floor(const char *s, size_t pos)
+{
+	while (pos > 0 && ((unsigned char)s[pos] & 0xc0) == 0x80)
+		pos--;
+	return pos;
+}
+
 /*
  * A line cut to the terminal width (bytes; names on the bus are ASCII in practice),
  * escaped as a whole (wb_vis): a comm or container name is data from another host's
@@ -163,8 +171,9 @@ static void put_line(int width, const char *fmt, ...)
 	vsnprintf(raw, sizeof(raw), fmt, ap);
 	va_end(ap);
 	wb_vis(buf, sizeof(buf), raw, strlen(raw), 0);
+	/* never half a character: a cut byte sequence is not UTF-8 to the terminal */
 	if (width > 0 && width < (int)sizeof(buf))
-		buf[width] = '\0';
+		buf[utf8_floor(buf, (size_t)width)] = '\0';
 	/* trailing blanks would wrap on a terminal exactly that wide */
 	size_t len = strlen(buf);
 	while (len && buf[len - 1] == ' ')
@@ -184,14 +193,6 @@ struct top_table {
 #define TOP_LABEL 256
 /* The columns before a group table's name: "%-12s %9.3f %7.1f  " */
 #define TOP_GROUP_PREFIX 32
-
-/* Back from pos to the start of a UTF-8 sequence, so that a cut never splits a character. */
-static size_t utf8_floor(const char *s, size_t pos)
-{
-	while (pos > 0 && ((unsigned char)s[pos] & 0xc0) == 0x80)
-		pos--;
-	return pos;
-}
 
 /* text cut to w bytes as "head~tail" with tail_len bytes of its tail; as is when it fits. */
 static void cut_head_tail(const char *text, size_t w, size_t tail_len, char *out, size_t size)
@@ -276,8 +277,8 @@ static void table_draw(const struct top_table *tt, bool sep, int width)
 	}
 	for (size_t i = 0; i < tt->shown; i++) {
 		const struct top_row *r = &tt->rows[i];
-		/* names come from the bus (kubelet, libvirt, a GPU's driver): printed as data here,
-		 * h5-names' escape function goes in at these calls */
+		/* names come from the bus (kubelet, libvirt, a GPU's driver): put_line escapes them
+		 */
 		if (tt->kind == TT_PROCS)
 			put_line(width, "%-12s %9.3f %7.1f %8llu  %-15s %s", "", r->w, r->cpu_pct,
 				 (unsigned long long)r->pid, r->label, r->extra);

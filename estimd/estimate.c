@@ -506,10 +506,7 @@ static void model_zones(struct estimator *e, const struct wb_aligned *a, double 
 		const struct model_zone *mz = &m->zones[i];
 		if (!model_zone_active(m, mz))
 			continue;
-		for (size_t f = 0; f < mz->nfeat; f++) {
-			int id = mz->feat[f].id;
-			v[f] = id >= 0 && id < FEAT_COUNT ? x[id] : 0.0;
-		}
+		model_zone_feats(mz, x, v);
 		struct wb_zone_power zp;
 		enum wb_power_fault fault = model_zone_split(m, mz, v, ratio, max_zone_w(e), &zp);
 		if (fault == WB_POWER_NONFINITE || fault == WB_POWER_ABOVE) {

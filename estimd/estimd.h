@@ -119,7 +119,9 @@ size_t model_curve_feature(const struct model_zone *z);
 /* Power of one zone in watts at features x (per second). NaN when the form is undefined there. */
 double model_zone_power_w(const struct model *m, const struct model_zone *z,
 			  const double x[FEAT_COUNT]);
-/* The same at the zone's own feature values v[0..z->nfeat) (per second, in feat[] order). */
+/* The zone's own feature values v[0..z->nfeat) (feat[] order) from the slot's features x. */
+void model_zone_feats(const struct model_zone *z, const double x[FEAT_COUNT], double *v);
+/* model_zone_power_w at the zone's own feature values v (model_zone_feats). */
 double model_zone_eval_w(const struct model *m, const struct model_zone *z, const double *v);
 /*
  * A zone's power by lib/plaus.h's rule (wb_plaus_zone_power under max_w) from the

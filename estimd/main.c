@@ -766,12 +766,12 @@ static void on_model(struct wb_daemon *d, const struct wb_msg *msg, const struct
 	char err[MODEL_ERR_MAX];
 	if (!m)
 		return;
-	bool parsed = model_from_msg(&msg->model, m, err, sizeof(err)) == 0;
-	if (parsed && model_check_grid(m, zone_bound_w(app->d), err, sizeof(err)) < 0)
+	bool ok = model_from_msg(&msg->model, m, err, sizeof(err)) == 0;
+	if (ok && model_check_grid(m, zone_bound_w(app->d), err, sizeof(err)) < 0) {
 		(*app->models_implausible)++;
-	else if (parsed)
-		err[0] = '\0';
-	if (err[0]) {
+		ok = false;
+	}
+	if (!ok) {
 		(*app->models_rejected)++;
 		log_rl(&app->rl_model, WB_LOG_WARN, "model rejected, keeping %s: %s",
 		       estimator_model(app->est) ? estimator_model(app->est)->name : "none", err);

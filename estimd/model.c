@@ -629,14 +629,19 @@ double model_zone_eval_w(const struct model *m, const struct model_zone *z, cons
 	return model_curve_eval(m->form, z->curve, u, NULL);
 }
 
-double model_zone_power_w(const struct model *m, const struct model_zone *z,
-			  const double x[FEAT_COUNT])
+void model_zone_feats(const struct model_zone *z, const double x[FEAT_COUNT], double *v)
 {
-	double v[MODEL_FEATS_MAX];
 	for (size_t i = 0; i < z->nfeat; i++) {
 		int id = z->feat[i].id;
 		v[i] = id >= 0 && id < FEAT_COUNT ? x[id] : 0.0;
 	}
+}
+
+double model_zone_power_w(const struct model *m, const struct model_zone *z,
+			  const double x[FEAT_COUNT])
+{
+	double v[MODEL_FEATS_MAX];
+	model_zone_feats(z, x, v);
 	return model_zone_eval_w(m, z, v);
 }
 

@@ -13,47 +13,51 @@
 
 const char *const ex_level_names[EX_NLEVELS] = {"node", "process", "container", "pod", "vm"};
 
-int levels_parse(const struct wb_strlist *names, unsigned *levels, char *err, size_t errlen)
+/*
+ * The bit set of the names in a list key (key) whose values are table's n names (a what each);
+ * -1 with err naming the value and the choices for any other.
+ */
+static int names_parse(const struct wb_strlist *names, const char *const *table, int n,
+		       const char *key, const char *what, unsigned *out, char *err, size_t errlen)
 {
 	unsigned set = 0;
 	for (size_t i = 0; i < names->n; i++) {
-		int l = 0;
-		while (l < EX_NLEVELS && strcmp(names->v[i], ex_level_names[l]))
-			l++;
-		if (l == EX_NLEVELS) {
-			snprintf(err, errlen,
-				 "levels: unknown level \"%s\" (node, process, container, pod, vm)",
-				 names->v[i]);
+		int k = 0;
+		while (k < n && strcmp(names->v[i], table[k]))
+			k++;
+		if (k == n) {
+			char choices[128] = "";
+			for (int j = 0; j < n; j++)
+				snprintf(choices + strlen(choices),
+					 sizeof(choices) - strlen(choices), "%s%s", j ? ", " : "",
+					 table[j]);
+			snprintf(err, errlen, "%s: unknown %s \"%s\" (%s)", key, what, names->v[i],
+				 choices);
 			return -1;
 		}
-		set |= 1u << l;
+		set |= 1u << k;
 	}
-	*levels = set;
+	*out = set;
 	return 0;
+}
+
+int levels_parse(const struct wb_strlist *names, unsigned *levels, char *err, size_t errlen)
+{
+	return names_parse(names, ex_level_names, EX_NLEVELS, "levels", "level", levels, err,
+			   errlen);
 }
 
 const char *const ex_profile_names[EX_NPROFILES] = {"kepler", "kepler-0.9"};
 
 int profiles_parse(const struct wb_strlist *names, unsigned *profiles, char *err, size_t errlen)
 {
-	unsigned set = 0;
-	for (size_t i = 0; i < names->n; i++) {
-		int p = 0;
-		while (p < EX_NPROFILES && strcmp(names->v[i], ex_profile_names[p]))
-			p++;
-		if (p == EX_NPROFILES) {
-			snprintf(err, errlen,
-				 "metrics: unknown profile \"%s\" (kepler, kepler-0.9)",
-				 names->v[i]);
-			return -1;
-		}
-		set |= 1u << p;
-	}
-	if (!set) {
+	if (names_parse(names, ex_profile_names, EX_NPROFILES, "metrics", "profile", profiles, err,
+			errlen) < 0)
+		return -1;
+	if (!*profiles) {
 		snprintf(err, errlen, "metrics: no profile (kepler, kepler-0.9)");
 		return -1;
 	}
-	*profiles = set;
 	return 0;
 }
 

@@ -450,8 +450,8 @@ static void work_family(struct render_ctx *c, const struct k9_prefix *p, enum ex
 				continue;
 			work_begin(c, p, idx, h, level, w);
 			rbuf_puts(c->b, ",mode=\"dynamic\"");
-			if (comp !=
-			    K9_N) { /* a source is one of zone_source's names: nothing to escape */
+			/* a source is one of zone_source's names: nothing to escape */
+			if (comp != K9_N) {
 				rbuf_puts(c->b, ",source=\"");
 				rbuf_puts(c->b, k.source[comp]);
 				rbuf_putc(c->b, '"');

@@ -169,18 +169,23 @@ static bool utf8_valid(const unsigned char *s, size_t n)
  * then 0x80..0x9f). A name keys state, reaches file names, labels and terminals:
  * it is refused here rather than escaped at each of them. The string is valid UTF-8.
  */
+bool wb_utf8_is_control(const unsigned char *s, size_t len)
+{
+	return (len == 1 && (s[0] < 0x20 || s[0] == 0x7f)) ||
+	       (len == 2 && s[0] == 0xc2 && s[1] < 0xa0);
+}
+
 static long ident_bad(const unsigned char *s, size_t n, uint32_t *cp)
 {
-	for (size_t i = 0; i < n; i++) {
-		unsigned char c = s[i];
-		if (c < 0x20 || c == 0x7f) {
-			*cp = c;
+	for (size_t i = 0; i < n;) {
+		size_t len = wb_utf8_seq_len(s + i, n - i);
+		if (!len)
+			return -1; /* not reached: utf8_valid said it is */
+		if (wb_utf8_is_control(s + i, len)) {
+			*cp = len == 1 ? s[i] : s[i + 1];
 			return (long)i;
 		}
-		if (c == 0xc2 && i + 1 < n && s[i + 1] < 0xa0) {
-			*cp = s[i + 1];
-			return (long)i;
-		}
+		i += len;
 	}
 	return -1;
 }

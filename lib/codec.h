@@ -80,6 +80,9 @@ int wb_encode(const struct wb_msg *msg, char **out, size_t *out_len, struct wb_e
 /* Length (1-4) of the valid UTF-8 sequence at s within n bytes, or 0: the codec's rule for strings.
  */
 size_t wb_utf8_seq_len(const unsigned char *s, size_t n);
+/* Whether the valid UTF-8 sequence of len bytes at s is a control character: C0, DEL or C1
+ * (U+0080..U+009F), what no name holds (the codec's identities, config values, wb_vis). */
+bool wb_utf8_is_control(const unsigned char *s, size_t len);
 
 /* A zone simulated rather than measured (powerd's fake source) says so at the start of its path
  * (schemas/power.json, "path"): shown as simulated, never trained on. */

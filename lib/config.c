@@ -89,8 +89,7 @@ static const char *utf8_problem(const char *value)
 		size_t len = wb_utf8_seq_len(p + i, n - i);
 		if (!len)
 			return "is not valid UTF-8";
-		if ((len == 1 && (p[i] < 0x20 || p[i] == 0x7f)) ||
-		    (len == 2 && p[i] == 0xc2 && p[i + 1] < 0xa0)) /* C1, as the codec's names */
+		if (wb_utf8_is_control(p + i, len)) /* C0, DEL, C1: as the codec's names */
 			return "holds a control character";
 		i += len;
 	}

@@ -30,12 +30,12 @@ static size_t vis_one(const unsigned char *s, size_t len, unsigned flags, char *
 				return memcpy(e, "\\\"", 2), 2;
 			return 0;
 		}
-		raw = c < 0x20 || c == 0x7f;
+		raw = wb_utf8_is_control(s, len);
 	} else if (len == 0) {
 		len = 1; /* not UTF-8: this byte alone */
 		raw = true;
 	} else if (len == 2) {
-		raw = c == 0xc2 && s[1] < 0xa0; /* U+0080..U+009F */
+		raw = wb_utf8_is_control(s, len); /* C1: U+0080..U+009F */
 	} else if (len == 3 && c == 0xe2) {
 		/* U+2028..U+202E (line and paragraph separators, embeddings, overrides) and
 		 * U+2066..U+2069 (isolates): they reorder or break what a reader sees. */

@@ -163,6 +163,23 @@ static uint64_t absdiff(uint64_t a, uint64_t b)
 	return a > b ? a - b : b - a;
 }
 
+uint64_t integ_step_ns(uint64_t last_t_ns, uint64_t last_mono_ns, uint64_t t_ns, uint64_t mono_ns)
+{
+	if (mono_ns <= last_mono_ns)
+		return 0;
+	uint64_t dt_mono = mono_ns - last_mono_ns;
+	/*
+	 * The grid step makes the energy between two published samples exactly the
+	 * trapezoid over their times; reading lateness only shifts energy between
+	 * neighbouring samples. A set wall clock would invent or drop time, so then
+	 * the monotonic step is used.
+	 */
+	if (t_ns > last_t_ns &&
+	    absdiff(t_ns - last_t_ns, dt_mono) <= dt_mono / 2 + INTEG_CLOCK_STEP_NS)
+		return t_ns - last_t_ns;
+	return dt_mono;
+}
+
 enum pd_verdict integ_add(struct pd_integrator *in, uint64_t uw, uint64_t t_ns, uint64_t mono_ns)
 {
 	if (uw > in->max_uw)
@@ -176,17 +193,7 @@ enum pd_verdict integ_add(struct pd_integrator *in, uint64_t uw, uint64_t t_ns, 
 	}
 	if (mono_ns <= in->last_mono_ns)
 		return PD_STALE;
-	uint64_t dt_mono = mono_ns - in->last_mono_ns;
-	/*
-	 * The grid step makes the energy between two published samples exactly the
-	 * trapezoid over their times; reading lateness only shifts energy between
-	 * neighbouring samples. A set wall clock would invent or drop time, so then
-	 * the monotonic step is used.
-	 */
-	uint64_t dt = dt_mono;
-	if (t_ns > in->last_t_ns &&
-	    absdiff(t_ns - in->last_t_ns, dt_mono) <= dt_mono / 2 + INTEG_CLOCK_STEP_NS)
-		dt = t_ns - in->last_t_ns;
+	uint64_t dt = integ_step_ns(in->last_t_ns, in->last_mono_ns, t_ns, mono_ns);
 	uint64_t prev_uw = in->last_uw;
 	in->last_uw = uw;
 	in->last_t_ns = t_ns;

@@ -91,9 +91,9 @@ static void fake_sample(struct pd_set *set, uint64_t t_ns, uint64_t mono_ns)
 		return;
 	}
 	if (st->have) {
-		/* the wall-clock step of the grid, unless the clock was set back */
-		uint64_t dt_ns =
-		    t_ns > st->last_t_ns ? t_ns - st->last_t_ns : mono_ns - st->last_mono_ns;
+		/* the grid's step, the integrator's rule: a set wall clock invents no idle energy
+		 */
+		uint64_t dt_ns = integ_step_ns(st->last_t_ns, st->last_mono_ns, t_ns, mono_ns);
 		uint64_t dbusy_ns = busy > st->last_busy_ns ? busy - st->last_busy_ns : 0;
 		for (size_t k = 0; k < FAKE_NZONES; k++)
 			st->total_pj[k] += (unsigned __int128)fake_coefs[k].idle_mw * dt_ns +

@@ -174,6 +174,13 @@ void integ_init(struct pd_integrator *in, uint64_t max_uw, uint64_t max_gap_ns);
  * one rebases). A held BMC reading has its own bound, the hold.
  */
 uint64_t integ_bridge_ns(uint64_t interval_ns);
+/*
+ * The time between two samples (wall t and monotonic mono, each after its last_ value): the
+ * wall-clock step, so that energy between samples on the grid is exact, unless the wall clock
+ * was set (back, or off the monotonic step by more than half of it plus INTEG_CLOCK_STEP_NS),
+ * then the monotonic one. 0 when the monotonic clock did not advance.
+ */
+uint64_t integ_step_ns(uint64_t last_t_ns, uint64_t last_mono_ns, uint64_t t_ns, uint64_t mono_ns);
 enum pd_verdict integ_add(struct pd_integrator *in, uint64_t uw, uint64_t t_ns, uint64_t mono_ns);
 
 /* ---- zone.c: zones and one sample of all zones ---- */

@@ -43,6 +43,20 @@ no_raw_controls() {
 	assert_output --partial 'host: control character U+001B at byte 1'
 }
 
+@test "top: a line cut to the width never ends in half a character" {
+	ep=$(wb_ep est)
+	# the process row's comm starts after 41 bytes: at width 44 the cut falls inside the second é
+	"$WATTBUS" top --plain --once --width 44 --timeout 20s "$ep" >"$BATS_TEST_TMPDIR/top" 2>"$BATS_TEST_TMPDIR/top.err" &
+	echo $! >>"$BATS_TEST_TMPDIR/pids"
+	top_pid=$!
+	printf '%s\n' '{"kind":"estimate","host":"h1","t0":1800000000000000000,"t1":1800000001000000000,"mode":"measured","ncpu":4,"cpu_usage_ratio":0.5,"zones":[{"name":"package-0","zone":"package","energy_uj":2000000,"active_uj":1000000,"idle_uj":1000000}],"procs":[{"pid":10,"comm":"\u00e9\u00e9\u00e9\u00e9","cpu_ns":500000000,"energy_uj":[1000000]}]}' |
+		"$WATTBUS" pub --wait 30s "$ep" >/dev/null
+	wait "$top_pid"
+	run cat "$BATS_TEST_TMPDIR/top"
+	assert_line --regexp '^ +1\.000 +50\.0 +10  é$'
+	no_raw_controls "$BATS_TEST_TMPDIR/top"
+}
+
 # pub_raw ENDPOINT: binds, waits for a subscriber, sends the frames below.
 pub_raw() {
 	python3 - "$1" <<-'PY'

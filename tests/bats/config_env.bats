@@ -10,7 +10,7 @@ teardown() { wb_kill_all; }
 
 @test "a variable overrides the file and a flag overrides the variable" {
 	printf '[exportd]\nlisten = 127.0.0.1:0\nmetrics_allow = kepler_*\n' >"$BATS_TEST_TMPDIR/w.conf"
-	port=$(ex_free_port)
+	port=$(wb_free_port)
 	export WATTBUS_EXPORTD_LISTEN=127.0.0.1:$port WATTBUS_EXPORTD_METRICS_ALLOW='wattbus_exportd_*'
 	export WATTBUS_GLOBAL_RUNTIME_DIR=$BATS_TEST_TMPDIR/env-run WATTBUS_EXPORTD_OPTS='--ignored yes'
 	run "$D" -n -c "$BATS_TEST_TMPDIR/w.conf"

@@ -10,11 +10,6 @@ load helper
 
 teardown() { wb_kill_all; }
 
-stat_counter() {
-	grep '"topic":"stat/' "$1" | tail -1 | jq -r --arg n "$2" '[.msg.counters[] | select(.name == $n) | .value][0] // 0'
-}
-counter_at_least() { [ "$(stat_counter "$1" "$2")" -ge "$3" ]; }
-
 @test "node watts follow the sidecar when it answers in time, the local model otherwise" {
 	cat >"$BATS_TEST_TMPDIR/local.json" <<-'EOF'
 		{"model_name": "local-SGDRegressorTrainer",

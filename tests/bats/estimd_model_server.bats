@@ -20,12 +20,6 @@ fake_machine() { # DIR: a procfs and a sysfs with 4 CPUs of one socket, 16 GiB, 
 	echo 3100000 >"$1/sys/devices/system/cpu/cpu1/cpufreq/cpuinfo_max_freq"
 }
 
-# counter NAME from the last stat message of tap FILE
-stat_counter() {
-	grep '"topic":"stat/' "$1" | tail -1 | jq -r --arg n "$2" '[.msg.counters[] | select(.name == $n) | .value][0] // 0'
-}
-counter_at_least() { [ "$(stat_counter "$1" "$2")" -ge "$3" ]; }
-
 @test "estimd asks the model server, swaps its model in, and keeps it through 400, garbage and a dead server" {
 	fake_machine "$BATS_TEST_TMPDIR/m"
 	cat >"$BATS_TEST_TMPDIR/SGDRegressorTrainer_7.json" <<-'EOF'

@@ -11,11 +11,6 @@ teardown() { wb_kill_all; }
 
 EC2=$WB_ROOT/tests/data/kepler-model-db/ec2-0.7.11/rapl-sysfs/AbsPower/BPFOnly
 
-stat_counter() {
-	grep '"topic":"stat/' "$1" | tail -1 | jq -r --arg n "$2" '[.msg.counters[] | select(.name == $n) | .value][0] // 0'
-}
-counter_at_least() { [ "$(stat_counter "$1" "$2")" -ge "$3" ]; }
-
 @test "a model whose curve overflows is refused from a file and from a model server, naming the point" {
 	# model-db's ExponentialRegressionTrainer_4: dram 678.4 e^(page cache hits / 1) - 661.4
 	run "$WB_BUILD/wattbus-estimd" -n --model "$EC2/ExponentialRegressionTrainer_4/weight.json"

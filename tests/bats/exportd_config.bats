@@ -34,9 +34,8 @@ teardown() { wb_kill_all; }
 }
 
 @test "a port already in use is a runtime failure (exit 1) that names the address" {
-	port=$(ex_free_port)
-	wb_spawn holder /usr/bin/python3 -c 'import socket,sys,time; s=socket.socket(); s.bind(("127.0.0.1",int(sys.argv[1]))); s.listen(); print("up", flush=True); time.sleep(30)' "$port"
-	wb_wait_lines "$BATS_TEST_TMPDIR/holder.log" 1 10 up
+	port=$(wb_free_port)
+	wb_hold_port "$port"
 	run timeout 10 "$D" --runtime_dir "$BATS_TEST_TMPDIR/run" --listen "127.0.0.1:$port"
 	assert_failure 1
 	assert_output --partial "error: http: cannot listen on 127.0.0.1:$port (listen \"127.0.0.1:$port\"): Address already in use"

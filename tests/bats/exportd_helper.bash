@@ -42,11 +42,6 @@ ex_wait_estimates() {
 		"$EX_URL" "$n" "$host"
 }
 
-# A free TCP port on 127.0.0.1.
-ex_free_port() {
-	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
-
 # feeder NAME [exportd_feed.py flags]: live slots until killed, in its own process group.
 feeder() {
 	local name=$1
@@ -62,7 +57,7 @@ feeder() {
 # Scrapes every 2 s, each given 2 s (a scrape that times out marks every series stale, and
 # Prometheus wants scrape_timeout <= scrape_interval): rates are taken over 30 s windows.
 prom_start() {
-	PROM_PORT=$(ex_free_port)
+	PROM_PORT=$(wb_free_port)
 	local job f
 	{
 		printf 'global:\n  scrape_interval: 2s\n  scrape_timeout: 2s\n  evaluation_interval: 2s\n'

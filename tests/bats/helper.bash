@@ -33,6 +33,28 @@ wb_spawn() {
 	eval "PID_${name//[^a-zA-Z0-9_]/_}=$!"
 }
 
+# A free TCP port on 127.0.0.1 (free when asked).
+wb_free_port() {
+	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+# Something else holds 127.0.0.1:PORT (listening, as "holder" until teardown); returns once it does.
+wb_hold_port() {
+	wb_spawn holder python3 -c 'import socket, sys, time
+s = socket.socket()
+s.bind(("127.0.0.1", int(sys.argv[1])))
+s.listen()
+print("listening", flush=True)
+time.sleep(3600)' "$1"
+	wb_wait_for 30 grep -q listening "$BATS_TEST_TMPDIR/holder.log"
+}
+
+# stat_counter TAP_FILE NAME: counter NAME of the last stat message in a wb_tap file (0 if absent).
+stat_counter() {
+	grep '"topic":"stat/' "$1" | tail -1 | jq -r --arg n "$2" '[.msg.counters[] | select(.name == $n) | .value][0] // 0'
+}
+counter_at_least() { [ "$(stat_counter "$1" "$2")" -ge "$3" ]; }
+
 # Kill everything wb_spawn started, with their process groups (call from teardown).
 wb_kill_all() {
 	[ -f "$BATS_TEST_TMPDIR/pids" ] || return 0

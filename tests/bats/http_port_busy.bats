@@ -7,15 +7,8 @@
 load helper
 
 setup() {
-	port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-	# something else holds 127.0.0.1:$port (it says "listening" once it does)
-	wb_spawn holder python3 -c 'import socket, sys, time
-s = socket.socket()
-s.bind(("127.0.0.1", int(sys.argv[1])))
-s.listen()
-print("listening", flush=True)
-time.sleep(3600)' "$port"
-	wb_wait_for 30 grep -q listening "$BATS_TEST_TMPDIR/holder.log"
+	port=$(wb_free_port)
+	wb_hold_port "$port"
 	mkdir -p "$BATS_TEST_TMPDIR/run"
 }
 

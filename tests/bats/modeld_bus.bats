@@ -92,7 +92,7 @@ REQ='{"metrics":["bpf_cpu_time_ms","cpu_cycles"],"output_type":"AbsPower","weigh
 	mkdir -p "$K/allowed"
 	for c in trainer modeld; do "$WATTBUS" keygen "$K/$c" >/dev/null; done
 	cp "$K/modeld" "$K/allowed/"
-	port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+	port=$(wb_free_port)
 	md_start modeld --sub "tcp://127.0.0.1:$port" --trusted_trainers node-a --curve_cert "$K/modeld" --curve_peer "$K/trainer"
 	model_line node-a 1.5 | "$WATTBUS" pub --wait 30s --curve-cert "$K/trainer" --curve-allow "$K/allowed" "tcp://127.0.0.1:$port"
 	wb_wait_lines "$BATS_TEST_TMPDIR/modeld.log" 1 30 'model/node-a (trained): stored as '

@@ -168,13 +168,7 @@ assert_clean_stop() {
 }
 
 @test "make run stops when exportd cannot have its port: names the stage and the address, no banner, exit 1" {
-	wb_spawn holder python3 -c 'import socket, sys, time
-s = socket.socket()
-s.bind(("127.0.0.1", int(sys.argv[1])))
-s.listen()
-print("listening", flush=True)
-time.sleep(3600)' "$port"
-	wb_wait_for 30 grep -q listening "$BATS_TEST_TMPDIR/holder.log"
+	wb_hold_port "$port"
 	start_run dfl
 	rc=0
 	wait "$STARTER" || rc=$?

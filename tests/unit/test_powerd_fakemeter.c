@@ -111,6 +111,13 @@ static void test_follows_script(void)
 	CHECK_U64(pd_set_sample(set, t, t, &p), 3);
 	expect(&p, wall, busy);
 	free(p.zones);
+
+	/* the wall clock set an hour forward while 1 s passed: 1 s of idle power, not an hour's */
+	stat_ticks(1301, 550, 9460, 140, 3);
+	wall += 1000000000ull;
+	CHECK_U64(pd_set_sample(set, t + 3600000000000ull, t + 1000000000ull, &p), 3);
+	expect(&p, wall, busy);
+	free(p.zones);
 	pd_set_destroy(&set);
 }
 
