@@ -167,6 +167,7 @@ static int xfer_init(struct xfer *x, const struct kube *k, const char *method, c
 	curl.easy_setopt(h, CURLOPT_URL, x->url);
 	curl.easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
 	curl.easy_setopt(h, CURLOPT_HTTPHEADER, x->hdrs);
+	curl.easy_setopt(h, CURLOPT_USERAGENT, "wattbus-operator/" WB_VERSION);
 	if (body) {
 		curl.easy_setopt(h, CURLOPT_POSTFIELDS, body);
 		curl.easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)strlen(body));

@@ -84,7 +84,7 @@ class H(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
     def log_message(self, fmt, *args):
-        sys.stderr.write("standin: " + (fmt % args) + "\n")
+        sys.stderr.write("standin: " + (fmt % args) + f" agent={self.headers.get('User-Agent')}\n")
 
     def answer(self, code, obj):
         body = json.dumps(obj).encode()

@@ -187,3 +187,41 @@ ds_status() { # the DaemonSet controller's part: ds_status JSON_OF_COUNTS
 	create '{}'
 	wb_wait_for 60 has $WB '.status.conditions[]? | select(.type=="Reconciled") | .reason' ReconcileSuccess
 }
+
+@test "every request the operator makes is one its ClusterRole grants" {
+	create '{"modelServer":{"enabled":true},"config":{"name":"wattbus-env"}}'
+	wb_wait_for 30 has /apis/apps/v1/namespaces/wattbus/deployments/wattbus-modeld '.metadata.name' wattbus-modeld
+	api PATCH $WB application/merge-patch+json '{"spec":{"modelServer":{"enabled":false}}}' >/dev/null
+	wb_wait_for 30 has /apis/apps/v1/namespaces/wattbus/deployments/wattbus-modeld '.reason' NotFound
+	wb_wait_for 30 has $WB '.status.conditions[]? | select(.type=="ModelServerAvailable") | .reason' ModelServerDisabled
+	run python3 "$BATS_TEST_DIRNAME/operator_rbac.py" "$WB_ROOT/deploy/operator/operator.yaml" "$S/standin.log"
+	assert_success
+	# The check can fail: a role without delete on deployments is caught.
+	sed 's/verbs: \["get", "list", "watch", "create", "patch", "delete"\]/verbs: ["get", "list", "watch", "create", "patch"]/' \
+		"$WB_ROOT/deploy/operator/operator.yaml" >"$S/op.yaml"
+	run python3 "$BATS_TEST_DIRNAME/operator_rbac.py" "$S/op.yaml" "$S/standin.log"
+	assert_failure
+	assert_output --partial "not granted: delete deployments (group 'apps')"
+}
+
+@test "the operator's own manifests pass the API types and the privilege checks" {
+	python3 -c 'import kubernetes' 2>/dev/null || skip "python3-kubernetes is not installed"
+	run python3 - "$WB_ROOT/deploy/operator/operator.yaml" <<-'PY'
+		import sys, yaml
+		from kubernetes import client
+		api = client.ApiClient()
+		models = {"Namespace": "V1Namespace", "ServiceAccount": "V1ServiceAccount", "ClusterRole": "V1ClusterRole",
+		          "ClusterRoleBinding": "V1ClusterRoleBinding", "Deployment": "V1Deployment"}
+		for o in yaml.safe_load_all(open(sys.argv[1])):
+		    api._ApiClient__deserialize(o, models[o["kind"]])
+		    if o["kind"] == "Deployment":
+		        pod = o["spec"]["template"]["spec"]
+		        c = pod["containers"][0]
+		        assert pod["securityContext"]["runAsNonRoot"] and c["securityContext"]["readOnlyRootFilesystem"]
+		        assert c["securityContext"]["capabilities"]["drop"] == ["ALL"] and not c["securityContext"]["allowPrivilegeEscalation"]
+		        assert pod["serviceAccountName"] == "wattbus-operator"
+		        print("deployment ok")
+		PY
+	assert_success
+	assert_output "deployment ok"
+}
