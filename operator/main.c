@@ -37,7 +37,7 @@ static void pause_ms(long ms)
 }
 
 /*
- * Reconcile, then watch the WattBus, the DaemonSets and the Deployments from where
+ * Reconcile, then watch the WattBus, the DaemonSets, Deployments and ConfigMaps from where
  * the reconcile read them; any event, a watch's end or an error reconciles again
  * (after a backoff when the API server could not be asked).
  */
@@ -85,8 +85,13 @@ static int run(const struct kube *k)
 		    p2, sizeof(p2),
 		    "/apis/apps/v1/namespaces/wattbus/deployments?watch=1&resourceVersion=%s&timeoutSeconds=%ld",
 		    w.rv_deployments, RESYNC_MS / 1000);
-		const char *const paths[] = {p0, p1, p2};
-		if (kube_watch_any(k, paths, 3, RESYNC_MS + 10000, err, sizeof(err)) < 0 &&
+		char p3[256];
+		snprintf(
+		    p3, sizeof(p3),
+		    "/api/v1/namespaces/wattbus/configmaps?watch=1&resourceVersion=%s&timeoutSeconds=%ld",
+		    w.rv_configmaps, RESYNC_MS / 1000);
+		const char *const paths[] = {p0, p1, p2, p3};
+		if (kube_watch_any(k, paths, 4, RESYNC_MS + 10000, err, sizeof(err)) < 0 &&
 		    !stop_flag) {
 			log_warnx("watch: %s; reading everything again in %ld ms", err, backoff);
 			pause_ms(backoff);

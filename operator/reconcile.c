@@ -99,7 +99,7 @@ static void now_rfc3339(char *buf, size_t len)
 
 int op_reconcile(const struct kube *k, struct op_watch *w, char *err, size_t errlen)
 {
-	json_t *wbs = NULL, *dss = NULL, *deps = NULL, *env = NULL, *status = NULL;
+	json_t *wbs = NULL, *dss = NULL, *deps = NULL, *cms = NULL, *env = NULL, *status = NULL;
 	struct op_render r = {0};
 	char apply_err[768] = "", path[512];
 	int rc = -1;
@@ -113,27 +113,26 @@ int op_reconcile(const struct kube *k, struct op_watch *w, char *err, size_t err
 		if (get_list(k, "/apis/apps/v1/namespaces/" NS "/daemonsets", &dss,
 			     w->rv_daemonsets, sizeof(w->rv_daemonsets), err, errlen) < 0 ||
 		    get_list(k, "/apis/apps/v1/namespaces/" NS "/deployments", &deps,
-			     w->rv_deployments, sizeof(w->rv_deployments), err, errlen) < 0)
+			     w->rv_deployments, sizeof(w->rv_deployments), err, errlen) < 0 ||
+		    get_list(k, "/api/v1/namespaces/" NS "/configmaps", &cms, w->rv_configmaps,
+			     sizeof(w->rv_configmaps), err, errlen) < 0)
 			goto out;
 		rc = 0;
 		goto out;
 	}
 	const char *cm = json_string_value(
 	    json_object_get(json_object_get(json_object_get(wb, "spec"), "config"), "name"));
+	/* The variables ConfigMap: listed, so that a change of it is watched too (it is hashed). */
+	if (get_list(k, "/api/v1/namespaces/" NS "/configmaps", &cms, w->rv_configmaps,
+		     sizeof(w->rv_configmaps), err, errlen) < 0)
+		goto out;
 	if (cm) {
-		snprintf(path, sizeof(path), "/api/v1/namespaces/" NS "/configmaps/%s", cm);
-		json_t *got = NULL;
-		char e2[256];
-		if (kube_call(k, "GET", path, NULL, NULL, &code, &got, e2, sizeof(e2)) < 0) {
-			snprintf(err, errlen, "%s", e2);
-			goto out;
-		}
-		if (code == 200)
+		const json_t *got = item(cms, cm);
+		if (got)
 			env = json_incref(json_object_get(got, "data"));
 		else
 			snprintf(apply_err, sizeof(apply_err),
-				 "configmap %s/%s named by spec.config: %s", NS, cm, e2);
-		json_decref(got);
+				 "configmap %s/%s named by spec.config: not found", NS, cm);
 	}
 	char rerr[256];
 	if (op_render(wb, env, &r, rerr, sizeof(rerr)) < 0) {
@@ -218,5 +217,6 @@ out:
 	json_decref(wbs);
 	json_decref(dss);
 	json_decref(deps);
+	json_decref(cms);
 	return rc;
 }

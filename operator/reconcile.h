@@ -5,7 +5,7 @@
 #include "kube.h"
 
 struct op_watch {
-	char rv_wattbus[64], rv_daemonsets[64], rv_deployments[64];
+	char rv_wattbus[64], rv_daemonsets[64], rv_deployments[64], rv_configmaps[64];
 };
 
 /* 0 when the state was read and the status written (an apply refused is in the status), -1 with

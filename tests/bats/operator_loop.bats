@@ -225,3 +225,18 @@ ds_status() { # the DaemonSet controller's part: ds_status JSON_OF_COUNTS
 	assert_success
 	assert_output "deployment ok"
 }
+
+@test "a change of the variables ConfigMap rolls the pods too" {
+	api PATCH "/api/v1/namespaces/wattbus/configmaps/wattbus-env?fieldManager=kubectl" application/apply-patch+yaml \
+		'{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"wattbus-env","namespace":"wattbus"},"data":{"WATTBUS_ESTIMD_TRAIN":"true"}}' >/dev/null
+	create '{"config":{"name":"wattbus-env"}}'
+	wb_wait_for 30 has $WB '.status.conditions[]? | select(.type=="Reconciled") | .reason' ReconcileSuccess
+	h1=$(api GET $DS | jq -r '.spec.template.metadata.annotations["wattbus.io/config-hash"]')
+	run has $DS '.spec.template.spec.containers[0].envFrom[0].configMapRef.name' wattbus-env
+	assert_success
+	api PATCH /api/v1/namespaces/wattbus/configmaps/wattbus-env application/merge-patch+json '{"data":{"WATTBUS_ESTIMD_TRAIN":"false"}}' >/dev/null
+	wb_wait_for 30 bash -c "[ \"\$(curl -s -H 'Authorization: Bearer secret-token' http://127.0.0.1:$PORT$DS | jq -r '.spec.template.metadata.annotations[\"wattbus.io/config-hash\"]')\" != $h1 ]"
+	# A ConfigMap that is not there is said in Reconciled.
+	api DELETE /api/v1/namespaces/wattbus/configmaps/wattbus-env >/dev/null
+	wb_wait_for 30 has $WB '.status.conditions[]? | select(.type=="Reconciled") | .message' "configmap wattbus/wattbus-env named by spec.config: not found"
+}
