@@ -71,13 +71,14 @@ void op_model_available(bool wanted, const char *refused, const json_t *deployme
 /*
  * The status of WATTBUS: the DaemonSet's counts, observedGeneration and the
  * conditions Reconciled (RECONCILE_ERR NULL: success; REFUSED_REASON set: what
- * was not done), Available and ModelServerAvailable. A condition that keeps its
+ * was not done; NOTE, when not NULL, follows the success message), Available and
+ * ModelServerAvailable. A condition that keeps its
  * status keeps its lastTransitionTime from the old status; NOW (RFC 3339) is
  * the time of the others. New reference.
  */
 json_t *op_status(const json_t *wattbus, const json_t *daemonset, const json_t *modeld,
 		  bool model_wanted, const char *refused_reason, const char *refused,
-		  const char *reconcile_err, const char *now);
+		  const char *reconcile_err, const char *note, const char *now);
 const char *op_cond_status_str(enum op_cond_status s);
 
 #endif

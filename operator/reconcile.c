@@ -102,6 +102,7 @@ int op_reconcile(const struct kube *k, struct op_watch *w, char *err, size_t err
 	json_t *wbs = NULL, *dss = NULL, *deps = NULL, *cms = NULL, *env = NULL, *status = NULL;
 	struct op_render r = {0};
 	char apply_err[768] = "", path[512];
+	bool no_monitor = false;
 	int rc = -1;
 	long code;
 
@@ -157,6 +158,13 @@ int op_reconcile(const struct kube *k, struct op_watch *w, char *err, size_t err
 				snprintf(err, errlen, "%s", e2);
 				goto out;
 			}
+			/* Without the Prometheus Operator there is no ServiceMonitor kind: not an
+			 * error. */
+			if (code == 404 && strcmp(json_string_value(json_object_get(o, "kind")),
+						  "ServiceMonitor") == 0) {
+				no_monitor = true;
+				continue;
+			}
 			if (code < 200 || code >= 300) {
 				if (!apply_err[0])
 					snprintf(apply_err, sizeof(apply_err), "apply: %s", e2);
@@ -190,9 +198,11 @@ int op_reconcile(const struct kube *k, struct op_watch *w, char *err, size_t err
 		goto out;
 	char now[32];
 	now_rfc3339(now, sizeof(now));
-	status = op_status(wb, item(dss, "wattbus"), item(deps, "wattbus-modeld"),
-			   r.model_server || r.refused[0], r.refused_reason, r.refused,
-			   apply_err[0] ? apply_err : NULL, now);
+	status = op_status(
+	    wb, item(dss, "wattbus"), item(deps, "wattbus-modeld"), r.model_server || r.refused[0],
+	    r.refused_reason, r.refused, apply_err[0] ? apply_err : NULL,
+	    no_monitor ? "no ServiceMonitor: the Prometheus Operator's CRD is not installed" : NULL,
+	    now);
 	if (r.objects)
 		json_object_set_new(status, "configHash", json_string(r.config_hash));
 	/* Written only when it changed: an unchanged status is no event to wake on. */

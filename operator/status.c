@@ -137,7 +137,7 @@ static json_t *condition(const json_t *old_status, const char *type, const struc
 
 json_t *op_status(const json_t *wattbus, const json_t *daemonset, const json_t *modeld,
 		  bool model_wanted, const char *refused_reason, const char *refused,
-		  const char *reconcile_err, const char *now)
+		  const char *reconcile_err, const char *note, const char *now)
 {
 	json_int_t gen = num(json_object_get(wattbus, "metadata"), "generation");
 	const json_t *old = json_object_get(wattbus, "status");
@@ -159,7 +159,8 @@ json_t *op_status(const json_t *wattbus, const json_t *daemonset, const json_t *
 		snprintf(rec.message, sizeof(rec.message), "%s", refused ? refused : "");
 	} else {
 		set(&rec, OP_TRUE, "ReconcileSuccess");
-		snprintf(rec.message, sizeof(rec.message), "every object applied");
+		snprintf(rec.message, sizeof(rec.message), "every object applied%s%s",
+			 note ? "; " : "", note ? note : "");
 	}
 	op_available(daemonset, &avail);
 	op_model_available(model_wanted, refused, modeld, &model);

@@ -104,8 +104,9 @@ class H(BaseHTTPRequestHandler):
             return None
         u = urlparse(self.path)
         p = split(u.path)
-        if not p:
-            self.status(404, "NotFound", f"no such path {u.path}")
+        # STANDIN_NO_GROUPS: API groups this server does not serve (a CRD not installed).
+        if not p or any(p[0] == "/apis/" + g + "/v1" for g in os.environ.get("STANDIN_NO_GROUPS", "").split(",") if g):
+            self.status(404, "NotFound", f"the server could not find the requested resource {u.path}")
             return None
         return p, {k: v[-1] for k, v in parse_qs(u.query).items()}
 

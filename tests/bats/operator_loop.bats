@@ -240,3 +240,15 @@ ds_status() { # the DaemonSet controller's part: ds_status JSON_OF_COUNTS
 	api DELETE /api/v1/namespaces/wattbus/configmaps/wattbus-env >/dev/null
 	wb_wait_for 30 has $WB '.status.conditions[]? | select(.type=="Reconciled") | .message' "configmap wattbus/wattbus-env named by spec.config: not found"
 }
+
+@test "without the Prometheus Operator's CRD the ServiceMonitor is left out, and that is no error" {
+	wb_kill_all
+	PORT=
+	STANDIN_NO_GROUPS=monitoring.coreos.com start_server
+	wb_spawn operator "$OP" --url "http://127.0.0.1:$PORT" --token-file "$S/token" --ca-file ""
+	create '{}'
+	wb_wait_for 30 has $WB '.status.conditions[]? | select(.type=="Reconciled") | .status + " " + .message' \
+		"True every object applied; no ServiceMonitor: the Prometheus Operator's CRD is not installed"
+	run has $DS '.metadata.name' wattbus
+	assert_success
+}

@@ -121,7 +121,7 @@ static void test_status_document(void)
 {
 	json_t *wb = json_pack("{s{ss si}}", "metadata", "name", "wattbus", "generation", 7);
 	json_t *d = ds(2, 2, 4, 3, 4, 3, 1);
-	json_t *st = op_status(wb, d, NULL, false, NULL, NULL, NULL, "2026-01-01T00:00:00Z");
+	json_t *st = op_status(wb, d, NULL, false, NULL, NULL, NULL, NULL, "2026-01-01T00:00:00Z");
 	CHECK_U64(json_integer_value(json_object_get(st, "observedGeneration")), 7);
 	CHECK_U64(json_integer_value(json_object_get(st, "desiredNumberScheduled")), 4);
 	CHECK_U64(json_integer_value(json_object_get(st, "numberAvailable")), 3);
@@ -133,11 +133,18 @@ static void test_status_document(void)
 		  "DaemonSetPartiallyAvailable");
 	CHECK_U64(json_integer_value(json_object_get(cond(st, "Available"), "observedGeneration")),
 		  7);
+	CHECK_STR(json_string_value(json_object_get(cond(st, "Reconciled"), "message")),
+		  "every object applied");
+	json_t *stn = op_status(wb, d, NULL, false, NULL, NULL, NULL, "no ServiceMonitor",
+				"2026-01-01T00:00:00Z");
+	CHECK_STR(json_string_value(json_object_get(cond(stn, "Reconciled"), "message")),
+		  "every object applied; no ServiceMonitor");
+	json_decref(stn);
 
 	/* Later: Available keeps its status, so its transition time stays; Reconciled fails. */
 	json_object_set_new(wb, "status", st);
 	json_t *st2 = op_status(wb, d, NULL, false, NULL, NULL, "apply DaemonSet wattbus: 409",
-				"2026-01-01T00:05:00Z");
+				NULL, "2026-01-01T00:05:00Z");
 	CHECK_STR(json_string_value(json_object_get(cond(st2, "Available"), "lastTransitionTime")),
 		  "2026-01-01T00:00:00Z");
 	CHECK_STR(json_string_value(json_object_get(cond(st2, "Reconciled"), "status")), "False");
@@ -150,7 +157,7 @@ static void test_status_document(void)
 
 	/* External storage: Reconciled False with the reason, and the model server says so too. */
 	json_t *st3 = op_status(wb, d, NULL, true, "ExternalStorageUnsupported", "no external",
-				NULL, "2026-01-01T00:06:00Z");
+				NULL, NULL, "2026-01-01T00:06:00Z");
 	CHECK_STR(json_string_value(json_object_get(cond(st3, "Reconciled"), "reason")),
 		  "ExternalStorageUnsupported");
 	CHECK_STR(json_string_value(json_object_get(cond(st3, "ModelServerAvailable"), "reason")),
