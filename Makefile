@@ -75,7 +75,7 @@ ALL_CFLAGS := -std=gnu11 $(WARNINGS) $(CFLAGS) $(SAN_FLAGS) -MMD -MP -D_GNU_SOUR
 ALL_LDFLAGS := $(LDFLAGS) $(SAN_FLAGS) -Wl,--as-needed
 LIBS := $(call pkg_libs,$(PKGS)) -lm -ldl
 
-STAGES := powerd usaged alignd estimd exportd modeld
+STAGES := powerd usaged alignd estimd exportd modeld operator
 
 # ---- shared library ----
 GEN_H := $(BUILD)/gen/wb_msgs.h
@@ -136,9 +136,18 @@ $(BUILD)/bpf/%.skel.h: $(BUILD)/bpf/%.bpf.o
 	$(Q)$(BPFTOOL) gen skeleton $< > $@
 
 # ---- daemons: <stage>/main.c plus the stage's modules ----
+# wattbus-operator renders from deploy/kubernetes itself and the WattBus CRD, embedded here.
+operator_GEN_OBJS := $(BUILD)/gen/operator_bundle.o
+$(BUILD)/gen/operator_bundle.c: operator/embed.py deploy/kubernetes/*.yaml deploy/operator/crd.yaml | $(BUILD)/gen/.dir
+	$(call say,GEN,$@)
+	$(Q)$(PYTHON) operator/embed.py deploy/kubernetes deploy/operator/crd.yaml $@
+$(BUILD)/gen/operator_bundle.o: $(BUILD)/gen/operator_bundle.c
+	$(call say,CC,$<)
+	$(Q)$(CC) $(ALL_CFLAGS) -c -o $@ $<
+
 define stage_rules
 $(1)_SRCS := $(wildcard $(1)/*.c)
-$(1)_OBJS := $$(patsubst %.c,$(BUILD)/%.o,$$(filter-out $(1)/main.c,$$($(1)_SRCS)))
+$(1)_OBJS := $$(patsubst %.c,$(BUILD)/%.o,$$(filter-out $(1)/main.c,$$($(1)_SRCS))) $$($(1)_GEN_OBJS)
 $(1)_LIBS := $$(call pkg_libs,$$(PKGS_$(1)))
 $$($(1)_OBJS) $(BUILD)/$(1)/main.o: $(if $(filter usaged,$(1)),$(BPF_SKELS))
 ifneq ($(wildcard $(1)/main.c),)

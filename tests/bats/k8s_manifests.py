@@ -243,6 +243,9 @@ def check_config(objs):
         vols = {v["name"]: v for v in spec.get("volumes", [])}
         for c in spec["containers"]:
             where = f"{owner['kind']}/{owner['metadata']['name']} container {c['name']}"
+            if c["name"] == "estimator" and "command" not in c:
+                print(f"# {where}: the estimator sidecar (Kepler's image) reads no wattbus.conf")
+                continue
             binary = os.path.basename(c["command"][0])
             if binary != f"wattbus-{c['name']}":
                 fail(f"{where}: runs {binary}")
