@@ -10,7 +10,7 @@ BUILD_PKGS="build-essential pkg-config python3 clang llvm bpftool libbpf-dev lib
 libczmq-dev libzmq3-dev libmsgpack-dev libjansson-dev libinih-dev libsystemd-dev libmicrohttpd-dev libcurl4-openssl-dev libfreeipmi-dev libzip-dev"
 TEST_PKGS="bats bats-assert bats-support python3-zmq python3-msgpack prometheus prometheus-node-exporter
 stress-ng curl jq iproute2 procps systemd libclang-rt-14-dev clang-format valgrind wrk hyperfine tmux parallel gnuplot-nox
-podman runc catatonit python3-yaml python3-kubernetes openssl groff-base"
+podman runc catatonit python3-yaml python3-kubernetes python3-jsonschema openssl groff-base"
 
 list=""
 if [ "${1:-}" = missing ]; then
