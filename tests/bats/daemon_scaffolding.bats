@@ -133,7 +133,7 @@ teardown() { wb_kill_all; }
 	assert_output --partial "is not valid UTF-8"
 	run "$D" -n --host "$(printf 'a\tb')"
 	assert_failure 2
-	assert_output --partial "--host: [global] host: 'a	b' holds a control character"
+	assert_output --partial "--host: [global] host: 'a\\tb' holds a control character"
 	printf '[exportd]\nmetrics_allow = wattbus_*, kepler_[node\n' >"$f"
 	run "$WB_BUILD/wattbus-exportd" -n -c "$f"
 	assert_failure 2

@@ -41,7 +41,7 @@ EC2=$WB_ROOT/tests/data/kepler-model-db/ec2-0.7.11/rapl-sysfs/AbsPower/BPFOnly
 @test "sidecar answers no zone can draw are refused and counted; the local model stands in, clipped at 0" {
 	sock="$BATS_TEST_TMPDIR/estimator.sock"
 	wb_spawn sidecar python3 "$BATS_TEST_DIRNAME/kepler_estimator.py" --socket "$sock" \
-		--log "$BATS_TEST_TMPDIR/requests.jsonl" --script hostile,negative,idle_above
+		--log "$BATS_TEST_TMPDIR/requests.jsonl" --script answer,hostile,negative,idle_above
 	wb_wait_for 30 test -S "$sock"
 	in=$(wb_ep aligned)
 	out=$(wb_ep estimd)
@@ -49,6 +49,8 @@ EC2=$WB_ROOT/tests/data/kepler-model-db/ec2-0.7.11/rapl-sysfs/AbsPower/BPFOnly
 		--sub "$in" --pub "$out" --model "$EC2/LogarithmicRegressionTrainer_5/weight.json" \
 		--stat_interval 200ms --estimator "unix:$sock" --estimator_timeout 5s
 	wb_tap tap "$out" estimate/
+	# the first exchange is estimd's warm-up at start (answered, dropped); the slots get the rest
+	wb_wait_for 60 grep -q "the warm-up request answered" "$BATS_TEST_TMPDIR/estimd.log"
 	python3 "$BATS_TEST_DIRNAME/estimd_slots.py" --host vm1 --no-power --count 4 --ncpu 96 --seed 21 >"$BATS_TEST_TMPDIR/b.jsonl"
 	run "$WATTBUS" pub --wait 30s "$in" <"$BATS_TEST_TMPDIR/b.jsonl"
 	assert_success

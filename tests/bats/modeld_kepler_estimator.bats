@@ -59,10 +59,14 @@ same_watts() {
 	mkdir -p "$BATS_TEST_TMPDIR/l" "$BATS_TEST_TMPDIR/k"
 	wb_spawn estimd_l "$WB_BUILD/wattbus-estimd" --runtime_dir "$BATS_TEST_TMPDIR/l" --host vm1 \
 		--sub "$in_l" --pub "$out_l" --model "$1" --stat_interval 1s
-	# The first answer downloads, unpacks and loads the model (seconds on a loaded machine).
+	# The first answer downloads, unpacks and loads the model (seconds on a loaded machine):
+	# estimd's warm-up request waits for it under the default estimator_answer_max, and the
+	# slots go once it came. A slot waits up to 5 s (not the default 200 ms) so that a loaded
+	# machine does not hand one to the local model (none here).
 	wb_spawn estimd_k "$WB_BUILD/wattbus-estimd" --runtime_dir "$BATS_TEST_TMPDIR/k" --host vm1 \
 		--sub "$in_k" --pub "$out_k" --model "" --stat_interval 1s \
-		--estimator "unix:$KSOCK" --estimator_timeout 60s
+		--estimator "unix:$KSOCK" --estimator_timeout 5s
+	wb_wait_lines "$BATS_TEST_TMPDIR/estimd_k.log" 1 180 'the warm-up request answered'
 	wb_tap tap_l "$out_l" estimate/
 	wb_tap tap_k "$out_k" estimate/
 	python3 "$BATS_TEST_DIRNAME/estimd_slots.py" --host vm1 --no-power --count 8 --seed "$2" >"$BATS_TEST_TMPDIR/slots.jsonl"
@@ -99,6 +103,8 @@ same_watts() {
 		    print("cpu %9.1f ms/s: %s (local/Kepler)" % (cpu_ms, ", ".join(row)))
 		print("8 slots equal; largest difference %d uJ" % worst)
 	EOF
+	# Kepler's estimator is still there: no answer of it went into a closed socket.
+	kill -0 "$PID_kepler"
 }
 
 @test "Kepler's estimator loads a model modeld received on the bus and answers as estimd's local evaluation" {
