@@ -20,10 +20,22 @@
       that meter's energy plus OFFSET_W watts.
 A stall of the writer (a loaded machine) skips updates, never bursts them,
 so that every change seen is one step.
+With PROBE_FAKE_LOG set to a file, each update is appended to it as a line
+"NAME WALL_TIME_S ENERGY_UJ" (the energy unwrapped; hwmon: the reading in uW):
+what really happened, for a test to hold probe's figures to, as a loaded
+machine delays the writer and its real period is then not the nominal one.
 """
 import os
 import sys
 import time
+
+LOG = os.environ.get("PROBE_FAKE_LOG")
+
+
+def log(name, value):
+    if LOG:
+        with open(LOG, "a") as f:
+            f.write("%s %.6f %d\n" % (name, time.time(), value))
 
 
 def put(path, value):
@@ -53,11 +65,12 @@ def rapl(root, specs):
         put(os.path.join(z, "max_energy_range_uj"), int(rng))
         value = int(rng) - 5 * int(step)  # wraps within the first updates
         put(os.path.join(z, "energy_uj"), value)
-        zones.append([z, float(period), int(step), int(rng), value, time.monotonic() + float(period), last])
+        zones.append([z, float(period), int(step), int(rng), value, time.monotonic() + float(period), last, name, value])
+        log(name, value)
     while True:
         now = time.monotonic()
         for zz in zones:
-            z, period, step, rng, value, due, last = zz
+            z, period, step, rng, value, due, last = zz[:7]
             if now >= due:
                 if follow:
                     cur = cpu_busy_total()
@@ -70,6 +83,8 @@ def rapl(root, specs):
                         continue
                 zz[4] = (value + step) % (rng + 1)
                 put(os.path.join(z, "energy_uj"), zz[4])
+                zz[8] += step
+                log(zz[7], zz[8])
                 while due <= now:
                     due += period
                 zz[5] = due
@@ -77,7 +92,7 @@ def rapl(root, specs):
 
 
 def exec_meter(period, step, rng):
-    t0 = time.monotonic()
+    t0, last = time.monotonic(), None
     while True:
         n = int((time.monotonic() - t0) / period)
         value = 1000 + n * step
@@ -85,6 +100,9 @@ def exec_meter(period, step, rng):
             value %= rng + 1
         sys.stdout.write("meter-0 %d uj kind=platform%s\n" % (value, " range=%d" % rng if rng else ""))
         sys.stdout.flush()
+        if n != last:  # the line that shows a new value: when the reader can see it
+            log("meter-0", 1000 + n * step)
+            last = n
         time.sleep(0.005)
 
 
@@ -92,6 +110,7 @@ def hwmon(path, period, low, high):
     due, n = time.monotonic(), 0
     while True:
         put(path, high if n % 2 else low)
+        log("hwmon", high if n % 2 else low)
         n += 1
         due += period
         while due <= time.monotonic():

@@ -1,7 +1,9 @@
 #!/usr/bin/env bats
 # An exited process is published with its final values: the CPU it spends
 # after sched_process_exit (here tearing down a large address space) is in
-# them, however long that takes on a loaded host.
+# them, however long that takes on a loaded host. Each child is known by its
+# pid and start time (PID@TICKS): on a busy host the pids wrap in seconds, and a
+# later process given a child's pid is not that child.
 load helper
 load usaged_helper
 
@@ -17,9 +19,10 @@ kids_exited() {
 	[ "$exited" -eq "$(wc -l <"$BATS_TEST_TMPDIR/kids")" ]
 }
 
-# listings PID: every message listing PID, one line each: seq start_ns cpu_ns exited.
+# listings PID: every message listing PID (any process of that pid, to show a reuse),
+# one line each: seq start_ns cpu_ns exited.
 listings() {
-	python3 - "$(usaged_tapfile u)" "$1" <<'PY'
+	python3 - "$(usaged_tapfile u)" "${1%@*}" <<'PY'
 import json, sys
 for line in open(sys.argv[1]):
     if not line.startswith("{"):

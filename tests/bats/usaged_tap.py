@@ -12,13 +12,32 @@ usage: usaged_tap.py FILE cpu PID          last cpu_ns published for PID
                                            "L E": how many of the PIDs were listed, and listed as exited
                                            (only processes started before NS, ns since boot: not a later
                                            process that reuses one of the pids)
+       A PID of cpu, field and pids may be PID@TICKS, TICKS the process's start time in clock
+       ticks since boot (/proc/PID/stat field 22): only that process, not another one given the
+       same pid before or after it (pids wrap in seconds on a busy host with pid_max 32768).
        usaged_tap.py FILE stat NAME        last value of usaged's stat counter NAME
        usaged_tap.py FILE src              the src of the usage messages
        usaged_tap.py FILE check            consistency: seq +1, cpu_ns never down, full every N
 Python's json keeps 64-bit integers exact (jq 1.6 does not).
 """
 import json
+import os
 import sys
+
+TICK_NS = 1000000000 // os.sysconf("SC_CLK_TCK")
+
+
+def proc_spec(arg):
+    """PID or PID@TICKS: (pid, start tick or None)."""
+    pid, _, ticks = arg.partition("@")
+    return int(pid), int(ticks) if ticks else None
+
+
+def is_proc(p, spec):
+    # /proc shows the start time rounded down to the tick: one tick either way allows for a
+    # start_ns taken by other rounding.
+    pid, ticks = spec
+    return p["pid"] == pid and (ticks is None or abs(p.get("start_ns", 0) // TICK_NS - ticks) <= 1)
 
 
 def messages(path, kind):
@@ -39,11 +58,11 @@ def messages(path, kind):
                 yield m
 
 
-def last_proc(path, pid):
+def last_proc(path, spec):
     found = None
     for m in messages(path, "usage"):
         for p in m.get("procs", []):
-            if p["pid"] == pid:
+            if is_proc(p, spec):
                 found = p
     return found
 
@@ -51,7 +70,7 @@ def last_proc(path, pid):
 def main():
     path, cmd = sys.argv[1], sys.argv[2]
     if cmd in ("cpu", "field"):
-        p = last_proc(path, int(sys.argv[3]))
+        p = last_proc(path, proc_spec(sys.argv[3]))
         key = "cpu_ns" if cmd == "cpu" else sys.argv[4]
         print(p.get(key, 0) if p else "none")
     elif cmd == "cgroup":
@@ -102,14 +121,15 @@ def main():
         before = None
         if args[:1] == ["--started-before"]:
             before, args = int(args[1]), args[2:]
-        want = {int(p) for p in args}
+        want = [proc_spec(a) for a in args]
         listed, exited = set(), set()
         for m in messages(path, "usage"):
             for p in m.get("procs", []):
-                if p["pid"] in want and (before is None or p.get("start_ns", 0) < before):
-                    listed.add(p["pid"])
-                    if p.get("exited"):
-                        exited.add(p["pid"])
+                for w in want:
+                    if is_proc(p, w) and (before is None or p.get("start_ns", 0) < before):
+                        listed.add(w)
+                        if p.get("exited"):
+                            exited.add(w)
         print(len(listed), len(exited))
     elif cmd == "stat":
         v = "none"
