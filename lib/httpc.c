@@ -2,6 +2,7 @@
 #include "clock.h"
 #include "dl.h"
 #include "grow.h"
+#include "curl.h"
 #include "httpc.h"
 #include "job.h"
 
@@ -37,24 +38,7 @@ const char *wb_httpc_result_name(enum wb_httpc_result r)
  * neither it nor the TLS, Kerberos, LDAP and SSH libraries it brings. The build passes its soname.
  */
 _Static_assert(sizeof(WB_LIBCURL) > 1, "the Makefile found no soname for libcurl");
-static struct {
-	__typeof__(curl_global_init) *global_init;
-	__typeof__(curl_easy_init) *easy_init;
-	__typeof__(curl_easy_setopt) *easy_setopt;
-	__typeof__(curl_easy_perform) *easy_perform;
-	__typeof__(curl_easy_getinfo) *easy_getinfo;
-	__typeof__(curl_easy_cleanup) *easy_cleanup;
-	__typeof__(curl_easy_strerror) *easy_strerror;
-	__typeof__(curl_slist_append) *slist_append;
-	__typeof__(curl_slist_free_all) *slist_free_all;
-	__typeof__(curl_multi_init) *multi_init;
-	__typeof__(curl_multi_add_handle) *multi_add_handle;
-	__typeof__(curl_multi_remove_handle) *multi_remove_handle;
-	__typeof__(curl_multi_perform) *multi_perform;
-	__typeof__(curl_multi_poll) *multi_poll;
-	__typeof__(curl_multi_info_read) *multi_info_read;
-	__typeof__(curl_multi_cleanup) *multi_cleanup;
-} curl;
+static struct wb_curl curl;
 static pthread_once_t global_once = PTHREAD_ONCE_INIT;
 static char global_err[512];
 
@@ -96,6 +80,11 @@ int wb_httpc_load(char *err, size_t errlen)
 		return 0;
 	snprintf(err, errlen, "%s", global_err);
 	return -1;
+}
+
+const struct wb_curl *wb_curl_load(char *err, size_t errlen)
+{
+	return wb_httpc_load(err, errlen) < 0 ? NULL : &curl;
 }
 
 struct sink {

@@ -1,8 +1,9 @@
 /*
- * The operator's API server client over libcurl (loaded at the first request,
- * lib/dl.h, as lib/httpc.c loads it): one request, or a wait on several watches
- * at once, each with a deadline and cancelled within 200 ms of a stop. The
- * token is read again for every request (projected tokens rotate).
+ * The operator's API server client over libcurl (lib/curl.h: the one table of
+ * its functions, loaded by lib/httpc.c at the first request): one request, or a
+ * wait on several watches at once, each with a deadline and cancelled within
+ * 200 ms of a stop. The token is read again for every request (projected tokens
+ * rotate).
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -10,69 +11,23 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <curl/curl.h>
-
-#include "dl.h"
+#include "curl.h"
 #include "grow.h"
 #include "kube.h"
 
 #define TOKEN_MAX 65536
 #define BODY_MAX (16u << 20)
 
-static struct {
-	__typeof__(curl_global_init) *global_init;
-	__typeof__(curl_easy_init) *easy_init;
-	__typeof__(curl_easy_setopt) *easy_setopt;
-	__typeof__(curl_easy_perform) *easy_perform;
-	__typeof__(curl_easy_getinfo) *easy_getinfo;
-	__typeof__(curl_easy_cleanup) *easy_cleanup;
-	__typeof__(curl_easy_strerror) *easy_strerror;
-	__typeof__(curl_slist_append) *slist_append;
-	__typeof__(curl_slist_free_all) *slist_free_all;
-	__typeof__(curl_multi_init) *multi_init;
-	__typeof__(curl_multi_add_handle) *multi_add_handle;
-	__typeof__(curl_multi_remove_handle) *multi_remove_handle;
-	__typeof__(curl_multi_perform) *multi_perform;
-	__typeof__(curl_multi_poll) *multi_poll;
-	__typeof__(curl_multi_info_read) *multi_info_read;
-	__typeof__(curl_multi_cleanup) *multi_cleanup;
-} curl;
+/* lib/httpc's table of libcurl's functions, copied once it is loaded */
+static struct wb_curl curl;
 
 int kube_load(char *err, size_t errlen)
 {
-	static int loaded; /* 1 ok, -1 failed */
-	static char why[400];
-	if (!loaded) {
-		const struct wb_dl_sym syms[] = {
-		    {&curl.global_init, "curl_global_init", true},
-		    {&curl.easy_init, "curl_easy_init", true},
-		    {&curl.easy_setopt, "curl_easy_setopt", true},
-		    {&curl.easy_perform, "curl_easy_perform", true},
-		    {&curl.easy_getinfo, "curl_easy_getinfo", true},
-		    {&curl.easy_cleanup, "curl_easy_cleanup", true},
-		    {&curl.easy_strerror, "curl_easy_strerror", true},
-		    {&curl.slist_append, "curl_slist_append", true},
-		    {&curl.slist_free_all, "curl_slist_free_all", true},
-		    {&curl.multi_init, "curl_multi_init", true},
-		    {&curl.multi_add_handle, "curl_multi_add_handle", true},
-		    {&curl.multi_remove_handle, "curl_multi_remove_handle", true},
-		    {&curl.multi_perform, "curl_multi_perform", true},
-		    {&curl.multi_poll, "curl_multi_poll", true},
-		    {&curl.multi_info_read, "curl_multi_info_read", true},
-		    {&curl.multi_cleanup, "curl_multi_cleanup", true},
-		};
-		char dl[300];
-		loaded = -1;
-		if (!wb_dl_open(WB_LIBCURL, syms, sizeof(syms) / sizeof(syms[0]), dl, sizeof(dl)))
-			snprintf(why, sizeof(why), "%s; install libcurl (Debian: libcurl4)", dl);
-		else if (curl.global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
-			snprintf(why, sizeof(why), "libcurl: global init failed");
-		else
-			loaded = 1;
-	}
-	if (loaded < 0)
-		snprintf(err, errlen, "%s", why);
-	return loaded > 0 ? 0 : -1;
+	const struct wb_curl *c = curl.easy_init ? &curl : wb_curl_load(err, errlen);
+	if (!c)
+		return -1;
+	curl = *c;
+	return 0;
 }
 
 /* The token without trailing white space; NULL with err when unreadable. */
