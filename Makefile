@@ -216,10 +216,13 @@ FUZZ_FLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=u
 	-DWB_DATADIR='"$(DATADIR)"' -DWB_SYSCONFDIR='"$(SYSCONFDIR)"' \
 	-Ilib -I$(BUILD)/gen -I$(BUILD)/bpf $(call pkg_cflags,$(ALL_PKGS)) $(DLOPEN_DEFS)
 fuzz_stage = $(filter $(STAGES),$(firstword $(subst _, ,$(1))))
-$(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(LIB_SRCS) $(GEN_C) $(GEN_H) $$(filter-out %/main.c,$$(wildcard $$(call fuzz_stage,$$*)/*.c)) | $(BUILD)/fuzz/.dir
+# A target's sources: its stage's modules, and those of the stages it links as its binary does
+# (modeld's POST /train fits with estimd's trainer).
+fuzz_with_modeld := estimd
+fuzz_srcs = $(foreach s,$(call fuzz_stage,$(1)) $(fuzz_with_$(call fuzz_stage,$(1))),$(filter-out %/main.c,$(wildcard $(s)/*.c)))
+$(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(LIB_SRCS) $(GEN_C) $(GEN_H) $$(call fuzz_srcs,$$*) | $(BUILD)/fuzz/.dir
 	$(call say,FUZZ,$@)
-	$(Q)$(CLANG) $(FUZZ_FLAGS) -o $@ $< $(LIB_SRCS) $(GEN_C) \
-		$(filter-out %/main.c,$(wildcard $(call fuzz_stage,$*)/*.c)) \
+	$(Q)$(CLANG) $(FUZZ_FLAGS) -o $@ $< $(LIB_SRCS) $(GEN_C) $(call fuzz_srcs,$*) \
 		$(call pkg_libs,$(ALL_PKGS)) $(LIBS)
 
 fuzz-build: $(FUZZ_BINS)
