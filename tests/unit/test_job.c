@@ -8,7 +8,7 @@
 #include "job.h"
 #include "unit.h"
 
-static atomic_int freed;
+static atomic_int made, freed; /* works allocated, works freed */
 
 struct work {
 	int fd;		 /* wait for input here (a pipe nobody writes), or -1: compute */
@@ -43,6 +43,7 @@ static void run(struct wb_job *job, void *arg)
 static struct work *work(int fd, int in)
 {
 	struct work *w = calloc(1, sizeof(*w));
+	atomic_fetch_add(&made, 1);
 	w->fd = fd;
 	w->in = in;
 	return w;
@@ -55,10 +56,18 @@ static struct work *work(int fd, int in)
 			usleep(1000);                                                              \
 	} while (0)
 
+/* A finished job's thread may drop its reference a moment after its owner did, and the last
+ * of the two frees the work: a test that counts frees first waits for the earlier tests' works. */
+static int settled_frees(void)
+{
+	WAIT_FOR(atomic_load(&freed) == atomic_load(&made));
+	return atomic_load(&freed);
+}
+
 static void test_result_on_fd(void)
 {
 	char err[256];
-	int before = atomic_load(&freed);
+	int before = settled_frees();
 	struct wb_job *j =
 	    wb_job_start("double 21", 0, run, work(-1, 21), free_work, err, sizeof err);
 	CHECK(j != NULL);
@@ -141,7 +150,7 @@ static void test_release_while_running(void)
 	int pfd[2];
 	CHECK(pipe(pfd) == 0);
 	char err[256];
-	int before = atomic_load(&freed);
+	int before = settled_frees();
 	struct wb_job *j =
 	    wb_job_start("abandoned", 0, run, work(pfd[0], 0), free_work, err, sizeof err);
 	CHECK(j != NULL);
@@ -157,6 +166,7 @@ static void test_release_while_running(void)
  * left behind at the bound and counted; a job started after the stop is cancelled at once. */
 static void test_stop(void)
 {
+	settled_frees(); /* the earlier tests' works, before this one's are counted */
 	int pfd[2];
 	CHECK(pipe(pfd) == 0);
 	char err[256];
