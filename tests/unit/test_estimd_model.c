@@ -519,6 +519,30 @@ static void test_negative_idle_logreg5(void)
 	estimator_destroy(&e);
 }
 
+/* A trainer fed 100 slots of package power p_w(x) at x = x0, x0 + dx, ... CPU-ms/s. */
+static void train_package(struct trainer *t, double (*p_w)(double x), double x0, double dx)
+{
+	struct train_conf tc = {
+	    .window = 200, .min_slots = 20, .every = 1000000, .holdout_every = 5};
+	CHECK(trainer_init(t, &tc) == 0);
+	for (int i = 0; i < 100; i++) {
+		double x[FEAT_COUNT] = {0}, y[TRAIN_ZONES] = {-1, -1, -1, -1, -1};
+		x[FEAT_CPU_TIME_MS] = x0 + dx * i;
+		y[0] = p_w(x[FEAT_CPU_TIME_MS]);
+		trainer_add_sample(t, x, y);
+	}
+}
+
+static double high_load_line(double x)
+{
+	return -20 + 0.06 * x;
+}
+
+static double steep_curve(double x)
+{
+	return 0.5 * exp(0.0012 * x) + 20;
+}
+
 /*
  * An honest fit of slots recorded only at high load (900-1000 CPU-ms/s on one CPU, 34-40 W on
  * a line through -20 W at rest) has a bias of -20 W. estimd published P(x) - P(0) = 60 W at
@@ -528,15 +552,7 @@ static void test_negative_idle_logreg5(void)
 static void test_negative_bias_trained(void)
 {
 	struct trainer t;
-	struct train_conf tc = {
-	    .window = 200, .min_slots = 20, .every = 1000000, .holdout_every = 5};
-	CHECK(trainer_init(&t, &tc) == 0);
-	for (int i = 0; i < 100; i++) {
-		double x[FEAT_COUNT] = {0}, y[TRAIN_ZONES] = {-1, -1, -1, -1, -1};
-		x[FEAT_CPU_TIME_MS] = 900 + i;
-		y[0] = -20 + 0.06 * x[FEAT_CPU_TIME_MS];
-		trainer_add_sample(&t, x, y);
-	}
+	train_package(&t, high_load_line, 900, 1);
 	struct model *m = malloc(sizeof(*m));
 	char err[MODEL_ERR_MAX];
 	CHECK(trainer_fit(&t, "wattbus-high-load", 1, m, err, sizeof(err)) == 0);
@@ -566,15 +582,7 @@ static void test_negative_bias_trained(void)
 static void test_trainer_grid_refusal(void)
 {
 	struct trainer t;
-	struct train_conf tc = {
-	    .window = 200, .min_slots = 20, .every = 1000000, .holdout_every = 5};
-	CHECK(trainer_init(&t, &tc) == 0);
-	for (int i = 0; i < 100; i++) {
-		double x[FEAT_COUNT] = {0}, y[TRAIN_ZONES] = {-1, -1, -1, -1, -1};
-		x[FEAT_CPU_TIME_MS] = 40.0 * i;
-		y[0] = 0.5 * exp(0.0012 * x[FEAT_CPU_TIME_MS]) + 20;
-		trainer_add_sample(&t, x, y);
-	}
+	train_package(&t, steep_curve, 0, 40);
 	struct model m;
 	char err[MODEL_ERR_MAX];
 	CHECK(trainer_fit_form(&t, MODEL_EXPONENTIAL, "steep", 4, &m, err, sizeof(err)) == -2);
