@@ -39,3 +39,20 @@ md_choice() {
 		echo "$status $(head -c 300 "$BATS_TEST_TMPDIR/answer")"
 	fi
 }
+
+# md_law_within_mae WEIGHT_JSON: the trained law of the /train tests (package 20 W + 30 W, dram
+# 5 W + 2 W per busy CPU: 1000 ms of CPU time a second) at 0..4 busy CPUs, within the served mae.
+md_law_within_mae() {
+	python3 - "$1" <<-'PY'
+		import json, sys
+		w = json.load(open(sys.argv[1]))
+		mae = w["mae"]
+		assert 0 < mae < 1, mae
+		for zone, base, per_cpu in (("package", 20, 30), ("dram", 5, 2)):
+		    a = w[zone]["All_Weights"]
+		    f = a["Numerical_Variables"]["bpf_cpu_time_ms"]
+		    for busy in range(5):
+		        p = a["Bias_Weight"] + f["weight"] / f["scale"] * 1000 * busy
+		        assert abs(p - (base + per_cpu * busy)) <= mae, (zone, busy, p, mae)
+	PY
+}

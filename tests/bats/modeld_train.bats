@@ -42,18 +42,7 @@ counter() {
 	run jq -r .model_name "$BATS_TEST_TMPDIR/AbsPower.json"
 	assert_output SGDRegressorTrainer_0
 	# the law at 0..4 busy CPUs (1000 ms of CPU time a second each), within the MAE served
-	python3 - "$BATS_TEST_TMPDIR/AbsPower.json" <<-'PY'
-		import json, sys
-		w = json.load(open(sys.argv[1]))
-		mae = w["mae"]
-		assert 0 < mae < 1, mae
-		for zone, base, per_cpu in (("package", 20, 30), ("dram", 5, 2)):
-		    a = w[zone]["All_Weights"]
-		    f = a["Numerical_Variables"]["bpf_cpu_time_ms"]
-		    for busy in range(5):
-		        p = a["Bias_Weight"] + f["weight"] / f["scale"] * 1000 * busy
-		        assert abs(p - (base + per_cpu * busy)) <= mae, (zone, busy, p, mae)
-	PY
+	md_law_within_mae "$BATS_TEST_TMPDIR/AbsPower.json"
 	# the zip answer of the imported model is the trained folder, byte for byte
 	run curl -sS --max-time 10 -o "$BATS_TEST_TMPDIR/model.zip" -w '%{http_code}' \
 		--data-binary '{"metrics":["bpf_cpu_time_ms"],"output_type":"AbsPower"}' "$MD_URL/model"
