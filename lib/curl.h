@@ -26,6 +26,11 @@ struct wb_curl {
 	__typeof__(curl_multi_poll) *multi_poll;
 	__typeof__(curl_multi_info_read) *multi_info_read;
 	__typeof__(curl_multi_cleanup) *multi_cleanup;
+	__typeof__(curl_url) *url;
+	__typeof__(curl_url_set) *url_set;
+	__typeof__(curl_url_get) *url_get;
+	__typeof__(curl_url_cleanup) *url_cleanup;
+	__typeof__(curl_free) *free;
 };
 
 /* libcurl, loaded and initialised once per process, or NULL with err saying why (the library's

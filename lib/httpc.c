@@ -6,7 +6,6 @@
 #include "httpc.h"
 #include "job.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -61,6 +60,11 @@ static void global_init(void)
 	    {&curl.multi_poll, "curl_multi_poll", true},
 	    {&curl.multi_info_read, "curl_multi_info_read", true},
 	    {&curl.multi_cleanup, "curl_multi_cleanup", true},
+	    {&curl.url, "curl_url", true},
+	    {&curl.url_set, "curl_url_set", true},
+	    {&curl.url_get, "curl_url_get", true},
+	    {&curl.url_cleanup, "curl_url_cleanup", true},
+	    {&curl.free, "curl_free", true},
 	};
 	char why[400];
 	if (!wb_dl_open(WB_LIBCURL, syms, sizeof(syms) / sizeof(syms[0]), why, sizeof(why))) {
@@ -110,49 +114,52 @@ static size_t on_data(char *data, size_t size, size_t n, void *arg)
 }
 
 /*
- * Redirects stay where the request went: the URL's scheme://authority as written
- * (host and port), so a model server or BMC that answers 3xx cannot send the
- * request, its bearer token or its body to another host. A relative Location is
- * on the same host by definition; a refused one aborts the transfer.
+ * Redirects stay where the request went: the same scheme, host and port (libcurl's URL parser
+ * resolves a relative Location against the request URL and names the default port), so a model
+ * server or BMC that answers 3xx cannot send the request, its bearer token or its body to another
+ * host. A refused Location aborts the transfer.
  */
 struct redirect_check {
-	const char *origin; /* the request URL; origin_len bytes of it are scheme://authority */
-	size_t origin_len;
-	bool in_3xx; /* the headers being read are a redirect's */
+	const char *url; /* the request URL */
+	bool in_3xx;	 /* the headers being read are a redirect's */
 	bool refused;
 	char location[160]; /* the refused Location, printable bytes only */
 };
 
-static size_t url_origin_len(const char *url, size_t len)
+/* A URL's scheme, host and port, or false when libcurl cannot parse it. */
+struct url_origin {
+	char scheme[16], host[256], port[8];
+};
+
+static bool origin_part(CURLU *u, CURLUPart part, unsigned flags, char *out, size_t size)
 {
-	const char *sep = memmem(url, len, "://", 3);
-	if (!sep)
-		return 0;
-	size_t i = (size_t)(sep - url) + 3;
-	while (i < len && url[i] != '/' && url[i] != '?' && url[i] != '#')
-		i++;
-	return i;
+	char *v = NULL;
+	bool ok = curl.url_get(u, part, &v, flags) == CURLUE_OK && strlen(v) < size;
+	if (ok)
+		snprintf(out, size, "%s", v);
+	curl.free(v);
+	return ok;
 }
 
-static bool same_origin(const struct redirect_check *rc, const char *v, size_t n)
+/* location NULL: the origin of base; else of location resolved against base. */
+static bool url_origin(const char *base, const char *location, struct url_origin *o)
 {
-	size_t scheme = 0;
-	while (scheme < n && (isalnum((unsigned char)v[scheme]) || strchr("+-.", v[scheme])))
-		scheme++;
-	bool absolute = scheme > 0 && scheme < n && v[scheme] == ':';
-	if (!absolute && !(n >= 2 && v[0] == '/' && v[1] == '/'))
-		return true; /* a path (or a query) on this host */
-	if (!absolute) {     /* //authority/path: this scheme, that authority */
-		const char *auth = strstr(rc->origin, "://");
-		if (!auth)
-			return false;
-		auth++;
-		size_t alen = rc->origin_len - (size_t)(auth - rc->origin);
-		return n >= alen && strncasecmp(v, auth, alen) == 0 &&
-		       (n == alen || strchr("/?#", v[alen]));
-	}
-	return url_origin_len(v, n) == rc->origin_len &&
-	       strncasecmp(v, rc->origin, rc->origin_len) == 0;
+	CURLU *u = curl.url();
+	bool ok = u && curl.url_set(u, CURLUPART_URL, base, 0) == CURLUE_OK &&
+		  (!location || curl.url_set(u, CURLUPART_URL, location, 0) == CURLUE_OK) &&
+		  origin_part(u, CURLUPART_SCHEME, 0, o->scheme, sizeof(o->scheme)) &&
+		  origin_part(u, CURLUPART_HOST, 0, o->host, sizeof(o->host)) &&
+		  origin_part(u, CURLUPART_PORT, CURLU_DEFAULT_PORT, o->port, sizeof(o->port));
+	curl.url_cleanup(u);
+	return ok;
+}
+
+static bool same_origin(const struct redirect_check *rc, const char *location)
+{
+	struct url_origin from, to;
+	return url_origin(rc->url, NULL, &from) && url_origin(rc->url, location, &to) &&
+	       strcasecmp(from.scheme, to.scheme) == 0 && strcasecmp(from.host, to.host) == 0 &&
+	       strcmp(from.port, to.port) == 0;
 }
 
 static size_t on_header(char *data, size_t size, size_t n, void *arg)
@@ -172,8 +179,13 @@ static size_t on_header(char *data, size_t size, size_t n, void *arg)
 		v++, vn--;
 	while (vn && (v[vn - 1] == '\r' || v[vn - 1] == '\n' || v[vn - 1] == ' '))
 		vn--;
-	if (same_origin(rc, v, vn))
-		return len;
+	char location[2048];
+	if (vn < sizeof(location)) {
+		memcpy(location, v, vn);
+		location[vn] = '\0';
+		if (same_origin(rc, location))
+			return len;
+	}
 	size_t k = 0;
 	for (; k < vn && k + 1 < sizeof(rc->location); k++)
 		rc->location[k] = v[k] > 0x20 && v[k] < 0x7f ? v[k] : '?';
@@ -299,8 +311,7 @@ static enum wb_httpc_result request(const char *method, const char *url, const v
 	curl.easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
 	curl.easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
 	curl.easy_setopt(c, CURLOPT_MAXREDIRS, 3L);
-	struct redirect_check redir = {.origin = url,
-				       .origin_len = url_origin_len(url, strlen(url))};
+	struct redirect_check redir = {.url = url};
 	curl.easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
 	curl.easy_setopt(c, CURLOPT_HEADERDATA, &redir);
 	curl.easy_setopt(c, CURLOPT_TIMEOUT_MS, timeout);

@@ -188,10 +188,11 @@ static void test_redirects_same_host_only(void)
 	CHECK(strstr(rel.request, "GET /v2/models HTTP/1.1\r\n") == rel.request);
 	wb_httpc_resp_free(&r);
 
-	/* another host, another port of this host, and //host: refused, nothing followed */
-	static const char *const away[] = {"http://127.0.0.2:%d/steal",
-					   "http://127.0.0.1:%d0/steal", "//localhost:%d/steal",
-					   "HTTPS://127.0.0.1:%d/x"};
+	/* another host, another port of this host, //host, another scheme, and this host as the
+	 * user name of another: refused, nothing followed */
+	static const char *const away[] = {
+	    "http://127.0.0.2:%d/steal", "http://127.0.0.1:%d0/steal", "//localhost:%d/steal",
+	    "HTTPS://127.0.0.1:%d/x", "http://127.0.0.1:%d@127.0.0.2/steal"};
 	for (size_t i = 0; i < sizeof(away) / sizeof(away[0]); i++) {
 		struct server far = {0};
 		server_start(&far);
