@@ -272,7 +272,8 @@ static enum MHD_Result count_length(void *cls, enum MHD_ValueKind kind, const ch
  * Every request passes here before the stage's handler. Two Content-Length headers
  * make the body's end ambiguous (a proxy in front may take the other one: request
  * smuggling, RFC 9112 6.3), and libmicrohttpd takes the first: answered 400 here,
- * before any body is read, for every stage alike.
+ * before any body is read, for every stage alike. The headers are counted once, at the
+ * request's first call (*req_cls still NULL), not again for every piece of its body.
  */
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const char *url,
 				  const char *method, const char *version, const char *upload_data,
@@ -280,7 +281,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const c
 {
 	struct wb_httpd *self = cls;
 	unsigned lengths = 0;
-	MHD_get_connection_values(con, MHD_HEADER_KIND, count_length, &lengths);
+	if (*req_cls == NULL)
+		MHD_get_connection_values(con, MHD_HEADER_KIND, count_length, &lengths);
 	if (lengths > 1) {
 		static const char msg[] = "more than one Content-Length header\n";
 		log_rl(&self->rl_bad, WB_LOG_INFO,
