@@ -55,6 +55,8 @@ measure exportd_kubelet "GET /pods" "$B/wattbus-exportd" --runtime_dir "$T" --li
 measure estimd_model_server "POST /model" "$B/wattbus-estimd" --runtime_dir "$T" --host h \
 	--sub "ipc://$T/a.sock" --pub "ipc://$T/s.sock" --model "" --model_server "$PEER" \
 	--model_server_timeout 600s
+measure modeld_prometheus "GET /api/v1/query_range" "$B/wattbus-modeld" --runtime_dir "$T" \
+	--listen 127.0.0.1:0 --sub "" --store "$T/store" --prometheus "$PEER" --prometheus_timeout 600s
 fi
 
 # The sidecar: hung at its first request; slots of 20 hosts through it.

@@ -56,6 +56,12 @@ stop_and_check() {
 	stop_and_check estimd "POST /model"
 }
 
+@test "modeld stops with a Prometheus that never answers (its online trainer)" {
+	wb_spawn modeld "$WB_BUILD/wattbus-modeld" --runtime_dir "$BATS_TEST_TMPDIR" --listen 127.0.0.1:0 \
+		--sub "" --store "$BATS_TEST_TMPDIR/store" --prometheus "$PEER" --prometheus_timeout 600s
+	stop_and_check modeld "GET /api/v1/query_range"
+}
+
 @test "no wait on the loop can be set to outlast the units' WatchdogSec" {
 	# The keys whose wait holds a loop iteration (powerd's exec run, estimd's slot wait for
 	# its sidecar); every other wait for a peer is a job off the loop.
