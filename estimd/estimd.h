@@ -4,7 +4,7 @@
  * file. None needs root; all are pure code (no sockets, no clocks read, no
  * files) except state.c (the totals' state file), sidecar.c (the estimator
  * sidecar's socket), modelio.c (model files) and spec.c (reads procfs and
- * sysfs). main.c wires them to the bus.
+ * sysfs). main.c and the model sources (sources.h) wire them to the bus.
  */
 #ifndef ESTIMD_H
 #define ESTIMD_H
