@@ -82,6 +82,16 @@ struct est_source {
 	void (*stop)(struct est_app *app, void *state);
 };
 
+/* A row's settings and state, from its file's key table and structs. */
+#define EST_SOURCE_KEYS(k, conf_type)                                                              \
+	.keys = (k), .nkeys = sizeof(k) / sizeof((k)[0]), .conf_size = sizeof(conf_type)
+#define EST_SOURCE_STATE(state_type, st)                                                           \
+	.state_size = sizeof(state_type), .stats = (st), .nstats = sizeof(st) / sizeof((st)[0])
+/* A row's hooks, in the struct's order (NULL where it has none). */
+#define EST_SOURCE_HOOKS(conf_fn, start_fn, slot_fn, result_fn, reload_fn, stop_fn)                \
+	.conf = (conf_fn), .start = (start_fn), .slot = (slot_fn), .result = (result_fn),          \
+	.reload = (reload_fn), .stop = (stop_fn)
+
 /* ---- sources.c: the table, estimd's section laid out, and what sources share ---- */
 
 #define EST_SOURCES_MAX 16 /* rows est_sources may have (a static check holds it) */

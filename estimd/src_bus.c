@@ -71,11 +71,6 @@ static int bus_start(struct est_app *app, void *state, const void *sconf, bool *
 
 const struct est_source est_bus_source = {
     .name = "bus",
-    .keys = keys,
-    .nkeys = sizeof(keys) / sizeof(keys[0]),
-    .conf_size = sizeof(struct bus_conf),
-    .state_size = sizeof(struct bus_state),
-    .stats = stats,
-    .nstats = sizeof(stats) / sizeof(stats[0]),
-    .start = bus_start,
-};
+    EST_SOURCE_KEYS(keys, struct bus_conf),
+    EST_SOURCE_STATE(struct bus_state, stats),
+    EST_SOURCE_HOOKS(NULL, bus_start, NULL, NULL, NULL, NULL)};

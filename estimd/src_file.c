@@ -118,10 +118,5 @@ static void file_reload(struct est_app *app, void *state, const void *old_sconf,
 
 const struct est_source est_file_source = {
     .name = "file",
-    .keys = keys,
-    .nkeys = sizeof(keys) / sizeof(keys[0]),
-    .conf_size = sizeof(struct file_conf),
-    .conf = file_conf,
-    .start = file_start,
-    .reload = file_reload,
-};
+    EST_SOURCE_KEYS(keys, struct file_conf),
+    EST_SOURCE_HOOKS(file_conf, file_start, NULL, NULL, file_reload, NULL)};

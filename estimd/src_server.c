@@ -15,9 +15,7 @@
 
 struct server_conf {
 	char *model_server;
-	uint64_t model_refresh_ns;
-	uint64_t model_retry_ns;
-	uint64_t model_server_timeout_ns;
+	uint64_t model_refresh_ns, model_retry_ns, model_server_timeout_ns;
 };
 
 #define OFF(field) offsetof(struct server_conf, field)
@@ -45,13 +43,10 @@ struct server_state {
 	uint64_t *requests, *unreachable, *refused, *bad_answer, *models;
 };
 
-static const struct wb_stat_row stats[] = {
-    WB_STAT_ROW(struct server_state, requests, "model_server_requests"),
-    WB_STAT_ROW(struct server_state, unreachable, "model_server_unreachable"),
-    WB_STAT_ROW(struct server_state, refused, "model_server_refused"),
-    WB_STAT_ROW(struct server_state, bad_answer, "model_server_bad_answer"),
-    WB_STAT_ROW(struct server_state, models, "model_server_models"),
-};
+/* model_server_<field> */
+#define ROW(f) WB_STAT_ROW(struct server_state, f, "model_server_" #f)
+static const struct wb_stat_row stats[] = {ROW(requests), ROW(unreachable), ROW(refused),
+					   ROW(bad_answer), ROW(models)};
 
 static int server_conf(const void *sconf, const struct estimd_conf *c, struct est_conf *ec,
 		       char *err, size_t errlen)
@@ -254,15 +249,6 @@ static void server_stop(struct est_app *app, void *state)
 
 const struct est_source est_server_source = {
     .name = "server",
-    .keys = keys,
-    .nkeys = sizeof(keys) / sizeof(keys[0]),
-    .conf_size = sizeof(struct server_conf),
-    .state_size = sizeof(struct server_state),
-    .stats = stats,
-    .nstats = sizeof(stats) / sizeof(stats[0]),
-    .conf = server_conf,
-    .start = server_start,
-    .slot = server_slot,
-    .reload = server_reload,
-    .stop = server_stop,
-};
+    EST_SOURCE_KEYS(keys, struct server_conf),
+    EST_SOURCE_STATE(struct server_state, stats),
+    EST_SOURCE_HOOKS(server_conf, server_start, server_slot, NULL, server_reload, server_stop)};

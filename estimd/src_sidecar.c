@@ -13,19 +13,17 @@
 
 struct sidecar_conf {
 	char *estimator;
-	uint64_t estimator_timeout_ns;
-	uint64_t estimator_answer_max_ns;
+	uint64_t estimator_timeout_ns, estimator_answer_max_ns;
 };
 
-#define OFF(field) offsetof(struct sidecar_conf, field)
-
 static const struct wb_conf_key keys[] = {
-    {"estimator", WB_CONF_STR, OFF(estimator), "", 0, 0, NULL,
+    {"estimator", WB_CONF_STR, offsetof(struct sidecar_conf, estimator), "", 0, 0, NULL,
      "Kepler estimator sidecar, unix:PATH: asked for the power of every slot in model mode; the local model stands in when it does not answer in time (empty: none)"},
-    {"estimator_timeout", WB_CONF_DURATION, OFF(estimator_timeout_ns), "200ms", 1e6, 10e9, NULL,
+    {"estimator_timeout", WB_CONF_DURATION, offsetof(struct sidecar_conf, estimator_timeout_ns),
+     "200ms", 1e6, 10e9, NULL,
      "how long a slot waits for the estimator sidecar's answer before the local model stands in; the exchange goes on (at most 10 s: the slot's wait holds the loop, WatchdogSec is 30 s)"},
-    {"estimator_answer_max", WB_CONF_DURATION, OFF(estimator_answer_max_ns), "30s", 1e9, 600e9,
-     NULL,
+    {"estimator_answer_max", WB_CONF_DURATION,
+     offsetof(struct sidecar_conf, estimator_answer_max_ns), "30s", 1e9, 600e9, NULL,
      "how long one exchange keeps its connection for the sidecar's answer, read and dropped when it comes after its slot's wait; covers Kepler's first answer, which loads the model (seconds); later slots do not ask meanwhile"},
 };
 
@@ -34,21 +32,15 @@ struct sidecar_state {
 	const struct sidecar_conf *conf;
 	struct sidecar *sc; /* NULL: none */
 	struct wb_ratelimit rl;
-	uint64_t *requests, *answered, *timeout, *gone, *bad_answer, *implausible, *late, *busy,
-	    *refused;
+	uint64_t *requests, *answered, *timeout, *unreachable, *bad_answer, *implausible, *late,
+	    *busy, *refused;
 };
 
-static const struct wb_stat_row stats[] = {
-    WB_STAT_ROW(struct sidecar_state, requests, "estimator_requests"),
-    WB_STAT_ROW(struct sidecar_state, answered, "estimator_answered"),
-    WB_STAT_ROW(struct sidecar_state, timeout, "estimator_timeout"),
-    WB_STAT_ROW(struct sidecar_state, gone, "estimator_unreachable"),
-    WB_STAT_ROW(struct sidecar_state, bad_answer, "estimator_bad_answer"),
-    WB_STAT_ROW(struct sidecar_state, implausible, "estimator_implausible"),
-    WB_STAT_ROW(struct sidecar_state, late, "estimator_late"),
-    WB_STAT_ROW(struct sidecar_state, busy, "estimator_busy"),
-    WB_STAT_ROW(struct sidecar_state, refused, "estimator_refused"),
-};
+/* estimator_<field> */
+#define ROW(f) WB_STAT_ROW(struct sidecar_state, f, "estimator_" #f)
+static const struct wb_stat_row stats[] = {ROW(requests),    ROW(answered),   ROW(timeout),
+					   ROW(unreachable), ROW(bad_answer), ROW(implausible),
+					   ROW(late),	     ROW(busy),	      ROW(refused)};
 
 static int sidecar_conf(const void *sconf, const struct estimd_conf *c, struct est_conf *ec,
 			char *err, size_t errlen)
@@ -117,7 +109,7 @@ static int on_done(struct wb_daemon *d_, int fd, void *arg)
 		    "estimator sidecar %s: an answer came %.0f ms after its request, after its slot stopped waiting: read and dropped",
 		    path, d.ms);
 	} else {
-		(*(d.status == SIDECAR_REFUSED ? s->refused : s->gone))++;
+		(*(d.status == SIDECAR_REFUSED ? s->refused : s->unreachable))++;
 		log_rl(&s->rl, WB_LOG_WARN, "estimator sidecar %s%s", d.warm_up ? "warm-up: " : "",
 		       d.err);
 	}
@@ -204,7 +196,7 @@ static void sidecar_slot(struct est_app *app, void *state, const struct wb_align
 	case SIDECAR_BACKOFF:
 	case SIDECAR_UNREACHABLE:
 	case SIDECAR_ERROR:
-		(*s->gone)++;
+		(*s->unreachable)++;
 		break;
 	}
 	log_rl(&s->rl, WB_LOG_WARN, "estimator sidecar %s; slot of %s from the local model %s", err,
@@ -264,17 +256,9 @@ static void sidecar_stop(struct est_app *app, void *state)
 	sidecar_destroy(&s->sc);
 }
 
-const struct est_source est_sidecar_source = {
-    .name = "sidecar",
-    .keys = keys,
-    .nkeys = sizeof(keys) / sizeof(keys[0]),
-    .conf_size = sizeof(struct sidecar_conf),
-    .state_size = sizeof(struct sidecar_state),
-    .stats = stats,
-    .nstats = sizeof(stats) / sizeof(stats[0]),
-    .conf = sidecar_conf,
-    .start = sidecar_start,
-    .slot = sidecar_slot,
-    .reload = sidecar_reload,
-    .stop = sidecar_stop,
-};
+const struct est_source est_sidecar_source = {.name = "sidecar",
+					      EST_SOURCE_KEYS(keys, struct sidecar_conf),
+					      EST_SOURCE_STATE(struct sidecar_state, stats),
+					      EST_SOURCE_HOOKS(sidecar_conf, sidecar_start,
+							       sidecar_slot, NULL, sidecar_reload,
+							       sidecar_stop)};

@@ -13,26 +13,22 @@
 
 struct train_settings {
 	bool train;
-	int64_t train_window;
-	int64_t train_every;
-	int64_t train_min;
-	int64_t holdout_every;
+	int64_t train_window, train_every, train_min, holdout_every;
 	char *model_out;
 };
 
-#define OFF(field) offsetof(struct train_settings, field)
-
 static const struct wb_conf_key keys[] = {
-    {"train", WB_CONF_BOOL, OFF(train), "true", 0, 0, NULL,
+    {"train", WB_CONF_BOOL, offsetof(struct train_settings, train), "true", 0, 0, NULL,
      "fit a power model from measured slots and publish it"},
-    {"train_window", WB_CONF_INT, OFF(train_window), "600", 20, 1000000, NULL,
-     "slots kept for training and testing"},
-    {"train_every", WB_CONF_INT, OFF(train_every), "60", 1, 1000000, NULL, "slots between fits"},
-    {"train_min", WB_CONF_INT, OFF(train_min), "30", 2, 1000000, NULL,
+    {"train_window", WB_CONF_INT, offsetof(struct train_settings, train_window), "600", 20, 1000000,
+     NULL, "slots kept for training and testing"},
+    {"train_every", WB_CONF_INT, offsetof(struct train_settings, train_every), "60", 1, 1000000,
+     NULL, "slots between fits"},
+    {"train_min", WB_CONF_INT, offsetof(struct train_settings, train_min), "30", 2, 1000000, NULL,
      "training slots needed before the first fit"},
-    {"holdout_every", WB_CONF_INT, OFF(holdout_every), "5", 2, 1000, NULL,
-     "every k-th slot is held out to measure the model's error"},
-    {"model_out", WB_CONF_STR, OFF(model_out), "", 0, 0, NULL,
+    {"holdout_every", WB_CONF_INT, offsetof(struct train_settings, holdout_every), "5", 2, 1000,
+     NULL, "every k-th slot is held out to measure the model's error"},
+    {"model_out", WB_CONF_STR, offsetof(struct train_settings, model_out), "", 0, 0, NULL,
      "file each trained model is written to in Kepler's format (empty: none)"},
 };
 
@@ -126,14 +122,6 @@ static void train_reload(struct est_app *app, void *state, const void *old_sconf
 
 const struct est_source est_train_source = {
     .name = "train",
-    .keys = keys,
-    .nkeys = sizeof(keys) / sizeof(keys[0]),
-    .conf_size = sizeof(struct train_settings),
-    .state_size = sizeof(struct train_state),
-    .stats = stats,
-    .nstats = sizeof(stats) / sizeof(stats[0]),
-    .conf = train_conf_of,
-    .start = train_start,
-    .result = train_result,
-    .reload = train_reload,
-};
+    EST_SOURCE_KEYS(keys, struct train_settings),
+    EST_SOURCE_STATE(struct train_state, stats),
+    EST_SOURCE_HOOKS(train_conf_of, train_start, NULL, train_result, train_reload, NULL)};
