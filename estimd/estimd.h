@@ -184,6 +184,8 @@ struct model_form_def {
 /* Indexed by enum model_form. */
 extern const struct model_form_def model_forms[MODEL_FORM_COUNT];
 const char *model_form_name(enum model_form form);
+/* "auto|SGDRegressorTrainer|...": every row's trainer names, as a config key's choices. */
+void model_trainer_names(char *buf, size_t size);
 /* Parameters of a curve form (0 for linear). */
 size_t model_curve_len(enum model_form form);
 /* A curve form's value at u for parameters c, and (grad, model_curve_len entries; may be NULL)

@@ -6,6 +6,7 @@
  */
 #include <math.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include "estimd.h"
 
@@ -66,6 +67,16 @@ const struct model_form_def model_forms[MODEL_FORM_COUNT] = {
     [MODEL_EXPONENTIAL] = {"exponential", "ExponentialRegressionTrainer", NULL, 3, exponential, 0,
 			   2, STARTS(exp_starts)},
 };
+
+void model_trainer_names(char *buf, size_t size)
+{
+	size_t o = (size_t)snprintf(buf, size, "auto");
+	for (int f = 0; f < MODEL_FORM_COUNT && o < size; f++)
+		o += (size_t)snprintf(buf + o, size - o, "|%s%s%s", model_forms[f].trainer,
+				      model_forms[f].trainer_also ? "|" : "",
+				      model_forms[f].trainer_also ? model_forms[f].trainer_also
+								  : "");
+}
 
 const char *model_form_name(enum model_form form)
 {

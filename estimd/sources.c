@@ -35,6 +35,8 @@ struct wb_conf_key *est_sources_keys(const struct wb_conf_key *head, size_t nhea
 		       "EST_SOURCES_MAX is too small for est_sources");
 	size_t n = nhead + ntail, size = align_up(sizeof(struct estimd_conf));
 	for (size_t i = 0; i < est_nsources; i++) {
+		if (est_sources[i]->init)
+			est_sources[i]->init();
 		n += est_sources[i]->nkeys;
 		conf_off[i] = size;
 		size = align_up(size + est_sources[i]->conf_size);

@@ -59,6 +59,8 @@ struct est_source {
 	size_t state_size;
 	const struct wb_stat_row *stats;
 	size_t nstats;
+	/* Before the section is laid out: fill what its keys take from elsewhere (NULL: none). */
+	void (*init)(void);
 	/*
 	 * On -n, at start and before a reload: check the settings (err names the key; a config
 	 * error) and set what the estimator takes from them in ec. c is the common settings.

@@ -13,10 +13,8 @@
 
 #define DEFAULT_MODEL_FILE "ec2-0.7.11_rapl-sysfs_AbsPower_BPFOnly_SGDRegressorTrainer_1.json"
 #define DEFAULT_MODEL WB_DATADIR "/models/" DEFAULT_MODEL_FILE
-/* Each form's trainer names (forms.c), as test_estimd_model checks. */
-#define TRAINERS                                                                                   \
-	"auto|SGDRegressorTrainer|LinearRegressionTrainer|LogarithmicRegressionTrainer|"           \
-	"LogisticRegressionTrainer|ExponentialRegressionTrainer"
+/* model_trainer's choices: each form's trainer names (forms.c), filled by file_init */
+static char trainers[512];
 
 struct file_conf {
 	char *model;
@@ -29,11 +27,16 @@ struct file_conf {
 static const struct wb_conf_key keys[] = {
     {"model", WB_CONF_STR, OFF(model), DEFAULT_MODEL, 0, 0, NULL,
      "Kepler model-db weights JSON for slots without power (empty: none)"},
-    {"model_trainer", WB_CONF_ENUM, OFF(model_trainer), "auto", 0, 0, TRAINERS,
+    {"model_trainer", WB_CONF_ENUM, OFF(model_trainer), "auto", 0, 0, trainers,
      "form of the model file when neither its model_name nor its file name tells"},
     {"model_type", WB_CONF_ENUM, OFF(model_type), "auto", 0, 0, "auto|AbsPower|DynPower",
      "AbsPower: node power; DynPower: active power (auto: from the file name)"},
 };
+
+static void file_init(void)
+{
+	model_trainer_names(trainers, sizeof(trainers));
+}
 
 /* The built-in default model is where `make install` puts it; a build tree runs without it. */
 static bool default_model_missing(const struct file_conf *fc)
@@ -119,4 +122,5 @@ static void file_reload(struct est_app *app, void *state, const void *old_sconf,
 const struct est_source est_file_source = {
     .name = "file",
     EST_SOURCE_KEYS(keys, struct file_conf),
+    .init = file_init,
     EST_SOURCE_HOOKS(file_conf, file_start, NULL, NULL, file_reload, NULL)};
