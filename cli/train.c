@@ -23,16 +23,9 @@
 #include "json.h"
 #include "log.h"
 
-static const struct {
-	const char *name, *trainer;
-	enum model_form form;
-} forms[] = {
-    {"linear", "SGDRegressorTrainer", MODEL_LINEAR},
-    {"logarithmic", "LogarithmicRegressionTrainer", MODEL_LOGARITHMIC},
-    {"logistic", "LogisticRegressionTrainer", MODEL_LOGISTIC},
-    {"exponential", "ExponentialRegressionTrainer", MODEL_EXPONENTIAL},
-};
-#define NFORMS (sizeof(forms) / sizeof(forms[0]))
+/* estimd's forms (estimd/forms.c): each is fitted, named and written by its row. */
+static const struct model_form_def *const forms = model_forms;
+#define NFORMS MODEL_FORM_COUNT
 
 static void train_usage(FILE *out)
 {
@@ -365,8 +358,8 @@ int cmd_train(int argc, char **argv)
 		for (char *p = name; *p; p++)
 			if (*p == '_')
 				*p = '-'; /* Kepler splits model names on '_' */
-		if (trainer_fit_form(&t, forms[i].form, name, sc.ncpu, &fit[i], err, sizeof(err)) <
-		    0) {
+		if (trainer_fit_form(&t, (enum model_form)i, name, sc.ncpu, &fit[i], err,
+				     sizeof(err)) < 0) {
 			printf("%-12s %s\n", forms[i].name, err);
 			continue;
 		}

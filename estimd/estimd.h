@@ -4,7 +4,7 @@
  * file. None needs root; all are pure code (no sockets, no clocks read, no
  * files) except state.c (the totals' state file), sidecar.c (the estimator
  * sidecar's socket), modelio.c (model files) and spec.c (reads procfs and
- * sysfs). main.c wires them to the bus.
+ * sysfs). main.c and the model sources (sources.h) wire them to the bus.
  */
 #ifndef ESTIMD_H
 #define ESTIMD_H
@@ -46,7 +46,14 @@ int feat_from_slot(const struct wb_aligned *a, double x[FEAT_COUNT]);
 
 /* ---- model.c: Kepler model-db weights (linear and curve-fit), wattbus model messages ---- */
 
-enum model_form { MODEL_LINEAR, MODEL_LOGARITHMIC, MODEL_LOGISTIC, MODEL_EXPONENTIAL };
+/* A form is a row of model_forms (forms.c), its index one of these. */
+enum model_form {
+	MODEL_LINEAR,
+	MODEL_LOGARITHMIC,
+	MODEL_LOGISTIC,
+	MODEL_EXPONENTIAL,
+	MODEL_FORM_COUNT,
+};
 #define MODEL_CURVE_MAX 4 /* parameters of the largest curve form (logistic) */
 enum model_output { MODEL_ABS, MODEL_DYN };
 
@@ -95,7 +102,6 @@ struct model_hint {
 	uint64_t cores;	    /* >0: overrides machine_spec.cores */
 };
 
-const char *model_form_name(enum model_form form);
 const char *model_output_name(enum model_output output);
 /*
  * Parse Kepler model-db weights JSON. origin (the file name) names the input in
@@ -142,11 +148,6 @@ enum wb_power_fault model_zone_split(const struct model *m, const struct model_z
  * was trained on: no zone draws more there).
  */
 int model_check_grid(const struct model *m, double max_w, char *err, size_t errlen);
-/* Parameters of a curve form (0 for linear). */
-size_t model_curve_len(enum model_form form);
-/* A curve form's value at u for parameters c, and (grad, model_curve_len entries; may be NULL)
- * its gradient in c. NaN where the form is undefined. */
-double model_curve_eval(enum model_form form, const double *c, double u, double *grad);
 /*
  * Kepler weights JSON of a model (linear: means folded into the bias; curve
  * fits: feature scales and CurveFit_Weights). malloc'd, or NULL (err).
@@ -161,6 +162,35 @@ int model_to_msg(const struct model *m, struct wb_model *msg, char *err, size_t 
 int model_from_msg(const struct wb_model *msg, struct model *out, char *err, size_t errlen);
 /* One line on a model for the log: name, origin, form, zones and their error. */
 void model_describe(const struct model *m, char *buf, size_t size);
+
+/* ---- forms.c: the model forms, one row each ---- */
+
+struct model_form_def {
+	const char *name; /* "logarithmic": logs, errors, wattbus train */
+	const char
+	    *trainer; /* model-db's trainer that publishes it, written in files wattbus makes */
+	const char *trainer_also; /* another trainer name that says the form (NULL: none) */
+	size_t nparams;		  /* CurveFit_Weights (0: linear weights, no curve) */
+	/* value at u for parameters c, and its gradient in c into grad (nparams entries); NaN where
+	 * the form is undefined. NULL for linear (model_zone_eval_w weighs the features). */
+	double (*eval)(const double *c, double u, double *grad);
+	/* The parameters y depends on linearly, y = c[amp] * shape(u) + c[offset]: each start of
+	 * a fit solves them by least squares, and a zone with both 0 models nothing. */
+	size_t amp, offset;
+	const double (*starts)[MODEL_CURVE_MAX]; /* a fit's starting points (shape parameters) */
+	size_t nstarts;
+};
+
+/* Indexed by enum model_form. */
+extern const struct model_form_def model_forms[MODEL_FORM_COUNT];
+const char *model_form_name(enum model_form form);
+/* "auto|SGDRegressorTrainer|...": every row's trainer names, as a config key's choices. */
+void model_trainer_names(char *buf, size_t size);
+/* Parameters of a curve form (0 for linear). */
+size_t model_curve_len(enum model_form form);
+/* A curve form's value at u for parameters c, and (grad, model_curve_len entries; may be NULL)
+ * its gradient in c. NaN where the form is undefined. */
+double model_curve_eval(enum model_form form, const double *c, double u, double *grad);
 
 /* ---- modelio.c: model files ---- */
 

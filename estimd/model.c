@@ -20,21 +20,6 @@
 static const char *const kepler_zones[] = {"package", "core", "uncore", "dram", "platform"};
 #define NKEPLER_ZONES (sizeof(kepler_zones) / sizeof(kepler_zones[0]))
 
-const char *model_form_name(enum model_form form)
-{
-	switch (form) {
-	case MODEL_LINEAR:
-		return "linear";
-	case MODEL_LOGARITHMIC:
-		return "logarithmic";
-	case MODEL_LOGISTIC:
-		return "logistic";
-	case MODEL_EXPONENTIAL:
-		return "exponential";
-	}
-	return "?";
-}
-
 const char *model_output_name(enum model_output output)
 {
 	return output == MODEL_DYN ? "DynPower" : "AbsPower";
@@ -303,19 +288,15 @@ static int read_meta(struct reader *r, const json_t *meta, struct model *m)
 	return 0;
 }
 
-/* model-db trainer name -> form; -1 when the name says nothing. */
+/* model-db trainer name -> form (the first row whose trainer s names); -1 when it names none. */
 static int trainer_form(const char *s)
 {
 	if (!s)
 		return -1;
-	if (strstr(s, "LogarithmicRegressionTrainer"))
-		return MODEL_LOGARITHMIC;
-	if (strstr(s, "LogisticRegressionTrainer"))
-		return MODEL_LOGISTIC;
-	if (strstr(s, "ExponentialRegressionTrainer"))
-		return MODEL_EXPONENTIAL;
-	if (strstr(s, "SGDRegressorTrainer") || strstr(s, "LinearRegressionTrainer"))
-		return MODEL_LINEAR;
+	for (int f = 0; f < MODEL_FORM_COUNT; f++)
+		if (strstr(s, model_forms[f].trainer) ||
+		    (model_forms[f].trainer_also && strstr(s, model_forms[f].trainer_also)))
+			return f;
 	return -1;
 }
 
@@ -328,11 +309,6 @@ static int output_from(const char *s)
 	if (strstr(s, "AbsPower"))
 		return MODEL_ABS;
 	return -1;
-}
-
-size_t model_curve_len(enum model_form form)
-{
-	return form == MODEL_LOGISTIC ? 4 : form == MODEL_LINEAR ? 0 : 3;
 }
 
 static int resolve_form(struct reader *r, const struct model_hint *hint, const char *model_name,
@@ -370,18 +346,26 @@ static int resolve_form(struct reader *r, const struct model_hint *hint, const c
 	}
 	const struct model_zone *z0 = &m->zones[0];
 	if (form < 0) {
-		/* Nothing names the trainer: the JSON must say it by itself. */
-		if (z0->ncurve == 0)
-			form = MODEL_LINEAR;
-		else if (z0->ncurve == 4)
-			form = MODEL_LOGISTIC;
-		else {
+		/* Nothing names the trainer: the JSON must say it by itself, by the number of its
+		 * curve-fit weights, when one form alone has that many. */
+		char names[256] = "";
+		size_t nfit = 0, o = 0;
+		for (int f = 0; f < MODEL_FORM_COUNT; f++) {
+			if (model_forms[f].nparams != z0->ncurve)
+				continue;
+			form = nfit++ ? form : f;
+			if (o < sizeof(names))
+				o += (size_t)snprintf(names + o, sizeof(names) - o, "%s%s",
+						      nfit > 1 ? " and the " : "the ",
+						      model_forms[f].name);
+		}
+		if (nfit != 1) {
 			char key[64];
 			snprintf(key, sizeof(key), "%s.All_Weights.CurveFit_Weights", z0->zone);
 			return fail(
 			    r->err, r->errlen, r->origin, key,
-			    "%zu curve-fit weights fit the logarithmic and the exponential form alike; name the trainer (model_name, the model-db file name, or model_trainer)",
-			    z0->ncurve);
+			    "%zu curve-fit weights fit %s form%s; name the trainer (model_name, the model-db file name, or model_trainer)",
+			    z0->ncurve, nfit ? names : "no", nfit ? " alike" : "");
 		}
 		why = "the weights";
 	}
@@ -561,20 +545,14 @@ int model_find_zone(const struct model *m, const char *zone)
 
 bool model_zone_active(const struct model *m, const struct model_zone *z)
 {
-	switch (m->form) {
-	case MODEL_LINEAR:
-		if (z->bias_w != 0)
+	const struct model_form_def *f = &model_forms[m->form];
+	if (f->nparams)
+		return z->curve[f->amp] != 0 || z->curve[f->offset] != 0;
+	if (z->bias_w != 0)
+		return true;
+	for (size_t i = 0; i < z->nfeat; i++)
+		if (z->feat[i].weight != 0)
 			return true;
-		for (size_t i = 0; i < z->nfeat; i++)
-			if (z->feat[i].weight != 0)
-				return true;
-		return false;
-	case MODEL_LOGISTIC:
-		return z->curve[0] != 0 || z->curve[3] != 0;
-	case MODEL_LOGARITHMIC:
-	case MODEL_EXPONENTIAL:
-		return z->curve[0] != 0 || z->curve[2] != 0;
-	}
 	return false;
 }
 
@@ -763,42 +741,6 @@ int model_check_grid(const struct model *m, double max_w, char *err, size_t errl
 			return -1;
 	}
 	return 0;
-}
-
-double model_curve_eval(enum model_form form, const double *c, double u, double *grad)
-{
-	double g[MODEL_CURVE_MAX];
-	if (!grad)
-		grad = g;
-	switch (form) {
-	case MODEL_LOGARITHMIC: {
-		double arg = c[1] * u + 1;
-		if (!(arg > 0))
-			return NAN;
-		grad[0] = log(arg);
-		grad[1] = c[0] * u / arg;
-		grad[2] = 1;
-		return c[0] * log(arg) + c[2];
-	}
-	case MODEL_EXPONENTIAL: {
-		double e = exp(c[1] * u);
-		grad[0] = e;
-		grad[1] = c[0] * u * e;
-		grad[2] = 1;
-		return c[0] * e + c[2];
-	}
-	case MODEL_LOGISTIC: {
-		double sg = 1 / (1 + exp(-c[2] * (u - c[1])));
-		grad[0] = sg;
-		grad[1] = -c[0] * sg * (1 - sg) * c[2];
-		grad[2] = c[0] * sg * (1 - sg) * (u - c[1]);
-		grad[3] = 1;
-		return c[0] * sg + c[3];
-	}
-	case MODEL_LINEAR:
-		break;
-	}
-	return NAN;
 }
 
 /* Kepler's linear form has no means: fold them into the bias. */

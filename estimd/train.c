@@ -376,31 +376,20 @@ static double curve_lm(enum model_form form, double *c, const double *u, const d
 }
 
 /*
- * Starting points: for each value of the form's shape parameters, the
- * amplitude and the offset are the linear least squares fit of y against the
- * shape; Levenberg-Marquardt then moves all of them. The best fit wins.
+ * Starting points (the form's row): for each, the amplitude and the offset are
+ * the linear least squares fit of y against the shape; Levenberg-Marquardt then
+ * moves all of them. The best fit wins.
  */
 static void fit_curve_zone(enum model_form form, const double *u, const double *y, size_t n,
 			   double *best)
 {
-	static const double log_b[] = {0.3, 1, 3, 10, 30, 100};
-	static const double exp_b[] = {-3, -1, -0.3, 0.3, 1, 3};
-	static const double lgs_x0[] = {0.1, 0.3, 0.5, 0.7, 0.9};
-	static const double lgs_k[] = {3, 10, 30};
+	const struct model_form_def *fd = &model_forms[form];
 	double best_sse = INFINITY;
-	size_t nstarts = form == MODEL_LOGISTIC ? 15 : 6;
-	for (size_t sidx = 0; sidx < nstarts; sidx++) {
-		double c[MODEL_CURVE_MAX] = {0}, g[MODEL_CURVE_MAX];
-		if (form == MODEL_LOGARITHMIC)
-			c[1] = log_b[sidx];
-		else if (form == MODEL_EXPONENTIAL)
-			c[1] = exp_b[sidx];
-		else {
-			c[1] = lgs_x0[sidx % 5];
-			c[2] = lgs_k[sidx / 5];
-		}
+	for (size_t sidx = 0; sidx < fd->nstarts; sidx++) {
+		double c[MODEL_CURVE_MAX], g[MODEL_CURVE_MAX];
+		memcpy(c, fd->starts[sidx], sizeof(c));
 		/* amplitude a and offset o by least squares of y = a * shape(u) + o */
-		size_t ai = 0, oi = form == MODEL_LOGISTIC ? 3 : 2;
+		size_t ai = fd->amp, oi = fd->offset;
 		double sx = 0, sy = 0, sxx = 0, sxy = 0;
 		c[ai] = 1;
 		c[oi] = 0;
@@ -427,11 +416,8 @@ static void fit_curve_zone(enum model_form form, const double *u, const double *
 		double my = 0;
 		for (size_t i = 0; i < n; i++)
 			my += y[i];
-		memset(best, 0, 4 * sizeof(double));
-		if (form == MODEL_LOGARITHMIC || form == MODEL_EXPONENTIAL)
-			best[2] = n ? my / (double)n : 0;
-		else
-			best[3] = n ? my / (double)n : 0;
+		memset(best, 0, MODEL_CURVE_MAX * sizeof(double));
+		best[fd->offset] = n ? my / (double)n : 0;
 	}
 }
 
