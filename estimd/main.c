@@ -428,7 +428,7 @@ static void ms_start(struct app *app)
 	     t = strtok_r(NULL, ",", &save))
 		snprintf(names[n++], sizeof(names[0]), "%s", t);
 	kepler_metrics_from((const char(*)[16])names, n, &km);
-	struct mspec spec;
+	struct km_spec spec;
 	char err[1024];
 	bool have_spec = mspec_read_env(&spec, err, sizeof(err)) == 0;
 	if (!have_spec)
@@ -646,7 +646,7 @@ static void publish_trained(struct app *app, const struct wb_aligned *a, struct 
 	snprintf(msg.model.env.host, sizeof(msg.model.env.host), "%s", a->env.host);
 	/* The trainer's machine, so that a model server files it under its node type: this
 	 * machine's spec when the slots are this host's, else only their CPUs. */
-	struct mspec spec = {0};
+	struct km_spec spec = {0};
 	if (strcmp(a->env.host, wb_daemon_global(app->d)->host) == 0 &&
 	    mspec_read_env(&spec, err, sizeof(err)) < 0)
 		memset(&spec, 0, sizeof(spec));
