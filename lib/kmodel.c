@@ -246,25 +246,21 @@ json_t *km_meta_json(const struct km_meta *m, const struct km_zone *zones, size_
 		snprintf(key, sizeof(key), "%.16s_mape", zones[z].zone);
 		json_object_set_new(o, key, json_real(known_or(zones[z].mape, -1)));
 	}
-	json_t *wb = json_object();
-	set_str(wb, "host", m->host);
-	set_str(wb, "src", m->src);
-	set_str(wb, "name", m->name);
+	set_str(o, "wattbus_host", m->host);
+	set_str(o, "wattbus_src", m->src);
+	set_str(o, "wattbus_name", m->name);
 	if (m->t_ns)
-		json_object_set_new(wb, "t", json_integer((json_int_t)m->t_ns));
-	json_object_set_new(wb, "train_slots", json_integer((json_int_t)m->train_slots));
-	json_object_set_new(wb, "test_slots", json_integer((json_int_t)m->test_slots));
+		json_object_set_new(o, "wattbus_t", json_integer((json_int_t)m->t_ns));
+	json_object_set_new(o, "wattbus_train_slots", json_integer((json_int_t)m->train_slots));
+	json_object_set_new(o, "wattbus_test_slots", json_integer((json_int_t)m->test_slots));
 	if (m->recordings)
-		json_object_set_new(wb, "recordings", strings(m->recordings, m->nrecordings));
-	json_object_set_new(o, "wattbus", wb);
+		json_object_set_new(o, "wattbus_recordings",
+				    strings(m->recordings, m->nrecordings));
 	return o;
 }
 
 const char *km_meta_host(const json_t *meta)
 {
-	const json_t *h = json_object_get(json_object_get(meta, "wattbus"), "host");
-	if (json_is_string(h))
-		return json_string_value(h);
-	h = json_object_get(meta, "wattbus_host");
+	const json_t *h = json_object_get(meta, "wattbus_host");
 	return json_is_string(h) ? json_string_value(h) : "";
 }

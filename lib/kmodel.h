@@ -3,15 +3,18 @@
  * for estimd, modeld and `wattbus train`: the machine spec (one struct, every
  * spelling Kepler's servers write), a model's weight.json and its metadata.json.
  *
- * Where wattbus adds to Kepler's files, it adds one object "wattbus" per file
- * (Kepler's readers ignore keys they do not know):
- *   weight.json   "wattbus": {"output": "AbsPower", "train_slots": N, "test_slots": N,
- *                             "zones": {"<zone>": {"mae_w": W, "mape": P}}}
+ * Where wattbus adds to Kepler's files (Kepler's readers ignore keys they do not know):
+ *   weight.json   one object "wattbus": {"output": "AbsPower", "train_slots": N,
+ *                 "test_slots": N, "zones": {"<zone>": {"mae_w": W, "mape": P}}}
  *                 (estimd reads its held-out error back from here)
- *   metadata.json "wattbus": {"host": trainer host, "src": its stage, "name": its name for the
- *                             model, "t": when it sent it (ns), "train_slots": N,
- *                             "test_slots": N, "recordings": [files `wattbus train` read]}
- *                 (each key only when known; modeld reads "host" back)
+ *   metadata.json flat keys "wattbus_host" (the trainer host), "wattbus_src" (its stage),
+ *                 "wattbus_name" (its name for the model), "wattbus_t" (when it sent it,
+ *                 ns), "wattbus_train_slots", "wattbus_test_slots", "wattbus_recordings"
+ *                 (the files `wattbus train` read), each only when known; modeld reads
+ *                 the host back. Flat, because Kepler's estimator loads metadata.json
+ *                 through json.loads(object_hook=Model(**d)), which makes every nested
+ *                 object a Model (it deletes machine_spec first for that reason): a
+ *                 nested "wattbus" object fails the load.
  */
 #ifndef WB_KMODEL_H
 #define WB_KMODEL_H
@@ -92,7 +95,7 @@ struct km_meta {
 	double mae, mape;	       /* the model's; NaN or < 0: -1 (not known) */
 	int node_type;		       /* < 0: left out */
 	const struct km_spec *spec;    /* NULL: no machine_spec */
-	const char *host, *src, *name; /* "wattbus": the trainer's */
+	const char *host, *src, *name; /* wattbus_*: the trainer's */
 	uint64_t t_ns;		       /* 0: left out */
 	uint64_t train_slots, test_slots;
 	const char *const *recordings;
@@ -103,11 +106,10 @@ struct km_meta {
  * metadata.json as Kepler's trainers write it (save_metadata): model_name,
  * trainer, model_class, model_file, features, fe_files ([]), output_type, mae,
  * mape, node_type, machine_spec, and <zone>_mae, <zone>_mape for each zone of its
- * weight.json (-1 when not known), then wattbus's object. New reference.
+ * weight.json (-1 when not known), then wattbus's wattbus_* keys. New reference.
  */
 json_t *km_meta_json(const struct km_meta *m, const struct km_zone *zones, size_t nzones);
-/* The trainer host of a model wattbus filed ("wattbus".host; "wattbus_host" in files
- * modeld wrote before), or "". */
+/* The trainer host of a model wattbus filed (wattbus_host), or "". */
 const char *km_meta_host(const json_t *meta);
 
 #endif

@@ -31,7 +31,7 @@ REQ='{"metrics":["bpf_cpu_time_ms","cpu_cycles"],"output_type":"AbsPower","weigh
 	run jq -c '.["0"]' "$dir/node_type_index.json"
 	assert_output '{"attrs":{"processor":"intel_xeon_e3_1230v6","cores":8,"chips":1,"memory":31,"frequency":3900},"members":["node-a"]}'
 	local m=$dir/rapl-sysfs/AbsPower/ThirdParty/SGDRegressorTrainer_0
-	run jq -c '[.model_name, .mae, .mape, .features, .wattbus.host, .package_mae]' "$m/metadata.json"
+	run jq -c '[.model_name, .mae, .mape, .features, .wattbus_host, .package_mae]' "$m/metadata.json"
 	assert_output '["SGDRegressorTrainer_0",1.5,2.5,["bpf_cpu_time_ms"],"node-a",1.5]'
 	# Kepler's weights; the mean folded into the bias: 12.5 - 3.25 * 400 / 1000
 	run jq -c '.package.All_Weights | [.Bias_Weight, .Numerical_Variables.bpf_cpu_time_ms]' "$m/weight.json"
