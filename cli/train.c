@@ -135,7 +135,7 @@ static double worst_mape(const struct model *m)
 	return w;
 }
 
-/* metadata.json as lib/kmodel.h writes it: Kepler's keys, wattbus's under "wattbus". */
+/* metadata.json as lib/kmodel.h writes it: Kepler's trainers' keys, wattbus's as wattbus_*. */
 static json_t *metadata_json(const struct model *m, const struct km_spec *spec, const char *trainer,
 			     char **paths, int npaths, const struct scan *sc)
 {
