@@ -412,7 +412,7 @@ static int read_spec_cores(struct reader *r, const json_t *spec, struct model *o
 {
 	struct km_spec ks;
 	char kerr[MODEL_ERR_MAX];
-	if (km_spec_parse(spec, KM_ZERO_REFUSED, &ks, kerr, sizeof(kerr)) < 0)
+	if (km_spec_parse(spec, KM_ZERO_CORES_REFUSED, &ks, kerr, sizeof(kerr)) < 0)
 		return fail(r->err, r->errlen, r->origin, NULL, "%s", kerr);
 	out->cores = ks.cores;
 	return 0;

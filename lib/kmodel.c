@@ -37,7 +37,8 @@ static bool key_is(const char *key, const char *name, const char *member, const 
 	       (alias && !strcasecmp(key, alias));
 }
 
-/* A value of a: 0 for null (and for 0 when zero is KM_ZERO_UNKNOWN), or -1 with err. */
+/* A value of a: 0 for null and for a 0 that says "not known" (enum km_spec_zero), or -1 with err.
+ */
 static int attr_value(const struct spec_attr *a, const char *key, const json_t *v,
 		      enum km_spec_zero zero, uint64_t *out, char *err, size_t errlen)
 {
@@ -49,7 +50,7 @@ static int attr_value(const struct spec_attr *a, const char *key, const json_t *
 		d = json_number_value(v);
 	else if (json_is_string(v) && wb_parse_double(json_string_value(v), &d) < 0)
 		d = NAN;
-	uint64_t min = zero == KM_ZERO_UNKNOWN ? 0 : 1;
+	uint64_t min = zero == KM_ZERO_CORES_REFUSED && a->off == offsetof(struct km_spec, cores);
 	if (!(d >= (double)min && d <= (double)a->max) || d != floor(d)) {
 		snprintf(
 		    err, errlen,

@@ -36,9 +36,10 @@ struct km_spec {
 	uint64_t frequency_mhz; /* MHz */
 };
 
-/* What a 0 says: a client's request and a node type may state 0 for "not known" (Kepler's
- * attr_has_value); a model's own spec may not (its cores give the core ratio). */
-enum km_spec_zero { KM_ZERO_UNKNOWN, KM_ZERO_REFUSED };
+/* What a 0 says: not known, as for Kepler's attr_has_value (a client's request, a node type),
+ * except a model's own cores (KM_ZERO_CORES_REFUSED): they give the core ratio, and a model
+ * that states 0 CPUs is broken. */
+enum km_spec_zero { KM_ZERO_UNKNOWN, KM_ZERO_CORES_REFUSED };
 
 /*
  * machine_spec (or node_type_index.json's attrs) in every spelling Kepler's servers

@@ -29,7 +29,7 @@ static void spec_spellings(void)
 		"{\"NodeAttribute.PROCESSOR\": \"Intel(R) Xeon(R) Platinum 8259CL CPU @ 2.50GHz\", "
 		"\"nodeattribute.cores\": 96.0, \"NodeAttribute.FREQ\": \"3500\", \"CHIPS\": 2, "
 		"\"memory_gib\": 377, \"vendor\": \"intel\", \"threads_per_core\": 2}",
-		KM_ZERO_REFUSED, &s, err, sizeof err) == 0);
+		KM_ZERO_CORES_REFUSED, &s, err, sizeof err) == 0);
 	CHECK_STR(s.processor, "intel_xeon_platinum_8259cl");
 	CHECK_U64(s.cores, 96);
 	CHECK_U64(s.chips, 2);
@@ -38,19 +38,20 @@ static void spec_spellings(void)
 	/* Python <= 3.10's values; null in one spelling, known in the other */
 	CHECK(parse("{\"frequency\": 3900, \"NodeAttribute.FREQ\": null, \"memory\": 31, "
 		    "\"cores\": null, \"NodeAttribute.CORES\": 8}",
-		    KM_ZERO_REFUSED, &s, err, sizeof err) == 0);
+		    KM_ZERO_CORES_REFUSED, &s, err, sizeof err) == 0);
 	CHECK_U64(s.frequency_mhz, 3900);
 	CHECK_U64(s.memory_gib, 31);
 	CHECK_U64(s.cores, 8);
 	CHECK(!s.processor[0] && s.chips == 0);
 	/* both spellings agreeing */
-	CHECK(parse("{\"cores\": 96, \"NodeAttribute.CORES\": 96.0}", KM_ZERO_REFUSED, &s, err,
-		    sizeof err) == 0);
+	CHECK(parse("{\"cores\": 96, \"NodeAttribute.CORES\": 96.0}", KM_ZERO_CORES_REFUSED, &s,
+		    err, sizeof err) == 0);
 	CHECK_U64(s.cores, 96);
 	/* nothing: NULL, null, {} */
-	CHECK(km_spec_parse(NULL, KM_ZERO_REFUSED, &s, err, sizeof err) == 0 && km_spec_empty(&s));
-	CHECK(parse("null", KM_ZERO_REFUSED, &s, err, sizeof err) == 0 && km_spec_empty(&s));
-	CHECK(parse("{}", KM_ZERO_REFUSED, &s, err, sizeof err) == 0 && km_spec_empty(&s));
+	CHECK(km_spec_parse(NULL, KM_ZERO_CORES_REFUSED, &s, err, sizeof err) == 0 &&
+	      km_spec_empty(&s));
+	CHECK(parse("null", KM_ZERO_CORES_REFUSED, &s, err, sizeof err) == 0 && km_spec_empty(&s));
+	CHECK(parse("{}", KM_ZERO_CORES_REFUSED, &s, err, sizeof err) == 0 && km_spec_empty(&s));
 }
 
 static void spec_refusals(void)
@@ -68,19 +69,25 @@ static void spec_refusals(void)
 	     "machine_spec.NodeAttribute.PROCESSOR: \"amd_epyc\", but machine_spec.processor says \"intel_xeon_e5_2686v4\""},
 	    {"{\"cores\": 2.5}", "machine_spec.cores: expected 1 to 65536 logical CPUs"},
 	    {"{\"cores\": 0}", "machine_spec.cores: expected 1 to 65536 logical CPUs"},
-	    {"{\"chips\": -1}", "machine_spec.chips: expected 1 to 1024 chips"},
+	    {"{\"chips\": -1}", "machine_spec.chips: expected 0 to 1024 chips"},
 	    {"{\"cores\": 65537}", "machine_spec.cores: expected 1 to 65536"},
-	    {"{\"memory\": \"lots\"}", "machine_spec.memory: expected 1 to"},
+	    {"{\"memory\": \"lots\"}", "machine_spec.memory: expected 0 to 1073741824 GiB"},
 	    {"{\"cores\": true}", "machine_spec.cores: expected"},
 	    {"{\"processor\": 5}", "machine_spec.processor: expected a string"},
 	    {"[96]", "machine_spec: expected an object"},
 	};
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-		int rc = parse(bad[i].text, KM_ZERO_REFUSED, &s, err, sizeof err);
+		int rc = parse(bad[i].text, KM_ZERO_CORES_REFUSED, &s, err, sizeof err);
 		if (rc == 0 || !strstr(err, bad[i].want))
 			printf("#   %s: \"%s\", not %s\n", bad[i].text, err, bad[i].want);
 		CHECK(rc < 0 && strstr(err, bad[i].want));
 	}
+	/* a 0 says "not known", as Kepler's attr_has_value, but for a model's own cores */
+	CHECK(parse("{\"cores\": 8, \"chips\": 0, \"NodeAttribute.MEMORY\": 0, \"memory\": 16}",
+		    KM_ZERO_CORES_REFUSED, &s, err, sizeof err) == 0);
+	CHECK_U64(s.cores, 8);
+	CHECK_U64(s.chips, 0);
+	CHECK_U64(s.memory_gib, 16);
 	/* a request's or a node type's 0 says "not known", as Kepler's attr_has_value */
 	CHECK(parse("{\"cores\": 0, \"NodeAttribute.CORES\": 16, \"frequency\": 0}",
 		    KM_ZERO_UNKNOWN, &s, err, sizeof err) == 0);
@@ -112,7 +119,7 @@ static void spec_round_trip(void)
 	CHECK(json_is_null(json_object_get(j, "chips")));
 	CHECK_U64(json_integer_value(json_object_get(j, "memory")), 503);
 	char err[256];
-	CHECK(km_spec_parse(j, KM_ZERO_REFUSED, &out, err, sizeof err) == 0);
+	CHECK(km_spec_parse(j, KM_ZERO_CORES_REFUSED, &out, err, sizeof err) == 0);
 	CHECK(memcmp(&in, &out, sizeof in) == 0);
 	json_decref(j);
 }
@@ -176,7 +183,7 @@ static void weight_round_trip(void)
 	CHECK_STR(json_string_value(json_object_get(w, "model_name")), "SGDRegressorTrainer_3");
 	struct km_spec back;
 	char err[256];
-	CHECK(km_spec_parse(json_object_get(w, "machine_spec"), KM_ZERO_REFUSED, &back, err,
+	CHECK(km_spec_parse(json_object_get(w, "machine_spec"), KM_ZERO_CORES_REFUSED, &back, err,
 			    sizeof err) == 0);
 	CHECK_U64(back.cores, 96);
 	/* wattbus's figures under "wattbus"; an error not known is 0 there */
@@ -232,7 +239,7 @@ static void meta_round_trip(void)
 	CHECK(json_object_get(m, "core_mae") == NULL && json_object_get(m, "platform_mae") == NULL);
 	struct km_spec back;
 	char err[256];
-	CHECK(km_spec_parse(json_object_get(m, "machine_spec"), KM_ZERO_REFUSED, &back, err,
+	CHECK(km_spec_parse(json_object_get(m, "machine_spec"), KM_ZERO_CORES_REFUSED, &back, err,
 			    sizeof err) == 0);
 	CHECK(memcmp(&back, &spec, sizeof spec) == 0);
 	/* wattbus's keys flat (Kepler's estimator makes every nested object a Model) */
@@ -260,7 +267,8 @@ static void meta_round_trip(void)
 
 static const struct unit_case cases[] = {
     {"machine_spec in every spelling Kepler writes", spec_spellings},
-    {"machine_spec refusals name the key as spelt; 0 as a request's unknown", spec_refusals},
+    {"machine_spec refusals name the key as spelt; 0 is not known but for a model's cores",
+     spec_refusals},
     {"machine_spec written and read back", spec_round_trip},
     {"weight.json: one bias folding, curve fits, wattbus's figures", weight_round_trip},
     {"metadata.json: Kepler's keys, a pair per zone, wattbus's flat", meta_round_trip},
