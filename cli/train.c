@@ -128,50 +128,41 @@ static double worst_mape(const struct model *m)
 	return w;
 }
 
-static json_t *metadata_json(const struct model *m, const struct mspec *spec, const char *trainer,
+/* metadata.json as lib/kmodel.h writes it: Kepler's trainers' keys, wattbus's as wattbus_*. */
+static json_t *metadata_json(const struct model *m, const struct km_spec *spec, const char *trainer,
 			     char **paths, int npaths, const struct scan *sc)
 {
-	json_t *feats = json_array();
-	for (size_t f = 0; m->nzones && f < m->zones[0].nfeat; f++)
-		json_array_append_new(feats, json_string(m->zones[0].feat[f].name));
-	json_t *md =
-	    json_pack("{s:s,s:s,s:s,s:o,s:s,s:f,s:f}", "model_name", m->name, "model_class",
-		      m->form == MODEL_LINEAR ? "scikit" : "curvefit", "model_file", "weight.json",
-		      "features", feats, "output_type", model_output_name(m->output), "mae",
-		      total_mae(m), "mape", worst_mape(m));
-	/* Kepler's per-zone figures, -1 for the zones not trained. */
-	static const char *const zones[] = {"package", "core", "uncore", "dram", "platform"};
-	for (size_t z = 0; z < sizeof(zones) / sizeof(zones[0]); z++) {
-		int zi = model_find_zone(m, zones[z]);
-		char key[32];
-		snprintf(key, sizeof(key), "%s_mae", zones[z]);
-		json_object_set_new(md, key, json_real(zi >= 0 ? m->zones[zi].mae_w : -1));
-		snprintf(key, sizeof(key), "%s_mape", zones[z]);
-		json_object_set_new(md, key, json_real(zi >= 0 ? m->zones[zi].mape : -1));
-	}
-	json_t *ms = json_object();
-	if (spec->processor[0])
-		json_object_set_new(ms, "processor", json_string(spec->processor));
-	json_object_set_new(ms, "cores", json_integer((json_int_t)m->cores));
-	if (spec->chips)
-		json_object_set_new(ms, "chips", json_integer((json_int_t)spec->chips));
-	if (spec->memory_gib)
-		json_object_set_new(ms, "memory", json_integer((json_int_t)spec->memory_gib));
-	if (spec->frequency_mhz)
-		json_object_set_new(ms, "frequency", json_integer((json_int_t)spec->frequency_mhz));
-	json_object_set_new(md, "machine_spec", ms);
-	json_t *recs = json_array();
-	for (int i = 0; i < npaths; i++)
-		json_array_append_new(recs, json_string(paths[i]));
-	json_object_set_new(md, "wattbus",
-			    json_pack("{s:s,s:s,s:I,s:I,s:o}", "trainer", trainer, "host", sc->host,
-				      "train_slots", (json_int_t)m->train_slots, "test_slots",
-				      (json_int_t)m->test_slots, "recordings", recs));
-	return md;
+	struct km_feat feats[MODEL_ZONES_MAX][MODEL_FEATS_MAX];
+	struct km_zone zones[MODEL_ZONES_MAX];
+	model_km_zones(m, zones, feats);
+	const char *names[MODEL_FEATS_MAX];
+	size_t nnames = m->nzones ? m->zones[0].nfeat : 0;
+	for (size_t f = 0; f < nnames; f++)
+		names[f] = m->zones[0].feat[f].name;
+	/* the machine's spec, with the recorded host's cores */
+	struct km_spec ms = *spec;
+	ms.cores = m->cores;
+	struct km_meta md = {.model_name = m->name,
+			     .trainer = trainer,
+			     .model_class = m->form == MODEL_LINEAR ? "scikit" : "curvefit",
+			     .model_file = "weight.json",
+			     .output_type = model_output_name(m->output),
+			     .features = names,
+			     .nfeatures = nnames,
+			     .mae = total_mae(m),
+			     .mape = worst_mape(m),
+			     .node_type = -1,
+			     .spec = &ms,
+			     .host = sc->host,
+			     .train_slots = m->train_slots,
+			     .test_slots = m->test_slots,
+			     .recordings = (const char *const *)paths,
+			     .nrecordings = (size_t)npaths};
+	return km_meta_json(&md, zones, m->nzones);
 }
 
 static int publish(const struct model *m, const char *endpoint, uint64_t wait_ns,
-		   const struct wb_sockopts *so, const char *host, const struct mspec *spec)
+		   const struct wb_sockopts *so, const char *host, const struct km_spec *spec)
 {
 	struct wb_msg msg = {.kind = WB_MODEL};
 	char err[MODEL_ERR_MAX];
@@ -327,7 +318,7 @@ int cmd_train(int argc, char **argv)
 	    sc.host, sc.aligned, sc.usable, sc.skipped,
 	    sc.undecodable ? "; some messages did not decode" : "");
 
-	struct mspec spec;
+	struct km_spec spec;
 	char err[MODEL_ERR_MAX];
 	if (mspec_read_env(&spec, err, sizeof(err)) < 0)
 		log_warnx("machine spec: %s; the model carries none", err);

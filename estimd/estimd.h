@@ -17,6 +17,7 @@
 #include <jansson.h>
 
 #include "budget.h"
+#include "kmodel.h"
 #include "wb_msgs.h"
 #include "plaus.h"
 
@@ -153,6 +154,10 @@ int model_check_grid(const struct model *m, double max_w, char *err, size_t errl
  * fits: feature scales and CurveFit_Weights). malloc'd, or NULL (err).
  */
 char *model_to_kepler_json(const struct model *m, char *err, size_t errlen);
+/* The model's zones as lib/kmodel.h writes them (weight.json, metadata.json); their
+ * features go to feats. Valid while m is. */
+void model_km_zones(const struct model *m, struct km_zone zones[MODEL_ZONES_MAX],
+		    struct km_feat feats[MODEL_ZONES_MAX][MODEL_FEATS_MAX]);
 /*
  * A linear model as a model message (arrays owned by msg, freed by wb_msg_clear).
  * Returns 0, or -1 when the model has a curve-fit form or too many features.
@@ -202,27 +207,22 @@ int model_save_file(const struct model *m, const char *path, char *err, size_t e
 
 /* ---- spec.c: this machine's spec, as Kepler's model server matches node types ---- */
 
-struct mspec {
-	char processor[128];	/* "intel_xeon_platinum_8259cl": Kepler's format_processor */
-	uint64_t cores;		/* logical CPUs */
-	uint64_t chips;		/* sockets (distinct physical ids), at least 1 */
-	uint64_t memory_gib;	/* MemTotal in whole GiB (rounded down, as Kepler) */
-	uint64_t frequency_mhz; /* max(cpufreq maximum, cpu MHz), to 100 MHz, as Kepler */
-};
-
 /*
+ * This machine's spec (lib/kmodel.h's struct km_spec, as Kepler's profiler
+ * measures it: logical CPUs, sockets as distinct physical ids (at least 1),
+ * MemTotal in whole GiB rounded down, max(cpufreq maximum, cpu MHz) to 100 MHz).
  * Read the spec from procfs_root/cpuinfo, procfs_root/meminfo and
  * sysfs_root/devices/system/cpu/cpu*\/cpufreq/cpuinfo_max_freq. Missing
  * figures stay 0 (processor ""). Returns 0, or -1 when cpuinfo cannot be read (err).
  */
-int mspec_read(const char *procfs_root, const char *sysfs_root, struct mspec *out, char *err,
+int mspec_read(const char *procfs_root, const char *sysfs_root, struct km_spec *out, char *err,
 	       size_t errlen);
 /* The same, with the roots from $WATTBUS_PROCFS_ROOT and $WATTBUS_SYSFS_ROOT (default /proc, /sys).
  */
-int mspec_read_env(struct mspec *out, char *err, size_t errlen);
+int mspec_read_env(struct km_spec *out, char *err, size_t errlen);
 /* The spec as a model message carries it; cores, when not 0, replaces the spec's (the trainer's
  * host's). */
-void mspec_to_msg(const struct mspec *s, uint64_t cores, struct wb_model_spec *out);
+void mspec_to_msg(const struct km_spec *s, uint64_t cores, struct wb_model_spec *out);
 
 /* ---- kepler.c: Kepler's model server request and estimator sidecar protocol ---- */
 
@@ -243,7 +243,7 @@ struct kepler_metrics {
 void kepler_metrics_from(const char (*counters)[16], size_t ncounters, struct kepler_metrics *km);
 /* A ModelRequest (POST /model) for weights of output_type; spec may be NULL. malloc'd JSON. */
 char *kepler_model_request(const struct kepler_metrics *km, const char *output_type,
-			   const struct mspec *spec);
+			   const struct km_spec *spec);
 /*
  * A PowerRequest for the estimator sidecar with two rows: the slot's features
  * x, and all zeros (the idle power); arch: the machine's (uname), NULL: "unknown".

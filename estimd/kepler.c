@@ -53,24 +53,15 @@ static json_t *metrics_json(const struct kepler_metrics *km)
 }
 
 char *kepler_model_request(const struct kepler_metrics *km, const char *output_type,
-			   const struct mspec *spec)
+			   const struct km_spec *spec)
 {
 	json_t *req = json_pack("{s:o,s:s,s:s,s:b,s:i,s:s,s:s}", "metrics", metrics_json(km),
 				"output_type", output_type, "source", "rapl-sysfs", "weight", 1,
 				"node_type", -1, "trainer_name", "", "filter", "");
 	if (!req)
 		return NULL;
-	if (spec) {
-		json_t *ms = json_object();
-		if (spec->processor[0])
-			json_object_set_new(ms, "processor", json_string(spec->processor));
-		const char *keys[] = {"cores", "chips", "memory", "frequency"};
-		uint64_t vals[] = {spec->cores, spec->chips, spec->memory_gib, spec->frequency_mhz};
-		for (size_t i = 0; i < 4; i++)
-			if (vals[i])
-				json_object_set_new(ms, keys[i], json_integer((json_int_t)vals[i]));
-		json_object_set_new(req, "machine_spec", ms);
-	}
+	if (spec)
+		json_object_set_new(req, "machine_spec", km_spec_json(spec));
 	char *s = json_dumps(req, JSON_COMPACT);
 	json_decref(req);
 	return s;

@@ -10,12 +10,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include <jansson.h>
 
 #include "codec.h"
 #include "estimd.h"
+#include "kmodel.h"
 
 static const char *const kepler_zones[] = {"package", "core", "uncore", "dram", "platform"};
 #define NKEPLER_ZONES (sizeof(kepler_zones) / sizeof(kepler_zones[0]))
@@ -390,47 +390,15 @@ static int resolve_form(struct reader *r, const struct model_hint *hint, const c
 	return 0;
 }
 
-/*
- * A machine_spec attribute's name as kepler-model-server writes it: the value of
- * its NodeAttribute enum ("cores", Python <= 3.10) or the member itself
- * (f"{attr}" is "NodeAttribute.CORES" on Python 3.11 and later), in any case.
- */
-static bool spec_key_is(const char *key, const char *attr)
-{
-	static const char prefix[] = "NodeAttribute.";
-	if (strncasecmp(key, prefix, sizeof(prefix) - 1) == 0)
-		key += sizeof(prefix) - 1;
-	return strcasecmp(key, attr) == 0;
-}
-
+/* The model's cores from its machine_spec, in any spelling (lib/kmodel.h); the rest says nothing
+ * to estimd, but a spec that is not one is refused whole. */
 static int read_spec_cores(struct reader *r, const json_t *spec, struct model *out)
 {
-	if (!json_is_object(spec))
-		return fail(r->err, r->errlen, r->origin, "machine_spec",
-			    "expected an object, got %s", json_type_name(spec));
-	const char *key;
-	const json_t *cores;
-	const char *seen = NULL;
-	json_object_foreach((json_t *)spec, key, cores)
-	{
-		if (!spec_key_is(key, "cores"))
-			continue;
-		char path[160];
-		snprintf(path, sizeof(path), "machine_spec.%.120s", key);
-		/* null: unknown (Kepler's servers write unknown attributes so); 96.0 is 96 */
-		if (json_is_null(cores))
-			continue;
-		double c = json_is_number(cores) ? json_number_value(cores) : 0;
-		if (!json_is_number(cores) || !(c >= 1 && c <= 65536) || c != floor(c))
-			return fail(r->err, r->errlen, r->origin, path,
-				    "expected 1 to 65536 logical CPUs");
-		if (seen && out->cores != (uint64_t)c)
-			return fail(r->err, r->errlen, r->origin, path,
-				    "%.0f logical CPUs, but machine_spec.%s says %" PRIu64, c, seen,
-				    out->cores);
-		out->cores = (uint64_t)c;
-		seen = key;
-	}
+	struct km_spec ks;
+	char kerr[MODEL_ERR_MAX];
+	if (km_spec_parse(spec, KM_ZERO_CORES_REFUSED, &ks, kerr, sizeof(kerr)) < 0)
+		return fail(r->err, r->errlen, r->origin, NULL, "%s", kerr);
+	out->cores = ks.cores;
 	return 0;
 }
 
@@ -743,59 +711,35 @@ int model_check_grid(const struct model *m, double max_w, char *err, size_t errl
 	return 0;
 }
 
-/* Kepler's linear form has no means: fold them into the bias. */
-static double folded_bias(const struct model_zone *z)
+void model_km_zones(const struct model *m, struct km_zone zones[MODEL_ZONES_MAX],
+		    struct km_feat feats[MODEL_ZONES_MAX][MODEL_FEATS_MAX])
 {
-	double b = z->bias_w;
-	for (size_t i = 0; i < z->nfeat; i++)
-		b -= z->feat[i].weight * z->feat[i].mean / z->feat[i].scale;
-	return b;
+	for (size_t i = 0; i < m->nzones; i++) {
+		const struct model_zone *z = &m->zones[i];
+		for (size_t f = 0; f < z->nfeat; f++)
+			feats[i][f] = (struct km_feat){z->feat[f].name, z->feat[f].scale,
+						       z->feat[f].weight, z->feat[f].mean};
+		zones[i] = (struct km_zone){.zone = z->zone,
+					    .bias_w = z->bias_w,
+					    .feat = feats[i],
+					    .nfeat = z->nfeat,
+					    .curve = z->curve,
+					    .ncurve = m->form == MODEL_LINEAR ? 0 : z->ncurve,
+					    .mae_w = z->mae_w,
+					    .mape = z->mape};
+	}
 }
 
 char *model_to_kepler_json(const struct model *m, char *err, size_t errlen)
 {
-	json_t *root = json_object();
-	json_t *meta_zones = json_object();
-	json_object_set_new(root, "model_name", json_string(m->name));
-	if (m->cores)
-		json_object_set_new(root, "machine_spec",
-				    json_pack("{s:I}", "cores", (json_int_t)m->cores));
-	for (size_t i = 0; i < m->nzones; i++) {
-		const struct model_zone *z = &m->zones[i];
-		json_t *nv = json_object();
-		if (m->form == MODEL_LINEAR) {
-			for (size_t f = 0; f < z->nfeat; f++)
-				json_object_set_new(nv, z->feat[f].name,
-						    json_pack("{s:f,s:f}", "scale",
-							      z->feat[f].scale, "weight",
-							      z->feat[f].weight));
-			json_object_set_new(root, z->zone,
-					    json_pack("{s:{s:f,s:{},s:o}}", "All_Weights",
-						      "Bias_Weight", folded_bias(z),
-						      "Categorical_Variables",
-						      "Numerical_Variables", nv));
-		} else {
-			/* model-db's curve fits: features with their scale only (no means), the
-			 * curve's weights apart. */
-			json_t *cf = json_array();
-			for (size_t f = 0; f < z->nfeat; f++)
-				json_object_set_new(nv, z->feat[f].name,
-						    json_pack("{s:f}", "scale", z->feat[f].scale));
-			for (size_t c = 0; c < z->ncurve; c++)
-				json_array_append_new(cf, json_real(z->curve[c]));
-			json_object_set_new(
-			    root, z->zone,
-			    json_pack("{s:{s:{},s:o,s:o}}", "All_Weights", "Categorical_Variables",
-				      "Numerical_Variables", nv, "CurveFit_Weights", cf));
-		}
-		json_object_set_new(meta_zones, z->zone,
-				    json_pack("{s:f,s:f}", "mae_w", z->mae_w, "mape", z->mape));
-	}
-	/* Kepler ignores keys it does not know; estimd reads the held-out error back from here. */
-	json_object_set_new(root, "wattbus",
-			    json_pack("{s:s,s:I,s:I,s:o}", "output", model_output_name(m->output),
-				      "train_slots", (json_int_t)m->train_slots, "test_slots",
-				      (json_int_t)m->test_slots, "zones", meta_zones));
+	struct km_feat feats[MODEL_ZONES_MAX][MODEL_FEATS_MAX];
+	struct km_zone zones[MODEL_ZONES_MAX];
+	model_km_zones(m, zones, feats);
+	struct km_spec spec = {.cores = m->cores};
+	/* Kepler ignores keys it does not know; estimd reads the held-out error back from
+	 * "wattbus". */
+	json_t *root = km_weight_json(zones, m->nzones, m->name, m->cores ? &spec : NULL,
+				      model_output_name(m->output), m->train_slots, m->test_slots);
 	char *text = json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
 	json_decref(root);
 	if (!text)
@@ -847,11 +791,14 @@ int model_to_msg(const struct model *m, struct wb_model *msg, char *err, size_t 
 					 MODEL_FEATS_MAX);
 				goto fail;
 			}
+	struct km_feat feats[MODEL_ZONES_MAX][MODEL_FEATS_MAX];
+	struct km_zone kz[MODEL_ZONES_MAX];
+	model_km_zones(m, kz, feats);
 	for (size_t i = 0; i < m->nzones; i++) {
 		const struct model_zone *z = &m->zones[i];
 		struct wb_model_zone *mz = &msg->zones[msg->n_zones++];
 		snprintf(mz->zone, sizeof(mz->zone), "%s", z->zone);
-		mz->bias_w = folded_bias(z);
+		mz->bias_w = km_folded_bias(&kz[i]);
 		mz->mae_w = z->mae_w;
 		mz->mape = z->mape;
 		mz->weights = wb_array_new(msg->n_features, sizeof(double));

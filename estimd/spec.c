@@ -62,7 +62,7 @@ static uint64_t max_cpufreq_mhz(const char *sysfs_root)
 	return (best_khz + 500) / 1000;
 }
 
-int mspec_read(const char *procfs_root, const char *sysfs_root, struct mspec *out, char *err,
+int mspec_read(const char *procfs_root, const char *sysfs_root, struct km_spec *out, char *err,
 	       size_t errlen)
 {
 	memset(out, 0, sizeof(*out));
@@ -112,7 +112,7 @@ int mspec_read(const char *procfs_root, const char *sysfs_root, struct mspec *ou
 	return 0;
 }
 
-int mspec_read_env(struct mspec *out, char *err, size_t errlen)
+int mspec_read_env(struct km_spec *out, char *err, size_t errlen)
 {
 	const char *proc = getenv("WATTBUS_PROCFS_ROOT");
 	const char *sys = getenv("WATTBUS_SYSFS_ROOT");
@@ -120,7 +120,7 @@ int mspec_read_env(struct mspec *out, char *err, size_t errlen)
 			  errlen);
 }
 
-void mspec_to_msg(const struct mspec *s, uint64_t cores, struct wb_model_spec *out)
+void mspec_to_msg(const struct km_spec *s, uint64_t cores, struct wb_model_spec *out)
 {
 	memset(out, 0, sizeof(*out));
 	snprintf(out->processor, sizeof(out->processor), "%s", s->processor);

@@ -157,7 +157,7 @@ static void request(struct server_state *s)
 	     t = strtok_r(NULL, ",", &save))
 		snprintf(names[n++], sizeof(names[0]), "%s", t);
 	kepler_metrics_from((const char(*)[16])names, n, &km);
-	struct mspec spec;
+	struct km_spec spec;
 	char err[1024];
 	bool have_spec = mspec_read_env(&spec, err, sizeof(err)) == 0;
 	if (!have_spec)

@@ -83,7 +83,7 @@ static void publish(struct train_state *s, const struct wb_aligned *a, const str
 	snprintf(msg.model.env.host, sizeof(msg.model.env.host), "%s", a->env.host);
 	/* The trainer's machine, so that a model server files it under its node type: this
 	 * machine's spec when the slots are this host's, else only their CPUs. */
-	struct mspec spec = {0};
+	struct km_spec spec = {0};
 	if (strcmp(a->env.host, wb_daemon_global(app->d)->host) == 0 &&
 	    mspec_read_env(&spec, err, sizeof(err)) < 0)
 		memset(&spec, 0, sizeof(spec));

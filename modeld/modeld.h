@@ -12,6 +12,7 @@
 
 #include <jansson.h>
 
+#include "kmodel.h"
 #include "wb_msgs.h"
 
 #define MD_NAME_MAX 128
@@ -22,29 +23,19 @@
  * input stays one line in the log and in a 400 answer. */
 void md_one_line(char *s);
 
-/* A machine as Kepler's NodeTypeSpec sees it; 0 or "": not known. */
-struct md_spec {
-	char processor[128]; /* normalized: "intel_xeon_platinum_8259cl" */
-	double cores, chips, memory_gib, frequency_mhz;
-};
-
-/* processor is spelled by lib/spec.h's wb_processor_name, as estimd spells it. */
-/* A spec from a JSON object (machine_spec of a request, attrs of node_type_index.json).
- * 0, or -1 with err when a key has the wrong type. Unknown keys are ignored. */
-int md_spec_from_json(const json_t *obj, struct md_spec *spec, char *err, size_t errlen);
-json_t *md_spec_to_json(const struct md_spec *spec);
-bool md_spec_empty(const struct md_spec *spec);
-bool md_spec_complete(const struct md_spec *spec);
+/* Specs are lib/kmodel.h's struct km_spec, read and written by km_spec_parse and km_spec_json
+ * (processor spelled by lib/spec.h's wb_processor_name, as estimd spells it). */
+bool md_spec_complete(const struct km_spec *spec);
 /* Every attribute spec knows equals that of node (Kepler's NodeTypeSpec.cover). */
-bool md_spec_covers(const struct md_spec *node, const struct md_spec *spec);
+bool md_spec_covers(const struct km_spec *node, const struct km_spec *spec);
 /* Kepler's weighted similarity in [0, 1]: processor 5, cores 1, chips 1, memory 0.5, frequency 0.5.
  */
-double md_spec_similarity(const struct md_spec *node, const struct md_spec *spec);
+double md_spec_similarity(const struct km_spec *node, const struct km_spec *spec);
 
 /* One node type of a pipeline's node_type_index.json. */
 struct md_node_type {
 	int index;
-	struct md_spec spec;
+	struct km_spec spec;
 	size_t members;
 };
 /*
@@ -53,7 +44,7 @@ struct md_node_type {
  * similar one (ties: more members, then the first). -1 when n is 0 or spec is
  * empty. *similarity: 1 when covered, else the similarity.
  */
-int md_node_type_of(const struct md_node_type *types, size_t n, const struct md_spec *spec,
+int md_node_type_of(const struct md_node_type *types, size_t n, const struct km_spec *spec,
 		    double *similarity);
 
 /* Kepler's feature groups, in the order its model server tries them. */
@@ -206,7 +197,7 @@ struct md_request {
 	char trainer[64];
 	struct md_filter filter;
 	char pipeline[64];
-	struct md_spec spec;
+	struct km_spec spec;
 	bool loose_node_type;
 };
 void md_request_free(struct md_request *r);

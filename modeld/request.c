@@ -156,7 +156,8 @@ int md_request_parse(const char *body, size_t len, struct md_request *r, char *e
 	if (get_str(j, "filter", filter, sizeof filter, err, errlen) < 0 ||
 	    md_filter_parse(filter, &r->filter, err, errlen) < 0)
 		goto out;
-	if (md_spec_from_json(json_object_get(j, "machine_spec"), &r->spec, err, errlen) < 0)
+	if (km_spec_parse(json_object_get(j, "machine_spec"), KM_ZERO_UNKNOWN, &r->spec, err,
+			  errlen) < 0)
 		goto out;
 	rc = 0;
 out:
@@ -181,7 +182,7 @@ static void resolve(const struct md_pipeline *p, const struct md_request *r, str
 	if (r->node_type >= 0) {
 		c->node_type = r->node_type;
 		c->similarity = 1;
-	} else if (!md_spec_empty(&r->spec)) {
+	} else if (!km_spec_empty(&r->spec)) {
 		c->node_type = md_node_type_of(p->types, p->ntypes, &r->spec, &c->similarity);
 	}
 }
@@ -343,7 +344,7 @@ json_t *md_weight_answer(const struct md_store *self, const struct md_model *m)
 			for (size_t t = 0; t < p->ntypes; t++)
 				if (p->types[t].index == m->node_type)
 					json_object_set_new(w, "machine_spec",
-							    md_spec_to_json(&p->types[t].spec));
+							    km_spec_json(&p->types[t].spec));
 		}
 	}
 	json_object_set_new(w, "mae", json_real(m->mae));

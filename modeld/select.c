@@ -22,97 +22,19 @@ void md_one_line(char *s)
 			*s = '?';
 }
 
-/* ---- machine specs ---- */
-static int num_of(const json_t *v, const char *key, double *out, char *err, size_t errlen)
-{
-	if (!v || json_is_null(v))
-		return 0;
-	if (json_is_number(v)) {
-		*out = json_number_value(v);
-	} else if (json_is_string(v)) {
-		/* Kepler's NodeTypeSpec takes strings too ("96") */
-		if (wb_parse_double(json_string_value(v), out) < 0) {
-			snprintf(err, errlen, "machine_spec.%s: \"%s\" is not a number", key,
-				 json_string_value(v));
-			return -1;
-		}
-	} else {
-		snprintf(err, errlen, "machine_spec.%s: expected a number", key);
-		return -1;
-	}
-	if (!isfinite(*out) || *out < 0) {
-		snprintf(err, errlen, "machine_spec.%s: expected a number of at least 0", key);
-		return -1;
-	}
-	return 0;
-}
-
-int md_spec_from_json(const json_t *obj, struct md_spec *spec, char *err, size_t errlen)
-{
-	memset(spec, 0, sizeof *spec);
-	if (!obj || json_is_null(obj))
-		return 0;
-	if (!json_is_object(obj)) {
-		snprintf(err, errlen, "machine_spec: expected an object");
-		return -1;
-	}
-	const json_t *p = json_object_get(obj, "processor");
-	if (p && !json_is_null(p)) {
-		if (!json_is_string(p)) {
-			snprintf(err, errlen, "machine_spec.processor: expected a string");
-			return -1;
-		}
-		wb_processor_name(json_string_value(p), spec->processor, sizeof spec->processor);
-	}
-	/* Kepler's keys (memory in GiB, frequency in MHz) and wattbus's model message keys */
-	if (num_of(json_object_get(obj, "cores"), "cores", &spec->cores, err, errlen) < 0 ||
-	    num_of(json_object_get(obj, "chips"), "chips", &spec->chips, err, errlen) < 0 ||
-	    num_of(json_object_get(obj, "memory"), "memory", &spec->memory_gib, err, errlen) < 0 ||
-	    num_of(json_object_get(obj, "memory_gib"), "memory_gib", &spec->memory_gib, err,
-		   errlen) < 0 ||
-	    num_of(json_object_get(obj, "frequency"), "frequency", &spec->frequency_mhz, err,
-		   errlen) < 0 ||
-	    num_of(json_object_get(obj, "frequency_mhz"), "frequency_mhz", &spec->frequency_mhz,
-		   err, errlen) < 0)
-		return -1;
-	return 0;
-}
-
-json_t *md_spec_to_json(const struct md_spec *s)
-{
-	json_t *o = json_object();
-	json_object_set_new(o, "processor",
-			    s->processor[0] ? json_string(s->processor) : json_null());
-	json_object_set_new(o, "cores",
-			    s->cores > 0 ? json_integer((json_int_t)s->cores) : json_null());
-	json_object_set_new(o, "chips",
-			    s->chips > 0 ? json_integer((json_int_t)s->chips) : json_null());
-	json_object_set_new(
-	    o, "memory", s->memory_gib > 0 ? json_integer((json_int_t)s->memory_gib) : json_null());
-	json_object_set_new(o, "frequency",
-			    s->frequency_mhz > 0 ? json_integer((json_int_t)s->frequency_mhz)
-						 : json_null());
-	return o;
-}
-
-bool md_spec_empty(const struct md_spec *s)
-{
-	return !s->processor[0] && !(s->cores > 0) && !(s->chips > 0) && !(s->memory_gib > 0) &&
-	       !(s->frequency_mhz > 0);
-}
-
-bool md_spec_complete(const struct md_spec *s)
+/* ---- machine specs (lib/kmodel.h reads and writes them) ---- */
+bool md_spec_complete(const struct km_spec *s)
 {
 	return s->processor[0] && s->cores > 0 && s->chips > 0 && s->memory_gib > 0 &&
 	       s->frequency_mhz > 0;
 }
 
-bool md_spec_covers(const struct md_spec *node, const struct md_spec *spec)
+bool md_spec_covers(const struct km_spec *node, const struct km_spec *spec)
 {
 	if (spec->processor[0] && strcmp(node->processor, spec->processor))
 		return false;
-	const double a[4] = {node->cores, node->chips, node->memory_gib, node->frequency_mhz};
-	const double b[4] = {spec->cores, spec->chips, spec->memory_gib, spec->frequency_mhz};
+	const uint64_t a[4] = {node->cores, node->chips, node->memory_gib, node->frequency_mhz};
+	const uint64_t b[4] = {spec->cores, spec->chips, spec->memory_gib, spec->frequency_mhz};
 	for (int i = 0; i < 4; i++)
 		if (b[i] > 0 && a[i] != b[i])
 			return false;
@@ -144,7 +66,7 @@ static double closeness(double base, double cmp)
 	return d >= 1 ? 0 : 1 - d;
 }
 
-double md_spec_similarity(const struct md_spec *node, const struct md_spec *spec)
+double md_spec_similarity(const struct km_spec *node, const struct km_spec *spec)
 {
 	double t = 0;
 	if (spec->processor[0])
@@ -161,11 +83,11 @@ double md_spec_similarity(const struct md_spec *node, const struct md_spec *spec
 	return t > 1 ? 1 : t;
 }
 
-int md_node_type_of(const struct md_node_type *types, size_t n, const struct md_spec *spec,
+int md_node_type_of(const struct md_node_type *types, size_t n, const struct km_spec *spec,
 		    double *similarity)
 {
 	*similarity = 0;
-	if (!n || md_spec_empty(spec))
+	if (!n || km_spec_empty(spec))
 		return -1;
 	bool complete = md_spec_complete(spec);
 	int covered = -1;

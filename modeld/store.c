@@ -188,7 +188,8 @@ static int index_parse(struct md_pipeline *p, char *err, size_t errlen)
 		}
 		struct md_node_type *t = &p->types[p->ntypes];
 		t->index = (int)idx;
-		if (md_spec_from_json(json_object_get(v, "attrs"), &t->spec, why, sizeof why) < 0) {
+		if (km_spec_parse(json_object_get(v, "attrs"), KM_ZERO_UNKNOWN, &t->spec, why,
+				  sizeof why) < 0) {
 			snprintf(err, errlen, "node type %s: %s", key, why);
 			return -1;
 		}
@@ -374,7 +375,7 @@ static struct md_model *model_load(struct md_store *self, const struct md_pipeli
 		add_error(self, m->archive ? m->archive : dir, why);
 		goto fail;
 	}
-	const char *host = wb_json_str(m->meta, "wattbus_host");
+	const char *host = km_meta_host(m->meta);
 	if (!p->imported)
 		snprintf(m->host, sizeof m->host, "%s", host);
 	m->bytes = archive ? 0 : folder_bytes(dir);
@@ -728,15 +729,15 @@ static struct md_pipeline *bus_pipeline(struct md_store *self, const char *name,
 
 /* The node type of a trainer's spec: the covering one, or -1 (a new one is needed). *member:
  * host is among its members. Changes nothing. */
-static int node_type_find(const struct md_pipeline *p, const struct md_spec *spec, const char *host,
+static int node_type_find(const struct md_pipeline *p, const struct km_spec *spec, const char *host,
 			  bool *member)
 {
 	double sim;
 	int nt = -1;
 	*member = false;
-	if (md_spec_empty(spec)) {
+	if (km_spec_empty(spec)) {
 		for (size_t i = 0; i < p->ntypes && nt < 0; i++)
-			if (md_spec_empty(&p->types[i].spec))
+			if (km_spec_empty(&p->types[i].spec))
 				nt = p->types[i].index;
 	} else {
 		nt = md_node_type_of(p->types, p->ntypes, spec, &sim);
@@ -757,7 +758,7 @@ static int node_type_find(const struct md_pipeline *p, const struct md_spec *spe
 
 /* Add the node type (nt -1: a new one) or the host as a member, and save the index: only when
  * it changed, not at every model. The node type, or -1 with err. */
-static int node_type_add(struct md_pipeline *p, int nt, const struct md_spec *spec,
+static int node_type_add(struct md_pipeline *p, int nt, const struct km_spec *spec,
 			 const char *host, char *err, size_t errlen)
 {
 	char key[16];
@@ -765,7 +766,7 @@ static int node_type_add(struct md_pipeline *p, int nt, const struct md_spec *sp
 	if (nt < 0) {
 		nt = p->ntypes ? p->types[p->ntypes - 1].index + 1 : 0;
 		snprintf(key, sizeof key, "%d", nt);
-		entry = json_pack("{s:o, s:[]}", "attrs", md_spec_to_json(spec), "members");
+		entry = json_pack("{s:o, s:[]}", "attrs", km_spec_json(spec), "members");
 		json_object_set_new(p->index, key, entry);
 	} else {
 		snprintf(key, sizeof key, "%d", nt);
@@ -786,28 +787,33 @@ static int node_type_add(struct md_pipeline *p, int nt, const struct md_spec *sp
 	return nt;
 }
 
-/* Kepler's linear weight.json; means folded into the bias (Kepler's scaler has none). */
-static json_t *weight_json(const struct wb_model *msg)
+/* A model message's zones as lib/kmodel.h writes them; features in feats (n_zones x
+ * n_features, calloc'd, the caller frees it). NULL when out of memory. Error figures of 0 are
+ * the message's "not known". */
+static struct km_zone *msg_zones(const struct wb_model *msg, struct km_feat **feats)
 {
-	json_t *w = json_object();
+	struct km_zone *zones = calloc(msg->n_zones ? msg->n_zones : 1, sizeof *zones);
+	*feats = calloc(msg->n_zones * msg->n_features + 1, sizeof **feats);
+	if (!zones || !*feats) {
+		free(zones);
+		free(*feats);
+		return NULL;
+	}
 	for (size_t z = 0; z < msg->n_zones; z++) {
 		const struct wb_model_zone *mz = &msg->zones[z];
-		json_t *num = json_object();
-		double bias = mz->bias_w;
-		for (size_t f = 0; f < msg->n_features && f < mz->n_weights && f < mz->n_scales;
-		     f++) {
-			double mean = f < mz->n_means ? mz->means[f] : 0;
-			bias -= mz->weights[f] * mean / mz->scales[f];
-			json_object_set_new(num, msg->features[f],
-					    json_pack("{s:f, s:f}", "scale", mz->scales[f],
-						      "weight", mz->weights[f]));
-		}
-		json_object_set_new(w, mz->zone,
-				    json_pack("{s:{s:f, s:{}, s:o}}", "All_Weights", "Bias_Weight",
-					      bias, "Categorical_Variables", "Numerical_Variables",
-					      num));
+		struct km_feat *f = *feats + z * msg->n_features;
+		size_t n = 0;
+		for (; n < msg->n_features && n < mz->n_weights && n < mz->n_scales; n++)
+			f[n] = (struct km_feat){msg->features[n], mz->scales[n], mz->weights[n],
+						n < mz->n_means ? mz->means[n] : 0};
+		zones[z] = (struct km_zone){.zone = mz->zone,
+					    .bias_w = mz->bias_w,
+					    .feat = f,
+					    .nfeat = n,
+					    .mae_w = mz->mae_w > 0 ? mz->mae_w : NAN,
+					    .mape = mz->mape > 0 ? mz->mape : NAN};
 	}
-	return w;
+	return zones;
 }
 
 /*
@@ -1062,34 +1068,33 @@ static double msg_mape(const struct wb_model *msg)
 	return worst > 0 ? worst : -1;
 }
 
-static json_t *metadata_json(const struct wb_model *msg, const char *name,
-			     const struct md_spec *spec, double mae)
+static json_t *metadata_json(const struct wb_model *msg, const char *name, int node_type,
+			     const struct km_spec *spec, double mae, const struct km_zone *zones)
 {
-	json_t *feats = json_array();
-	for (size_t f = 0; f < msg->n_features; f++)
-		json_array_append_new(feats, json_string(msg->features[f]));
+	const char *feats[64];
+	size_t nf = 0;
+	for (; nf < msg->n_features && nf < 64; nf++)
+		feats[nf] = msg->features[nf];
 	char file[MD_NAME_MAX + 8];
 	snprintf(file, sizeof file, "%s.json", name);
-	json_t *m = json_pack("{s:s, s:s, s:s, s:o, s:[], s:s, s:f, s:f, s:o}", "model_name", name,
-			      "model_class", "xgboost", "model_file", file, "features", feats,
-			      "fe_files", "output_type", msg->type, "mae", isnan(mae) ? -1.0 : mae,
-			      "mape", msg_mape(msg), "machine_spec", md_spec_to_json(spec));
-	for (size_t z = 0; z < msg->n_zones; z++) {
-		char key[48];
-		snprintf(key, sizeof key, "%s_mae", msg->zones[z].zone);
-		json_object_set_new(m, key,
-				    json_real(msg->zones[z].mae_w > 0 ? msg->zones[z].mae_w : -1));
-		snprintf(key, sizeof key, "%s_mape", msg->zones[z].zone);
-		json_object_set_new(m, key,
-				    json_real(msg->zones[z].mape > 0 ? msg->zones[z].mape : -1));
-	}
-	json_object_set_new(m, "wattbus_host", json_string(msg->env.host));
-	json_object_set_new(m, "wattbus_src", json_string(msg->env.src));
-	json_object_set_new(m, "wattbus_name", json_string(msg->name));
-	json_object_set_new(m, "wattbus_t", json_integer((json_int_t)msg->t));
-	json_object_set_new(m, "train_slots", json_integer((json_int_t)msg->train_slots));
-	json_object_set_new(m, "test_slots", json_integer((json_int_t)msg->test_slots));
-	return m;
+	struct km_meta md = {.model_name = name,
+			     .trainer = WATTBUS_TRAINER,
+			     .model_class = "xgboost",
+			     .model_file = file,
+			     .output_type = msg->type,
+			     .features = feats,
+			     .nfeatures = nf,
+			     .mae = mae,
+			     .mape = msg_mape(msg),
+			     .node_type = node_type,
+			     .spec = spec,
+			     .host = msg->env.host,
+			     .src = msg->env.src,
+			     .name = msg->name,
+			     .t_ns = msg->t,
+			     .train_slots = msg->train_slots,
+			     .test_slots = msg->test_slots};
+	return km_meta_json(&md, zones, msg->n_zones);
 }
 
 /* Where key goes among the sorted models: *found when one of its name is there. */
@@ -1168,12 +1173,11 @@ enum md_put_result md_store_put(struct md_store *self, const struct wb_model *ms
 	} else {
 		h->last_ns = now_ns;
 	}
-	struct md_spec spec = {0};
+	struct km_spec spec = {.cores = msg->spec.cores ? msg->spec.cores : msg->ncpu,
+			       .chips = msg->spec.chips,
+			       .memory_gib = msg->spec.memory_gib,
+			       .frequency_mhz = msg->spec.frequency_mhz};
 	wb_processor_name(msg->spec.processor, spec.processor, sizeof spec.processor);
-	spec.cores = (double)(msg->spec.cores ? msg->spec.cores : msg->ncpu);
-	spec.chips = (double)msg->spec.chips;
-	spec.memory_gib = (double)msg->spec.memory_gib;
-	spec.frequency_mhz = (double)msg->spec.frequency_mhz;
 	bool trust = trusted(self, hostname);
 	struct md_pipeline *p =
 	    bus_pipeline(self, trust ? self->pipeline : pol->apart, !trust, err, errlen);
@@ -1223,8 +1227,17 @@ enum md_put_result md_store_put(struct md_store *self, const struct wb_model *ms
 	*m = key;
 	snprintf(m->origin, sizeof m->origin, "bus:%s", hostname);
 	snprintf(m->host, sizeof m->host, "%s", hostname);
-	m->weight = weight_json(msg);
-	m->meta = metadata_json(msg, name, &spec, mae);
+	struct km_feat *feats;
+	struct km_zone *zones = msg_zones(msg, &feats);
+	if (!zones) {
+		model_free(m);
+		snprintf(err, errlen, "out of memory");
+		return MD_PUT_ERROR;
+	}
+	m->weight = km_weight_json(zones, msg->n_zones, NULL, NULL, NULL, 0, 0);
+	m->meta = metadata_json(msg, name, nt_new, &spec, mae, zones);
+	free(zones);
+	free(feats);
 	struct mfile files[MFILES_MAX];
 	size_t nfiles = 0;
 	char why[MD_ERR_MAX];

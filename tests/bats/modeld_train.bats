@@ -108,6 +108,6 @@ counter() {
 	grep -q 'http: /train: pipeline kepler_idle from 6 intervals' "$BATS_TEST_TMPDIR/modeld.log"
 	run bash -c "unzip -p '$BATS_TEST_TMPDIR/answer' rapl-sysfs/AbsPower/ThirdParty/SGDRegressorTrainer_0/weight.json | jq -c 'keys'"
 	assert_output '["core","dram","package","uncore"]'
-	run bash -c "unzip -p '$BATS_TEST_TMPDIR/answer' rapl-sysfs/DynPower/ThirdParty/SGDRegressorTrainer_0/metadata.json | jq -r '[.output_type, .train_slots, .test_slots] | @tsv'"
+	run bash -c "unzip -p '$BATS_TEST_TMPDIR/answer' rapl-sysfs/DynPower/ThirdParty/SGDRegressorTrainer_0/metadata.json | jq -r '[.output_type, .wattbus_train_slots, .wattbus_test_slots] | @tsv'"
 	assert_output "$(printf 'DynPower\t5\t1')"
 }

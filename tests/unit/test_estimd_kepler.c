@@ -65,7 +65,7 @@ static void test_spec_from_fake_tree(void)
 	    "processor\t: 2\nmodel name\t: Intel(R) Xeon(R) Platinum 8488C\nphysical id\t: 1\ncpu MHz\t\t: 800.000\n\n");
 	snprintf(p, sizeof(p), "%s/proc/meminfo", root);
 	write_file(p, "MemTotal:       395000000 kB\n");
-	struct mspec s;
+	struct km_spec s;
 	char err[256];
 	char proc[300], sys[300];
 	snprintf(proc, sizeof(proc), "%s/proc", root);
@@ -101,7 +101,7 @@ static void test_model_request(void)
 	CHECK_STR(km.name[1], "bpf_page_cache_hit");
 	CHECK_STR(km.name[2], "cpu_cycles");
 	CHECK_STR(km.name[3], "cpu_instructions");
-	struct mspec spec = {"intel_xeon_e5_2686v4", 72, 2, 503, 3000};
+	struct km_spec spec = {"intel_xeon_e5_2686v4", 72, 2, 503, 3000};
 	char *body = kepler_model_request(&km, "AbsPower", &spec);
 	json_error_t je;
 	json_t *j = body ? json_loads(body, 0, &je) : NULL;

@@ -37,26 +37,26 @@ static const struct md_node_type ec2[] = {
 static void test_node_type(void)
 {
 	double sim;
-	struct md_spec s = {"intel_xeon_platinum_8259cl", 96, 2, 755, 3500};
+	struct km_spec s = {"intel_xeon_platinum_8259cl", 96, 2, 755, 3500};
 	CHECK(md_node_type_of(ec2, 6, &s, &sim) == 3);
 	CHECK_NEAR(sim, 1, 0);
 	/* only the processor: covered by 0 and 3 (one member each): the first */
-	struct md_spec p = {"intel_xeon_platinum_8259cl", 0, 0, 0, 0};
+	struct km_spec p = {"intel_xeon_platinum_8259cl", 0, 0, 0, 0};
 	CHECK(md_node_type_of(ec2, 6, &p, &sim) == 0);
 	CHECK_NEAR(sim, 1, 0);
 	/* covered by none: the most similar; by hand (5 + 1 + 1 + 0.5 (1 - 123/438.5) + 0.5) / 8 */
-	struct md_spec m = {"intel_xeon_platinum_8488c", 96, 1, 500, 3800};
+	struct km_spec m = {"intel_xeon_platinum_8488c", 96, 1, 500, 3800};
 	CHECK(md_node_type_of(ec2, 6, &m, &sim) == 5);
 	CHECK_NEAR(sim, (5 + 1 + 1 + 0.5 * (1 - 123 / 438.5) + 0.5) / 8, 1e-9);
-	struct md_spec e = {"intel_xeon_e5_2686v4", 64, 2, 480, 3000};
+	struct km_spec e = {"intel_xeon_e5_2686v4", 64, 2, 480, 3000};
 	CHECK(md_node_type_of(ec2, 6, &e, &sim) == 1);
 	CHECK_NEAR(sim, (5 + (1 - 8 / 68.0) + 1 + 0.5 * (1 - 23 / 491.5) + 0.5) / 8, 1e-9);
-	struct md_spec none = {0};
+	struct km_spec none = {0};
 	CHECK(md_node_type_of(ec2, 6, &none, &sim) == -1);
 	CHECK(md_node_type_of(ec2, 0, &s, &sim) == -1);
 	/* a different processor: the character sets' Jaccard index, halved */
-	struct md_spec a = {"ab", 0, 0, 0, 0};
-	struct md_spec b = {"ac", 0, 0, 0, 0};
+	struct km_spec a = {"ab", 0, 0, 0, 0};
+	struct km_spec b = {"ac", 0, 0, 0, 0};
 	CHECK_NEAR(md_spec_similarity(&a, &b), (1.0 / 3 * 0.5) * 5 / 8, 1e-12);
 }
 

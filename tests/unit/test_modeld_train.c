@@ -169,7 +169,7 @@ static void test_law(void)
 	CHECK_STR(
 	    json_string_value(json_object_get(json_object_get(m, "machine_spec"), "processor")),
 	    "intel_xeon_platinum_8259cl");
-	CHECK_U64(json_integer_value(json_object_get(m, "train_slots")), 80);
+	CHECK_U64(json_integer_value(json_object_get(m, "wattbus_train_slots")), 80);
 	json_decref(m);
 	m = zip_json(&res, "metadata.json");
 	CHECK_STR(json_string_value(json_object_get(m, "name")), "law");
