@@ -113,24 +113,21 @@ static const struct wb_state_field usage_fields[] = {
     {"power_host", true, {.kind = WB_SK_STRING, .max_len = 63}},
     {"carries", false, WB_SK_OBJECTS(carry_fields)},
     {"totals", false, WB_SK_OBJECTS(total_fields)},
-    {"cpu", false, {.kind = WB_SK_ARRAY, .item = &(const struct wb_state_shape)WB_SK_U64}},
+    {"cpu", false, WB_SK_ARRAY_OF(WB_SK_U64)},
     {"epoch", false, WB_SK_U64},
     {"last_t", false, WB_SK_U64},
     {"total_epoch", false, WB_SK_U64},
     {NULL},
 };
 /* The whole file is checked before anything in it is used (lib/state.h). */
-static const struct wb_state_shape state_shape = {
-    .kind = WB_SK_OBJECT,
-    .fields =
-	(const struct wb_state_field[]){
-	    {"version", false, WB_SK_U64},
-	    {"saved_ns", false, WB_SK_U64},
-	    {"power", true, WB_SK_OBJECTS(power_fields)},
-	    {"usage", true, WB_SK_OBJECTS(usage_fields)},
-	    {NULL},
-	},
+static const struct wb_state_field root_fields[] = {
+    {"version", false, WB_SK_U64},
+    {"saved_ns", false, WB_SK_U64},
+    {"power", true, WB_SK_OBJECTS(power_fields)},
+    {"usage", true, WB_SK_OBJECTS(usage_fields)},
+    {NULL},
 };
+static const struct wb_state_shape state_shape = WB_SK_OBJECT_OF(root_fields);
 
 struct resume {
 	struct align *a;

@@ -407,7 +407,7 @@ static const struct wb_state_field zone_fields[] = {
 };
 static const struct wb_state_field vm_fields[] = {
     {"id", true, {.kind = WB_SK_STRING, .min_len = 1, .max_len = 127}},
-    {"total_uj", true, {.kind = WB_SK_MAP, .item = &(const struct wb_state_shape)WB_SK_U64}},
+    {"total_uj", true, WB_SK_MAP_OF(WB_SK_U64)},
     {NULL},
 };
 static const struct wb_state_field host_fields[] = {
@@ -422,16 +422,13 @@ static const struct wb_state_field host_fields[] = {
 };
 /* The whole file is checked before anything in it is used (lib/state.h): a damaged or planted
  * file is refused as a whole and estimd starts clean. */
-static const struct wb_state_shape state_shape = {
-    .kind = WB_SK_OBJECT,
-    .fields =
-	(const struct wb_state_field[]){
-	    {"version", true, {.kind = WB_SK_UINT, .min = 1, .max = 1}},
-	    {"last_epoch", false, WB_SK_U64},
-	    {"hosts", true, WB_SK_OBJECTS(host_fields)},
-	    {NULL},
-	},
+static const struct wb_state_field root_fields[] = {
+    {"version", true, {.kind = WB_SK_UINT, .min = 1, .max = 1}},
+    {"last_epoch", false, WB_SK_U64},
+    {"hosts", true, WB_SK_OBJECTS(host_fields)},
+    {NULL},
 };
+static const struct wb_state_shape state_shape = WB_SK_OBJECT_OF(root_fields);
 
 int totals_from_json(struct totals *t, const json_t *root, size_t *nhosts, char *why, size_t len)
 {

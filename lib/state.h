@@ -96,6 +96,20 @@ struct wb_state_field {
 	{                                                                                          \
 		.kind = WB_SK_UINT                                                                 \
 	}
+/* An object with the members f. */
+#define WB_SK_OBJECT_OF(f)                                                                         \
+	{                                                                                          \
+		.kind = WB_SK_OBJECT, .fields = (f)                                                \
+	}
+/* An array of values of shape s; an object whose values have shape s. */
+#define WB_SK_ARRAY_OF(s)                                                                          \
+	{                                                                                          \
+		.kind = WB_SK_ARRAY, .item = &(const struct wb_state_shape)s                       \
+	}
+#define WB_SK_MAP_OF(s)                                                                            \
+	{                                                                                          \
+		.kind = WB_SK_MAP, .item = &(const struct wb_state_shape)s                         \
+	}
 /* An array of objects with the members f. */
 #define WB_SK_OBJECTS(f)                                                                           \
 	{                                                                                          \

@@ -9,75 +9,71 @@
 #include "cpuinfo.h"
 #include "unit.h"
 
-/* tests/data/cpuinfo/NAME parsed; the number of CPUs, or -1. */
-static int parse_recorded(const char *name, struct wb_cpuinfo_cpu **cpus,
-			  struct wb_cpuinfo_facts *f)
+#define XEON "Intel(R) Xeon(R) Gold 6130 CPU @ 2.10GHz"
+
+/* What each recorded file holds: its CPUs, the first and last of them, and the facts. */
+static const struct {
+	const char *file;
+	int n;
+	struct wb_cpuinfo_cpu first, last;
+	struct wb_cpuinfo_facts facts;
+} recorded[] = {
+    /* two sockets, each one core of two threads */
+    {"x86-xeon-2s.txt",
+     4,
+     {"0", "GenuineIntel", XEON, "0", "0", 1000.021},
+     {"3", "GenuineIntel", XEON, "1", "0", 800.0},
+     {4, 2, 2, "GenuineIntel", XEON, 3100.4}},
+    /* no model name, vendor, physical id or MHz: one socket, as Kepler 0.9 counts */
+    {"arm64-graviton2.txt",
+     2,
+     {"0", "", "", "", "", 0},
+     {"1", "", "", "", "", 0},
+     {2, 1, 1, "", "", 0}},
+    /* cut in the second CPU's "model na": it counts, with what it has ("" its socket) */
+    {"x86-truncated.txt",
+     2,
+     {"0", "GenuineIntel", XEON, "0", "0", 1000.021},
+     {"1", "GenuineIntel", "", "", "", 0},
+     {2, 2, 2, "GenuineIntel", XEON, 1000.021}},
+};
+
+static void check_cpu(const struct wb_cpuinfo_cpu *got, const struct wb_cpuinfo_cpu *want)
+{
+	CHECK_STR(got->processor, want->processor);
+	CHECK_STR(got->vendor_id, want->vendor_id);
+	CHECK_STR(got->model_name, want->model_name);
+	CHECK_STR(got->physical_id, want->physical_id);
+	CHECK_STR(got->core_id, want->core_id);
+	CHECK_NEAR(got->mhz, want->mhz, 1e-9);
+}
+
+static void test_recorded(void)
 {
 	const char *root = getenv("WB_ROOT");
-	char path[512], err[600];
-	snprintf(path, sizeof(path), "%s/tests/data/cpuinfo/%s", root ? root : ".", name);
-	int n = wb_cpuinfo_read(path, cpus, err, sizeof(err));
-	if (n < 0)
-		printf("# %s\n", err);
-	else
-		wb_cpuinfo_facts(*cpus, (size_t)n, f);
-	return n;
-}
-
-static void test_x86(void)
-{
-	struct wb_cpuinfo_cpu *c;
-	struct wb_cpuinfo_facts f;
-	CHECK(parse_recorded("x86-xeon-2s.txt", &c, &f) == 4);
-	CHECK_STR(c[0].processor, "0");
-	CHECK_STR(c[3].processor, "3");
-	CHECK_STR(c[0].vendor_id, "GenuineIntel");
-	CHECK_STR(c[2].model_name, "Intel(R) Xeon(R) Gold 6130 CPU @ 2.10GHz");
-	CHECK_STR(c[1].physical_id, "0");
-	CHECK_STR(c[2].physical_id, "1");
-	CHECK_STR(c[3].core_id, "0");
-	CHECK_NEAR(c[1].mhz, 3100.4, 1e-9);
-	CHECK_U64(f.cpus, 4);
-	CHECK_U64(f.sockets, 2);
-	CHECK_U64(f.cores, 2); /* two threads on each socket's one core */
-	CHECK_STR(f.vendor_id, "GenuineIntel");
-	CHECK_STR(f.model_name, "Intel(R) Xeon(R) Gold 6130 CPU @ 2.10GHz");
-	CHECK_NEAR(f.max_mhz, 3100.4, 1e-9);
-	free(c);
-}
-
-static void test_arm64(void)
-{
-	struct wb_cpuinfo_cpu *c;
-	struct wb_cpuinfo_facts f;
-	CHECK(parse_recorded("arm64-graviton2.txt", &c, &f) == 2);
-	CHECK_STR(c[1].processor, "1");
-	CHECK_STR(c[0].vendor_id, "");
-	CHECK_STR(c[0].model_name, "");
-	CHECK(c[0].mhz == 0);
-	CHECK_U64(f.cpus, 2);
-	CHECK_U64(f.sockets, 1); /* no physical id: one socket, as Kepler 0.9 counts */
-	CHECK_U64(f.cores, 1);
-	CHECK_STR(f.model_name, "");
-	CHECK(f.max_mhz == 0);
-	free(c);
-}
-
-static void test_truncated(void)
-{
-	struct wb_cpuinfo_cpu *c;
-	struct wb_cpuinfo_facts f;
-	/* cut in the second CPU's "model na": it counts, with what it has */
-	CHECK(parse_recorded("x86-truncated.txt", &c, &f) == 2);
-	CHECK_STR(c[1].processor, "1");
-	CHECK_STR(c[1].vendor_id, "GenuineIntel");
-	CHECK_STR(c[1].model_name, "");
-	CHECK_STR(c[1].physical_id, "");
-	CHECK_U64(f.cpus, 2);
-	CHECK_U64(f.sockets, 2); /* "0" and the second CPU's unknown one */
-	CHECK_STR(f.model_name, "Intel(R) Xeon(R) Gold 6130 CPU @ 2.10GHz");
-	CHECK_NEAR(f.max_mhz, 1000.021, 1e-9);
-	free(c);
+	for (size_t i = 0; i < sizeof(recorded) / sizeof(recorded[0]); i++) {
+		char path[512], err[600];
+		snprintf(path, sizeof(path), "%s/tests/data/cpuinfo/%s", root ? root : ".",
+			 recorded[i].file);
+		struct wb_cpuinfo_cpu *c;
+		int n = wb_cpuinfo_read(path, &c, err, sizeof(err));
+		printf("# %s\n", n < 0 ? err : path);
+		CHECK(n == recorded[i].n);
+		if (n != recorded[i].n)
+			continue;
+		check_cpu(&c[0], &recorded[i].first);
+		check_cpu(&c[n - 1], &recorded[i].last);
+		struct wb_cpuinfo_facts f;
+		const struct wb_cpuinfo_facts *want = &recorded[i].facts;
+		wb_cpuinfo_facts(c, (size_t)n, &f);
+		CHECK_U64(f.cpus, want->cpus);
+		CHECK_U64(f.sockets, want->sockets);
+		CHECK_U64(f.cores, want->cores);
+		CHECK_STR(f.vendor_id, want->vendor_id);
+		CHECK_STR(f.model_name, want->model_name);
+		CHECK_NEAR(f.max_mhz, want->max_mhz, 1e-9);
+		free(c);
+	}
 }
 
 static void test_lines(void)
@@ -122,9 +118,8 @@ static void test_unreadable(void)
 }
 
 static const struct unit_case cases[] = {
-    {"x86: CPUs, sockets, cores, model name, MHz", test_x86},
-    {"arm64: CPUs without model name or physical id", test_arm64},
-    {"a file cut short keeps the CPUs it has", test_truncated},
+    {"recorded x86, arm64 and cut-short files: CPUs, sockets, cores, model name, MHz",
+     test_recorded},
     {"line forms: blanks, CR, keys before a CPU, prefixes, long values", test_lines},
     {"an unreadable file is an error naming it", test_unreadable},
 };

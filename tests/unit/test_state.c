@@ -154,7 +154,7 @@ static const struct wb_state_field item_fields[] = {
     {"name", true, WB_SK_NAME},
     {"uj", false, WB_SK_U64},
     {"on", false, {.kind = WB_SK_BOOL}},
-    {"cpu", false, {.kind = WB_SK_ARRAY, .item = &(const struct wb_state_shape)WB_SK_U64}},
+    {"cpu", false, WB_SK_ARRAY_OF(WB_SK_U64)},
     {NULL},
 };
 static const struct wb_state_shape doc_shape = {
