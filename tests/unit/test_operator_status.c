@@ -168,33 +168,34 @@ static void test_status_document(void)
 	json_decref(wb);
 }
 
+/* op_conf_set on conf_text: a key set where it stands, or added at the end of its section. */
+static const char conf_text[] =
+    "[global]\nhost = a\n\n[usaged]\n; why\ninterval = 3s\ncounters = true\n\n[exportd]\nlisten = :9102\n";
+static const struct {
+	const char *section, *key, *value, *want;
+} conf_sets[] = {
+    {"usaged", "interval", "5s",
+     "[global]\nhost = a\n\n[usaged]\n; why\ninterval = 5s\ncounters = true\n\n[exportd]\nlisten = :9102\n"},
+    /* An absent key goes at the end of its section, before the blank line. */
+    {"usaged", "mode", "procfs",
+     "[global]\nhost = a\n\n[usaged]\n; why\ninterval = 3s\ncounters = true\nmode = procfs\n\n[exportd]\nlisten = :9102\n"},
+    /* ... or at the end of the text for the last section. */
+    {"exportd", "levels", "node",
+     "[global]\nhost = a\n\n[usaged]\n; why\ninterval = 3s\ncounters = true\n\n[exportd]\nlisten = :9102\nlevels = node\n"},
+    /* A key of the same name in another section is not touched. */
+    {"exportd", "host", "b",
+     "[global]\nhost = a\n\n[usaged]\n; why\ninterval = 3s\ncounters = true\n\n[exportd]\nlisten = :9102\nhost = b\n"},
+};
+
 static void test_conf_set(void)
 {
-	const char *text =
-	    "[global]\nhost = a\n\n[usaged]\n; why\ninterval = 3s\ncounters = true\n\n[exportd]\nlisten = :9102\n";
-	char *s = op_conf_set(text, "usaged", "interval", "5s");
-	CHECK_STR(
-	    s,
-	    "[global]\nhost = a\n\n[usaged]\n; why\ninterval = 5s\ncounters = true\n\n[exportd]\nlisten = :9102\n");
-	free(s);
-	/* An absent key goes at the end of its section, before the blank line. */
-	s = op_conf_set(text, "usaged", "mode", "procfs");
-	CHECK_STR(
-	    s,
-	    "[global]\nhost = a\n\n[usaged]\n; why\ninterval = 3s\ncounters = true\nmode = procfs\n\n[exportd]\nlisten = :9102\n");
-	free(s);
-	/* ... or at the end of the text for the last section. */
-	s = op_conf_set(text, "exportd", "levels", "node");
-	CHECK_STR(
-	    s,
-	    "[global]\nhost = a\n\n[usaged]\n; why\ninterval = 3s\ncounters = true\n\n[exportd]\nlisten = :9102\nlevels = node\n");
-	free(s);
-	/* A key of the same name in another section is not touched. */
-	s = op_conf_set(text, "exportd", "host", "b");
-	CHECK_STR(
-	    s,
-	    "[global]\nhost = a\n\n[usaged]\n; why\ninterval = 3s\ncounters = true\n\n[exportd]\nlisten = :9102\nhost = b\n");
-	free(s);
+	const char *text = conf_text;
+	char *s;
+	for (size_t i = 0; i < sizeof(conf_sets) / sizeof(conf_sets[0]); i++) {
+		s = op_conf_set(text, conf_sets[i].section, conf_sets[i].key, conf_sets[i].value);
+		CHECK_STR(s, conf_sets[i].want);
+		free(s);
+	}
 	/* A key that starts like another is another key. */
 	s = op_conf_set(text, "usaged", "count", "1");
 	CHECK(strstr(s, "counters = true\ncount = 1\n") != NULL);
