@@ -117,6 +117,12 @@ static const json_t *cond(const json_t *st, const char *type)
 	return NULL;
 }
 
+/* A string member of the condition of that type; NULL when there is none. */
+static const char *cond_str(const json_t *st, const char *type, const char *member)
+{
+	return json_string_value(json_object_get(cond(st, type), member));
+}
+
 static void test_status_document(void)
 {
 	json_t *wb = json_pack("{s{ss si}}", "metadata", "name", "wattbus", "generation", 7);
@@ -126,18 +132,15 @@ static void test_status_document(void)
 	CHECK_U64(json_integer_value(json_object_get(st, "desiredNumberScheduled")), 4);
 	CHECK_U64(json_integer_value(json_object_get(st, "numberAvailable")), 3);
 	CHECK_U64(json_integer_value(json_object_get(st, "numberUnavailable")), 1);
-	CHECK_STR(json_string_value(json_object_get(cond(st, "Reconciled"), "reason")),
-		  "ReconcileSuccess");
-	CHECK_STR(json_string_value(json_object_get(cond(st, "Available"), "status")), "Unknown");
-	CHECK_STR(json_string_value(json_object_get(cond(st, "Available"), "reason")),
-		  "DaemonSetPartiallyAvailable");
+	CHECK_STR(cond_str(st, "Reconciled", "reason"), "ReconcileSuccess");
+	CHECK_STR(cond_str(st, "Available", "status"), "Unknown");
+	CHECK_STR(cond_str(st, "Available", "reason"), "DaemonSetPartiallyAvailable");
 	CHECK_U64(json_integer_value(json_object_get(cond(st, "Available"), "observedGeneration")),
 		  7);
-	CHECK_STR(json_string_value(json_object_get(cond(st, "Reconciled"), "message")),
-		  "every object applied");
+	CHECK_STR(cond_str(st, "Reconciled", "message"), "every object applied");
 	json_t *stn = op_status(wb, d, NULL, false, NULL, NULL, NULL, "no ServiceMonitor",
 				"2026-01-01T00:00:00Z");
-	CHECK_STR(json_string_value(json_object_get(cond(stn, "Reconciled"), "message")),
+	CHECK_STR(cond_str(stn, "Reconciled", "message"),
 		  "every object applied; no ServiceMonitor");
 	json_decref(stn);
 
@@ -145,23 +148,17 @@ static void test_status_document(void)
 	json_object_set_new(wb, "status", st);
 	json_t *st2 = op_status(wb, d, NULL, false, NULL, NULL, "apply DaemonSet wattbus: 409",
 				NULL, "2026-01-01T00:05:00Z");
-	CHECK_STR(json_string_value(json_object_get(cond(st2, "Available"), "lastTransitionTime")),
-		  "2026-01-01T00:00:00Z");
-	CHECK_STR(json_string_value(json_object_get(cond(st2, "Reconciled"), "status")), "False");
-	CHECK_STR(json_string_value(json_object_get(cond(st2, "Reconciled"), "reason")),
-		  "ReconcileError");
-	CHECK_STR(json_string_value(json_object_get(cond(st2, "Reconciled"), "message")),
-		  "apply DaemonSet wattbus: 409");
-	CHECK_STR(json_string_value(json_object_get(cond(st2, "Reconciled"), "lastTransitionTime")),
-		  "2026-01-01T00:05:00Z");
+	CHECK_STR(cond_str(st2, "Available", "lastTransitionTime"), "2026-01-01T00:00:00Z");
+	CHECK_STR(cond_str(st2, "Reconciled", "status"), "False");
+	CHECK_STR(cond_str(st2, "Reconciled", "reason"), "ReconcileError");
+	CHECK_STR(cond_str(st2, "Reconciled", "message"), "apply DaemonSet wattbus: 409");
+	CHECK_STR(cond_str(st2, "Reconciled", "lastTransitionTime"), "2026-01-01T00:05:00Z");
 
 	/* External storage: Reconciled False with the reason, and the model server says so too. */
 	json_t *st3 = op_status(wb, d, NULL, true, "ExternalStorageUnsupported", "no external",
 				NULL, NULL, "2026-01-01T00:06:00Z");
-	CHECK_STR(json_string_value(json_object_get(cond(st3, "Reconciled"), "reason")),
-		  "ExternalStorageUnsupported");
-	CHECK_STR(json_string_value(json_object_get(cond(st3, "ModelServerAvailable"), "reason")),
-		  "ExternalStorageUnsupported");
+	CHECK_STR(cond_str(st3, "Reconciled", "reason"), "ExternalStorageUnsupported");
+	CHECK_STR(cond_str(st3, "ModelServerAvailable", "reason"), "ExternalStorageUnsupported");
 	json_decref(st2);
 	json_decref(st3);
 	json_decref(d);
