@@ -82,11 +82,7 @@ start_estimd() {
 	# One request only: the hung one, never a second connection.
 	[ "$(grep -c '"step"' "$BATS_TEST_TMPDIR/requests.jsonl")" = 1 ]
 
-	kill -TERM "$PID_estimd"
-	wb_wait_for 30 bash -c '! kill -0 "$0" 2>/dev/null' "$PID_estimd"
-	rc=0
-	wait "$PID_estimd" || rc=$?
-	[ "$rc" -eq 0 ]
+	wb_stop estimd
 	grep -q "stopping: cancelled the job warm-up of the estimator sidecar $sock" "$BATS_TEST_TMPDIR/estimd.log"
 	run grep "still runs" "$BATS_TEST_TMPDIR/estimd.log"
 	assert_failure
