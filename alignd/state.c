@@ -1,10 +1,11 @@
 /*
  * alignd's state file: what the engine needs to continue where it stopped,
- * saved and resumed through lib/json.c (wb_json_save/wb_json_load). The only
- * file I/O of the engine; align.c stays pure.
+ * saved and resumed through lib/state.c (wb_state_save_json/wb_state_load_json,
+ * checked against the shape table below). The only file I/O of the engine;
+ * align.c stays pure.
  */
 #include <inttypes.h>
-#include <stdarg.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,6 +14,7 @@
 #include "align_int.h"
 #include "json.h"
 #include "log.h"
+#include "state.h"
 
 /*
  * What alignd needs to continue where it stopped: per power zone its last
@@ -86,157 +88,68 @@ int align_save(struct align *a, const char *path, uint64_t now_ns, bool sync)
 				     totals));
 	}
 	char err[512];
-	int rc = wb_json_save(root, path, sync, err, sizeof(err));
-	json_decref(root);
+	int rc = wb_state_save_json(root, path, sync, err, sizeof(err));
 	if (rc < 0)
 		log_rl(&a->rl_state, WB_LOG_WARN, "state %s", err);
 	return rc;
 }
 
-/* A host or zone name as the bus carries it: 1 to 63 bytes (jansson checked the UTF-8). */
-static bool state_name_ok(const json_t *obj, const char *key)
-{
-	const char *s = json_string_value(json_object_get(obj, key));
-	return s && s[0] && strlen(s) <= 63;
-}
+static const struct wb_state_field zone_fields[] = {
+    {"name", true, WB_SK_NAME},	 {"index", false, WB_SK_U64}, {"first_t", false, WB_SK_U64},
+    {"t", false, WB_SK_U64},	 {"e", false, WB_SK_U64},     {"raw", false, WB_SK_U64},
+    {"epoch", false, WB_SK_U64}, {"range", false, WB_SK_U64}, {NULL},
+};
+static const struct wb_state_field power_fields[] = {
+    {"host", true, WB_SK_NAME},	  {"zones", false, WB_SK_OBJECTS(zone_fields)},
+    {"epoch", false, WB_SK_U64},  {"interval_ns", false, WB_SK_U64},
+    {"last_t", false, WB_SK_U64}, {NULL},
+};
+static const struct wb_state_field carry_fields[] = {
+    {"zone", true, WB_SK_NAME}, {"emitted_uj", false, WB_SK_U64}, {NULL}};
+static const struct wb_state_field total_fields[] = {
+    {"zone", true, WB_SK_NAME}, {"uj", false, WB_SK_U64}, {NULL}};
+static const struct wb_state_field usage_fields[] = {
+    {"host", true, WB_SK_NAME},
+    {"power_host", true, {.kind = WB_SK_STRING, .max_len = 63}},
+    {"carries", false, WB_SK_OBJECTS(carry_fields)},
+    {"totals", false, WB_SK_OBJECTS(total_fields)},
+    {"cpu", false, WB_SK_ARRAY_OF(WB_SK_U64)},
+    {"epoch", false, WB_SK_U64},
+    {"last_t", false, WB_SK_U64},
+    {"total_epoch", false, WB_SK_U64},
+    {NULL},
+};
+/* The whole file is checked before anything in it is used (lib/state.h). */
+static const struct wb_state_field root_fields[] = {
+    {"version", false, WB_SK_U64},
+    {"saved_ns", false, WB_SK_U64},
+    {"power", true, WB_SK_OBJECTS(power_fields)},
+    {"usage", true, WB_SK_OBJECTS(usage_fields)},
+    {NULL},
+};
+static const struct wb_state_shape state_shape = WB_SK_OBJECT_OF(root_fields);
 
-/* Each of the NULL-terminated keys, where present, is a non-negative integer. */
-static bool state_uints_ok(const json_t *obj, ...)
-{
-	va_list ap;
-	va_start(ap, obj);
-	bool ok = true;
-	for (const char *k; ok && (k = va_arg(ap, const char *));) {
-		const json_t *v = json_object_get(obj, k);
-		ok = !v || (json_is_integer(v) && json_integer_value(v) >= 0);
-	}
-	va_end(ap);
-	return ok;
-}
+struct resume {
+	struct align *a;
+	const char *path;
+	uint64_t now_ns, max_age_ns;
+	bool used;
+};
 
-/* Objects in an array member; an absent member is an empty array. */
-static bool state_objects_ok(const json_t *obj, const char *key)
+static int resume_state(const json_t *root, void *arg, char *why, size_t len)
 {
-	const json_t *a = json_object_get(obj, key), *v;
-	size_t i;
-	if (!a)
-		return true;
-	if (!json_is_array(a))
-		return false;
-	json_array_foreach(a, i, v)
-	{
-		if (!json_is_object(v))
-			return false;
-	}
-	return true;
-}
-
-/*
- * The whole file is checked before anything in it is used: a damaged or
- * planted file is refused as a whole and alignd starts clean, rather than
- * resuming half of it or a host with no name.
- */
-static int state_check(const json_t *root, char *why, size_t len)
-{
-	size_t i, j;
-	const json_t *o, *z;
-	if (!json_is_object(root) || !state_uints_ok(root, "version", "saved_ns", NULL) ||
-	    !json_is_array(json_object_get(root, "power")) ||
-	    !json_is_array(json_object_get(root, "usage")) || !state_objects_ok(root, "power") ||
-	    !state_objects_ok(root, "usage")) {
-		snprintf(why, len,
-			 "not an alignd state (an object with version, saved_ns, power and usage)");
-		return -1;
-	}
-	json_array_foreach(json_object_get(root, "power"), i, o)
-	{
-		if (!state_name_ok(o, "host") || !state_objects_ok(o, "zones") ||
-		    !state_uints_ok(o, "epoch", "interval_ns", "last_t", NULL)) {
-			snprintf(
-			    why, len,
-			    "power[%zu]: needs a host of 1 to 63 bytes, zones and non-negative integers",
-			    i);
-			return -1;
-		}
-		json_array_foreach(json_object_get(o, "zones"), j, z)
-		{
-			if (state_name_ok(z, "name") &&
-			    state_uints_ok(z, "index", "first_t", "t", "e", "raw", "epoch", "range",
-					   NULL))
-				continue;
-			snprintf(
-			    why, len,
-			    "power[%zu].zones[%zu]: needs a name of 1 to 63 bytes and non-negative integers",
-			    i, j);
-			return -1;
-		}
-	}
-	json_array_foreach(json_object_get(root, "usage"), i, o)
-	{
-		const json_t *cpu = json_object_get(o, "cpu");
-		if (!state_name_ok(o, "host") ||
-		    !json_is_string(json_object_get(o, "power_host")) ||
-		    strlen(wb_json_str(o, "power_host")) > 63 || !state_objects_ok(o, "carries") ||
-		    !state_objects_ok(o, "totals") || (cpu && !json_is_array(cpu)) ||
-		    !state_uints_ok(o, "epoch", "last_t", "total_epoch", NULL)) {
-			snprintf(
-			    why, len,
-			    "usage[%zu]: needs a host of 1 to 63 bytes, a power_host, carries, totals and non-negative integers",
-			    i);
-			return -1;
-		}
-		json_array_foreach(cpu, j, z)
-		{
-			if (json_is_integer(z) && json_integer_value(z) >= 0)
-				continue;
-			snprintf(why, len, "usage[%zu].cpu[%zu]: not a non-negative integer", i, j);
-			return -1;
-		}
-		json_array_foreach(json_object_get(o, "carries"), j, z)
-		{
-			if (state_name_ok(z, "zone") && state_uints_ok(z, "emitted_uj", NULL))
-				continue;
-			snprintf(
-			    why, len,
-			    "usage[%zu].carries[%zu]: needs a zone of 1 to 63 bytes and a non-negative emitted_uj",
-			    i, j);
-			return -1;
-		}
-		json_array_foreach(json_object_get(o, "totals"), j, z)
-		{
-			if (state_name_ok(z, "zone") && state_uints_ok(z, "uj", NULL))
-				continue;
-			snprintf(
-			    why, len,
-			    "usage[%zu].totals[%zu]: needs a zone of 1 to 63 bytes and a non-negative uj",
-			    i, j);
-			return -1;
-		}
-	}
-	return 0;
-}
-
-int align_load(struct align *a, const char *path, uint64_t now_ns, uint64_t max_age_ns)
-{
-	char err[512], why[256];
-	json_t *root = wb_json_load(path, JSON_REJECT_DUPLICATES, err, sizeof(err));
-	if (!root) {
-		if (errno != ENOENT)
-			log_warnx("state %s: ignored, starting clean", err);
-		return -1;
-	}
-	if (state_check(root, why, sizeof(why)) < 0) {
-		log_warnx("state %s: %s: ignored, starting clean", path, why);
-		json_decref(root);
-		return -1;
-	}
+	(void)why;
+	(void)len;
+	struct resume *r = arg;
+	struct align *a = r->a;
+	const char *path = r->path;
+	uint64_t now_ns = r->now_ns, max_age_ns = r->max_age_ns;
 	uint64_t saved = wb_json_u64(root, "saved_ns");
 	if (wb_json_u64(root, "version") != 1 || saved > now_ns || now_ns - saved > max_age_ns) {
 		log_info("state %s: %s, not used", path,
 			 wb_json_u64(root, "version") != 1 ? "unknown version"
 							   : "older than host_timeout");
-		json_decref(root);
-		return -1;
+		return 0;
 	}
 	size_t i, j, npower = 0, nusage = 0;
 	json_t *o, *z;
@@ -324,8 +237,20 @@ int align_load(struct align *a, const char *path, uint64_t now_ns, uint64_t max_
 			}
 		nusage++;
 	}
-	json_decref(root);
 	log_info("state %s: resumed %zu power hosts and %zu usage hosts saved %.1f s ago", path,
 		 npower, nusage, (double)(now_ns - saved) / 1e9);
+	r->used = true;
 	return 0;
+}
+
+int align_load(struct align *a, const char *path, uint64_t now_ns, uint64_t max_age_ns)
+{
+	char err[512];
+	struct resume r = {a, path, now_ns, max_age_ns, false};
+	if (wb_state_load_json(path, &state_shape, resume_state, &r, err, sizeof(err)) < 0) {
+		if (errno != ENOENT)
+			log_warnx("state %s: ignored, starting clean", err);
+		return -1;
+	}
+	return r.used ? 0 : -1;
 }

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cpuinfo.h"
 #include "estimd.h"
 #include "spec.h"
 
@@ -20,21 +21,6 @@ static FILE *open_under(const char *root, const char *rel)
 	char path[4096];
 	snprintf(path, sizeof(path), "%s/%s", root, rel);
 	return fopen(path, "r");
-}
-
-/* "key\t: value" of a cpuinfo line; NULL when the line is not of key. */
-static const char *cpuinfo_value(const char *line, const char *key)
-{
-	size_t n = strlen(key);
-	if (strncmp(line, key, n) != 0 || (line[n] != ' ' && line[n] != '\t' && line[n] != ':'))
-		return NULL;
-	const char *c = strchr(line + n, ':');
-	if (!c)
-		return NULL;
-	c++;
-	while (*c == ' ' || *c == '\t')
-		c++;
-	return c;
 }
 
 static uint64_t max_cpufreq_mhz(const char *sysfs_root)
@@ -66,35 +52,21 @@ int mspec_read(const char *procfs_root, const char *sysfs_root, struct km_spec *
 	       size_t errlen)
 {
 	memset(out, 0, sizeof(*out));
-	FILE *f = open_under(procfs_root, "cpuinfo");
-	if (!f) {
-		snprintf(err, errlen, "%s/cpuinfo: %s", procfs_root, strerror(errno));
+	char path[4096];
+	snprintf(path, sizeof(path), "%s/cpuinfo", procfs_root);
+	struct wb_cpuinfo_cpu *cpus;
+	int n = wb_cpuinfo_read(path, &cpus, err, errlen);
+	if (n < 0)
 		return -1;
-	}
+	struct wb_cpuinfo_facts cf;
+	wb_cpuinfo_facts(cpus, (size_t)n, &cf);
+	free(cpus);
+	wb_processor_name(cf.model_name, out->processor, sizeof(out->processor));
+	out->cores = cf.cpus;
+	out->chips = cf.sockets;
+	double mhz = cf.max_mhz;
 	char line[1024];
-	uint64_t ids = 0; /* physical ids seen, as a bit set (0..63) */
-	double mhz = 0;
-	while (fgets(line, sizeof(line), f)) {
-		line[strcspn(line, "\n")] = '\0';
-		const char *v;
-		if (cpuinfo_value(line, "processor")) {
-			out->cores++;
-		} else if ((v = cpuinfo_value(line, "model name")) && !out->processor[0]) {
-			wb_processor_name(v, out->processor, sizeof(out->processor));
-		} else if ((v = cpuinfo_value(line, "physical id"))) {
-			unsigned long id = strtoul(v, NULL, 10);
-			if (id < 64)
-				ids |= 1ull << id;
-		} else if ((v = cpuinfo_value(line, "cpu MHz"))) {
-			double m = strtod(v, NULL);
-			if (m > mhz)
-				mhz = m;
-		}
-	}
-	fclose(f);
-	out->chips = (uint64_t)__builtin_popcountll(ids);
-	if (out->chips == 0 && out->cores)
-		out->chips = 1;
+	FILE *f;
 	if ((f = open_under(procfs_root, "meminfo"))) {
 		unsigned long long kib;
 		while (fgets(line, sizeof(line), f))

@@ -17,6 +17,7 @@
 #include "grow.h"
 #include "json.h"
 #include "plaus.h"
+#include "state.h"
 
 static size_t vm_bytes(const struct tot_vm *v)
 {
@@ -400,91 +401,39 @@ json_t *totals_to_json(const struct totals *t, uint64_t now_ns)
 	return root;
 }
 
-static bool name_ok(const json_t *obj, const char *key)
-{
-	const char *s = json_string_value(json_object_get(obj, key));
-	return s && s[0] && strlen(s) <= 63;
-}
-
-static bool uint_ok(const json_t *obj, const char *key)
-{
-	const json_t *v = json_object_get(obj, key);
-	return !v || (json_is_integer(v) && json_integer_value(v) >= 0);
-}
-
-/*
- * The whole file is checked before anything in it is used: a damaged or
- * planted file is refused as a whole and estimd starts clean.
- */
-static int state_check(const json_t *root, char *why, size_t len)
-{
-	static const char *const host_uints[] = {"epoch", "in_epoch", "last_t1"};
-	static const char *const zone_uints[] = {"in_uj", "total_uj", "active_uj", "idle_uj"};
-	size_t i, k;
-	const json_t *o, *zo;
-	if (!json_is_object(root) || wb_json_u64(root, "version") != 1 ||
-	    !uint_ok(root, "last_epoch") || !json_is_array(json_object_get(root, "hosts"))) {
-		snprintf(why, len, "not an estimd state (version 1 with hosts)");
-		return -1;
-	}
-	json_array_foreach(json_object_get(root, "hosts"), i, o)
-	{
-		bool ok = json_is_object(o) && name_ok(o, "host") &&
-			  json_is_array(json_object_get(o, "zones")) &&
-			  strlen(wb_json_str(o, "in_src")) <= 63;
-		for (size_t u = 0; ok && u < sizeof(host_uints) / sizeof(*host_uints); u++)
-			ok = uint_ok(o, host_uints[u]);
-		if (!ok) {
-			snprintf(
-			    why, len,
-			    "hosts[%zu]: needs a host of 1 to 63 bytes, zones and non-negative integers",
-			    i);
-			return -1;
-		}
-		const json_t *vms = json_object_get(o, "vms");
-		if (vms && !json_is_array(vms)) {
-			snprintf(why, len, "hosts[%zu].vms: not an array", i);
-			return -1;
-		}
-		json_array_foreach(vms, k, zo)
-		{
-			const char *id = json_string_value(json_object_get(zo, "id"));
-			const json_t *uj = json_object_get(zo, "total_uj");
-			const char *zn;
-			const json_t *zv;
-			ok = json_is_object(zo) && id && id[0] && strlen(id) <= 127 &&
-			     json_is_object(uj);
-			json_object_foreach((json_t *)uj, zn, zv) ok =
-			    ok && json_is_integer(zv) && json_integer_value(zv) >= 0;
-			if (!ok) {
-				snprintf(
-				    why, len,
-				    "hosts[%zu].vms[%zu]: needs an id of 1 to 127 bytes and total_uj, an object of non-negative integers",
-				    i, k);
-				return -1;
-			}
-		}
-		json_array_foreach(json_object_get(o, "zones"), k, zo)
-		{
-			ok = json_is_object(zo) && name_ok(zo, "name");
-			for (size_t u = 0; ok && u < sizeof(zone_uints) / sizeof(*zone_uints); u++)
-				ok = uint_ok(zo, zone_uints[u]);
-			if (!ok) {
-				snprintf(
-				    why, len,
-				    "hosts[%zu].zones[%zu]: needs a name of 1 to 63 bytes and non-negative integers",
-				    i, k);
-				return -1;
-			}
-		}
-	}
-	return 0;
-}
+static const struct wb_state_field zone_fields[] = {
+    {"name", true, WB_SK_NAME},	     {"in_uj", false, WB_SK_U64},   {"total_uj", false, WB_SK_U64},
+    {"active_uj", false, WB_SK_U64}, {"idle_uj", false, WB_SK_U64}, {NULL},
+};
+static const struct wb_state_field vm_fields[] = {
+    {"id", true, {.kind = WB_SK_STRING, .min_len = 1, .max_len = 127}},
+    {"total_uj", true, WB_SK_MAP_OF(WB_SK_U64)},
+    {NULL},
+};
+static const struct wb_state_field host_fields[] = {
+    {"host", true, WB_SK_NAME},
+    {"zones", true, WB_SK_OBJECTS(zone_fields)},
+    {"vms", false, WB_SK_OBJECTS(vm_fields)},
+    {"in_src", false, {.kind = WB_SK_STRING, .max_len = 63}},
+    {"epoch", false, WB_SK_U64},
+    {"in_epoch", false, WB_SK_U64},
+    {"last_t1", false, WB_SK_U64},
+    {NULL},
+};
+/* The whole file is checked before anything in it is used (lib/state.h): a damaged or planted
+ * file is refused as a whole and estimd starts clean. */
+static const struct wb_state_field root_fields[] = {
+    {"version", true, {.kind = WB_SK_UINT, .min = 1, .max = 1}},
+    {"last_epoch", false, WB_SK_U64},
+    {"hosts", true, WB_SK_OBJECTS(host_fields)},
+    {NULL},
+};
+static const struct wb_state_shape state_shape = WB_SK_OBJECT_OF(root_fields);
 
 int totals_from_json(struct totals *t, const json_t *root, size_t *nhosts, char *why, size_t len)
 {
 	*nhosts = 0;
-	if (state_check(root, why, len) < 0)
+	if (wb_state_check(root, &state_shape, why, len) < 0)
 		return -1;
 	if (wb_json_u64(root, "last_epoch") > t->last_epoch)
 		t->last_epoch = wb_json_u64(root, "last_epoch");

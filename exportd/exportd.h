@@ -1,8 +1,9 @@
 /*
  * exportd's private header: the modules' prototypes, grouped by file. rbuf,
- * accum, stages, render and cpuinfo_parse are pure (no sockets, no clock reads,
- * no files) so that tests/unit/test_exportd_*.c drive them directly; main.c,
- * http.c and kube.c do the I/O, state.c the state file, cpuinfo_read /proc/cpuinfo.
+ * accum, stages and render are pure (no sockets, no clock reads, no files) so
+ * that tests/unit/test_exportd_*.c drive them directly; main.c, http.c and
+ * kube.c do the I/O, state.c the state file, main.c reads /proc/cpuinfo
+ * through lib/cpuinfo.c.
  */
 #ifndef WB_EXPORTD_H
 #define WB_EXPORTD_H
@@ -14,6 +15,7 @@
 #include <jansson.h>
 
 #include "config.h"
+#include "cpuinfo.h"
 #include "httpd.h"
 #include "plaus.h"
 #include "table.h"
@@ -354,15 +356,6 @@ void stages_destroy(struct stages **self_p);
 int stages_add(struct stages *self, const struct wb_stat *st, uint64_t recv_ns,
 	       enum stages_reason *reason);
 
-/* ---- cpuinfo.c: kepler_node_cpu_info from /proc/cpuinfo ---- */
-struct cpuinfo_entry {
-	char processor[16], vendor_id[64], model_name[128], physical_id[16], core_id[16];
-};
-/* Parse cpuinfo text. *out is malloc'd (caller frees). Returns the number of CPUs, or -1. */
-int cpuinfo_parse(const char *text, struct cpuinfo_entry **out);
-/* Read and parse path. Returns the number of CPUs (0 when unreadable: logged), or -1. */
-int cpuinfo_read(const char *path, struct cpuinfo_entry **out);
-
 /* ---- render.c: the /metrics text ---- */
 /* The metric profiles exportd can serve (the metrics key), one bit each. */
 enum ex_profile {
@@ -390,7 +383,7 @@ struct exportd_counters {
 struct render_input {
 	const struct accum *acc;
 	const struct stages *st;
-	const struct cpuinfo_entry *cpus;
+	const struct wb_cpuinfo_cpu *cpus; /* /proc/cpuinfo (lib/cpuinfo.h) */
 	size_t ncpus;
 	const struct exportd_counters *ctr;
 	uint64_t now_ns;	   /* wall clock, for ages */

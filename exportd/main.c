@@ -161,7 +161,7 @@ struct exportd {
 	struct stages *st;
 	struct http *http;
 	struct kube *kube;
-	struct cpuinfo_entry *cpus;
+	struct wb_cpuinfo_cpu *cpus;
 	size_t ncpus;
 	struct exportd_counters ctr;
 	struct render_filter filter;
@@ -364,8 +364,11 @@ static void load_cpuinfo(struct exportd *x, const struct exportd_conf *c)
 	x->ncpus = 0;
 	if (asprintf(&path, "%s/cpuinfo", c->procfs[0] ? c->procfs : "/proc") < 0)
 		return;
-	int n = cpuinfo_read(path, &x->cpus);
+	char err[4200];
+	int n = wb_cpuinfo_read(path, &x->cpus, err, sizeof err);
 	free(path);
+	if (n < 0)
+		log_warnx("cpuinfo: %s: kepler_node_cpu_info not exported", err);
 	x->ncpus = n > 0 ? (size_t)n : 0;
 }
 

@@ -378,7 +378,7 @@ static void node_metrics(struct render_ctx *c)
 					  "CPU information from procfs", EX_NODE)) {
 		/* like Kepler's collector: no node_name here */
 		for (size_t i = 0; i < c->in->ncpus; i++) {
-			const struct cpuinfo_entry *e = &c->in->cpus[i];
+			const struct wb_cpuinfo_cpu *e = &c->in->cpus[i];
 			render_begin(c);
 			rbuf_label(c->b, true, "processor", e->processor, sizeof e->processor);
 			rbuf_label(c->b, false, "vendor_id", e->vendor_id, sizeof e->vendor_id);

@@ -156,26 +156,18 @@ static void cpu_spec(const struct render_input *in, struct k9_spec *s)
 	memset(s, 0, sizeof *s);
 	if (!in->ncpus)
 		return;
+	struct wb_cpuinfo_facts f;
+	wb_cpuinfo_facts(in->cpus, in->ncpus, &f);
 	/* Kepler's formatVendor: the first word, lower case */
-	const char *v = in->cpus[0].vendor_id;
-	size_t n = strcspn(v, " \t");
+	size_t n = strcspn(f.vendor_id, " \t");
 	for (size_t i = 0; i < n && i + 1 < sizeof s->vendor; i++)
-		s->vendor[i] = (char)(v[i] >= 'A' && v[i] <= 'Z' ? v[i] - 'A' + 'a' : v[i]);
-	wb_processor_name(in->cpus[0].model_name, s->processor, sizeof s->processor);
-	s->cores = (unsigned)in->ncpus;
-	unsigned cores = 0;
-	for (size_t i = 0; i < in->ncpus; i++) {
-		const struct cpuinfo_entry *e = &in->cpus[i];
-		bool new_chip = true, new_core = true;
-		for (size_t j = 0; j < i; j++) {
-			bool chip = !strcmp(in->cpus[j].physical_id, e->physical_id);
-			new_chip &= !chip;
-			new_core &= !(chip && !strcmp(in->cpus[j].core_id, e->core_id));
-		}
-		s->chips += new_chip;
-		cores += new_core;
-	}
-	s->threads_per_core = cores ? s->cores / cores : 0;
+		s->vendor[i] = (char)(f.vendor_id[i] >= 'A' && f.vendor_id[i] <= 'Z'
+					  ? f.vendor_id[i] - 'A' + 'a'
+					  : f.vendor_id[i]);
+	wb_processor_name(f.model_name, s->processor, sizeof s->processor);
+	s->cores = (unsigned)f.cpus;
+	s->chips = (unsigned)f.sockets;
+	s->threads_per_core = f.cores ? (unsigned)(f.cpus / f.cores) : 0;
 }
 
 static void node_info(struct render_ctx *c)

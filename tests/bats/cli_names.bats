@@ -24,15 +24,22 @@ no_raw_controls() {
 	PY
 }
 
-@test "top: a comm and a container name with an escape sequence, a newline and a quote print escaped" {
+# top_of JSON [FLAG...]: `wattbus top --plain --once` with the flags on $ep (wb_ep est), given
+# JSON as the one estimate; what it printed is in top, its errors in top.err.
+top_of() {
+	local json=$1 top_pid
+	shift
 	ep=$(wb_ep est)
-	"$WATTBUS" top --plain --once --timeout 20s "$ep" >"$BATS_TEST_TMPDIR/top" 2>"$BATS_TEST_TMPDIR/top.err" &
-	echo $! >>"$BATS_TEST_TMPDIR/pids"
+	"$WATTBUS" top --plain --once --timeout 20s "$@" "$ep" >"$BATS_TEST_TMPDIR/top" 2>"$BATS_TEST_TMPDIR/top.err" &
 	top_pid=$!
-	# comm and container names are data from another host's kernel and kubelet: the codec takes them
-	printf '%s\n' '{"kind":"estimate","host":"h1","t0":1800000000000000000,"t1":1800000001000000000,"mode":"measured","ncpu":4,"cpu_usage_ratio":0.5,"zones":[{"name":"package-0","zone":"package","energy_uj":2000000,"active_uj":1000000,"idle_uj":1000000}],"procs":[{"pid":10,"comm":"ev\u001b[2J\"il\nx","cpu_ns":500000000,"energy_uj":[1000000]}],"containers":[{"id":"c1","name":"web\u001b]0;owned\u0007\u009b","cpu_ns":500000000,"energy_uj":[1000000]}]}' |
-		"$WATTBUS" pub --wait 30s "$ep" >/dev/null
+	echo "$top_pid" >>"$BATS_TEST_TMPDIR/pids"
+	printf '%s\n' "$json" | "$WATTBUS" pub --wait 30s "$ep" >/dev/null
 	wait "$top_pid"
+}
+
+@test "top: a comm and a container name with an escape sequence, a newline and a quote print escaped" {
+	# comm and container names are data from another host's kernel and kubelet: the codec takes them
+	top_of '{"kind":"estimate","host":"h1","t0":1800000000000000000,"t1":1800000001000000000,"mode":"measured","ncpu":4,"cpu_usage_ratio":0.5,"zones":[{"name":"package-0","zone":"package","energy_uj":2000000,"active_uj":1000000,"idle_uj":1000000}],"procs":[{"pid":10,"comm":"ev\u001b[2J\"il\nx","cpu_ns":500000000,"energy_uj":[1000000]}],"containers":[{"id":"c1","name":"web\u001b]0;owned\u0007\u009b","cpu_ns":500000000,"energy_uj":[1000000]}]}'
 	run cat "$BATS_TEST_TMPDIR/top"
 	assert_line --regexp '^ +1\.000 +50\.0 +10  ev\\x1b\[2J"il\\nx$'
 	assert_line --partial 'web\x1b]0;owned\x07\xc2\x9b'
@@ -44,14 +51,8 @@ no_raw_controls() {
 }
 
 @test "top: a line cut to the width never ends in half a character" {
-	ep=$(wb_ep est)
 	# the process row's comm starts after 41 bytes: at width 44 the cut falls inside the second é
-	"$WATTBUS" top --plain --once --width 44 --timeout 20s "$ep" >"$BATS_TEST_TMPDIR/top" 2>"$BATS_TEST_TMPDIR/top.err" &
-	echo $! >>"$BATS_TEST_TMPDIR/pids"
-	top_pid=$!
-	printf '%s\n' '{"kind":"estimate","host":"h1","t0":1800000000000000000,"t1":1800000001000000000,"mode":"measured","ncpu":4,"cpu_usage_ratio":0.5,"zones":[{"name":"package-0","zone":"package","energy_uj":2000000,"active_uj":1000000,"idle_uj":1000000}],"procs":[{"pid":10,"comm":"\u00e9\u00e9\u00e9\u00e9","cpu_ns":500000000,"energy_uj":[1000000]}]}' |
-		"$WATTBUS" pub --wait 30s "$ep" >/dev/null
-	wait "$top_pid"
+	top_of '{"kind":"estimate","host":"h1","t0":1800000000000000000,"t1":1800000001000000000,"mode":"measured","ncpu":4,"cpu_usage_ratio":0.5,"zones":[{"name":"package-0","zone":"package","energy_uj":2000000,"active_uj":1000000,"idle_uj":1000000}],"procs":[{"pid":10,"comm":"\u00e9\u00e9\u00e9\u00e9","cpu_ns":500000000,"energy_uj":[1000000]}]}' --width 44
 	run cat "$BATS_TEST_TMPDIR/top"
 	assert_line --regexp '^ +1\.000 +50\.0 +10  é$'
 	no_raw_controls "$BATS_TEST_TMPDIR/top"

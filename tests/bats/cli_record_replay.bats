@@ -83,18 +83,23 @@ recorded_at_least() {
 	awk -v s="$span_ms" -v e="$elapsed_ms" 'BEGIN { exit !(s >= 1260 && e >= s - 1) }'
 }
 
-@test "replay --fast sends everything at once and --speed scales the spacing" {
-	src=$(wb_ep src)
-	rec=$BATS_TEST_TMPDIR/bus.rec
-	python3 - "$rec" <<-'PY'
+# stat_rec FILE T_NS...: a recording of stat messages, seq 0, 1, ... at the times T_NS.
+stat_rec() {
+	python3 - "$@" <<-'PY'
 		import msgpack, sys
 		with open(sys.argv[1], "wb") as f:
 		    f.write(msgpack.packb({"format": "wattbus-record", "version": 1, "endpoint": "x", "start_ns": 0}))
-		    for i in range(3):
+		    for i, t in enumerate(int(a) for a in sys.argv[2:]):
 		        m = {"v": 1, "kind": "stat", "host": "h", "src": "s", "epoch": 1, "seq": i, "t": i,
 		             "stage": "powerd", "version": "x", "frames_in": 0, "frames_out": 0, "lost": 0, "rejected": 0}
-		        f.write(msgpack.packb([i * 1_000_000_000, "stat/h", msgpack.packb(m)], use_bin_type=True))
+		        f.write(msgpack.packb([t, "stat/h", msgpack.packb(m)], use_bin_type=True))
 	PY
+}
+
+@test "replay --fast sends everything at once and --speed scales the spacing" {
+	src=$(wb_ep src)
+	rec=$BATS_TEST_TMPDIR/bus.rec
+	stat_rec "$rec" 0 1000000000 2000000000
 	wb_spawn tap "$WATTBUS" tap --count 3 --timeout 60s "$src"
 	start=$(date +%s%N)
 	run "$WATTBUS" replay --speed 4 --wait 30s "$rec" "$src"
@@ -108,15 +113,7 @@ recorded_at_least() {
 
 	# --fast does not wait for the spacing: a recording of three messages an hour apart
 	# is sent well within the minute timeout gives it.
-	python3 - "$BATS_TEST_TMPDIR/hours.rec" <<-'PY'
-		import msgpack, sys
-		with open(sys.argv[1], "wb") as f:
-		    f.write(msgpack.packb({"format": "wattbus-record", "version": 1, "endpoint": "x", "start_ns": 0}))
-		    for i in range(3):
-		        m = {"v": 1, "kind": "stat", "host": "h", "src": "s", "epoch": 1, "seq": i, "t": i,
-		             "stage": "powerd", "version": "x", "frames_in": 0, "frames_out": 0, "lost": 0, "rejected": 0}
-		        f.write(msgpack.packb([i * 3600_000_000_000, "stat/h", msgpack.packb(m)], use_bin_type=True))
-	PY
+	stat_rec "$BATS_TEST_TMPDIR/hours.rec" 0 3600000000000 7200000000000
 	wb_spawn tap2 "$WATTBUS" tap --count 3 --timeout 60s "$src"
 	run timeout 60 "$WATTBUS" replay --fast --wait 30s "$BATS_TEST_TMPDIR/hours.rec" "$src"
 	assert_success
@@ -134,16 +131,8 @@ recorded_at_least() {
 
 @test "replay --max-gap: a gap of years (or hours) waits at most max_gap, 10 s by default" {
 	src=$(wb_ep src)
-	# 2^63 ns after the first message: today's replay would sleep for 292 years
-	python3 - "$BATS_TEST_TMPDIR/years.rec" <<-'PY'
-		import msgpack, sys
-		with open(sys.argv[1], "wb") as f:
-		    f.write(msgpack.packb({"format": "wattbus-record", "version": 1, "endpoint": "x", "start_ns": 0}))
-		    for i, t in enumerate([1_000_000_000, 1_000_000_000 + 2**63, 1_000_000_000 + 2**63 + 3600_000_000_000]):
-		        m = {"v": 1, "kind": "stat", "host": "h", "src": "s", "epoch": 1, "seq": i, "t": i,
-		             "stage": "powerd", "version": "x", "frames_in": 0, "frames_out": 0, "lost": 0, "rejected": 0}
-		        f.write(msgpack.packb([t, "stat/h", msgpack.packb(m)], use_bin_type=True))
-	PY
+	# 1 s, 2^63 ns after it and an hour after that: replay as recorded would sleep for 292 years
+	stat_rec "$BATS_TEST_TMPDIR/years.rec" 1000000000 9223372037854775808 9223375637854775808
 	wb_spawn tap "$WATTBUS" tap --count 3 --timeout 120s "$src"
 	start=$(date +%s%N)
 	run timeout 100 "$WATTBUS" replay --max-gap 200ms --wait 30s "$BATS_TEST_TMPDIR/years.rec" "$src"

@@ -32,16 +32,22 @@ pub() {
 	tr -d '\n' | sed 's/}{"kind"/}\n{"kind"/g; $a\' | "$WATTBUS" pub --wait 30s "$@" "$(wb_ep est)" >/dev/null
 }
 
+# frame_of LEN_NS PROCS [ZONES [GROUPS]]: one `top --plain --once` frame of host h1's slot
+# [T0, T0 + LEN_NS) (est's arguments), in $output.
+frame_of() {
+	top_bg frame --plain --once --timeout 20s "$(wb_ep est)"
+	est h1 "$T0" "$@" | pub
+	wait "$TOP_PID"
+	run cat "$BATS_TEST_TMPDIR/frame"
+}
+
 teardown() {
 	wb_kill_all
 	[ -z "${TOP_TMP:-}" ] || rm -rf "$TOP_TMP"
 }
 
 @test "one slot: zone watts, node total without double counting core, processes, containers and pods by watts" {
-	top_bg frame --plain --once --timeout 20s "$(wb_ep est)"
-	est h1 $T0 2000000000 "$PROCS" "" "$GROUPS_JSON" | pub
-	wait "$TOP_PID"
-	run cat "$BATS_TEST_TMPDIR/frame"
+	frame_of 2000000000 "$PROCS" "" "$GROUPS_JSON"
 	# 2 s slot: 20 J package = 10 W, 12 J active = 6 W, 8 J idle = 4 W, 2 J unattributed = 1 W.
 	assert_line --regexp '^host h1  slot ending [0-9:]{8} \(2\.000 s\)  measured  CPU 50\.0% of 4$'
 	assert_line --regexp '^package-0 +10\.000 +6\.000 +4\.000 +1\.000$'
@@ -85,10 +91,7 @@ teardown() {
 @test "a platform zone estimd did not attribute is the node total; processes show the zones they were given" {
 	zones='[{"name":"package-0","zone":"package","energy_uj":3000000,"active_uj":2000000,"idle_uj":1000000},{"name":"platform","zone":"platform","energy_uj":10000000,"active_uj":6000000,"idle_uj":4000000,"unattributed_uj":6000000}]'
 	procs='[{"pid":101,"comm":"p1","cpu_ns":500000000,"energy_uj":[1500000,0]},{"pid":102,"comm":"p2","cpu_ns":250000000,"energy_uj":[500000,0]}]'
-	top_bg frame --plain --once --timeout 20s "$(wb_ep est)"
-	est h1 $T0 1000000000 "$procs" "$zones" | pub
-	wait "$TOP_PID"
-	run cat "$BATS_TEST_TMPDIR/frame"
+	frame_of 1000000000 "$procs" "$zones"
 	assert_line --regexp '^node +10\.000 +6\.000 +4\.000 +6\.000  \(platform\)$'
 	got=$(sed -n '/^PROCESSES/,/^$/p' "$BATS_TEST_TMPDIR/frame" | awk '$4 ~ /^p/ {print $4"="$1}' | tr '\n' ' ')
 	[ "$got" = "p1=1.500 p2=0.500 " ] || fail "processes: $got"
@@ -97,10 +100,7 @@ teardown() {
 @test "psys and platform together: the node total is the platform meter's alone, not both" {
 	zones='[{"name":"psys","zone":"psys","energy_uj":6000000,"active_uj":4000000,"idle_uj":2000000},{"name":"platform","zone":"platform","energy_uj":8100000,"active_uj":5000000,"idle_uj":3100000,"unattributed_uj":5000000}]'
 	procs='[{"pid":101,"comm":"p1","cpu_ns":500000000,"energy_uj":[1500000,0]}]'
-	top_bg frame --plain --once --timeout 20s "$(wb_ep est)"
-	est h1 $T0 1000000000 "$procs" "$zones" | pub
-	wait "$TOP_PID"
-	run cat "$BATS_TEST_TMPDIR/frame"
+	frame_of 1000000000 "$procs" "$zones"
 	# 14.1 W would be psys and platform added up
 	assert_line --regexp '^node +8\.100 +5\.000 +3\.100 +5\.000  \(platform\)$'
 }

@@ -6,7 +6,7 @@
 # answer in time; the slow answer comes 3 s after it, and is read and dropped.
 # The first request is estimd's warm-up at start.
 
-load helper
+load estimd_helper
 
 teardown() { wb_kill_all; }
 
@@ -130,9 +130,7 @@ teardown() { wb_kill_all; }
 		--estimator_timeout 5s
 	wb_tap tap "$out" estimate/
 	wb_wait_for 60 grep -q "the warm-up request answered" "$BATS_TEST_TMPDIR/estimd.log"
-	python3 "$BATS_TEST_DIRNAME/estimd_slots.py" --host vm1 --no-power --count 2 --seed 12 >"$BATS_TEST_TMPDIR/b.jsonl"
-	run "$WATTBUS" pub --wait 30s "$in" <"$BATS_TEST_TMPDIR/b.jsonl"
-	assert_success
+	slots_pub "$in" b.jsonl --host vm1 --no-power --count 2 --seed 12
 	wb_wait_lines "$BATS_TEST_TMPDIR/tap.log" 2 60
 	run jq -c '[.msg.model, (.msg.zones | length)]' "$BATS_TEST_TMPDIR/tap.log"
 	assert_output "$(printf '["estimator",2]\n[null,0]')"

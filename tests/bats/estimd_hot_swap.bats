@@ -3,7 +3,7 @@
 # publishes it; an estimd on a meterless host started with model_from
 # switches to it on the fly and says which model it uses and its error.
 
-load helper
+load estimd_helper
 
 teardown() { wb_kill_all; }
 
@@ -20,17 +20,13 @@ teardown() { wb_kill_all; }
 	wb_tap tap "$b_out" estimate/
 
 	# Before: the shipped model-db model.
-	python3 "$BATS_TEST_DIRNAME/estimd_slots.py" --host vm1 --no-power --count 3 --seed 7 >"$BATS_TEST_TMPDIR/b1.jsonl"
-	run "$WATTBUS" pub --wait 30s "$b_in" <"$BATS_TEST_TMPDIR/b1.jsonl"
-	assert_success
+	slots_pub "$b_in" b1.jsonl --host vm1 --no-power --count 3 --seed 7
 	wb_wait_lines "$BATS_TEST_TMPDIR/tap.log" 3 10
 	run jq -r '.msg.model' "$BATS_TEST_TMPDIR/tap.log"
 	assert_output "$(printf 'ec2-0.7.11_rapl-sysfs_AbsPower_BPFOnly_SGDRegressorTrainer_1\n%.0s' 1 2 3)"
 
 	# The metered host trains on 60 measured slots: models after 20, 40 and 60.
-	python3 "$BATS_TEST_DIRNAME/estimd_slots.py" --host metal1 --count 60 --seed 3 >"$BATS_TEST_TMPDIR/a.jsonl"
-	run "$WATTBUS" pub --wait 30s "$a_in" <"$BATS_TEST_TMPDIR/a.jsonl"
-	assert_success
+	slots_pub "$a_in" a.jsonl --host metal1 --count 60 --seed 3
 	wb_wait_lines "$BATS_TEST_TMPDIR/meterless.log" 1 15 "switched to model wattbus-metal1-"
 	run grep "switched to model" "$BATS_TEST_TMPDIR/meterless.log"
 	# Which model, from where, and its held-out error.
@@ -40,9 +36,7 @@ teardown() { wb_kill_all; }
 
 	# After: the trained model, whose numbers follow the metered host's power truth
 	# (package = 15 W + 0.006 W per CPU-ms/s; same CPU count, so no core ratio).
-	python3 "$BATS_TEST_DIRNAME/estimd_slots.py" --host vm1 --no-power --count 3 --seed 8 >"$BATS_TEST_TMPDIR/b2.jsonl"
-	run "$WATTBUS" pub --wait 30s "$b_in" <"$BATS_TEST_TMPDIR/b2.jsonl"
-	assert_success
+	slots_pub "$b_in" b2.jsonl --host vm1 --no-power --count 3 --seed 8
 	wb_wait_lines "$BATS_TEST_TMPDIR/tap.log" 6 10
 	run python3 - "$BATS_TEST_TMPDIR/b2.jsonl" "$BATS_TEST_TMPDIR/tap.log" <<-'EOF'
 		import json, sys

@@ -1,16 +1,13 @@
 #!/usr/bin/env bats
 # estimd refuses schema-valid but implausible slots on receipt; one cannot stop other hosts' estimates.
 
-load helper
+load estimd_helper
 
 teardown() { wb_kill_all; }
 
 @test "an aligned slot ending at t1 = 2^63-1 is refused (implausible_time); other hosts keep their estimates" {
-	in=$(wb_ep aligned)
-	out=$(wb_ep estimd)
-	wb_spawn estimd "$WB_BUILD/wattbus-estimd" --runtime_dir "$BATS_TEST_TMPDIR" --sub "$in" --pub "$out" \
+	estimd_start "estimate/" \
 		--model "" --stat_interval 100ms --state_file ""
-	wb_tap tap "$out" estimate/
 	python3 "$BATS_TEST_DIRNAME/estimd_slots.py" --count 5 >"$BATS_TEST_TMPDIR/slots.jsonl"
 	# the first slot, as host "evil", ends at 2^63-1: valid for the schema, 292 years ahead
 	python3 - "$BATS_TEST_TMPDIR/slots.jsonl" >"$BATS_TEST_TMPDIR/feed.jsonl" <<-'EOF2'

@@ -2,19 +2,14 @@
 # estimd in measured mode: aligned slots with power in, estimates out whose
 # parts add up exactly, and a trained model published on the bus.
 
-load helper
+load estimd_helper
 
 teardown() { wb_kill_all; }
 
 @test "measured slots: idle/active by CPU usage, exact attribution, groups, a trained model" {
-	in=$(wb_ep aligned)
-	out=$(wb_ep estimd)
-	wb_spawn estimd "$WB_BUILD/wattbus-estimd" --runtime_dir "$BATS_TEST_TMPDIR" --sub "$in" --pub "$out" \
+	estimd_start "estimate/ model/" \
 		--model "" --train_every 10 --train_min 8 --model_out "$BATS_TEST_TMPDIR/trained.json" --stat_interval 200ms
-	wb_tap tap "$out" estimate/ model/
-	python3 "$BATS_TEST_DIRNAME/estimd_slots.py" --count 20 >"$BATS_TEST_TMPDIR/slots.jsonl"
-	run "$WATTBUS" pub --wait 30s "$in" <"$BATS_TEST_TMPDIR/slots.jsonl"
-	assert_success
+	slots_pub "$in" slots.jsonl --count 20
 	wb_wait_lines "$BATS_TEST_TMPDIR/tap.log" 20 60 '"topic":"estimate/'
 	wb_wait_lines "$BATS_TEST_TMPDIR/tap.log" 1 60 '"topic":"model/'
 

@@ -2,17 +2,14 @@
 # A meterless host out of the box: slots without power get node energy from
 # the shipped Kepler model-db model, scaled to the host's CPU count.
 
-load helper
+load estimd_helper
 
 teardown() { wb_kill_all; }
 
 @test "the shipped model gives a 2-CPU VM the hand-computed energy" {
-	in=$(wb_ep aligned)
-	out=$(wb_ep estimd)
-	wb_spawn estimd "$WB_BUILD/wattbus-estimd" --runtime_dir "$BATS_TEST_TMPDIR" --sub "$in" --pub "$out" \
+	estimd_start "estimate/" \
 		--model "$WB_ROOT/data/models/ec2-0.7.11_rapl-sysfs_AbsPower_BPFOnly_SGDRegressorTrainer_1.json" \
 		--stat_interval 200ms
-	wb_tap tap "$out" estimate/
 	# One process busy on one of two CPUs for the whole second.
 	run "$WATTBUS" pub --wait 30s "$in" <<-'EOF'
 		{"kind":"aligned","host":"vm1","t0":1000000000000,"t1":1001000000000,"ncpu":2,"quality":{"coverage":0},"cpu":{"user_ns":1000000000,"nice_ns":0,"system_ns":0,"idle_ns":1000000000,"iowait_ns":0,"irq_ns":0,"softirq_ns":0,"steal_ns":0},"zones":[],"procs":[{"pid":42,"comm":"burn","cpu_ns":1000000000}]}

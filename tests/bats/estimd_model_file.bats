@@ -2,7 +2,7 @@
 # estimd's model file: a bad one is refused with the file and the JSON key
 # (exit 2 at start); SIGHUP reloads it, and a bad one keeps the running model.
 
-load helper
+load estimd_helper
 
 teardown() { wb_kill_all; }
 
@@ -21,18 +21,10 @@ bad_model() { # FILE KIND
 	for kind in missing_scale zero_scale nan no_zone; do
 		bad_model "$BATS_TEST_TMPDIR/$kind.json" $kind
 	done
-	run "$WB_BUILD/wattbus-estimd" -n --model "$BATS_TEST_TMPDIR/missing_scale.json"
-	assert_failure 2
-	assert_output --partial "missing_scale.json: package.All_Weights.Numerical_Variables.bpf_cpu_time_ms.scale: missing"
-	run "$WB_BUILD/wattbus-estimd" -n --model "$BATS_TEST_TMPDIR/zero_scale.json"
-	assert_failure 2
-	assert_output --partial "zero_scale.json: package.All_Weights.Numerical_Variables.bpf_cpu_time_ms.scale: 0 is not a positive scale"
-	run "$WB_BUILD/wattbus-estimd" -n --model "$BATS_TEST_TMPDIR/nan.json"
-	assert_failure 2
-	assert_output --partial "nan.json: dram.All_Weights.Bias_Weight: NaN is not a finite number"
-	run "$WB_BUILD/wattbus-estimd" -n --model "$BATS_TEST_TMPDIR/no_zone.json"
-	assert_failure 2
-	assert_output --partial "no_zone.json: package: missing: no zone"
+	estimd_refuses "missing_scale.json: package.All_Weights.Numerical_Variables.bpf_cpu_time_ms.scale: missing" --model "$BATS_TEST_TMPDIR/missing_scale.json"
+	estimd_refuses "zero_scale.json: package.All_Weights.Numerical_Variables.bpf_cpu_time_ms.scale: 0 is not a positive scale" --model "$BATS_TEST_TMPDIR/zero_scale.json"
+	estimd_refuses "nan.json: dram.All_Weights.Bias_Weight: NaN is not a finite number" --model "$BATS_TEST_TMPDIR/nan.json"
+	estimd_refuses "no_zone.json: package: missing: no zone" --model "$BATS_TEST_TMPDIR/no_zone.json"
 	# Not only -n: a daemon started with it exits 2 too, before binding anything.
 	run "$WB_BUILD/wattbus-estimd" --runtime_dir "$BATS_TEST_TMPDIR" --pub "$(wb_ep x)" --sub "$(wb_ep y)" \
 		--model "$BATS_TEST_TMPDIR/nan.json"
@@ -42,12 +34,9 @@ bad_model() { # FILE KIND
 }
 
 @test "SIGHUP reloads the model file; a bad file keeps the running model" {
-	in=$(wb_ep aligned)
-	out=$(wb_ep estimd)
 	cp "$WB_ROOT/data/models/$SHIPPED.json" "$BATS_TEST_TMPDIR/model.json"
-	wb_spawn estimd "$WB_BUILD/wattbus-estimd" --runtime_dir "$BATS_TEST_TMPDIR" --sub "$in" --pub "$out" \
+	estimd_start "estimate/" \
 		--model "$BATS_TEST_TMPDIR/model.json" --stat_interval 200ms
-	wb_tap tap "$out" estimate/
 	feed() { python3 "$BATS_TEST_DIRNAME/estimd_slots.py" --host vm1 --no-power --count 1 --seed "$1" |
 		"$WATTBUS" pub --wait 30s "$in"; }
 

@@ -4,7 +4,7 @@
 # comes back, and keeps it through a refusal, a garbage answer and a server
 # that is gone, each counted and logged, retrying with backoff.
 
-load helper
+load estimd_helper
 
 teardown() { wb_kill_all; }
 
@@ -28,10 +28,7 @@ fake_machine() { # DIR: a procfs and a sysfs with 4 CPUs of one socket, 16 GiB, 
 		   "Numerical_Variables": {"bpf_cpu_time_ms": {"scale": 1000.0, "weight": 2.0},
 		                           "bpf_page_cache_hit": {"scale": 1.0, "weight": 0.0}}}}}
 	EOF
-	wb_spawn server python3 "$BATS_TEST_DIRNAME/kepler_model_server.py" --port-file "$BATS_TEST_TMPDIR/port" \
-		--log "$BATS_TEST_TMPDIR/requests.jsonl" --script "400,model:$BATS_TEST_TMPDIR/SGDRegressorTrainer_7.json,garbage,down"
-	wb_wait_for 30 test -s "$BATS_TEST_TMPDIR/port"
-	url="http://127.0.0.1:$(cat "$BATS_TEST_TMPDIR/port")"
+	model_server_start "400,model:$BATS_TEST_TMPDIR/SGDRegressorTrainer_7.json,garbage,down"
 	in=$(wb_ep aligned)
 	out=$(wb_ep estimd)
 	wb_spawn estimd env WATTBUS_PROCFS_ROOT="$BATS_TEST_TMPDIR/m/proc" WATTBUS_SYSFS_ROOT="$BATS_TEST_TMPDIR/m/sys" \
@@ -81,9 +78,7 @@ fake_machine() { # DIR: a procfs and a sysfs with 4 CPUs of one socket, 16 GiB, 
 
 	# With the server gone, slots are estimated with the model it gave: package =
 	# 50 W + 2 W per 1000 CPU-ms/s, idle scaled by the core ratio 4 / 96 (its machine_spec).
-	python3 "$BATS_TEST_DIRNAME/estimd_slots.py" --host vm1 --no-power --count 3 --seed 5 >"$BATS_TEST_TMPDIR/b.jsonl"
-	run "$WATTBUS" pub --wait 30s "$in" <"$BATS_TEST_TMPDIR/b.jsonl"
-	assert_success
+	slots_pub "$in" b.jsonl --host vm1 --no-power --count 3 --seed 5
 	wb_wait_lines "$BATS_TEST_TMPDIR/tap.log" 3 30
 	run python3 - "$BATS_TEST_TMPDIR/b.jsonl" "$BATS_TEST_TMPDIR/tap.log" <<-'EOF'
 		import json, sys
@@ -108,15 +103,9 @@ fake_machine() { # DIR: a procfs and a sysfs with 4 CPUs of one socket, 16 GiB, 
 		{"model_name": "SGDRegressorTrainer_2", "package": {"All_Weights": {"Bias_Weight": 40.0,
 		 "Numerical_Variables": {"bpf_cpu_time_ms": {"scale": 1000.0, "weight": 1.0}}}}}
 	EOF
-	wb_spawn server python3 "$BATS_TEST_DIRNAME/kepler_model_server.py" --port-file "$BATS_TEST_TMPDIR/port" \
-		--log "$BATS_TEST_TMPDIR/requests.jsonl" --script "model:$BATS_TEST_TMPDIR/m.json"
-	wb_wait_for 30 test -s "$BATS_TEST_TMPDIR/port"
-	in=$(wb_ep aligned)
-	out=$(wb_ep estimd)
-	wb_spawn estimd "$WB_BUILD/wattbus-estimd" --runtime_dir "$BATS_TEST_TMPDIR" --host vm1 \
-		--sub "$in" --pub "$out" --model "" --stat_interval 200ms \
-		--model_server "http://127.0.0.1:$(cat "$BATS_TEST_TMPDIR/port")/"
-	wb_tap tap "$out" estimate/
+	model_server_start "model:$BATS_TEST_TMPDIR/m.json"
+	estimd_start "estimate/" --host vm1 --model "" --stat_interval 200ms \
+		--model_server "$url/"
 	wb_wait_lines "$BATS_TEST_TMPDIR/estimd.log" 1 30 "switched to model SGDRegressorTrainer_2"
 	# A slot whose processes carry cycles and instructions (usaged with perf counters).
 	python3 "$BATS_TEST_DIRNAME/estimd_slots.py" --host vm1 --no-power --count 1 --seed 2 |
@@ -136,10 +125,6 @@ for l in sys.stdin:
 }
 
 @test "estimd refuses a model_server that is no URL and an estimator that is no unix socket" {
-	run "$WB_BUILD/wattbus-estimd" -n --model_server "127.0.0.1:8100"
-	assert_failure 2
-	assert_output --partial "model_server '127.0.0.1:8100': expected an http:// or https:// URL"
-	run "$WB_BUILD/wattbus-estimd" -n --estimator "/tmp/estimator.sock"
-	assert_failure 2
-	assert_output --partial "estimator '/tmp/estimator.sock': expected unix:PATH"
+	estimd_refuses "model_server '127.0.0.1:8100': expected an http:// or https:// URL" --model_server "127.0.0.1:8100"
+	estimd_refuses "estimator '/tmp/estimator.sock': expected unix:PATH" --estimator "/tmp/estimator.sock"
 }

@@ -5,7 +5,7 @@
 # model stands in, clipped as Kepler's estimator clips (model-db's
 # LogarithmicRegressionTrainer_5, whose package P(0) is -612 W).
 
-load helper
+load estimd_helper
 
 teardown() { wb_kill_all; }
 
@@ -13,23 +13,14 @@ EC2=$WB_ROOT/tests/data/kepler-model-db/ec2-0.7.11/rapl-sysfs/AbsPower/BPFOnly
 
 @test "a model whose curve overflows is refused from a file and from a model server, naming the point" {
 	# model-db's ExponentialRegressionTrainer_4: dram 678.4 e^(page cache hits / 1) - 661.4
-	run "$WB_BUILD/wattbus-estimd" -n --model "$EC2/ExponentialRegressionTrainer_4/weight.json"
-	assert_failure 2
-	assert_output --partial "model ExponentialRegressionTrainer_4: zone dram gives inf W at bpf_page_cache_hit=1000 (the other features 0): not finite, refused"
+	estimd_refuses "model ExponentialRegressionTrainer_4: zone dram gives inf W at bpf_page_cache_hit=1000 (the other features 0): not finite, refused" --model "$EC2/ExponentialRegressionTrainer_4/weight.json"
 	run "$WB_BUILD/wattbus-estimd" -n --model "$EC2/LogarithmicRegressionTrainer_5/weight.json"
 	assert_success
 
 	cp "$EC2/ExponentialRegressionTrainer_4/weight.json" "$BATS_TEST_TMPDIR/ExponentialRegressionTrainer_4.json"
-	wb_spawn server python3 "$BATS_TEST_DIRNAME/kepler_model_server.py" --port-file "$BATS_TEST_TMPDIR/port" \
-		--log "$BATS_TEST_TMPDIR/requests.jsonl" --script "model:$BATS_TEST_TMPDIR/ExponentialRegressionTrainer_4.json"
-	wb_wait_for 30 test -s "$BATS_TEST_TMPDIR/port"
-	url="http://127.0.0.1:$(cat "$BATS_TEST_TMPDIR/port")"
-	in=$(wb_ep aligned)
-	out=$(wb_ep estimd)
-	wb_spawn estimd "$WB_BUILD/wattbus-estimd" --runtime_dir "$BATS_TEST_TMPDIR" --host vm1 \
-		--sub "$in" --pub "$out" --model "$EC2/LogarithmicRegressionTrainer_5/weight.json" \
+	model_server_start "model:$BATS_TEST_TMPDIR/ExponentialRegressionTrainer_4.json"
+	estimd_start "estimate/" --host vm1 --model "$EC2/LogarithmicRegressionTrainer_5/weight.json" \
 		--stat_interval 200ms --model_server "$url" --model_retry 10s
-	wb_tap tap "$out" estimate/
 	wb_wait_for 30 counter_at_least "$BATS_TEST_TMPDIR/tap.all" models_implausible 1
 	[ "$(stat_counter "$BATS_TEST_TMPDIR/tap.all" model_server_bad_answer)" = 1 ]
 	[ "$(stat_counter "$BATS_TEST_TMPDIR/tap.all" models_received)" = 0 ]
@@ -43,17 +34,11 @@ EC2=$WB_ROOT/tests/data/kepler-model-db/ec2-0.7.11/rapl-sysfs/AbsPower/BPFOnly
 	wb_spawn sidecar python3 "$BATS_TEST_DIRNAME/kepler_estimator.py" --socket "$sock" \
 		--log "$BATS_TEST_TMPDIR/requests.jsonl" --script answer,hostile,negative,idle_above
 	wb_wait_for 30 test -S "$sock"
-	in=$(wb_ep aligned)
-	out=$(wb_ep estimd)
-	wb_spawn estimd "$WB_BUILD/wattbus-estimd" --runtime_dir "$BATS_TEST_TMPDIR" --host vm1 \
-		--sub "$in" --pub "$out" --model "$EC2/LogarithmicRegressionTrainer_5/weight.json" \
+	estimd_start "estimate/" --host vm1 --model "$EC2/LogarithmicRegressionTrainer_5/weight.json" \
 		--stat_interval 200ms --estimator "unix:$sock" --estimator_timeout 5s
-	wb_tap tap "$out" estimate/
 	# the first exchange is estimd's warm-up at start (answered, dropped); the slots get the rest
 	wb_wait_for 60 grep -q "the warm-up request answered" "$BATS_TEST_TMPDIR/estimd.log"
-	python3 "$BATS_TEST_DIRNAME/estimd_slots.py" --host vm1 --no-power --count 4 --ncpu 96 --seed 21 >"$BATS_TEST_TMPDIR/b.jsonl"
-	run "$WATTBUS" pub --wait 30s "$in" <"$BATS_TEST_TMPDIR/b.jsonl"
-	assert_success
+	slots_pub "$in" b.jsonl --host vm1 --no-power --count 4 --ncpu 96 --seed 21
 	wb_wait_lines "$BATS_TEST_TMPDIR/tap.log" 4 60
 	wb_wait_for 30 counter_at_least "$BATS_TEST_TMPDIR/tap.all" estimator_implausible 4
 	[ "$(stat_counter "$BATS_TEST_TMPDIR/tap.all" estimator_answered)" = 0 ]

@@ -5,7 +5,7 @@
 # slots use the local model without waiting; a hung sidecar never holds the
 # stop; and a socket another user could have bound is refused, with the reason.
 
-load helper
+load estimd_helper
 
 teardown() { wb_kill_all; }
 
@@ -73,9 +73,7 @@ start_estimd() {
 	# the warm-up hangs: none does, and the slots come through one after the other.
 	start_estimd "$sock" --estimator_timeout 10s --estimator_answer_max 600s
 	wb_wait_for 30 grep -q '"step": "hang"' "$BATS_TEST_TMPDIR/requests.jsonl"
-	python3 "$BATS_TEST_DIRNAME/estimd_slots.py" --host vm1 --no-power --count 20 --seed 22 >"$BATS_TEST_TMPDIR/b.jsonl"
-	run "$WATTBUS" pub --wait 30s "$in" <"$BATS_TEST_TMPDIR/b.jsonl"
-	assert_success
+	slots_pub "$in" b.jsonl --host vm1 --no-power --count 20 --seed 22
 	wb_wait_lines "$BATS_TEST_TMPDIR/tap.log" 20 60
 	run jq -r .msg.model "$BATS_TEST_TMPDIR/tap.log"
 	assert_output "$(for i in $(seq 20); do echo local-SGDRegressorTrainer; done)"
@@ -84,11 +82,7 @@ start_estimd() {
 	# One request only: the hung one, never a second connection.
 	[ "$(grep -c '"step"' "$BATS_TEST_TMPDIR/requests.jsonl")" = 1 ]
 
-	kill -TERM "$PID_estimd"
-	wb_wait_for 30 bash -c '! kill -0 "$0" 2>/dev/null' "$PID_estimd"
-	rc=0
-	wait "$PID_estimd" || rc=$?
-	[ "$rc" -eq 0 ]
+	wb_stop estimd
 	grep -q "stopping: cancelled the job warm-up of the estimator sidecar $sock" "$BATS_TEST_TMPDIR/estimd.log"
 	run grep "still runs" "$BATS_TEST_TMPDIR/estimd.log"
 	assert_failure
@@ -149,9 +143,7 @@ start_estimd() {
 	printf '[estimd]\nestimator = unix:%s\nestimator_timeout = 5s\n' "$BATS_TEST_TMPDIR/new.sock" >"$conf"
 	kill -HUP "$PID_estimd"
 	wb_wait_for 30 grep -q "an exchange cancelled for the new estimator $BATS_TEST_TMPDIR/new.sock" "$BATS_TEST_TMPDIR/estimd.log"
-	python3 "$BATS_TEST_DIRNAME/estimd_slots.py" --host vm1 --no-power --count 1 --seed 24 >"$BATS_TEST_TMPDIR/b.jsonl"
-	run "$WATTBUS" pub --wait 30s "$in" <"$BATS_TEST_TMPDIR/b.jsonl"
-	assert_success
+	slots_pub "$in" b.jsonl --host vm1 --no-power --count 1 --seed 24
 	wb_wait_lines "$BATS_TEST_TMPDIR/tap.log" 1 60
 	run jq -r .msg.model "$BATS_TEST_TMPDIR/tap.log"
 	assert_output "estimator"

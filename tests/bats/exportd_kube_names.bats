@@ -4,6 +4,7 @@
 # its names; 401, garbage, a 10 MB answer and a kubelet down are counted and
 # logged, keep the last names and leave the energy alone.
 load helper
+load kube_helper
 load exportd_helper
 
 setup() {
@@ -22,11 +23,7 @@ setup() {
 	sed -e 's/0b6c2f4e-1a2b-4c3d-9e8f-0123456789ab/pod-1/' \
 		-e 's/80d6ae0197c2a3be4ec46d171996105891dedf626ea3040f2dd2bf00e63c436e/c0ffee/' \
 		"$WB_ROOT/tests/data/kube/pods.json" >"$K/pods.json"
-	wb_spawn kubelet python3 "$BATS_TEST_DIRNAME/kubelet_standin.py" --cert "$K/ca.crt" \
-		--key "$K/key.pem" --token "$K/token" --pods "$K/pods.json" --mode "$K/mode" \
-		--log "$K/requests.log" --port-file "$K/port"
-	wb_wait_for 30 test -s "$K/port"
-	KPORT=$(cat "$K/port")
+	kubelet_start
 }
 
 teardown() { wb_kill_all; }
@@ -178,11 +175,7 @@ named() {
 	refute_output --partial 'wattbus_exportd_kube_names'
 	wb_kill_all
 	# the token: a file that does not exist
-	wb_spawn kubelet python3 "$BATS_TEST_DIRNAME/kubelet_standin.py" --cert "$K/ca.crt" \
-		--key "$K/key.pem" --token "$K/token" --pods "$K/pods.json" --mode "$K/mode" \
-		--log "$K/requests.log" --port-file "$K/port2"
-	wb_wait_for 30 test -s "$K/port2"
-	KPORT=$(cat "$K/port2")
+	kubelet_start port2
 	ex_kube --kube_token_file "$K/nonexistent"
 	wb_wait_for 30 event_at_least kube_token_unreadable 1
 	grep -q "kube: token file $K/nonexistent: No such file" "$BATS_TEST_TMPDIR/exportd.log"

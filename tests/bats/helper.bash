@@ -123,6 +123,16 @@ wb_tap() {
 	}
 }
 
+# wb_stop NAME: SIGTERM to NAME (a wb_spawn name), which must exit within 30 s with status 0.
+wb_stop() {
+	local pidvar="PID_$1" rc=0
+	local pid=${!pidvar}
+	kill -TERM "$pid"
+	wb_wait_for 30 bash -c '! kill -0 "$0" 2>/dev/null' "$pid"
+	wait "$pid" || rc=$?
+	[ "$rc" -eq 0 ] || fail "$1 exited $rc"
+}
+
 # An ipc endpoint in the test's temp dir.
 wb_ep() {
 	echo "ipc://$BATS_TEST_TMPDIR/$1.sock"

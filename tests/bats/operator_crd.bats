@@ -19,6 +19,14 @@ one() {
 	assert_success
 }
 
+# one_wattbus NAME SPEC -> one on the WattBus of that name and spec (flow-style YAML)
+one_wattbus() {
+	one "apiVersion: wattbus.io/v1alpha1
+kind: WattBus
+metadata: {name: $1}
+spec: $2"
+}
+
 @test "the default resource and one with every field set are accepted" {
 	run $CHECK "$D/wattbus-default.yaml" "$D/wattbus-full.yaml"
 	assert_success
@@ -27,67 +35,37 @@ OK wattbus"
 }
 
 @test "a WattBus not named wattbus is refused by the name rule" {
-	one 'apiVersion: wattbus.io/v1alpha1
-kind: WattBus
-metadata: {name: kepler}
-spec: {}'
+	one_wattbus kepler '{}'
 	assert_output "REFUSED kepler: (root): only one WattBus is reconciled, and it is named wattbus"
 }
 
 @test "the rule reads the name: the same resource renamed wattbus passes" {
-	one 'apiVersion: wattbus.io/v1alpha1
-kind: WattBus
-metadata: {name: wattbus}
-spec: {exporter: {port: 9102}}'
+	one_wattbus wattbus '{exporter: {port: 9102}}'
 	assert_output "OK wattbus"
 }
 
 @test "the schema refuses a port out of range, an unknown level, a misspelt field, a bad duration" {
-	one 'apiVersion: wattbus.io/v1alpha1
-kind: WattBus
-metadata: {name: wattbus}
-spec: {exporter: {port: 70000}}'
+	one_wattbus wattbus '{exporter: {port: 70000}}'
 	assert_output --partial "REFUSED wattbus: spec.exporter.port: 70000 is greater than the maximum of 65535"
-	one 'apiVersion: wattbus.io/v1alpha1
-kind: WattBus
-metadata: {name: wattbus}
-spec: {exporter: {levels: [node, namespace]}}'
+	one_wattbus wattbus '{exporter: {levels: [node, namespace]}}'
 	assert_output --partial "spec.exporter.levels.1: 'namespace' is not one of"
-	one 'apiVersion: wattbus.io/v1alpha1
-kind: WattBus
-metadata: {name: wattbus}
-spec: {exporter: {prot: 9102}}'
+	one_wattbus wattbus '{exporter: {prot: 9102}}'
 	assert_output --partial "spec.exporter: Additional properties are not allowed ('prot' was unexpected)"
-	one 'apiVersion: wattbus.io/v1alpha1
-kind: WattBus
-metadata: {name: wattbus}
-spec: {interval: 3 s}'
+	one_wattbus wattbus '{interval: 3 s}'
 	assert_output --partial "spec.interval: '3 s' does not match"
 }
 
 @test "an enabled sidecar without an image and storage without its path are refused by their rules" {
-	one 'apiVersion: wattbus.io/v1alpha1
-kind: WattBus
-metadata: {name: wattbus}
-spec: {estimatorSidecar: {enabled: true}}'
+	one_wattbus wattbus '{estimatorSidecar: {enabled: true}}'
 	assert_output "REFUSED wattbus: (root).spec.estimatorSidecar: an enabled estimator sidecar needs an image"
-	one 'apiVersion: wattbus.io/v1alpha1
-kind: WattBus
-metadata: {name: wattbus}
-spec: {modelServer: {enabled: true, storage: {type: hostPath}}}'
+	one_wattbus wattbus '{modelServer: {enabled: true, storage: {type: hostPath}}}'
 	assert_output "REFUSED wattbus: (root).spec.modelServer.storage: storage type hostPath needs a path"
-	one 'apiVersion: wattbus.io/v1alpha1
-kind: WattBus
-metadata: {name: wattbus}
-spec: {modelServer: {enabled: true, storage: {type: nfs, path: /x}}}'
+	one_wattbus wattbus '{modelServer: {enabled: true, storage: {type: nfs, path: /x}}}'
 	assert_output "REFUSED wattbus: (root).spec.modelServer.storage: storage type nfs needs a server and a path"
 }
 
 @test "external storage passes the schema: the operator refuses it with a condition" {
-	one 'apiVersion: wattbus.io/v1alpha1
-kind: WattBus
-metadata: {name: wattbus}
-spec: {modelServer: {enabled: true, storage: {type: external}}}'
+	one_wattbus wattbus '{modelServer: {enabled: true, storage: {type: external}}}'
 	assert_output "OK wattbus"
 }
 

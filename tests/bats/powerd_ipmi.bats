@@ -121,11 +121,7 @@ ip_watts_after() {
 	ip_start --ipmi_host bmc-test --ipmi_credentials "$CRED" --ipmi_timeout 60s
 	# the session is open and the reading asked for: libfreeipmi holds the request
 	wb_wait_for 30 grep -q "open bmc-test" "$CTL/sessions"
-	kill -TERM "$PID_powerd"
-	wb_wait_for 30 bash -c '! kill -0 "$0" 2>/dev/null' "$PID_powerd"
-	rc=0
-	wait "$PID_powerd" || rc=$?
-	[ "$rc" -eq 0 ]
+	wb_stop powerd
 	grep -q "stopping: cancelled the job DCMI power reading of bmc-test" "$BATS_TEST_TMPDIR/powerd.log"
 	# libfreeipmi's call cannot be interrupted: the stop waits its bound (1 s), not ipmi_timeout
 	grep -q "stopping: the job DCMI power reading of bmc-test still runs 1.0 s after its cancel: left to end with the process" "$BATS_TEST_TMPDIR/powerd.log"

@@ -5,48 +5,22 @@
 # publisher without the right key cannot inject.
 
 load helper
+load netns_helper
 
 setup() {
-	[ "$(id -u)" -eq 0 ] || skip "needs root for network namespaces"
-	ip netns add "wbchk$$" 2>/dev/null && ip netns del "wbchk$$" || skip "ip netns does not work here"
-	N=$((RANDOM % 200 + 20))
-	NSA=wbA$N$$
-	NSB=wbB$N$$
-	A=10.251.$N.1
-	B=10.251.$N.2
-	ip netns add "$NSA"
-	ip netns add "$NSB"
-	ip link add "va$N$$" type veth peer name "vb$N$$"
-	ip link set "va$N$$" netns "$NSA"
-	ip link set "vb$N$$" netns "$NSB"
-	ip -n "$NSA" addr add "$A/24" dev "va$N$$"
-	ip -n "$NSB" addr add "$B/24" dev "vb$N$$"
-	for ns in "$NSA" "$NSB"; do ip -n "$ns" link set lo up; done
-	ip -n "$NSA" link set "va$N$$" up
-	ip -n "$NSB" link set "vb$N$$" up
+	netns_need
+	netns_pair v 10.251
+	NSA=$NS1 NSB=$NS2 A=$IP1 B=$IP2
 
-	K=$BATS_TEST_TMPDIR/keys
-	mkdir -p "$K/allowed"
-	for c in hosta collector rogue; do "$WATTBUS" keygen "$K/$c" >/dev/null; done
-	cp "$K/collector" "$K/allowed/"
-
+	curve_keys allowed collector hosta collector rogue
 	# A fake RAPL package zone on host A, advanced by 1 J every 100 ms.
-	SYS=$BATS_TEST_TMPDIR/sys
-	mkdir -p "$SYS/class/powercap/intel-rapl:0"
-	echo package-0 >"$SYS/class/powercap/intel-rapl:0/name"
-	echo 262143328850 >"$SYS/class/powercap/intel-rapl:0/max_energy_range_uj"
-	echo 1000000 >"$SYS/class/powercap/intel-rapl:0/energy_uj"
-	cat >"$BATS_TEST_TMPDIR/meter.sh" <<-EOF
-		e=1000000
-		while :; do e=\$((e + 1000000)); echo \$e >"$SYS/class/powercap/intel-rapl:0/energy_uj.t" && mv "$SYS/class/powercap/intel-rapl:0/energy_uj.t" "$SYS/class/powercap/intel-rapl:0/energy_uj"; sleep 0.1; done
-	EOF
-	wb_spawn meter bash "$BATS_TEST_TMPDIR/meter.sh"
+	fake_rapl_10w
 }
 
 teardown() {
 	wb_kill_all
-	[ -n "${NSA:-}" ] && ip netns del "$NSA" 2>/dev/null
-	[ -n "${NSB:-}" ] && ip netns del "$NSB" 2>/dev/null
+	[ -n "${NS1:-}" ] && ip netns del "$NS1" 2>/dev/null # NSA, made by netns_pair
+	[ -n "${NS2:-}" ] && ip netns del "$NS2" 2>/dev/null # NSB, made by netns_pair
 	true
 }
 

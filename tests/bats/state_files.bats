@@ -84,7 +84,7 @@ stat_value() {
 	printf '{"version":1,"saved_ns":%s,"power":[{"host":"","epoch":1,"interval_ns":1000000000,"last_t":%s,"zones":[]}],"usage":[]}' \
 		"$now" "$now" >"$RT/alignd.state"
 	stage_start alignd --state_every 0
-	wb_wait_lines "$BATS_TEST_TMPDIR/alignd.log" 1 10 "state $RT/alignd.state: power\[0\]: needs a host of 1 to 63 bytes"
+	wb_wait_lines "$BATS_TEST_TMPDIR/alignd.log" 1 10 "state $RT/alignd.state: power\[0\].host: needs a string of 1 to 63 bytes"
 	grep -q "ignored, starting clean" "$BATS_TEST_TMPDIR/alignd.log"
 	# A resumed power host would make it "measured".
 	run stat_value alignd mode
@@ -96,7 +96,7 @@ stat_value() {
 	printf '{"version":1,"saved_ns":1,"last_epoch":3,"hosts":[{"host":"a","epoch":3,"zones":[{"name":"package-0","total_uj":5}]},{"host":"b","epoch":3,"zones":[{"name":"package-0","total_uj":-5}]}]}' \
 		>"$RT/estimd.state"
 	stage_start estimd --state_every 0
-	wb_wait_lines "$BATS_TEST_TMPDIR/estimd.log" 1 10 "state $RT/estimd.state: hosts\[1\].zones\[0\]: needs a name of 1 to 63 bytes and non-negative integers: ignored, starting clean"
+	wb_wait_lines "$BATS_TEST_TMPDIR/estimd.log" 1 10 "state $RT/estimd.state: hosts\[1\].zones\[0\].total_uj: needs a non-negative integer: ignored, starting clean"
 	run grep -c "resumed" "$BATS_TEST_TMPDIR/estimd.log"
 	assert_output 0
 }

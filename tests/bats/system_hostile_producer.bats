@@ -44,6 +44,12 @@ proc_j() {
 	ex_metrics | grep -F 'kepler_process_cpu_joules_total{node_name="victim",pid="4242",comm="victimjob"' |
 		grep -F 'zone="package"' | awk '{print $NF}'
 }
+# victim_intact: the victim's package joules (1000 J) and its process's (250 J) are what its own
+# producers measured, whatever a hostile one sent.
+victim_intact() {
+	[ "$(node_j victim package)" = 1000.000000 ] || fail "victim's package joules: $(node_j victim package)"
+	[ "$(proc_j)" = 250.000000 ] || fail "victim's process joules: $(proc_j)"
+}
 # rejected STAGE REASON: the stage's rejections for the reason, as exportd exports them (0: none).
 rejected() {
 	ex_metrics | grep -F 'wattbus_stage_messages_rejected_total{' | grep -F "stage=\"$1\"" |
@@ -59,8 +65,7 @@ wait_rejected() {
 	pipeline
 	feed new_zone
 	[ "$(node_sum victim)" = 1000.000000 ] || fail "victim's node joules: $(node_sum victim), 1000 true"
-	[ "$(node_j victim package)" = 1000.000000 ]
-	[ "$(proc_j)" = 250.000000 ]
+	victim_intact
 	wait_rejected alignd duplicate_producer 11
 	run ex_metrics
 	refute_output --partial 'zone="evil"'
@@ -70,8 +75,7 @@ wait_rejected() {
 @test "a second power publisher with the same zone at 0: refused, the first keeps its slots" {
 	pipeline
 	feed same_zone
-	[ "$(node_j victim package)" = 1000.000000 ]
-	[ "$(proc_j)" = 250.000000 ]
+	victim_intact
 	wait_rejected alignd duplicate_producer 11
 	[ "$(grep -c 'discontinuity' "$BATS_TEST_TMPDIR/alignd.log")" = 0 ]
 }
@@ -79,8 +83,7 @@ wait_rejected() {
 @test "a second usage publisher without processes: refused, the victim's process keeps its energy" {
 	pipeline
 	feed usage
-	[ "$(node_j victim package)" = 1000.000000 ]
-	[ "$(proc_j)" = 250.000000 ]
+	victim_intact
 	wait_rejected alignd duplicate_producer 11
 	grep -q "usage/victim.*src 'evil-usaged' (epoch 98) is a second producer beside src 'usaged/bpf'" \
 		"$BATS_TEST_TMPDIR/alignd.log"
@@ -89,8 +92,7 @@ wait_rejected() {
 @test "an INT64-overflow counter from the victim's own powerd: refused (implausible_power)" {
 	pipeline
 	feed overflow
-	[ "$(node_j victim package)" = 1000.000000 ]
-	[ "$(proc_j)" = 250.000000 ]
+	victim_intact
 	wait_rejected alignd implausible_power 1
 	[ "$(rejected alignd duplicate_producer)" = 0 ]
 	grep -q "power/victim zone package-0: .* more than max_zone_w 5000 W" "$BATS_TEST_TMPDIR/alignd.log"
@@ -111,8 +113,7 @@ wait_rejected() {
 	pipeline --extra_power_src bmc
 	feed extra_meter
 	[ "$(node_j victim platform)" = 3000.000000 ]
-	[ "$(node_j victim package)" = 1000.000000 ]
-	[ "$(proc_j)" = 250.000000 ]
+	victim_intact
 	wait_rejected alignd duplicate_producer 11
 	grep -q "zone package-0 of power/victim is src 'powerd''s: src 'bmc' is a second producer" \
 		"$BATS_TEST_TMPDIR/alignd.log"

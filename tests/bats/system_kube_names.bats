@@ -5,6 +5,7 @@
 # and a kubelet stand-in serving the PodList those pods are in: the pod and
 # container series carry the PodList's names.
 load helper
+load kube_helper
 load cgroup_helper
 
 setup() {
@@ -34,10 +35,7 @@ kubelet() {
 		-e "s/5d1e7a90-2b3c-4d5e-8f9a-abcdef012345/$JOB_UID/" \
 		-e "s/845e91831319e89c4d656bdb80c278ac09a7230d61e5dfd2e1b1fbb436ac8917/$REPORT_ID/" \
 		"$WB_ROOT/tests/data/kube/pods.json" >"$K/pods.json"
-	wb_spawn kubelet python3 "$BATS_TEST_DIRNAME/kubelet_standin.py" --cert "$K/ca.crt" \
-		--key "$K/key.pem" --token "$K/token" --pods "$K/pods.json" --mode "$K/mode" \
-		--log "$K/requests.log" --port-file "$K/port"
-	wb_wait_for 30 test -s "$K/port"
+	kubelet_start
 }
 
 pipeline() {

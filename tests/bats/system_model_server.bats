@@ -7,38 +7,18 @@
 # must follow A's meter within the model's held-out error.
 
 load helper
+load netns_helper
 
 setup() {
-	[ "$(id -u)" -eq 0 ] || skip "needs root for network namespaces"
-	ip netns add "wbchk$$" 2>/dev/null && ip netns del "wbchk$$" || skip "ip netns does not work here"
-	N=$((RANDOM % 200 + 20))
-	NSA=wbmA$N$$
-	NSB=wbmB$N$$
-	A=10.252.$N.1
-	B=10.252.$N.2
-	ip netns add "$NSA"
-	ip netns add "$NSB"
-	ip link add "ma$N$$" type veth peer name "mb$N$$"
-	ip link set "ma$N$$" netns "$NSA"
-	ip link set "mb$N$$" netns "$NSB"
-	ip -n "$NSA" addr add "$A/24" dev "ma$N$$"
-	ip -n "$NSB" addr add "$B/24" dev "mb$N$$"
-	for ns in "$NSA" "$NSB"; do ip -n "$ns" link set lo up; done
-	ip -n "$NSA" link set "ma$N$$" up
-	ip -n "$NSB" link set "mb$N$$" up
+	netns_need
+	netns_pair m 10.252
+	NSA=$NS1 NSB=$NS2 A=$IP1 B=$IP2
 
-	K=$BATS_TEST_TMPDIR/keys
-	mkdir -p "$K/allowed"
-	for c in trainer modeld; do "$WATTBUS" keygen "$K/$c" >/dev/null; done
-	cp "$K/modeld" "$K/allowed/"
+	curve_keys allowed modeld trainer modeld
 
 	# Host A's meter: 20 W idle plus 30 W per busy CPU (from /proc/stat), integrated
 	# every 100 ms into a RAPL package counter.
-	SYS=$BATS_TEST_TMPDIR/sys
-	mkdir -p "$SYS/class/powercap/intel-rapl:0"
-	echo package-0 >"$SYS/class/powercap/intel-rapl:0/name"
-	echo 262143328850 >"$SYS/class/powercap/intel-rapl:0/max_energy_range_uj"
-	echo 0 >"$SYS/class/powercap/intel-rapl:0/energy_uj"
+	fake_rapl 0
 	wb_spawn meter python3 -c '
 import os, sys, time
 f = sys.argv[1]
@@ -64,8 +44,8 @@ while True:
 
 teardown() {
 	wb_kill_all
-	[ -n "${NSA:-}" ] && ip netns del "$NSA" 2>/dev/null
-	[ -n "${NSB:-}" ] && ip netns del "$NSB" 2>/dev/null
+	[ -n "${NS1:-}" ] && ip netns del "$NS1" 2>/dev/null # NSA, made by netns_pair
+	[ -n "${NS2:-}" ] && ip netns del "$NS2" 2>/dev/null # NSB, made by netns_pair
 	true
 }
 

@@ -4,11 +4,7 @@
 load helper
 load usaged_helper
 
-teardown() {
-	[ -n "${STOPPED:-}" ] && kill -CONT $STOPPED 2>/dev/null
-	pkill -P "${PID_stress:-0}" 2>/dev/null || true
-	wb_kill_all
-}
+teardown() { workloads_teardown; }
 
 @test "bpf: CPU time of a 50 % and a 100 % process within 2 % of /proc/<pid>/stat over 2-4 s of CPU" {
 	usaged_need_bpf
@@ -16,21 +12,9 @@ teardown() {
 	usaged_start u --mode bpf --interval 500ms
 	usaged_tap u 3600 usage/
 	tap=$(usaged_tapfile u)
-	# Started after usaged attached: all of their CPU time is usaged's to count.
-	busy_loop busy
-	wb_spawn stress stress-ng --cpu 1 --cpu-load 50 --cpu-method loop -q
-	# Let them run until each has used enough CPU for 2 % to mean something (10 s of an idle
-	# machine gave 10 s and 5 s; a loaded one takes longer to give them this much).
-	wb_wait_for 30 pgrep -P "$PID_stress"
-	worker=$(pgrep -P "$PID_stress")
-	[ -n "$worker" ]
-	wb_wait_for 300 proc_cpu_over 4000000000 "$PID_busy"
-	wb_wait_for 300 proc_cpu_over 2000000000 "$worker"
-	# Freeze them, so that both sides read the same final value: once they have stopped, the
-	# /proc value is final, and usaged's catches up with it at its next messages.
-	STOPPED="$PID_busy $worker $PID_stress"
-	kill -STOP $STOPPED
-	wb_wait_for 30 proc_stopped $STOPPED
+	# Started after usaged attached: all of their CPU time is usaged's to count. Frozen, both
+	# sides read the same final value: usaged's catches up with /proc's at its next messages.
+	frozen_workloads
 	busy_proc=$(proc_cpu_ns "$PID_busy")
 	worker_proc=$(proc_cpu_ns "$worker")
 	# Each must have run for real, or the comparison says nothing.

@@ -98,3 +98,28 @@ usaged_settle() {
 	n=$(usaged_usages "$1")
 	wb_wait_lines "$(usaged_tapfile "$1")" $((n + 3)) 30 '"kind":"usage"'
 }
+
+# frozen_workloads: a busy loop (PID_busy) and stress-ng at 50 % CPU (its worker in $worker), run
+# until they have used 4 s and 2 s of CPU (a loaded machine takes longer; 2 % of less would mean
+# little), then stopped, so that their /proc CPU time is final. workloads_teardown continues them.
+frozen_workloads() {
+	busy_loop busy
+	wb_spawn stress stress-ng --cpu 1 --cpu-load 50 --cpu-method loop -q
+	wb_wait_for 30 pgrep -P "$PID_stress"
+	worker=$(pgrep -P "$PID_stress")
+	[ -n "$worker" ]
+	wb_wait_for 300 proc_cpu_over 4000000000 "$PID_busy"
+	wb_wait_for 300 proc_cpu_over 2000000000 "$worker"
+	STOPPED="$PID_busy $worker $PID_stress"
+	# shellcheck disable=SC2086 # one argument per pid
+	kill -STOP $STOPPED
+	# shellcheck disable=SC2086
+	wb_wait_for 30 proc_stopped $STOPPED
+}
+
+workloads_teardown() {
+	# shellcheck disable=SC2086
+	[ -n "${STOPPED:-}" ] && kill -CONT $STOPPED 2>/dev/null
+	pkill -P "${PID_stress:-0}" 2>/dev/null || true
+	wb_kill_all
+}

@@ -4,11 +4,7 @@
 load helper
 load usaged_helper
 
-teardown() {
-	[ -n "${STOPPED:-}" ] && kill -CONT $STOPPED 2>/dev/null
-	pkill -P "${PID_stress:-0}" 2>/dev/null || true
-	wb_kill_all
-}
+teardown() { workloads_teardown; }
 
 @test "bpf and procfs modes agree within 2 % over 2-4 s of CPU" {
 	usaged_need_bpf
@@ -17,19 +13,8 @@ teardown() {
 	usaged_start p --mode procfs --interval 500ms
 	usaged_tap b 3600 usage/
 	usaged_tap p 3600 usage/
-	busy_loop busy
-	wb_spawn stress stress-ng --cpu 1 --cpu-load 50 --cpu-method loop -q
-	# Let them run until each has used enough CPU for 2 % to mean something (10 s of an idle
-	# machine gave 10 s and 5 s; a loaded one takes longer to give them this much).
-	wb_wait_for 30 pgrep -P "$PID_stress"
-	worker=$(pgrep -P "$PID_stress")
-	[ -n "$worker" ]
-	wb_wait_for 300 proc_cpu_over 4000000000 "$PID_busy"
-	wb_wait_for 300 proc_cpu_over 2000000000 "$worker"
 	# Frozen, their CPU time is final: both modes catch up with /proc's at their next messages.
-	STOPPED="$PID_busy $worker $PID_stress"
-	kill -STOP $STOPPED
-	wb_wait_for 30 proc_stopped $STOPPED
+	frozen_workloads
 	caught_up() {
 		local pid
 		for pid in "$PID_busy" "$worker"; do

@@ -8,35 +8,19 @@
 # another VM's key gets nothing.
 
 load helper
+load netns_helper
 
 setup() {
-	[ "$(id -u)" -eq 0 ] || skip "needs root for network namespaces and cgroups"
-	ip netns add "wbchk$$" 2>/dev/null && ip netns del "wbchk$$" || skip "ip netns does not work here"
+	netns_need
 	CGROOT=
 	for d in /sys/fs/cgroup/systemd /sys/fs/cgroup; do
 		[ -w "$d/cgroup.procs" ] && mkdir -p "$d/wbtest$$" 2>/dev/null && rmdir "$d/wbtest$$" && CGROOT=$d && break
 	done
 	[ -n "$CGROOT" ] || skip "no writable cgroup hierarchy for a machine.slice scope"
-	N=$((RANDOM % 200 + 20))
-	NSH=wbH$N$$
-	NSG=wbG$N$$
-	H=10.252.$N.1
-	G=10.252.$N.2
-	ip netns add "$NSH"
-	ip netns add "$NSG"
-	ip link add "vh$N$$" type veth peer name "vg$N$$"
-	ip link set "vh$N$$" netns "$NSH"
-	ip link set "vg$N$$" netns "$NSG"
-	ip -n "$NSH" addr add "$H/24" dev "vh$N$$"
-	ip -n "$NSG" addr add "$G/24" dev "vg$N$$"
-	for ns in "$NSH" "$NSG"; do ip -n "$ns" link set lo up; done
-	ip -n "$NSH" link set "vh$N$$" up
-	ip -n "$NSG" link set "vg$N$$" up
+	netns_pair h 10.252
+	NSH=$NS1 NSG=$NS2 H=$IP1 G=$IP2
 
-	K=$BATS_TEST_TMPDIR/keys
-	mkdir -p "$K/allow-vm1"
-	for c in hv vm1 vm2; do "$WATTBUS" keygen "$K/$c" >/dev/null; done
-	cp "$K/vm1" "$K/allow-vm1/"
+	curve_keys allow-vm1 vm1 hv vm1 vm2
 
 	# The fake qemu's scope, as libvirt names it under systemd.
 	SCOPE="$CGROOT/machine.slice/machine-qemu\\x2d$N\\x2dvm1.scope"
@@ -45,17 +29,7 @@ setup() {
 	cp "$(command -v sh)" "$BATS_TEST_TMPDIR/qemu-system-x86_64"
 
 	# A fake RAPL package zone on the host, advanced by 1 J every 100 ms.
-	SYS=$BATS_TEST_TMPDIR/sys
-	Z=$SYS/class/powercap/intel-rapl:0
-	mkdir -p "$Z"
-	echo package-0 >"$Z/name"
-	echo 262143328850 >"$Z/max_energy_range_uj"
-	echo 1000000 >"$Z/energy_uj"
-	cat >"$BATS_TEST_TMPDIR/meter.sh" <<-EOF
-		e=1000000
-		while :; do e=\$((e + 1000000)); echo \$e >"$Z/energy_uj.t" && mv "$Z/energy_uj.t" "$Z/energy_uj"; sleep 0.1; done
-	EOF
-	wb_spawn meter bash "$BATS_TEST_TMPDIR/meter.sh"
+	fake_rapl_10w
 	RH=$BATS_TEST_TMPDIR/runH
 	RG=$BATS_TEST_TMPDIR/runG
 	VMPUB=tcp://$H:5610
@@ -65,8 +39,8 @@ teardown() {
 	wb_kill_all
 	[ -n "${SCOPE:-}" ] && [ -d "$SCOPE" ] && { while read -r p; do kill -KILL "$p" 2>/dev/null; done <"$SCOPE/cgroup.procs"; wb_wait_for 10 rmdir "$SCOPE" 2>/dev/null; }
 	[ -n "${SLICE_MADE:-}" ] && rmdir "$SLICE_MADE" 2>/dev/null
-	[ -n "${NSH:-}" ] && ip netns del "$NSH" 2>/dev/null
-	[ -n "${NSG:-}" ] && ip netns del "$NSG" 2>/dev/null
+	[ -n "${NS1:-}" ] && ip netns del "$NS1" 2>/dev/null # NSH, made by netns_pair
+	[ -n "${NS2:-}" ] && ip netns del "$NS2" 2>/dev/null # NSG, made by netns_pair
 	true
 }
 

@@ -13,8 +13,8 @@
 #include "plaus.h"
 #include "unit.h"
 
-#define S 1000000000ull
-#define MS 1000000ull
+#include "alignd_unit.h"
+
 #define RANGE 262143328850ull
 
 /* ---- what the engine emitted ---- */
@@ -57,17 +57,7 @@ static void collect(struct wb_msg *m, void *arg)
 	g->q = a->quality;
 	g->nprocs = a->n_procs;
 	g->user_ns = a->cpu.user_ns;
-	/* The message must encode: the schema bounds hold. */
-	char *buf;
-	size_t len;
-	struct wb_err err;
-	/* The envelope as the bus fills it when publishing. */
-	m->env.v = wb_kinds[m->kind].version;
-	snprintf(m->env.kind, sizeof(m->env.kind), "%s", wb_kinds[m->kind].name);
-	snprintf(m->env.src, sizeof(m->env.src), "alignd");
-	m->env.epoch = 1;
-	CHECK(wb_encode(m, &buf, &len, &err) == 0);
-	free(buf);
+	alignd_unit_check_encodes(m);
 }
 
 static struct got *slot_of(const char *host, uint64_t t1)
@@ -97,15 +87,7 @@ static uint64_t sum_of(const char *host, const char *zone)
 
 static struct align_conf base_conf(void)
 {
-	return (struct align_conf){
-	    .host_timeout_ns = 60 * S,
-	    .max_hosts = 16,
-	    .max_procs = 1000,
-	    .max_cgroups = 100,
-	    .max_exes = 100,
-	    .max_pending = 64,
-	    .max_samples = 4096,
-	};
+	return alignd_unit_conf(16, 1000, 64, 4096);
 }
 
 static struct align *mk(const struct align_conf *conf)
@@ -744,10 +726,7 @@ static void snap_to_the_last_sample(void)
 static void restart_of_alignd_itself(void)
 {
 	char path[256];
-	unit_tmp(path, sizeof(path), "alignd-state-XXXXXX");
-	int fd = mkstemp(path);
-	CHECK(fd >= 0);
-	close(fd);
+	unit_tmpfile(path, sizeof(path), "alignd-state-XXXXXX");
 	struct align_conf c = base_conf();
 	struct align *a = mk(&c);
 	struct pw p = {0};
@@ -867,10 +846,7 @@ static void totals_cumulative(void)
 static void crash_resumes_from_checkpoint(void)
 {
 	char path[256];
-	unit_tmp(path, sizeof(path), "alignd-ckpt-XXXXXX");
-	int fd = mkstemp(path);
-	CHECK(fd >= 0);
-	close(fd);
+	unit_tmpfile(path, sizeof(path), "alignd-ckpt-XXXXXX");
 	struct align_conf c = base_conf();
 	struct align *a = mk(&c);
 	struct pw p = {0};

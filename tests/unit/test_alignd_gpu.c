@@ -5,8 +5,7 @@
 #include "../../alignd/alignd.h"
 #include "unit.h"
 
-#define S 1000000000ull
-#define MS 1000000ull
+#include "alignd_unit.h"
 
 struct got {
 	uint64_t t1, energy, samples;
@@ -41,15 +40,7 @@ static void collect(struct wb_msg *m, void *arg)
 		g->n = z->n_gpu_procs < 8 ? z->n_gpu_procs : 8;
 		memcpy(g->procs, z->gpu_procs, g->n * sizeof(*g->procs));
 	}
-	char *buf;
-	size_t len;
-	struct wb_err err;
-	m->env.v = wb_kinds[m->kind].version;
-	snprintf(m->env.kind, sizeof(m->env.kind), "%s", wb_kinds[m->kind].name);
-	snprintf(m->env.src, sizeof(m->env.src), "alignd");
-	m->env.epoch = 1;
-	CHECK(wb_encode(m, &buf, &len, &err) == 0);
-	free(buf);
+	alignd_unit_check_encodes(m);
 }
 
 /* Power every 500 ms: package-0 and gpu-0 (100 W); the GPU's processes per sample. */
@@ -85,18 +76,21 @@ static void usage(struct align *a, uint64_t t)
 	align_usage(a, &u, 0, t + 2 * MS);
 }
 
-static void test_slots_carry_gpu_weights(void)
+/* An engine for one host, with nothing collected yet; the runs start at base. */
+static const uint64_t base = 1700000000ull * S;
+
+static struct align *mk(void)
 {
-	struct align_conf c = {.host_timeout_ns = 60 * S,
-			       .max_hosts = 4,
-			       .max_procs = 100,
-			       .max_cgroups = 10,
-			       .max_exes = 10,
-			       .max_pending = 16,
-			       .max_samples = 1024};
+	struct align_conf c = alignd_unit_conf(4, 100, 16, 1024);
 	ngot = 0;
 	struct align *a = align_new(&c, collect, NULL);
-	const uint64_t base = 1700000000ull * S;
+	CHECK(a != NULL);
+	return a;
+}
+
+static void test_slots_carry_gpu_weights(void)
+{
+	struct align *a = mk();
 	struct wb_gpu_proc two[2] = {{.pid = 7, .sm_ns = 100 * MS}, {.pid = 8, .sm_ns = 300 * MS}};
 	struct wb_gpu_proc one[1] = {{.pid = 8, .sm_ns = 200 * MS}};
 	for (uint64_t k = 0; k <= 12; k++) {
@@ -153,16 +147,7 @@ static void test_slots_carry_gpu_weights(void)
  * shows in the sample after a slot's end still has its share of that slot. */
 static void test_off_grid_shares(void)
 {
-	struct align_conf c = {.host_timeout_ns = 60 * S,
-			       .max_hosts = 4,
-			       .max_procs = 100,
-			       .max_cgroups = 10,
-			       .max_exes = 10,
-			       .max_pending = 16,
-			       .max_samples = 1024};
-	ngot = 0;
-	struct align *a = align_new(&c, collect, NULL);
-	const uint64_t base = 1700000000ull * S;
+	struct align *a = mk();
 	struct wb_gpu_proc one[1] = {{.pid = 7, .sm_ns = 400 * MS}};
 	for (uint64_t k = 0; k <= 8; k++) {
 		uint64_t t = base + k * 500 * MS;

@@ -9,8 +9,7 @@
 #include "../../alignd/alignd.h"
 #include "unit.h"
 
-#define S 1000000000ull
-#define MS 1000000ull
+#include "alignd_unit.h"
 
 /* While set, a curve's first sample array (16 samples, from NULL) cannot be allocated. */
 static bool fail_samples;
@@ -62,17 +61,8 @@ static void usage1(struct align *a, uint64_t t, uint64_t recv)
 static void load_without_memory(void)
 {
 	char path[256];
-	unit_tmp(path, sizeof(path), "alignd-nomem-XXXXXX");
-	int fd = mkstemp(path);
-	CHECK(fd >= 0);
-	close(fd);
-	struct align_conf c = {.host_timeout_ns = 60 * S,
-			       .max_hosts = 4,
-			       .max_procs = 100,
-			       .max_cgroups = 10,
-			       .max_exes = 10,
-			       .max_pending = 8,
-			       .max_samples = 4096};
+	unit_tmpfile(path, sizeof(path), "alignd-nomem-XXXXXX");
+	struct align_conf c = alignd_unit_conf(4, 100, 8, 4096);
 	struct align *a = align_new(&c, collect, NULL);
 	for (uint64_t t = 0; t <= 3; t++) {
 		power1(a, t * S, t * 100000000, t * S + 1 * MS);

@@ -8,6 +8,8 @@
 #include "../../estimd/estimd.h"
 #include "unit.h"
 
+#include "estimd_unit.h"
+
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
 
 static uint64_t rnd(void)
@@ -58,20 +60,6 @@ static void slot_free(struct wb_msg *m)
 {
 	wb_msg_clear(m);
 	free(m);
-}
-
-static struct est_conf conf_default(void)
-{
-	struct est_conf c = {0};
-	c.mode = EST_AUTO;
-	c.by = EST_BY_CPU;
-	c.base = EST_BASE_NODE;
-	c.idle.method = IDLE_RATIO;
-	c.idle.window = 50;
-	c.idle.min_slots = 10;
-	c.idle.min_spread = 0.05;
-	c.train = false;
-	return c;
 }
 
 static void test_split_exact_and_ties(void)
@@ -187,7 +175,7 @@ static void test_shares_known_truth(void)
 	a->procs[1].cpu_ns = 2000000000;
 	a->procs[2].pid = 0; /* the idle task never gets energy */
 	a->procs[2].cpu_ns = 900000000;
-	struct est_conf c = conf_default();
+	struct est_conf c = estimd_unit_conf();
 	struct estimator *e = estimator_new(&c);
 	struct wb_estimate out;
 	struct est_result res;
@@ -244,7 +232,7 @@ static void test_shares_known_truth(void)
 
 static void test_degenerate_slots(void)
 {
-	struct est_conf c = conf_default();
+	struct est_conf c = estimd_unit_conf();
 	struct estimator *e = estimator_new(&c);
 	struct wb_estimate out;
 	struct est_result res;
@@ -322,7 +310,7 @@ static void test_groups(void)
 	a->cgroups[1] = (struct wb_cgroup){
 	    .id = 12, .runtime = "containerd", .container_id = "c2", .pod_uid = "pod-a"};
 	a->cgroups[2] = (struct wb_cgroup){.id = 13, .vm = "vm1", .service = "machine-qemu.scope"};
-	struct est_conf c = conf_default();
+	struct est_conf c = estimd_unit_conf();
 	struct estimator *e = estimator_new(&c);
 	struct wb_estimate out;
 	struct est_result res;
@@ -409,7 +397,7 @@ static void test_exes(void)
 	a->exes = wb_array_new(1, sizeof(*a->exes));
 	a->exes[0] = (struct wb_exe){.id = 41, .path = "/usr/bin/sleep"};
 	a->n_exes = 1;
-	struct est_conf c = conf_default();
+	struct est_conf c = estimd_unit_conf();
 	struct estimator *e = estimator_new(&c);
 	struct wb_estimate out;
 	struct est_result res;
@@ -428,7 +416,7 @@ static void test_exes(void)
  */
 static void test_conservation_random(void)
 {
-	struct est_conf c = conf_default();
+	struct est_conf c = estimd_unit_conf();
 	struct estimator *e = estimator_new(&c);
 	char err[256];
 	int bad_split = 0, bad_cons = 0, bad_group = 0, bad_share = 0;
@@ -560,7 +548,7 @@ static void test_platform_not_attributed(void)
 	a->cpu.idle_ns = 1000000000;
 	a->procs[0].cpu_ns = 1000000000;
 	a->procs[1].cpu_ns = 2000000000;
-	struct est_conf c = conf_default();
+	struct est_conf c = estimd_unit_conf();
 	struct estimator *e = estimator_new(&c);
 	struct wb_estimate out;
 	struct est_result res;

@@ -13,6 +13,8 @@
 #include "../../estimd/estimd.h"
 #include "unit.h"
 
+#include "estimd_unit.h"
+
 /* A 1 s slot: zone 0 a CPU package, zone 1 GPU gpu-0; three processes (pids 100..102). */
 static struct wb_msg *slot_new(void)
 {
@@ -57,17 +59,6 @@ static void gpu_procs(struct wb_slot_zone *g, size_t n, const uint64_t *pid, con
 		g->gpu_procs[i] = (struct wb_gpu_proc){.pid = pid[i], .sm_ns = sm[i]};
 }
 
-static struct est_conf conf_default(void)
-{
-	struct est_conf c = {0};
-	c.mode = EST_AUTO;
-	c.idle.method = IDLE_RATIO;
-	c.idle.window = 50;
-	c.idle.min_slots = 10;
-	c.idle.min_spread = 0.05;
-	return c;
-}
-
 /* Per zone: active + idle = energy, processes + unattributed = active. */
 static void check_sums(const struct wb_estimate *out)
 {
@@ -86,7 +77,7 @@ static void test_idle_learned_and_sm_shares(void)
 	struct wb_msg *m = slot_new();
 	struct wb_aligned *a = &m->aligned;
 	struct wb_slot_zone *g = &a->zones[1];
-	struct est_conf c = conf_default();
+	struct est_conf c = estimd_unit_conf();
 	struct estimator *e = estimator_new(&c);
 	struct wb_estimate out;
 	struct est_result res;
@@ -156,7 +147,7 @@ static void test_equal_exclusive_absent(void)
 	struct wb_msg *m = slot_new();
 	struct wb_aligned *a = &m->aligned;
 	struct wb_slot_zone *g = &a->zones[1];
-	struct est_conf c = conf_default();
+	struct est_conf c = estimd_unit_conf();
 	char err[256];
 	CHECK(idle_parse_fixed((const char *const[]){"gpu=50"}, 1, &c.gpu_idle, err, sizeof(err)) ==
 	      0);
@@ -209,7 +200,7 @@ static void test_idle_whole_slots_and_state(void)
 	struct wb_msg *m = slot_new();
 	struct wb_aligned *a = &m->aligned;
 	struct wb_slot_zone *g = &a->zones[1];
-	struct est_conf c = conf_default();
+	struct est_conf c = estimd_unit_conf();
 	struct estimator *e = estimator_new(&c);
 	struct wb_estimate out;
 	struct est_result res;
@@ -253,10 +244,8 @@ static void test_idle_whole_slots_and_state(void)
 	a->quality.coverage = 1;
 	check_sums(&out);
 
-	char path[] = "/tmp/test_estimd_gpu.XXXXXX";
-	int fd = mkstemp(path);
-	CHECK(fd >= 0);
-	close(fd);
+	char path[256];
+	unit_tmpfile(path, sizeof(path), "test_estimd_gpu.XXXXXX");
 	CHECK(estimd_state_save(e, path, a->t1, true, err, sizeof(err)) == 0);
 	estimator_destroy(&e);
 	/* restarted while a process runs on the GPU: no slot to learn from, the saved idle holds */
@@ -275,9 +264,8 @@ static void test_idle_whole_slots_and_state(void)
 	estimator_destroy(&e);
 
 	/* a planted power beyond the bound refuses the file as a whole */
-	FILE *f = fopen(path, "w");
-	fputs("{\"version\": 1, \"hosts\": [], \"gpu_idle\": {\"h1\": {\"gpu-0\": 1e9}}}", f);
-	fclose(f);
+	unit_write(path,
+		   "{\"version\": 1, \"hosts\": [], \"gpu_idle\": {\"h1\": {\"gpu-0\": 1e9}}}");
 	e = estimator_new(&c);
 	CHECK(estimd_state_load(e, path, &nh, &ngpu, err, sizeof(err)) < 0);
 	CHECK(strstr(err, "gpu_idle") != NULL);
@@ -303,7 +291,7 @@ static void test_groups(void)
 	a->procs[2].cgroup_id = 12;
 	g->energy_uj = 90000000;
 	gpu_procs(g, 3, (uint64_t[]){100, 101, 102}, (uint64_t[]){100, 200, 600});
-	struct est_conf c = conf_default();
+	struct est_conf c = estimd_unit_conf();
 	struct estimator *e = estimator_new(&c);
 	struct wb_estimate out;
 	struct est_result res;

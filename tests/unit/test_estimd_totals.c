@@ -10,6 +10,8 @@
 #include "../../estimd/estimd.h"
 #include "unit.h"
 
+#include "estimd_unit.h"
+
 #define S 1000000000ull
 #define T0 (1700000000ull * S)
 
@@ -61,12 +63,7 @@ static void slot_make(struct wb_aligned *a, struct sim *sim, uint64_t k)
 
 static struct est_conf conf_default(void)
 {
-	struct est_conf c = {0};
-	c.mode = EST_AUTO;
-	c.idle.method = IDLE_RATIO;
-	c.idle.window = 50;
-	c.idle.min_slots = 10;
-	c.idle.min_spread = 0.05;
+	struct est_conf c = estimd_unit_conf();
 	c.bound.max_zone_w = WB_ZONE_MAX_W; /* [global] max_zone_w's default */
 	return c;
 }
@@ -147,10 +144,7 @@ static void lost_slots_recovered(void)
 static void restart_from_state(void)
 {
 	char path[256];
-	unit_tmp(path, sizeof(path), "estimd-state-XXXXXX");
-	int fd = mkstemp(path);
-	CHECK(fd >= 0);
-	close(fd);
+	unit_tmpfile(path, sizeof(path), "estimd-state-XXXXXX");
 	struct est_conf c = conf_default();
 	struct estimator *e = estimator_new(&c);
 	struct sim sim = {.epoch = 77};
@@ -180,9 +174,7 @@ static void restart_from_state(void)
 	estimator_destroy(&e);
 
 	/* A damaged state is refused with the file named. */
-	FILE *f = fopen(path, "w");
-	fputs("{\"version\": 1, \"hosts\": [", f);
-	fclose(f);
+	unit_write(path, "{\"version\": 1, \"hosts\": [");
 	e = estimator_new(&c);
 	CHECK(estimd_state_load(e, path, &n, &ngpu, err, sizeof(err)) < 0);
 	CHECK(strstr(err, path) != NULL);
@@ -427,10 +419,7 @@ static int feed_vm(struct estimator *e, struct sim *sim, uint64_t k, struct wb_e
 static void vm_totals(void)
 {
 	char path[256];
-	unit_tmp(path, sizeof(path), "estimd-state-XXXXXX");
-	int fd = mkstemp(path);
-	CHECK(fd >= 0);
-	close(fd);
+	unit_tmpfile(path, sizeof(path), "estimd-state-XXXXXX");
 	for (int idle = 0; idle < 2; idle++) {
 		struct est_conf c = conf_default();
 		c.vm_idle = idle;

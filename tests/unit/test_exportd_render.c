@@ -1,6 +1,7 @@
 /*
  * exportd's /metrics text: exact numbers, escaping, Kepler's label sets, the
- * level and name filters, gzip, and kepler_node_cpu_info from cpuinfo text.
+ * level and name filters, gzip, and kepler_node_cpu_info from parsed cpuinfo (lib/cpuinfo.c,
+ * tests/unit/test_cpuinfo.c).
  */
 #include "unit.h"
 
@@ -195,7 +196,11 @@ static char *render_all(const struct accum *a, const struct stages *st,
 {
 	static struct rbuf b;
 	rbuf_free(&b);
-	struct cpuinfo_entry cpu = {"0", "GenuineIntel", "Xeon \"Gold\"", "0", "0"};
+	struct wb_cpuinfo_cpu cpu = {.processor = "0",
+				     .vendor_id = "GenuineIntel",
+				     .model_name = "Xeon \"Gold\"",
+				     .physical_id = "0",
+				     .core_id = "0"};
 	struct render_input in = {.acc = a,
 				  .st = st,
 				  .cpus = &cpu,
@@ -580,32 +585,6 @@ static void test_stage_families(void)
 	stages_destroy(&st);
 }
 
-static void test_cpuinfo(void)
-{
-	const char *txt =
-	    "processor\t: 0\nvendor_id\t: GenuineIntel\nmodel name\t: Intel(R) Xeon(R) Gold 6130\n"
-	    "physical id\t: 0\ncore id\t\t: 3\nflags\t\t: fpu vme\n\n"
-	    "processor\t: 1\nvendor_id\t: GenuineIntel\nmodel name\t: Intel(R) Xeon(R) Gold 6130  \n"
-	    "physical id\t: 1\ncore id\t\t: 0\n";
-	struct cpuinfo_entry *e;
-	CHECK(cpuinfo_parse(txt, &e) == 2);
-	CHECK_STR(e[0].processor, "0");
-	CHECK_STR(e[0].model_name, "Intel(R) Xeon(R) Gold 6130");
-	CHECK_STR(e[0].core_id, "3");
-	CHECK_STR(e[1].physical_id, "1");
-	CHECK_STR(e[1].model_name, "Intel(R) Xeon(R) Gold 6130");
-	free(e);
-	/* an arm64 cpuinfo has processor lines but none of the x86 keys */
-	CHECK(cpuinfo_parse("processor\t: 0\nBogoMIPS\t: 50.00\nCPU implementer\t: 0x41\n", &e) ==
-	      1);
-	CHECK_STR(e[0].vendor_id, "");
-	free(e);
-	CHECK(cpuinfo_parse("", &e) == 0);
-	free(e);
-	CHECK(cpuinfo_read("/nonexistent/cpuinfo", &e) == 0);
-	CHECK(e == NULL);
-}
-
 /* Platform zones: Kepler's kepler_platform_watts with the BMC's labels from the zone path, and
  * the zone in the node metrics like any other. */
 static void test_platform_watts(void)
@@ -683,7 +662,6 @@ static const struct unit_case cases[] = {
     {"watts of idle and terminated workloads", test_watts_of_idle_and_terminated},
     {"metric allow/deny lists and levels", test_filters},
     {"wattbus_stage_* and wattbus_exportd_*", test_stage_families},
-    {"cpuinfo parsing", test_cpuinfo},
 };
 
 UNIT_MAIN(cases)

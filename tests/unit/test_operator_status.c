@@ -117,6 +117,12 @@ static const json_t *cond(const json_t *st, const char *type)
 	return NULL;
 }
 
+/* A string member of the condition of that type; NULL when there is none. */
+static const char *cond_str(const json_t *st, const char *type, const char *member)
+{
+	return json_string_value(json_object_get(cond(st, type), member));
+}
+
 static void test_status_document(void)
 {
 	json_t *wb = json_pack("{s{ss si}}", "metadata", "name", "wattbus", "generation", 7);
@@ -126,18 +132,15 @@ static void test_status_document(void)
 	CHECK_U64(json_integer_value(json_object_get(st, "desiredNumberScheduled")), 4);
 	CHECK_U64(json_integer_value(json_object_get(st, "numberAvailable")), 3);
 	CHECK_U64(json_integer_value(json_object_get(st, "numberUnavailable")), 1);
-	CHECK_STR(json_string_value(json_object_get(cond(st, "Reconciled"), "reason")),
-		  "ReconcileSuccess");
-	CHECK_STR(json_string_value(json_object_get(cond(st, "Available"), "status")), "Unknown");
-	CHECK_STR(json_string_value(json_object_get(cond(st, "Available"), "reason")),
-		  "DaemonSetPartiallyAvailable");
+	CHECK_STR(cond_str(st, "Reconciled", "reason"), "ReconcileSuccess");
+	CHECK_STR(cond_str(st, "Available", "status"), "Unknown");
+	CHECK_STR(cond_str(st, "Available", "reason"), "DaemonSetPartiallyAvailable");
 	CHECK_U64(json_integer_value(json_object_get(cond(st, "Available"), "observedGeneration")),
 		  7);
-	CHECK_STR(json_string_value(json_object_get(cond(st, "Reconciled"), "message")),
-		  "every object applied");
+	CHECK_STR(cond_str(st, "Reconciled", "message"), "every object applied");
 	json_t *stn = op_status(wb, d, NULL, false, NULL, NULL, NULL, "no ServiceMonitor",
 				"2026-01-01T00:00:00Z");
-	CHECK_STR(json_string_value(json_object_get(cond(stn, "Reconciled"), "message")),
+	CHECK_STR(cond_str(stn, "Reconciled", "message"),
 		  "every object applied; no ServiceMonitor");
 	json_decref(stn);
 
@@ -145,56 +148,51 @@ static void test_status_document(void)
 	json_object_set_new(wb, "status", st);
 	json_t *st2 = op_status(wb, d, NULL, false, NULL, NULL, "apply DaemonSet wattbus: 409",
 				NULL, "2026-01-01T00:05:00Z");
-	CHECK_STR(json_string_value(json_object_get(cond(st2, "Available"), "lastTransitionTime")),
-		  "2026-01-01T00:00:00Z");
-	CHECK_STR(json_string_value(json_object_get(cond(st2, "Reconciled"), "status")), "False");
-	CHECK_STR(json_string_value(json_object_get(cond(st2, "Reconciled"), "reason")),
-		  "ReconcileError");
-	CHECK_STR(json_string_value(json_object_get(cond(st2, "Reconciled"), "message")),
-		  "apply DaemonSet wattbus: 409");
-	CHECK_STR(json_string_value(json_object_get(cond(st2, "Reconciled"), "lastTransitionTime")),
-		  "2026-01-01T00:05:00Z");
+	CHECK_STR(cond_str(st2, "Available", "lastTransitionTime"), "2026-01-01T00:00:00Z");
+	CHECK_STR(cond_str(st2, "Reconciled", "status"), "False");
+	CHECK_STR(cond_str(st2, "Reconciled", "reason"), "ReconcileError");
+	CHECK_STR(cond_str(st2, "Reconciled", "message"), "apply DaemonSet wattbus: 409");
+	CHECK_STR(cond_str(st2, "Reconciled", "lastTransitionTime"), "2026-01-01T00:05:00Z");
 
 	/* External storage: Reconciled False with the reason, and the model server says so too. */
 	json_t *st3 = op_status(wb, d, NULL, true, "ExternalStorageUnsupported", "no external",
 				NULL, NULL, "2026-01-01T00:06:00Z");
-	CHECK_STR(json_string_value(json_object_get(cond(st3, "Reconciled"), "reason")),
-		  "ExternalStorageUnsupported");
-	CHECK_STR(json_string_value(json_object_get(cond(st3, "ModelServerAvailable"), "reason")),
-		  "ExternalStorageUnsupported");
+	CHECK_STR(cond_str(st3, "Reconciled", "reason"), "ExternalStorageUnsupported");
+	CHECK_STR(cond_str(st3, "ModelServerAvailable", "reason"), "ExternalStorageUnsupported");
 	json_decref(st2);
 	json_decref(st3);
 	json_decref(d);
 	json_decref(wb);
 }
 
+/* op_conf_set on conf_text: a key set where it stands, or added at the end of its section. */
+static const char conf_text[] =
+    "[global]\nhost = a\n\n[usaged]\n; why\ninterval = 3s\ncounters = true\n\n[exportd]\nlisten = :9102\n";
+static const struct {
+	const char *section, *key, *value, *want;
+} conf_sets[] = {
+    {"usaged", "interval", "5s",
+     "[global]\nhost = a\n\n[usaged]\n; why\ninterval = 5s\ncounters = true\n\n[exportd]\nlisten = :9102\n"},
+    /* An absent key goes at the end of its section, before the blank line. */
+    {"usaged", "mode", "procfs",
+     "[global]\nhost = a\n\n[usaged]\n; why\ninterval = 3s\ncounters = true\nmode = procfs\n\n[exportd]\nlisten = :9102\n"},
+    /* ... or at the end of the text for the last section. */
+    {"exportd", "levels", "node",
+     "[global]\nhost = a\n\n[usaged]\n; why\ninterval = 3s\ncounters = true\n\n[exportd]\nlisten = :9102\nlevels = node\n"},
+    /* A key of the same name in another section is not touched. */
+    {"exportd", "host", "b",
+     "[global]\nhost = a\n\n[usaged]\n; why\ninterval = 3s\ncounters = true\n\n[exportd]\nlisten = :9102\nhost = b\n"},
+};
+
 static void test_conf_set(void)
 {
-	const char *text =
-	    "[global]\nhost = a\n\n[usaged]\n; why\ninterval = 3s\ncounters = true\n\n[exportd]\nlisten = :9102\n";
-	char *s = op_conf_set(text, "usaged", "interval", "5s");
-	CHECK_STR(
-	    s,
-	    "[global]\nhost = a\n\n[usaged]\n; why\ninterval = 5s\ncounters = true\n\n[exportd]\nlisten = :9102\n");
-	free(s);
-	/* An absent key goes at the end of its section, before the blank line. */
-	s = op_conf_set(text, "usaged", "mode", "procfs");
-	CHECK_STR(
-	    s,
-	    "[global]\nhost = a\n\n[usaged]\n; why\ninterval = 3s\ncounters = true\nmode = procfs\n\n[exportd]\nlisten = :9102\n");
-	free(s);
-	/* ... or at the end of the text for the last section. */
-	s = op_conf_set(text, "exportd", "levels", "node");
-	CHECK_STR(
-	    s,
-	    "[global]\nhost = a\n\n[usaged]\n; why\ninterval = 3s\ncounters = true\n\n[exportd]\nlisten = :9102\nlevels = node\n");
-	free(s);
-	/* A key of the same name in another section is not touched. */
-	s = op_conf_set(text, "exportd", "host", "b");
-	CHECK_STR(
-	    s,
-	    "[global]\nhost = a\n\n[usaged]\n; why\ninterval = 3s\ncounters = true\n\n[exportd]\nlisten = :9102\nhost = b\n");
-	free(s);
+	const char *text = conf_text;
+	char *s;
+	for (size_t i = 0; i < sizeof(conf_sets) / sizeof(conf_sets[0]); i++) {
+		s = op_conf_set(text, conf_sets[i].section, conf_sets[i].key, conf_sets[i].value);
+		CHECK_STR(s, conf_sets[i].want);
+		free(s);
+	}
 	/* A key that starts like another is another key. */
 	s = op_conf_set(text, "usaged", "count", "1");
 	CHECK(strstr(s, "counters = true\ncount = 1\n") != NULL);

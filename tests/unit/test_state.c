@@ -1,10 +1,14 @@
-/* State files: what wb_state_open_read refuses, and how wb_state_create/commit replace a file. */
+/*
+ * State files: what wb_state_open_read refuses, how wb_state_create/commit replace a file, what a
+ * shape table refuses (wb_state_check) and the load/save wrapper around them.
+ */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "json.h"
 #include "state.h"
 #include "unit.h"
 
@@ -145,9 +149,159 @@ static void test_create_commit(void)
 	rm_dir();
 }
 
+/* A small state document: every kind of the table, nested as the stages nest theirs. */
+static const struct wb_state_field item_fields[] = {
+    {"name", true, WB_SK_NAME},
+    {"uj", false, WB_SK_U64},
+    {"on", false, {.kind = WB_SK_BOOL}},
+    {"cpu", false, WB_SK_ARRAY_OF(WB_SK_U64)},
+    {NULL},
+};
+static const struct wb_state_shape doc_shape = {
+    .kind = WB_SK_OBJECT,
+    .fields =
+	(const struct wb_state_field[]){
+	    {"version", true, {.kind = WB_SK_UINT, .min = 1, .max = 1}},
+	    {"src", false, {.kind = WB_SK_STRING, .max_len = 3}},
+	    {"items", true, WB_SK_OBJECTS(item_fields)},
+	    {"idle",
+	     false,
+	     {.kind = WB_SK_MAP,
+	      .min_len = 1,
+	      .max_len = 4,
+	      .item = &(const struct wb_state_shape){.kind = WB_SK_NUMBER, .min = 0, .max = 50}}},
+	    {NULL},
+	},
+};
+
+static const struct {
+	const char *json;
+	const char *why; /* NULL: accepted */
+} shapes[] = {
+    {"{\"version\":1,\"items\":[]}", NULL},
+    {"{\"version\":1,\"src\":\"\",\"items\":[{\"name\":\"a\",\"uj\":0,\"on\":false,\"cpu\":[0,9]}],"
+     "\"idle\":{\"gpu0\":50},\"other\":\"let be\"}",
+     NULL},
+    {"[]", "(top): needs an object"},
+    {"{\"items\":[]}", "version: needs an integer in [1, 1]"},
+    {"{\"version\":2,\"items\":[]}", "version: needs an integer in [1, 1]"},
+    {"{\"version\":1}", "items: needs an array"},
+    {"{\"version\":1,\"items\":{}}", "items: needs an array"},
+    {"{\"version\":1,\"items\":[{\"name\":\"a\"},7]}", "items[1]: needs an object"},
+    {"{\"version\":1,\"items\":[{\"uj\":1}]}", "items[0].name: needs a string of 1 to 63 bytes"},
+    {"{\"version\":1,\"items\":[{\"name\":\"\"}]}",
+     "items[0].name: needs a string of 1 to 63 bytes"},
+    {"{\"version\":1,\"items\":[{\"name\":"
+     "\"0123456789012345678901234567890123456789012345678901234567890123\"}]}",
+     "items[0].name: needs a string of 1 to 63 bytes"},
+    {"{\"version\":1,\"items\":[{\"name\":\"a\",\"uj\":-1}]}",
+     "items[0].uj: needs a non-negative integer"},
+    {"{\"version\":1,\"items\":[{\"name\":\"a\",\"uj\":1.5}]}",
+     "items[0].uj: needs a non-negative integer"},
+    {"{\"version\":1,\"items\":[{\"name\":\"a\",\"on\":1}]}", "items[0].on: needs true or false"},
+    {"{\"version\":1,\"items\":[{\"name\":\"a\",\"cpu\":[1,-2]}]}",
+     "items[0].cpu[1]: needs a non-negative integer"},
+    {"{\"version\":1,\"src\":\"long\",\"items\":[]}", "src: needs a string of 0 to 3 bytes"},
+    {"{\"version\":1,\"items\":[],\"idle\":[]}", "idle: needs an object"},
+    {"{\"version\":1,\"items\":[],\"idle\":{\"gpu0\":50.5}}",
+     "idle.gpu0: needs a number in [0, 50]"},
+    {"{\"version\":1,\"items\":[],\"idle\":{\"gpu0\":\"1\"}}",
+     "idle.gpu0: needs a number in [0, 50]"},
+    {"{\"version\":1,\"items\":[],\"idle\":{\"\":1}}", "idle.: needs a key of 1 to 4 bytes"},
+    /* a key from the file is escaped in the message */
+    {"{\"version\":1,\"items\":[],\"idle\":{\"a\\nb\\u001b[0\":1}}",
+     "idle.a\\nb\\x1b[0: needs a key of 1 to 4 bytes"},
+};
+
+static void test_check(void)
+{
+	for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
+		json_t *v = json_loads(shapes[i].json, 0, NULL);
+		char why[256] = "";
+		CHECK(v != NULL);
+		int rc = wb_state_check(v, &doc_shape, why, sizeof(why));
+		if (shapes[i].why) {
+			CHECK(rc == -1);
+			CHECK_STR(why, shapes[i].why);
+		} else {
+			CHECK(rc == 0);
+			CHECK_STR(why, "");
+		}
+		json_decref(v);
+	}
+}
+
+/* What a restore saw, and what it answers. */
+struct seen {
+	int calls;
+	uint64_t version;
+	const char *answer; /* NULL: accept */
+};
+
+static int restore(const json_t *root, void *arg, char *why, size_t len)
+{
+	struct seen *s = arg;
+	s->calls++;
+	s->version = wb_json_u64(root, "version");
+	if (!s->answer)
+		return 0;
+	snprintf(why, len, "%s", s->answer);
+	return -1;
+}
+
+static void test_load_save(void)
+{
+	setup_dir();
+	char path[128], err[512], want[256];
+	snprintf(path, sizeof(path), "%s/state", dir);
+	struct seen s = {0};
+	/* no file: ENOENT, nothing restored */
+	CHECK(wb_state_load_json(path, &doc_shape, restore, &s, err, sizeof(err)) == -1);
+	CHECK(errno == ENOENT);
+	CHECK(s.calls == 0);
+	/* saved, then loaded through the shape into restore */
+	CHECK(
+	    wb_state_save_json(json_loads("{\"version\":1,\"items\":[{\"name\":\"a\"}]}", 0, NULL),
+			       path, true, err, sizeof(err)) == 0);
+	CHECK(wb_state_load_json(path, &doc_shape, restore, &s, err, sizeof(err)) == 0);
+	CHECK(s.calls == 1 && s.version == 1);
+	/* restore's own refusal is the file's, with its path */
+	s.answer = "hosts: too many";
+	CHECK(wb_state_load_json(path, &doc_shape, restore, &s, err, sizeof(err)) == -1);
+	CHECK(errno == EINVAL);
+	snprintf(want, sizeof(want), "%s: hosts: too many", path);
+	CHECK_STR(err, want);
+	/* a file the shape refuses never reaches restore */
+	s = (struct seen){0};
+	CHECK(wb_state_save_json(json_loads("{\"version\":2,\"items\":[]}", 0, NULL), path, false,
+				 err, sizeof(err)) == 0);
+	CHECK(wb_state_load_json(path, &doc_shape, restore, &s, err, sizeof(err)) == -1);
+	CHECK(errno == EINVAL && s.calls == 0);
+	snprintf(want, sizeof(want), "%s: version: needs an integer in [1, 1]", path);
+	CHECK_STR(err, want);
+	/* without a shape, restore sees any JSON; duplicate keys are refused before */
+	CHECK(wb_state_load_json(path, NULL, restore, &s, err, sizeof(err)) == 0);
+	CHECK(s.calls == 1 && s.version == 2);
+	int fd = open(path, O_WRONLY | O_TRUNC);
+	CHECK(fd >= 0 && write(fd, "{\"version\":1,\"version\":1}", 26) == 26);
+	close(fd);
+	CHECK(wb_state_load_json(path, NULL, restore, &s, err, sizeof(err)) == -1);
+	CHECK(s.calls == 1);
+	CHECK(strstr(err, "duplicate") != NULL);
+	/* a document that could not be built is out of memory, and nothing is written */
+	unlink(path);
+	CHECK(wb_state_save_json(NULL, path, false, err, sizeof(err)) == -1);
+	snprintf(want, sizeof(want), "%s: out of memory", path);
+	CHECK_STR(err, want);
+	CHECK(access(path, F_OK) < 0);
+	rm_dir();
+}
+
 static const struct unit_case cases[] = {
     {"open to read: links, FIFOs, directories and missing files", test_open_read},
     {"create and commit: fresh name, links left alone, failures clean up, modes",
      test_create_commit},
+    {"shape tables: each kind, required members, bounds, nesting, escaped keys", test_check},
+    {"load and save: shape before restore, refusals with the path, no file", test_load_save},
 };
 UNIT_MAIN(cases)

@@ -10,6 +10,8 @@
 #include "log.h"
 #include "unit.h"
 
+#include "usaged_unit.h"
+
 #define CID "3f1e2d4c5b6a79880716253443526170819203a4b5c6d7e8f90a1b2c3d4e5f60"
 #define CID2 "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 #define UID_ "5d3c2b1a_9f8e_4d7c_b6a5_0a1b2c3d4e5f"
@@ -19,31 +21,12 @@ static char root[256];
 
 static void mkdirs(const char *rel)
 {
-	char path[1024];
-	snprintf(path, sizeof(path), "%s/%s", root, rel);
-	for (char *p = path + strlen(root) + 1; *p; p++)
-		if (*p == '/') {
-			*p = '\0';
-			mkdir(path, 0755);
-			*p = '/';
-		}
-	mkdir(path, 0755);
+	usaged_unit_mkdirs(root, rel);
 }
 
 static void put(const char *rel, const char *text)
 {
-	char path[1024];
-	snprintf(path, sizeof(path), "%s/%s", root, rel);
-	*strrchr(path, '/') = '\0';
-	mkdirs(path + strlen(root) + 1);
-	snprintf(path, sizeof(path), "%s/%s", root, rel);
-	FILE *f = fopen(path, "w");
-	if (!f) {
-		perror(path);
-		exit(1);
-	}
-	fputs(text, f);
-	fclose(f);
+	usaged_unit_put(root, rel, text);
 }
 
 static uint64_t ino(const char *rel)
@@ -56,11 +39,6 @@ static uint64_t ino(const char *rel)
 		return 0;
 	}
 	return (uint64_t)st.st_ino;
-}
-
-static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	return remove(path);
 }
 
 static struct procfs *pf;
@@ -112,18 +90,7 @@ static const struct wb_cgroup *find(const struct wb_usage *u, uint64_t id)
 /* A message naming these cgroup ids (one process each). */
 static struct wb_usage msg_of(const uint64_t *ids, size_t n, bool full)
 {
-	struct wb_usage u = {.full = full};
-	u.procs = wb_array_new(n ? n : 1, sizeof(*u.procs));
-	for (size_t i = 0; i < n; i++)
-		u.procs[u.n_procs++] =
-		    (struct wb_proc){.pid = (uint64_t)i + 1, .cgroup_id = ids[i], .cpu_ns = 1};
-	return u;
-}
-
-static void clear(struct wb_usage *u)
-{
-	struct wb_msg m = {.kind = WB_USAGE, .usage = *u};
-	wb_msg_clear(&m);
+	return usaged_unit_msg(ids, n, full, offsetof(struct wb_proc, cgroup_id));
 }
 
 static void test_describe(void)
@@ -167,13 +134,13 @@ static void test_by_kernel_id(void)
 	struct wb_usage u = msg_of(ids, 1, true);
 	CHECK(cgroups_fill(cg, 5, &u) == 0);
 	CHECK(find(&u, late) == NULL);
-	clear(&u);
+	usaged_unit_clear(&u);
 	cgroups_begin(cg, 2);
 	CHECK_U64(cgroups_resolve(cg, 999, late), late);
 	u = msg_of(ids, 1, true);
 	CHECK(cgroups_fill(cg, 5, &u) == 0);
 	CHECK(find(&u, late) && strcmp(find(&u, late)->container_id, CID2) == 0);
-	clear(&u);
+	usaged_unit_clear(&u);
 }
 
 static void test_fill(void)
@@ -187,7 +154,7 @@ static void test_fill(void)
 	struct wb_usage u = msg_of(ids, 1, false);
 	CHECK(cgroups_fill(cg, 3, &u) == 0);
 	CHECK_U64(u.n_cgroups, 1);
-	clear(&u);
+	usaged_unit_clear(&u);
 
 	cgroups_begin(cg, 10);
 	CHECK_U64(cgroups_resolve(cg, 300, 0), pod);
@@ -203,7 +170,7 @@ static void test_fill(void)
 	      strcmp(c->pod_uid, "5d3c2b1a-9f8e-4d7c-b6a5-0a1b2c3d4e5f") == 0);
 	c = find(&u, v1);
 	CHECK(c && strcmp(c->path, "/docker/" CID2) == 0 && strcmp(c->runtime, "docker") == 0);
-	clear(&u);
+	usaged_unit_clear(&u);
 
 	/* pod and v1 went out first in message 10: listed in 10, 11, 12; docker's window (5..7) is
 	 * past */
@@ -214,13 +181,13 @@ static void test_fill(void)
 		CHECK((find(&u, pod) != NULL) == (m < 13));
 		CHECK((find(&u, v1) != NULL) == (m < 13));
 		CHECK(find(&u, docker) == NULL);
-		clear(&u);
+		usaged_unit_clear(&u);
 	}
 	/* a full message carries all it names */
 	u = msg_of(ids, 3, true);
 	CHECK(cgroups_fill(cg, 3, &u) == 0);
 	CHECK_U64(u.n_cgroups, 3);
-	clear(&u);
+	usaged_unit_clear(&u);
 }
 
 /* A cgroup name that is not UTF-8 is stored cleaned; looked up again, it is the same cgroup, not
@@ -242,7 +209,7 @@ static void test_non_utf8(void)
 		CHECK((c != NULL) == (m < 23));
 		if (c)
 			CHECK_STR(c->path, "/bad?name.scope");
-		clear(&u);
+		usaged_unit_clear(&u);
 	}
 }
 
@@ -255,7 +222,7 @@ static void test_evict(void)
 	uint64_t ids[] = {docker};
 	struct wb_usage u = msg_of(ids, 1, true);
 	CHECK(cgroups_fill(cg, 3, &u) == 0);
-	clear(&u);
+	usaged_unit_clear(&u);
 	cgroups_evict(cg, 50);
 	CHECK_U64(cgroups_count(cg), 1); /* only the one still named */
 	/* an evicted id comes back, and is new again */
@@ -270,7 +237,7 @@ static void test_teardown(void)
 	CHECK(cg == NULL);
 	cgroups_destroy(&cg);
 	procfs_destroy(&pf);
-	nftw(root, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	usaged_unit_rm(root);
 }
 
 static const struct unit_case cases[] = {

@@ -10,6 +10,8 @@
 #include "log.h"
 #include "unit.h"
 
+#include "usaged_unit.h"
+
 static char root[256];
 static struct procfs *pf;
 static struct exes *ex;
@@ -26,12 +28,6 @@ static void link_exe(unsigned pid, const char *target)
 		perror(path);
 		exit(1);
 	}
-}
-
-static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st, (void)flag, (void)ftw;
-	return remove(path);
 }
 
 static char longpath[700];
@@ -83,18 +79,7 @@ static const struct wb_exe *find(const struct wb_usage *u, uint64_t id)
 
 static struct wb_usage msg_of(const uint64_t *ids, size_t n, bool full)
 {
-	struct wb_usage u = {.full = full};
-	u.procs = wb_array_new(n ? n : 1, sizeof(*u.procs));
-	for (size_t i = 0; i < n; i++)
-		u.procs[u.n_procs++] =
-		    (struct wb_proc){.pid = (uint64_t)i + 1, .exe_id = ids[i], .cpu_ns = 1};
-	return u;
-}
-
-static void clear(struct wb_usage *u)
-{
-	struct wb_msg m = {.kind = WB_USAGE, .usage = *u};
-	wb_msg_clear(&m);
+	return usaged_unit_msg(ids, n, full, offsetof(struct wb_proc, exe_id));
 }
 
 static void test_ids(void)
@@ -140,7 +125,7 @@ static void test_resolve(void)
 	CHECK(x && strlen(x->path) == 510 && strncmp(x->path, longpath, 510) == 0);
 	x = find(&u, bid);
 	CHECK(x && strcmp(x->path, "/bin/a?b") == 0);
-	clear(&u);
+	usaged_unit_clear(&u);
 }
 
 static void test_window(void)
@@ -154,13 +139,13 @@ static void test_window(void)
 		CHECK(exes_fill(ex, 3, &u) == 0);
 		CHECK((find(&u, del) != NULL) == (m < 4));
 		CHECK((find(&u, sleep) != NULL) == (m < 3));
-		clear(&u);
+		usaged_unit_clear(&u);
 	}
 	/* a full message carries every path it names */
 	struct wb_usage u = msg_of(ids, 2, true);
 	CHECK(exes_fill(ex, 3, &u) == 0);
 	CHECK_U64(u.n_exes, 2);
-	clear(&u);
+	usaged_unit_clear(&u);
 }
 
 static void test_evict(void)
@@ -170,7 +155,7 @@ static void test_evict(void)
 	uint64_t ids[] = {sleep};
 	struct wb_usage u = msg_of(ids, 1, true);
 	CHECK(exes_fill(ex, 3, &u) == 0);
-	clear(&u);
+	usaged_unit_clear(&u);
 	exes_evict(ex, 50);
 	CHECK_U64(exes_count(ex), 1); /* only the one still named */
 	/* an evicted path comes back new, and goes out again */
@@ -181,7 +166,7 @@ static void test_evict(void)
 	u = msg_of(ids2, 1, false);
 	CHECK(exes_fill(ex, 3, &u) == 0);
 	CHECK(find(&u, del) != NULL);
-	clear(&u);
+	usaged_unit_clear(&u);
 }
 
 static void test_teardown(void)
@@ -190,7 +175,7 @@ static void test_teardown(void)
 	CHECK(ex == NULL);
 	exes_destroy(&ex);
 	procfs_destroy(&pf);
-	nftw(root, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	usaged_unit_rm(root);
 }
 
 static const struct unit_case cases[] = {

@@ -11,6 +11,8 @@
 #include "log.h"
 #include "unit.h"
 
+#include "usaged_unit.h"
+
 /* A real line (cat /proc/self/stat), fields 14/15/22 = 7, 3, 12345 */
 #define STAT_TAIL                                                                                  \
 	" S 1 1234 1234 34816 1234 4194304 120 0 0 0 7 3 0 0 20 0 1 0 12345 8192000 200 "          \
@@ -103,24 +105,7 @@ static char root[256];
 
 static void put(const char *rel, const char *text)
 {
-	char path[512];
-	snprintf(path, sizeof(path), "%s/%s", root, rel);
-	char *slash = strrchr(path, '/');
-	*slash = '\0';
-	mkdir(path, 0755);
-	*slash = '/';
-	FILE *f = fopen(path, "w");
-	if (!f) {
-		perror(path);
-		exit(1);
-	}
-	fputs(text, f);
-	fclose(f);
-}
-
-static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	return remove(path);
+	usaged_unit_put(root, rel, text);
 }
 
 struct seen {
@@ -202,7 +187,7 @@ static void test_scan(void)
 	CHECK(pf == NULL);
 	procfs_destroy(&pf);
 	CHECK(procfs_new("/nonexistent/proc") == NULL);
-	nftw(root, rm_one, 8, FTW_DEPTH | FTW_PHYS);
+	usaged_unit_rm(root);
 }
 
 /* 208 days of uptime on 512 threads: /proc/stat's idle is near 9.3e18 ns since boot, past
@@ -233,7 +218,7 @@ static void test_cpu_big_host(void)
 	CHECK_U64(c.nice_ns, 0);
 	CHECK_U64(c.iowait_ns, 0);
 	procfs_destroy(&pf);
-	nftw(root, rm_one, 8, FTW_DEPTH | FTW_PHYS);
+	usaged_unit_rm(root);
 }
 
 static void test_scan_real(void)

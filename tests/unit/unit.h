@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /*
  * A mkstemp/mkdtemp template under $TMPDIR (else /tmp): unit_tmp(buf, sizeof(buf),
@@ -66,6 +67,27 @@ static int unit_failed_checks;
 			unit_failed_checks++;                                                      \
 		}                                                                                  \
 	} while (0)
+
+/* An empty file of a fresh name made from unit_tmp's template ("name-XXXXXX"); buf is its path. */
+static inline char *unit_tmpfile(char *buf, size_t len, const char *tail)
+{
+	int fd = mkstemp(unit_tmp(buf, len, tail));
+	CHECK(fd >= 0);
+	if (fd >= 0)
+		close(fd);
+	return buf;
+}
+
+/* Replace the file at path with text. */
+static inline void unit_write(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	CHECK(f != NULL);
+	if (f) {
+		CHECK(fputs(text, f) >= 0);
+		CHECK(fclose(f) == 0);
+	}
+}
 
 static inline int unit_run(const struct unit_case *cases, size_t n, const char *file)
 {
