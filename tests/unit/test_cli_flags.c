@@ -166,20 +166,23 @@ static void refused(const char *flag, const char *value, const char *why)
 
 static void test_bad_values(void)
 {
-	refused("--count", "x", "'x' is not a decimal integer");
-	refused("--count", "2x", "'2x' is not a decimal integer");
-	refused("--count", "0", "0 is below 1");
-	refused("--count", "-1", "-1 is below 1");
-	refused("--count", "", "'' is not a decimal integer");
-	refused("--rows", "6", "6 is outside [1, 5]");
-	refused("--rows", "0x3", "'0x3' is not a decimal integer");
-	refused("--wait", "soon", "'soon' is not a duration (e.g. 1s, 250ms, 2m)");
-	refused("--wait", "-1s", "'-1s' is not a duration (e.g. 1s, 250ms, 2m)");
-	refused("--max-gap", "2m", "2m is outside [1ms, 1m]");
-	refused("--speed", "9", "9 is outside [0.5, 8]");
-	refused("--speed", "inf", "'inf' is not a decimal number");
-	/* the short spelling is named by its long name */
-	refused("-n", "0", "0 is below 1");
+	static const char *const cases[][3] = {
+	    {"--count", "x", "'x' is not a decimal integer"},
+	    {"--count", "2x", "'2x' is not a decimal integer"},
+	    {"--count", "0", "0 is below 1"},
+	    {"--count", "-1", "-1 is below 1"},
+	    {"--count", "", "'' is not a decimal integer"},
+	    {"--rows", "6", "6 is outside [1, 5]"},
+	    {"--rows", "0x3", "'0x3' is not a decimal integer"},
+	    {"--wait", "soon", "'soon' is not a duration (e.g. 1s, 250ms, 2m)"},
+	    {"--wait", "-1s", "'-1s' is not a duration (e.g. 1s, 250ms, 2m)"},
+	    {"--max-gap", "2m", "2m is outside [1ms, 1m]"},
+	    {"--speed", "9", "9 is outside [0.5, 8]"},
+	    {"--speed", "inf", "'inf' is not a decimal number"},
+	    {"-n", "0", "0 is below 1"}, /* the short spelling is named by its long name */
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		refused(cases[i][0], cases[i][1], cases[i][2]);
 }
 
 static void test_usage_errors(void)
