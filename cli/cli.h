@@ -117,6 +117,7 @@ double correlation(const double *x, const double *y, size_t n);
  *   WB_CONF_BOOL     bool: a switch without a value, true when given
  *   WB_CONF_STR      const char *: the text as given (argv, or def), not copied
  *   WB_CONF_LIST     struct cli_strs: the flag given again adds one (up to CLI_STRS_MAX)
+ *   CLI_OPERAND_ROW  no flag: an operand's name and help for --help, listed before the flags
  * A bad value is a usage error naming the flag: "wattbus tap: --count: 0 is below 1".
  */
 #define CLI_STRS_MAX 16
@@ -136,9 +137,8 @@ struct cli_flag {
 };
 struct cli_verb {
 	const char *name; /* "tap": messages say "wattbus tap: ..." */
-	const char
-	    *synopsis; /* after "usage: wattbus NAME "; a further form on a line of its own */
-	const char *operands; /* "NAME\thelp\n" for each operand ("\tmore\n" goes on); or NULL */
+	/* after "usage: wattbus NAME "; a further form on a line of its own */
+	const char *synopsis;
 	const struct cli_flag *flags;
 	size_t nflags;
 	const char *notes;	/* text after the flags, or NULL */
@@ -146,31 +146,47 @@ struct cli_verb {
 	size_t size;		/* of the options struct, zeroed before the defaults */
 };
 #define CLI_NFLAGS(a) (sizeof(a) / sizeof((a)[0]))
-/* The CURVE flags of a verb that subscribes (cert, peer) or publishes (cert, allow), into a
- * struct wb_sockopts at offset so of the verb's options. */
+#define CLI_OPERAND_ROW (-1)
+/* Rows by type, each with only what its type uses; CLI_OPERAND: an operand in --help, whose help
+ * may go on over lines ("...\n..."). */
+/* One row a line reads as a table. */
+/* clang-format off */
+#define CLI_OPERAND(name, help) {name, 0, CLI_OPERAND_ROW, 0, NULL, 0, 0, NULL, help}
+#define CLI_SWITCH(name, letter, off, help) \
+	{name, letter, WB_CONF_BOOL, off, NULL, 0, 0, NULL, help}
+#define CLI_STR(name, letter, off, def, arg, help) \
+	{name, letter, WB_CONF_STR, off, def, 0, 0, arg, help}
+#define CLI_LIST(name, letter, off, arg, help) \
+	{name, letter, WB_CONF_LIST, off, NULL, 0, 0, arg, help}
+#define CLI_INT(name, letter, off, def, min, max, arg, help) \
+	{name, letter, WB_CONF_INT, off, def, min, max, arg, help}
+#define CLI_DURATION(name, letter, off, def, min, max, arg, help) \
+	{name, letter, WB_CONF_DURATION, off, def, min, max, arg, help}
+#define CLI_DOUBLE(name, letter, off, def, min, max, arg, help) \
+	{name, letter, WB_CONF_DOUBLE, off, def, min, max, arg, help}
+/* clang-format on */
+/* A verb's name, its table, its options struct and how many operands it takes. */
+#define CLI_VERB(name_, flags_, opts_type, min, max)                                               \
+	.name = (name_), .flags = (flags_), .nflags = CLI_NFLAGS(flags_),                          \
+	.size = sizeof(opts_type), .min_args = (min), .max_args = (max)
+/* The CURVE flags, into a struct wb_sockopts at offset so of the verb's options. */
 #define CLI_CURVE_CERT(so)                                                                         \
-	{                                                                                          \
-		"curve-cert", 0, WB_CONF_STR, (so) + offsetof(struct wb_sockopts, curve_cert),     \
-		    NULL, 0, 0, "FILE",                                                            \
-		    "our CURVE certificate (FILE_secret beside it), for tcp:// endpoints"          \
-	}
+	CLI_STR("curve-cert", 0, (so) + offsetof(struct wb_sockopts, curve_cert), NULL, "FILE",    \
+		"our CURVE certificate (FILE_secret beside it), for tcp:// endpoints")
 #define CLI_CURVE_PEER(so)                                                                         \
-	{                                                                                          \
-		"curve-peer", 0, WB_CONF_STR, (so) + offsetof(struct wb_sockopts, curve_peer),     \
-		    NULL, 0, 0, "FILE", "the publisher's public certificate"                       \
-	}
+	CLI_STR("curve-peer", 0, (so) + offsetof(struct wb_sockopts, curve_peer), NULL, "FILE",    \
+		"the publisher's public certificate")
 #define CLI_CURVE_ALLOW(so)                                                                        \
-	{                                                                                          \
-		"curve-allow", 0, WB_CONF_STR, (so) + offsetof(struct wb_sockopts, curve_allow),   \
-		    NULL, 0, 0, "DIR",                                                             \
-		    "public certificates of the subscribers let in (default: any with a key)"      \
-	}
+	CLI_STR("curve-allow", 0, (so) + offsetof(struct wb_sockopts, curve_allow), NULL, "DIR",   \
+		"public certificates of the subscribers let in (default: any with a key)")
+/* The CURVE flags of a subscriber (cert, peer) and of a publisher (cert, allow). */
+#define CLI_CURVE_SUB(so) CLI_CURVE_CERT(so), CLI_CURVE_PEER(so)
+#define CLI_CURVE_PUB(so) CLI_CURVE_CERT(so), CLI_CURVE_ALLOW(so)
 /*
  * Set opts to the table's defaults, then read the flags of argv (argv[0] is the verb; flags and
  * operands may mix). Returns -1 to go on, with the first operand at argv[*first] (getopt's
- * optind says the same); else the exit
- * status for the verb to return at once: 0 after --help (printed on stdout), 2 after a usage
- * error (said on stderr, with the usage).
+ * optind says the same); else the exit status for the verb to return at once: 0 after --help
+ * (printed on stdout), 2 after a usage error (said on stderr, with the usage).
  */
 int cli_parse(const struct cli_verb *v, int argc, char **argv, void *opts, int *first);
 /* The verb's --help: usage, operands, every flag with its range and default, notes. */

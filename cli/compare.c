@@ -638,34 +638,29 @@ struct compare_opts {
 };
 #define OFF(m) offsetof(struct compare_opts, m)
 static const struct cli_flag compare_flags[] = {
-    {"from", 0, WB_CONF_LIST, OFF(from), NULL, 0, 0, "FILE",
-     "read a `wattbus record` file instead of the bus"},
-    {"sub", 0, WB_CONF_LIST, OFF(sub), NULL, 0, 0, "ENDPOINT",
-     "subscribe to this publisher (or to several, comma-separated)"},
-    {"duration", 0, WB_CONF_DURATION, OFF(duration_ns), "60s", 0, 0, "D",
-     "how long to listen on the bus (Ctrl-C ends it early)"},
-    {"slot", 0, WB_CONF_DURATION, OFF(slot_ns), NULL, 0, 0, "D",
-     "slot length (default: four samples of the coarser meter)"},
-    {"max-lag", 0, WB_CONF_DURATION, OFF(max_lag_ns), NULL, 0, 0, "D",
-     "largest lag searched either way (default 10 samples of the coarser meter)"},
-    {"window", 0, WB_CONF_DURATION, OFF(window_ns), NULL, 0, 0, "D",
-     "also lag, fit and errors per window of D (at least 3 slots), to see drift"},
-    {"json", 0, WB_CONF_BOOL, OFF(json), NULL, 0, 0, NULL,
-     "one JSON object (per-slot values under per_slot, windows under windows)"},
-    {"summary", 0, WB_CONF_BOOL, OFF(summary), NULL, 0, 0, NULL, "leave out the per-slot table"},
-    {"plot", 0, WB_CONF_STR, OFF(plot), NULL, 0, 0, "FILE.svg",
-     "both meters and B against A, drawn by gnuplot"},
-    CLI_CURVE_CERT(OFF(so)),
-    CLI_CURVE_PEER(OFF(so)),
+    CLI_OPERAND("A, B",
+		"power streams: ZONE (any host) or HOST/ZONE, e.g. node1/psys bmc/platform"),
+    CLI_LIST("from", 0, OFF(from), "FILE", "read a `wattbus record` file instead of the bus"),
+    CLI_LIST("sub", 0, OFF(sub), "ENDPOINT",
+	     "subscribe to this publisher (or to several, comma-separated)"),
+    CLI_DURATION("duration", 0, OFF(duration_ns), "60s", 0, 0, "D",
+		 "how long to listen on the bus (Ctrl-C ends it early)"),
+    CLI_DURATION("slot", 0, OFF(slot_ns), NULL, 0, 0, "D",
+		 "slot length (default: four samples of the coarser meter)"),
+    CLI_DURATION("max-lag", 0, OFF(max_lag_ns), NULL, 0, 0, "D",
+		 "largest lag searched either way (default 10 samples of the coarser meter)"),
+    CLI_DURATION("window", 0, OFF(window_ns), NULL, 0, 0, "D",
+		 "also lag, fit and errors per window of D (at least 3 slots), to see drift"),
+    CLI_SWITCH("json", 0, OFF(json),
+	       "one JSON object (per-slot values under per_slot, windows under windows)"),
+    CLI_SWITCH("summary", 0, OFF(summary), "leave out the per-slot table"),
+    CLI_STR("plot", 0, OFF(plot), NULL, "FILE.svg",
+	    "both meters and B against A, drawn by gnuplot"),
+    CLI_CURVE_SUB(OFF(so)),
 };
 static const struct cli_verb compare_verb = {
-    .name = "compare",
-    .synopsis = "[OPTIONS] --from FILE... A B\n[OPTIONS] --sub ENDPOINT... A B",
-    .operands = "A, B\tpower streams: ZONE (any host) or HOST/ZONE, e.g. node1/psys bmc/platform\n",
-    .flags = compare_flags,
-    .nflags = CLI_NFLAGS(compare_flags),
-    .max_args = -1,
-    .size = sizeof(struct compare_opts)};
+    CLI_VERB("compare", compare_flags, struct compare_opts, 0, -1),
+    .synopsis = "[OPTIONS] --from FILE... A B\n[OPTIONS] --sub ENDPOINT... A B"};
 
 int cmd_compare(int argc, char **argv)
 {

@@ -934,26 +934,23 @@ static int print_json(struct doctor *d)
 /* The flags go straight into the doctor's own fields. */
 #define OFF(m) offsetof(struct doctor, m)
 static const struct cli_flag doctor_flags[] = {
-    {"json", 0, WB_CONF_BOOL, OFF(json), NULL, 0, 0, NULL, "one JSON object instead of text"},
-    {"sysfs-root", 0, WB_CONF_STR, OFF(r.sys), "/sys", 0, 0, "DIR",
-     "where powerd reads its meters (powerd's sysfs_root, make run's WATTBUS_SYSFS_ROOT)"},
-    {"kernel-sysfs", 0, WB_CONF_STR, OFF(r.kernel_sys), "/sys", 0, 0, "DIR",
-     "where BTF, the cgroup file systems and modules are (--sysfs-root leaves them)"},
-    {"proc-root", 0, WB_CONF_STR, OFF(r.proc), "/proc", 0, 0, "DIR", "where procfs is"},
-    {"dev-root", 0, WB_CONF_STR, OFF(r.dev), "/dev", 0, 0, "DIR", "where /dev is"},
-    {"modeld-store", 0, WB_CONF_STR, OFF(modeld_store), "/var/lib/wattbus/models", 0, 0, "DIR",
-     "wattbus-modeld's store"},
-    {"nvml-library", 0, WB_CONF_STR, OFF(nvml_library), "libnvidia-ml.so.1", 0, 0, "LIB",
-     "the NVML library powerd's nvml source loads"},
+    CLI_SWITCH("json", 0, OFF(json), "one JSON object instead of text"),
+    CLI_STR("sysfs-root", 0, OFF(r.sys), "/sys", "DIR",
+	    "where powerd reads its meters (powerd's sysfs_root, make run's WATTBUS_SYSFS_ROOT)"),
+    CLI_STR("kernel-sysfs", 0, OFF(r.kernel_sys), "/sys", "DIR",
+	    "where BTF, the cgroup file systems and modules are (--sysfs-root leaves them)"),
+    CLI_STR("proc-root", 0, OFF(r.proc), "/proc", "DIR", "where procfs is"),
+    CLI_STR("dev-root", 0, OFF(r.dev), "/dev", "DIR", "where /dev is"),
+    CLI_STR("modeld-store", 0, OFF(modeld_store), "/var/lib/wattbus/models", "DIR",
+	    "wattbus-modeld's store"),
+    CLI_STR("nvml-library", 0, OFF(nvml_library), "libnvidia-ml.so.1", "LIB",
+	    "the NVML library powerd's nvml source loads"),
     /* above the default stat_interval, 5 s */
-    {"wait", 0, WB_CONF_DURATION, OFF(wait_ns), "6s", 0, 0, "DURATION",
-     "how long running stages get to send a stat message"},
+    CLI_DURATION("wait", 0, OFF(wait_ns), "6s", 0, 0, "DURATION",
+		 "how long running stages get to send a stat message"),
 };
-static const struct cli_verb doctor_verb = {.name = "doctor",
-					    .synopsis = "[OPTIONS]",
-					    .flags = doctor_flags,
-					    .nflags = CLI_NFLAGS(doctor_flags),
-					    .size = sizeof(struct doctor)};
+static const struct cli_verb doctor_verb = {CLI_VERB("doctor", doctor_flags, struct doctor, 0, 0),
+					    .synopsis = "[OPTIONS]"};
 
 int cmd_doctor(int argc, char **argv)
 {

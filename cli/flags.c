@@ -57,11 +57,13 @@ static int set_flag(const struct cli_flag *f, void *opts, const char *text, char
  * would be. */
 static int set_defaults(const struct cli_verb *v, void *opts, char *err, size_t len)
 {
-	if (v->size)
+	if (opts && v->size)
 		memset(opts, 0, v->size);
 	for (size_t i = 0; i < v->nflags; i++) {
 		const struct cli_flag *f = &v->flags[i];
 		char why[256];
+		if (f->type == CLI_OPERAND_ROW)
+			continue;
 		if (f->def && set_flag(f, opts, f->def, why, sizeof(why)) < 0) {
 			snprintf(err, len, "--%s: default '%s': %s", f->name, f->def, why);
 			return -1;
@@ -101,17 +103,20 @@ int cli_parse(const struct cli_verb *v, int argc, char **argv, void *opts, int *
 	size_t ns = 0;
 	shorts[ns++] = ':';
 	shorts[ns++] = 'h';
+	size_t nlo = 0;
 	for (size_t i = 0; i < v->nflags; i++) {
 		const struct cli_flag *f = &v->flags[i];
+		if (f->type == CLI_OPERAND_ROW)
+			continue;
 		int has_arg = f->type == WB_CONF_BOOL ? no_argument : required_argument;
-		lo[i] = (struct option){f->name, has_arg, NULL, FLAG_VAL + (int)i};
+		lo[nlo++] = (struct option){f->name, has_arg, NULL, FLAG_VAL + (int)i};
 		if (f->letter) {
 			shorts[ns++] = f->letter;
 			if (has_arg == required_argument)
 				shorts[ns++] = ':';
 		}
 	}
-	lo[v->nflags] = (struct option){"help", no_argument, NULL, 'h'};
+	lo[nlo] = (struct option){"help", no_argument, NULL, 'h'};
 	int rc = -1, c;
 	opterr = 0;
 	optind = 0; /* glibc: start afresh (a unit test parses more than once) */
@@ -120,7 +125,7 @@ int cli_parse(const struct cli_verb *v, int argc, char **argv, void *opts, int *
 		if (c >= FLAG_VAL && c < FLAG_VAL + (int)v->nflags)
 			f = &v->flags[c - FLAG_VAL];
 		for (size_t i = 0; !f && c > 0 && c < FLAG_VAL && i < v->nflags; i++)
-			if (v->flags[i].letter == c)
+			if (v->flags[i].letter == c && v->flags[i].type != CLI_OPERAND_ROW)
 				f = &v->flags[i];
 		if (c == 'h' && !f) {
 			cli_usage(v, stdout);
@@ -151,7 +156,7 @@ int cli_parse(const struct cli_verb *v, int argc, char **argv, void *opts, int *
 	return -1;
 }
 
-/* " (1 to 1000)", " (at least 100ms)": the bounds the parser holds the value to. */
+/* " (1 to 1000)", " (at least 1)", " (1ms to 1m)": the bounds the parser holds the value to. */
 static void range_text(const struct cli_flag *f, char *buf, size_t len)
 {
 	buf[0] = '\0';
@@ -181,19 +186,21 @@ void cli_usage(const struct cli_verb *v, FILE *out)
 			fprintf(out, "       wattbus %s ", v->name);
 	}
 	fputc('\n', out);
-	/* Operands, "NAME\thelp" a line (no NAME: the line before goes on), in the flags' columns.
-	 */
-	for (const char *p = v->operands; p && *p;) {
-		size_t n = strcspn(p, "\n"), tab = strcspn(p, "\t");
-		if (tab > n)
-			tab = 0;
-		fprintf(out, "  %-24.*s %.*s\n", (int)tab, p, (int)(n - tab - (tab < n)),
-			p + tab + (tab < n));
-		p += n + (p[n] == '\n');
+	/* The operands first, a help that goes on over lines in the help column. */
+	for (size_t i = 0; i < v->nflags; i++) {
+		const struct cli_flag *f = &v->flags[i];
+		for (const char *p = f->help, *name = f->name; f->type == CLI_OPERAND_ROW && *p;
+		     name = "") {
+			size_t n = strcspn(p, "\n");
+			fprintf(out, "  %-24s %.*s\n", name, (int)n, p);
+			p += n + (p[n] == '\n');
+		}
 	}
 	for (size_t i = 0; i < v->nflags; i++) {
 		const struct cli_flag *f = &v->flags[i];
 		char head[64], range[96];
+		if (f->type == CLI_OPERAND_ROW)
+			continue;
 		snprintf(head, sizeof(head), "%c%c%c --%s%s%s", f->letter ? '-' : ' ',
 			 f->letter ? f->letter : ' ', f->letter ? ',' : ' ', f->name,
 			 f->arg ? " " : "", f->arg ? f->arg : "");

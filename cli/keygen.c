@@ -13,12 +13,15 @@
 
 #include "cli.h"
 
-static const struct cli_verb keygen_verb = {
-    .name = "keygen",
-    .synopsis = "NAME",
-    .operands = "NAME\twrites NAME (public certificate) and NAME_secret (secret, mode 0600)\n",
-    .min_args = 1,
-    .max_args = 1};
+static const struct cli_flag keygen_flags[] = {
+    CLI_OPERAND("NAME", "writes NAME (public certificate) and NAME_secret (secret, mode 0600)"),
+};
+static const struct cli_verb keygen_verb = {.name = "keygen",
+					    .flags = keygen_flags,
+					    .nflags = 1,
+					    .min_args = 1,
+					    .max_args = 1,
+					    .synopsis = "NAME"};
 
 int cmd_keygen(int argc, char **argv)
 {

@@ -557,35 +557,31 @@ struct probe_opts {
 };
 #define OFF(m) offsetof(struct probe_opts, m)
 static const struct cli_flag probe_flags[] = {
-    {"duration", 0, WB_CONF_DURATION, OFF(duration_ns), "3s", 0, 0, "D",
-     "how long to read (a BMC or ACPI meter needs a minute)"},
-    {"spacing", 0, WB_CONF_DURATION, OFF(spacing_ns), "100us", 0, 0, "D",
-     "pause between two rounds of reads (exec sample mode: between runs)"},
-    {"source", 0, WB_CONF_STR, OFF(only), NULL, 0, 0, "NAME",
-     "only this powerd source (rapl, msr, hwmon); default: those `source = auto` tries"},
-    {"sysfs-root", 0, WB_CONF_STR, OFF(sys), "/sys", 0, 0, "DIR", "where sysfs is"},
-    {"dev-root", 0, WB_CONF_STR, OFF(dev), "/dev", 0, 0, "DIR", "where /dev is"},
-    {"proc-root", 0, WB_CONF_STR, OFF(proc), "/proc", 0, 0, "DIR", "where procfs is"},
-    {"exec", 0, WB_CONF_STR, OFF(exec_cmd), NULL, 0, 0, "CMD",
-     "a meter command printing powerd exec lines (ZONE VALUE uj|w ...), run again and again"},
-    {"exec-stream", 0, WB_CONF_BOOL, OFF(exec_stream), NULL, 0, 0, NULL,
-     "CMD runs on and prints lines as it reads the meter"},
-    {"sub", 0, WB_CONF_STR, OFF(sub), NULL, 0, 0, "ENDPOINT",
-     "the power messages on the bus (powerd, wattbus pub) instead"},
-    {"host", 0, WB_CONF_STR, OFF(host), NULL, 0, 0, "HOST", "only that host's power stream"},
-    {"json", 0, WB_CONF_BOOL, OFF(json), NULL, 0, 0, NULL, "one JSON object instead of the table"},
-    CLI_CURVE_CERT(OFF(so)),
-    CLI_CURVE_PEER(OFF(so)),
+    CLI_DURATION("duration", 0, OFF(duration_ns), "3s", 0, 0, "D",
+		 "how long to read (a BMC or ACPI meter needs a minute)"),
+    CLI_DURATION("spacing", 0, OFF(spacing_ns), "100us", 0, 0, "D",
+		 "pause between two rounds of reads (exec sample mode: between runs)"),
+    CLI_STR("source", 0, OFF(only), NULL, "NAME",
+	    "only this powerd source (rapl, msr, hwmon); default: those `source = auto` tries"),
+    CLI_STR("sysfs-root", 0, OFF(sys), "/sys", "DIR", "where sysfs is"),
+    CLI_STR("dev-root", 0, OFF(dev), "/dev", "DIR", "where /dev is"),
+    CLI_STR("proc-root", 0, OFF(proc), "/proc", "DIR", "where procfs is"),
+    CLI_STR(
+	"exec", 0, OFF(exec_cmd), NULL, "CMD",
+	"a meter command printing powerd exec lines (ZONE VALUE uj|w ...), run again and again"),
+    CLI_SWITCH("exec-stream", 0, OFF(exec_stream),
+	       "CMD runs on and prints lines as it reads the meter"),
+    CLI_STR("sub", 0, OFF(sub), NULL, "ENDPOINT",
+	    "the power messages on the bus (powerd, wattbus pub) instead"),
+    CLI_STR("host", 0, OFF(host), NULL, "HOST", "only that host's power stream"),
+    CLI_SWITCH("json", 0, OFF(json), "one JSON object instead of the table"),
+    CLI_CURVE_SUB(OFF(so)),
 };
 static const struct cli_verb probe_verb = {
-    .name = "probe",
+    CLI_VERB("probe", probe_flags, struct probe_opts, 0, 0),
     .synopsis = "[OPTIONS] [--source NAME] [--sysfs-root DIR] [--dev-root DIR] [--proc-root DIR]\n"
 		"[OPTIONS] --exec CMD [--exec-stream]\n"
-		"[OPTIONS] --sub ENDPOINT [--host HOST] [--curve-cert FILE --curve-peer FILE]",
-    .flags = probe_flags,
-    .nflags = CLI_NFLAGS(probe_flags),
-    .max_args = 0,
-    .size = sizeof(struct probe_opts)};
+		"[OPTIONS] --sub ENDPOINT [--host HOST] [--curve-cert FILE --curve-peer FILE]"};
 
 int cmd_probe(int argc, char **argv)
 {

@@ -41,26 +41,17 @@ struct pub_opts {
 };
 #define OFF(m) offsetof(struct pub_opts, m)
 static const struct cli_flag pub_flags[] = {
-    {"raw", 'r', WB_CONF_BOOL, OFF(raw), NULL, 0, 0, NULL,
-     "send lines as they are, without validation (for testing consumers)"},
-    {"src", 's', WB_CONF_STR, OFF(src), "wattbus-pub", 0, 0, "NAME",
-     "src stamped on messages that have none"},
-    {"wait", 'w', WB_CONF_DURATION, OFF(wait_ns), "5s", 0, 0, "D",
-     "wait up to D for a subscriber before the first message"},
-    {"interval", 'i', WB_CONF_DURATION, OFF(interval_ns), NULL, 0, 0, "D",
-     "pause D between messages"},
-    CLI_CURVE_CERT(OFF(so)),
-    CLI_CURVE_ALLOW(OFF(so)),
+    CLI_OPERAND("ENDPOINT", "where to publish (binds; a leading > connects instead)"),
+    CLI_SWITCH("raw", 'r', OFF(raw),
+	       "send lines as they are, without validation (for testing consumers)"),
+    CLI_STR("src", 's', OFF(src), "wattbus-pub", "NAME", "src stamped on messages that have none"),
+    CLI_DURATION("wait", 'w', OFF(wait_ns), "5s", 0, 0, "D",
+		 "wait up to D for a subscriber before the first message"),
+    CLI_DURATION("interval", 'i', OFF(interval_ns), NULL, 0, 0, "D", "pause D between messages"),
+    CLI_CURVE_PUB(OFF(so)),
 };
-static const struct cli_verb pub_verb = {
-    .name = "pub",
-    .synopsis = "[OPTIONS] ENDPOINT < lines.json",
-    .operands = "ENDPOINT\twhere to publish (binds; a leading > connects instead)\n",
-    .flags = pub_flags,
-    .nflags = CLI_NFLAGS(pub_flags),
-    .min_args = 1,
-    .max_args = 1,
-    .size = sizeof(struct pub_opts)};
+static const struct cli_verb pub_verb = {CLI_VERB("pub", pub_flags, struct pub_opts, 1, 1),
+					 .synopsis = "[OPTIONS] ENDPOINT < lines.json"};
 
 int cmd_pub(int argc, char **argv)
 {

@@ -41,22 +41,17 @@ struct record_opts {
 	uint64_t duration_ns;
 };
 static const struct cli_flag record_flags[] = {
-    {"count", 'n', WB_CONF_INT, offsetof(struct record_opts, count), NULL, 1, INT64_MAX, "N",
-     "stop after N messages"},
-    {"duration", 'd', WB_CONF_DURATION, offsetof(struct record_opts, duration_ns), NULL, 0, 0, "D",
-     "stop after D (e.g. 60s); otherwise at SIGINT/SIGTERM"},
+    CLI_OPERAND("ENDPOINT", "publisher to connect to"),
+    CLI_OPERAND("FILE", "the recording (made mode 0600)"),
+    CLI_OPERAND("PREFIX", "topic prefixes to record (default: everything)"),
+    CLI_INT("count", 'n', offsetof(struct record_opts, count), NULL, 1, INT64_MAX, "N",
+	    "stop after N messages"),
+    CLI_DURATION("duration", 'd', offsetof(struct record_opts, duration_ns), NULL, 0, 0, "D",
+		 "stop after D (e.g. 60s); otherwise at SIGINT/SIGTERM"),
 };
 static const struct cli_verb record_verb = {
-    .name = "record",
-    .synopsis = "[OPTIONS] ENDPOINT FILE [PREFIX...]",
-    .operands = "ENDPOINT\tpublisher to connect to\n"
-		"FILE\tthe recording (made mode 0600)\n"
-		"PREFIX\ttopic prefixes to record (default: everything)\n",
-    .flags = record_flags,
-    .nflags = CLI_NFLAGS(record_flags),
-    .min_args = 2,
-    .max_args = -1,
-    .size = sizeof(struct record_opts)};
+    CLI_VERB("record", record_flags, struct record_opts, 2, -1),
+    .synopsis = "[OPTIONS] ENDPOINT FILE [PREFIX...]"};
 
 int cmd_record(int argc, char **argv)
 {
@@ -259,26 +254,20 @@ struct replay_opts {
 };
 #define OFF(m) offsetof(struct replay_opts, m)
 static const struct cli_flag replay_flags[] = {
-    {"speed", 's', WB_CONF_DOUBLE, OFF(speed), "1", 0.001, 1e6, "N",
-     "N times faster than recorded"},
-    {"fast", 'f', WB_CONF_BOOL, OFF(fast), NULL, 0, 0, NULL, "as fast as possible"},
-    {"wait", 'w', WB_CONF_DURATION, OFF(wait_ns), "5s", 0, 0, "D",
-     "wait up to D for a subscriber before the first message"},
+    CLI_OPERAND("FILE", "a recording of wattbus record"),
+    CLI_OPERAND("ENDPOINT", "where to publish (binds; a leading > connects instead)"),
+    CLI_DOUBLE("speed", 's', OFF(speed), "1", 0.001, 1e6, "N", "N times faster than recorded"),
+    CLI_SWITCH("fast", 'f', OFF(fast), "as fast as possible"),
+    CLI_DURATION("wait", 'w', OFF(wait_ns), "5s", 0, 0, "D",
+		 "wait up to D for a subscriber before the first message"),
     /* A recording can hold hours of silence (or, edited or forged, a receive time years
      * on): replay would sleep through it. */
-    {"max-gap", 'g', WB_CONF_DURATION, OFF(max_gap_ns), "10s", 0, 0, "D",
-     "wait at most D between two messages (0: as recorded)"},
+    CLI_DURATION("max-gap", 'g', OFF(max_gap_ns), "10s", 0, 0, "D",
+		 "wait at most D between two messages (0: as recorded)"),
 };
 static const struct cli_verb replay_verb = {
-    .name = "replay",
-    .synopsis = "[OPTIONS] FILE ENDPOINT",
-    .operands = "FILE\ta recording of wattbus record\n"
-		"ENDPOINT\twhere to publish (binds; a leading > connects instead)\n",
-    .flags = replay_flags,
-    .nflags = CLI_NFLAGS(replay_flags),
-    .min_args = 2,
-    .max_args = 2,
-    .size = sizeof(struct replay_opts)};
+    CLI_VERB("replay", replay_flags, struct replay_opts, 2, 2),
+    .synopsis = "[OPTIONS] FILE ENDPOINT"};
 
 int cmd_replay(int argc, char **argv)
 {

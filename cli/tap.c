@@ -35,26 +35,18 @@ struct tap_opts {
 };
 #define OFF(m) offsetof(struct tap_opts, m)
 static const struct cli_flag tap_flags[] = {
-    {"check", 'c', WB_CONF_BOOL, OFF(check), NULL, 0, 0, NULL,
-     "validate every frame as the stages do; print rejections with their reason"},
-    {"count", 'n', WB_CONF_INT, OFF(count), NULL, 1, INT64_MAX, "N", "exit after N lines"},
-    {"timeout", 't', WB_CONF_DURATION, OFF(timeout_ns), NULL, 0, 0, "D",
-     "exit after this long (e.g. 10s)"},
-    {"time", 'T', WB_CONF_BOOL, OFF(with_time), NULL, 0, 0, NULL,
-     "add the receive time (recv_ns) to every line"},
-    CLI_CURVE_CERT(OFF(so)),
-    CLI_CURVE_PEER(OFF(so)),
+    CLI_OPERAND("ENDPOINT", "publisher to connect to (a leading @ binds instead)"),
+    CLI_OPERAND("PREFIX", "topic prefixes to subscribe to (default: everything)"),
+    CLI_SWITCH("check", 'c', OFF(check),
+	       "validate every frame as the stages do; print rejections with their reason"),
+    CLI_INT("count", 'n', OFF(count), NULL, 1, INT64_MAX, "N", "exit after N lines"),
+    CLI_DURATION("timeout", 't', OFF(timeout_ns), NULL, 0, 0, "D",
+		 "exit after this long (e.g. 10s)"),
+    CLI_SWITCH("time", 'T', OFF(with_time), "add the receive time (recv_ns) to every line"),
+    CLI_CURVE_SUB(OFF(so)),
 };
-static const struct cli_verb tap_verb = {
-    .name = "tap",
-    .synopsis = "[OPTIONS] ENDPOINT [PREFIX...]",
-    .operands = "ENDPOINT\tpublisher to connect to (a leading @ binds instead)\n"
-		"PREFIX\ttopic prefixes to subscribe to (default: everything)\n",
-    .flags = tap_flags,
-    .nflags = CLI_NFLAGS(tap_flags),
-    .min_args = 1,
-    .max_args = -1,
-    .size = sizeof(struct tap_opts)};
+static const struct cli_verb tap_verb = {CLI_VERB("tap", tap_flags, struct tap_opts, 1, -1),
+					 .synopsis = "[OPTIONS] ENDPOINT [PREFIX...]"};
 
 int cmd_tap(int argc, char **argv)
 {

@@ -607,30 +607,24 @@ static int top_wait(struct wb_sub *sub, struct top_keys *k, long timeout_ms)
 
 #define OFF(m) offsetof(struct top_opts, m)
 static const struct cli_flag top_flags[] = {
-    {"once", '1', WB_CONF_BOOL, OFF(once), NULL, 0, 0, NULL, "draw one frame and exit (--count 1)"},
-    {"count", 'n', WB_CONF_INT, OFF(count), NULL, 1, INT64_MAX, "N", "exit after N frames"},
-    {"plain", 'p', WB_CONF_BOOL, OFF(plain), NULL, 0, 0, NULL,
-     "no escape codes: frames one after another, for scripts"},
-    {"timeout", 't', WB_CONF_DURATION, OFF(timeout_ns), NULL, 0, 0, "D",
-     "give up (exit 1) when no estimate arrives for this long (e.g. 10s)"},
-    {"host", 'H', WB_CONF_STR, OFF(host), NULL, 0, 0, "HOST", "only this host's estimates"},
-    {"rows", 'r', WB_CONF_INT, OFF(rows), NULL, 1, 100000, "N",
-     "rows per table (default: fit the terminal; 10 with --plain)"},
-    {"width", 'w', WB_CONF_INT, OFF(width), NULL, 1, 100000, "N",
-     "line width (default: $COLUMNS, the terminal's, or 80)"},
+    CLI_OPERAND("ENDPOINT",
+		"estimd's publisher (default: estimd.sock in $WATTBUS_RUNTIME_DIR, else in\n"
+		"run/ beside this program (make run's build/run/) or the default\n"
+		"runtime dir: /run/wattbus as root, $XDG_RUNTIME_DIR/wattbus, /tmp/wattbus-UID)"),
+    CLI_SWITCH("once", '1', OFF(once), "draw one frame and exit (--count 1)"),
+    CLI_INT("count", 'n', OFF(count), NULL, 1, INT64_MAX, "N", "exit after N frames"),
+    CLI_SWITCH("plain", 'p', OFF(plain), "no escape codes: frames one after another, for scripts"),
+    CLI_DURATION("timeout", 't', OFF(timeout_ns), NULL, 0, 0, "D",
+		 "give up (exit 1) when no estimate arrives for this long (e.g. 10s)"),
+    CLI_STR("host", 'H', OFF(host), NULL, "HOST", "only this host's estimates"),
+    CLI_INT("rows", 'r', OFF(rows), NULL, 1, 100000, "N",
+	    "rows per table (default: fit the terminal; 10 with --plain)"),
+    CLI_INT("width", 'w', OFF(width), NULL, 1, 100000, "N",
+	    "line width (default: $COLUMNS, the terminal's, or 80)"),
 };
-static const struct cli_verb top_verb = {
-    .name = "top",
-    .synopsis = "[OPTIONS] [ENDPOINT]",
-    .operands =
-	"ENDPOINT\testimd's publisher (default: estimd.sock in $WATTBUS_RUNTIME_DIR, else in\n"
-	"\trun/ beside this program (make run's build/run/) or the default\n"
-	"\truntime dir: /run/wattbus as root, $XDG_RUNTIME_DIR/wattbus, /tmp/wattbus-UID)\n",
-    .flags = top_flags,
-    .nflags = CLI_NFLAGS(top_flags),
-    .notes = "  q quits; ? shows the keys\n",
-    .max_args = 1,
-    .size = sizeof(struct top_opts)};
+static const struct cli_verb top_verb = {CLI_VERB("top", top_flags, struct top_opts, 0, 1),
+					 .synopsis = "[OPTIONS] [ENDPOINT]",
+					 .notes = "  q quits; ? shows the keys\n"};
 
 /*
  * No ENDPOINT: estimd's socket where the running stages keep theirs. While

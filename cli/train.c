@@ -42,36 +42,28 @@ struct train_opts {
 };
 #define OFF(m) offsetof(struct train_opts, m)
 static const struct cli_flag train_flags[] = {
-    {"out", 'o', WB_CONF_STR, OFF(out_dir), NULL, 0, 0, "DIR",
-     "write DIR/weight.json and DIR/metadata.json (default: . unless --publish)"},
-    {"publish", 'p', WB_CONF_STR, OFF(endpoint), NULL, 0, 0, "EP",
-     "publish the model as a model message on EP (a modeld subscribes there)"},
-    {"wait", 'w', WB_CONF_DURATION, OFF(wait_ns), "30s", 0, 0, "D",
-     "with --publish: wait up to D for a subscriber"},
-    {"form", 'f', WB_CONF_STR, OFF(form), "auto", 0, 0, "F",
-     "auto (every form, the lowest held-out MAE wins), linear, logarithmic, logistic, exponential"},
-    {"host", 'H', WB_CONF_STR, OFF(host), NULL, 0, 0, "HOST",
-     "the host whose slots to train on (needed when the recordings hold several)"},
-    {"holdout-every", 'k', WB_CONF_INT, OFF(holdout), "5", 2, 1000, "K",
-     "every K-th slot is held out to measure the error"},
-    {"min-slots", 'm', WB_CONF_INT, OFF(min_slots), "20", 2, 100000000, "N",
-     "training slots needed"},
-    {"name", 'n', WB_CONF_STR, OFF(name), NULL, 0, 0, "NAME",
-     "model name (default TRAINER-wattbus-HOST)"},
-    CLI_CURVE_CERT(OFF(so)),
-    CLI_CURVE_ALLOW(OFF(so)),
+    CLI_STR("out", 'o', OFF(out_dir), NULL, "DIR",
+	    "write DIR/weight.json and DIR/metadata.json (default: . unless --publish)"),
+    CLI_STR("publish", 'p', OFF(endpoint), NULL, "EP",
+	    "publish the model as a model message on EP (a modeld subscribes there)"),
+    CLI_DURATION("wait", 'w', OFF(wait_ns), "30s", 0, 0, "D",
+		 "with --publish: wait up to D for a subscriber"),
+    CLI_STR(
+	"form", 'f', OFF(form), "auto", "F",
+	"auto (every form, the lowest held-out MAE wins), linear, logarithmic, logistic, exponential"),
+    CLI_STR("host", 'H', OFF(host), NULL, "HOST",
+	    "the host whose slots to train on (needed when the recordings hold several)"),
+    CLI_INT("holdout-every", 'k', OFF(holdout), "5", 2, 1000, "K",
+	    "every K-th slot is held out to measure the error"),
+    CLI_INT("min-slots", 'm', OFF(min_slots), "20", 2, 100000000, "N", "training slots needed"),
+    CLI_STR("name", 'n', OFF(name), NULL, "NAME", "model name (default TRAINER-wattbus-HOST)"),
+    CLI_CURVE_PUB(OFF(so)),
 };
 static const struct cli_verb train_verb = {
-    .name = "train",
-    .synopsis = "[OPTIONS] RECORDING...",
-    .flags = train_flags,
-    .nflags = CLI_NFLAGS(train_flags),
+    CLI_VERB("train", train_flags, struct train_opts, 1, -1), .synopsis = "[OPTIONS] RECORDING...",
     .notes =
 	"The machine spec written with the model is this machine's (train on the recorded host);\n"
-	"WATTBUS_PROCFS_ROOT and WATTBUS_SYSFS_ROOT point elsewhere.\n",
-    .min_args = 1,
-    .max_args = -1,
-    .size = sizeof(struct train_opts)};
+	"WATTBUS_PROCFS_ROOT and WATTBUS_SYSFS_ROOT point elsewhere.\n"};
 
 struct scan {
 	const char *host_filter;

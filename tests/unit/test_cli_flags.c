@@ -21,6 +21,8 @@ struct t_opts {
 };
 #define OFF(m) offsetof(struct t_opts, m)
 static const struct cli_flag t_flags[] = {
+    CLI_OPERAND("SRC", "where from"),
+    CLI_OPERAND("MORE", "and more,\nover two lines"),
     {"loud", 'l', WB_CONF_BOOL, OFF(loud), NULL, 0, 0, NULL, "say more"},
     {"count", 'n', WB_CONF_INT, OFF(count), NULL, 1, INT64_MAX, "N", "stop after N"},
     {"rows", 'r', WB_CONF_INT, OFF(rows), "3", 1, 5, "N", "rows shown"},
@@ -33,15 +35,9 @@ static const struct cli_flag t_flags[] = {
     CLI_CURVE_CERT(OFF(so)),
     CLI_CURVE_PEER(OFF(so)),
 };
-static const struct cli_verb t_verb = {"t",
-				       "[OPTIONS] SRC [MORE...]",
-				       "SRC\twhere from\nMORE\tand more\n",
-				       t_flags,
-				       CLI_NFLAGS(t_flags),
-				       "a note at the end\n",
-				       1,
-				       2,
-				       sizeof(struct t_opts)};
+static const struct cli_verb t_verb = {CLI_VERB("t", t_flags, struct t_opts, 1, 2),
+				       .synopsis = "[OPTIONS] SRC [MORE...]",
+				       .notes = "a note at the end\n"};
 
 /* What cli_parse printed on stdout and stderr, and what it returned. */
 struct outcome {
@@ -227,6 +223,8 @@ static void test_help(void)
 	for (size_t i = 0; i < CLI_NFLAGS(t_flags); i++) {
 		const struct cli_flag *f = &t_flags[i];
 		char head[64];
+		if (f->type == CLI_OPERAND_ROW)
+			continue;
 		snprintf(head, sizeof(head), "%s%c%s--%s%s%s", f->letter ? "-" : "",
 			 f->letter ? f->letter : ' ', f->letter ? ", " : "   ", f->name,
 			 f->arg ? " " : "", f->arg ? f->arg : "");
@@ -239,8 +237,10 @@ static void test_help(void)
 	CHECK(has(r.out, "  -s, --speed X            how much faster (0.5 to 8) [default 1]\n"));
 	CHECK(has(r.out, "      --from FILE          read this file (repeatable)\n"));
 	CHECK(has(r.out, "  -l, --loud               say more\n"));
-	CHECK(has(r.out,
-		  "  SRC                      where from\n  MORE                     and more\n"));
+	CHECK(has(r.out, "  SRC                      where from\n"
+			 "  MORE                     and more,\n"
+			 "                           over two lines\n"
+			 "  -l, --loud"));
 	CHECK(has(r.out, "  -h, --help               this text\na note at the end\n"));
 }
 
@@ -250,7 +250,7 @@ static void test_bad_default(void)
 	static const struct cli_flag bad[] = {
 	    {"rows", 0, WB_CONF_INT, OFF(rows), "9", 1, 5, "N", "rows shown"},
 	};
-	static const struct cli_verb v = {"b", "", NULL, bad, 1, NULL, 0, 0, sizeof(struct t_opts)};
+	static const struct cli_verb v = {CLI_VERB("b", bad, struct t_opts, 0, 0), .synopsis = ""};
 	struct t_opts o;
 	char *argv[] = {"b", NULL};
 	int first, saved = dup(STDERR_FILENO), null = open("/dev/null", O_WRONLY);
