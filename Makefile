@@ -181,7 +181,7 @@ all: $(BINS)
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 # tests/unit/test_cli_*.c link the CLI's pure modules.
-cli_OBJS := $(BUILD)/cli/series.o
+cli_OBJS := $(BUILD)/cli/series.o $(BUILD)/cli/flags.o
 test_stage = $(filter $(STAGES) cli,$(firstword $(subst _, ,$(1))))
 test_objs = $(foreach s,$(call test_stage,$(1)),$($(s)_OBJS))
 test_libs = $(foreach s,$(call test_stage,$(1)),$($(s)_LIBS))

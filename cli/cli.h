@@ -6,8 +6,11 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "../powerd/powerd.h"
+#include "bus.h"
+#include "config.h"
 #include "vis.h"
 
 /* tap.c */
@@ -104,17 +107,102 @@ void fit_linear(const double *x, const double *y, size_t n, struct lin_fit *f);
 /* Pearson's r of x and y; NAN when either is constant. */
 double correlation(const double *x, const double *y, size_t n);
 
+/*
+ * flags.c: a verb's flags and --help from its table, as the daemons' come from their key tables.
+ * A row is a flag: its value goes, read by lib/config's typed parser (wb_conf_parse) with the
+ * row's bounds, into the verb's options struct at off:
+ *   WB_CONF_INT      int64_t, [min, max] (max INT64_MAX: no upper bound)
+ *   WB_CONF_DURATION uint64_t ns ("2s", "500ms"), [min, max] when min != max
+ *   WB_CONF_DOUBLE   double, [min, max] when min != max
+ *   WB_CONF_BOOL     bool: a switch without a value, true when given
+ *   WB_CONF_STR      const char *: the text as given (argv, or def), not copied
+ *   WB_CONF_LIST     struct cli_strs: the flag given again adds one (up to CLI_STRS_MAX)
+ *   CLI_OPERAND_ROW  no flag: an operand's name and help for --help, listed before the flags
+ * A bad value is a usage error naming the flag: "wattbus tap: --count: 0 is below 1".
+ */
+#define CLI_STRS_MAX 16
+struct cli_strs {
+	size_t n;
+	const char *v[CLI_STRS_MAX];
+};
+struct cli_flag {
+	const char *name; /* --name */
+	char letter;	  /* -l; 0: none */
+	int type;	  /* enum wb_conf_type, as above */
+	size_t off;	  /* into the verb's options */
+	const char *def;  /* default as text (NULL: zero, NULL, empty), shown in --help */
+	double min, max;
+	const char *arg;  /* what the value is in --help ("N", "D", "FILE"); NULL for a switch */
+	const char *help; /* one line; the range and the default are added to it */
+};
+struct cli_verb {
+	const char *name; /* "tap": messages say "wattbus tap: ..." */
+	/* after "usage: wattbus NAME "; a further form on a line of its own */
+	const char *synopsis;
+	const struct cli_flag *flags;
+	size_t nflags;
+	const char *notes;	/* text after the flags, or NULL */
+	int min_args, max_args; /* operands; max -1: any number */
+	size_t size;		/* of the options struct, zeroed before the defaults */
+};
+#define CLI_NFLAGS(a) (sizeof(a) / sizeof((a)[0]))
+#define CLI_OPERAND_ROW (-1)
+/* Rows by type, each with only what its type uses; CLI_OPERAND: an operand in --help, whose help
+ * may go on over lines ("...\n..."). */
+/* One row a line reads as a table. */
+/* clang-format off */
+#define CLI_OPERAND(name, help) {name, 0, CLI_OPERAND_ROW, 0, NULL, 0, 0, NULL, help}
+#define CLI_SWITCH(name, letter, off, help) \
+	{name, letter, WB_CONF_BOOL, off, NULL, 0, 0, NULL, help}
+#define CLI_STR(name, letter, off, def, arg, help) \
+	{name, letter, WB_CONF_STR, off, def, 0, 0, arg, help}
+#define CLI_LIST(name, letter, off, arg, help) \
+	{name, letter, WB_CONF_LIST, off, NULL, 0, 0, arg, help}
+#define CLI_INT(name, letter, off, def, min, max, arg, help) \
+	{name, letter, WB_CONF_INT, off, def, min, max, arg, help}
+#define CLI_DURATION(name, letter, off, def, min, max, arg, help) \
+	{name, letter, WB_CONF_DURATION, off, def, min, max, arg, help}
+#define CLI_DOUBLE(name, letter, off, def, min, max, arg, help) \
+	{name, letter, WB_CONF_DOUBLE, off, def, min, max, arg, help}
+/* clang-format on */
+/* A verb's name, its table, its options struct and how many operands it takes. */
+#define CLI_VERB(name_, flags_, opts_type, min, max)                                               \
+	.name = (name_), .flags = (flags_), .nflags = CLI_NFLAGS(flags_),                          \
+	.size = sizeof(opts_type), .min_args = (min), .max_args = (max)
+/* The CURVE flags, into a struct wb_sockopts at offset so of the verb's options. */
+#define CLI_CURVE_CERT(so)                                                                         \
+	CLI_STR("curve-cert", 0, (so) + offsetof(struct wb_sockopts, curve_cert), NULL, "FILE",    \
+		"our CURVE certificate (FILE_secret beside it), for tcp:// endpoints")
+#define CLI_CURVE_PEER(so)                                                                         \
+	CLI_STR("curve-peer", 0, (so) + offsetof(struct wb_sockopts, curve_peer), NULL, "FILE",    \
+		"the publisher's public certificate")
+#define CLI_CURVE_ALLOW(so)                                                                        \
+	CLI_STR("curve-allow", 0, (so) + offsetof(struct wb_sockopts, curve_allow), NULL, "DIR",   \
+		"public certificates of the subscribers let in (default: any with a key)")
+/* The CURVE flags of a subscriber (cert, peer) and of a publisher (cert, allow). */
+#define CLI_CURVE_SUB(so) CLI_CURVE_CERT(so), CLI_CURVE_PEER(so)
+#define CLI_CURVE_PUB(so) CLI_CURVE_CERT(so), CLI_CURVE_ALLOW(so)
+/*
+ * Set opts to the table's defaults, then read the flags of argv (argv[0] is the verb; flags and
+ * operands may mix). Returns -1 to go on, with the first operand at argv[*first] (getopt's
+ * optind says the same); else the exit status for the verb to return at once: 0 after --help
+ * (printed on stdout), 2 after a usage error (said on stderr, with the usage).
+ */
+int cli_parse(const struct cli_verb *v, int argc, char **argv, void *opts, int *first);
+/* The verb's --help: usage, operands, every flag with its range and default, notes. */
+void cli_usage(const struct cli_verb *v, FILE *out);
+/* A usage error after parsing (operands that do not fit): "wattbus NAME: ..." and the usage on
+ * stderr. Returns 2. */
+int cli_usage_error(const struct cli_verb *v, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
 /* main.c: shared helpers */
 /*
- * Flag values, parsed whole by lib/config's parsers: on a bad one they print
- * "wattbus CMD: --OPT: 'TEXT' is not ..." and exit 2.
+ * A subscriber connected to endpoints (comma-separated) and subscribed to each of n prefixes
+ * (to everything when n is 0); NULL when that fails (bus.c said why).
  */
-/* A duration ("2s", "500ms"; a bare number is seconds). */
-uint64_t cli_duration_ns(const char *cmd, const char *opt, const char *text);
-/* An integer in [min, max]. */
-long long cli_int(const char *cmd, const char *opt, const char *text, long long min, long long max);
-/* A finite number above zero. */
-double cli_positive(const char *cmd, const char *opt, const char *text);
+struct wb_sub *cli_sub_open(const char *endpoints, const char *const *prefixes, size_t n,
+			    const struct wb_sockopts *so);
 /*
  * ZeroMQ waits without a word on an ipc:// endpoint where nothing listens (no
  * socket file, or one a stopped process left). True when one of a subscriber's

@@ -6,7 +6,6 @@
  * and offset by a linear fit, R², MAE and MAPE, and what each side dropped.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -156,12 +155,10 @@ static int feed_record(uint64_t recv_ns, const char *topic, const void *body, si
 static int feed_bus(struct cmp *k, const char *endpoints, uint64_t duration_ns,
 		    const struct wb_sockopts *so)
 {
-	struct wb_sub *sub = wb_sub_new(so);
-	if (!sub || wb_sub_connect(sub, endpoints) < 0) {
-		wb_sub_destroy(&sub);
+	static const char *const power[] = {"power/"};
+	struct wb_sub *sub = cli_sub_open(endpoints, power, 1, so);
+	if (!sub)
 		return -1;
-	}
-	wb_sub_subscribe(sub, "power/");
 	uint64_t end = wb_mono_ns() + duration_ns;
 	while (wb_mono_ns() < end && !cli_interrupted()) {
 		if (!wb_sub_wait(sub, 100))
@@ -632,102 +629,55 @@ static int plot_svg(const struct cmp *k, const char *path)
 	return 0;
 }
 
-static void compare_usage(FILE *out)
-{
-	fprintf(
-	    out,
-	    "usage: wattbus compare [--from FILE]... [--sub ENDPOINT]... [--duration D] [--slot D] [--max-lag D] [--window D]\n"
-	    "                       [--json] [--summary] [--plot FILE.svg] A B\n"
-	    "  A, B             power streams: ZONE (any host) or HOST/ZONE, e.g. node1/psys bmc/platform\n"
-	    "  --from FILE      read a `wattbus record` file (repeatable) instead of the bus\n"
-	    "  --sub ENDPOINT   subscribe to this publisher (repeatable, or comma-separated)\n"
-	    "  --duration D     how long to listen on the bus (default 60s; Ctrl-C ends it early)\n"
-	    "  --slot D         slot length (default: four samples of the coarser meter)\n"
-	    "  --max-lag D      largest lag searched either way (default 10 samples of the coarser meter)\n"
-	    "  --window D       also lag, fit and errors per window of D (at least 3 slots), to see drift\n"
-	    "  --json           one JSON object (per-slot values under per_slot, windows under windows)\n"
-	    "  --summary        leave out the per-slot table\n"
-	    "  --plot FILE.svg  both meters and B against A, drawn by gnuplot\n"
-	    "  --curve-cert FILE, --curve-peer FILE   CURVE for tcp:// endpoints\n");
-}
+struct compare_opts {
+	struct cli_strs from, sub;
+	uint64_t duration_ns, slot_ns, max_lag_ns, window_ns;
+	bool json, summary;
+	const char *plot;
+	struct wb_sockopts so;
+};
+#define OFF(m) offsetof(struct compare_opts, m)
+static const struct cli_flag compare_flags[] = {
+    CLI_OPERAND("A, B",
+		"power streams: ZONE (any host) or HOST/ZONE, e.g. node1/psys bmc/platform"),
+    CLI_LIST("from", 0, OFF(from), "FILE", "read a `wattbus record` file instead of the bus"),
+    CLI_LIST("sub", 0, OFF(sub), "ENDPOINT",
+	     "subscribe to this publisher (or to several, comma-separated)"),
+    CLI_DURATION("duration", 0, OFF(duration_ns), "60s", 0, 0, "D",
+		 "how long to listen on the bus (Ctrl-C ends it early)"),
+    CLI_DURATION("slot", 0, OFF(slot_ns), NULL, 0, 0, "D",
+		 "slot length (default: four samples of the coarser meter)"),
+    CLI_DURATION("max-lag", 0, OFF(max_lag_ns), NULL, 0, 0, "D",
+		 "largest lag searched either way (default 10 samples of the coarser meter)"),
+    CLI_DURATION("window", 0, OFF(window_ns), NULL, 0, 0, "D",
+		 "also lag, fit and errors per window of D (at least 3 slots), to see drift"),
+    CLI_SWITCH("json", 0, OFF(json),
+	       "one JSON object (per-slot values under per_slot, windows under windows)"),
+    CLI_SWITCH("summary", 0, OFF(summary), "leave out the per-slot table"),
+    CLI_STR("plot", 0, OFF(plot), NULL, "FILE.svg",
+	    "both meters and B against A, drawn by gnuplot"),
+    CLI_CURVE_SUB(OFF(so)),
+};
+static const struct cli_verb compare_verb = {
+    CLI_VERB("compare", compare_flags, struct compare_opts, 0, -1),
+    .synopsis = "[OPTIONS] --from FILE... A B\n[OPTIONS] --sub ENDPOINT... A B"};
 
 int cmd_compare(int argc, char **argv)
 {
-	static const struct option opts[] = {{"from", required_argument, NULL, 'f'},
-					     {"sub", required_argument, NULL, 's'},
-					     {"duration", required_argument, NULL, 'd'},
-					     {"slot", required_argument, NULL, 'S'},
-					     {"max-lag", required_argument, NULL, 'L'},
-					     {"window", required_argument, NULL, 'W'},
-					     {"json", no_argument, NULL, 'j'},
-					     {"summary", no_argument, NULL, 'u'},
-					     {"plot", required_argument, NULL, 'p'},
-					     {"curve-cert", required_argument, NULL, 'C'},
-					     {"curve-peer", required_argument, NULL, 'P'},
-					     {"help", no_argument, NULL, 'h'},
-					     {NULL, 0, NULL, 0}};
+	struct compare_opts o;
+	int first, rc = cli_parse(&compare_verb, argc, argv, &o, &first);
+	if (rc >= 0)
+		return rc;
+	if (argc - first != 2)
+		return cli_usage_error(&compare_verb, "give two power streams, A and B");
 	struct cmp k = {0};
-	struct wb_sockopts so = {0};
-	const char *from[16], *plot = NULL;
-	size_t nfrom = 0;
+	k.slot_ns = o.slot_ns;
+	k.max_lag_ns = o.max_lag_ns;
+	k.window_ns = o.window_ns;
+	size_t nfrom = o.from.n;
 	char subs[4096] = "";
-	uint64_t duration_ns = 60 * WB_NS_PER_SEC;
-	bool json = false, summary = false;
-	int c, rc = 2;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'f':
-			if (nfrom == sizeof(from) / sizeof(from[0])) {
-				fprintf(stderr, "wattbus compare: --from: at most 16 recordings\n");
-				return 2;
-			}
-			from[nfrom++] = optarg;
-			break;
-		case 's': {
-			size_t len = strlen(subs);
-			snprintf(subs + len, sizeof(subs) - len, "%s%s", len ? "," : "", optarg);
-			break;
-		}
-		case 'd':
-			duration_ns = cli_duration_ns("compare", "--duration", optarg);
-			break;
-		case 'S':
-			k.slot_ns = cli_duration_ns("compare", "--slot", optarg);
-			break;
-		case 'L':
-			k.max_lag_ns = cli_duration_ns("compare", "--max-lag", optarg);
-			break;
-		case 'W':
-			k.window_ns = cli_duration_ns("compare", "--window", optarg);
-			break;
-		case 'j':
-			json = true;
-			break;
-		case 'u':
-			summary = true;
-			break;
-		case 'p':
-			plot = optarg;
-			break;
-		case 'C':
-			so.curve_cert = optarg;
-			break;
-		case 'P':
-			so.curve_peer = optarg;
-			break;
-		case 'h':
-			compare_usage(stdout);
-			return 0;
-		default:
-			compare_usage(stderr);
-			return 2;
-		}
-	}
-	if (argc - optind != 2) {
-		fprintf(stderr, "wattbus compare: give two power streams, A and B\n");
-		compare_usage(stderr);
-		return 2;
-	}
+	for (size_t i = 0, len = 0; i < o.sub.n; i++, len = strlen(subs))
+		snprintf(subs + len, sizeof(subs) - len, "%s%s", len ? "," : "", o.sub.v[i]);
 	if (!nfrom == !subs[0]) {
 		fprintf(
 		    stderr,
@@ -740,11 +690,10 @@ int cmd_compare(int argc, char **argv)
 			"wattbus compare: --slot: below 1 ms is finer than any meter here\n");
 		return 2;
 	}
-	if (parse_spec(&k.s[0], argv[optind]) < 0 || parse_spec(&k.s[1], argv[optind + 1]) < 0)
+	if (parse_spec(&k.s[0], argv[first]) < 0 || parse_spec(&k.s[1], argv[first + 1]) < 0)
 		return 2;
 	if (!strcmp(k.s[0].host, k.s[1].host) && !strcmp(k.s[0].zone, k.s[1].zone)) {
-		fprintf(stderr, "wattbus compare: A and B are the same stream (%s)\n",
-			argv[optind]);
+		fprintf(stderr, "wattbus compare: A and B are the same stream (%s)\n", argv[first]);
 		return 2;
 	}
 	rc = 1;
@@ -756,9 +705,9 @@ int cmd_compare(int argc, char **argv)
 		goto out;
 	}
 	for (size_t i = 0; i < nfrom; i++)
-		if (record_each(from[i], feed_record, &k) < 0)
+		if (record_each(o.from.v[i], feed_record, &k) < 0)
 			goto out;
-	if (subs[0] && feed_bus(&k, subs, duration_ns, &so) < 0)
+	if (subs[0] && feed_bus(&k, subs, o.duration_ns, &o.so) < 0)
 		goto out;
 	for (int i = 0; i < 2; i++)
 		if (k.s[i].c->n < 2) {
@@ -782,8 +731,8 @@ int cmd_compare(int argc, char **argv)
 			(double)k.window_ns / 1e9,
 			k.window_ns / k.slot_ns < 3 ? "holds fewer than 3 slots"
 						    : "is longer than the slots compared");
-	rc = json ? print_json(&k, !summary) : (print_text(&k, !summary), 0);
-	if (plot && plot_svg(&k, plot) < 0)
+	rc = o.json ? print_json(&k, !o.summary) : (print_text(&k, !o.summary), 0);
+	if (o.plot && plot_svg(&k, o.plot) < 0)
 		rc = 1;
 out:
 	for (int i = 0; i < 2; i++) {

@@ -8,7 +8,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <glob.h>
 #include <limits.h>
 #include <linux/perf_event.h>
@@ -78,6 +77,7 @@ struct doctor {
 	const char *modeld_store;
 	const char *nvml_library;
 	uint64_t wait_ns;
+	bool json;	      /* --json */
 	char rtdir[PATH_MAX]; /* where the sockets were found (or the first place looked) */
 	char looked[2 * PATH_MAX + 8]; /* every place looked */
 	bool any_running;
@@ -931,86 +931,38 @@ static int print_json(struct doctor *d)
 	return 0;
 }
 
-static void doctor_usage(FILE *out)
-{
-	fprintf(
-	    out,
-	    "usage: wattbus doctor [--json] [--sysfs-root DIR] [--proc-root DIR] [--dev-root DIR] [--kernel-sysfs DIR]\n"
-	    "                      [--modeld-store DIR] [--nvml-library LIB] [--wait DURATION]\n"
-	    "  --json            one JSON object instead of text\n"
-	    "  --sysfs-root DIR  where powerd reads its meters (powerd's sysfs_root, make run's WATTBUS_SYSFS_ROOT; default /sys)\n"
-	    "  --kernel-sysfs DIR  where BTF, the cgroup file systems and modules are (default /sys; --sysfs-root leaves them)\n"
-	    "  --proc-root DIR   where procfs is (default /proc)\n"
-	    "  --dev-root DIR    where /dev is (default /dev)\n"
-	    "  --modeld-store DIR  wattbus-modeld's store (default /var/lib/wattbus/models)\n"
-	    "  --nvml-library LIB  the NVML library powerd's nvml source loads (default libnvidia-ml.so.1)\n"
-	    "  --wait DURATION   how long running stages get to send a stat message (default 6s)\n");
-}
+/* The flags go straight into the doctor's own fields. */
+#define OFF(m) offsetof(struct doctor, m)
+static const struct cli_flag doctor_flags[] = {
+    CLI_SWITCH("json", 0, OFF(json), "one JSON object instead of text"),
+    CLI_STR("sysfs-root", 0, OFF(r.sys), "/sys", "DIR",
+	    "where powerd reads its meters (powerd's sysfs_root, make run's WATTBUS_SYSFS_ROOT)"),
+    CLI_STR("kernel-sysfs", 0, OFF(r.kernel_sys), "/sys", "DIR",
+	    "where BTF, the cgroup file systems and modules are (--sysfs-root leaves them)"),
+    CLI_STR("proc-root", 0, OFF(r.proc), "/proc", "DIR", "where procfs is"),
+    CLI_STR("dev-root", 0, OFF(r.dev), "/dev", "DIR", "where /dev is"),
+    CLI_STR("modeld-store", 0, OFF(modeld_store), "/var/lib/wattbus/models", "DIR",
+	    "wattbus-modeld's store"),
+    CLI_STR("nvml-library", 0, OFF(nvml_library), "libnvidia-ml.so.1", "LIB",
+	    "the NVML library powerd's nvml source loads"),
+    /* above the default stat_interval, 5 s */
+    CLI_DURATION("wait", 0, OFF(wait_ns), "6s", 0, 0, "DURATION",
+		 "how long running stages get to send a stat message"),
+};
+static const struct cli_verb doctor_verb = {CLI_VERB("doctor", doctor_flags, struct doctor, 0, 0),
+					    .synopsis = "[OPTIONS]"};
 
 int cmd_doctor(int argc, char **argv)
 {
-	static const struct option opts[] = {{"json", no_argument, NULL, 'j'},
-					     {"sysfs-root", required_argument, NULL, 's'},
-					     {"proc-root", required_argument, NULL, 'p'},
-					     {"dev-root", required_argument, NULL, 'd'},
-					     {"modeld-store", required_argument, NULL, 'm'},
-					     {"kernel-sysfs", required_argument, NULL, 'k'},
-					     {"nvml-library", required_argument, NULL, 'n'},
-					     {"wait", required_argument, NULL, 'w'},
-					     {"help", no_argument, NULL, 'h'},
-					     {NULL, 0, NULL, 0}};
 	struct doctor *dp = calloc(1, sizeof(*dp)); /* large text buffers: not on the stack */
 	if (!dp) {
 		fprintf(stderr, "wattbus doctor: out of memory\n");
 		return 1;
 	}
-	dp->r = (struct roots){"/sys", "/proc", "/dev", "/sys"};
-	dp->modeld_store = "/var/lib/wattbus/models";
-	dp->nvml_library = "libnvidia-ml.so.1";
-	dp->wait_ns = 6 * WB_NS_PER_SEC; /* above the default stat_interval, 5 s */
-	bool json = false;
-	int c;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'j':
-			json = true;
-			break;
-		case 's':
-			dp->r.sys = optarg;
-			break;
-		case 'p':
-			dp->r.proc = optarg;
-			break;
-		case 'd':
-			dp->r.dev = optarg;
-			break;
-		case 'm':
-			dp->modeld_store = optarg;
-			break;
-		case 'k':
-			dp->r.kernel_sys = optarg;
-			break;
-		case 'n':
-			dp->nvml_library = optarg;
-			break;
-		case 'w':
-			dp->wait_ns = cli_duration_ns("doctor", "--wait", optarg);
-			break;
-		case 'h':
-			doctor_usage(stdout);
-			free(dp);
-			return 0;
-		default:
-			doctor_usage(stderr);
-			free(dp);
-			return 2;
-		}
-	}
-	if (optind < argc) {
-		fprintf(stderr, "wattbus doctor: unexpected argument '%s'\n", argv[optind]);
-		doctor_usage(stderr);
+	int first, rc = cli_parse(&doctor_verb, argc, argv, dp, &first);
+	if (rc >= 0) {
 		free(dp);
-		return 2;
+		return rc;
 	}
 	static const char *const what[F_COUNT] = {"rapl", "msr",  "hwmon",  "gpu",
 						  "bpf",  "perf", "cgroup", "kubepods"};
@@ -1027,8 +979,8 @@ int cmd_doctor(int argc, char **argv)
 	probe_cgroup(dp);
 	summarize(dp);
 	probe_modeld(dp);
-	int rc = 0;
-	if (json)
+	rc = 0;
+	if (dp->json)
 		rc = print_json(dp);
 	else
 		print_text(dp);

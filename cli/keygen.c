@@ -13,15 +13,22 @@
 
 #include "cli.h"
 
+static const struct cli_flag keygen_flags[] = {
+    CLI_OPERAND("NAME", "writes NAME (public certificate) and NAME_secret (secret, mode 0600)"),
+};
+static const struct cli_verb keygen_verb = {.name = "keygen",
+					    .flags = keygen_flags,
+					    .nflags = 1,
+					    .min_args = 1,
+					    .max_args = 1,
+					    .synopsis = "NAME"};
+
 int cmd_keygen(int argc, char **argv)
 {
-	if (argc != 2 || argv[1][0] == '-') {
-		fprintf(argc == 2 ? stdout : stderr,
-			"usage: wattbus keygen NAME\n"
-			"  writes NAME (public certificate) and NAME_secret (secret, mode 0600)\n");
-		return argc == 2 && !strcmp(argv[1], "--help") ? 0 : 2;
-	}
-	const char *name = argv[1];
+	int first, rc = cli_parse(&keygen_verb, argc, argv, NULL, &first);
+	if (rc >= 0)
+		return rc;
+	const char *name = argv[first];
 	char secret[4096];
 	snprintf(secret, sizeof(secret), "%s_secret", name);
 	if (access(name, F_OK) == 0 || access(secret, F_OK) == 0) {
@@ -38,7 +45,7 @@ int cmd_keygen(int argc, char **argv)
 	gethostname(host, sizeof(host) - 1);
 	zcert_set_meta(cert, "host", "%s", host);
 	mode_t old = umask(077);
-	int rc = zcert_save(cert, name);
+	rc = zcert_save(cert, name);
 	umask(old);
 	if (rc == 0)
 		chmod(name, 0644);

@@ -56,44 +56,20 @@ static void usage(FILE *out)
 	fprintf(out, "\n`wattbus COMMAND --help` for a command's options; see wattbus(1).\n");
 }
 
-uint64_t cli_duration_ns(const char *cmd, const char *opt, const char *text)
+struct wb_sub *cli_sub_open(const char *endpoints, const char *const *prefixes, size_t n,
+			    const struct wb_sockopts *so)
 {
-	uint64_t ns;
-	if (wb_parse_duration(text, &ns) < 0) {
-		fprintf(stderr, "wattbus %s: %s: '%s' is not a duration (e.g. 500ms, 2s)\n", cmd,
-			opt, text);
-		exit(2);
+	struct wb_sub *sub = wb_sub_new(so);
+	if (!sub || wb_sub_connect(sub, endpoints) < 0) {
+		wb_sub_destroy(&sub);
+		return NULL;
 	}
-	return ns;
-}
-
-long long cli_int(const char *cmd, const char *opt, const char *text, long long min, long long max)
-{
-	int64_t v;
-	if (wb_parse_int(text, &v) < 0) {
-		fprintf(stderr, "wattbus %s: %s: '%s' is not an integer\n", cmd, opt, text);
-		exit(2);
-	}
-	if (v < min || v > max) {
-		if (max == LLONG_MAX)
-			fprintf(stderr, "wattbus %s: %s: '%s' is below %lld\n", cmd, opt, text,
-				min);
-		else
-			fprintf(stderr, "wattbus %s: %s: '%s' is outside [%lld, %lld]\n", cmd, opt,
-				text, min, max);
-		exit(2);
-	}
-	return v;
-}
-
-double cli_positive(const char *cmd, const char *opt, const char *text)
-{
-	double v;
-	if (wb_parse_double(text, &v) < 0 || !(v > 0)) {
-		fprintf(stderr, "wattbus %s: %s: '%s' is not a number above 0\n", cmd, opt, text);
-		exit(2);
-	}
-	return v;
+	int rc = n ? 0 : wb_sub_subscribe(sub, "");
+	for (size_t i = 0; i < n && rc == 0; i++)
+		rc = wb_sub_subscribe(sub, prefixes[i]);
+	if (rc < 0)
+		wb_sub_destroy(&sub);
+	return sub;
 }
 
 /* What is at an ipc path: something listening, nothing, or a socket file left by a stopped process.

@@ -6,7 +6,6 @@
  * read, the component covered, and the interval and max_lag alignd should use.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <limits.h>
 #include <math.h>
 #include <poll.h>
@@ -279,14 +278,12 @@ static void sample_exec(struct probe *p, struct pd_set *set)
 static int sample_bus(struct probe *p, const char *endpoint, const char *host,
 		      const struct wb_sockopts *so)
 {
-	struct wb_sub *sub = wb_sub_new(so);
-	if (!sub || wb_sub_connect(sub, endpoint) < 0) {
-		wb_sub_destroy(&sub);
-		return -1;
-	}
 	char prefix[WB_TOPIC_MAX];
 	snprintf(prefix, sizeof(prefix), "power/%s", host ? host : "");
-	wb_sub_subscribe(sub, prefix);
+	const char *prefixes[] = {prefix};
+	struct wb_sub *sub = cli_sub_open(endpoint, prefixes, 1, so);
+	if (!sub)
+		return -1;
 	uint64_t end = wb_mono_ns() + p->duration_ns;
 	while (wb_mono_ns() < end && !cli_interrupted()) {
 		uint64_t left = end - wb_mono_ns();
@@ -552,109 +549,55 @@ static int print_json(const struct probe *p, const struct meter_advice *all)
 	return 0;
 }
 
-static void probe_usage(FILE *out)
-{
-	fprintf(
-	    out,
-	    "usage: wattbus probe [--json] [--duration D] [--spacing D] [--source NAME] [--sysfs-root DIR] [--dev-root DIR] [--proc-root DIR]\n"
-	    "       wattbus probe [--json] [--duration D] [--spacing D] --exec CMD [--exec-stream]\n"
-	    "       wattbus probe [--json] [--duration D] --sub ENDPOINT [--host HOST] [--curve-cert FILE --curve-peer FILE]\n"
-	    "  --duration D      how long to read (default 3s; a BMC or ACPI meter needs a minute)\n"
-	    "  --spacing D       pause between two rounds of reads (default 100us; exec sample mode: between runs)\n"
-	    "  --source NAME     only this powerd source (rapl, msr, hwmon); default: those `source = auto` tries\n"
-	    "  --sysfs-root DIR  where sysfs is (default /sys); --dev-root, --proc-root likewise\n"
-	    "  --exec CMD        a meter command printing powerd exec lines (ZONE VALUE uj|w ...), run again and again\n"
-	    "  --exec-stream     CMD runs on and prints lines as it reads the meter\n"
-	    "  --sub ENDPOINT    the power messages on the bus (powerd, wattbus pub) instead\n"
-	    "  --host HOST       only that host's power stream\n"
-	    "  --json            one JSON object instead of the table\n");
-}
+struct probe_opts {
+	bool json, exec_stream;
+	uint64_t duration_ns, spacing_ns;
+	const char *only, *sys, *dev, *proc, *exec_cmd, *sub, *host;
+	struct wb_sockopts so;
+};
+#define OFF(m) offsetof(struct probe_opts, m)
+static const struct cli_flag probe_flags[] = {
+    CLI_DURATION("duration", 0, OFF(duration_ns), "3s", 0, 0, "D",
+		 "how long to read (a BMC or ACPI meter needs a minute)"),
+    CLI_DURATION("spacing", 0, OFF(spacing_ns), "100us", 0, 0, "D",
+		 "pause between two rounds of reads (exec sample mode: between runs)"),
+    CLI_STR("source", 0, OFF(only), NULL, "NAME",
+	    "only this powerd source (rapl, msr, hwmon); default: those `source = auto` tries"),
+    CLI_STR("sysfs-root", 0, OFF(sys), "/sys", "DIR", "where sysfs is"),
+    CLI_STR("dev-root", 0, OFF(dev), "/dev", "DIR", "where /dev is"),
+    CLI_STR("proc-root", 0, OFF(proc), "/proc", "DIR", "where procfs is"),
+    CLI_STR(
+	"exec", 0, OFF(exec_cmd), NULL, "CMD",
+	"a meter command printing powerd exec lines (ZONE VALUE uj|w ...), run again and again"),
+    CLI_SWITCH("exec-stream", 0, OFF(exec_stream),
+	       "CMD runs on and prints lines as it reads the meter"),
+    CLI_STR("sub", 0, OFF(sub), NULL, "ENDPOINT",
+	    "the power messages on the bus (powerd, wattbus pub) instead"),
+    CLI_STR("host", 0, OFF(host), NULL, "HOST", "only that host's power stream"),
+    CLI_SWITCH("json", 0, OFF(json), "one JSON object instead of the table"),
+    CLI_CURVE_SUB(OFF(so)),
+};
+static const struct cli_verb probe_verb = {
+    CLI_VERB("probe", probe_flags, struct probe_opts, 0, 0),
+    .synopsis = "[OPTIONS] [--source NAME] [--sysfs-root DIR] [--dev-root DIR] [--proc-root DIR]\n"
+		"[OPTIONS] --exec CMD [--exec-stream]\n"
+		"[OPTIONS] --sub ENDPOINT [--host HOST] [--curve-cert FILE --curve-peer FILE]"};
 
 int cmd_probe(int argc, char **argv)
 {
-	static const struct option opts[] = {{"json", no_argument, NULL, 'j'},
-					     {"duration", required_argument, NULL, 'd'},
-					     {"spacing", required_argument, NULL, 'S'},
-					     {"source", required_argument, NULL, 's'},
-					     {"sysfs-root", required_argument, NULL, 'y'},
-					     {"dev-root", required_argument, NULL, 'D'},
-					     {"proc-root", required_argument, NULL, 'p'},
-					     {"exec", required_argument, NULL, 'e'},
-					     {"exec-stream", no_argument, NULL, 'E'},
-					     {"sub", required_argument, NULL, 'b'},
-					     {"host", required_argument, NULL, 'H'},
-					     {"curve-cert", required_argument, NULL, 'C'},
-					     {"curve-peer", required_argument, NULL, 'P'},
-					     {"help", no_argument, NULL, 'h'},
-					     {NULL, 0, NULL, 0}};
+	struct probe_opts o;
+	int first, rc = cli_parse(&probe_verb, argc, argv, &o, &first);
+	if (rc >= 0)
+		return rc;
+	rc = 2;
 	struct probe *p = calloc(1, sizeof(*p));
 	if (!p) {
 		fprintf(stderr, "wattbus probe: out of memory\n");
 		return 1;
 	}
-	struct wb_sockopts so = {0};
-	const char *sys = "/sys", *dev = "/dev", *proc = "/proc", *only = NULL, *sub = NULL,
-		   *host = NULL;
-	const char *exec_cmd = NULL;
-	bool json = false, exec_stream = false;
-	p->duration_ns = 3 * WB_NS_PER_SEC;
-	p->spacing_ns = 100 * 1000;
-	int c, rc = 2;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'j':
-			json = true;
-			break;
-		case 'd':
-			p->duration_ns = cli_duration_ns("probe", "--duration", optarg);
-			break;
-		case 'S':
-			p->spacing_ns = cli_duration_ns("probe", "--spacing", optarg);
-			break;
-		case 's':
-			only = optarg;
-			break;
-		case 'y':
-			sys = optarg;
-			break;
-		case 'D':
-			dev = optarg;
-			break;
-		case 'p':
-			proc = optarg;
-			break;
-		case 'e':
-			exec_cmd = optarg;
-			break;
-		case 'E':
-			exec_stream = true;
-			break;
-		case 'b':
-			sub = optarg;
-			break;
-		case 'H':
-			host = optarg;
-			break;
-		case 'C':
-			so.curve_cert = optarg;
-			break;
-		case 'P':
-			so.curve_peer = optarg;
-			break;
-		case 'h':
-			probe_usage(stdout);
-			rc = 0;
-			goto out;
-		default:
-			probe_usage(stderr);
-			goto out;
-		}
-	}
-	if (optind < argc) {
-		fprintf(stderr, "wattbus probe: unexpected argument '%s'\n", argv[optind]);
-		probe_usage(stderr);
-		goto out;
-	}
+	p->duration_ns = o.duration_ns;
+	p->spacing_ns = o.spacing_ns;
+	const char *only = o.only, *sub = o.sub, *host = o.host, *exec_cmd = o.exec_cmd;
 	if (p->duration_ns < 100 * WB_NS_PER_MS) {
 		fprintf(
 		    stderr,
@@ -676,13 +619,13 @@ int cmd_probe(int argc, char **argv)
 			names);
 		goto out;
 	}
-	cli_pd_opts(&p->r, sys, dev, proc);
+	cli_pd_opts(&p->r, o.sys, o.dev, o.proc);
 	p->r.o.exec_cmd = exec_cmd;
-	p->r.o.exec_stream = exec_stream;
+	p->r.o.exec_stream = o.exec_stream;
 	rc = 1;
 	if (sub) {
 		p->mode = "bus";
-		if (sample_bus(p, sub, host, &so) < 0)
+		if (sample_bus(p, sub, host, &o.so) < 0)
 			goto out;
 		if (!p->nz) {
 			fprintf(stderr, "wattbus probe: no power message from %s%s%s in %.1f s%s\n",
@@ -738,7 +681,7 @@ int cmd_probe(int argc, char **argv)
 		if (z->adv.max_lag_s > all.max_lag_s)
 			all.max_lag_s = z->adv.max_lag_s;
 	}
-	if (json)
+	if (o.json)
 		rc = print_json(p, &all);
 	else {
 		print_text(p, &all);

@@ -5,7 +5,7 @@
  * keys the line leaves out (v, src, epoch, seq) are stamped; keys it gives are
  * kept, so `wattbus pub | wattbus tap` round-trips exactly.
  */
-#include <getopt.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,68 +33,33 @@ static void stamp_missing(struct wb_pub *pub, const char *src, json_t *msg, cons
 		json_object_set_new(msg, "seq", json_integer((json_int_t)seq));
 }
 
-static void pub_usage(FILE *out)
-{
-	fprintf(
-	    out,
-	    "usage: wattbus pub [--raw] [--src NAME] [--wait DURATION] ENDPOINT < lines.json\n"
-	    "  ENDPOINT        where to publish (binds; a leading > connects instead)\n"
-	    "  -r, --raw       send lines as they are, without validation (for testing consumers)\n"
-	    "  -s, --src NAME  src stamped on messages that have none (default wattbus-pub)\n"
-	    "  -w, --wait D    wait up to D for a subscriber before the first message (default 5s)\n"
-	    "  -i, --interval D  pause D between messages\n"
-	    "  --curve-cert FILE  serve tcp:// with CURVE using this certificate (FILE_secret beside it)\n"
-	    "  --curve-allow DIR  public certificates of the subscribers let in (default: any with a key)\n");
-}
+struct pub_opts {
+	bool raw;
+	const char *src;
+	uint64_t wait_ns, interval_ns;
+	struct wb_sockopts so;
+};
+#define OFF(m) offsetof(struct pub_opts, m)
+static const struct cli_flag pub_flags[] = {
+    CLI_OPERAND("ENDPOINT", "where to publish (binds; a leading > connects instead)"),
+    CLI_SWITCH("raw", 'r', OFF(raw),
+	       "send lines as they are, without validation (for testing consumers)"),
+    CLI_STR("src", 's', OFF(src), "wattbus-pub", "NAME", "src stamped on messages that have none"),
+    CLI_DURATION("wait", 'w', OFF(wait_ns), "5s", 0, 0, "D",
+		 "wait up to D for a subscriber before the first message"),
+    CLI_DURATION("interval", 'i', OFF(interval_ns), NULL, 0, 0, "D", "pause D between messages"),
+    CLI_CURVE_PUB(OFF(so)),
+};
+static const struct cli_verb pub_verb = {CLI_VERB("pub", pub_flags, struct pub_opts, 1, 1),
+					 .synopsis = "[OPTIONS] ENDPOINT < lines.json"};
 
 int cmd_pub(int argc, char **argv)
 {
-	static const struct option opts[] = {{"raw", no_argument, NULL, 'r'},
-					     {"src", required_argument, NULL, 's'},
-					     {"wait", required_argument, NULL, 'w'},
-					     {"interval", required_argument, NULL, 'i'},
-					     {"curve-cert", required_argument, NULL, 'C'},
-					     {"curve-allow", required_argument, NULL, 'A'},
-					     {"help", no_argument, NULL, 'h'},
-					     {NULL, 0, NULL, 0}};
-	struct wb_sockopts so = {0};
-	bool raw = false;
-	uint64_t wait_ns = 5 * WB_NS_PER_SEC, interval_ns = 0;
-	const char *src = "wattbus-pub";
-	int c;
-	while ((c = getopt_long(argc, argv, "rs:w:i:h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'r':
-			raw = true;
-			break;
-		case 's':
-			src = optarg;
-			break;
-		case 'w':
-			wait_ns = cli_duration_ns("pub", "--wait", optarg);
-			break;
-		case 'i':
-			interval_ns = cli_duration_ns("pub", "--interval", optarg);
-			break;
-		case 'C':
-			so.curve_cert = optarg;
-			break;
-		case 'A':
-			so.curve_allow = optarg;
-			break;
-		case 'h':
-			pub_usage(stdout);
-			return 0;
-		default:
-			pub_usage(stderr);
-			return 2;
-		}
-	}
-	if (argc - optind != 1) {
-		pub_usage(stderr);
-		return 2;
-	}
-	struct wb_pub *pub = wb_pub_new(argv[optind], src, "", &so);
+	struct pub_opts o;
+	int first, rc = cli_parse(&pub_verb, argc, argv, &o, &first);
+	if (rc >= 0)
+		return rc;
+	struct wb_pub *pub = wb_pub_new(argv[first], o.src, "", &o.so);
 	if (!pub)
 		return 1;
 	bool waited = false;
@@ -128,31 +93,31 @@ int cmd_pub(int argc, char **argv)
 			snprintf(topic, sizeof(topic), "%s/%s", kind ? kind : "?",
 				 host ? host : "?");
 		}
-		if (!raw && json_is_object(msg))
-			stamp_missing(pub, src, msg, topic);
+		if (!o.raw && json_is_object(msg))
+			stamp_missing(pub, o.src, msg, topic);
 		char *buf = NULL;
 		size_t len;
 		struct wb_err err = {0};
 		struct wb_msg decoded;
 		if (wb_json_to_msgpack(msg, &buf, &len, &err) < 0 ||
-		    (!raw && wb_frame_check(topic, buf, len, &decoded, &err) < 0)) {
+		    (!o.raw && wb_frame_check(topic, buf, len, &decoded, &err) < 0)) {
 			log_warnx("stdin:%ld: not sent (%s): %s", lineno,
 				  wb_reason_name(err.reason), err.msg);
 			bad++;
 		} else {
-			if (!raw)
+			if (!o.raw)
 				wb_msg_clear(&decoded);
 			if (!waited) {
 				waited = true;
-				if (!wb_pub_wait_subscriber(pub, (int)(wait_ns / WB_NS_PER_MS)))
+				if (!wb_pub_wait_subscriber(pub, (int)(o.wait_ns / WB_NS_PER_MS)))
 					log_warnx("no subscriber after %llu ms; publishing anyway",
-						  (unsigned long long)(wait_ns / WB_NS_PER_MS));
+						  (unsigned long long)(o.wait_ns / WB_NS_PER_MS));
 			}
 			if (wb_pub_send_raw(pub, topic, buf, len) == 0)
 				sent++;
-			if (interval_ns) {
-				struct timespec ts = {(time_t)(interval_ns / WB_NS_PER_SEC),
-						      (long)(interval_ns % WB_NS_PER_SEC)};
+			if (o.interval_ns) {
+				struct timespec ts = {(time_t)(o.interval_ns / WB_NS_PER_SEC),
+						      (long)(o.interval_ns % WB_NS_PER_SEC)};
 				nanosleep(&ts, NULL);
 			}
 		}

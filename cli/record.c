@@ -6,7 +6,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,43 +36,30 @@ static int file_write(void *data, const char *buf, size_t len)
 	return fwrite(buf, 1, len, data) == len ? 0 : -1;
 }
 
-static void record_usage(FILE *out)
-{
-	fprintf(out, "usage: wattbus record [--count N] [--duration D] ENDPOINT FILE [PREFIX...]\n"
-		     "  -n, --count N      stop after N messages\n"
-		     "  -d, --duration D   stop after D (e.g. 60s); otherwise at SIGINT/SIGTERM\n");
-}
+struct record_opts {
+	int64_t count; /* 0: no limit */
+	uint64_t duration_ns;
+};
+static const struct cli_flag record_flags[] = {
+    CLI_OPERAND("ENDPOINT", "publisher to connect to"),
+    CLI_OPERAND("FILE", "the recording (made mode 0600)"),
+    CLI_OPERAND("PREFIX", "topic prefixes to record (default: everything)"),
+    CLI_INT("count", 'n', offsetof(struct record_opts, count), NULL, 1, INT64_MAX, "N",
+	    "stop after N messages"),
+    CLI_DURATION("duration", 'd', offsetof(struct record_opts, duration_ns), NULL, 0, 0, "D",
+		 "stop after D (e.g. 60s); otherwise at SIGINT/SIGTERM"),
+};
+static const struct cli_verb record_verb = {
+    CLI_VERB("record", record_flags, struct record_opts, 2, -1),
+    .synopsis = "[OPTIONS] ENDPOINT FILE [PREFIX...]"};
 
 int cmd_record(int argc, char **argv)
 {
-	static const struct option opts[] = {{"count", required_argument, NULL, 'n'},
-					     {"duration", required_argument, NULL, 'd'},
-					     {"help", no_argument, NULL, 'h'},
-					     {NULL, 0, NULL, 0}};
-	long long count = -1;
-	uint64_t duration_ns = 0;
-	int c;
-	while ((c = getopt_long(argc, argv, "n:d:h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'n':
-			count = cli_int("record", "--count", optarg, 1, LLONG_MAX);
-			break;
-		case 'd':
-			duration_ns = cli_duration_ns("record", "--duration", optarg);
-			break;
-		case 'h':
-			record_usage(stdout);
-			return 0;
-		default:
-			record_usage(stderr);
-			return 2;
-		}
-	}
-	if (argc - optind < 2) {
-		record_usage(stderr);
-		return 2;
-	}
-	const char *endpoint = argv[optind], *path = argv[optind + 1];
+	struct record_opts o;
+	int first, rc = cli_parse(&record_verb, argc, argv, &o, &first);
+	if (rc >= 0)
+		return rc;
+	const char *endpoint = argv[first], *path = argv[first + 1];
 	/* 0600: a recording holds the meter readings, a side channel (docs/SECURITY.md). */
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	struct stat sb;
@@ -87,15 +73,12 @@ int cmd_record(int argc, char **argv)
 			close(fd);
 		return 1;
 	}
-	struct wb_sub *sub = wb_sub_new(NULL);
-	if (!sub || wb_sub_connect(sub, endpoint) < 0) {
+	struct wb_sub *sub = cli_sub_open(endpoint, (const char *const *)argv + first + 2,
+					  (size_t)(argc - first - 2), NULL);
+	if (!sub) {
 		fclose(f);
 		return 1;
 	}
-	if (argc - optind == 2)
-		wb_sub_subscribe(sub, "");
-	for (int i = optind + 2; i < argc; i++)
-		wb_sub_subscribe(sub, argv[i]);
 
 	msgpack_packer pk;
 	msgpack_packer_init(&pk, f, file_write);
@@ -114,15 +97,15 @@ int cmd_record(int argc, char **argv)
 	bool absent = cli_ipc_missing(endpoint, missing, sizeof(missing));
 	if (absent)
 		cli_say_missing("record", missing, 0);
-	uint64_t end = duration_ns ? wb_mono_ns() + duration_ns : 0;
+	uint64_t end = o.duration_ns ? wb_mono_ns() + o.duration_ns : 0;
 	long long n = 0;
-	int rc = 0;
-	while (!cli_interrupted() && (count < 0 || n < count)) {
+	rc = 0;
+	while (!cli_interrupted() && (!o.count || n < o.count)) {
 		if (absent)
 			absent = cli_ipc_missing(endpoint, missing, sizeof(missing));
 		if (end && wb_mono_ns() >= end) {
 			if (absent) {
-				cli_say_missing("record", missing, duration_ns);
+				cli_say_missing("record", missing, o.duration_ns);
 				rc = 1;
 			}
 			break;
@@ -264,57 +247,35 @@ out:
 	return rc;
 }
 
-static void replay_usage(FILE *out)
-{
-	fprintf(
-	    out,
-	    "usage: wattbus replay [--speed N | --fast] [--wait DURATION] [--max-gap DURATION] FILE ENDPOINT\n"
-	    "  -s, --speed N      N times faster than recorded (default 1)\n"
-	    "  -f, --fast         as fast as possible\n"
-	    "  -w, --wait D       wait up to D for a subscriber before the first message (default 5s)\n"
-	    "  -g, --max-gap D    wait at most D between two messages (default 10s; 0: as recorded)\n");
-}
+struct replay_opts {
+	double speed;
+	bool fast;
+	uint64_t wait_ns, max_gap_ns;
+};
+#define OFF(m) offsetof(struct replay_opts, m)
+static const struct cli_flag replay_flags[] = {
+    CLI_OPERAND("FILE", "a recording of wattbus record"),
+    CLI_OPERAND("ENDPOINT", "where to publish (binds; a leading > connects instead)"),
+    CLI_DOUBLE("speed", 's', OFF(speed), "1", 0.001, 1e6, "N", "N times faster than recorded"),
+    CLI_SWITCH("fast", 'f', OFF(fast), "as fast as possible"),
+    CLI_DURATION("wait", 'w', OFF(wait_ns), "5s", 0, 0, "D",
+		 "wait up to D for a subscriber before the first message"),
+    /* A recording can hold hours of silence (or, edited or forged, a receive time years
+     * on): replay would sleep through it. */
+    CLI_DURATION("max-gap", 'g', OFF(max_gap_ns), "10s", 0, 0, "D",
+		 "wait at most D between two messages (0: as recorded)"),
+};
+static const struct cli_verb replay_verb = {
+    CLI_VERB("replay", replay_flags, struct replay_opts, 2, 2),
+    .synopsis = "[OPTIONS] FILE ENDPOINT"};
 
 int cmd_replay(int argc, char **argv)
 {
-	static const struct option opts[] = {
-	    {"speed", required_argument, NULL, 's'}, {"fast", no_argument, NULL, 'f'},
-	    {"wait", required_argument, NULL, 'w'},  {"max-gap", required_argument, NULL, 'g'},
-	    {"help", no_argument, NULL, 'h'},	     {NULL, 0, NULL, 0}};
-	double speed = 1.0;
-	bool fast = false;
-	uint64_t wait_ns = 5 * WB_NS_PER_SEC;
-	/* A recording can hold hours of silence (or, edited or forged, a receive time years
-	 * on): replay would sleep through it. */
-	uint64_t max_gap_ns = 10 * WB_NS_PER_SEC;
-	int c;
-	while ((c = getopt_long(argc, argv, "s:fw:g:h", opts, NULL)) != -1) {
-		switch (c) {
-		case 's':
-			speed = cli_positive("replay", "--speed", optarg);
-			break;
-		case 'f':
-			fast = true;
-			break;
-		case 'w':
-			wait_ns = cli_duration_ns("replay", "--wait", optarg);
-			break;
-		case 'g':
-			max_gap_ns = cli_duration_ns("replay", "--max-gap", optarg);
-			break;
-		case 'h':
-			replay_usage(stdout);
-			return 0;
-		default:
-			replay_usage(stderr);
-			return 2;
-		}
-	}
-	if (argc - optind != 2) {
-		replay_usage(stderr);
-		return 2;
-	}
-	struct reader r = {.path = argv[optind]};
+	struct replay_opts ro;
+	int first, c = cli_parse(&replay_verb, argc, argv, &ro, &first);
+	if (c >= 0)
+		return c;
+	struct reader r = {.path = argv[first]};
 	r.f = fopen(r.path, "rb");
 	if (!r.f) {
 		log_errx("%s: cannot open: %s", r.path, strerror(errno));
@@ -326,12 +287,12 @@ int cmd_replay(int argc, char **argv)
 	int rc = 1;
 	if (reader_next(&r) != 1 || check_header(&r) < 0)
 		goto out;
-	pub = wb_pub_new(argv[optind + 1], "replay", "", NULL);
+	pub = wb_pub_new(argv[first + 1], "replay", "", NULL);
 	if (!pub)
 		goto out;
-	if (!wb_pub_wait_subscriber(pub, (int)(wait_ns / WB_NS_PER_MS)))
+	if (!wb_pub_wait_subscriber(pub, (int)(ro.wait_ns / WB_NS_PER_MS)))
 		log_warnx("no subscriber after %llu ms; replaying anyway",
-			  (unsigned long long)(wait_ns / WB_NS_PER_MS));
+			  (unsigned long long)(ro.wait_ns / WB_NS_PER_MS));
 
 	/* Each message is due the recorded gap after the one before (divided by speed, at most
 	 * max_gap; a time going back: at once). */
@@ -353,10 +314,10 @@ int cmd_replay(int argc, char **argv)
 			prev_ns = t;
 			due = wb_mono_ns();
 		}
-		if (!fast && t > prev_ns) {
-			double gap_ns = (double)(t - prev_ns) / speed;
-			if (max_gap_ns && gap_ns > (double)max_gap_ns) {
-				gap_ns = (double)max_gap_ns;
+		if (!ro.fast && t > prev_ns) {
+			double gap_ns = (double)(t - prev_ns) / ro.speed;
+			if (ro.max_gap_ns && gap_ns > (double)ro.max_gap_ns) {
+				gap_ns = (double)ro.max_gap_ns;
 				shortened++;
 			}
 			due += (uint64_t)gap_ns;
@@ -383,7 +344,7 @@ int cmd_replay(int argc, char **argv)
 	if (shortened)
 		fprintf(stderr,
 			"wattbus replay: %ld gaps longer than --max-gap %.3g s shortened to it\n",
-			shortened, (double)max_gap_ns / 1e9);
+			shortened, (double)ro.max_gap_ns / 1e9);
 	rc = 0;
 out:
 	wb_pub_destroy(&pub);

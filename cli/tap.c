@@ -4,8 +4,8 @@
  * stages' own validation; a rejected one prints {"topic", "rejected", "error"}
  * and tap carries on.
  */
-#include <getopt.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,93 +27,55 @@ static void print_line(json_t *line)
 	json_decref(line);
 }
 
-static void tap_usage(FILE *out)
-{
-	fprintf(
-	    out,
-	    "usage: wattbus tap [--check] [--count N] [--timeout DURATION] [--time] [--curve-cert FILE --curve-peer FILE]\n"
-	    "                   ENDPOINT [PREFIX...]\n"
-	    "  ENDPOINT       publisher to connect to (a leading @ binds instead)\n"
-	    "  PREFIX         topic prefixes to subscribe to (default: everything)\n"
-	    "  -c, --check    validate every frame as the stages do; print rejections with their reason\n"
-	    "  -n, --count N  exit after N lines\n"
-	    "  -t, --timeout  exit after this long (e.g. 10s)\n"
-	    "  -T, --time     add the receive time (recv_ns) to every line\n"
-	    "  --curve-cert FILE  our CURVE certificate (FILE_secret beside it), for tcp:// endpoints\n"
-	    "  --curve-peer FILE  the publisher's public certificate\n");
-}
+struct tap_opts {
+	bool check, with_time;
+	int64_t count; /* 0: no limit */
+	uint64_t timeout_ns;
+	struct wb_sockopts so;
+};
+#define OFF(m) offsetof(struct tap_opts, m)
+static const struct cli_flag tap_flags[] = {
+    CLI_OPERAND("ENDPOINT", "publisher to connect to (a leading @ binds instead)"),
+    CLI_OPERAND("PREFIX", "topic prefixes to subscribe to (default: everything)"),
+    CLI_SWITCH("check", 'c', OFF(check),
+	       "validate every frame as the stages do; print rejections with their reason"),
+    CLI_INT("count", 'n', OFF(count), NULL, 1, INT64_MAX, "N", "exit after N lines"),
+    CLI_DURATION("timeout", 't', OFF(timeout_ns), NULL, 0, 0, "D",
+		 "exit after this long (e.g. 10s)"),
+    CLI_SWITCH("time", 'T', OFF(with_time), "add the receive time (recv_ns) to every line"),
+    CLI_CURVE_SUB(OFF(so)),
+};
+static const struct cli_verb tap_verb = {CLI_VERB("tap", tap_flags, struct tap_opts, 1, -1),
+					 .synopsis = "[OPTIONS] ENDPOINT [PREFIX...]"};
 
 int cmd_tap(int argc, char **argv)
 {
-	static const struct option opts[] = {{"check", no_argument, NULL, 'c'},
-					     {"count", required_argument, NULL, 'n'},
-					     {"timeout", required_argument, NULL, 't'},
-					     {"time", no_argument, NULL, 'T'},
-					     {"curve-cert", required_argument, NULL, 'C'},
-					     {"curve-peer", required_argument, NULL, 'P'},
-					     {"help", no_argument, NULL, 'h'},
-					     {NULL, 0, NULL, 0}};
-	struct wb_sockopts so = {0};
-	bool check = false, with_time = false;
-	long long count = -1;
-	uint64_t timeout_ns = 0;
-	int c;
-	while ((c = getopt_long(argc, argv, "cn:t:Th", opts, NULL)) != -1) {
-		switch (c) {
-		case 'c':
-			check = true;
-			break;
-		case 'n':
-			count = cli_int("tap", "--count", optarg, 1, LLONG_MAX);
-			break;
-		case 't':
-			timeout_ns = cli_duration_ns("tap", "--timeout", optarg);
-			break;
-		case 'T':
-			with_time = true;
-			break;
-		case 'C':
-			so.curve_cert = optarg;
-			break;
-		case 'P':
-			so.curve_peer = optarg;
-			break;
-		case 'h':
-			tap_usage(stdout);
-			return 0;
-		default:
-			tap_usage(stderr);
-			return 2;
-		}
-	}
-	if (optind >= argc) {
-		tap_usage(stderr);
-		return 2;
-	}
-	struct wb_sub *sub = wb_sub_new(&so);
-	if (!sub || wb_sub_connect(sub, argv[optind]) < 0)
+	struct tap_opts o;
+	int first, rc = cli_parse(&tap_verb, argc, argv, &o, &first);
+	if (rc >= 0)
+		return rc;
+	const char *ep = argv[first];
+	struct wb_sub *sub = cli_sub_open(ep, (const char *const *)argv + first + 1,
+					  (size_t)(argc - first - 1), &o.so);
+	if (!sub)
 		return 1;
-	if (optind + 1 >= argc)
-		wb_sub_subscribe(sub, "");
-	for (int i = optind + 1; i < argc; i++)
-		wb_sub_subscribe(sub, argv[i]);
 
 	char missing[PATH_MAX];
-	bool absent = cli_ipc_missing(argv[optind], missing, sizeof(missing));
+	bool absent = cli_ipc_missing(ep, missing, sizeof(missing));
 	if (absent)
 		cli_say_missing("tap", missing, 0);
-	uint64_t end = timeout_ns ? wb_mono_ns() + timeout_ns : 0;
-	long long printed = 0;
-	int rc = 0;
-	while (!cli_interrupted() && (count < 0 || printed < count)) {
+	uint64_t end = o.timeout_ns ? wb_mono_ns() + o.timeout_ns : 0;
+	int64_t printed = 0;
+	rc = 0;
+	while (!cli_interrupted() && (!o.count || printed < o.count)) {
 		long wait_ms = 200;
 		if (absent)
-			absent = cli_ipc_missing(argv[optind], missing, sizeof(missing));
+			absent = cli_ipc_missing(ep, missing, sizeof(missing));
 		if (end) {
 			uint64_t now = wb_mono_ns();
 			if (now >= end) {
 				if (absent) {
-					cli_say_missing("tap", missing, timeout_ns);
+					cli_say_missing("tap", missing, o.timeout_ns);
 					rc = 1;
 				}
 				break;
@@ -132,7 +94,7 @@ int cmd_tap(int argc, char **argv)
 		json_t *line = json_object();
 		json_t *jt = json_string(topic);
 		json_object_set_new(line, "topic", jt ? jt : json_string("(topic is not UTF-8)"));
-		if (with_time)
+		if (o.with_time)
 			json_object_set_new(line, "recv_ns", json_integer((json_int_t)recv_ns));
 		struct wb_err err = {0};
 		struct wb_msg msg;
@@ -142,9 +104,9 @@ int cmd_tap(int argc, char **argv)
 			snprintf(err.msg, sizeof(err.msg), "expected 2 frames (topic, map), got %d",
 				 nframes);
 			bad = 1;
-		} else if (check && wb_frame_check(topic, body, len, &msg, &err) < 0) {
+		} else if (o.check && wb_frame_check(topic, body, len, &msg, &err) < 0) {
 			bad = 1;
-		} else if (check) {
+		} else if (o.check) {
 			wb_msg_clear(&msg);
 		}
 		json_t *m = bad ? NULL : wb_msgpack_to_json(body, len, &err);

@@ -6,7 +6,6 @@
  * --plain prints the same frames without escape codes, for scripts and tests.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -27,12 +26,12 @@
 #define TOP_MIN_WIDTH 40
 
 struct top_opts {
-	bool plain;
-	long long count; /* frames to draw, -1: until interrupted */
+	bool plain, once;
+	int64_t count; /* frames to draw, 0: until interrupted */
 	uint64_t timeout_ns;
 	const char *host; /* only this host */
-	int rows;	  /* rows per table; 0: fit the terminal */
-	int width;	  /* 0: $COLUMNS, the terminal, or 80 */
+	int64_t rows;	  /* rows per table; 0: fit the terminal */
+	int64_t width;	  /* 0: $COLUMNS, the terminal, or 80 */
 };
 
 struct top_host {
@@ -61,7 +60,7 @@ struct top_row {
 static int top_width(const struct top_opts *o)
 {
 	if (o->width > 0)
-		return o->width;
+		return (int)o->width;
 	const char *cols = getenv("COLUMNS");
 	if (cols && atoi(cols) > 0)
 		return atoi(cols);
@@ -606,24 +605,26 @@ static int top_wait(struct wb_sub *sub, struct top_keys *k, long timeout_ms)
 	return (it[0].revents & ZMQ_POLLIN) != 0;
 }
 
-static void top_usage(FILE *out)
-{
-	fprintf(
-	    out,
-	    "usage: wattbus top [--once | --count N] [--plain] [--timeout DURATION] [--host HOST]\n"
-	    "                   [--rows N] [--width N] [ENDPOINT]\n"
-	    "  ENDPOINT         estimd's publisher (default: estimd.sock in $WATTBUS_RUNTIME_DIR, else in\n"
-	    "                   run/ beside this program (make run's build/run/) or the default\n"
-	    "                   runtime dir: /run/wattbus as root, $XDG_RUNTIME_DIR/wattbus, /tmp/wattbus-UID)\n"
-	    "  -1, --once       draw one frame and exit (--count 1)\n"
-	    "  -n, --count N    exit after N frames\n"
-	    "  -p, --plain      no escape codes: frames one after another, for scripts\n"
-	    "  -t, --timeout D  give up (exit 1) when no estimate arrives for this long (e.g. 10s)\n"
-	    "  -H, --host HOST  only this host's estimates\n"
-	    "  -r, --rows N     rows per table (default: fit the terminal; 10 with --plain)\n"
-	    "  -w, --width N    line width (default: $COLUMNS, the terminal's, or 80)\n"
-	    "  q                quits; ? shows the keys\n");
-}
+#define OFF(m) offsetof(struct top_opts, m)
+static const struct cli_flag top_flags[] = {
+    CLI_OPERAND("ENDPOINT",
+		"estimd's publisher (default: estimd.sock in $WATTBUS_RUNTIME_DIR, else in\n"
+		"run/ beside this program (make run's build/run/) or the default\n"
+		"runtime dir: /run/wattbus as root, $XDG_RUNTIME_DIR/wattbus, /tmp/wattbus-UID)"),
+    CLI_SWITCH("once", '1', OFF(once), "draw one frame and exit (--count 1)"),
+    CLI_INT("count", 'n', OFF(count), NULL, 1, INT64_MAX, "N", "exit after N frames"),
+    CLI_SWITCH("plain", 'p', OFF(plain), "no escape codes: frames one after another, for scripts"),
+    CLI_DURATION("timeout", 't', OFF(timeout_ns), NULL, 0, 0, "D",
+		 "give up (exit 1) when no estimate arrives for this long (e.g. 10s)"),
+    CLI_STR("host", 'H', OFF(host), NULL, "HOST", "only this host's estimates"),
+    CLI_INT("rows", 'r', OFF(rows), NULL, 1, 100000, "N",
+	    "rows per table (default: fit the terminal; 10 with --plain)"),
+    CLI_INT("width", 'w', OFF(width), NULL, 1, 100000, "N",
+	    "line width (default: $COLUMNS, the terminal's, or 80)"),
+};
+static const struct cli_verb top_verb = {CLI_VERB("top", top_flags, struct top_opts, 0, 1),
+					 .synopsis = "[OPTIONS] [ENDPOINT]",
+					 .notes = "  q quits; ? shows the keys\n"};
 
 /*
  * No ENDPOINT: estimd's socket where the running stages keep theirs. While
@@ -656,65 +657,22 @@ static int top_find(const struct top *t, char *ep, size_t size)
 
 int cmd_top(int argc, char **argv)
 {
-	static const struct option opts[] = {{"once", no_argument, NULL, '1'},
-					     {"count", required_argument, NULL, 'n'},
-					     {"plain", no_argument, NULL, 'p'},
-					     {"timeout", required_argument, NULL, 't'},
-					     {"host", required_argument, NULL, 'H'},
-					     {"rows", required_argument, NULL, 'r'},
-					     {"width", required_argument, NULL, 'w'},
-					     {"help", no_argument, NULL, 'h'},
-					     {NULL, 0, NULL, 0}};
 	struct top *t = calloc(1, sizeof(*t));
 	if (!t) {
 		fprintf(stderr, "wattbus top: out of memory\n");
 		return 1;
 	}
-	t->o.count = -1;
-	int c, rc = 0;
-	while ((c = getopt_long(argc, argv, "1n:pt:H:r:w:h", opts, NULL)) != -1) {
-		switch (c) {
-		case '1':
-			t->o.count = 1;
-			break;
-		case 'n':
-			t->o.count = cli_int("top", "--count", optarg, 1, LLONG_MAX);
-			break;
-		case 'p':
-			t->o.plain = true;
-			break;
-		case 't':
-			t->o.timeout_ns = cli_duration_ns("top", "--timeout", optarg);
-			break;
-		case 'H':
-			t->o.host = optarg;
-			break;
-		case 'r':
-			t->o.rows = (int)cli_int("top", "--rows", optarg, 1, 100000);
-			break;
-		case 'w':
-			t->o.width = (int)cli_int("top", "--width", optarg, 1, 100000);
-			break;
-		case 'h':
-			top_usage(stdout);
-			free(t);
-			return 0;
-		default:
-			rc = 2;
-		}
-	}
-	if (!rc && argc - optind > 1) {
-		fprintf(stderr, "wattbus top: one ENDPOINT at most\n");
-		rc = 2;
-	}
-	if (rc) {
-		top_usage(stderr);
+	int first, rc = cli_parse(&top_verb, argc, argv, &t->o, &first);
+	if (rc >= 0) {
 		free(t);
 		return rc;
 	}
+	rc = 0;
+	if (t->o.once)
+		t->o.count = 1;
 	char ep[PATH_MAX + 32], missing[PATH_MAX];
-	if (optind < argc) {
-		snprintf(ep, sizeof(ep), "%s", argv[optind]);
+	if (first < argc) {
+		snprintf(ep, sizeof(ep), "%s", argv[first]);
 	} else if (top_find(t, ep, sizeof(ep)) < 0) {
 		free(t);
 		return cli_interrupted() ? 0 : 1;
@@ -725,11 +683,11 @@ int cmd_top(int argc, char **argv)
 	if (t->o.plain && !t->o.rows)
 		t->o.rows = 10;
 
-	struct wb_sub *sub = wb_sub_new(NULL);
 	char prefix[WB_TOPIC_MAX];
 	snprintf(prefix, sizeof(prefix), "estimate/%s", t->o.host ? t->o.host : "");
-	if (!sub || wb_sub_connect(sub, ep) < 0 || wb_sub_subscribe(sub, prefix) < 0) {
-		wb_sub_destroy(&sub);
+	const char *prefixes[] = {prefix};
+	struct wb_sub *sub = cli_sub_open(ep, prefixes, 1, NULL);
+	if (!sub) {
 		free(t);
 		return 1;
 	}
@@ -746,7 +704,7 @@ int cmd_top(int argc, char **argv)
 	top_keys_open(&keys, !t->o.plain);
 	long long frames = 0;
 	uint64_t last = wb_mono_ns();
-	while (!cli_interrupted() && !keys.quit && (t->o.count < 0 || frames < t->o.count)) {
+	while (!cli_interrupted() && !keys.quit && (!t->o.count || frames < t->o.count)) {
 		if (absent)
 			absent = cli_ipc_missing(ep, missing, sizeof(missing));
 		if (t->o.timeout_ns && wb_mono_ns() - last >= t->o.timeout_ns) {

@@ -5,7 +5,7 @@
  * Kepler's format (weight.json, metadata.json) or published as a model message.
  */
 #include <errno.h>
-#include <getopt.h>
+#include <getopt.h> /* optind */
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
@@ -27,24 +27,36 @@
 static const struct model_form_def *const forms = model_forms;
 #define NFORMS MODEL_FORM_COUNT
 
-static void train_usage(FILE *out)
-{
-	fprintf(
-	    out,
-	    "usage: wattbus train [OPTIONS] RECORDING...\n"
-	    "  -o, --out DIR          write DIR/weight.json and DIR/metadata.json (default: . unless --publish)\n"
-	    "  -p, --publish EP       publish the model as a model message on EP (a modeld subscribes there)\n"
-	    "  -w, --wait D           with --publish: wait up to D for a subscriber (default 30s)\n"
-	    "  -f, --form F           auto (default: every form, the lowest held-out MAE wins), linear, logarithmic, logistic, exponential\n"
-	    "  -H, --host HOST        the host whose slots to train on (needed when the recordings hold several)\n"
-	    "  -k, --holdout-every K  every K-th slot is held out to measure the error (default 5)\n"
-	    "  -m, --min-slots N      training slots needed (default 20)\n"
-	    "  -n, --name NAME        model name (default TRAINER-wattbus-HOST)\n"
-	    "  --curve-cert FILE      with --publish on tcp://: our CURVE certificate\n"
-	    "  --curve-allow DIR      with --publish: public certificates of the subscribers let in\n"
-	    "The machine spec written with the model is this machine's (train on the recorded host);\n"
-	    "WATTBUS_PROCFS_ROOT and WATTBUS_SYSFS_ROOT point elsewhere.\n");
-}
+struct train_opts {
+	const char *out_dir, *endpoint, *form, *host, *name;
+	uint64_t wait_ns;
+	int64_t holdout, min_slots;
+	struct wb_sockopts so;
+};
+#define OFF(m) offsetof(struct train_opts, m)
+static const struct cli_flag train_flags[] = {
+    CLI_STR("out", 'o', OFF(out_dir), NULL, "DIR",
+	    "write DIR/weight.json and DIR/metadata.json (default: . unless --publish)"),
+    CLI_STR("publish", 'p', OFF(endpoint), NULL, "EP",
+	    "publish the model as a model message on EP (a modeld subscribes there)"),
+    CLI_DURATION("wait", 'w', OFF(wait_ns), "30s", 0, 0, "D",
+		 "with --publish: wait up to D for a subscriber"),
+    CLI_STR(
+	"form", 'f', OFF(form), "auto", "F",
+	"auto (every form, the lowest held-out MAE wins), linear, logarithmic, logistic, exponential"),
+    CLI_STR("host", 'H', OFF(host), NULL, "HOST",
+	    "the host whose slots to train on (needed when the recordings hold several)"),
+    CLI_INT("holdout-every", 'k', OFF(holdout), "5", 2, 1000, "K",
+	    "every K-th slot is held out to measure the error"),
+    CLI_INT("min-slots", 'm', OFF(min_slots), "20", 2, 100000000, "N", "training slots needed"),
+    CLI_STR("name", 'n', OFF(name), NULL, "NAME", "model name (default TRAINER-wattbus-HOST)"),
+    CLI_CURVE_PUB(OFF(so)),
+};
+static const struct cli_verb train_verb = {
+    CLI_VERB("train", train_flags, struct train_opts, 1, -1), .synopsis = "[OPTIONS] RECORDING...",
+    .notes =
+	"The machine spec written with the model is this machine's (train on the recorded host);\n"
+	"WATTBUS_PROCFS_ROOT and WATTBUS_SYSFS_ROOT point elsewhere.\n"};
 
 struct scan {
 	const char *host_filter;
@@ -196,68 +208,18 @@ out:
 
 int cmd_train(int argc, char **argv)
 {
-	static const struct option opts[] = {{"out", required_argument, NULL, 'o'},
-					     {"publish", required_argument, NULL, 'p'},
-					     {"wait", required_argument, NULL, 'w'},
-					     {"form", required_argument, NULL, 'f'},
-					     {"host", required_argument, NULL, 'H'},
-					     {"holdout-every", required_argument, NULL, 'k'},
-					     {"min-slots", required_argument, NULL, 'm'},
-					     {"name", required_argument, NULL, 'n'},
-					     {"curve-cert", required_argument, NULL, 'C'},
-					     {"curve-allow", required_argument, NULL, 'A'},
-					     {"help", no_argument, NULL, 'h'},
-					     {NULL, 0, NULL, 0}};
-	const char *out_dir = NULL, *endpoint = NULL, *form_arg = "auto", *name_arg = NULL;
-	uint64_t wait_ns = 30 * WB_NS_PER_SEC;
-	long long holdout = 5, min_slots = 20;
-	struct wb_sockopts so = {0};
-	struct scan sc = {0};
-	int c;
-	while ((c = getopt_long(argc, argv, "o:p:w:f:H:k:m:n:h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'o':
-			out_dir = optarg;
-			break;
-		case 'p':
-			endpoint = optarg;
-			break;
-		case 'w':
-			wait_ns = cli_duration_ns("train", "--wait", optarg);
-			break;
-		case 'f':
-			form_arg = optarg;
-			break;
-		case 'H':
-			sc.host_filter = optarg;
-			break;
-		case 'k':
-			holdout = cli_int("train", "--holdout-every", optarg, 2, 1000);
-			break;
-		case 'm':
-			min_slots = cli_int("train", "--min-slots", optarg, 2, 100000000);
-			break;
-		case 'n':
-			name_arg = optarg;
-			break;
-		case 'C':
-			so.curve_cert = optarg;
-			break;
-		case 'A':
-			so.curve_allow = optarg;
-			break;
-		case 'h':
-			train_usage(stdout);
-			return 0;
-		default:
-			train_usage(stderr);
-			return 2;
-		}
-	}
-	if (optind >= argc) {
-		train_usage(stderr);
-		return 2;
-	}
+	struct train_opts o;
+	int first, parsed = cli_parse(&train_verb, argc, argv, &o, &first);
+	if (parsed >= 0)
+		return parsed;
+	/* The operands, RECORDING..., are argv[optind...] (cli_parse leaves getopt's optind there).
+	 */
+	const char *out_dir = o.out_dir, *endpoint = o.endpoint, *form_arg = o.form,
+		   *name_arg = o.name;
+	uint64_t wait_ns = o.wait_ns;
+	long long holdout = o.holdout, min_slots = o.min_slots;
+	struct wb_sockopts so = o.so;
+	struct scan sc = {.host_filter = o.host};
 	int want = -1; /* -1: every form */
 	if (strcmp(form_arg, "auto") != 0) {
 		for (size_t i = 0; i < NFORMS; i++)

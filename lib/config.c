@@ -163,8 +163,8 @@ int wb_parse_double(const char *text, double *v)
 	return 0;
 }
 
-static int set_value(const struct wb_conf_key *k, void *dst, const char *value, char *err,
-		     size_t errlen)
+int wb_conf_parse(const struct wb_conf_key *k, void *dst, const char *value, char *err,
+		  size_t errlen)
 {
 	char *slot = (char *)dst + k->off;
 	switch (WB_CONF_TYPE(k)) {
@@ -213,8 +213,12 @@ static int set_value(const struct wb_conf_key *k, void *dst, const char *value, 
 			return -1;
 		}
 		if (bounded(k) && (v < k->min || v > k->max)) {
-			snprintf(err, errlen, "%lld is outside [%.0f, %.0f]", (long long)v, k->min,
-				 k->max);
+			/* A bound of INT64_MAX is no bound a person would read as one. */
+			if (k->max >= (double)INT64_MAX)
+				snprintf(err, errlen, "%lld is below %.0f", (long long)v, k->min);
+			else
+				snprintf(err, errlen, "%lld is outside [%.0f, %.0f]", (long long)v,
+					 k->min, k->max);
 			return -1;
 		}
 		*(int64_t *)slot = v;
@@ -290,7 +294,7 @@ int wb_conf_set(const struct wb_conf_section *sec, const char *key, const char *
 		return -1;
 	}
 	char why[256];
-	if (set_value(k, sec->dst, value, why, sizeof(why)) < 0) {
+	if (wb_conf_parse(k, sec->dst, value, why, sizeof(why)) < 0) {
 		snprintf(err, errlen, "%s: [%s] %s: %s", origin, sec->name, key, why);
 		return -1;
 	}
@@ -474,7 +478,7 @@ static int on_ini(void *user, const char *section, const char *name, const char 
 			return 0;
 		}
 		char what[200];
-		if (set_value(k, ctx->secs[s].dst, value, why, sizeof(why)) < 0) {
+		if (wb_conf_parse(k, ctx->secs[s].dst, value, why, sizeof(why)) < 0) {
 			snprintf(what, sizeof(what), "[%s] %s: ", section, name);
 			ctx_fail(ctx, ctx->line, "%s%s", what, why);
 			return 0;

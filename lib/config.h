@@ -88,6 +88,12 @@ typedef void(wb_conf_env_fn)(const char *var, const struct wb_conf_section *sec,
 			     const struct wb_conf_key *k, const char *value, void *arg);
 int wb_conf_env(const struct wb_conf_section *secs, size_t nsecs, char *const *envp,
 		wb_conf_env_fn *fn, void *arg, char *err, size_t errlen);
+/*
+ * Set one key of the struct dst from text, with the key's type and bounds; why says only what
+ * is wrong with the value ("'x' is not a decimal integer"), for the caller to name the key or
+ * flag. The one parser behind the file, the variables, the flags and the wattbus verbs' flags.
+ */
+int wb_conf_parse(const struct wb_conf_key *k, void *dst, const char *value, char *why, size_t len);
 /* Find the section and key a flag name refers to. */
 const struct wb_conf_key *wb_conf_find(const struct wb_conf_section *sec, const char *key);
 /* Expand %r and %h in every string and list value. */
