@@ -73,6 +73,7 @@ struct probe {
 	const char *mode; /* "powerd", "exec", "bus" */
 	uint64_t duration_ns, spacing_ns;
 	struct cli_pd_roots r; /* r.o: the options powerd would run with */
+	bool exec_stream;      /* exec mode: the command streams (exec_mode = stream) */
 	struct pd_set *sets[PROBE_SETS_MAX];
 	const char *set_why[PROBE_SETS_MAX];
 	char why[PROBE_SETS_MAX][PD_WHY_MAX];
@@ -234,7 +235,7 @@ static void sample_exec(struct probe *p, struct pd_set *set)
 	uint64_t end = wb_mono_ns() + p->duration_ns;
 	double child0 = cpu_s(RUSAGE_CHILDREN);
 	while (wb_mono_ns() < end && !cli_interrupted()) {
-		if (p->r.o.exec_stream) {
+		if (p->exec_stream) {
 			int fd = exec_stream_fd(set);
 			uint64_t left = end - wb_mono_ns();
 			if (exec_stream_running(set)) {
@@ -259,18 +260,19 @@ static void sample_exec(struct probe *p, struct pd_set *set)
 	}
 	p->child_cpu_s = cpu_s(RUSAGE_CHILDREN) - child0;
 	/* Failed runs and lines powerd would refuse: every zone of the command shares them. */
+	uint64_t failed = pd_set_counter(set, "exec_failures"),
+		 unreadable = pd_set_counter(set, "parse_errors"),
+		 refused = pd_set_counter(set, "implausible") + pd_set_counter(set, "backwards");
 	for (size_t i = 0; i < p->nz; i++) {
-		const struct pd_counts *c = &set->counts;
-		uint64_t refused = c->implausible + c->backwards;
-		p->z[i].read_errors = c->exec_failures + c->parse_errors + refused;
+		p->z[i].read_errors = failed + unreadable + refused;
 		if (p->z[i].read_errors)
 			snprintf(
 			    p->z[i].last_err, sizeof(p->z[i].last_err),
 			    "%llu failed runs, %llu lines unreadable, %llu readings implausible: see the warnings",
-			    (unsigned long long)c->exec_failures,
-			    (unsigned long long)c->parse_errors, (unsigned long long)refused);
+			    (unsigned long long)failed, (unsigned long long)unreadable,
+			    (unsigned long long)refused);
 	}
-	if (!p->r.o.exec_stream)
+	if (!p->exec_stream)
 		for (size_t i = 0; i < p->nz; i++)
 			p->z[i].cpu_s = p->child_cpu_s; /* one run reads every zone */
 }
@@ -388,7 +390,7 @@ static double lat_q(const struct pzone *z, double q)
 /* CPU time one read costs; NAN where the probe cannot tell (the bus, an exec stream). */
 static double cpu_per_read(const struct probe *p, const struct pzone *z)
 {
-	if (!strcmp(p->mode, "bus") || p->r.o.exec_stream || !z->reads)
+	if (!strcmp(p->mode, "bus") || p->exec_stream || !z->reads)
 		return NAN;
 	return z->cpu_s / (double)z->reads;
 }
@@ -459,9 +461,9 @@ static void print_text(const struct probe *p, const struct meter_advice *all)
 			printf(
 			    "; readings stopped at %zu: a longer --duration needs a wider --spacing",
 			    z->s.n);
-		if (z->st.period_bounded && (p->r.o.exec_stream || !strcmp(p->mode, "bus")))
+		if (z->st.period_bounded && (p->exec_stream || !strcmp(p->mode, "bus")))
 			printf("; it changed at nearly every %s: it updates at least that often",
-			       p->r.o.exec_stream ? "line" : "message");
+			       p->exec_stream ? "line" : "message");
 		else if (z->st.period_bounded)
 			printf(
 			    "; it changed at nearly every reading: read it faster (--spacing) for its real period");
@@ -676,9 +678,14 @@ int cmd_probe(int argc, char **argv)
 			names);
 		goto out;
 	}
-	cli_pd_opts(&p->r, sys, dev, proc);
-	p->r.o.exec_cmd = exec_cmd;
-	p->r.o.exec_stream = exec_stream;
+	if (cli_pd_opts(&p->r, sys, dev, proc) < 0 ||
+	    (exec_cmd && (cli_pd_set(&p->r, "exec", exec_cmd, "--exec") < 0 ||
+			  cli_pd_set(&p->r, "exec_mode", exec_stream ? "stream" : "sample",
+				     "--exec-stream") < 0))) {
+		rc = 1;
+		goto out;
+	}
+	p->exec_stream = exec_stream;
 	rc = 1;
 	if (sub) {
 		p->mode = "bus";
@@ -691,7 +698,7 @@ int cmd_probe(int argc, char **argv)
 				p->rejected ? " that was valid (see the rejections above)" : "");
 			goto out;
 		}
-	} else if (p->r.o.exec_cmd) {
+	} else if (exec_cmd) {
 		p->mode = "exec";
 		open_powerd(p, "exec");
 		if (!p->sets[0]) {
@@ -752,6 +759,7 @@ out:
 	free(p->z);
 	for (unsigned i = 0; i < p->nsets; i++)
 		pd_set_destroy(&p->sets[i]);
+	cli_pd_opts_free(&p->r);
 	free(p);
 	return rc;
 }

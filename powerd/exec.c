@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "bus.h"
 #include "clock.h"
 #include "powerd.h"
 
@@ -25,6 +26,27 @@
 	(1000000000ull) /* stream mode: wait this long before restarting the command */
 
 extern char **environ;
+
+/* Its keys in [powerd]. */
+struct exec_conf {
+	char *exec;
+	char *exec_mode;
+	uint64_t exec_timeout_ns;
+};
+
+/* Its stat counters. */
+struct exec_counts {
+	uint64_t exec_failures; /* runs that failed or timed out, stream commands that ended */
+	/* stream lines without @NS that shared one read() with an earlier line of their zone */
+	uint64_t exec_burst_lines;
+};
+_Static_assert(sizeof(struct exec_counts) <= PD_SOURCE_COUNTERS_MAX * sizeof(uint64_t),
+	       "exec's counters do not fit");
+
+static struct exec_counts *counts(struct pd_set *set)
+{
+	return pd_source_counts(set, &exec_source);
+}
 
 struct exec_zone {
 	char name[64]; /* as the command prints it */
@@ -301,7 +323,7 @@ static void exec_line(struct pd_set *set, struct pd_exec *ex, const char *line, 
 		if (ez->read_seq == seq) {
 			/* Both lines get the time of the read: the later ones are lost (watts) or
 			 * judged on no time (counters). The meter buffers its output. */
-			set->counts.exec_burst_lines++;
+			counts(set)->exec_burst_lines++;
 			log_rl(
 			    &ex->rl_burst, WB_LOG_WARN,
 			    "exec: '%s': several lines for zone %s in one read and no @NS timestamps: the meter buffers its output, so all but the first lose their time; make it line-buffered (python3 -u, stdbuf -oL) or end each line with @<ns since the epoch>",
@@ -537,22 +559,23 @@ static int exec_stream_start(struct pd_exec *ex, uint64_t interval_ns)
 
 int exec_discover(struct pd_set *set, const struct pd_opts *opts, char *why, size_t whylen)
 {
-	if (!opts->exec_cmd || !opts->exec_cmd[0]) {
+	const struct exec_conf *conf = pd_source_conf(opts, &exec_source);
+	if (!conf->exec || !conf->exec[0]) {
 		snprintf(why, whylen, "no command configured (exec = COMMAND)");
 		return 0;
 	}
 	struct pd_exec *ex = calloc(1, sizeof(*ex));
-	if (!ex || !(ex->cmd = strdup(opts->exec_cmd))) {
+	if (!ex || !(ex->cmd = strdup(conf->exec))) {
 		free(ex);
 		snprintf(why, whylen, "out of memory");
 		return 0;
 	}
-	ex->stream = opts->exec_stream;
+	ex->stream = !strcmp(conf->exec_mode, "stream");
 	ex->fd = -1;
 	ex->idle_w = -1;
 	ex->rl = (struct wb_ratelimit)WB_RATELIMIT_INIT;
 	ex->rl_burst = (struct wb_ratelimit)WB_RATELIMIT_INIT;
-	ex->timeout_ns = opts->exec_timeout_ns;
+	ex->timeout_ns = conf->exec_timeout_ns;
 	if (!ex->stream && ex->timeout_ns > opts->interval_ns)
 		ex->timeout_ns = opts->interval_ns; /* a run must end before the next sample */
 	*pd_set_state(set, &exec_source) = ex;
@@ -565,7 +588,7 @@ int exec_discover(struct pd_set *set, const struct pd_opts *opts, char *why, siz
 		 */
 		char *out = NULL;
 		uint64_t start = wb_mono_ns();
-		bool ran = exec_run(ex, wb_now_ns(), opts->interval_ns, opts->exec_timeout_ns, &out,
+		bool ran = exec_run(ex, wb_now_ns(), opts->interval_ns, conf->exec_timeout_ns, &out,
 				    err, sizeof(err)) == 0;
 		uint64_t took = wb_mono_ns() - start;
 		if (ran) {
@@ -585,7 +608,7 @@ int exec_discover(struct pd_set *set, const struct pd_opts *opts, char *why, siz
 			snprintf(err, sizeof(err),
 				 "printed no valid reading (format: ZONE VALUE uj|w)");
 		snprintf(why, whylen, ran ? "'%s' %s" : "'%s': %s", ex->cmd, err);
-		if (!opts->exec_retry) {
+		if (!opts->retry) {
 			exec_destroy(set);
 			return 0;
 		}
@@ -594,7 +617,7 @@ int exec_discover(struct pd_set *set, const struct pd_opts *opts, char *why, siz
 		 * not a wrong configuration: run it at every sample; its zones come with its
 		 * first good run, as in stream mode.
 		 */
-		set->counts.exec_failures += !ran;
+		counts(set)->exec_failures += !ran;
 		log_warnx(
 		    "exec: %s; it runs again at every sample, and its zones come with its first good run",
 		    why);
@@ -607,7 +630,7 @@ int exec_discover(struct pd_set *set, const struct pd_opts *opts, char *why, siz
 		return 0;
 	}
 	/* Wait up to exec_timeout for the first readings; later zones are added as they appear. */
-	uint64_t deadline = wb_mono_ns() + opts->exec_timeout_ns;
+	uint64_t deadline = wb_mono_ns() + conf->exec_timeout_ns;
 	while (ex->nzones == 0 && ex->running && wb_mono_ns() < deadline) {
 		struct pollfd pfd = {.fd = ex->fd, .events = POLLIN};
 		poll(&pfd, 1, (int)((deadline - wb_mono_ns()) / 1000000) + 1);
@@ -622,7 +645,7 @@ int exec_discover(struct pd_set *set, const struct pd_opts *opts, char *why, siz
 	if (ex->nzones == 0)
 		log_warnx(
 		    "exec: '%s' printed no reading within %.0f ms; zones will appear with its first lines",
-		    ex->cmd, (double)opts->exec_timeout_ns / 1e6);
+		    ex->cmd, (double)conf->exec_timeout_ns / 1e6);
 	for (size_t i = 0; i < ex->nzones; i++)
 		set->zones[ex->zones[i].zi].updated = false;
 	set->used |= 1u << pd_source_index(&exec_source);
@@ -637,7 +660,7 @@ void exec_sample(struct pd_set *set, uint64_t t_ns, uint64_t mono_ns)
 	char *out = NULL, err[256];
 	if (exec_run(ex, t_ns, set->opts->interval_ns, ex->timeout_ns, &out, err, sizeof(err)) <
 	    0) {
-		set->counts.exec_failures++;
+		counts(set)->exec_failures++;
 		log_rl(&ex->rl, WB_LOG_WARN, "exec: '%s': %s; %s", ex->cmd, err,
 		       ex->nzones ? "its zones skip this sample" : "no zones yet");
 		return;
@@ -678,7 +701,7 @@ int exec_stream_read(struct pd_set *set)
 			char st[64];
 			exec_stream_idle(ex);
 			describe_status(exec_reap(ex->pid), st, sizeof(st));
-			set->counts.exec_failures++;
+			counts(set)->exec_failures++;
 			log_rl(&ex->rl, WB_LOG_WARN, "exec: '%s' %s; restarting it in 1 s", ex->cmd,
 			       st);
 			ex->pid = 0;
@@ -746,16 +769,37 @@ static void exec_destroy(struct pd_set *set)
 
 static int exec_check(const struct pd_opts *opts, char *err, size_t errlen)
 {
-	if (!opts->exec_cmd || !opts->exec_cmd[0]) {
+	const struct exec_conf *conf = pd_source_conf(opts, &exec_source);
+	if (!conf->exec || !conf->exec[0]) {
 		snprintf(err, errlen, "source exec needs a command: exec = COMMAND");
 		return -1;
 	}
 	return 0;
 }
 
+#define OFF(f) offsetof(struct exec_conf, f)
+static const struct wb_conf_key exec_keys[] = {
+    {"exec", WB_CONF_STR | WB_CONF_RESTART, OFF(exec), "", 0, 0, NULL,
+     "command (run by /bin/sh -c) printing readings for the exec source: ZONE VALUE uj|w per line"},
+    {"exec_mode", WB_CONF_ENUM | WB_CONF_RESTART, OFF(exec_mode), "sample", 0, 0, "sample|stream",
+     "sample: run the command at every sample; stream: keep it running and take lines as they come"},
+    {"exec_timeout", WB_CONF_DURATION, OFF(exec_timeout_ns), "1s", 1e6, 20e9, NULL,
+     "sample mode: longest run (at most the interval; the first run at start has all of it); stream mode: wait for the first readings; at most 20 s: a run holds the loop, and the units' WatchdogSec is 30 s"},
+};
+#undef OFF
+
+#define R(f) WB_STAT_ROW(struct exec_counts, f, #f)
+static const struct wb_stat_row exec_stats[] = {R(exec_failures), R(exec_burst_lines)};
+#undef R
+
 const struct pd_source exec_source = {
     .name = "exec",
     .in_auto = false, /* never run a command that was not asked for */
+    .keys = exec_keys,
+    .nkeys = sizeof(exec_keys) / sizeof(exec_keys[0]),
+    .conf_size = sizeof(struct exec_conf),
+    .stats = exec_stats,
+    .nstats = sizeof(exec_stats) / sizeof(exec_stats[0]),
     .power_from = "from the command's watts",
     .discover = exec_discover,
     .check = exec_check,

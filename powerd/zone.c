@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bus.h"
 #include "clock.h"
 #include "codec.h"
 #include "grow.h"
@@ -43,6 +44,43 @@ void pd_set_destroy(struct pd_set **self_p)
 void **pd_set_state(struct pd_set *set, const struct pd_source *src)
 {
 	return &set->state[pd_source_index(src)];
+}
+
+void *pd_source_counts(struct pd_set *set, const struct pd_source *src)
+{
+	return set->counts.src[pd_source_index(src)];
+}
+
+#define R(f) WB_STAT_ROW(struct pd_counts, f, #f)
+const struct wb_stat_row pd_stat_rows[] = {
+    R(samples),	     R(samples_missed),	 R(zone_samples_skipped), R(read_errors),
+    R(parse_errors), R(backwards),	 R(implausible),	  R(rebased),
+    R(wraps),	     R(lateness_max_ns), R(lateness_mean_ns),	  R(lateness_sum_ns),
+    R(clock_steps),
+};
+#undef R
+const size_t pd_nstat_rows = sizeof(pd_stat_rows) / sizeof(pd_stat_rows[0]);
+
+static uint64_t row_value(const void *base, const struct wb_stat_row *rows, size_t n,
+			  const char *name, bool *found)
+{
+	for (size_t i = 0; i < n && !*found; i++)
+		if (!strcmp(rows[i].name, name)) {
+			*found = true;
+			return *(const uint64_t *)((const char *)base + rows[i].off);
+		}
+	return 0;
+}
+
+uint64_t pd_set_counter(const struct pd_set *set, const char *name)
+{
+	bool found = false;
+	uint64_t v = row_value(&set->counts, pd_stat_rows, pd_nstat_rows, name, &found);
+	for (unsigned s = 0; s < pd_nsources && !found; s++)
+		if (pd_sources[s]->stats)
+			v = row_value(set->counts.src[s], pd_sources[s]->stats,
+				      pd_sources[s]->nstats, name, &found);
+	return v;
 }
 
 void pd_zone_init(struct pd_zone *z, const struct pd_source *src, const char *kind, unsigned index)

@@ -95,9 +95,9 @@ static void test_parse_time(void)
 static struct pd_opts exec_opts(const char *cmd, bool stream)
 {
 	struct pd_opts o = fake_opts();
-	o.exec_cmd = cmd;
-	o.exec_stream = stream;
-	o.exec_timeout_ns = 2000 * MS;
+	fake_set("exec", cmd);
+	fake_set("exec_mode", stream ? "stream" : "sample");
+	fake_set("exec_timeout", "2s");
 	o.interval_ns = 1000 * MS;
 	return o;
 }
@@ -145,7 +145,7 @@ static void test_sample_mode(void)
 	/* a failing command: nothing from it is used */
 	fake_write("fail", "1\n");
 	CHECK_U64(pd_set_sample(set, t += 1000 * MS, m += 1000 * MS, &p), 0);
-	CHECK_U64(set->counts.exec_failures, 1);
+	CHECK_U64(pd_set_counter(set, "exec_failures"), 1);
 	free(p.zones);
 	pd_set_destroy(&set);
 }
@@ -156,7 +156,7 @@ static void test_timeout_and_env(void)
 	struct pd_opts o = exec_opts(
 	    "test \"$WATTBUS_INTERVAL_NS\" = 1000000000 && echo \"z 1 uj\"; test \"$WATTBUS_SAMPLE_T_NS\" = 1700000001000000000 && sleep 5; echo z 2 uj",
 	    false);
-	o.exec_timeout_ns = 300 * MS;
+	fake_set("exec_timeout", "300ms");
 	struct pd_set *set = pd_set_new(&o);
 	char why[PD_WHY_MAX] = "";
 	CHECK(exec_discover(set, &o, why, sizeof(why)) == 1);
@@ -168,7 +168,7 @@ static void test_timeout_and_env(void)
 	CHECK_U64(pd_set_sample(set, T0 + 1000 * MS, m + 1000 * MS, &p), 0);
 	uint64_t took = wb_mono_ns() - start;
 	CHECK(took >= 300 * MS && took < 2000 * MS); /* killed at the timeout, the sleep with it */
-	CHECK_U64(set->counts.exec_failures, 1);
+	CHECK_U64(pd_set_counter(set, "exec_failures"), 1);
 	free(p.zones);
 	pd_set_destroy(&set);
 
@@ -181,7 +181,7 @@ static void test_timeout_and_env(void)
 	set = pd_set_new(&o);
 	CHECK(exec_discover(set, &o, why, sizeof(why)) == 1);
 	CHECK_U64(pd_set_sample(set, T0, wb_mono_ns(), &p), 0);
-	CHECK_U64(set->counts.exec_failures, 1);
+	CHECK_U64(pd_set_counter(set, "exec_failures"), 1);
 	free(p.zones);
 	pd_set_destroy(&set);
 
@@ -212,18 +212,18 @@ static void test_retry(void)
 	char cmd[1024];
 	snprintf(cmd, sizeof(cmd), "cat %s/out", fake_root);
 	struct pd_opts o = exec_opts(cmd, false);
-	o.exec_retry = true;
+	o.retry = true;
 	struct pd_set *set = pd_set_new(&o);
 	char why[PD_WHY_MAX] = "";
 	CHECK(exec_discover(set, &o, why, sizeof(why)) == 1);
 	CHECK(strstr(why, "exited with status 1") != NULL);
 	CHECK(set->used & (1u << pd_source_index(&exec_source)));
 	CHECK(pd_set_find(set, "package-0") == NULL);
-	CHECK_U64(set->counts.exec_failures, 1);
+	CHECK_U64(pd_set_counter(set, "exec_failures"), 1);
 	struct wb_power p;
 	uint64_t t = T0, m = wb_mono_ns();
 	CHECK_U64(pd_set_sample(set, t, m, &p), 0);
-	CHECK_U64(set->counts.exec_failures, 2);
+	CHECK_U64(pd_set_counter(set, "exec_failures"), 2);
 	free(p.zones);
 	/* the meter is ready: the zone appears, its first reading the baseline, then counts */
 	fake_write("out", "package-0 1000 uj\n");
@@ -234,16 +234,16 @@ static void test_retry(void)
 	CHECK_U64(pd_set_sample(set, t += 1000 * MS, m += 1000 * MS, &p), 1);
 	CHECK_U64(sample_zone(&p, "package-0")->energy_uj, 1700);
 	free(p.zones);
-	CHECK_U64(set->counts.exec_failures, 2);
+	CHECK_U64(pd_set_counter(set, "exec_failures"), 2);
 	pd_set_destroy(&set);
 
 	/* nothing valid at start: kept as well (a meter that prints N/A while it warms up) */
 	o = exec_opts("echo hello", false);
-	o.exec_retry = true;
+	o.retry = true;
 	set = pd_set_new(&o);
 	CHECK(exec_discover(set, &o, why, sizeof(why)) == 1);
 	CHECK(strstr(why, "no valid reading") != NULL);
-	CHECK_U64(set->counts.exec_failures, 0);
+	CHECK_U64(pd_set_counter(set, "exec_failures"), 0);
 	pd_set_destroy(&set);
 }
 
@@ -308,7 +308,7 @@ static void test_stream_mode(void)
 	CHECK(exec_stream_fd(set) == fd);
 	struct pollfd idle = {.fd = fd, .events = POLLIN};
 	CHECK(poll(&idle, 1, 0) == 0); /* the idle pipe is never readable */
-	CHECK_U64(set->counts.exec_failures, 1);
+	CHECK_U64(pd_set_counter(set, "exec_failures"), 1);
 	CHECK(exec_stream_tend(set) == 0); /* not before a second has passed */
 	fake_write("out", "gpu-0 10 w\n");
 	usleep(1100000);
@@ -331,14 +331,14 @@ static void stream_burst(bool stamped, uint64_t *energy_uj, uint64_t *burst_line
 	    "t0=$(date +%%s%%N); sleep 1.2; i=0; out=''; while [ $i -le 12 ]; do out=\"${out}platform 100 w%s\n\"; i=$((i + 1)); done; printf \"$out\"; sleep 30",
 	    stamped ? " @$((t0 + i * 100000000))" : "");
 	struct pd_opts o = exec_opts(cmd, true);
-	o.exec_timeout_ns = 200 * MS; /* the zone appears with the burst, after discovery */
+	fake_set("exec_timeout", "200ms"); /* the zone appears with the burst, after discovery */
 	struct pd_set *set = pd_set_new(&o);
 	char why[PD_WHY_MAX] = "";
 	CHECK(exec_discover(set, &o, why, sizeof(why)) == 1);
 	CHECK(stream_until(set, "platform", 3000));
 	struct pd_zone *z = pd_set_find(set, "platform");
 	*energy_uj = z ? z->energy_uj : 0;
-	*burst_lines = set->counts.exec_burst_lines;
+	*burst_lines = pd_set_counter(set, "exec_burst_lines");
 	pd_set_destroy(&set);
 }
 
