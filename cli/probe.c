@@ -9,7 +9,6 @@
 #include <getopt.h>
 #include <limits.h>
 #include <math.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,8 +55,11 @@ struct pzone {
 	double uj_per_tick; /* a counter tick in uJ */
 	double range_uj;    /* the counter's range (max_energy_range_uj), 0: does not wrap */
 	double wrap_uj;	    /* what analysis adds at a wrap (range + one tick), 0: none */
-	struct pd_set *set; /* powerd mode: the zone is set->zones[zi] */
+	struct pd_set
+	    *set; /* powerd and exec modes: the zone is zone zi of set (powerd.h's seam) */
 	size_t zi;
+	bool polled;   /* read when asked (pd_zone_poll); else its readings come as they arrive */
+	uint64_t seen; /* readings of it taken so far */
 	struct series s;
 	double *lat_s; /* per read: how long it took (bus: how late it arrived) */
 	size_t nlat, latcap;
@@ -138,8 +140,7 @@ static void sleep_ns(uint64_t ns)
 /* Take the zones of one powerd set into the probe's list (those it does not have yet). */
 static void take_zones(struct probe *p, struct pd_set *set)
 {
-	for (size_t i = 0; i < set->n; i++) {
-		const struct pd_zone *pz = &set->zones[i];
+	for (size_t i = 0; i < pd_set_nzones(set); i++) {
 		bool have = false;
 		for (size_t k = 0; k < p->nz && !have; k++)
 			have = p->z[k].set == set && p->z[k].zi == i;
@@ -148,17 +149,17 @@ static void take_zones(struct probe *p, struct pd_set *set)
 		struct pzone *z = zone_add(p);
 		if (!z)
 			return;
-		snprintf(z->name, sizeof(z->name), "%s", pz->name);
-		snprintf(z->kind, sizeof(z->kind), "%s", pz->kind);
-		snprintf(z->source, sizeof(z->source), "%s", pz->src->name);
-		snprintf(z->path, sizeof(z->path), "%s", pz->path);
-		z->is_power = pz->is_power;
-		z->uj_per_tick =
-		    pz->ctr.uj_div ? (double)pz->ctr.uj_mul / (double)pz->ctr.uj_div : 1;
-		z->range_uj = pz->is_power ? 0 : (double)counter_range_uj(&pz->ctr);
-		z->wrap_uj = pz->ctr.modulus && !pz->is_power
-				 ? (double)pz->ctr.modulus * z->uj_per_tick - 1
-				 : 0;
+		struct pd_zone_desc d;
+		pd_zone_describe(set, i, &d);
+		snprintf(z->name, sizeof(z->name), "%s", d.name);
+		snprintf(z->kind, sizeof(z->kind), "%s", d.kind);
+		snprintf(z->source, sizeof(z->source), "%s", d.source);
+		snprintf(z->path, sizeof(z->path), "%s", d.path);
+		z->is_power = d.is_power;
+		z->polled = d.polled;
+		z->uj_per_tick = d.uj_per_tick;
+		z->range_uj = (double)d.range_uj;
+		z->wrap_uj = d.wrap_uj;
 		z->set = set;
 		z->zi = i;
 	}
@@ -178,26 +179,20 @@ static void open_powerd(struct probe *p, const char *only)
 	}
 }
 
-static struct pd_zone *pd_of(struct pzone *z)
-{
-	return &z->set->zones[z->zi];
-}
-
-/* Sources with a read function: read every zone in turn, as fast as spacing allows. */
+/* Zones read when asked: read every one in turn, as fast as spacing allows. */
 static void sample_reads(struct probe *p)
 {
 	uint64_t end = wb_mono_ns() + p->duration_ns;
 	while (wb_mono_ns() < end && !cli_interrupted()) {
 		for (size_t i = 0; i < p->nz; i++) {
 			struct pzone *z = &p->z[i];
-			struct pd_zone *pz = pd_of(z);
-			if (!pz->src->read)
+			if (!z->polled)
 				continue;
-			uint64_t v;
+			double v;
 			double c0 = thread_cpu_s();
 			uint64_t t0 = wb_mono_ns();
 			enum pd_read_err rc =
-			    pz->src->read(pz, &v, z->last_err, sizeof(z->last_err));
+			    pd_zone_poll(z->set, z->zi, &v, z->last_err, sizeof(z->last_err));
 			uint64_t t1 = wb_mono_ns();
 			z->cpu_s += thread_cpu_s() - c0;
 			z->reads++;
@@ -205,7 +200,7 @@ static void sample_reads(struct probe *p)
 				z->read_errors++;
 				continue;
 			}
-			zone_reading(z, t1, z->is_power ? (double)v : (double)v * z->uj_per_tick);
+			zone_reading(z, t1, v);
 			add_lat(z, (double)(t1 - t0) / 1e9);
 		}
 		if (p->spacing_ns)
@@ -213,18 +208,18 @@ static void sample_reads(struct probe *p)
 	}
 }
 
-/* The exec source's zones that had a reading since the last look: record it at mono_ns. */
-static void take_exec_readings(struct probe *p, uint64_t mono_ns, double run_s)
+/* The zones whose readings come as they arrive (exec) that had one since the last look. */
+static void take_readings(struct probe *p, double run_s)
 {
 	for (size_t i = 0; i < p->nz; i++) {
 		struct pzone *z = &p->z[i];
-		struct pd_zone *pz = pd_of(z);
-		if (pz->src != &exec_source || !pz->updated)
+		struct pd_zone_desc d;
+		pd_zone_describe(z->set, z->zi, &d);
+		if (z->polled || d.readings == z->seen)
 			continue;
-		pz->updated = false;
+		z->seen = d.readings;
 		z->reads++;
-		zone_reading(z, mono_ns,
-			     pz->is_power ? (double)pz->integ.last_uw : (double)pz->ctr.last_raw);
+		zone_reading(z, d.last_mono_ns, d.last);
 		if (run_s >= 0)
 			add_lat(z, run_s);
 	}
@@ -234,26 +229,29 @@ static void sample_exec(struct probe *p, struct pd_set *set)
 {
 	uint64_t end = wb_mono_ns() + p->duration_ns;
 	double child0 = cpu_s(RUSAGE_CHILDREN);
+	/* the start-up run's readings are the baselines powerd takes: not the probe's */
+	take_zones(p, set);
+	for (size_t i = 0; i < p->nz; i++) {
+		struct pd_zone_desc d;
+		pd_zone_describe(set, p->z[i].zi, &d);
+		p->z[i].seen = d.readings;
+	}
 	while (wb_mono_ns() < end && !cli_interrupted()) {
 		if (p->exec_stream) {
-			int fd = exec_stream_fd(set);
+			/* the stream's lines as they come; a command that ended is restarted */
 			uint64_t left = end - wb_mono_ns();
-			if (exec_stream_running(set)) {
-				struct pollfd pfd = {.fd = fd, .events = POLLIN};
-				if (poll(&pfd, 1, (int)(left / WB_NS_PER_MS) + 1) > 0)
-					exec_stream_read(set);
-			} else {
-				sleep_ns(left < 100 * WB_NS_PER_MS ? left : 100 * WB_NS_PER_MS);
-				exec_stream_tend(set);
-			}
+			pd_set_wait(set, left < 100 * WB_NS_PER_MS ? left : 100 * WB_NS_PER_MS);
 			take_zones(p, set);
-			take_exec_readings(p, wb_mono_ns(), -1);
+			take_readings(p, -1);
 		} else {
+			/* one run, as a sample of powerd starts it, waited for */
 			uint64_t t0 = wb_mono_ns();
-			exec_sample(set, wb_now_ns(), t0);
+			pd_set_sample_begin(set, wb_now_ns(), t0);
+			while (pd_set_wait(set, 100 * WB_NS_PER_MS) && !cli_interrupted())
+				;
 			uint64_t t1 = wb_mono_ns();
 			take_zones(p, set);
-			take_exec_readings(p, t1, (double)(t1 - t0) / 1e9);
+			take_readings(p, (double)(t1 - t0) / 1e9);
 			if (p->spacing_ns)
 				sleep_ns(p->spacing_ns);
 		}

@@ -52,7 +52,30 @@ struct powerd {
 	struct pd_set *set;
 	struct wb_grid *grid;
 	uint64_t last_t_ns;
+	/* a sample begun whose readings are still on their way (pd_set_busy: exec's run) */
+	bool pending;
+	uint64_t pending_t_ns;
 };
+
+/* End the sample begun and publish it. */
+static void sample_send(struct powerd *pd)
+{
+	struct wb_msg msg = {.kind = WB_POWER};
+	pd->pending = false;
+	size_t n = pd_set_sample_end(pd->set, pd->pending_t_ns, &msg.power);
+	if (pd->pending_t_ns <= pd->last_t_ns) {
+		/* The clock went back: the counters were read (no wrap goes unseen) but t must not
+		 * repeat. */
+		pd->set->counts.clock_steps++;
+		log_warnx(
+		    "sample time %llu is not after the last one published (%llu): clock set back; not published",
+		    (unsigned long long)pd->pending_t_ns, (unsigned long long)pd->last_t_ns);
+	} else if (n > 0) {
+		if (wb_daemon_send(pd->d, &msg) == 0)
+			pd->last_t_ns = pd->pending_t_ns;
+	}
+	wb_msg_clear(&msg);
+}
 
 /* The set's counters as stat counters; a source's own ones while it is in use. */
 static void stat_update(struct wb_daemon *d, void *arg)
@@ -71,8 +94,15 @@ static void stat_update(struct wb_daemon *d, void *arg)
 static int on_source_fd(struct wb_daemon *d, int fd, void *arg)
 {
 	struct pd_watch *w = arg;
+	/* The descriptor of a set a reload replaced (closed, or its number taken again): end this
+	 * watch, which would otherwise fire for ever; the new set's has a watch of its own. */
+	if (!(w->pd->set->used & (1u << pd_source_index(w->src))) ||
+	    w->src->watch_fd(w->pd->set) != fd)
+		return -1;
 	/* A source whose input ended keeps an idle descriptor in its place: keep watching. */
 	w->src->on_readable(w->pd->set);
+	if (w->pd->pending && !pd_set_busy(w->pd->set))
+		sample_send(w->pd);
 	return 0;
 }
 
@@ -85,24 +115,18 @@ static void on_tick(struct wb_daemon *d, const struct wb_grid_tick *tick, void *
 	c->lateness_sum_ns += tick->late_ns;
 	if (tick->late_ns > c->lateness_max_ns)
 		c->lateness_max_ns = tick->late_ns;
+	/* a run that outlasted its sample (cut at its deadline): publish what came */
+	if (pd->pending)
+		sample_send(pd);
 	for (unsigned s = 0; s < pd_nsources; s++)
 		if ((pd->set->used & (1u << s)) && pd_sources[s]->tend)
 			pd_sources[s]->tend(pd->set);
 
-	struct wb_msg msg = {.kind = WB_POWER};
-	size_t n = pd_set_sample(pd->set, tick->t_ns, mono, &msg.power);
-	if (tick->t_ns <= pd->last_t_ns) {
-		/* The clock went back: the counters were read (no wrap goes unseen) but t must not
-		 * repeat. */
-		c->clock_steps++;
-		log_warnx(
-		    "sample time %llu is not after the last one published (%llu): clock set back; not published",
-		    (unsigned long long)tick->t_ns, (unsigned long long)pd->last_t_ns);
-	} else if (n > 0) {
-		if (wb_daemon_send(d, &msg) == 0)
-			pd->last_t_ns = tick->t_ns;
-	}
-	wb_msg_clear(&msg);
+	pd_set_sample_begin(pd->set, tick->t_ns, mono);
+	pd->pending = true;
+	pd->pending_t_ns = tick->t_ns;
+	if (!pd_set_busy(pd->set))
+		sample_send(pd);
 }
 
 static size_t open_sources(struct powerd *pd, const struct pd_conf *conf)

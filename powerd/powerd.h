@@ -220,8 +220,9 @@ struct pd_zone {
 	struct timespec fd_ctime; /* rapl, hwmon: the file's ctime when fd was opened */
 	uint32_t reg;		  /* msr: the energy-status register */
 	uint64_t avg_interval_ms; /* hwmon power*_average: the meter's averaging window */
-	bool updated;		  /* exec: a valid reading since the last sample */
+	bool updated;		  /* a valid reading to publish in the sample under way */
 	bool published;		  /* published at least once */
+	uint64_t readings;	  /* valid readings so far (pd_zone_describe) */
 	/* redfish, ipmi: the meter's latest watts (uW), held between its updates until hold_ns old
 	 */
 	uint64_t held_uw, held_mono_ns, hold_ns;
@@ -285,11 +286,46 @@ void *pd_source_counts(struct pd_set *set, const struct pd_source *src);
 uint64_t pd_set_counter(const struct pd_set *set, const char *name);
 
 /*
- * Read all zones for the sample at grid time t_ns and fill out->zones with the
- * ones that gave a valid reading (out->zones allocated with wb_array_new; the
- * caller clears the message). Returns the number of zones in out.
+ * One sample at grid time t_ns, in two steps so that no source's wait holds the loop: begin runs
+ * the sources' sample ops (exec's sample mode starts its run) and reads the zones that are read
+ * (pd_source.read); while pd_set_busy the sample's readings are still on their way (the loop
+ * watches the sources' descriptors); end fills out->zones with the zones that had a valid
+ * reading (out->zones allocated with wb_array_new; the caller clears the message) and returns
+ * their number.
  */
+void pd_set_sample_begin(struct pd_set *set, uint64_t t_ns, uint64_t mono_ns);
+bool pd_set_busy(struct pd_set *set);
+size_t pd_set_sample_end(struct pd_set *set, uint64_t t_ns, struct wb_power *out);
+/* What came since the last sample (pd_set_wait), begin, pd_set_wait while busy (at most the
+ * interval and WB_JOB_STOP_NS), end: a whole sample for a caller without powerd's loop (tests). */
 size_t pd_set_sample(struct pd_set *set, uint64_t t_ns, uint64_t mono_ns, struct wb_power *out);
+
+/*
+ * ---- zone.c: the seam for a reader outside powerd's loop (wattbus probe) ----
+ * A set opened by the sources' discover (cli/sources.c) is read through these, never through
+ * struct pd_zone: each zone's description, unit and latest reading; a read now of a zone that
+ * is read; and the sources' own waits (exec's runs and stream) driven as powerd's loop does.
+ */
+struct pd_zone_desc {
+	const char *name, *kind, *source, *path;
+	bool is_power; /* readings in uW (power); else a counter, in uJ before wrap correction */
+	bool polled;   /* pd_zone_poll reads it now; else its readings come as they arrive */
+	double uj_per_tick; /* a counter's step: uJ per tick (1 for power) */
+	uint64_t range_uj;  /* the counter's range (max_energy_range_uj), 0: it does not wrap */
+	double wrap_uj;	    /* what a wrap takes off a counter's reading (its modulus), 0: none */
+	uint64_t readings;  /* valid readings so far: a new one when it changes */
+	double last;	    /* the latest valid reading, uJ or uW */
+	uint64_t last_mono_ns; /* when it was taken (the meter's own time where it gives one) */
+};
+size_t pd_set_nzones(const struct pd_set *set);
+void pd_zone_describe(const struct pd_set *set, size_t i, struct pd_zone_desc *d);
+/* Read zone i now (a polled zone): its reading in uJ (a counter, before wrap correction) or uW.
+ * Not accounted (powerd's totals are not touched). */
+enum pd_read_err pd_zone_poll(struct pd_set *set, size_t i, double *value, char *err,
+			      size_t errlen);
+/* Wait up to wait_ns for the sources in use (their descriptors, as powerd's loop watches them)
+ * and take what they have; tend them. Returns whether the set is still busy. */
+bool pd_set_wait(struct pd_set *set, uint64_t wait_ns);
 /* Account one reading of zone z (counter raw ticks or power uW); counts and logs the verdict. */
 enum pd_verdict pd_zone_account(struct pd_set *set, struct pd_zone *z, uint64_t value,
 				uint64_t t_ns, uint64_t mono_ns);
@@ -380,11 +416,9 @@ struct pd_exec_line {
 
 /* Parse one line. Returns 1 (a reading), 0 (blank or comment) or -1 (err says why). */
 int exec_parse_line(const char *line, struct pd_exec_line *out, char *err, size_t errlen);
-/* Sample mode: run the command once and add its zones. Stream mode: start it. */
+/* Sample mode: start the start-up run, whose lines name the zones (powerd takes them when it
+ * ends; without opts->retry it is waited for). Stream mode: start the command. */
 int exec_discover(struct pd_set *set, const struct pd_opts *opts, char *why, size_t whylen);
-/* Sample mode: run the command for the sample at t_ns (read at mono_ns) and account its readings.
- */
-void exec_sample(struct pd_set *set, uint64_t t_ns, uint64_t mono_ns);
 /* Stream mode: the descriptor to watch, the same for the life of the source (-1: not stream mode).
  */
 int exec_stream_fd(struct pd_set *set);
