@@ -748,10 +748,9 @@ int exec_discover(struct pd_set *set, const struct pd_opts *opts, char *why, siz
 			return 1;
 		wb_job_wait(ex->job, conf->exec_timeout_ns + WB_JOB_STOP_NS);
 		struct exec_run *r = wb_job_arg(ex->job);
-		bool ok = wb_job_done(ex->job) && r->ok;
-		int n = exec_startup_done(set, ex, ok, r->out,
-					  wb_job_done(ex->job) ? r->why : "did not end", r->took_ns,
-					  why, whylen);
+		bool done = wb_job_done(ex->job), ok = done && r->ok;
+		int n = exec_startup_done(set, ex, ok, r->out, done ? r->why : "did not end",
+					  done ? r->took_ns : 0, why, whylen);
 		uint64_t drain;
 		if (read(ex->efd, &drain, sizeof(drain)) < 0) {
 			/* nothing to drain when the run did not end */

@@ -15,20 +15,12 @@ hung_cmd() {
 	echo "n=\$(cat $d/runs 2>/dev/null || echo 0); echo \$((n + 1)) >$d/runs; if [ -n '$1' ] && [ \$n = 0 ]; then echo '$1'; else echo \$\$ >$d/pid.\$n; exec sleep 600; fi"
 }
 
-# stop_powerd: SIGTERM; it exits 0, having cancelled the run, none left behind, the command gone.
+# stop_powerd CMD_PID: SIGTERM; powerd exits 0, having cancelled the run (wb_stop_cancelled), and
+# the command it ran (CMD_PID, hung until then) is gone.
 stop_powerd() {
-	local pid=$PID_powerd cmd_pid=$1
-	kill -0 "$cmd_pid"
-	kill -TERM "$pid"
-	wb_wait_for 30 bash -c '! kill -0 "$0" 2>/dev/null' "$pid"
-	local rc=0
-	wait "$pid" || rc=$?
-	[ "$rc" -eq 0 ] || fail "powerd exited $rc"
-	run grep "stopping: cancelled the job" "$BATS_TEST_TMPDIR/powerd.log"
-	assert_output --partial "exec run of"
-	run grep "still runs" "$BATS_TEST_TMPDIR/powerd.log"
-	assert_failure
-	wb_wait_for 10 bash -c '! kill -0 "$0" 2>/dev/null' "$cmd_pid"
+	kill -0 "$1"
+	wb_stop_cancelled powerd "exec run of"
+	wb_wait_for 10 bash -c '! kill -0 "$0" 2>/dev/null' "$1"
 }
 
 @test "a start-up run that never ends: powerd samples meanwhile, and stops at once" {
