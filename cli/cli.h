@@ -48,11 +48,16 @@ int cmd_compare(int argc, char **argv);
 
 /* sources.c: powerd's own meter sources, as doctor and probe run them */
 struct cli_pd_roots {
-	struct pd_opts o; /* points into the two paths below */
-	char msr_root[4096], cpuinfo[4096];
+	struct pd_opts o; /* points into conf and cpuinfo */
+	void *conf;	  /* [powerd] at powerd's defaults (its key table), on these roots */
+	char cpuinfo[4096];
 };
-/* powerd's options on these roots (sysfs, /dev, /proc), with its defaults. */
-void cli_pd_opts(struct cli_pd_roots *r, const char *sys, const char *dev, const char *proc);
+/* powerd's options on these roots (sysfs, /dev, /proc), with the defaults of powerd's key table.
+ * Returns 0, or -1 having said why; cli_pd_opts_free releases it either way. */
+int cli_pd_opts(struct cli_pd_roots *r, const char *sys, const char *dev, const char *proc);
+/* Set one of powerd's keys ("exec", "nvml_library") as the flag flag would. 0, or -1 said. */
+int cli_pd_set(struct cli_pd_roots *r, const char *key, const char *value, const char *flag);
+void cli_pd_opts_free(struct cli_pd_roots *r);
 struct cli_pd_try {
 	const char *name;     /* the source */
 	struct pd_set *set;   /* its zones (caller destroys), NULL when it has none */

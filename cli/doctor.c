@@ -574,9 +574,10 @@ static void probe_cgroup(struct doctor *d)
 static void probe_powerd(struct doctor *d)
 {
 	struct cli_pd_roots r;
-	cli_pd_opts(&r, d->r.sys, d->r.dev, d->r.proc);
 	struct cli_pd_try tries[PD_SOURCES_MAX];
-	unsigned n = cli_pd_discover(&r.o, NULL, tries, PD_SOURCES_MAX);
+	unsigned n = cli_pd_opts(&r, d->r.sys, d->r.dev, d->r.proc) < 0
+			 ? 0
+			 : cli_pd_discover(&r.o, NULL, tries, PD_SOURCES_MAX);
 	for (unsigned i = 0; i < n; i++) {
 		__typeof__(d->pd[0]) *p = &d->pd[d->npd++];
 		p->name = tries[i].name;
@@ -587,20 +588,30 @@ static void probe_powerd(struct doctor *d)
 			    tries[i].set->zones[k].name);
 		pd_set_destroy(&tries[i].set);
 	}
+	cli_pd_opts_free(&r);
 }
 
 /* ---- NVIDIA GPUs: powerd's nvml source, as powerd opens it ---- */
 
+static void probe_gpu_on(struct doctor *d, struct cli_pd_roots *r, bool opened);
+
 static void probe_gpu(struct doctor *d)
 {
-	struct finding *f = &d->f[F_GPU];
 	struct cli_pd_roots r;
-	cli_pd_opts(&r, d->r.sys, d->r.dev, d->r.proc);
-	r.o.nvml_library = d->nvml_library;
+	bool opened = cli_pd_opts(&r, d->r.sys, d->r.dev, d->r.proc) == 0 &&
+		      cli_pd_set(&r, "nvml_library", d->nvml_library, "--nvml-library") == 0;
+	probe_gpu_on(d, &r, opened);
+	cli_pd_opts_free(&r);
+}
+
+/* r: powerd's options naming the NVML library; opened: whether they could be made */
+static void probe_gpu_on(struct doctor *d, struct cli_pd_roots *r, bool opened)
+{
+	struct finding *f = &d->f[F_GPU];
 	struct cli_pd_try t;
 	json_t *gpus = json_array();
 	f->extra = json_pack("{s:s, s:o}", "library", d->nvml_library, "gpus", gpus);
-	if (cli_pd_discover(&r.o, "nvml", &t, 1) != 1) {
+	if (!opened || cli_pd_discover(&r->o, "nvml", &t, 1) != 1) {
 		snprintf(f->state, sizeof(f->state), "unknown");
 		snprintf(f->detail, sizeof(f->detail), "out of memory");
 		return;

@@ -8,7 +8,6 @@
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,8 +54,11 @@ struct pzone {
 	double uj_per_tick; /* a counter tick in uJ */
 	double range_uj;    /* the counter's range (max_energy_range_uj), 0: does not wrap */
 	double wrap_uj;	    /* what analysis adds at a wrap (range + one tick), 0: none */
-	struct pd_set *set; /* powerd mode: the zone is set->zones[zi] */
+	struct pd_set
+	    *set; /* powerd and exec modes: the zone is zone zi of set (powerd.h's seam) */
 	size_t zi;
+	bool polled;   /* read when asked (pd_zone_poll); else its readings come as they arrive */
+	uint64_t seen; /* readings of it taken so far */
 	struct series s;
 	double *lat_s; /* per read: how long it took (bus: how late it arrived) */
 	size_t nlat, latcap;
@@ -72,6 +74,7 @@ struct probe {
 	const char *mode; /* "powerd", "exec", "bus" */
 	uint64_t duration_ns, spacing_ns;
 	struct cli_pd_roots r; /* r.o: the options powerd would run with */
+	bool exec_stream;      /* exec mode: the command streams (exec_mode = stream) */
 	struct pd_set *sets[PROBE_SETS_MAX];
 	const char *set_why[PROBE_SETS_MAX];
 	char why[PROBE_SETS_MAX][PD_WHY_MAX];
@@ -136,8 +139,7 @@ static void sleep_ns(uint64_t ns)
 /* Take the zones of one powerd set into the probe's list (those it does not have yet). */
 static void take_zones(struct probe *p, struct pd_set *set)
 {
-	for (size_t i = 0; i < set->n; i++) {
-		const struct pd_zone *pz = &set->zones[i];
+	for (size_t i = 0; i < pd_set_nzones(set); i++) {
 		bool have = false;
 		for (size_t k = 0; k < p->nz && !have; k++)
 			have = p->z[k].set == set && p->z[k].zi == i;
@@ -146,17 +148,17 @@ static void take_zones(struct probe *p, struct pd_set *set)
 		struct pzone *z = zone_add(p);
 		if (!z)
 			return;
-		snprintf(z->name, sizeof(z->name), "%s", pz->name);
-		snprintf(z->kind, sizeof(z->kind), "%s", pz->kind);
-		snprintf(z->source, sizeof(z->source), "%s", pz->src->name);
-		snprintf(z->path, sizeof(z->path), "%s", pz->path);
-		z->is_power = pz->is_power;
-		z->uj_per_tick =
-		    pz->ctr.uj_div ? (double)pz->ctr.uj_mul / (double)pz->ctr.uj_div : 1;
-		z->range_uj = pz->is_power ? 0 : (double)counter_range_uj(&pz->ctr);
-		z->wrap_uj = pz->ctr.modulus && !pz->is_power
-				 ? (double)pz->ctr.modulus * z->uj_per_tick - 1
-				 : 0;
+		struct pd_zone_desc d;
+		pd_zone_describe(set, i, &d);
+		snprintf(z->name, sizeof(z->name), "%s", d.name);
+		snprintf(z->kind, sizeof(z->kind), "%s", d.kind);
+		snprintf(z->source, sizeof(z->source), "%s", d.source);
+		snprintf(z->path, sizeof(z->path), "%s", d.path);
+		z->is_power = d.is_power;
+		z->polled = d.polled;
+		z->uj_per_tick = d.uj_per_tick;
+		z->range_uj = (double)d.range_uj;
+		z->wrap_uj = d.wrap_uj;
 		z->set = set;
 		z->zi = i;
 	}
@@ -176,26 +178,20 @@ static void open_powerd(struct probe *p, const char *only)
 	}
 }
 
-static struct pd_zone *pd_of(struct pzone *z)
-{
-	return &z->set->zones[z->zi];
-}
-
-/* Sources with a read function: read every zone in turn, as fast as spacing allows. */
+/* Zones read when asked: read every one in turn, as fast as spacing allows. */
 static void sample_reads(struct probe *p)
 {
 	uint64_t end = wb_mono_ns() + p->duration_ns;
 	while (wb_mono_ns() < end && !cli_interrupted()) {
 		for (size_t i = 0; i < p->nz; i++) {
 			struct pzone *z = &p->z[i];
-			struct pd_zone *pz = pd_of(z);
-			if (!pz->src->read)
+			if (!z->polled)
 				continue;
-			uint64_t v;
+			double v;
 			double c0 = thread_cpu_s();
 			uint64_t t0 = wb_mono_ns();
 			enum pd_read_err rc =
-			    pz->src->read(pz, &v, z->last_err, sizeof(z->last_err));
+			    pd_zone_poll(z->set, z->zi, &v, z->last_err, sizeof(z->last_err));
 			uint64_t t1 = wb_mono_ns();
 			z->cpu_s += thread_cpu_s() - c0;
 			z->reads++;
@@ -203,7 +199,7 @@ static void sample_reads(struct probe *p)
 				z->read_errors++;
 				continue;
 			}
-			zone_reading(z, t1, z->is_power ? (double)v : (double)v * z->uj_per_tick);
+			zone_reading(z, t1, v);
 			add_lat(z, (double)(t1 - t0) / 1e9);
 		}
 		if (p->spacing_ns)
@@ -211,18 +207,18 @@ static void sample_reads(struct probe *p)
 	}
 }
 
-/* The exec source's zones that had a reading since the last look: record it at mono_ns. */
-static void take_exec_readings(struct probe *p, uint64_t mono_ns, double run_s)
+/* The zones whose readings come as they arrive (exec) that had one since the last look. */
+static void take_readings(struct probe *p, double run_s)
 {
 	for (size_t i = 0; i < p->nz; i++) {
 		struct pzone *z = &p->z[i];
-		struct pd_zone *pz = pd_of(z);
-		if (pz->src != &exec_source || !pz->updated)
+		struct pd_zone_desc d;
+		pd_zone_describe(z->set, z->zi, &d);
+		if (z->polled || d.readings == z->seen)
 			continue;
-		pz->updated = false;
+		z->seen = d.readings;
 		z->reads++;
-		zone_reading(z, mono_ns,
-			     pz->is_power ? (double)pz->integ.last_uw : (double)pz->ctr.last_raw);
+		zone_reading(z, d.last_mono_ns, d.last);
 		if (run_s >= 0)
 			add_lat(z, run_s);
 	}
@@ -232,44 +228,48 @@ static void sample_exec(struct probe *p, struct pd_set *set)
 {
 	uint64_t end = wb_mono_ns() + p->duration_ns;
 	double child0 = cpu_s(RUSAGE_CHILDREN);
+	/* the start-up run's readings are the baselines powerd takes: not the probe's */
+	take_zones(p, set);
+	for (size_t i = 0; i < p->nz; i++) {
+		struct pd_zone_desc d;
+		pd_zone_describe(set, p->z[i].zi, &d);
+		p->z[i].seen = d.readings;
+	}
 	while (wb_mono_ns() < end && !cli_interrupted()) {
-		if (p->r.o.exec_stream) {
-			int fd = exec_stream_fd(set);
+		if (p->exec_stream) {
+			/* the stream's lines as they come; a command that ended is restarted */
 			uint64_t left = end - wb_mono_ns();
-			if (exec_stream_running(set)) {
-				struct pollfd pfd = {.fd = fd, .events = POLLIN};
-				if (poll(&pfd, 1, (int)(left / WB_NS_PER_MS) + 1) > 0)
-					exec_stream_read(set);
-			} else {
-				sleep_ns(left < 100 * WB_NS_PER_MS ? left : 100 * WB_NS_PER_MS);
-				exec_stream_tend(set);
-			}
+			pd_set_wait(set, left < 100 * WB_NS_PER_MS ? left : 100 * WB_NS_PER_MS);
 			take_zones(p, set);
-			take_exec_readings(p, wb_mono_ns(), -1);
+			take_readings(p, -1);
 		} else {
+			/* one run, as a sample of powerd starts it, waited for */
 			uint64_t t0 = wb_mono_ns();
-			exec_sample(set, wb_now_ns(), t0);
+			pd_set_sample_begin(set, wb_now_ns(), t0);
+			while (pd_set_wait(set, 100 * WB_NS_PER_MS) && !cli_interrupted())
+				;
 			uint64_t t1 = wb_mono_ns();
 			take_zones(p, set);
-			take_exec_readings(p, t1, (double)(t1 - t0) / 1e9);
+			take_readings(p, (double)(t1 - t0) / 1e9);
 			if (p->spacing_ns)
 				sleep_ns(p->spacing_ns);
 		}
 	}
 	p->child_cpu_s = cpu_s(RUSAGE_CHILDREN) - child0;
 	/* Failed runs and lines powerd would refuse: every zone of the command shares them. */
+	uint64_t failed = pd_set_counter(set, "exec_failures"),
+		 unreadable = pd_set_counter(set, "parse_errors"),
+		 refused = pd_set_counter(set, "implausible") + pd_set_counter(set, "backwards");
 	for (size_t i = 0; i < p->nz; i++) {
-		const struct pd_counts *c = &set->counts;
-		uint64_t refused = c->implausible + c->backwards;
-		p->z[i].read_errors = c->exec_failures + c->parse_errors + refused;
+		p->z[i].read_errors = failed + unreadable + refused;
 		if (p->z[i].read_errors)
 			snprintf(
 			    p->z[i].last_err, sizeof(p->z[i].last_err),
 			    "%llu failed runs, %llu lines unreadable, %llu readings implausible: see the warnings",
-			    (unsigned long long)c->exec_failures,
-			    (unsigned long long)c->parse_errors, (unsigned long long)refused);
+			    (unsigned long long)failed, (unsigned long long)unreadable,
+			    (unsigned long long)refused);
 	}
-	if (!p->r.o.exec_stream)
+	if (!p->exec_stream)
 		for (size_t i = 0; i < p->nz; i++)
 			p->z[i].cpu_s = p->child_cpu_s; /* one run reads every zone */
 }
@@ -385,7 +385,7 @@ static double lat_q(const struct pzone *z, double q)
 /* CPU time one read costs; NAN where the probe cannot tell (the bus, an exec stream). */
 static double cpu_per_read(const struct probe *p, const struct pzone *z)
 {
-	if (!strcmp(p->mode, "bus") || p->r.o.exec_stream || !z->reads)
+	if (!strcmp(p->mode, "bus") || p->exec_stream || !z->reads)
 		return NAN;
 	return z->cpu_s / (double)z->reads;
 }
@@ -456,9 +456,9 @@ static void print_text(const struct probe *p, const struct meter_advice *all)
 			printf(
 			    "; readings stopped at %zu: a longer --duration needs a wider --spacing",
 			    z->s.n);
-		if (z->st.period_bounded && (p->r.o.exec_stream || !strcmp(p->mode, "bus")))
+		if (z->st.period_bounded && (p->exec_stream || !strcmp(p->mode, "bus")))
 			printf("; it changed at nearly every %s: it updates at least that often",
-			       p->r.o.exec_stream ? "line" : "message");
+			       p->exec_stream ? "line" : "message");
 		else if (z->st.period_bounded)
 			printf(
 			    "; it changed at nearly every reading: read it faster (--spacing) for its real period");
@@ -619,9 +619,14 @@ int cmd_probe(int argc, char **argv)
 			names);
 		goto out;
 	}
-	cli_pd_opts(&p->r, o.sys, o.dev, o.proc);
-	p->r.o.exec_cmd = exec_cmd;
-	p->r.o.exec_stream = o.exec_stream;
+	if (cli_pd_opts(&p->r, o.sys, o.dev, o.proc) < 0 ||
+	    (exec_cmd && (cli_pd_set(&p->r, "exec", exec_cmd, "--exec") < 0 ||
+			  cli_pd_set(&p->r, "exec_mode", o.exec_stream ? "stream" : "sample",
+				     "--exec-stream") < 0))) {
+		rc = 1;
+		goto out;
+	}
+	p->exec_stream = o.exec_stream;
 	rc = 1;
 	if (sub) {
 		p->mode = "bus";
@@ -634,7 +639,7 @@ int cmd_probe(int argc, char **argv)
 				p->rejected ? " that was valid (see the rejections above)" : "");
 			goto out;
 		}
-	} else if (p->r.o.exec_cmd) {
+	} else if (exec_cmd) {
 		p->mode = "exec";
 		open_powerd(p, "exec");
 		if (!p->sets[0]) {
@@ -695,6 +700,7 @@ out:
 	free(p->z);
 	for (unsigned i = 0; i < p->nsets; i++)
 		pd_set_destroy(&p->sets[i]);
+	cli_pd_opts_free(&p->r);
 	free(p);
 	return rc;
 }

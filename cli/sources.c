@@ -1,29 +1,49 @@
 /*
  * powerd's meter sources as the CLI runs them (doctor, probe): the options
- * powerd would take on given sysfs, /dev and /proc roots, and each source of
- * powerd/sources.c tried in table order, with its zones or powerd's own words
- * for why it has none.
+ * powerd would take on given sysfs, /dev and /proc roots (the defaults of its own
+ * key table, powerd/conf.c), and each source of powerd/sources.c tried in table
+ * order, with its zones or powerd's own words for why it has none.
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "cli.h"
-#include "clock.h"
 #include "log.h"
 #include "../powerd/powerd.h"
 
-void cli_pd_opts(struct cli_pd_roots *r, const char *sys, const char *dev, const char *proc)
+int cli_pd_set(struct cli_pd_roots *r, const char *key, const char *value, const char *flag)
 {
-	snprintf(r->msr_root, sizeof(r->msr_root), "%s/cpu", dev);
+	char err[WB_CONF_ERR_MAX];
+	if (pd_conf_set(r->conf, key, value, err, sizeof(err)) < 0) {
+		fprintf(stderr, "wattbus: %s: %s\n", flag, err);
+		return -1;
+	}
+	return 0;
+}
+
+int cli_pd_opts(struct cli_pd_roots *r, const char *sys, const char *dev, const char *proc)
+{
+	memset(r, 0, sizeof(*r));
 	snprintf(r->cpuinfo, sizeof(r->cpuinfo), "%s/cpuinfo", proc);
-	memset(&r->o, 0, sizeof(r->o));
-	r->o.sysfs_root = sys;
-	r->o.msr_root = r->msr_root;
+	char msr_root[4096 + 8];
+	snprintf(msr_root, sizeof(msr_root), "%s/cpu", dev);
+	if (!(r->conf = pd_conf_new())) {
+		fprintf(stderr, "wattbus: out of memory\n");
+		return -1;
+	}
+	if (cli_pd_set(r, "sysfs_root", sys, "--sysfs-root") < 0 ||
+	    cli_pd_set(r, "msr_root", msr_root, "--dev-root") < 0 ||
+	    cli_pd_set(r, "proc_root", proc, "--proc-root") < 0)
+		return -1;
+	pd_opts_from_conf(&r->o, r->conf, 0, 0);
 	r->o.cpuinfo_path = r->cpuinfo;
-	r->o.proc_root = proc;
-	r->o.max_power_w = 5000;
-	r->o.interval_ns = WB_NS_PER_SEC;
-	r->o.exec_timeout_ns = WB_NS_PER_SEC;
+	r->o.retry = false; /* the verdict now, not a source that keeps trying */
+	return 0;
+}
+
+void cli_pd_opts_free(struct cli_pd_roots *r)
+{
+	pd_conf_destroy(&r->conf);
 }
 
 unsigned cli_pd_discover(const struct pd_opts *o, const char *only, struct cli_pd_try *out,

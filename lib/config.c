@@ -277,6 +277,34 @@ int wb_conf_parse(const struct wb_conf_key *k, void *dst, const char *value, cha
 	return -1;
 }
 
+int wb_conf_compose(const struct wb_conf_part *parts, size_t nparts, struct wb_conf_key *out,
+		    size_t max, size_t *offs, size_t *size, char *err, size_t errlen)
+{
+	const size_t align = _Alignof(max_align_t);
+	size_t n = 0, at = 0;
+	for (size_t p = 0; p < nparts; p++) {
+		at = (at + align - 1) / align * align;
+		offs[p] = at;
+		for (size_t i = 0; i < parts[p].nkeys; i++) {
+			const struct wb_conf_key *k = &parts[p].keys[i];
+			for (size_t j = 0; j < n; j++)
+				if (!strcmp(out[j].name, k->name)) {
+					snprintf(err, errlen, "key %s is given twice", k->name);
+					return -1;
+				}
+			if (n >= max) {
+				snprintf(err, errlen, "more than %zu keys", max);
+				return -1;
+			}
+			out[n] = *k;
+			out[n++].off = at + k->off;
+		}
+		at += parts[p].size;
+	}
+	*size = at ? at : 1;
+	return (int)n;
+}
+
 const struct wb_conf_key *wb_conf_find(const struct wb_conf_section *sec, const char *key)
 {
 	for (size_t i = 0; i < sec->nkeys; i++)

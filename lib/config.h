@@ -60,6 +60,21 @@ struct wb_conf_section {
 /* Longest config line (a long sub list fits); longer ones are refused with file:line. */
 #define WB_CONF_LINE_MAX 65536
 
+/*
+ * Several key tables as one section: a stage's own keys, then each of its variants' keys (powerd's
+ * sources bring theirs, powerd/conf.c). Part i's keys have offsets into a struct of parts[i].size
+ * bytes; in the composed struct that struct starts at offs[i] (aligned for any type). out gets
+ * every part's keys in order with their offsets moved there. Returns the number of keys, with
+ * *size the composed struct's size, or -1 with err (more than max keys, or a name given twice).
+ */
+struct wb_conf_part {
+	const struct wb_conf_key *keys;
+	size_t nkeys;
+	size_t size;
+};
+int wb_conf_compose(const struct wb_conf_part *parts, size_t nparts, struct wb_conf_key *out,
+		    size_t max, size_t *offs, size_t *size, char *err, size_t errlen);
+
 /* Every section name a config file may hold; others are errors. */
 extern const char *const wb_conf_known_sections[];
 

@@ -39,6 +39,30 @@ struct bus_zone {
 	uint64_t published_uj;
 };
 
+/* Its keys in [powerd]. */
+struct bus_conf {
+	char *bus_sub;	      /* the host's vmpub endpoint for this VM */
+	char *bus_vm;	      /* this VM's name on the host */
+	char *bus_curve_cert; /* this VM's certificate (secret beside it) */
+	char *bus_curve_peer; /* the host's public certificate */
+	uint64_t
+	    bus_wait_ns; /* warn when the first message has not come this long after the start */
+};
+
+/* Its stat counters: host messages taken, lost on the way, refused; new or resumed host counts;
+ * the clock mapping (delay of host slot times, or how far the host is ahead) and its steps. */
+struct bus_counts {
+	uint64_t bus_frames, bus_lost, bus_rejected, bus_resets;
+	uint64_t bus_offset_ns, bus_host_ahead_ns, bus_clock_steps;
+};
+_Static_assert(sizeof(struct bus_counts) <= PD_SOURCE_COUNTERS_MAX * sizeof(uint64_t),
+	       "bus's counters do not fit");
+
+static struct bus_counts *bus_counts(struct pd_set *set)
+{
+	return pd_source_counts(set, &bus_source);
+}
+
 struct pd_bus {
 	struct wb_sub *sub;
 	char vm[64];
@@ -101,7 +125,7 @@ static void bus_map_clock(struct pd_set *set, struct pd_bus *b, uint64_t recv_ns
 	for (size_t i = 1; i < b->ndelay; i++)
 		if (b->delay[i] < min)
 			min = b->delay[i];
-	struct pd_counts *c = &set->counts;
+	struct bus_counts *c = bus_counts(set);
 	if (b->have_offset && llabs(min - b->offset_ns) > (long long)set->opts->interval_ns) {
 		c->bus_clock_steps++;
 		log_rl(
@@ -119,7 +143,7 @@ static void bus_map_clock(struct pd_set *set, struct pd_bus *b, uint64_t recv_ns
 static void bus_take(struct pd_set *set, struct pd_bus *b, const struct wb_estimate *e,
 		     const struct wb_rx *rx)
 {
-	struct pd_counts *c = &set->counts;
+	struct bus_counts *c = bus_counts(set);
 	c->bus_frames++;
 	c->bus_lost += rx->lost;
 	if (rx->stale || rx->duplicate)
@@ -191,13 +215,13 @@ static void bus_drain(struct pd_set *set, struct pd_bus *b)
 		if (rc < 0)
 			break;
 		if (rc == 0) {
-			set->counts.bus_rejected++;
+			bus_counts(set)->bus_rejected++;
 			continue;
 		}
 		if (m.kind == WB_ESTIMATE && strcmp(m.estimate.env.host, b->vm) == 0)
 			bus_take(set, b, &m.estimate, &rx);
 		else
-			set->counts.bus_rejected++;
+			bus_counts(set)->bus_rejected++;
 		wb_msg_clear(&m);
 	}
 }
@@ -247,8 +271,9 @@ static void bus_sample(struct pd_set *set, uint64_t t_ns, uint64_t mono_ns)
 	}
 }
 
-static int bus_check(const struct pd_opts *o, char *err, size_t errlen)
+static int bus_check(const struct pd_opts *opts, char *err, size_t errlen)
 {
+	const struct bus_conf *o = pd_source_conf(opts, &bus_source);
 	if (!o->bus_sub || !o->bus_sub[0]) {
 		snprintf(
 		    err, errlen,
@@ -282,9 +307,10 @@ static void bus_destroy(struct pd_set *set)
 	*pd_set_state(set, &bus_source) = NULL;
 }
 
-static int bus_discover(struct pd_set *set, const struct pd_opts *o, char *why, size_t whylen)
+static int bus_discover(struct pd_set *set, const struct pd_opts *opts, char *why, size_t whylen)
 {
-	if (bus_check(o, why, whylen) < 0)
+	const struct bus_conf *o = pd_source_conf(opts, &bus_source);
+	if (bus_check(opts, why, whylen) < 0)
 		return 0;
 	struct pd_bus *b = calloc(1, sizeof(*b));
 	if (!b) {
@@ -297,7 +323,7 @@ static int bus_discover(struct pd_set *set, const struct pd_opts *o, char *why, 
 	snprintf(b->endpoint, sizeof(b->endpoint), "%s", o->bus_sub);
 	struct wb_sockopts so = {.curve_cert = o->bus_curve_cert,
 				 .curve_peer = o->bus_curve_peer,
-				 .reconnect_max_ms = o->bus_reconnect_max_ms};
+				 .reconnect_max_ms = opts->reconnect_max_ms};
 	char topic[WB_TOPIC_MAX];
 	snprintf(topic, sizeof(topic), "estimate/%s", b->vm);
 	b->sub = wb_sub_new(&so);
@@ -345,7 +371,22 @@ static int bus_on_readable(struct pd_set *set)
 	return 0;
 }
 
-#define R(f) WB_STAT_ROW(struct pd_counts, f, #f)
+#define OFF(f) offsetof(struct bus_conf, f)
+static const struct wb_conf_key bus_keys[] = {
+    {"bus_sub", WB_CONF_STR | WB_CONF_RESTART, OFF(bus_sub), "", 0, 0, NULL,
+     "bus source (a VM guest): the endpoint of the host's `wattbus vmpub` for this VM"},
+    {"bus_vm", WB_CONF_STR | WB_CONF_RESTART, OFF(bus_vm), "", 0, 0, NULL,
+     "bus source: this VM's name on its host (the libvirt domain name)"},
+    {"bus_curve_cert", WB_CONF_STR | WB_CONF_RESTART, OFF(bus_curve_cert), "", 0, 0, NULL,
+     "bus source: this VM's CURVE certificate (secret beside it), for a tcp:// bus_sub"},
+    {"bus_curve_peer", WB_CONF_STR | WB_CONF_RESTART, OFF(bus_curve_peer), "", 0, 0, NULL,
+     "bus source: the host's public CURVE certificate"},
+    {"bus_wait", WB_CONF_DURATION, OFF(bus_wait_ns), "10s", 0, 3600e9, NULL,
+     "bus source: warn when the host's first message (its zones) has not come this long after the start; powerd never waits for it"},
+};
+#undef OFF
+
+#define R(f) WB_STAT_ROW(struct bus_counts, f, #f)
 static const struct wb_stat_row bus_stats[] = {
     R(bus_frames),    R(bus_lost),	    R(bus_rejected),	R(bus_resets),
     R(bus_offset_ns), R(bus_host_ahead_ns), R(bus_clock_steps),
@@ -355,6 +396,9 @@ static const struct wb_stat_row bus_stats[] = {
 const struct pd_source bus_source = {
     .name = "bus",
     .in_auto = false,
+    .keys = bus_keys,
+    .nkeys = sizeof(bus_keys) / sizeof(bus_keys[0]),
+    .conf_size = sizeof(struct bus_conf),
     .power_from = "the host's measurement of this VM (wattbus vmpub)",
     .discover = bus_discover,
     .check = bus_check,

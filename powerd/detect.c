@@ -69,9 +69,14 @@ size_t detect_open(struct pd_set *set, unsigned mask)
 			log_warnx("source %s is not usable: %s", src->name, why[s]);
 		}
 	}
-	if (!mask && set->opts->exec_cmd && set->opts->exec_cmd[0])
-		log_info(
-		    "exec is set but source = auto never runs commands; set source = exec to use it");
+	for (unsigned s = 0; s < pd_nsources && !mask; s++) {
+		char keys[256];
+		if (!pd_sources[s]->in_auto &&
+		    pd_conf_source_set(set->opts->conf, pd_sources[s], keys, sizeof(keys)))
+			log_info(
+			    "%s set, but source = auto never uses %s; name it in source to use it",
+			    keys, pd_sources[s]->name);
+	}
 	if (usable)
 		return usable;
 	log_warnx(

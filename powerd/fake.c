@@ -113,6 +113,11 @@ static void fake_sample(struct pd_set *set, uint64_t t_ns, uint64_t mono_ns)
 	}
 }
 
+/* Its keys in [powerd]. */
+struct fake_conf {
+	char *proc_root; /* "/proc": the stat the fake models power from */
+};
+
 static int fake_discover(struct pd_set *set, const struct pd_opts *opts, char *why, size_t whylen)
 {
 	struct fake_state *st = calloc(1, sizeof(*st));
@@ -120,7 +125,8 @@ static int fake_discover(struct pd_set *set, const struct pd_opts *opts, char *w
 		snprintf(why, whylen, "out of memory");
 		return 0;
 	}
-	const char *root = opts->proc_root && opts->proc_root[0] ? opts->proc_root : "/proc";
+	const struct fake_conf *conf = pd_source_conf(opts, &fake_source);
+	const char *root = conf->proc_root && conf->proc_root[0] ? conf->proc_root : "/proc";
 	if (pd_fmt(st->stat_path, sizeof(st->stat_path), "%s/stat", root) < 0) {
 		snprintf(why, whylen, "proc_root is too long");
 		free(st);
@@ -164,9 +170,20 @@ static void fake_destroy(struct pd_set *set)
 	*slot = NULL;
 }
 
+#define OFF(f) offsetof(struct fake_conf, f)
+static const struct wb_conf_key fake_keys[] = {
+    {"proc_root", WB_CONF_STR | WB_CONF_RESTART, OFF(proc_root), "/proc", 0, 0, NULL,
+     "where procfs is mounted: the fake source models power from PROC_ROOT/stat"},
+};
+#undef OFF
+
 const struct pd_source fake_source = {
     .name = "fake",
     .in_auto = false, /* simulated: only where named */
+    .note = "simulated from the CPU load, for development",
+    .keys = fake_keys,
+    .nkeys = sizeof(fake_keys) / sizeof(fake_keys[0]),
+    .conf_size = sizeof(struct fake_conf),
     .discover = fake_discover,
     .sample = fake_sample,
     .destroy = fake_destroy,

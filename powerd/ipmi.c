@@ -73,6 +73,14 @@ static int ipmi_load(char *why, size_t whylen)
 	return 0;
 }
 
+/* Its keys in [powerd]. */
+struct ipmi_conf {
+	char *ipmi_host;	/* "": in-band */
+	char *ipmi_credentials; /* file: USER:PASSWORD, mode 600 (LAN only) */
+	char *ipmi_protocol;	/* lanplus (IPMI 2.0) or lan (1.5) */
+	uint64_t ipmi_interval_ns, ipmi_timeout_ns;
+};
+
 /* What one request works on; the job owns it. The BMC's session travels with it and comes back. */
 struct ipmi_req {
 	char host[256]; /* "": in-band */
@@ -288,11 +296,12 @@ static int ipmi_watch_fd(struct pd_set *set)
 
 static int ipmi_check(const struct pd_opts *opts, char *err, size_t errlen)
 {
-	if (opts->ipmi_host && *opts->ipmi_host &&
-	    (!opts->ipmi_credentials || !*opts->ipmi_credentials)) {
+	const struct ipmi_conf *conf = pd_source_conf(opts, &ipmi_source);
+	if (conf->ipmi_host && *conf->ipmi_host &&
+	    (!conf->ipmi_credentials || !*conf->ipmi_credentials)) {
 		snprintf(err, errlen,
 			 "ipmi_host %s needs ipmi_credentials (a file: USER:PASSWORD, mode 600)",
-			 opts->ipmi_host);
+			 conf->ipmi_host);
 		return -1;
 	}
 	return 0;
@@ -316,6 +325,7 @@ static void ipmi_destroy(struct pd_set *set)
 
 static int ipmi_discover(struct pd_set *set, const struct pd_opts *opts, char *why, size_t whylen)
 {
+	const struct ipmi_conf *conf = pd_source_conf(opts, &ipmi_source);
 	if (ipmi_check(opts, why, whylen) < 0 || ipmi_load(why, whylen) < 0)
 		return 0;
 	struct ipmi_state *st = calloc(1, sizeof(*st));
@@ -324,16 +334,16 @@ static int ipmi_discover(struct pd_set *set, const struct pd_opts *opts, char *w
 		return 0;
 	}
 	st->efd = -1;
-	if (opts->ipmi_host && *opts->ipmi_host) {
-		if (strlen(opts->ipmi_host) >= sizeof(st->host) - 1 ||
-		    strpbrk(opts->ipmi_host, "/# \t")) {
+	if (conf->ipmi_host && *conf->ipmi_host) {
+		if (strlen(conf->ipmi_host) >= sizeof(st->host) - 1 ||
+		    strpbrk(conf->ipmi_host, "/# \t")) {
 			snprintf(why, whylen, "ipmi_host %s: expected a host name or address",
-				 opts->ipmi_host);
+				 conf->ipmi_host);
 			free(st);
 			return 0;
 		}
-		snprintf(st->host, sizeof(st->host), "%s", opts->ipmi_host);
-		if (pd_read_credentials("ipmi_credentials", opts->ipmi_credentials, st->user,
+		snprintf(st->host, sizeof(st->host), "%s", conf->ipmi_host);
+		if (pd_read_credentials("ipmi_credentials", conf->ipmi_credentials, st->user,
 					sizeof(st->user), st->password, sizeof(st->password), why,
 					whylen) < 0) {
 			free(st);
@@ -346,14 +356,14 @@ static int ipmi_discover(struct pd_set *set, const struct pd_opts *opts, char *w
 		free(st);
 		return 0;
 	}
-	st->lanplus = opts->ipmi_lanplus;
-	st->timeout_ms = (unsigned)(opts->ipmi_timeout_ns / 1000000);
-	st->interval_ns = opts->ipmi_interval_ns;
+	st->lanplus = !strcmp(conf->ipmi_protocol, "lanplus");
+	st->timeout_ms = (unsigned)(conf->ipmi_timeout_ns / 1000000);
+	st->interval_ns = conf->ipmi_interval_ns;
 	st->rl = (struct wb_ratelimit)WB_RATELIMIT_INIT;
 
 	struct pd_zone z;
 	/* A reading stands until two requests have failed after it. */
-	pd_held_zone_init(set, &z, &ipmi_source, 2 * st->interval_ns + opts->ipmi_timeout_ns);
+	pd_held_zone_init(set, &z, &ipmi_source, 2 * st->interval_ns + conf->ipmi_timeout_ns);
 	snprintf(z.path, sizeof(z.path), "ipmi://%.200s/dcmi", st->host[0] ? st->host : "local");
 	int zi = pd_set_add(set, &z);
 	if (zi < 0) {
@@ -373,9 +383,27 @@ static int ipmi_discover(struct pd_set *set, const struct pd_opts *opts, char *w
 	return 1;
 }
 
+#define OFF(f) offsetof(struct ipmi_conf, f)
+static const struct wb_conf_key ipmi_keys[] = {
+    {"ipmi_host", WB_CONF_STR | WB_CONF_RESTART, OFF(ipmi_host), "", 0, 0, NULL,
+     "the BMC for the ipmi source over the LAN (host name or address); empty: in-band (/dev/ipmi0)"},
+    {"ipmi_credentials", WB_CONF_STR | WB_CONF_RESTART, OFF(ipmi_credentials), "", 0, 0, NULL,
+     "file holding the BMC's USER:PASSWORD for ipmi_host; refused unless owned by powerd's user and mode 600 or stricter"},
+    {"ipmi_protocol", WB_CONF_ENUM | WB_CONF_RESTART, OFF(ipmi_protocol), "lanplus", 0, 0,
+     "lanplus|lan", "over the LAN: lanplus (IPMI 2.0, RMCP+) or lan (IPMI 1.5, MD5)"},
+    {"ipmi_interval", WB_CONF_DURATION | WB_CONF_RESTART, OFF(ipmi_interval_ns), "5s", 1e9, 3600e9,
+     NULL, "how often the DCMI power reading is asked for (1s..1h)"},
+    {"ipmi_timeout", WB_CONF_DURATION | WB_CONF_RESTART, OFF(ipmi_timeout_ns), "5s", 100e6, 60e9,
+     NULL, "longest wait for the BMC's session and answer over the LAN"},
+};
+#undef OFF
+
 const struct pd_source ipmi_source = {
     .name = "ipmi",
     .in_auto = false,
+    .keys = ipmi_keys,
+    .nkeys = sizeof(ipmi_keys) / sizeof(ipmi_keys[0]),
+    .conf_size = sizeof(struct ipmi_conf),
     .power_from = "from the BMC's DCMI watts, held between its updates",
     .discover = ipmi_discover,
     .check = ipmi_check,

@@ -13,142 +13,16 @@
 #include "daemon.h"
 #include "powerd.h"
 
-struct powerd_conf {
-	char *pub;
-	uint64_t interval_ns;
-	struct wb_strlist source;
-	char *sysfs_root;
-	char *msr_root;
-	int64_t msr_dram_unit_nj;
-	double max_power_w;
-	char *exec;
-	char *exec_mode;
-	uint64_t exec_timeout_ns;
-	char *redfish_url;
-	char *redfish_credentials;
-	char *redfish_ca_file;
-	bool redfish_insecure;
-	uint64_t redfish_interval_ns;
-	uint64_t redfish_timeout_ns;
-	char *ipmi_host;
-	char *ipmi_credentials;
-	char *ipmi_protocol;
-	uint64_t ipmi_interval_ns;
-	uint64_t ipmi_timeout_ns;
-	char *bus_sub;
-	char *bus_vm;
-	char *bus_curve_cert;
-	char *bus_curve_peer;
-	uint64_t bus_wait_ns;
-	char *nvml_library;
-	char *proc_root;
-};
-
-#define OFF(f) offsetof(struct powerd_conf, f)
-/* WB_CONF_RESTART: the keys that define the zones or their meters (see on_reload). */
-static const struct wb_conf_key powerd_keys[] = {
-    {"pub", WB_CONF_STR, OFF(pub), "ipc://%r/powerd.sock", 0, 0, NULL,
-     "endpoint the power and stat messages are published on"},
-    {"interval", WB_CONF_DURATION, OFF(interval_ns), "1s", 10e6, 3600e9, NULL,
-     "sampling interval (10ms..1h); samples fall on wall-clock multiples of it"},
-    {"source", WB_CONF_LIST | WB_CONF_RESTART, OFF(source), "auto", 0, 0, NULL,
-     "meters to read: auto (the first usable of rapl, msr, hwmon) or a list of rapl, msr, hwmon, exec, redfish, ipmi, bus, nvml, fake (simulated from the CPU load, for development)"},
-    {"sysfs_root", WB_CONF_STR | WB_CONF_RESTART, OFF(sysfs_root), "/sys", 0, 0, NULL,
-     "where sysfs is mounted (class/powercap, class/hwmon, devices/system/cpu)"},
-    {"msr_root", WB_CONF_STR | WB_CONF_RESTART, OFF(msr_root), "/dev/cpu", 0, 0, NULL,
-     "directory of the msr devices, MSR_ROOT/CPU/msr (register number = file offset)"},
-    {"msr_dram_unit_nj", WB_CONF_INT | WB_CONF_RESTART, OFF(msr_dram_unit_nj), "0", 0, 1e9, NULL,
-     "DRAM energy unit in nJ for the msr source; 0: as the kernel (15300 on Xeon servers, else the power-unit register)"},
-    {"max_power_w", WB_CONF_DOUBLE, OFF(max_power_w), "0", 0, 1e6, NULL,
-     "highest plausible power of one zone; faster counter changes and higher readings are rejected (0: [global] max_zone_w, the bound every later stage applies; 5000 W when that is 0)"},
-    {"exec", WB_CONF_STR | WB_CONF_RESTART, OFF(exec), "", 0, 0, NULL,
-     "command (run by /bin/sh -c) printing readings for the exec source: ZONE VALUE uj|w per line"},
-    {"exec_mode", WB_CONF_ENUM | WB_CONF_RESTART, OFF(exec_mode), "sample", 0, 0, "sample|stream",
-     "sample: run the command at every sample; stream: keep it running and take lines as they come"},
-    {"exec_timeout", WB_CONF_DURATION, OFF(exec_timeout_ns), "1s", 1e6, 20e9, NULL,
-     "sample mode: longest run (at most the interval; the first run at start has all of it); stream mode: wait for the first readings; at most 20 s: a run holds the loop, and the units' WatchdogSec is 30 s"},
-    {"redfish_url", WB_CONF_STR | WB_CONF_RESTART, OFF(redfish_url), "", 0, 0, NULL,
-     "the BMC for the redfish source: https://HOST[:PORT] (its Chassis collection is read)"},
-    {"redfish_credentials", WB_CONF_STR | WB_CONF_RESTART, OFF(redfish_credentials), "", 0, 0, NULL,
-     "file holding the BMC's USER:PASSWORD; refused unless owned by powerd's user and mode 600 or stricter"},
-    {"redfish_ca_file", WB_CONF_STR | WB_CONF_RESTART, OFF(redfish_ca_file), "", 0, 0, NULL,
-     "PEM file of the CA(s) that signed the BMC's certificate; empty: the system's"},
-    {"redfish_insecure", WB_CONF_BOOL | WB_CONF_RESTART, OFF(redfish_insecure), "false", 0, 0, NULL,
-     "skip TLS verification of the BMC (logs a warning: its password and readings are then open to anyone in the path)"},
-    {"redfish_interval", WB_CONF_DURATION | WB_CONF_RESTART, OFF(redfish_interval_ns), "10s", 1e9,
-     3600e9, NULL,
-     "how often the BMC is asked (1s..1h): no faster than it updates its readings (5-60 s on most BMCs)"},
-    {"redfish_timeout", WB_CONF_DURATION | WB_CONF_RESTART, OFF(redfish_timeout_ns), "5s", 100e6,
-     60e9, NULL, "longest wait for one answer of the BMC"},
-    {"ipmi_host", WB_CONF_STR | WB_CONF_RESTART, OFF(ipmi_host), "", 0, 0, NULL,
-     "the BMC for the ipmi source over the LAN (host name or address); empty: in-band (/dev/ipmi0)"},
-    {"ipmi_credentials", WB_CONF_STR | WB_CONF_RESTART, OFF(ipmi_credentials), "", 0, 0, NULL,
-     "file holding the BMC's USER:PASSWORD for ipmi_host; refused unless owned by powerd's user and mode 600 or stricter"},
-    {"ipmi_protocol", WB_CONF_ENUM | WB_CONF_RESTART, OFF(ipmi_protocol), "lanplus", 0, 0,
-     "lanplus|lan", "over the LAN: lanplus (IPMI 2.0, RMCP+) or lan (IPMI 1.5, MD5)"},
-    {"ipmi_interval", WB_CONF_DURATION | WB_CONF_RESTART, OFF(ipmi_interval_ns), "5s", 1e9, 3600e9,
-     NULL, "how often the DCMI power reading is asked for (1s..1h)"},
-    {"ipmi_timeout", WB_CONF_DURATION | WB_CONF_RESTART, OFF(ipmi_timeout_ns), "5s", 100e6, 60e9,
-     NULL, "longest wait for the BMC's session and answer over the LAN"},
-    {"bus_sub", WB_CONF_STR | WB_CONF_RESTART, OFF(bus_sub), "", 0, 0, NULL,
-     "bus source (a VM guest): the endpoint of the host's `wattbus vmpub` for this VM"},
-    {"bus_vm", WB_CONF_STR | WB_CONF_RESTART, OFF(bus_vm), "", 0, 0, NULL,
-     "bus source: this VM's name on its host (the libvirt domain name)"},
-    {"bus_curve_cert", WB_CONF_STR | WB_CONF_RESTART, OFF(bus_curve_cert), "", 0, 0, NULL,
-     "bus source: this VM's CURVE certificate (secret beside it), for a tcp:// bus_sub"},
-    {"bus_curve_peer", WB_CONF_STR | WB_CONF_RESTART, OFF(bus_curve_peer), "", 0, 0, NULL,
-     "bus source: the host's public CURVE certificate"},
-    {"bus_wait", WB_CONF_DURATION, OFF(bus_wait_ns), "10s", 0, 3600e9, NULL,
-     "bus source: warn when the host's first message (its zones) has not come this long after the start; powerd never waits for it"},
-    {"nvml_library", WB_CONF_STR | WB_CONF_RESTART, OFF(nvml_library), "libnvidia-ml.so.1", 0, 0,
-     NULL, "the NVML library the nvml source loads (a name the loader searches, or a path)"},
-    {"proc_root", WB_CONF_STR | WB_CONF_RESTART, OFF(proc_root), "/proc", 0, 0, NULL,
-     "where procfs is mounted: the fake source models power from PROC_ROOT/stat"},
-};
-#undef OFF
-
-static void opts_from_conf(struct pd_opts *o, const struct powerd_conf *conf,
-			   const struct wb_global *g)
+/* [powerd]: powerd's own keys (struct pd_conf) and each source's, composed by conf.c. */
+static void opts_from_conf(struct pd_opts *o, const struct pd_conf *conf, const struct wb_global *g)
 {
-	*o = (struct pd_opts){
-	    .sysfs_root = conf->sysfs_root,
-	    .msr_root = conf->msr_root,
-	    .cpuinfo_path = "/proc/cpuinfo",
-	    .msr_dram_unit_nj = (uint64_t)conf->msr_dram_unit_nj,
-	    /* One bound for every stage: a zone powerd publishes is one alignd accepts. */
-	    .max_power_w = conf->max_power_w > 0    ? conf->max_power_w
-			   : g && g->max_zone_w > 0 ? g->max_zone_w
-						    : WB_ZONE_MAX_W,
-	    .interval_ns = conf->interval_ns,
-	    .exec_cmd = conf->exec,
-	    .exec_stream = !strcmp(conf->exec_mode, "stream"),
-	    .exec_timeout_ns = conf->exec_timeout_ns,
-	    .exec_retry = true,
-	    .redfish_url = conf->redfish_url,
-	    .redfish_credentials = conf->redfish_credentials,
-	    .redfish_ca_file = conf->redfish_ca_file,
-	    .redfish_insecure = conf->redfish_insecure,
-	    .redfish_interval_ns = conf->redfish_interval_ns,
-	    .redfish_timeout_ns = conf->redfish_timeout_ns,
-	    .ipmi_host = conf->ipmi_host,
-	    .ipmi_credentials = conf->ipmi_credentials,
-	    .ipmi_lanplus = !strcmp(conf->ipmi_protocol, "lanplus"),
-	    .ipmi_interval_ns = conf->ipmi_interval_ns,
-	    .ipmi_timeout_ns = conf->ipmi_timeout_ns,
-	    .bus_sub = conf->bus_sub,
-	    .bus_vm = conf->bus_vm,
-	    .bus_curve_cert = conf->bus_curve_cert,
-	    .bus_curve_peer = conf->bus_curve_peer,
-	    .bus_wait_ns = conf->bus_wait_ns,
-	    .bus_reconnect_max_ms = g ? (int)(g->reconnect_max_ns / 1000000) : 0,
-	    .nvml_library = conf->nvml_library,
-	    .proc_root = conf->proc_root,
-	};
+	pd_opts_from_conf(o, conf, g ? g->max_zone_w : 0,
+			  g ? (int)(g->reconnect_max_ns / 1000000) : 0);
 }
 
 static int powerd_check(const void *confp, char *err, size_t errlen)
 {
-	const struct powerd_conf *conf = confp;
+	const struct pd_conf *conf = confp;
 	unsigned mask;
 	if (detect_parse_sources(conf->source.v, conf->source.n, &mask, err, errlen) < 0)
 		return -1;
@@ -157,13 +31,11 @@ static int powerd_check(const void *confp, char *err, size_t errlen)
 	return detect_check(mask, &opts, err, errlen);
 }
 
-static const struct wb_stage powerd_stage = {
+/* keys, nkeys and conf_size: conf.c's composed section, filled in by main */
+static struct wb_stage powerd_stage = {
     .name = "powerd",
     .summary =
 	"Publish cumulative energy per power zone (RAPL, MSR, hwmon, a command) on the wattbus.",
-    .keys = powerd_keys,
-    .nkeys = sizeof(powerd_keys) / sizeof(powerd_keys[0]),
-    .conf_size = sizeof(struct powerd_conf),
     .check = powerd_check,
 };
 
@@ -180,35 +52,57 @@ struct powerd {
 	struct pd_set *set;
 	struct wb_grid *grid;
 	uint64_t last_t_ns;
+	/* a sample begun whose readings are still on their way (pd_set_busy: exec's run) */
+	bool pending;
+	uint64_t pending_t_ns;
 };
+
+/* End the sample begun and publish it. */
+static void sample_send(struct powerd *pd)
+{
+	struct wb_msg msg = {.kind = WB_POWER};
+	pd->pending = false;
+	size_t n = pd_set_sample_end(pd->set, pd->pending_t_ns, &msg.power);
+	if (pd->pending_t_ns <= pd->last_t_ns) {
+		/* The clock went back: the counters were read (no wrap goes unseen) but t must not
+		 * repeat. */
+		pd->set->counts.clock_steps++;
+		log_warnx(
+		    "sample time %llu is not after the last one published (%llu): clock set back; not published",
+		    (unsigned long long)pd->pending_t_ns, (unsigned long long)pd->last_t_ns);
+	} else if (n > 0) {
+		if (wb_daemon_send(pd->d, &msg) == 0)
+			pd->last_t_ns = pd->pending_t_ns;
+	}
+	wb_msg_clear(&msg);
+}
 
 /* The set's counters as stat counters; a source's own ones while it is in use. */
 static void stat_update(struct wb_daemon *d, void *arg)
 {
 	struct powerd *pd = arg;
-#define R(f) WB_STAT_ROW(struct pd_counts, f, #f)
-	static const struct wb_stat_row rows[] = {
-	    R(samples),		 R(samples_missed),   R(zone_samples_skipped),
-	    R(read_errors),	 R(parse_errors),     R(backwards),
-	    R(implausible),	 R(rebased),	      R(wraps),
-	    R(exec_failures),	 R(exec_burst_lines), R(lateness_max_ns),
-	    R(lateness_mean_ns), R(lateness_sum_ns),  R(clock_steps),
-	};
-#undef R
 	struct pd_counts *c = &pd->set->counts;
 	struct wb_stats *stats = wb_daemon_stats(pd->d);
 	c->lateness_mean_ns = c->samples ? c->lateness_sum_ns / c->samples : 0;
-	wb_stats_mirror(stats, c, rows, sizeof(rows) / sizeof(rows[0]));
+	wb_stats_mirror(stats, c, pd_stat_rows, pd_nstat_rows);
 	for (unsigned s = 0; s < pd_nsources; s++)
 		if ((pd->set->used & (1u << s)) && pd_sources[s]->stats)
-			wb_stats_mirror(stats, c, pd_sources[s]->stats, pd_sources[s]->nstats);
+			wb_stats_mirror(stats, c->src[s], pd_sources[s]->stats,
+					pd_sources[s]->nstats);
 }
 
 static int on_source_fd(struct wb_daemon *d, int fd, void *arg)
 {
 	struct pd_watch *w = arg;
+	/* The descriptor of a set a reload replaced (closed, or its number taken again): end this
+	 * watch, which would otherwise fire for ever; the new set's has a watch of its own. */
+	if (!(w->pd->set->used & (1u << pd_source_index(w->src))) ||
+	    w->src->watch_fd(w->pd->set) != fd)
+		return -1;
 	/* A source whose input ended keeps an idle descriptor in its place: keep watching. */
 	w->src->on_readable(w->pd->set);
+	if (w->pd->pending && !pd_set_busy(w->pd->set))
+		sample_send(w->pd);
 	return 0;
 }
 
@@ -221,27 +115,21 @@ static void on_tick(struct wb_daemon *d, const struct wb_grid_tick *tick, void *
 	c->lateness_sum_ns += tick->late_ns;
 	if (tick->late_ns > c->lateness_max_ns)
 		c->lateness_max_ns = tick->late_ns;
+	/* a run that outlasted its sample (cut at its deadline): publish what came */
+	if (pd->pending)
+		sample_send(pd);
 	for (unsigned s = 0; s < pd_nsources; s++)
 		if ((pd->set->used & (1u << s)) && pd_sources[s]->tend)
 			pd_sources[s]->tend(pd->set);
 
-	struct wb_msg msg = {.kind = WB_POWER};
-	size_t n = pd_set_sample(pd->set, tick->t_ns, mono, &msg.power);
-	if (tick->t_ns <= pd->last_t_ns) {
-		/* The clock went back: the counters were read (no wrap goes unseen) but t must not
-		 * repeat. */
-		c->clock_steps++;
-		log_warnx(
-		    "sample time %llu is not after the last one published (%llu): clock set back; not published",
-		    (unsigned long long)tick->t_ns, (unsigned long long)pd->last_t_ns);
-	} else if (n > 0) {
-		if (wb_daemon_send(d, &msg) == 0)
-			pd->last_t_ns = tick->t_ns;
-	}
-	wb_msg_clear(&msg);
+	pd_set_sample_begin(pd->set, tick->t_ns, mono);
+	pd->pending = true;
+	pd->pending_t_ns = tick->t_ns;
+	if (!pd_set_busy(pd->set))
+		sample_send(pd);
 }
 
-static size_t open_sources(struct powerd *pd, const struct powerd_conf *conf)
+static size_t open_sources(struct powerd *pd, const struct pd_conf *conf)
 {
 	unsigned mask = 0;
 	char err[256];
@@ -274,12 +162,10 @@ static size_t open_sources(struct powerd *pd, const struct powerd_conf *conf)
 static int on_reload(struct wb_daemon *d, void *new_confp, void *arg)
 {
 	struct powerd *pd = arg;
-	struct powerd_conf *old = wb_daemon_conf(d), *conf = new_confp;
-	const struct wb_conf_section sec = {"powerd", powerd_keys,
-					    sizeof(powerd_keys) / sizeof(powerd_keys[0]), NULL};
+	struct pd_conf *old = wb_daemon_conf(d), *conf = new_confp;
 	char changed[512];
 	bool sources_changed =
-	    wb_conf_restart_changes(&sec, old, conf, changed, sizeof(changed)) > 0;
+	    wb_conf_restart_changes(pd_conf_section(NULL), old, conf, changed, sizeof(changed)) > 0;
 	if (strcmp(old->pub, conf->pub)) {
 		log_warnx("reload: pub changes need a restart; keeping the running config");
 		return -1;
@@ -330,8 +216,11 @@ static int on_reload(struct wb_daemon *d, void *new_confp, void *arg)
 int main(int argc, char **argv)
 {
 	struct powerd pd = {0};
+	const struct wb_conf_section *sec = pd_conf_section(&powerd_stage.conf_size);
+	powerd_stage.keys = sec->keys;
+	powerd_stage.nkeys = sec->nkeys;
 	pd.d = wb_daemon_new(&powerd_stage, argc, argv);
-	struct powerd_conf *conf = wb_daemon_conf(pd.d);
+	struct pd_conf *conf = wb_daemon_conf(pd.d);
 	opts_from_conf(&pd.opts, conf, wb_daemon_global(pd.d));
 	open_sources(&pd, conf);
 	if (!pd.set) {

@@ -24,6 +24,12 @@
 
 #define MSR_COUNTER_MODULUS (1ull << 32) /* energy-status registers count in their low 32 bits */
 
+/* Its keys in [powerd]. */
+struct msr_conf {
+	char *msr_root; /* "/dev/cpu": <msr_root>/<cpu>/msr, register number = file offset */
+	int64_t msr_dram_unit_nj; /* 0: as the kernel does (model quirks); else the DRAM unit */
+};
+
 int msr_cpu_id(const char *path, struct pd_cpu_id *id)
 {
 	*id = (struct pd_cpu_id){0};
@@ -242,12 +248,13 @@ int msr_discover(struct pd_set *set, const struct pd_opts *opts, char *why, size
 	struct pd_cpu_id id;
 	if (msr_cpu_id(opts->cpuinfo_path, &id) < 0)
 		id = (struct pd_cpu_id){0};
+	const struct msr_conf *conf = pd_source_conf(opts, &msr_source);
 	int added = 0;
 	bool psys_done = false;
 	for (size_t i = 0; i < npkg; i++) {
 		const struct msr_pkg *p = &pkgs[i];
 		char dev[PD_PATH_MAX], hint[128];
-		snprintf(dev, sizeof(dev), "%s/%d/msr", opts->msr_root, p->cpu);
+		snprintf(dev, sizeof(dev), "%s/%d/msr", conf->msr_root, p->cpu);
 		int fd = open(dev, O_RDONLY | O_CLOEXEC);
 		if (fd < 0) {
 			int e = errno;
@@ -290,8 +297,9 @@ int msr_discover(struct pd_set *set, const struct pd_opts *opts, char *why, size
 		unsigned esu = (unsigned)(unit >> 8) & 0x1f;
 		struct pd_unit u_pkg, u_dram, u_psys;
 		msr_units(&cid, esu, &u_pkg, &u_dram, &u_psys);
-		if (opts->msr_dram_unit_nj)
-			u_dram = (struct pd_unit){.mul = opts->msr_dram_unit_nj, .div = 1000};
+		if (conf->msr_dram_unit_nj)
+			u_dram =
+			    (struct pd_unit){.mul = (uint64_t)conf->msr_dram_unit_nj, .div = 1000};
 		int before = added;
 		if (vendor == PD_CPU_INTEL) {
 			added += msr_add(set, opts, fd, dev, MSR_INTEL_PKG_ENERGY_STATUS, "package",
@@ -321,7 +329,7 @@ int msr_discover(struct pd_set *set, const struct pd_opts *opts, char *why, size
 	}
 	if (added == 0 && !why[0])
 		snprintf(why, whylen, "no readable RAPL energy-status register under %s",
-			 opts->msr_root);
+			 conf->msr_root);
 	return added;
 }
 
@@ -345,9 +353,21 @@ void msr_close(struct pd_zone *z)
 	z->fd = -1;
 }
 
+#define OFF(f) offsetof(struct msr_conf, f)
+static const struct wb_conf_key msr_keys[] = {
+    {"msr_root", WB_CONF_STR | WB_CONF_RESTART, OFF(msr_root), "/dev/cpu", 0, 0, NULL,
+     "directory of the msr devices, MSR_ROOT/CPU/msr (register number = file offset)"},
+    {"msr_dram_unit_nj", WB_CONF_INT | WB_CONF_RESTART, OFF(msr_dram_unit_nj), "0", 0, 1e9, NULL,
+     "DRAM energy unit in nJ for the msr source; 0: as the kernel (15300 on Xeon servers, else the power-unit register)"},
+};
+#undef OFF
+
 const struct pd_source msr_source = {
     .name = "msr",
     .in_auto = true,
+    .keys = msr_keys,
+    .nkeys = sizeof(msr_keys) / sizeof(msr_keys[0]),
+    .conf_size = sizeof(struct msr_conf),
     .discover = msr_discover,
     .read = msr_read,
     .close_zone = msr_close,

@@ -147,11 +147,17 @@ static int nvml_load(const char *path, char *why, size_t whylen)
 	return 0;
 }
 
+/* Its keys in [powerd]. */
+struct nvml_conf {
+	char *nvml_library; /* "": libnvidia-ml.so.1 from the loader's path */
+};
+
 static int nvml_discover(struct pd_set *set, const struct pd_opts *opts, char *why, size_t whylen)
 {
 	nvml_close();
+	const struct nvml_conf *conf = pd_source_conf(opts, &nvml_source);
 	const char *path =
-	    opts->nvml_library && opts->nvml_library[0] ? opts->nvml_library : "libnvidia-ml.so.1";
+	    conf->nvml_library && conf->nvml_library[0] ? conf->nvml_library : "libnvidia-ml.so.1";
 	if (nvml_load(path, why, whylen) < 0) {
 		nvml_close();
 		return 0;
@@ -394,9 +400,19 @@ static const char *nvml_permission_hint(void)
 	return "NVML refused the reading; run powerd as a user allowed to query the GPU";
 }
 
+#define OFF(f) offsetof(struct nvml_conf, f)
+static const struct wb_conf_key nvml_keys[] = {
+    {"nvml_library", WB_CONF_STR | WB_CONF_RESTART, OFF(nvml_library), "libnvidia-ml.so.1", 0, 0,
+     NULL, "the NVML library the nvml source loads (a name the loader searches, or a path)"},
+};
+#undef OFF
+
 const struct pd_source nvml_source = {
     .name = "nvml",
     .in_auto = false,
+    .keys = nvml_keys,
+    .nkeys = sizeof(nvml_keys) / sizeof(nvml_keys[0]),
+    .conf_size = sizeof(struct nvml_conf),
     .power_from = "from NVML power readings",
     .discover = nvml_discover,
     .read = nvml_read,

@@ -1,7 +1,8 @@
 /*
  * wattbus-powerd's private header: zones, the wrap-correcting counter and the
- * power integrator, the meter sources (one file each, listed in sources.c),
- * source detection and the wall-clock sampling grid. Prototypes are grouped by file.
+ * power integrator, the meter sources (one file each, listed in sources.c, each
+ * bringing its own keys and counters), [powerd]'s key table, source detection and
+ * the seam `wattbus probe` reads zones through. Prototypes are grouped by file.
  */
 #ifndef PD_POWERD_H
 #define PD_POWERD_H
@@ -12,6 +13,8 @@
 #include <sys/types.h>
 #include <time.h>
 
+#include "bus.h"
+#include "config.h"
 #include "log.h"
 #include "wb_msgs.h"
 
@@ -19,7 +22,8 @@
 #define PD_PATH_MAX 4096
 #define PD_WHY_MAX 2048
 
-#define PD_SOURCES_MAX 16 /* bits of pd_set.used and of a source mask */
+#define PD_SOURCES_MAX 16	 /* bits of pd_set.used and of a source mask */
+#define PD_SOURCE_COUNTERS_MAX 8 /* uint64_t counters of a source's own (pd_source_counts) */
 
 struct pd_set;
 struct pd_zone;
@@ -31,12 +35,17 @@ enum pd_read_err { PD_READ_OK = 0, PD_READ_IO = -1, PD_READ_PARSE = -2, PD_READ_
 
 /*
  * A meter source. Each is defined in its own file (powerd/<name>.c) and listed
- * once in sources.c; detection, sampling, `-n` and `wattbus doctor` walk that
- * table. Only discover is required.
+ * once in sources.c; detection, sampling, `-n`, [powerd]'s keys, the stat counters
+ * and `wattbus doctor` walk that table. Only discover is required.
  */
 struct pd_source {
 	const char *name;
-	bool in_auto; /* tried by `source = auto`, in table order; the first usable wins */
+	bool in_auto;	  /* tried by `source = auto`, in table order; the first usable wins */
+	const char *note; /* said after its name in the help of `source` ("simulated ..."); NULL */
+	/* Its settings: keys of [powerd] (flags too, docs/wattbus.conf), their offsets into a
+	 * struct of conf_size bytes of its own, which pd_source_conf gives its ops; NULL: none. */
+	const struct wb_conf_key *keys;
+	size_t nkeys, conf_size;
 	const char *power_from; /* power zones: what the watts are, for the start-up log */
 	/* Add the zones found; returns how many (or 1 for a source whose zones come later), or
 	 * 0 with why saying what was tried and what to do about it. */
@@ -61,10 +70,13 @@ struct pd_source {
 	void (*annotate)(const struct pd_zone *z, struct wb_power_zone *pz);
 	/* Advice appended when a read is refused for permissions (EACCES, EPERM). */
 	const char *(*permission_hint)(void);
-	/* Counters of its own in struct pd_counts, published (as stat counters) while the
-	 * source is in use; NULL: none. */
+	/* Counters of its own: rows (WB_STAT_ROW) of a struct of uint64_t that pd_source_counts
+	 * gives it, published as stat counters while the source is in use; NULL: none. */
 	const struct wb_stat_row *stats;
 	size_t nstats;
+	/* A sample's readings are still on their way (exec's sample-mode run, a job): the sample
+	 * is published when they are in (pd_set_sample_end). NULL: never. */
+	bool (*busy)(struct pd_set *set);
 };
 
 /* ---- sources.c: the table of sources ---- */
@@ -77,39 +89,50 @@ const struct pd_source *pd_source_find(const char *name);
 /* "auto, rapl, msr, ...": the names `source` accepts. */
 void pd_source_names(char *buf, size_t size);
 
-/* What every source needs to know; filled from [powerd] by main.c. */
-struct pd_opts {
-	const char *sysfs_root; /* "/sys" */
-	const char *msr_root; /* "/dev/cpu": <msr_root>/<cpu>/msr, register number = file offset */
-	const char *cpuinfo_path;  /* "/proc/cpuinfo": CPU model for the msr unit quirks */
-	uint64_t msr_dram_unit_nj; /* 0: as the kernel does (model quirks); else the DRAM energy
-				      unit in nJ */
-	double max_power_w;	   /* highest plausible power of any zone */
+/* [powerd]'s own keys (powerd/conf.c); each source's settings follow in the same block. */
+struct pd_conf {
+	char *pub;
 	uint64_t interval_ns;
-	const char *exec_cmd; /* NULL or "": none */
-	bool exec_stream;
-	uint64_t exec_timeout_ns;
-	/* sample mode: a start-up run that fails keeps the source, run again at every sample
-	   (powerd); without it the source is refused with the reason (the CLI's verdict) */
-	bool exec_retry;
-	const char *redfish_url;	 /* https://BMC[:PORT]; NULL or "": none */
-	const char *redfish_credentials; /* file: USER:PASSWORD, mode 600 */
-	const char *redfish_ca_file;	 /* NULL or "": the system's CAs */
-	bool redfish_insecure;
-	uint64_t redfish_interval_ns, redfish_timeout_ns;
-	const char *ipmi_host;	      /* NULL or "": in-band */
-	const char *ipmi_credentials; /* file: USER:PASSWORD, mode 600 (LAN only) */
-	bool ipmi_lanplus;	      /* IPMI 2.0 (else 1.5) */
-	uint64_t ipmi_interval_ns, ipmi_timeout_ns;
-	const char *bus_sub;	    /* bus: the host's vmpub endpoint for this VM */
-	const char *bus_vm;	    /* bus: this VM's name on the host */
-	const char *bus_curve_cert; /* bus: this VM's certificate (secret beside it) */
-	const char *bus_curve_peer; /* bus: the host's public certificate */
-	uint64_t bus_wait_ns;	    /* bus: wait this long for the first message at start */
-	int bus_reconnect_max_ms;   /* bus: [global] reconnect_max */
-	const char *nvml_library;   /* "": libnvidia-ml.so.1 from the loader's path */
-	const char *proc_root;	    /* "/proc": the fake source's stat */
+	struct wb_strlist source;
+	char *sysfs_root;
+	double max_power_w;
 };
+
+/* What every source needs to know; filled from [powerd] and [global] by main.c. */
+struct pd_opts {
+	/* [powerd] as set: struct pd_conf, then each source's settings (pd_source_conf) */
+	const void *conf;
+	const char *sysfs_root;	  /* "/sys" */
+	const char *cpuinfo_path; /* "/proc/cpuinfo": the CPU model (msr's unit quirks) */
+	double max_power_w;	  /* highest plausible power of any zone: max_power_w or [global] */
+	uint64_t interval_ns;
+	/* A source whose meter fails at start keeps trying, its zones coming with its first good
+	 * reading (powerd); without it the source is refused with the reason (the CLI's verdict).
+	 */
+	bool retry;
+	int reconnect_max_ms; /* [global] reconnect_max, for a source that subscribes (bus) */
+};
+
+/* ---- conf.c: [powerd]'s keys, powerd's own then each source's in table order ---- */
+
+/* The composed section (its dst NULL), the one table powerd, its flags, docs/wattbus.conf and the
+ * CLI's runs of the sources read; conf_size: the size of its block. */
+const struct wb_conf_section *pd_conf_section(size_t *conf_size);
+/* The options from a [powerd] block: max_zone_w is [global]'s (max_power_w 0 takes it, and
+ * WB_ZONE_MAX_W when it is 0 too), reconnect_max_ms [global] reconnect_max; cpuinfo_path
+ * "/proc/cpuinfo" and retry set, as powerd runs. */
+void pd_opts_from_conf(struct pd_opts *o, const void *conf, double max_zone_w,
+		       int reconnect_max_ms);
+/* The settings of src in opts->conf: the struct its keys describe. */
+const void *pd_source_conf(const struct pd_opts *opts, const struct pd_source *src);
+/* A [powerd] block at the defaults (the CLI, tests); NULL when out of memory. */
+void *pd_conf_new(void);
+/* Set one key of a block as a flag would ("--exec"). Returns 0 or -1 with err. */
+int pd_conf_set(void *conf, const char *key, const char *value, char *err, size_t errlen);
+void pd_conf_destroy(void **conf_p);
+/* The keys of src whose value in conf is not the default, comma-separated ("" when none).
+ * Returns how many. */
+size_t pd_conf_source_set(const void *conf, const struct pd_source *src, char *buf, size_t len);
 
 /* ---- counter.c: wrap-corrected counters and integrated power (pure) ---- */
 
@@ -197,8 +220,9 @@ struct pd_zone {
 	struct timespec fd_ctime; /* rapl, hwmon: the file's ctime when fd was opened */
 	uint32_t reg;		  /* msr: the energy-status register */
 	uint64_t avg_interval_ms; /* hwmon power*_average: the meter's averaging window */
-	bool updated;		  /* exec: a valid reading since the last sample */
+	bool updated;		  /* a valid reading to publish in the sample under way */
 	bool published;		  /* published at least once */
+	uint64_t readings;	  /* valid readings so far (pd_zone_describe) */
 	/* redfish, ipmi: the meter's latest watts (uW), held between its updates until hold_ns old
 	 */
 	uint64_t held_uw, held_mono_ns, hold_ns;
@@ -213,16 +237,15 @@ struct pd_zone {
 struct pd_counts {
 	uint64_t samples, samples_missed, zone_samples_skipped;
 	uint64_t read_errors, parse_errors, backwards, implausible, rebased, wraps;
-	uint64_t exec_failures;
-	/* stream lines without @NS that shared one read() with an earlier line of their zone */
-	uint64_t exec_burst_lines;
 	uint64_t lateness_max_ns, lateness_sum_ns, lateness_mean_ns;
 	uint64_t clock_steps; /* sample times not after the last one published: not published */
-	/* bus: host messages taken, lost on the way, refused; new or resumed host counts; the
-	 * clock mapping (delay of host slot times, or how far the host is ahead) and its steps */
-	uint64_t bus_frames, bus_lost, bus_rejected, bus_resets;
-	uint64_t bus_offset_ns, bus_host_ahead_ns, bus_clock_steps;
+	/* each source's own counters, by its index (pd_source_counts, pd_source.stats) */
+	uint64_t src[PD_SOURCES_MAX][PD_SOURCE_COUNTERS_MAX];
 };
+
+/* The rows of struct pd_counts published as stat counters, whatever the sources. */
+extern const struct wb_stat_row pd_stat_rows[];
+extern const size_t pd_nstat_rows;
 
 struct pd_exec;
 
@@ -256,13 +279,53 @@ uint64_t pd_zone_bridge_ns(const struct pd_zone *z, uint64_t interval_ns);
 void pd_zone_init(struct pd_zone *z, const struct pd_source *src, const char *kind, unsigned index);
 /* A source's slot for its own state in the set (exec's running command). */
 void **pd_set_state(struct pd_set *set, const struct pd_source *src);
+/* A source's own counters in the set: the struct its stat rows describe (zeroed at first). */
+void *pd_source_counts(struct pd_set *set, const struct pd_source *src);
+/* A stat counter of the set by its published name ("parse_errors", "exec_failures"): powerd's
+ * own or a source's; 0 when there is none by that name. */
+uint64_t pd_set_counter(const struct pd_set *set, const char *name);
 
 /*
- * Read all zones for the sample at grid time t_ns and fill out->zones with the
- * ones that gave a valid reading (out->zones allocated with wb_array_new; the
- * caller clears the message). Returns the number of zones in out.
+ * One sample at grid time t_ns, in two steps so that no source's wait holds the loop: begin runs
+ * the sources' sample ops (exec's sample mode starts its run) and reads the zones that are read
+ * (pd_source.read); while pd_set_busy the sample's readings are still on their way (the loop
+ * watches the sources' descriptors); end fills out->zones with the zones that had a valid
+ * reading (out->zones allocated with wb_array_new; the caller clears the message) and returns
+ * their number.
  */
+void pd_set_sample_begin(struct pd_set *set, uint64_t t_ns, uint64_t mono_ns);
+bool pd_set_busy(struct pd_set *set);
+size_t pd_set_sample_end(struct pd_set *set, uint64_t t_ns, struct wb_power *out);
+/* What came since the last sample (pd_set_wait), begin, pd_set_wait while busy (at most the
+ * interval and WB_JOB_STOP_NS), end: a whole sample for a caller without powerd's loop (tests). */
 size_t pd_set_sample(struct pd_set *set, uint64_t t_ns, uint64_t mono_ns, struct wb_power *out);
+
+/*
+ * ---- zone.c: the seam for a reader outside powerd's loop (wattbus probe) ----
+ * A set opened by the sources' discover (cli/sources.c) is read through these, never through
+ * struct pd_zone: each zone's description, unit and latest reading; a read now of a zone that
+ * is read; and the sources' own waits (exec's runs and stream) driven as powerd's loop does.
+ */
+struct pd_zone_desc {
+	const char *name, *kind, *source, *path;
+	bool is_power; /* readings in uW (power); else a counter, in uJ before wrap correction */
+	bool polled;   /* pd_zone_poll reads it now; else its readings come as they arrive */
+	double uj_per_tick; /* a counter's step: uJ per tick (1 for power) */
+	uint64_t range_uj;  /* the counter's range (max_energy_range_uj), 0: it does not wrap */
+	double wrap_uj;	    /* what a wrap takes off a counter's reading (its modulus), 0: none */
+	uint64_t readings;  /* valid readings so far: a new one when it changes */
+	double last;	    /* the latest valid reading, uJ or uW */
+	uint64_t last_mono_ns; /* when it was taken (the meter's own time where it gives one) */
+};
+size_t pd_set_nzones(const struct pd_set *set);
+void pd_zone_describe(const struct pd_set *set, size_t i, struct pd_zone_desc *d);
+/* Read zone i now (a polled zone): its reading in uJ (a counter, before wrap correction) or uW.
+ * Not accounted (powerd's totals are not touched). */
+enum pd_read_err pd_zone_poll(struct pd_set *set, size_t i, double *value, char *err,
+			      size_t errlen);
+/* Wait up to wait_ns for the sources in use (their descriptors, as powerd's loop watches them)
+ * and take what they have; tend them. Returns whether the set is still busy. */
+bool pd_set_wait(struct pd_set *set, uint64_t wait_ns);
 /* Account one reading of zone z (counter raw ticks or power uW); counts and logs the verdict. */
 enum pd_verdict pd_zone_account(struct pd_set *set, struct pd_zone *z, uint64_t value,
 				uint64_t t_ns, uint64_t mono_ns);
@@ -353,11 +416,9 @@ struct pd_exec_line {
 
 /* Parse one line. Returns 1 (a reading), 0 (blank or comment) or -1 (err says why). */
 int exec_parse_line(const char *line, struct pd_exec_line *out, char *err, size_t errlen);
-/* Sample mode: run the command once and add its zones. Stream mode: start it. */
+/* Sample mode: start the start-up run, whose lines name the zones (powerd takes them when it
+ * ends; without opts->retry it is waited for). Stream mode: start the command. */
 int exec_discover(struct pd_set *set, const struct pd_opts *opts, char *why, size_t whylen);
-/* Sample mode: run the command for the sample at t_ns (read at mono_ns) and account its readings.
- */
-void exec_sample(struct pd_set *set, uint64_t t_ns, uint64_t mono_ns);
 /* Stream mode: the descriptor to watch, the same for the life of the source (-1: not stream mode).
  */
 int exec_stream_fd(struct pd_set *set);

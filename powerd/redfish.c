@@ -69,6 +69,15 @@ struct rf_state {
 	struct wb_ratelimit rl;
 };
 
+/* Its keys in [powerd]. */
+struct rf_conf {
+	char *redfish_url;	   /* https://BMC[:PORT] */
+	char *redfish_credentials; /* file: USER:PASSWORD, mode 600 */
+	char *redfish_ca_file;	   /* "": the system's CAs */
+	bool redfish_insecure;
+	uint64_t redfish_interval_ns, redfish_timeout_ns;
+};
+
 static struct rf_state *rf_of(struct pd_set *set)
 {
 	return *pd_set_state(set, &redfish_source);
@@ -76,7 +85,8 @@ static struct rf_state *rf_of(struct pd_set *set)
 
 static int rf_check(const struct pd_opts *opts, char *err, size_t errlen)
 {
-	const char *u = opts->redfish_url;
+	const struct rf_conf *conf = pd_source_conf(opts, &redfish_source);
+	const char *u = conf->redfish_url;
 	if (!u || !*u) {
 		snprintf(err, errlen,
 			 "source redfish needs redfish_url (https://BMC) and redfish_credentials");
@@ -87,7 +97,7 @@ static int rf_check(const struct pd_opts *opts, char *err, size_t errlen)
 		snprintf(err, errlen, "redfish_url %s: expected https://HOST[:PORT]", u);
 		return -1;
 	}
-	if (!https && !opts->redfish_insecure) {
+	if (!https && !conf->redfish_insecure) {
 		snprintf(
 		    err, errlen,
 		    "redfish_url %s: plain http would send the BMC's password in clear; use https (or set redfish_insecure)",
@@ -98,7 +108,7 @@ static int rf_check(const struct pd_opts *opts, char *err, size_t errlen)
 		snprintf(err, errlen, "redfish_url %s: too long", u);
 		return -1;
 	}
-	if (!opts->redfish_credentials || !*opts->redfish_credentials) {
+	if (!conf->redfish_credentials || !*conf->redfish_credentials) {
 		snprintf(
 		    err, errlen,
 		    "source redfish needs redfish_credentials (a file: USER:PASSWORD, mode 600)");
@@ -526,6 +536,7 @@ static void rf_destroy(struct pd_set *set)
 
 static int rf_discover(struct pd_set *set, const struct pd_opts *opts, char *why, size_t whylen)
 {
+	const struct rf_conf *conf = pd_source_conf(opts, &redfish_source);
 	if (rf_check(opts, why, whylen) < 0 || wb_httpc_load(why, whylen) < 0)
 		return 0;
 	struct rf_state *rf = calloc(1, sizeof(*rf));
@@ -534,7 +545,7 @@ static int rf_discover(struct pd_set *set, const struct pd_opts *opts, char *why
 		return 0;
 	}
 	rf->epfd = -1;
-	if (pd_read_credentials("redfish_credentials", opts->redfish_credentials, rf->user,
+	if (pd_read_credentials("redfish_credentials", conf->redfish_credentials, rf->user,
 				sizeof(rf->user), rf->password, sizeof(rf->password), why,
 				whylen) < 0) {
 		free(rf);
@@ -546,13 +557,13 @@ static int rf_discover(struct pd_set *set, const struct pd_opts *opts, char *why
 		free(rf);
 		return 0;
 	}
-	snprintf(rf->base, sizeof(rf->base), "%s", opts->redfish_url);
+	snprintf(rf->base, sizeof(rf->base), "%s", conf->redfish_url);
 	size_t bl = strlen(rf->base);
 	while (bl > 0 && rf->base[bl - 1] == '/')
 		rf->base[--bl] = '\0';
 	/* the config is freed on reload: keep copies of what requests need */
-	if (opts->redfish_ca_file &&
-	    pd_fmt(rf->ca_file, sizeof(rf->ca_file), "%s", opts->redfish_ca_file) < 0) {
+	if (conf->redfish_ca_file &&
+	    pd_fmt(rf->ca_file, sizeof(rf->ca_file), "%s", conf->redfish_ca_file) < 0) {
 		snprintf(why, whylen, "redfish_ca_file: path too long");
 		close(rf->epfd);
 		free(rf);
@@ -560,18 +571,18 @@ static int rf_discover(struct pd_set *set, const struct pd_opts *opts, char *why
 	}
 	rf->http = (struct wb_httpc_opts){
 	    .ca_file = rf->ca_file[0] ? rf->ca_file : NULL,
-	    .insecure = opts->redfish_insecure,
+	    .insecure = conf->redfish_insecure,
 	    .user = rf->user,
 	    .password = rf->password,
 	    .accept = "application/json",
-	    .timeout_ms = (long)(opts->redfish_timeout_ns / 1000000),
+	    .timeout_ms = (long)(conf->redfish_timeout_ns / 1000000),
 	    .max_body = 1 << 20,
 	};
-	rf->interval_ns = opts->redfish_interval_ns;
+	rf->interval_ns = conf->redfish_interval_ns;
 	/* A reading stands until two polls have failed after it (and the time one may take). */
-	rf->hold_ns = 2 * opts->redfish_interval_ns + opts->redfish_timeout_ns;
+	rf->hold_ns = 2 * conf->redfish_interval_ns + conf->redfish_timeout_ns;
 	rf->rl = (struct wb_ratelimit)WB_RATELIMIT_INIT;
-	if (opts->redfish_insecure)
+	if (conf->redfish_insecure)
 		log_warnx(
 		    "redfish: redfish_insecure is set: the BMC at %s is not verified (TLS certificate and host name), so anyone in the path can read its password and fake its readings",
 		    rf->base);
@@ -583,9 +594,30 @@ static int rf_discover(struct pd_set *set, const struct pd_opts *opts, char *why
 	return 1;
 }
 
+#define OFF(f) offsetof(struct rf_conf, f)
+static const struct wb_conf_key rf_keys[] = {
+    {"redfish_url", WB_CONF_STR | WB_CONF_RESTART, OFF(redfish_url), "", 0, 0, NULL,
+     "the BMC for the redfish source: https://HOST[:PORT] (its Chassis collection is read)"},
+    {"redfish_credentials", WB_CONF_STR | WB_CONF_RESTART, OFF(redfish_credentials), "", 0, 0, NULL,
+     "file holding the BMC's USER:PASSWORD; refused unless owned by powerd's user and mode 600 or stricter"},
+    {"redfish_ca_file", WB_CONF_STR | WB_CONF_RESTART, OFF(redfish_ca_file), "", 0, 0, NULL,
+     "PEM file of the CA(s) that signed the BMC's certificate; empty: the system's"},
+    {"redfish_insecure", WB_CONF_BOOL | WB_CONF_RESTART, OFF(redfish_insecure), "false", 0, 0, NULL,
+     "skip TLS verification of the BMC (logs a warning: its password and readings are then open to anyone in the path)"},
+    {"redfish_interval", WB_CONF_DURATION | WB_CONF_RESTART, OFF(redfish_interval_ns), "10s", 1e9,
+     3600e9, NULL,
+     "how often the BMC is asked (1s..1h): no faster than it updates its readings (5-60 s on most BMCs)"},
+    {"redfish_timeout", WB_CONF_DURATION | WB_CONF_RESTART, OFF(redfish_timeout_ns), "5s", 100e6,
+     60e9, NULL, "longest wait for one answer of the BMC"},
+};
+#undef OFF
+
 const struct pd_source redfish_source = {
     .name = "redfish",
     .in_auto = false,
+    .keys = rf_keys,
+    .nkeys = sizeof(rf_keys) / sizeof(rf_keys[0]),
+    .conf_size = sizeof(struct rf_conf),
     .power_from = "from the BMC's watts, held between its updates",
     .discover = rf_discover,
     .check = rf_check,

@@ -1,16 +1,32 @@
 /*
  * The meter sources powerd knows, in the order `source = auto` tries them. A
- * new source is its own file defining a struct pd_source, plus one row here.
+ * new source is its own file defining a struct pd_source (its ops, keys and
+ * counters), plus one row here (docs/ARCHITECTURE.md, "Adding a powerd source").
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "powerd.h"
 
-const struct pd_source *const pd_sources[] = {
-    &rapl_source, &msr_source, &hwmon_source, &exec_source, &redfish_source,
-    &ipmi_source, &bus_source, &nvml_source,  &fake_source,
-};
+/* One row per source: X(name) stands for the struct pd_source name_source in powerd/name.c. */
+#define PD_SOURCE_ROWS(X)                                                                          \
+	X(rapl)                                                                                    \
+	X(msr)                                                                                     \
+	X(hwmon)                                                                                   \
+	X(exec)                                                                                    \
+	X(redfish)                                                                                 \
+	X(ipmi)                                                                                    \
+	X(bus)                                                                                     \
+	X(nvml)                                                                                    \
+	X(fake)
+
+#define DECLARE(name) extern const struct pd_source name##_source;
+PD_SOURCE_ROWS(DECLARE)
+#undef DECLARE
+
+#define ROW(name) &name##_source,
+const struct pd_source *const pd_sources[] = {PD_SOURCE_ROWS(ROW)};
+#undef ROW
 const unsigned pd_nsources = sizeof(pd_sources) / sizeof(pd_sources[0]);
 _Static_assert(sizeof(pd_sources) / sizeof(pd_sources[0]) <= PD_SOURCES_MAX,
 	       "more sources than bits in a source mask");

@@ -4,13 +4,16 @@
  * is wrong, and leave that zone out of the sample while the others go on.
  */
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "bus.h"
 #include "clock.h"
 #include "codec.h"
 #include "grow.h"
+#include "job.h"
 #include "powerd.h"
 
 struct pd_set *pd_set_new(const struct pd_opts *opts)
@@ -43,6 +46,43 @@ void pd_set_destroy(struct pd_set **self_p)
 void **pd_set_state(struct pd_set *set, const struct pd_source *src)
 {
 	return &set->state[pd_source_index(src)];
+}
+
+void *pd_source_counts(struct pd_set *set, const struct pd_source *src)
+{
+	return set->counts.src[pd_source_index(src)];
+}
+
+#define R(f) WB_STAT_ROW(struct pd_counts, f, #f)
+const struct wb_stat_row pd_stat_rows[] = {
+    R(samples),	     R(samples_missed),	 R(zone_samples_skipped), R(read_errors),
+    R(parse_errors), R(backwards),	 R(implausible),	  R(rebased),
+    R(wraps),	     R(lateness_max_ns), R(lateness_mean_ns),	  R(lateness_sum_ns),
+    R(clock_steps),
+};
+#undef R
+const size_t pd_nstat_rows = sizeof(pd_stat_rows) / sizeof(pd_stat_rows[0]);
+
+static uint64_t row_value(const void *base, const struct wb_stat_row *rows, size_t n,
+			  const char *name, bool *found)
+{
+	for (size_t i = 0; i < n && !*found; i++)
+		if (!strcmp(rows[i].name, name)) {
+			*found = true;
+			return *(const uint64_t *)((const char *)base + rows[i].off);
+		}
+	return 0;
+}
+
+uint64_t pd_set_counter(const struct pd_set *set, const char *name)
+{
+	bool found = false;
+	uint64_t v = row_value(&set->counts, pd_stat_rows, pd_nstat_rows, name, &found);
+	for (unsigned s = 0; s < pd_nsources && !found; s++)
+		if (pd_sources[s]->stats)
+			v = row_value(set->counts.src[s], pd_sources[s]->stats,
+				      pd_sources[s]->nstats, name, &found);
+	return v;
 }
 
 void pd_zone_init(struct pd_zone *z, const struct pd_source *src, const char *kind, unsigned index)
@@ -202,23 +242,60 @@ enum pd_verdict pd_zone_account(struct pd_set *set, struct pd_zone *z, uint64_t 
 	case PD_STALE:
 		break;
 	}
-	if (pd_verdict_added(v))
+	if (pd_verdict_added(v)) {
 		z->energy_uj = zone_total_uj(z);
+		z->readings++;
+	}
 	return v;
 }
 
-size_t pd_set_sample(struct pd_set *set, uint64_t t_ns, uint64_t mono_ns, struct wb_power *out)
+void pd_set_sample_begin(struct pd_set *set, uint64_t t_ns, uint64_t mono_ns)
 {
 	struct pd_counts *c = &set->counts;
 	c->samples++;
-	out->t = t_ns;
-	out->interval_ns = set->opts->interval_ns;
-	out->zones = NULL;
-	out->n_zones = 0;
 	/* A source with no zones yet is sampled too: a sample is how its zones come (exec). */
 	for (unsigned s = 0; s < pd_nsources; s++)
 		if ((set->used & (1u << s)) && pd_sources[s]->sample)
 			pd_sources[s]->sample(set, t_ns, mono_ns);
+	for (size_t i = 0; i < set->n; i++) {
+		struct pd_zone *z = &set->zones[i];
+		if (!z->src->read)
+			continue; /* pushed zones are accounted as their readings arrive */
+		char err[PD_PATH_MAX + 128];
+		uint64_t value;
+		enum pd_read_err rc = z->src->read(z, &value, err, sizeof(err));
+		if (rc == PD_READ_NONE) {
+			log_debug("%s: %s; sample skipped", z->name, err);
+		} else if (rc == PD_READ_IO) {
+			bool perm = (errno == EACCES || errno == EPERM) && z->src->permission_hint;
+			c->read_errors++;
+			log_rl(&z->rl, WB_LOG_WARN, "%s: %s; sample skipped%s%s", z->name, err,
+			       perm ? ": " : "", perm ? z->src->permission_hint() : "");
+		} else if (rc == PD_READ_PARSE) {
+			c->parse_errors++;
+			log_rl(&z->rl, WB_LOG_WARN, "%s: %s; sample skipped", z->name, err);
+		} else {
+			z->updated =
+			    pd_verdict_added(pd_zone_account(set, z, value, t_ns, mono_ns));
+		}
+	}
+}
+
+bool pd_set_busy(struct pd_set *set)
+{
+	for (unsigned s = 0; s < pd_nsources; s++)
+		if ((set->used & (1u << s)) && pd_sources[s]->busy && pd_sources[s]->busy(set))
+			return true;
+	return false;
+}
+
+size_t pd_set_sample_end(struct pd_set *set, uint64_t t_ns, struct wb_power *out)
+{
+	struct pd_counts *c = &set->counts;
+	out->t = t_ns;
+	out->interval_ns = set->opts->interval_ns;
+	out->zones = NULL;
+	out->n_zones = 0;
 	if (set->n == 0)
 		return 0;
 	out->zones = wb_array_new(set->n, sizeof(*out->zones));
@@ -229,36 +306,9 @@ size_t pd_set_sample(struct pd_set *set, uint64_t t_ns, uint64_t mono_ns, struct
 	}
 	for (size_t i = 0; i < set->n; i++) {
 		struct pd_zone *z = &set->zones[i];
-		bool ok;
-		if (!z->src->read) {
-			/* pushed zones were accounted when their readings arrived; publish the ones
-			 * that had news */
-			ok = z->updated;
-			z->updated = false;
-		} else {
-			char err[PD_PATH_MAX + 128];
-			uint64_t value;
-			enum pd_read_err rc = z->src->read(z, &value, err, sizeof(err));
-			if (rc == PD_READ_NONE) {
-				log_debug("%s: %s; sample skipped", z->name, err);
-				ok = false;
-			} else if (rc == PD_READ_IO) {
-				bool perm =
-				    (errno == EACCES || errno == EPERM) && z->src->permission_hint;
-				c->read_errors++;
-				log_rl(&z->rl, WB_LOG_WARN, "%s: %s; sample skipped%s%s", z->name,
-				       err, perm ? ": " : "",
-				       perm ? z->src->permission_hint() : "");
-				ok = false;
-			} else if (rc == PD_READ_PARSE) {
-				c->parse_errors++;
-				log_rl(&z->rl, WB_LOG_WARN, "%s: %s; sample skipped", z->name, err);
-				ok = false;
-			} else {
-				ok =
-				    pd_verdict_added(pd_zone_account(set, z, value, t_ns, mono_ns));
-			}
-		}
+		/* a zone read this sample, or pushed ones that had news since the last */
+		bool ok = z->updated;
+		z->updated = false;
 		if (!ok) {
 			c->zone_samples_skipped++;
 			continue;
@@ -272,6 +322,82 @@ size_t pd_set_sample(struct pd_set *set, uint64_t t_ns, uint64_t mono_ns, struct
 		z->published = true;
 	}
 	return out->n_zones;
+}
+
+size_t pd_set_sample(struct pd_set *set, uint64_t t_ns, uint64_t mono_ns, struct wb_power *out)
+{
+	pd_set_wait(set, 0); /* what came since the last sample (a start-up run) first */
+	pd_set_sample_begin(set, t_ns, mono_ns);
+	uint64_t end = wb_mono_ns() + set->opts->interval_ns + WB_JOB_STOP_NS;
+	while (pd_set_busy(set) && wb_mono_ns() < end)
+		pd_set_wait(set, end - wb_mono_ns());
+	return pd_set_sample_end(set, t_ns, out);
+}
+
+size_t pd_set_nzones(const struct pd_set *set)
+{
+	return set->n;
+}
+
+void pd_zone_describe(const struct pd_set *set, size_t i, struct pd_zone_desc *d)
+{
+	const struct pd_zone *z = &set->zones[i];
+	double tick = z->ctr.uj_div ? (double)z->ctr.uj_mul / (double)z->ctr.uj_div : 1;
+	*d = (struct pd_zone_desc){
+	    .name = z->name,
+	    .kind = z->kind,
+	    .source = z->src->name,
+	    .path = z->path,
+	    .is_power = z->is_power,
+	    .polled = z->src->read != NULL,
+	    .uj_per_tick = tick,
+	    .range_uj = z->is_power ? 0 : counter_range_uj(&z->ctr),
+	    .wrap_uj = z->ctr.modulus && !z->is_power ? (double)z->ctr.modulus * tick - 1 : 0,
+	    .readings = z->readings,
+	    .last = z->is_power ? (double)z->integ.last_uw : (double)z->ctr.last_raw * tick,
+	    .last_mono_ns = z->is_power ? z->integ.last_mono_ns : z->ctr.last_mono_ns,
+	};
+}
+
+enum pd_read_err pd_zone_poll(struct pd_set *set, size_t i, double *value, char *err, size_t errlen)
+{
+	struct pd_zone *z = &set->zones[i];
+	if (!z->src->read) {
+		snprintf(err, errlen, "%s: its readings come as they arrive, not when asked",
+			 z->name);
+		return PD_READ_NONE;
+	}
+	uint64_t v;
+	enum pd_read_err rc = z->src->read(z, &v, err, errlen);
+	if (rc == PD_READ_OK) {
+		struct pd_zone_desc d;
+		pd_zone_describe(set, i, &d);
+		*value = z->is_power ? (double)v : (double)v * d.uj_per_tick;
+	}
+	return rc;
+}
+
+bool pd_set_wait(struct pd_set *set, uint64_t wait_ns)
+{
+	struct pollfd pfd[PD_SOURCES_MAX];
+	unsigned src[PD_SOURCES_MAX], n = 0;
+	for (unsigned s = 0; s < pd_nsources; s++) {
+		if (!(set->used & (1u << s)))
+			continue;
+		if (pd_sources[s]->tend)
+			pd_sources[s]->tend(set);
+		int fd = pd_sources[s]->watch_fd ? pd_sources[s]->watch_fd(set) : -1;
+		if (fd >= 0 && pd_sources[s]->on_readable) {
+			pfd[n] = (struct pollfd){.fd = fd, .events = POLLIN};
+			src[n++] = s;
+		}
+	}
+	uint64_t ms = (wait_ns + WB_NS_PER_MS - 1) / WB_NS_PER_MS;
+	if (poll(pfd, n, ms > 60000 ? 60000 : (int)ms) > 0)
+		for (unsigned k = 0; k < n; k++)
+			if (pfd[k].revents)
+				pd_sources[src[k]]->on_readable(set);
+	return pd_set_busy(set);
 }
 
 enum pd_read_err pd_zone_read_held(struct pd_zone *z, uint64_t *value, char *err, size_t errlen)

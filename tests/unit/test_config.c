@@ -371,6 +371,58 @@ static void test_env(void)
 	wb_conf_free(&sec, 1);
 }
 
+/* A variant's keys of its own, composed after the stage's (powerd's sources). */
+struct variant_conf {
+	char depth; /* a first field smaller than the alignment: the offset must still align */
+	double scale;
+	char *path;
+};
+
+static const struct wb_conf_key variant_keys[] = {
+    {"scale", WB_CONF_DOUBLE, offsetof(struct variant_conf, scale), "2.5", 0, 10, NULL, "scale"},
+    {"path", WB_CONF_STR, offsetof(struct variant_conf, path), "/v", 0, 0, NULL, "path"},
+};
+
+static void test_compose(void)
+{
+	const struct wb_conf_part parts[] = {
+	    {keys, sizeof(keys) / sizeof(keys[0]), sizeof(struct conf)},
+	    {NULL, 0, 0}, /* a variant without keys */
+	    {variant_keys, 2, sizeof(struct variant_conf)},
+	};
+	struct wb_conf_key out[16];
+	size_t offs[3], size;
+	char err[256];
+	int n = wb_conf_compose(parts, 3, out, 16, offs, &size, err, sizeof(err));
+	CHECK(n == (int)(sizeof(keys) / sizeof(keys[0])) + 2);
+	CHECK(offs[0] == 0 && offs[2] >= sizeof(struct conf) &&
+	      offs[2] % _Alignof(max_align_t) == 0);
+	CHECK(size >= offs[2] + sizeof(struct variant_conf));
+	CHECK(!strcmp(out[n - 1].name, "path") &&
+	      out[n - 1].off == offs[2] + offsetof(struct variant_conf, path));
+	/* the composed section takes defaults, flags and a file into each part's own struct */
+	char *block = calloc(1, size);
+	struct wb_conf_section vsec = {"alignd", out, (size_t)n, block};
+	CHECK(wb_conf_defaults(&vsec, 1, err, sizeof(err)) == 0);
+	struct conf *own = (struct conf *)block;
+	struct variant_conf *var = (struct variant_conf *)(block + offs[2]);
+	CHECK(own->level == 3 && var->scale == 2.5 && !strcmp(var->path, "/v"));
+	CHECK(wb_conf_set(&vsec, "scale", "7", "--scale", err, sizeof(err)) == 0 &&
+	      var->scale == 7);
+	CHECK(wb_conf_set(&vsec, "scale", "11", "--scale", err, sizeof(err)) < 0);
+	CHECK(strstr(err, "--scale") != NULL);
+	CHECK(own->ratio == 0.5);
+	wb_conf_free(&vsec, 1);
+	free(block);
+	/* a name in two parts, or more keys than room: refused, said */
+	const struct wb_conf_part twice[] = {{variant_keys, 2, sizeof(struct variant_conf)},
+					     {variant_keys, 1, sizeof(struct variant_conf)}};
+	CHECK(wb_conf_compose(twice, 2, out, 16, offs, &size, err, sizeof(err)) < 0);
+	CHECK(strstr(err, "scale") && strstr(err, "twice"));
+	CHECK(wb_conf_compose(parts, 3, out, 4, offs, &size, err, sizeof(err)) < 0);
+	CHECK(strstr(err, "more than 4 keys") != NULL);
+}
+
 static const struct unit_case cases[] = {
     {"defaults and %r expansion", test_defaults_and_expand},
     {"file values; other stages' sections skipped", test_file_values},
@@ -381,5 +433,6 @@ static const struct unit_case cases[] = {
     {"lines past inih's 200 bytes; UTF-8 and pattern keys", test_long_lines},
     {"restart-only keys changed by a reload are named", test_restart_changes},
     {"WATTBUS_<SECTION>_<KEY> variables; bad ones named", test_env},
+    {"key tables composed: each part's keys in its own struct", test_compose},
 };
 UNIT_MAIN(cases)

@@ -18,7 +18,20 @@ static char ep[256];
 static struct wb_pub *pub;
 static struct pd_set *set;
 static struct pd_opts opts;
+static void *conf; /* [powerd], powerd's key table */
 static uint64_t mono;
+
+/* Set one key of conf (powerd's defaults until then). */
+static void set_key(const char *key, const char *value)
+{
+	char err[WB_CONF_ERR_MAX];
+	if (!conf)
+		CHECK((conf = pd_conf_new()) != NULL);
+	if (pd_conf_set(conf, key, value, err, sizeof(err)) < 0) {
+		fprintf(stderr, "%s\n", err);
+		CHECK(0);
+	}
+}
 
 /* One estimate of vm1: zone package-0 at total uj, slot ending at t1, in count epoch. */
 static void send_host(const char *host, uint64_t t1, uint64_t epoch, uint64_t uj)
@@ -45,11 +58,11 @@ static void send_est(uint64_t t1, uint64_t epoch, uint64_t uj)
 static uint64_t sample_at(uint64_t t, uint64_t want_frames)
 {
 	uint64_t end = wb_mono_ns() + 10 * S;
-	while (set->counts.bus_frames < want_frames && wb_mono_ns() < end) {
+	while (pd_set_counter(set, "bus_frames") < want_frames && wb_mono_ns() < end) {
 		usleep(1000);
 		bus_source.on_readable(set);
 	}
-	CHECK_U64(set->counts.bus_frames, want_frames);
+	CHECK_U64(pd_set_counter(set, "bus_frames"), want_frames);
 	mono += 1000 * S;
 	bus_source.sample(set, t, mono);
 	return set->n ? set->zones[0].energy_uj : 0;
@@ -61,11 +74,12 @@ static void setup(void)
 	snprintf(ep, sizeof(ep), "ipc://%s/vmpub.sock", dir);
 	pub = wb_pub_new(ep, "vmpub", "vm1", &(struct wb_sockopts){0});
 	CHECK(pub != NULL);
-	opts = (struct pd_opts){.max_power_w = 5000,
-				.interval_ns = S,
-				.bus_sub = ep,
-				.bus_vm = "vm1",
-				.bus_wait_ns = 1};
+	pd_conf_destroy(&conf);
+	set_key("bus_sub", ep);
+	set_key("bus_vm", "vm1");
+	set_key("bus_wait", "1ns");
+	pd_opts_from_conf(&opts, conf, 5000, 0);
+	opts.interval_ns = S;
 	set = pd_set_new(&opts);
 	char why[256];
 	char err[256];
@@ -88,7 +102,7 @@ static void counts_and_clock(void)
 	CHECK_STR(set->zones[0].name, "package-0");
 	CHECK_STR(set->zones[0].kind, "package");
 	CHECK(v > 1000 + 500000000ull - 1000000 && v < 1000 + 500000000ull + 1000000);
-	CHECK(set->counts.bus_offset_ns >= 10 * S);
+	CHECK(pd_set_counter(set, "bus_offset_ns") >= 10 * S);
 	/* Never past the last point, and never back. */
 	CHECK_U64(sample_at(wb_now_ns() + 3600 * S, 2), 1000 + 1000000000ull);
 	CHECK_U64(sample_at(wb_now_ns() - 900 * S, 2), 1000 + 1000000000ull);
@@ -97,27 +111,27 @@ static void counts_and_clock(void)
 	uint64_t base = 1000 + 1000000000ull;
 	send_est(b + S, 8, 500);
 	CHECK_U64(sample_at(wb_now_ns() + 3600 * S, 3), base + 500);
-	CHECK_U64(set->counts.bus_resets, 1);
+	CHECK_U64(pd_set_counter(set, "bus_resets"), 1);
 	/* The count going back (an older checkpoint, a vmpub's first guess): held where it
 	 * was, so only what passes 500 is added. */
 	send_est(b + 2 * S, 8, 0);
 	send_est(b + 3 * S, 8, 300);
 	CHECK_U64(sample_at(wb_now_ns() + 3600 * S, 5), base + 500);
-	CHECK_U64(set->counts.bus_resets, 2); /* one for the held span */
+	CHECK_U64(pd_set_counter(set, "bus_resets"), 2); /* one for the held span */
 	/* A lost message costs nothing: the next total brings it in. */
 	uint64_t seq;
 	CHECK(wb_pub_next_seq(pub, "estimate/vm1", &seq) == 0);
 	send_est(b + 5 * S, 8, 700);
 	CHECK_U64(sample_at(wb_now_ns() + 3600 * S, 6), base + 700);
-	CHECK_U64(set->counts.bus_lost, 1);
+	CHECK_U64(pd_set_counter(set, "bus_lost"), 1);
 	/* vm10's frames match the topic prefix estimate/vm1 but are refused. */
 	send_host("vm10", b + 6 * S, 8, 1);
 	send_est(b + 6 * S, 8, 800);
 	CHECK_U64(sample_at(wb_now_ns() + 3600 * S, 7), base + 800);
-	CHECK_U64(set->counts.bus_rejected, 1);
+	CHECK_U64(pd_set_counter(set, "bus_rejected"), 1);
 	/* Host times that moved against this clock by more than an interval were counted: the
 	 * first point (1000 s back) and the ones sent together, seconds apart in host time. */
-	CHECK(set->counts.bus_clock_steps >= 1);
+	CHECK(pd_set_counter(set, "bus_clock_steps") >= 1);
 
 	pd_set_destroy(&set);
 	wb_pub_destroy(&pub);
@@ -130,17 +144,23 @@ static void counts_and_clock(void)
 static void settings(void)
 {
 	char err[256];
-	struct pd_opts o = {.bus_sub = "", .bus_vm = "vm1"};
+	pd_conf_destroy(&conf);
+	set_key("bus_vm", "vm1");
+	struct pd_opts o;
+	pd_opts_from_conf(&o, conf, 0, 0);
 	CHECK(bus_source.check(&o, err, sizeof(err)) < 0);
 	CHECK(strstr(err, "bus_sub") != NULL);
-	o.bus_sub = "tcp://10.0.0.1:5610";
-	o.bus_vm = "";
+	set_key("bus_sub", "tcp://10.0.0.1:5610");
+	set_key("bus_vm", "");
 	CHECK(bus_source.check(&o, err, sizeof(err)) < 0);
 	CHECK(strstr(err, "bus_vm") != NULL);
-	o.bus_vm = "vm1";
-	o.bus_curve_cert = "/etc/wattbus/keys/vm1";
+	set_key("bus_vm", "vm1");
+	set_key("bus_curve_cert", "/etc/wattbus/keys/vm1");
 	CHECK(bus_source.check(&o, err, sizeof(err)) < 0);
 	CHECK(strstr(err, "bus_curve_peer") != NULL);
+	set_key("bus_curve_peer", "/etc/wattbus/keys/host.pub");
+	CHECK(bus_source.check(&o, err, sizeof(err)) == 0);
+	pd_conf_destroy(&conf);
 }
 
 static const struct unit_case cases[] = {

@@ -111,12 +111,57 @@ static void test_min_safe_interval(void)
 	CHECK_NEAR(pd_zone_min_safe_s(&z, 5000), 0, 0);
 }
 
+/* [powerd] is powerd's own keys and every source's, from the table of sources: each source's
+ * keys set its own settings, `source`'s help names every source, and a source's keys given
+ * with source = auto are found (detect_open says so). */
+static void test_keys_from_sources(void)
+{
+	size_t size;
+	const struct wb_conf_section *sec = pd_conf_section(&size);
+	CHECK(wb_conf_find(sec, "pub") && wb_conf_find(sec, "interval"));
+	size_t own = 0;
+	for (unsigned s = 0; s < pd_nsources; s++) {
+		const struct pd_source *src = pd_sources[s];
+		for (size_t i = 0; i < src->nkeys; i++)
+			CHECK(wb_conf_find(sec, src->keys[i].name) != NULL);
+		own += src->nkeys;
+	}
+	CHECK(own >= 18 && sec->nkeys == own + 5);
+	const struct wb_conf_key *k = wb_conf_find(sec, "source");
+	for (unsigned s = 0; s < pd_nsources; s++)
+		CHECK(strstr(k->help, pd_sources[s]->name) != NULL);
+	CHECK(strstr(k->help, "auto (the first usable of rapl, msr, hwmon)") != NULL);
+	CHECK(strstr(k->help, "fake (simulated from the CPU load") != NULL);
+
+	fake_new();
+	struct pd_opts o = fake_opts();
+	char keys[256];
+	CHECK(pd_conf_source_set(o.conf, &exec_source, keys, sizeof(keys)) == 0);
+	CHECK(pd_conf_source_set(o.conf, &msr_source, keys, sizeof(keys)) == 1); /* msr_root */
+	CHECK_STR(keys, "msr_root");
+	fake_set("exec", "echo x 1 uj");
+	fake_set("exec_timeout", "3s");
+	CHECK(pd_conf_source_set(o.conf, &exec_source, keys, sizeof(keys)) == 2);
+	CHECK_STR(keys, "exec, exec_timeout");
+	/* a source's settings are where its own code finds them, not another's */
+	fake_set("redfish_url", "https://bmc.example");
+	char err[256];
+	CHECK(redfish_source.check(&o, err, sizeof(err)) < 0);
+	CHECK(strstr(err, "redfish_credentials") != NULL);
+	fake_set("redfish_credentials", "/etc/wattbus/bmc");
+	CHECK(redfish_source.check(&o, err, sizeof(err)) == 0);
+	CHECK(exec_source.check(&o, err, sizeof(err)) == 0);
+	fake_set("exec", "");
+	CHECK(exec_source.check(&o, err, sizeof(err)) < 0);
+}
+
 static const struct unit_case cases[] = {
     {"source list", test_parse_sources},
     {"auto: rapl first, else hwmon", test_auto_order},
     {"several sources, unique names", test_combined},
     {"no meter: mode none, no zones", test_none},
     {"minimum safe interval", test_min_safe_interval},
+    {"[powerd]'s keys come from the sources' rows", test_keys_from_sources},
     {"cleanup", fake_cleanup},
 };
 

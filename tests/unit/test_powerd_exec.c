@@ -1,10 +1,12 @@
 /*
  * powerd's exec source: the line format, a command run at every sample
- * (readings, failures, timeouts, garbage lines), and a streaming command.
+ * (readings, failures, timeouts, garbage lines; each run a job), and a streaming command.
  */
 #include <poll.h>
+#include <signal.h>
 
 #include "clock.h"
+#include "job.h"
 #include "test_powerd_fake.h"
 #include "unit.h"
 
@@ -95,9 +97,9 @@ static void test_parse_time(void)
 static struct pd_opts exec_opts(const char *cmd, bool stream)
 {
 	struct pd_opts o = fake_opts();
-	o.exec_cmd = cmd;
-	o.exec_stream = stream;
-	o.exec_timeout_ns = 2000 * MS;
+	fake_set("exec", cmd);
+	fake_set("exec_mode", stream ? "stream" : "sample");
+	fake_set("exec_timeout", "2s");
 	o.interval_ns = 1000 * MS;
 	return o;
 }
@@ -145,7 +147,7 @@ static void test_sample_mode(void)
 	/* a failing command: nothing from it is used */
 	fake_write("fail", "1\n");
 	CHECK_U64(pd_set_sample(set, t += 1000 * MS, m += 1000 * MS, &p), 0);
-	CHECK_U64(set->counts.exec_failures, 1);
+	CHECK_U64(pd_set_counter(set, "exec_failures"), 1);
 	free(p.zones);
 	pd_set_destroy(&set);
 }
@@ -156,7 +158,7 @@ static void test_timeout_and_env(void)
 	struct pd_opts o = exec_opts(
 	    "test \"$WATTBUS_INTERVAL_NS\" = 1000000000 && echo \"z 1 uj\"; test \"$WATTBUS_SAMPLE_T_NS\" = 1700000001000000000 && sleep 5; echo z 2 uj",
 	    false);
-	o.exec_timeout_ns = 300 * MS;
+	fake_set("exec_timeout", "300ms");
 	struct pd_set *set = pd_set_new(&o);
 	char why[PD_WHY_MAX] = "";
 	CHECK(exec_discover(set, &o, why, sizeof(why)) == 1);
@@ -168,7 +170,7 @@ static void test_timeout_and_env(void)
 	CHECK_U64(pd_set_sample(set, T0 + 1000 * MS, m + 1000 * MS, &p), 0);
 	uint64_t took = wb_mono_ns() - start;
 	CHECK(took >= 300 * MS && took < 2000 * MS); /* killed at the timeout, the sleep with it */
-	CHECK_U64(set->counts.exec_failures, 1);
+	CHECK_U64(pd_set_counter(set, "exec_failures"), 1);
 	free(p.zones);
 	pd_set_destroy(&set);
 
@@ -181,7 +183,7 @@ static void test_timeout_and_env(void)
 	set = pd_set_new(&o);
 	CHECK(exec_discover(set, &o, why, sizeof(why)) == 1);
 	CHECK_U64(pd_set_sample(set, T0, wb_mono_ns(), &p), 0);
-	CHECK_U64(set->counts.exec_failures, 1);
+	CHECK_U64(pd_set_counter(set, "exec_failures"), 1);
 	free(p.zones);
 	pd_set_destroy(&set);
 
@@ -202,9 +204,19 @@ static void test_timeout_and_env(void)
 	pd_set_destroy(&set);
 }
 
+/* Take what the set's sources have (powerd's loop would) until counter name reaches min, or 10 s
+ * have passed. */
+static void wait_counter(struct pd_set *set, const char *name, uint64_t min)
+{
+	uint64_t end = wb_mono_ns() + 10000 * MS;
+	while (pd_set_counter(set, name) < min && wb_mono_ns() < end)
+		pd_set_wait(set, 50 * MS);
+}
+
 /*
- * powerd's way (exec_retry): a command that fails at start, or prints nothing valid, keeps
- * the source; it runs at every sample, and its zones come with its first good run.
+ * powerd's way (retry): the start-up run ends on the loop, not in discover; a command that fails
+ * at start, or prints nothing valid, keeps the source; it runs at every sample, and its zones
+ * come with its first good run.
  */
 static void test_retry(void)
 {
@@ -212,18 +224,18 @@ static void test_retry(void)
 	char cmd[1024];
 	snprintf(cmd, sizeof(cmd), "cat %s/out", fake_root);
 	struct pd_opts o = exec_opts(cmd, false);
-	o.exec_retry = true;
+	o.retry = true;
 	struct pd_set *set = pd_set_new(&o);
 	char why[PD_WHY_MAX] = "";
 	CHECK(exec_discover(set, &o, why, sizeof(why)) == 1);
-	CHECK(strstr(why, "exited with status 1") != NULL);
 	CHECK(set->used & (1u << pd_source_index(&exec_source)));
+	wait_counter(set, "exec_failures", 1);
 	CHECK(pd_set_find(set, "package-0") == NULL);
-	CHECK_U64(set->counts.exec_failures, 1);
+	CHECK_U64(pd_set_counter(set, "exec_failures"), 1);
 	struct wb_power p;
 	uint64_t t = T0, m = wb_mono_ns();
 	CHECK_U64(pd_set_sample(set, t, m, &p), 0);
-	CHECK_U64(set->counts.exec_failures, 2);
+	CHECK_U64(pd_set_counter(set, "exec_failures"), 2);
 	free(p.zones);
 	/* the meter is ready: the zone appears, its first reading the baseline, then counts */
 	fake_write("out", "package-0 1000 uj\n");
@@ -234,16 +246,27 @@ static void test_retry(void)
 	CHECK_U64(pd_set_sample(set, t += 1000 * MS, m += 1000 * MS, &p), 1);
 	CHECK_U64(sample_zone(&p, "package-0")->energy_uj, 1700);
 	free(p.zones);
-	CHECK_U64(set->counts.exec_failures, 2);
+	CHECK_U64(pd_set_counter(set, "exec_failures"), 2);
 	pd_set_destroy(&set);
 
-	/* nothing valid at start: kept as well (a meter that prints N/A while it warms up) */
-	o = exec_opts("echo hello", false);
-	o.exec_retry = true;
+	/* nothing valid at start: kept as well (a meter that prints N/A while it warms up), and
+	 * not a failed run; its zone comes with its first valid line */
+	snprintf(
+	    cmd, sizeof(cmd),
+	    "n=$(cat %s/runs 2>/dev/null || echo 0); echo $((n + 1)) >%s/runs; if [ $n = 0 ]; then echo hello; else echo z $((n * 100)) uj; fi",
+	    fake_root, fake_root);
+	o = exec_opts(cmd, false);
+	o.retry = true;
 	set = pd_set_new(&o);
 	CHECK(exec_discover(set, &o, why, sizeof(why)) == 1);
-	CHECK(strstr(why, "no valid reading") != NULL);
-	CHECK_U64(set->counts.exec_failures, 0);
+	uint64_t end = wb_mono_ns() + 10000 * MS;
+	while (!pd_set_find(set, "z") && wb_mono_ns() < end) {
+		pd_set_sample(set, t += 1000 * MS, m += 1000 * MS, &p);
+		free(p.zones);
+	}
+	CHECK(pd_set_find(set, "z") != NULL);
+	CHECK_U64(pd_set_counter(set, "exec_failures"), 0);
+	CHECK_U64(pd_set_counter(set, "parse_errors"), 1); /* the start-up run's "hello" */
 	pd_set_destroy(&set);
 }
 
@@ -308,7 +331,7 @@ static void test_stream_mode(void)
 	CHECK(exec_stream_fd(set) == fd);
 	struct pollfd idle = {.fd = fd, .events = POLLIN};
 	CHECK(poll(&idle, 1, 0) == 0); /* the idle pipe is never readable */
-	CHECK_U64(set->counts.exec_failures, 1);
+	CHECK_U64(pd_set_counter(set, "exec_failures"), 1);
 	CHECK(exec_stream_tend(set) == 0); /* not before a second has passed */
 	fake_write("out", "gpu-0 10 w\n");
 	usleep(1100000);
@@ -331,14 +354,14 @@ static void stream_burst(bool stamped, uint64_t *energy_uj, uint64_t *burst_line
 	    "t0=$(date +%%s%%N); sleep 1.2; i=0; out=''; while [ $i -le 12 ]; do out=\"${out}platform 100 w%s\n\"; i=$((i + 1)); done; printf \"$out\"; sleep 30",
 	    stamped ? " @$((t0 + i * 100000000))" : "");
 	struct pd_opts o = exec_opts(cmd, true);
-	o.exec_timeout_ns = 200 * MS; /* the zone appears with the burst, after discovery */
+	fake_set("exec_timeout", "200ms"); /* the zone appears with the burst, after discovery */
 	struct pd_set *set = pd_set_new(&o);
 	char why[PD_WHY_MAX] = "";
 	CHECK(exec_discover(set, &o, why, sizeof(why)) == 1);
 	CHECK(stream_until(set, "platform", 3000));
 	struct pd_zone *z = pd_set_find(set, "platform");
 	*energy_uj = z ? z->energy_uj : 0;
-	*burst_lines = set->counts.exec_burst_lines;
+	*burst_lines = pd_set_counter(set, "exec_burst_lines");
 	pd_set_destroy(&set);
 }
 
@@ -353,6 +376,63 @@ static void test_stream_burst(void)
 	CHECK_U64(bursts, 12);
 }
 
+/* The pid a command wrote to fake_root/rel, once it has (0 after 10 s). */
+static pid_t wait_pid_file(const char *rel)
+{
+	char path[PD_PATH_MAX];
+	snprintf(path, sizeof(path), "%s/%s", fake_root, rel);
+	uint64_t end = wb_mono_ns() + 10000 * MS;
+	while (wb_mono_ns() < end) {
+		FILE *f = fopen(path, "r");
+		long pid = 0;
+		if (f) {
+			if (fscanf(f, "%ld", &pid) != 1)
+				pid = 0;
+			fclose(f);
+		}
+		if (pid > 0)
+			return (pid_t)pid;
+		usleep(10000);
+	}
+	return 0;
+}
+
+/*
+ * A sample's run is a job off the loop: begin returns with the run going (the sample busy), and
+ * destroying the set (powerd's stop) cancels it, killing the command long before its own
+ * deadline (10 s here).
+ */
+static void test_run_off_loop(void)
+{
+	fake_new();
+	char cmd[1024];
+	snprintf(
+	    cmd, sizeof(cmd),
+	    "n=$(cat %s/runs 2>/dev/null || echo 0); echo $((n + 1)) >%s/runs; if [ $n = 0 ]; then echo z 1 uj; else echo $$ >%s/pid; exec sleep 600; fi",
+	    fake_root, fake_root, fake_root);
+	struct pd_opts o = exec_opts(cmd, false);
+	fake_set("exec_timeout", "10s");
+	o.interval_ns = 10000 * MS;
+	struct pd_set *set = pd_set_new(&o);
+	char why[PD_WHY_MAX] = "";
+	CHECK(exec_discover(set, &o, why, sizeof(why)) == 1);
+	size_t before = wb_jobs_running();
+	pd_set_sample_begin(set, T0, wb_mono_ns());
+	CHECK(pd_set_busy(set)); /* a run held on the caller would be over */
+	CHECK_U64(wb_jobs_running(), before + 1);
+	pid_t pid = wait_pid_file("pid");
+	CHECK(pid > 0);
+	CHECK(pd_set_wait(set, 0)); /* still going */
+	pd_set_destroy(&set);
+	uint64_t end = wb_mono_ns() + 5000 * MS;
+	while (pid > 0 && kill(pid, 0) == 0 && wb_mono_ns() < end)
+		usleep(10000);
+	CHECK(pid > 0 && kill(pid, 0) < 0 && errno == ESRCH);
+	while (wb_jobs_running() > before && wb_mono_ns() < end)
+		usleep(10000);
+	CHECK_U64(wb_jobs_running(), before);
+}
+
 static const struct unit_case cases[] = {
     {"line format", test_parse},
     {"line format: @NS timestamps", test_parse_time},
@@ -361,6 +441,7 @@ static const struct unit_case cases[] = {
     {"sample mode: timeout, environment, unusable commands", test_timeout_and_env},
     {"sample mode, powerd's way: a failing start-up run keeps the source", test_retry},
     {"stream mode: readings, silence, restart", test_stream_mode},
+    {"sample mode: a run is a job, cancelled with the set", test_run_off_loop},
     {"cleanup", fake_cleanup},
 };
 

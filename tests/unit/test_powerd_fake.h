@@ -128,7 +128,21 @@ static __attribute__((unused)) void fake_msr(const char *rel, uint32_t reg, uint
 	close(fd);
 }
 
-/* Options for a fake root, as main.c would fill them. */
+/* The [powerd] settings of the options fake_opts gave last (powerd's key table, its defaults). */
+static void *fake_conf;
+
+/* Set one of [powerd]'s keys (a source's too) in the options fake_opts gave last. */
+static __attribute__((unused)) void fake_set(const char *key, const char *value)
+{
+	char err[WB_CONF_ERR_MAX];
+	if (pd_conf_set(fake_conf, key, value, err, sizeof(err)) < 0) {
+		fprintf(stderr, "fake_set: %s\n", err);
+		exit(99);
+	}
+}
+
+/* Options for a fake root, as main.c would fill them (but a source that fails at start is
+ * refused, not retried). */
 static __attribute__((unused)) struct pd_opts fake_opts(void)
 {
 	static char sysfs[300], msr[300], cpuinfo[300], proc[300];
@@ -136,15 +150,18 @@ static __attribute__((unused)) struct pd_opts fake_opts(void)
 	snprintf(msr, sizeof(msr), "%s/dev/cpu", fake_root);
 	snprintf(cpuinfo, sizeof(cpuinfo), "%s/cpuinfo", fake_root);
 	snprintf(proc, sizeof(proc), "%s/proc", fake_root);
-	return (struct pd_opts){
-	    .sysfs_root = sysfs,
-	    .msr_root = msr,
-	    .cpuinfo_path = cpuinfo,
-	    .proc_root = proc,
-	    .max_power_w = 5000,
-	    .interval_ns = 100000000ull,
-	    .exec_timeout_ns = 1000000000ull,
-	};
+	pd_conf_destroy(&fake_conf);
+	if (!(fake_conf = pd_conf_new()))
+		exit(99);
+	fake_set("sysfs_root", sysfs);
+	fake_set("msr_root", msr);
+	fake_set("proc_root", proc);
+	struct pd_opts o;
+	pd_opts_from_conf(&o, fake_conf, 5000, 0);
+	o.cpuinfo_path = cpuinfo;
+	o.interval_ns = 100000000ull;
+	o.retry = false;
+	return o;
 }
 
 /* The zone named name in a sample, or NULL. */

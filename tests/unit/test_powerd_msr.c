@@ -86,7 +86,7 @@ static void test_intel_discovery(void)
 	CHECK(pd_set_find(set, "uncore-0") == NULL);
 	const struct pd_zone *z = pd_set_find(set, "package-1");
 	char path[PD_PATH_MAX];
-	snprintf(path, sizeof(path), "%s/2/msr:0x611", o.msr_root);
+	snprintf(path, sizeof(path), "%s/dev/cpu/2/msr:0x611", fake_root);
 	CHECK(z && !strcmp(z->path, path) && z->index == 1 && z->src == &msr_source);
 	CHECK(pd_set_find(set, "psys") && pd_set_find(set, "core-0") && pd_set_find(set, "dram-1"));
 	/* each zone's descriptor stays out of exec children (dup() would clear close-on-exec) */
@@ -121,7 +121,7 @@ static void test_intel_discovery(void)
 	pd_set_destroy(&set);
 
 	/* an explicit DRAM unit */
-	o.msr_dram_unit_nj = 61035;
+	fake_set("msr_dram_unit_nj", "61035");
 	set = pd_set_new(&o);
 	msr_discover(set, &o, why, sizeof(why));
 	CHECK_U64(pd_set_sample(set, T0, 1000 * MS, &p), 7);

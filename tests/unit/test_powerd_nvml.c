@@ -21,7 +21,7 @@ static void script(const char *text)
 static struct pd_opts opts(void)
 {
 	struct pd_opts o = fake_opts();
-	o.nvml_library = lib;
+	fake_set("nvml_library", lib);
 	o.interval_ns = 1000 * MS;
 	return o;
 }
@@ -105,13 +105,13 @@ static void test_unusable(void)
 	struct pd_opts o = opts();
 	char missing[PD_PATH_MAX + 16];
 	snprintf(missing, sizeof(missing), "%s/libnvidia-ml.so.1", fake_root);
-	o.nvml_library = missing;
+	fake_set("nvml_library", missing);
 	struct pd_set *set = pd_set_new(&o);
 	char why[PD_WHY_MAX] = "";
 	CHECK(nvml_source.discover(set, &o, why, sizeof(why)) == 0);
 	CHECK(strstr(why, "cannot load") && strstr(why, "nvml_library"));
 	/* a library that is not NVML */
-	o.nvml_library = "libm.so.6";
+	fake_set("nvml_library", "libm.so.6");
 	CHECK(nvml_source.discover(set, &o, why, sizeof(why)) == 0);
 	CHECK(strstr(why, "libm.so.6 has no nvmlInit_v2") != NULL);
 	/* the library loads but sees no GPU */
@@ -119,7 +119,7 @@ static void test_unusable(void)
 	snprintf(path, sizeof(path), "%s/nvml.txt", fake_root);
 	setenv("WB_FAKE_NVML", path, 1);
 	script("\n");
-	o.nvml_library = lib;
+	fake_set("nvml_library", lib);
 	CHECK(nvml_source.discover(set, &o, why, sizeof(why)) == 0);
 	CHECK(strstr(why, "no GPU") != NULL);
 	/* no driver: nvmlInit fails */
