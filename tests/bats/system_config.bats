@@ -26,4 +26,8 @@ load helper
 		assert_success
 		assert_output "$conf: ok"
 	done
+	# wattbus vmpub reads [global] and [vmpub] like a stage.
+	run "$WATTBUS" vmpub -n -c "$conf" vm1 tcp://127.0.0.1:5610
+	assert_success
+	assert_output "$conf: ok"
 }
