@@ -124,12 +124,15 @@ unit() {
 	grep -qx 'CapabilityBoundingSet=' "$(unit wattbus-powerd.service)"
 }
 
-# The argv systemd builds from the unit's ExecStart: $VAR splits into words,
-# the bus directory moves into the test's temp dir.
-exec_argv() {
-	local s=$1 line w var
-	line=$(sed -n 's/^ExecStart=//p' "$(unit wattbus-$s.service)")
+# The argv systemd builds from a unit's ExecStart: $VAR splits into words, %i is
+# $INSTANCE (a template's), the bus directory moves into the test's temp dir and
+# /etc/wattbus into the installed tree.
+unit_argv() {
+	local line w var
+	line=$(sed -n 's/^ExecStart=//p' "$1")
 	line=${line//\/run\/wattbus/$RT}
+	line=${line//%i/${INSTANCE:-}}
+	line=${line//\/etc\/wattbus/$ROOT\/etc\/wattbus}
 	ARGV=()
 	for w in $line; do
 		if [[ $w =~ ^\$([A-Z_]+)$ ]]; then
@@ -140,6 +143,10 @@ exec_argv() {
 			ARGV+=("$w")
 		fi
 	done
+}
+
+exec_argv() {
+	unit_argv "$(unit wattbus-$1.service)"
 }
 
 # The EnvironmentFile a test host would have: flags that keep each stage off
@@ -236,22 +243,10 @@ load_env_file() {
 	# The instance vm1 with its EnvironmentFile, as systemd would expand it.
 	echo "ENDPOINT=ipc://$RT/vm1-guest.sock" >"$ROOT/etc/wattbus/vm/vm1.env"
 	set -a
+	# shellcheck disable=SC1091 # written just above
 	. "$ROOT/etc/wattbus/vm/vm1.env"
 	set +a
-	line=$(sed -n 's/^ExecStart=//p' "$u")
-	line=${line//%i/vm1}
-	line=${line//\/run\/wattbus/$RT}
-	line=${line//\/etc\/wattbus/$ROOT\/etc\/wattbus}
-	ARGV=()
-	for w in $line; do
-		if [[ $w =~ ^\$([A-Z_]+)$ ]]; then
-			var=${BASH_REMATCH[1]}
-			# shellcheck disable=SC2206 # word splitting is what systemd does with $VAR
-			ARGV+=(${!var})
-		else
-			ARGV+=("$w")
-		fi
-	done
+	INSTANCE=vm1 unit_argv "$u"
 	ARGV[0]=$ROOT${ARGV[0]}
 	run "${ARGV[@]}" -n
 	assert_success

@@ -48,50 +48,93 @@ static size_t slot(const char *src, uint64_t epoch, uint64_t k, const uint64_t *
 	return vm_totals_build(&vt, &e, out);
 }
 
+/* One host estimate and what vmpub makes of it for vm1 (package-0, dram-0). */
+struct step {
+	const char *why;
+	const char *src;
+	uint64_t epoch;
+	bool vm;		    /* vm1 in the slot, with these totals and slot energies */
+	uint64_t total[2], slot[2]; /* the VM's, per zone */
+	size_t n;		    /* zones said (0: nothing) */
+	uint64_t said[2], added[2]; /* total_uj and energy_uj said, per zone */
+};
+
+static const struct step counts[] = {
+    {"just started, vm1 idle: not known, nothing said", "estimd", 7, false, {0}, {0}, 0, {0}, {0}},
+    {"vm1 runs: its totals, the slot's own as added",
+     "estimd",
+     7,
+     true,
+     {50 * J, 5 * J},
+     {2 * J, 1 * J},
+     2,
+     {50 * J, 5 * J},
+     {2 * J, 1 * J}},
+    {"idle: the same totals again, nothing added",
+     "estimd",
+     7,
+     false,
+     {0},
+     {0},
+     2,
+     {50 * J, 5 * J},
+     {0, 0}},
+    {"one estimate lost before: the totals' step holds it",
+     "estimd",
+     7,
+     true,
+     {56 * J, 6 * J},
+     {3 * J, 0},
+     2,
+     {56 * J, 6 * J},
+     {6 * J, 1 * J}},
+    {"estimd resumed an older checkpoint: totals as told, the slot's own added",
+     "estimd",
+     7,
+     true,
+     {53 * J, 6 * J},
+     {1 * J, 0},
+     2,
+     {53 * J, 6 * J},
+     {1 * J, 0}},
+    {"a new count, vm1 idle: at 0 in it", "estimd", 8, false, {0}, {0}, 2, {0, 0}, {0, 0}},
+    {"vm1 runs in the new count",
+     "estimd",
+     8,
+     true,
+     {3 * J, 1 * J},
+     {3 * J, 1 * J},
+     2,
+     {3 * J, 1 * J},
+     {3 * J, 1 * J}},
+    {"the same total_epoch from another estimd: another count",
+     "estimd-b",
+     8,
+     true,
+     {90 * J, 9 * J},
+     {2 * J, 0},
+     2,
+     {90 * J, 9 * J},
+     {2 * J, 0}},
+    {"an estimate without totals: nothing said", "estimd", 0, false, {0}, {0}, 0, {0}, {0}},
+};
+
 static void no_guess_then_counts(void)
 {
 	memset(&vt, 0, sizeof(vt));
 	vt.vm = "vm1";
-	/* Just started, vm1 idle: its total in this count is not known, so nothing is said. */
-	CHECK_U64(slot("estimd", 7, 0, NULL, NULL), 0);
-	/* vm1 runs: its totals, and the slot's own energy as what they added. */
-	CHECK_U64(slot("estimd", 7, 1, (uint64_t[]){50 * J, 5 * J}, (uint64_t[]){2 * J, 1 * J}), 2);
-	CHECK_STR(out[0].name, "package-0");
-	CHECK_STR(out[0].zone, "package");
-	CHECK_U64(out[0].total_uj, 50 * J);
-	CHECK_U64(out[0].energy_uj, 2 * J);
-	CHECK_STR(out[1].name, "dram-0");
-	CHECK_U64(out[1].total_uj, 5 * J);
-	/* idle again: the same totals, nothing added, so the guest hears from the host */
-	CHECK_U64(slot("estimd", 7, 2, NULL, NULL), 2);
-	CHECK_U64(out[0].total_uj, 50 * J);
-	CHECK_U64(out[0].energy_uj, 0);
-	CHECK_U64(out[1].total_uj, 5 * J);
-	/* an estimate lost (slot 3): what the totals added since the last one built holds it */
-	CHECK_U64(slot("estimd", 7, 4, (uint64_t[]){56 * J, 6 * J}, (uint64_t[]){3 * J, 0}), 2);
-	CHECK_U64(out[0].total_uj, 56 * J);
-	CHECK_U64(out[0].energy_uj, 6 * J);
-	CHECK_U64(out[1].energy_uj, 1 * J);
-	/* estimd resumed from an older checkpoint: its totals as told (the guest's follower
-	 * takes them as a new baseline), the slot's own energy as what they added */
-	CHECK_U64(slot("estimd", 7, 5, (uint64_t[]){53 * J, 6 * J}, (uint64_t[]){1 * J, 0}), 2);
-	CHECK_U64(out[0].total_uj, 53 * J);
-	CHECK_U64(out[0].energy_uj, 1 * J);
-	/* A new count (estimd without its state), vm1 idle: it is at 0 in it. */
-	CHECK_U64(slot("estimd", 8, 6, NULL, NULL), 2);
-	CHECK_U64(out[0].total_uj, 0);
-	CHECK_U64(out[0].energy_uj, 0);
-	CHECK_U64(out[1].total_uj, 0);
-	CHECK_U64(slot("estimd", 8, 7, (uint64_t[]){3 * J, 1 * J}, (uint64_t[]){3 * J, 1 * J}), 2);
-	CHECK_U64(out[0].total_uj, 3 * J);
-	CHECK_U64(out[0].energy_uj, 3 * J);
-	/* The same total_epoch from another estimd is another count: its totals are not
-	 * diffed with count 8's. */
-	CHECK_U64(slot("estimd-b", 8, 8, (uint64_t[]){90 * J, 9 * J}, (uint64_t[]){2 * J, 0}), 2);
-	CHECK_U64(out[0].total_uj, 90 * J);
-	CHECK_U64(out[0].energy_uj, 2 * J);
-	/* An estimate without totals (a stale slot) says nothing. */
-	CHECK_U64(slot("estimd", 0, 9, NULL, NULL), 0);
+	for (size_t k = 0; k < sizeof(counts) / sizeof(counts[0]); k++) {
+		const struct step *st = &counts[k];
+		printf("# %s\n", st->why);
+		size_t n = slot(st->src, st->epoch, k, st->vm ? st->total : NULL, st->slot);
+		CHECK_U64(n, st->n);
+		for (size_t z = 0; z < n && z < 2; z++) {
+			CHECK_STR(out[z].name, z ? "dram-0" : "package-0");
+			CHECK_STR(out[z].zone, z ? "dram" : "package");
+			CHECK_U64(out[z].total_uj, st->said[z]);
+			CHECK_U64(out[z].energy_uj, st->added[z]);
+		}
+	}
 }
 
 static void fresh_vmpub_in_a_new_count(void)
