@@ -182,7 +182,9 @@ static int vmpub_args(int argc, char **argv, char **av, char *pub, size_t publen
 		*help |= !strcmp(a, "-h") || !strcmp(a, "--help");
 		alone |= *help || !strcmp(a, "-V") || !strcmp(a, "--version") ||
 			 !strcmp(a, "--print-config");
-		av[n++] = !strcmp(a, "-s") ? "--sub" : !strcmp(a, "-H") ? "--host" : a;
+		if (!strcmp(a, "-s") || !strcmp(a, "-H"))
+			a = a[1] == 's' ? "--sub" : "--host";
+		av[n++] = a;
 		if (!vmpub_flag_alone(a) && !strchr(a, '=') && i + 1 < argc)
 			av[n++] = argv[++i];
 	}
