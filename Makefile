@@ -185,6 +185,8 @@ cli_OBJS := $(BUILD)/cli/series.o $(BUILD)/cli/flags.o
 test_stage = $(filter $(STAGES) cli,$(firstword $(subst _, ,$(1))))
 test_objs = $(foreach s,$(call test_stage,$(1)),$($(s)_OBJS))
 test_libs = $(foreach s,$(call test_stage,$(1)),$($(s)_LIBS))
+# vmpub's totals (test_cli_vmtotals)
+cli_OBJS += $(BUILD)/cli/vmtotals.o
 
 $(BUILD)/tests/test_%: tests/unit/test_%.c tests/unit/unit.h $$(call test_objs,$$*) $(LIBWB) | $(BUILD)/tests/.dir
 	$(call say,TEST,$@)

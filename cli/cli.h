@@ -11,6 +11,7 @@
 #include "../powerd/powerd.h"
 #include "bus.h"
 #include "config.h"
+#include "follow.h"
 #include "vis.h"
 
 /* tap.c */
@@ -38,6 +39,33 @@ int cmd_keygen(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
 /* vmpub.c */
 int cmd_vmpub(int argc, char **argv);
+/* vmtotals.c: the VM's totals that vmpub hands to its guest */
+#define VM_TOTALS_ZONES_MAX 256
+/* A zone of the host as the VM's stream carries it, and the VM's total in it. */
+struct vm_zone {
+	char name[64], zone[16];
+	uint64_t index;
+	struct wb_follow f; /* f.last_uj: the VM's total in the zone, in count f.count */
+};
+struct vm_totals {
+	const char *vm; /* the VM's name in estimd's vms[] */
+	size_t nz;
+	struct vm_zone zones[VM_TOTALS_ZONES_MAX];
+};
+/*
+ * The VM's zones for estimate e into zones (VM_TOTALS_ZONES_MAX): the host's
+ * zones with the VM's totals in estimd's count (its total_epoch), each zone's
+ * energy_uj what the total added since the last estimate built (lost ones
+ * included). A slot without the VM (none of its processes ran) repeats the
+ * totals of the same count, so that the guest hears from the host every slot;
+ * in a new count the VM is at 0 until it runs (estimd starts every VM at 0 with
+ * a count). A total not known (vmpub has just started and the VM has not run
+ * yet) is not guessed: a guessed total below what the guest was told is one
+ * that went back, and the real one after it would count twice what the guest
+ * has. Returns the number of zones (0: nothing to send: a stale slot, totals
+ * that did not fit estimd's budget, a total not known yet).
+ */
+size_t vm_totals_build(struct vm_totals *v, const struct wb_estimate *e, struct wb_est_zone *zones);
 /* top.c */
 int cmd_top(int argc, char **argv);
 

@@ -2,10 +2,10 @@
  * exportd's own accumulators. Estimates carry the energy of one slot; summing
  * them here is what keeps every counter on /metrics monotonic across estimd,
  * alignd and powerd restarts. Slots are applied once per host in time order,
- * so a replayed or duplicated slot is not counted twice. Node counters advance
- * by the difference of estimd's cumulative totals when the estimate continues
- * the same (src, total_epoch), so that lost estimates cost no node energy; the
- * accumulators stay exportd's own, and only differences are taken. The node
+ * so a replayed or duplicated slot is not counted twice. Node counters follow
+ * estimd's cumulative totals by lib/follow.h's rule (the difference within one
+ * src and total_epoch, else the slot's own energy), so that lost estimates cost
+ * no node energy; the accumulators stay exportd's own. The node
  * counters and the totals they were last diffed with go into a state (JSON built
  * and read back here, the file written and read by state.c), so that an exportd
  * restart continues them too.
@@ -700,6 +700,18 @@ static struct ex_total *tot_find(struct ex_host *h, const char *name)
 	return NULL;
 }
 
+/* The zone's followed totals, created with nothing followed; NULL when EX_MAX_TOTALS are held. */
+static struct ex_total *tot_get(struct ex_host *h, const char *name)
+{
+	struct ex_total *t = tot_find(h, name);
+	if (t || h->ntot >= EX_MAX_TOTALS)
+		return t;
+	t = &h->tot[h->ntot++];
+	memset(t, 0, sizeof(*t));
+	snprintf(t->name, sizeof t->name, "%s", name);
+	return t;
+}
+
 /* Totals a zone can be diffed with: present and adding up (else the slot's values count). */
 static bool tot_valid(const struct wb_estimate *e, const struct wb_est_zone *ez)
 {
@@ -708,29 +720,10 @@ static bool tot_valid(const struct wb_estimate *e, const struct wb_est_zone *ez)
 	       sum == ez->total_uj;
 }
 
-/* Remember the totals of the estimate just applied; a new (src, total_epoch) starts afresh. */
-static void tot_remember(struct ex_host *h, const struct wb_estimate *e, bool same)
+/* The count of the host's totals, for its state file: that of the last estimate applied. */
+static uint64_t tot_count(const struct ex_host *h)
 {
-	if (!same)
-		h->ntot = 0;
-	for (size_t z = 0; z < e->n_zones; z++) {
-		const struct wb_est_zone *ez = &e->zones[z];
-		if (!tot_valid(e, ez))
-			continue;
-		struct ex_total *t = tot_find(h, ez->name);
-		if (!t && h->ntot < EX_MAX_TOTALS) {
-			t = &h->tot[h->ntot++];
-			snprintf(t->name, sizeof t->name, "%s", ez->name);
-		}
-		if (!t)
-			continue;
-		t->total_uj = ez->total_uj;
-		t->active_uj = ez->active_total_uj;
-		t->idle_uj = ez->idle_total_uj;
-	}
-	h->tot_have = e->total_epoch != 0;
-	h->tot_epoch = e->total_epoch;
-	snprintf(h->tot_src, sizeof h->tot_src, "%s", e->env.src);
+	return h->tot_have ? wb_follow_count(h->tot_src, h->tot_epoch) : 0;
 }
 
 /* ---- applying a slot ---- */
@@ -897,14 +890,6 @@ static void drop_level(struct accum *self, enum ex_level level)
 	self->series[level] = 0;
 }
 
-static bool totals_plausible(const struct accum *self, const struct ex_host *h,
-			     const struct wb_estimate *e, const char *zone, uint64_t step_uj)
-{
-	struct wb_claim c = {zone, step_uj, e->t1 > h->last_t1 ? e->t1 - h->last_t1 : 0};
-	struct wb_err err;
-	return wb_plaus_power(&self->lim.bound, e->env.host, &c, 1, &err) == 0;
-}
-
 int accum_add(struct accum *self, const struct wb_estimate *e, enum accum_reason *reason)
 {
 	enum accum_reason r = ACC_R_COUNT;
@@ -954,37 +939,38 @@ int accum_add(struct accum *self, const struct wb_estimate *e, enum accum_reason
 		}
 	}
 	uint64_t under = 0, recovered = 0;
-	bool same = h->tot_have && e->total_epoch == h->tot_epoch && e->total_epoch &&
-		    !strcmp(e->env.src, h->tot_src);
+	uint64_t count = wb_follow_count(e->env.src, e->total_epoch);
+	uint64_t since = e->t1 > h->last_t1 ? e->t1 - h->last_t1 : 0;
 	for (size_t z = 0; z < e->n_zones; z++) {
 		const struct wb_est_zone *ez = &e->zones[z];
 		struct ex_zone *xz = &h->zones[c.zmap[z]];
 		uint64_t tot = scale(&c, ez->energy_uj), act = scale(&c, ez->active_uj);
 		/* idle as the difference keeps total == active + idle exactly after scaling */
 		uint64_t idle = tot - act;
-		/* The counters advance by the totals' difference: this slot and any lost before. */
+		/* The node counters follow estimd's totals (lib/follow.h): within one count by
+		 * their difference, this slot and any lost before; else by the slot's values. */
 		uint64_t add_tot = tot, add_act = act, add_idle = idle;
-		const struct ex_total *pt = same && tot_valid(e, ez) ? tot_find(h, ez->name) : NULL;
-		/* More than the slot since the last one applied (an exportd restart between): no
-		 * more than a zone can draw in that time, the one bound, else the slot's own
-		 * values. */
-		if (pt && ez->total_uj >= pt->total_uj && ez->total_uj - pt->total_uj > tot &&
-		    !totals_plausible(self, h, e, ez->name, ez->total_uj - pt->total_uj)) {
-			self->totals_implausible++;
-			pt = NULL;
-		}
-		if (pt && ez->total_uj >= pt->total_uj) {
-			add_tot = ez->total_uj - pt->total_uj;
-			/* An estimd killed after its last checkpoint tells the total again exactly,
-			 * but may split what it had published since between active and idle
-			 * otherwise: the total counts as told, and neither part goes back. */
-			uint64_t da = ez->active_total_uj > pt->active_uj
-					  ? ez->active_total_uj - pt->active_uj
-					  : 0;
-			add_act = da < add_tot ? da : add_tot;
-			add_idle = add_tot - add_act;
-			if (add_tot > tot)
-				recovered += add_tot - tot;
+		struct ex_total *t = tot_get(h, ez->name);
+		if (t) {
+			struct wb_follow_step s = {tot_valid(e, ez) ? count : 0, ez->total_uj, tot,
+						   since, self->lim.bound.max_zone_w};
+			enum wb_follow_how how;
+			add_tot = wb_follow_step(&t->f, &s, &how);
+			self->totals_implausible += how == WB_FOLLOW_IMPLAUSIBLE;
+			if (how == WB_FOLLOW_DIFF) {
+				/* An estimd killed after its last checkpoint tells the total again
+				 * exactly, but may split what it had published since between active
+				 * and idle otherwise: the total counts as told, and neither part
+				 * goes back. */
+				uint64_t da = ez->active_total_uj > t->active_uj
+						  ? ez->active_total_uj - t->active_uj
+						  : 0;
+				add_act = da < add_tot ? da : add_tot;
+				add_idle = add_tot - add_act;
+				if (add_tot > tot)
+					recovered += add_tot - tot;
+			}
+			t->active_uj = ez->active_total_uj;
 		}
 		xz->total_uj += add_tot;
 		xz->active_uj += add_act;
@@ -1004,7 +990,9 @@ int accum_add(struct accum *self, const struct wb_estimate *e, enum accum_reason
 	self->underattributed += under != 0;
 	self->recovered += recovered != 0;
 	self->recovered_uj += recovered;
-	tot_remember(h, e, same);
+	h->tot_have = e->total_epoch != 0;
+	h->tot_epoch = e->total_epoch;
+	snprintf(h->tot_src, sizeof h->tot_src, "%s", e->env.src);
 
 	if (self->lim.levels & (1u << EX_PROCESS)) {
 		struct wb_table exes;
@@ -1139,13 +1127,18 @@ json_t *accum_to_json(const struct accum *self)
 				"uuid", xz->uuid, "model", xz->model, "vendor", xz->vendor, "index",
 				(json_int_t)xz->index));
 		}
+		/* Only totals of the host's count: a zone silent since an older one is not
+		 * diffed with after a restart either. */
+		uint64_t count = tot_count(h);
 		for (size_t k = 0; k < h->ntot; k++) {
 			const struct ex_total *t = &h->tot[k];
-			json_array_append_new(tots,
-					      json_pack("{s:s, s:I, s:I, s:I}", "name", t->name,
-							"total_uj", (json_int_t)t->total_uj,
-							"active_uj", (json_int_t)t->active_uj,
-							"idle_uj", (json_int_t)t->idle_uj));
+			if (!count || !t->f.have || t->f.count != count)
+				continue;
+			uint64_t act = t->active_uj < t->f.last_uj ? t->active_uj : t->f.last_uj;
+			json_array_append_new(
+			    tots, json_pack("{s:s, s:I, s:I, s:I}", "name", t->name, "total_uj",
+					    (json_int_t)t->f.last_uj, "active_uj", (json_int_t)act,
+					    "idle_uj", (json_int_t)(t->f.last_uj - act)));
 		}
 		json_array_append_new(
 		    hosts, json_pack("{s:s, s:I, s:I, s:I, s:I, s:s, s:f, s:b, s:s, s:I, s:o, s:o}",
@@ -1206,19 +1199,22 @@ static void host_restore(struct accum *self, struct ex_host *h, const json_t *o)
 			    &xz->slot_active_uj, &xz->slot_idle_uj);
 		xz->slot_t1 = wb_json_u64(zo, "slot_t1");
 	}
-	json_array_foreach(json_object_get(o, "totals"), k, zo)
-	{
-		const char *name = wb_json_str(zo, "name");
-		if (!name[0] || strlen(name) >= sizeof h->tot[0].name || tot_find(h, name) ||
-		    h->ntot >= EX_MAX_TOTALS)
-			continue;
-		struct ex_total *t = &h->tot[h->ntot++];
-		snprintf(t->name, sizeof t->name, "%s", name);
-		load_triple(zo, "total_uj", "active_uj", &t->total_uj, &t->active_uj, &t->idle_uj);
-	}
 	h->tot_epoch = wb_json_u64(o, "tot_epoch");
 	h->tot_have = json_is_true(json_object_get(o, "tot_have")) && h->tot_epoch;
 	snprintf(h->tot_src, sizeof h->tot_src, "%s", wb_json_str(o, "tot_src"));
+	uint64_t count = tot_count(h);
+	json_array_foreach(json_object_get(o, "totals"), k, zo)
+	{
+		const char *name = wb_json_str(zo, "name");
+		if (!count || !name[0] || strlen(name) >= sizeof h->tot[0].name ||
+		    tot_find(h, name) || h->ntot >= EX_MAX_TOTALS)
+			continue;
+		struct ex_total *t = tot_get(h, name);
+		uint64_t idle;
+		load_triple(zo, "total_uj", "active_uj", &t->f.last_uj, &t->active_uj, &idle);
+		t->f.count = count;
+		t->f.have = true;
+	}
 }
 
 int accum_from_json(struct accum *self, const json_t *root, size_t *nhosts, char *err,

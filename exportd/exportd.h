@@ -16,6 +16,7 @@
 
 #include "config.h"
 #include "cpuinfo.h"
+#include "follow.h"
 #include "httpd.h"
 #include "plaus.h"
 #include "table.h"
@@ -182,11 +183,12 @@ struct ex_kind {
 #define EX_MAX_ZONES 32
 #define EX_MAX_TOTALS 64 /* estimate zones whose node totals a host keeps */
 
-/* The node totals of one estimate zone in the last applied estimate (estimate.zones[].*total_uj).
- */
+/* The node totals of one estimate zone (estimate.zones[].*total_uj) the node counters follow: the
+ * total by lib/follow.h's rule, its active part beside it. */
 struct ex_total {
 	char name[64];
-	uint64_t total_uj, active_uj, idle_uj;
+	struct wb_follow f; /* f.last_uj: total_uj of the last estimate applied */
+	uint64_t active_uj; /* its active_total_uj */
 };
 
 /* A process, container, pod or VM and its accumulators. */
@@ -250,7 +252,8 @@ struct ex_host {
 	struct ex_kind kinds[EX_MAX_ZONES];
 	size_t nplat;
 	struct ex_platform plat[EX_MAX_PLATFORM];
-	/* Node counters advance by the difference of these within one (src, total_epoch). */
+	/* Node counters follow these (lib/follow.h); the state file names their count by the
+	 * (src, total_epoch) of the last estimate. */
 	bool tot_have;
 	char tot_src[32];
 	uint64_t tot_epoch;

@@ -20,8 +20,9 @@
 #include "codec.h"
 #include "config.h"
 
-const char *const wb_conf_known_sections[] = {"global", "powerd",  "usaged", "alignd",
-					      "estimd", "exportd", "modeld", NULL};
+/* The stages' sections, and `wattbus vmpub`'s, which runs on the same daemon framework. */
+const char *const wb_conf_known_sections[] = {"global",	 "powerd", "usaged", "alignd", "estimd",
+					      "exportd", "modeld", "vmpub",  NULL};
 
 static void strlist_clear(struct wb_strlist *l)
 {

@@ -2,11 +2,11 @@
  * The bus source: a VM guest's meter is its host's measurement of the VM.
  * `wattbus vmpub` on the host publishes the VM's cumulative energy per zone
  * (estimate/<vm>, zones[].total_uj in estimd's total_epoch); this source
- * subscribes to it and turns it into wrap-free counters on the guest's clock:
- * a new count of the host (estimd restarted without its state) adds all of it,
- * a count that went back (an older checkpoint) is held until it passes where it
- * was, so the counter never goes back nor counts twice; lost messages cost
- * nothing (totals are cumulative), and the host's slot times are mapped onto
+ * subscribes to it and turns it into wrap-free counters on the guest's clock.
+ * The counters follow the host's totals by lib/follow.h's rule: by their
+ * difference within one count, so lost messages cost nothing, else (a new count
+ * of the host, a total that went back) by the slot's own energy, so the counter
+ * never goes back nor counts twice; and the host's slot times are mapped onto
  * this clock by the smallest recent delay (network, pipeline and clock offset
  * together), between whose points the counter is interpolated.
  */
@@ -18,6 +18,7 @@
 
 #include "bus.h"
 #include "clock.h"
+#include "follow.h"
 #include "powerd.h"
 
 #define BUS_POINTS 16 /* host samples kept per zone for the mapping */
@@ -31,9 +32,8 @@ struct bus_zone {
 	char name[64]; /* the host's zone name */
 	size_t zi;     /* in the set */
 	bool have;
-	bool held;	  /* the host's total is below last_uj: held there */
-	uint64_t last_uj; /* the host's total_uj in the last message of the count */
-	uint64_t out_uj;  /* our counter: every increase of the host's, across its counts */
+	struct wb_follow f; /* the host's total_uj it follows */
+	uint64_t out_uj;    /* our counter: what the host's totals added, across its counts */
 	struct bus_point pt[BUS_POINTS];
 	size_t npt, head;
 	uint64_t published_uj;
@@ -68,7 +68,8 @@ struct pd_bus {
 	char vm[64];
 	char endpoint[PD_PATH_MAX];
 	bool have_count;
-	uint64_t count; /* estimd's total_epoch */
+	uint64_t count;	  /* estimd's total_epoch */
+	uint64_t last_t1; /* host time of the last message counted: the bound's window */
 	struct bus_zone *zones;
 	size_t nzones;
 	int64_t delay[BUS_WINDOW]; /* recv_ns - t1 of recent messages */
@@ -161,35 +162,35 @@ static void bus_take(struct pd_set *set, struct pd_bus *b, const struct wb_estim
 		c->bus_resets++;
 		log_rl(
 		    &b->rl, WB_LOG_INFO,
-		    "bus: VM %s: the host started a new count (estimd without its state): counting on from its new totals",
+		    "bus: VM %s: the host started a new count (estimd without its state): counting the slot's own energy, then the new count's differences",
 		    b->vm);
 	}
+	uint64_t count = wb_follow_count(e->env.src, e->total_epoch);
+	uint64_t since = e->t1 > b->last_t1 ? e->t1 - b->last_t1 : 0;
 	for (size_t i = 0; i < e->n_zones; i++) {
 		const struct wb_est_zone *ez = &e->zones[i];
 		struct bus_zone *bz = bus_zone_get(set, b, ez);
 		if (!bz)
 			continue;
-		uint64_t in = ez->total_uj;
+		struct wb_follow_step s = {count, ez->total_uj, ez->energy_uj, since,
+					   set->opts->max_power_w};
+		enum wb_follow_how how;
+		uint64_t add = wb_follow_step(&bz->f, &s, &how);
 		if (!bz->have) {
-			bz->held = false;
-			bz->out_uj =
-			    in; /* the host's count itself, so a restarted powerd continues it */
-		} else if (!same) {
-			bz->out_uj = wb_sat_add(bz->out_uj, in, NULL); /* all of the new count */
-			bz->held = false;
-		} else if (in >= bz->last_uj) {
-			bz->out_uj = wb_sat_add(bz->out_uj, in - bz->last_uj, NULL);
-			bz->held = false;
+			/* the host's count itself, so a restarted powerd continues it */
+			bz->out_uj = ez->total_uj;
 		} else {
-			/* Below what this count was: an estimd resumed from an older checkpoint,
-			 * or a vmpub that just started and has not seen the VM yet. Hold, and count
-			 * again from where the count was, so the guest stays the host's count. */
-			c->bus_resets += !bz->held;
-			bz->held = true;
-			in = bz->last_uj;
+			bz->out_uj = wb_sat_add(bz->out_uj, add, NULL);
+		}
+		if (bz->have && how != WB_FOLLOW_DIFF && how != WB_FOLLOW_NEW_COUNT) {
+			/* A new count is said once a message above; these are per zone. */
+			c->bus_resets++;
+			log_rl(&b->rl, WB_LOG_INFO,
+			       "bus: VM %s zone %s: the host's total %s (%" PRIu64
+			       " uJ): counting the slot's own %" PRIu64 " uJ",
+			       b->vm, bz->name, wb_follow_how_name(how), ez->total_uj, add);
 		}
 		bz->have = true;
-		bz->last_uj = in;
 		size_t last = (bz->head + BUS_POINTS - 1) % BUS_POINTS;
 		if (bz->npt && e->t1 <= bz->pt[last].host_ns) {
 			bz->pt[last].uj = bz->out_uj; /* a host clock set back: no new point */
@@ -202,6 +203,7 @@ static void bus_take(struct pd_set *set, struct pd_bus *b, const struct wb_estim
 	}
 	b->have_count = true;
 	b->count = e->total_epoch;
+	b->last_t1 = e->t1;
 	bus_map_clock(set, b, rx->recv_ns, e->t1);
 }
 

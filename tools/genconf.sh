@@ -22,3 +22,6 @@ for s in powerd usaged alignd estimd exportd modeld; do
 	echo
 	"$B/wattbus-$s" --print-config | awk 'p { print } /^$/ { p = 1 }'
 done
+# `wattbus vmpub` runs on the same key tables (one process per VM).
+echo
+"$B/wattbus" vmpub --print-config | awk 'p { print } /^$/ { p = 1 }'

@@ -26,4 +26,15 @@ load helper
 		assert_success
 		assert_output "$conf: ok"
 	done
+	# wattbus vmpub reads [global] and [vmpub] like a stage; -s and -H take their values, VM and
+	# ENDPOINT are its arguments.
+	run "$WATTBUS" vmpub -n -c "$conf" -s ipc:///nowhere/estimd.sock -H hv vm1 tcp://127.0.0.1:5610
+	assert_success
+	assert_output "$conf: ok"
+	run "$WATTBUS" vmpub -n -c "$conf" -s ipc:///nowhere/estimd.sock vm1
+	assert_failure 2
+	assert_output --partial "usage: wattbus vmpub"
+	run "$WATTBUS" vmpub -n -c "$conf" --curve-cert /nowhere/hv vm1 tcp://127.0.0.1:5610
+	assert_failure 2
+	assert_output --partial "curve_cert needs curve_allow"
 }

@@ -124,12 +124,15 @@ unit() {
 	grep -qx 'CapabilityBoundingSet=' "$(unit wattbus-powerd.service)"
 }
 
-# The argv systemd builds from the unit's ExecStart: $VAR splits into words,
-# the bus directory moves into the test's temp dir.
-exec_argv() {
-	local s=$1 line w var
-	line=$(sed -n 's/^ExecStart=//p' "$(unit wattbus-$s.service)")
+# The argv systemd builds from a unit's ExecStart: $VAR splits into words, %i is
+# $INSTANCE (a template's), the bus directory moves into the test's temp dir and
+# /etc/wattbus into the installed tree.
+unit_argv() {
+	local line w var
+	line=$(sed -n 's/^ExecStart=//p' "$1")
 	line=${line//\/run\/wattbus/$RT}
+	line=${line//%i/${INSTANCE:-}}
+	line=${line//\/etc\/wattbus/$ROOT\/etc\/wattbus}
 	ARGV=()
 	for w in $line; do
 		if [[ $w =~ ^\$([A-Z_]+)$ ]]; then
@@ -140,6 +143,10 @@ exec_argv() {
 			ARGV+=("$w")
 		fi
 	done
+}
+
+exec_argv() {
+	unit_argv "$(unit wattbus-$1.service)"
 }
 
 # The EnvironmentFile a test host would have: flags that keep each stage off
@@ -221,6 +228,53 @@ load_env_file() {
 	done
 	# powerd read the fake RAPL tree named in its EnvironmentFile.
 	grep -q 'STATUS=mode rapl' "$BATS_TEST_TMPDIR/notify-powerd.log"
+}
+
+@test "wattbus-vmpub@'s ExecStart starts vmpub like a stage: READY=1, WATCHDOG=1, its stat socket, clean stop" {
+	RT=$BATS_TEST_TMPDIR/run
+	mkdir -p "$RT" "$ROOT/etc/wattbus/keys" "$ROOT/etc/wattbus/vm/vm1"
+	"$WATTBUS" keygen "$ROOT/etc/wattbus/keys/hv" >/dev/null
+	"$WATTBUS" keygen "$BATS_TEST_TMPDIR/vm1" >/dev/null
+	cp "$BATS_TEST_TMPDIR/vm1" "$ROOT/etc/wattbus/vm/vm1/"
+	u=$(unit wattbus-vmpub@.service)
+	grep -qx 'Type=notify' "$u"
+	grep -qx 'WatchdogSec=30s' "$u"
+	grep -qx 'ExecReload=/bin/kill -HUP $MAINPID' "$u"
+	# The instance vm1 with its EnvironmentFile, as systemd would expand it.
+	echo "ENDPOINT=ipc://$RT/vm1-guest.sock" >"$ROOT/etc/wattbus/vm/vm1.env"
+	set -a
+	# shellcheck disable=SC1091 # written just above
+	. "$ROOT/etc/wattbus/vm/vm1.env"
+	set +a
+	INSTANCE=vm1 unit_argv "$u"
+	ARGV[0]=$ROOT${ARGV[0]}
+	run "${ARGV[@]}" -n
+	assert_success
+	assert_output --regexp ': ok$'
+	sock=$BATS_TEST_TMPDIR/notify-vmpub
+	log=$BATS_TEST_TMPDIR/notify-vmpub.log
+	wb_spawn notify_vmpub python3 "$BATS_TEST_DIRNAME/systemd_notify.py" "$sock" "$log"
+	wb_wait_lines "$log" 1 10 listening
+	NOTIFY_SOCKET=$sock WATCHDOG_USEC=400000 wb_spawn vmpub "${ARGV[@]}" --stat_interval 200ms
+	wb_wait_lines "$log" 1 10 'READY=1' || fail "vmpub: no READY=1; log: $(cat "$BATS_TEST_TMPDIR/vmpub.log")"
+	wb_wait_lines "$log" 1 10 'WATCHDOG=1' || fail "vmpub: no WATCHDOG=1; notify: $(cat "$log")"
+	grep -q 'STATUS=mode vm' "$log"
+	# Its stat messages on its own socket, with its counters; the guest's endpoint is another.
+	[ -S "$RT/vmpub-vm1.sock" ]
+	[ -S "$RT/vm1-guest.sock" ]
+	run "$WATTBUS" tap --count 1 --timeout 10s "ipc://$RT/vmpub-vm1.sock" stat/
+	assert_success
+	assert_output --partial '"stage":"vmpub"'
+	assert_output --partial '"name":"vmpub_sent"'
+	# SIGHUP reloads (the log level) and it goes on: ready again.
+	kill -HUP "$PID_vmpub"
+	wb_wait_lines "$log" 1 10 'RELOADING=1' || fail "vmpub: no RELOADING=1; notify: $(cat "$log")"
+	wb_wait_lines "$log" 2 10 'READY=1' || fail "vmpub: not ready again after SIGHUP; notify: $(cat "$log")"
+	kill -0 "$PID_vmpub"
+	kill -TERM "$PID_vmpub"
+	wb_wait_for 10 bash -c "! kill -0 $PID_vmpub 2>/dev/null" || fail "vmpub did not stop on SIGTERM"
+	wait "$PID_vmpub" || fail "vmpub exited with $? on SIGTERM"
+	wb_wait_lines "$log" 1 5 'STOPPING=1'
 }
 
 teardown() {

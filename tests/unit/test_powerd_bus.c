@@ -1,8 +1,9 @@
 /*
  * powerd's bus source against a publisher on an ipc socket standing in for
  * `wattbus vmpub`: the host's cumulative totals become a counter that never
- * goes back across a new host count or an older checkpoint, lost messages
- * cost nothing, and the host's slot times are mapped onto this clock.
+ * goes back nor counts twice across a new host count or an older checkpoint
+ * (lib/follow.h's rule), lost messages cost nothing, and the host's slot times
+ * are mapped onto this clock.
  */
 #include <unistd.h>
 
@@ -33,10 +34,12 @@ static void set_key(const char *key, const char *value)
 	}
 }
 
-/* One estimate of vm1: zone package-0 at total uj, slot ending at t1, in count epoch. */
-static void send_host(const char *host, uint64_t t1, uint64_t epoch, uint64_t uj)
+/* One estimate of host: zone package-0 at total uj, slot ending at t1 with its own energy own_uj,
+ * in count epoch. */
+static void send_host(const char *host, uint64_t t1, uint64_t epoch, uint64_t uj, uint64_t own_uj)
 {
-	struct wb_est_zone z = {.name = "package-0", .zone = "package", .total_uj = uj};
+	struct wb_est_zone z = {
+	    .name = "package-0", .zone = "package", .total_uj = uj, .energy_uj = own_uj};
 	struct wb_msg m = {.kind = WB_ESTIMATE};
 	snprintf(m.estimate.env.host, sizeof(m.estimate.env.host), "%s", host);
 	snprintf(m.estimate.mode, sizeof(m.estimate.mode), "measured");
@@ -49,9 +52,9 @@ static void send_host(const char *host, uint64_t t1, uint64_t epoch, uint64_t uj
 	CHECK(wb_pub_send(pub, &m) == 0);
 }
 
-static void send_est(uint64_t t1, uint64_t epoch, uint64_t uj)
+static void send_est(uint64_t t1, uint64_t epoch, uint64_t uj, uint64_t own_uj)
 {
-	send_host("vm1", t1, epoch, uj);
+	send_host("vm1", t1, epoch, uj, own_uj);
 }
 
 /* Take what arrived (the frames counted reach want), then sample at guest time t. */
@@ -93,8 +96,8 @@ static void counts_and_clock(void)
 	setup();
 	uint64_t now = wb_now_ns();
 	uint64_t b = now - 10 * S, a = b - 1000 * S; /* 1 kW over 1000 s */
-	send_est(a, 7, 1000);
-	send_est(b, 7, 1000 + 1000000000ull);
+	send_est(a, 7, 1000, 1000);
+	send_est(b, 7, 1000 + 1000000000ull, 1000000);
 	/* Half-way between the two host points, on this clock (the mapping's error is the
 	 * delivery time, a few ms of 1000 s). */
 	uint64_t v = sample_at(wb_now_ns() - 500 * S, 2);
@@ -107,28 +110,35 @@ static void counts_and_clock(void)
 	CHECK_U64(sample_at(wb_now_ns() + 3600 * S, 2), 1000 + 1000000000ull);
 	CHECK_U64(sample_at(wb_now_ns() - 900 * S, 2), 1000 + 1000000000ull);
 
-	/* A new count of the host (estimd without its state): all of it is added. */
+	/* A new count of the host (estimd without its state): the slot's own energy (here all
+	 * of the count: its first slot), then its differences. */
 	uint64_t base = 1000 + 1000000000ull;
-	send_est(b + S, 8, 500);
+	send_est(b + S, 8, 500, 500);
 	CHECK_U64(sample_at(wb_now_ns() + 3600 * S, 3), base + 500);
 	CHECK_U64(pd_set_counter(set, "bus_resets"), 1);
-	/* The count going back (an older checkpoint, a vmpub's first guess): held where it
-	 * was, so only what passes 500 is added. */
-	send_est(b + 2 * S, 8, 0);
-	send_est(b + 3 * S, 8, 300);
-	CHECK_U64(sample_at(wb_now_ns() + 3600 * S, 5), base + 500);
-	CHECK_U64(pd_set_counter(set, "bus_resets"), 2); /* one for the held span */
+	/* The count going back (estimd resumed from a checkpoint at 200, 100 since): the
+	 * slot's own 100 counts and 300 is the new baseline. Held at 500 (the old rule) it
+	 * would lose these 200; all of 300 would count the 200 twice. */
+	send_est(b + 2 * S, 8, 300, 100);
+	send_est(b + 3 * S, 8, 400, 100);
+	CHECK_U64(sample_at(wb_now_ns() + 3600 * S, 5), base + 700);
+	CHECK_U64(pd_set_counter(set, "bus_resets"), 2); /* one for the total that went back */
 	/* A lost message costs nothing: the next total brings it in. */
 	uint64_t seq;
 	CHECK(wb_pub_next_seq(pub, "estimate/vm1", &seq) == 0);
-	send_est(b + 5 * S, 8, 700);
-	CHECK_U64(sample_at(wb_now_ns() + 3600 * S, 6), base + 700);
+	send_est(b + 5 * S, 8, 700, 100);
+	CHECK_U64(sample_at(wb_now_ns() + 3600 * S, 6), base + 1000);
 	CHECK_U64(pd_set_counter(set, "bus_lost"), 1);
 	/* vm10's frames match the topic prefix estimate/vm1 but are refused. */
-	send_host("vm10", b + 6 * S, 8, 1);
-	send_est(b + 6 * S, 8, 800);
-	CHECK_U64(sample_at(wb_now_ns() + 3600 * S, 7), base + 800);
+	send_host("vm10", b + 6 * S, 8, 1, 1);
+	send_est(b + 6 * S, 8, 800, 100);
+	CHECK_U64(sample_at(wb_now_ns() + 3600 * S, 7), base + 1100);
 	CHECK_U64(pd_set_counter(set, "bus_rejected"), 1);
+	/* A total past the bound over the time since the last message (5 kW for 1 s): the
+	 * slot's own energy. */
+	send_est(b + 7 * S, 8, 800 + 6000000000ull, 100);
+	CHECK_U64(sample_at(wb_now_ns() + 3600 * S, 8), base + 1200);
+	CHECK_U64(pd_set_counter(set, "bus_resets"), 3);
 	/* Host times that moved against this clock by more than an interval were counted: the
 	 * first point (1000 s back) and the ones sent together, seconds apart in host time. */
 	CHECK(pd_set_counter(set, "bus_clock_steps") >= 1);
