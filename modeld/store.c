@@ -1037,6 +1037,8 @@ static void migrate(struct md_model *m)
 		 m->dir);
 }
 
+/* An absent mae decodes as 0, so 0 is an exact fit only when the model was tested on held-out
+ * slots (test_slots > 0); without them it is unknown (NAN: filed, never served). */
 static double msg_mae(const struct wb_model *msg)
 {
 	if (msg->mae > 0)
@@ -1048,7 +1050,7 @@ static double msg_mae(const struct wb_model *msg)
 			sum += msg->zones[z].mae_w;
 			any = true;
 		}
-	return any ? sum : NAN;
+	return any ? sum : msg->test_slots > 0 ? 0 : NAN;
 }
 
 static double msg_mape(const struct wb_model *msg)
@@ -1078,7 +1080,9 @@ static json_t *metadata_json(const struct wb_model *msg, const char *name,
 		char key[48];
 		snprintf(key, sizeof key, "%s_mae", msg->zones[z].zone);
 		json_object_set_new(m, key,
-				    json_real(msg->zones[z].mae_w > 0 ? msg->zones[z].mae_w : -1));
+				    json_real(msg->zones[z].mae_w > 0 || msg->test_slots
+						  ? msg->zones[z].mae_w
+						  : -1));
 		snprintf(key, sizeof key, "%s_mape", msg->zones[z].zone);
 		json_object_set_new(m, key,
 				    json_real(msg->zones[z].mape > 0 ? msg->zones[z].mape : -1));
