@@ -69,6 +69,11 @@ static const char *zone_source(const struct ex_zone *xz)
 		return "rapl-sysfs"; /* several sockets of one kind: RAPL's */
 	if (!strncmp(p, "/sys/", 5))
 		return "acpi"; /* an ACPI power meter through hwmon */
+	/* powerd's fake source simulates RAPL's zones (package-0, core-0, dram-0) for hosts
+	 * without a meter; 0.9's consumers (its trainers, power-source-comparison) know RAPL by
+	 * this name. The 0.10 profile's path and powerd's mode="fake" say it is simulated. */
+	if (!strncmp(p, "simulated:", 10))
+		return "rapl-sysfs";
 	return "wattbus";
 }
 
@@ -107,16 +112,52 @@ static void zone_package(const struct ex_host *h, size_t zi, bool platform_meter
 }
 
 /* ---- node ---- */
+
+/* Whether a host has an exported zone of a component. */
+static bool host_has(const struct ex_host *h, int comp)
+{
+	bool pm = has_platform(h);
+	for (size_t z = 0; z < h->nzones; z++)
+		if (h->zones[z].labels && zone_comp(h, &h->zones[z], pm) == comp)
+			return true;
+	return false;
+}
+
+/*
+ * Kepler 0.9 reads core, uncore, package and dram together per socket of the package zones
+ * (components' GetAbsEnergyFromNodeComponents) and exports all four, 0 J for a zone the CPU
+ * lacks; its trainers need every one (PowerSourceMap). So does this profile: a component a host
+ * with package zones lacks is one 0 J series per package zone, with its package and source.
+ */
+static bool zero_comp(const struct ex_host *h, int comp)
+{
+	return (comp == K9_CORE || comp == K9_UNCORE || comp == K9_DRAM) && !host_has(h, comp) &&
+	       host_has(h, K9_PACKAGE);
+}
+
+static void node_series(struct render_ctx *c, const struct ex_host *h, size_t z, bool pm, bool zero)
+{
+	const struct ex_zone *xz = &h->zones[z];
+	char pkg[sizeof xz->path];
+	zone_package(h, z, pm, pkg, sizeof pkg);
+	for (int idle = 0; idle < 2; idle++) {
+		render_begin(c);
+		rbuf_puts(c->b, h->node_label);
+		rbuf_label(c->b, false, "package", pkg, sizeof pkg);
+		/* Kepler 0.9's instance: its node name */
+		rbuf_label(c->b, false, "instance", h->name, sizeof h->name);
+		rbuf_puts(c->b, idle ? ",mode=\"idle\"" : ",mode=\"dynamic\"");
+		rbuf_label(c->b, false, "source", zone_source(xz), 32);
+		render_end_fixed(c, zero ? 0 : idle ? xz->idle_uj : xz->active_uj, 6);
+	}
+}
+
 static void node_family(struct render_ctx *c, int comp)
 {
 	const struct accum *a = c->in->acc;
 	bool any = false;
-	for (size_t i = 0; i < a->nhosts && !any; i++) {
-		bool pm = has_platform(a->hosts[i]);
-		for (size_t z = 0; z < a->hosts[i]->nzones && !any; z++)
-			any = a->hosts[i]->zones[z].labels &&
-			      zone_comp(a->hosts[i], &a->hosts[i]->zones[z], pm) == comp;
-	}
+	for (size_t i = 0; i < a->nhosts && !any; i++)
+		any = host_has(a->hosts[i], comp) || zero_comp(a->hosts[i], comp);
 	char name[64], help[96];
 	snprintf(name, sizeof name, "kepler_node_%s_joules_total", k9_names[comp]);
 	snprintf(help, sizeof help, "Aggregated value in %s value (Kepler 0.9)", k9_names[comp]);
@@ -124,24 +165,11 @@ static void node_family(struct render_ctx *c, int comp)
 		return;
 	for (size_t i = 0; i < a->nhosts; i++) {
 		const struct ex_host *h = a->hosts[i];
-		bool pm = has_platform(h);
-		for (size_t z = 0; z < h->nzones; z++) {
-			const struct ex_zone *xz = &h->zones[z];
-			if (!xz->labels || zone_comp(h, xz, pm) != comp)
-				continue;
-			char pkg[sizeof xz->path];
-			zone_package(h, z, pm, pkg, sizeof pkg);
-			for (int idle = 0; idle < 2; idle++) {
-				render_begin(c);
-				rbuf_puts(c->b, h->node_label);
-				rbuf_label(c->b, false, "package", pkg, sizeof pkg);
-				/* Kepler 0.9's instance: its node name */
-				rbuf_label(c->b, false, "instance", h->name, sizeof h->name);
-				rbuf_puts(c->b, idle ? ",mode=\"idle\"" : ",mode=\"dynamic\"");
-				rbuf_label(c->b, false, "source", zone_source(xz), 32);
-				render_end_fixed(c, idle ? xz->idle_uj : xz->active_uj, 6);
-			}
-		}
+		bool pm = has_platform(h), zero = zero_comp(h, comp);
+		for (size_t z = 0; z < h->nzones; z++)
+			if (h->zones[z].labels &&
+			    zone_comp(h, &h->zones[z], pm) == (zero ? K9_PACKAGE : comp))
+				node_series(c, h, z, pm, zero);
 	}
 }
 
@@ -246,21 +274,34 @@ static const char *label_in(const char *labels, const char *name, size_t *len)
 	return NULL;
 }
 
-/* ,name="value of from in labels" (empty when absent). */
-static void copy_label(struct render_ctx *c, const char *name, const char *labels, const char *from)
+/* ,name="value of from in labels", else the value dflt (no escapes). */
+static void copy_label_or(struct render_ctx *c, const char *name, const char *labels,
+			  const char *from, const char *dflt)
 {
 	size_t len = 0;
 	const char *v = label_in(labels, from, &len);
+	if (!v || !len) {
+		v = dflt;
+		len = strlen(dflt);
+	}
 	rbuf_putc(c->b, ',');
 	rbuf_puts(c->b, name);
 	rbuf_put(c->b, "=\"", 2);
-	if (v)
-		rbuf_put(c->b, v, len);
+	rbuf_put(c->b, v, len);
 	rbuf_putc(c->b, '"');
 }
 
+/* ,name="value of from in labels" (empty when absent). */
+static void copy_label(struct render_ctx *c, const char *name, const char *labels, const char *from)
+{
+	copy_label_or(c, name, labels, from, "");
+}
+
 /* A container's pod: its name and namespace as kepler_pod_* shows them, else the kubelet's, else
- * the uid (as there without names). */
+ * the uid (as there without names). Unknown ones are Kepler 0.9's defaults for a container the
+ * kubelet does not list (cgroup.GetContainerInfo): pod_name "system_processes", namespace
+ * "system". Never empty: Prometheus drops an empty label, and kepler-model-server takes only
+ * container series with all of container_id, pod_name, container_name, container_namespace. */
 static void container_pod(struct render_ctx *c, const struct ex_host *h, const struct ex_work *w)
 {
 	size_t len = 0;
@@ -269,13 +310,18 @@ static void container_pod(struct render_ctx *c, const struct ex_host *h, const s
 	snprintf(id, sizeof id, "%.*s", (int)(uid ? len : 0), uid ? uid : "");
 	const struct ex_work *pod = id[0] ? accum_work(h, EX_POD, id) : NULL;
 	if (pod && pod->labels) {
-		copy_label(c, "pod_name", pod->labels, "pod_name");
-		copy_label(c, "container_namespace", pod->labels, "pod_namespace");
+		copy_label_or(c, "pod_name", pod->labels, "pod_name", "system_processes");
+		copy_label_or(c, "container_namespace", pod->labels, "pod_namespace", "system");
 		return;
 	}
 	const struct kube_pod *kp = kube_names_pod(c->in->acc->kube, id);
-	rbuf_label(c->b, false, "pod_name", kp ? kp->name : id, KUBE_NAME_MAX);
-	rbuf_label(c->b, false, "container_namespace", kp ? kp->ns : "", KUBE_NAME_MAX);
+	rbuf_label(c->b, false, "pod_name",
+		   kp	   ? kp->name
+		   : id[0] ? id
+			   : "system_processes",
+		   KUBE_NAME_MAX);
+	rbuf_label(c->b, false, "container_namespace", kp && kp->ns[0] ? kp->ns : "system",
+		   KUBE_NAME_MAX);
 }
 
 /* node_name and the level's 0.9 labels (ProcessEnergyLabels, ContainerEnergyLabels, ...). */
@@ -381,6 +427,11 @@ static void host_comps(const struct ex_host *h, struct k9_host *k)
 			k->source[comp] = zone_source(&h->zones[z]);
 		}
 	}
+	/* the components node_family serves as 0 J: the package's meter, as Kepler 0.9's one
+	 * components source names them all */
+	for (int i = 0; i < K9_N; i++)
+		if (!seen[i] && zero_comp(h, i))
+			k->source[i] = k->source[K9_PACKAGE];
 }
 
 /* A workload's energy (uJ) in the components of mask. */
@@ -453,13 +504,20 @@ static void work_family(struct render_ctx *c, const struct k9_prefix *p, enum ex
 	}
 }
 
-/* kepler_<level>_bpf_cpu_time_ms_total: the CPU time Kepler 0.9 read from eBPF, in ms. */
-static void work_cpu_time(struct render_ctx *c, const struct k9_prefix *p, enum ex_level level)
+/*
+ * kepler_<level>_<feature>_total of Kepler 0.9's eBPF software counters: bpf_cpu_time_ms (the
+ * CPU time, in ms) and bpf_page_cache_hit, which wattbus does not count: served as 0, because
+ * Kepler 0.9 exports both wherever its writeback tracepoint attaches and its BPFOnly trainers
+ * require both (a feature that stays 0 gets no weight). docs/exportd.md says so.
+ */
+static void work_counter(struct render_ctx *c, const struct k9_prefix *p, enum ex_level level,
+			 const char *feature)
 {
-	char name[64];
-	snprintf(name, sizeof name, "kepler_%s_bpf_cpu_time_ms_total", ex_level_names[level]);
-	if (!render_family(c, name, "counter", "Aggregated value in bpf_cpu_time_ms value from bpf",
-			   level))
+	bool cpu = !strcmp(feature, "bpf_cpu_time_ms");
+	char name[64], help[96];
+	snprintf(name, sizeof name, "kepler_%s_%s_total", ex_level_names[level], feature);
+	snprintf(help, sizeof help, "Aggregated value in %s value from bpf", feature);
+	if (!render_family(c, name, "counter", help, level))
 		return;
 	const struct accum *a = c->in->acc;
 	size_t idx = 0;
@@ -472,7 +530,7 @@ static void work_cpu_time(struct render_ctx *c, const struct k9_prefix *p, enum 
 				continue;
 			work_begin(c, p, idx, h, level, s->w);
 			rbuf_puts(c->b, ",source=\"bpf\"");
-			render_end_fixed(c, s->w->cpu_ns, 6); /* ns as ms */
+			render_end_fixed(c, cpu ? s->w->cpu_ns : 0, 6); /* ns as ms */
 		}
 	}
 }
@@ -518,7 +576,8 @@ void render_kepler09(struct render_ctx *c)
 					work_family(c, &p, levels[l], comp);
 			if (levels[l] != EX_VM)
 				work_family(c, &p, levels[l], K9_N);
-			work_cpu_time(c, &p, levels[l]);
+			work_counter(c, &p, levels[l], "bpf_cpu_time_ms");
+			work_counter(c, &p, levels[l], "bpf_page_cache_hit");
 			prefix_free(&p);
 		}
 	}

@@ -806,12 +806,13 @@ static struct km_zone *msg_zones(const struct wb_model *msg, struct km_feat **fe
 		for (; n < msg->n_features && n < mz->n_weights && n < mz->n_scales; n++)
 			f[n] = (struct km_feat){msg->features[n], mz->scales[n], mz->weights[n],
 						n < mz->n_means ? mz->means[n] : 0};
-		zones[z] = (struct km_zone){.zone = mz->zone,
-					    .bias_w = mz->bias_w,
-					    .feat = f,
-					    .nfeat = n,
-					    .mae_w = mz->mae_w > 0 ? mz->mae_w : NAN,
-					    .mape = mz->mape > 0 ? mz->mape : NAN};
+		zones[z] =
+		    (struct km_zone){.zone = mz->zone,
+				     .bias_w = mz->bias_w,
+				     .feat = f,
+				     .nfeat = n,
+				     .mae_w = mz->mae_w > 0 || msg->test_slots ? mz->mae_w : NAN,
+				     .mape = mz->mape > 0 ? mz->mape : NAN};
 	}
 	return zones;
 }
@@ -1043,6 +1044,8 @@ static void migrate(struct md_model *m)
 		 m->dir);
 }
 
+/* An absent mae decodes as 0, so 0 is an exact fit only when the model was tested on held-out
+ * slots (test_slots > 0); without them it is unknown (NAN: filed, never served). */
 static double msg_mae(const struct wb_model *msg)
 {
 	if (msg->mae > 0)
@@ -1054,7 +1057,7 @@ static double msg_mae(const struct wb_model *msg)
 			sum += msg->zones[z].mae_w;
 			any = true;
 		}
-	return any ? sum : NAN;
+	return any ? sum : msg->test_slots > 0 ? 0 : NAN;
 }
 
 static double msg_mape(const struct wb_model *msg)

@@ -54,13 +54,15 @@ feeder() {
 
 # prom_start [JOB...]: a Prometheus on a free loopback port with one scrape job per name
 # (default wattbus), each on exportd, and the rule files in $PROM_RULES (space-separated).
-# Scrapes every 2 s, each given 2 s (a scrape that times out marks every series stale, and
-# Prometheus wants scrape_timeout <= scrape_interval): rates are taken over 30 s windows.
+# Scrapes every $PROM_SCRAPE (2s), each given as long (a scrape that times out marks every
+# series stale, and Prometheus wants scrape_timeout <= scrape_interval): rates are taken over
+# 30 s windows.
 prom_start() {
 	PROM_PORT=$(wb_free_port)
 	local job f
 	{
-		printf 'global:\n  scrape_interval: 2s\n  scrape_timeout: 2s\n  evaluation_interval: 2s\n'
+		printf 'global:\n  scrape_interval: %s\n  scrape_timeout: %s\n  evaluation_interval: 2s\n' \
+			"${PROM_SCRAPE:-2s}" "${PROM_SCRAPE:-2s}"
 		[ -z "${PROM_RULES:-}" ] || printf 'rule_files:\n'
 		for f in ${PROM_RULES:-}; do printf '  - %s\n' "$f"; done
 		printf 'scrape_configs:\n'

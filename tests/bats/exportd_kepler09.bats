@@ -59,7 +59,7 @@ same() {
 	# the figures themselves: 3 s of 10 W (6 W active) over two sockets summed, nginx a quarter
 	run grep -F 'kepler_node_package_joules_total{node_name="node-a",package="aggregated-package",instance="node-a",mode="dynamic",source="rapl-sysfs"}' "$M"
 	assert_output --partial '} 18.000000'
-	run grep -F 'kepler_container_package_joules_total{node_name="node-a",container_id="c0ffee",pod_name="pod-1",container_namespace="",container_name="web",mode="dynamic",source="rapl-sysfs"}' "$M"
+	run grep -F 'kepler_container_package_joules_total{node_name="node-a",container_id="c0ffee",pod_name="pod-1",container_namespace="system",container_name="web",mode="dynamic",source="rapl-sysfs"}' "$M"
 	assert_output --partial '} 4.500000'
 	run grep -F 'kepler_vm_bpf_cpu_time_ms_total{node_name="node-a",vm_id="vm-1",source="bpf"}' "$M"
 	assert_output --partial '} 375.000000'

@@ -393,24 +393,34 @@ static void test_kepler09_families(void)
 	    "kepler_node_package_joules_total{node_name=\"node-a\",package=\"0\",instance=\"node-a\",mode=\"dynamic\",source=\"rapl-sysfs\"} 16.000000");
 	HAS(out,
 	    "kepler_node_package_joules_total{node_name=\"node-a\",package=\"0\",instance=\"node-a\",mode=\"idle\",source=\"rapl-sysfs\"} 24.000000");
-	HASNOT(out, "kepler_node_dram_joules_total"); /* no such zone: no node series */
+	/* no dram zone: 0 J per package zone, as Kepler 0.9 reads all four RAPL components per
+	 * socket; no platform zone: no platform series */
+	HAS(out,
+	    "kepler_node_dram_joules_total{node_name=\"node-a\",package=\"0\",instance=\"node-a\",mode=\"dynamic\",source=\"rapl-sysfs\"} 0.000000");
+	HAS(out,
+	    "kepler_node_uncore_joules_total{node_name=\"node-a\",package=\"0\",instance=\"node-a\",mode=\"idle\",source=\"rapl-sysfs\"} 0.000000");
+	HASNOT(out, "kepler_node_platform_joules_total");
 	HASNOT(out, "kepler_node_other_joules_total");
 	HAS(out,
 	    "kepler_process_package_joules_total{node_name=\"node-a\",pid=\"42\",container_id=\"c1\",vm_id=\"\",command=\"stress\",mode=\"dynamic\",source=\"rapl-sysfs\"} 6.000000");
 	/* every component per workload, as Kepler 0.9 (0 J where there is none) */
 	HAS(out,
-	    "kepler_process_dram_joules_total{node_name=\"node-a\",pid=\"42\",container_id=\"c1\",vm_id=\"\",command=\"stress\",mode=\"dynamic\",source=\"trained_power_model\"} 0.000000");
+	    "kepler_process_dram_joules_total{node_name=\"node-a\",pid=\"42\",container_id=\"c1\",vm_id=\"\",command=\"stress\",mode=\"dynamic\",source=\"rapl-sysfs\"} 0.000000");
+	/* the eBPF page-cache counter Kepler's BPFOnly trainers need: wattbus counts none */
+	HAS(out, "# TYPE kepler_process_bpf_page_cache_hit_total counter");
+	HAS(out,
+	    "kepler_process_bpf_page_cache_hit_total{node_name=\"node-a\",pid=\"42\",container_id=\"c1\",vm_id=\"\",command=\"stress\",source=\"bpf\"} 0.000000");
 	HAS(out,
 	    "kepler_process_joules_total{node_name=\"node-a\",pid=\"42\",container_id=\"c1\",vm_id=\"\",command=\"stress\",mode=\"dynamic\"} 6.000000");
 	HAS(out,
 	    "kepler_process_bpf_cpu_time_ms_total{node_name=\"node-a\",pid=\"42\",container_id=\"c1\",vm_id=\"\",command=\"stress\",source=\"bpf\"} 3000.000000");
 	/* the container's pod by its uid: the pod's name as kepler_pod_* shows it */
 	HAS(out,
-	    "kepler_container_package_joules_total{node_name=\"node-a\",container_id=\"c1\",pod_name=\"web-7d9\",container_namespace=\"\",container_name=\"web\",mode=\"dynamic\",source=\"rapl-sysfs\"} 6.000000");
+	    "kepler_container_package_joules_total{node_name=\"node-a\",container_id=\"c1\",pod_name=\"web-7d9\",container_namespace=\"system\",container_name=\"web\",mode=\"dynamic\",source=\"rapl-sysfs\"} 6.000000");
 	HAS(out,
-	    "kepler_container_joules_total{node_name=\"node-a\",container_id=\"c1\",pod_name=\"web-7d9\",container_namespace=\"\",container_name=\"web\",mode=\"dynamic\"} 6.000000");
+	    "kepler_container_joules_total{node_name=\"node-a\",container_id=\"c1\",pod_name=\"web-7d9\",container_namespace=\"system\",container_name=\"web\",mode=\"dynamic\"} 6.000000");
 	HAS(out,
-	    "kepler_container_bpf_cpu_time_ms_total{node_name=\"node-a\",container_id=\"c1\",pod_name=\"web-7d9\",container_namespace=\"\",container_name=\"web\",source=\"bpf\"} 3000.000000");
+	    "kepler_container_bpf_cpu_time_ms_total{node_name=\"node-a\",container_id=\"c1\",pod_name=\"web-7d9\",container_namespace=\"system\",container_name=\"web\",source=\"bpf\"} 3000.000000");
 	HAS(out,
 	    "kepler_vm_package_joules_total{node_name=\"node-a\",vm_id=\"v1\",mode=\"dynamic\",source=\"rapl-sysfs\"} 6.000000");
 	HAS(out,

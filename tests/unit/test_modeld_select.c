@@ -219,6 +219,18 @@ static void test_store(void)
 	msg.model.spec.cores = 16;
 	CHECK(md_store_put(s, &msg.model, 0, &out, err, sizeof err) == MD_PUT_NEW);
 	CHECK_STR(out->name, "SGDRegressorTrainer_1");
+	/* an exact fit: mae 0 over held-out slots is known and the best; 0 without them (what an
+	 * absent mae decodes to) is unknown, filed and never served */
+	msg.model.spec.cores = 4;
+	msg.model.mae = 0;
+	msg.model.zones[0].mae_w = 0;
+	CHECK(md_store_put(s, &msg.model, 0, &out, err, sizeof err) == MD_PUT_NEW);
+	CHECK_STR(out->name, "SGDRegressorTrainer_2");
+	CHECK(isnan(out->mae));
+	msg.model.test_slots = 20;
+	CHECK(md_store_put(s, &msg.model, 0, &out, err, sizeof err) == MD_PUT_REPLACED);
+	CHECK(out->mae == 0);
+	msg.model.test_slots = 0;
 	msg.model.n_zones = 1;
 	snprintf(msg.model.type, sizeof msg.model.type, "Watts");
 	CHECK(md_store_put(s, &msg.model, 0, &out, err, sizeof err) == MD_PUT_ERROR);
@@ -242,11 +254,11 @@ static void test_store(void)
 	fclose(f);
 	s = md_store_new(dir, "wattbus", "rapl-sysfs");
 	CHECK(md_store_load(s, err, sizeof err) == 0);
-	CHECK_U64(s->nmodels, 2);
+	CHECK_U64(s->nmodels, 3);
 	CHECK_U64(s->skipped, 1);
 	CHECK(s->nerrors == 1 && strstr(s->errors[0].path, "SGDRegressorTrainer_7/metadata.json"));
-	CHECK(s->nmodels == 2 && !strcmp(s->models[0]->origin, "bus:b"));
-	CHECK(s->nmodels == 2 && s->models[0]->mae == 6);
+	CHECK(s->nmodels == 3 && !strcmp(s->models[0]->origin, "bus:b"));
+	CHECK(s->nmodels == 3 && s->models[0]->mae == 6);
 	/* and it serves them: the machine's node type */
 	struct md_request r;
 	const char *q =
@@ -254,6 +266,12 @@ static void test_store(void)
 	CHECK(md_request_parse(q, strlen(q), &r, err, sizeof err) == 0);
 	const struct md_model *m = md_select(s, &r, err, sizeof err);
 	CHECK(m && !strcmp(m->name, "SGDRegressorTrainer_1"));
+	md_request_free(&r);
+	/* the exact fit, reloaded with its mae 0, is served for its machine */
+	q = "{\"metrics\":[\"bpf_cpu_time_ms\"],\"output_type\":\"AbsPower\",\"weight\":true,\"machine_spec\":{\"processor\":\"Intel(R) Xeon(R) CPU X @ 2GHz\",\"cores\":4,\"chips\":1,\"memory\":16,\"frequency\":3000}}";
+	CHECK(md_request_parse(q, strlen(q), &r, err, sizeof err) == 0);
+	m = md_select(s, &r, err, sizeof err);
+	CHECK(m && !strcmp(m->name, "SGDRegressorTrainer_2") && m->mae == 0);
 	md_request_free(&r);
 	md_store_destroy(&s);
 	char cmd[600];
