@@ -39,7 +39,7 @@ static inline __attribute__((always_inline)) bool is_empty(const struct wb_field
 static bool obj_is_empty(const struct wb_field *f, const char *src)
 {
 	for (uint32_t i = 0; i < f->obj->nfields; i++)
-		if (f->obj->fields[i].required || !is_empty(&f->obj->fields[i], src + f->off))
+		if (!rule_left_out(&f->obj->fields[i], is_empty(&f->obj->fields[i], src + f->off)))
 			return false;
 	return true;
 }
@@ -53,7 +53,7 @@ static uint32_t count_keys(const struct wb_type *t, const char *src)
 		const struct wb_field *f = &t->fields[i];
 		if (f->type == WB_T_FLAT)
 			n += count_keys(f->obj, src + f->off);
-		else if (f->required || !is_empty(f, src))
+		else if (!rule_left_out(f, is_empty(f, src)))
 			n++;
 	}
 	return n;
@@ -242,11 +242,11 @@ static int encode_fast(msgpack_sbuffer *sb, const struct wb_type *t, const char 
 	for (uint32_t i = 0; i < t->nfields; i++) {
 		const struct wb_field *f = &t->fields[i];
 		const char *at = src + f->off;
-		if (!f->required && is_empty(f, src))
-			continue; /* an optional key holding zero is left out, as encode_obj does */
 		switch (f->type) {
 		case WB_T_U64: {
 			uint64_t v = *(const uint64_t *)at;
+			if (rule_left_out(f, !v))
+				continue;
 			if (!rule_u64(f, v))
 				return 1;
 			w = put_uint(put_key(w, f), v);
@@ -254,16 +254,22 @@ static int encode_fast(msgpack_sbuffer *sb, const struct wb_type *t, const char 
 		}
 		case WB_T_I64: {
 			int64_t v = *(const int64_t *)at;
+			if (rule_left_out(f, !v))
+				continue;
 			if (!rule_i64(f, v))
 				return 1;
 			w = put_int(put_key(w, f), v);
 			break;
 		}
 		case WB_T_BOOL:
+			if (rule_left_out(f, !*(const bool *)at))
+				continue;
 			w = put_key(w, f);
 			*w++ = *(const bool *)at ? 0xc3 : 0xc2;
 			break;
 		case WB_T_STR: {
+			if (rule_left_out(f, !at[0]))
+				continue;
 			size_t len = strnlen(at, f->size);
 			if (len >= f->size || rule_str(f, (const uint8_t *)at, len) != STR_OK)
 				return 1;
@@ -275,6 +281,8 @@ static int encode_fast(msgpack_sbuffer *sb, const struct wb_type *t, const char 
 		case WB_T_ARR: {
 			const uint64_t *items = *(const uint64_t *const *)at;
 			size_t m = *(const size_t *)(src + f->off_n);
+			if (rule_left_out(f, !m))
+				continue;
 			if (!rule_items(f, m) || (m && !items))
 				return 1;
 			w = PUT_ARR_HDR(put_key(w, f), m);
@@ -333,7 +341,7 @@ static int encode_obj(msgpack_sbuffer *sb, const struct wb_type *t, const char *
 			n += nf;
 			continue;
 		}
-		if (!f->required && is_empty(f, src))
+		if (rule_left_out(f, is_empty(f, src)))
 			continue;
 		struct path p = {at, f->key, 0};
 		if ((reserved ? encode_value(sb, f, f, src, true, &p, err)

@@ -49,6 +49,12 @@ static inline bool rule_items(const struct wb_field *f, size_t n)
 	return n >= f->min_len && n <= f->max_len;
 }
 
+/* An optional key that holds zero (0, false, "", no items) is left out of the map. */
+static inline bool rule_left_out(const struct wb_field *f, bool zero)
+{
+	return !f->required && zero;
+}
+
 /* Why a string breaks its field's rule, in the order the verdicts are given. */
 enum str_fault {
 	STR_OK,
@@ -59,27 +65,29 @@ enum str_fault {
 };
 
 /*
- * Whether the n bytes at s are ASCII without a NUL and, for an identity,
- * without a control character, 8 at a time: a word has a byte below k when
- * (w - k * 0x01..) & ~w & 0x80.. is not 0 (exact for bytes below 0x80). What
- * nearly every string on the bus is (names, comm, container ids, paths).
+ * Whether the n bytes at s are ASCII without a byte below `below` (1: no NUL;
+ * 0x20: no C0 control either) and, when del, without DEL, 8 at a time: a word
+ * has a byte below k when (w - k * 0x01..) & ~w & 0x80.. is not 0 (exact for
+ * bytes below 0x80). What nearly every string on the bus is (names, comm,
+ * container ids, paths).
  */
-static inline bool ascii_clean(const uint8_t *s, size_t n, bool ident)
+static inline __attribute__((always_inline)) bool ascii_clean(const uint8_t *s, size_t n,
+							      uint8_t below, bool del)
 {
 	const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
-	const uint64_t below = (ident ? 0x20 : 0x01) * ones, del = 0x7f * ones;
+	const uint64_t lo = below * ones, d = 0x7f * ones;
 	size_t i = 0;
 	for (; i + 8 <= n; i += 8) {
 		uint64_t w;
 		memcpy(&w, s + i, sizeof(w));
-		uint64_t bad = ((w - below) & ~w) | w;
-		if (ident)
-			bad |= ((w ^ del) - ones) & ~(w ^ del);
+		uint64_t bad = ((w - lo) & ~w) | w;
+		if (del)
+			bad |= ((w ^ d) - ones) & ~(w ^ d);
 		if (bad & highs)
 			return false;
 	}
 	for (; i < n; i++)
-		if (!s[i] || s[i] >= 0x80 || (ident && (s[i] < 0x20 || s[i] == 0x7f)))
+		if (s[i] < below || s[i] >= (del ? 0x7f : 0x80))
 			return false;
 	return true;
 }
@@ -92,7 +100,7 @@ static inline enum str_fault rule_str(const struct wb_field *f, const uint8_t *s
 {
 	if (n < f->min_len || n > f->max_len)
 		return STR_LEN;
-	if (ascii_clean(s, n, f->ident))
+	if (f->ident ? ascii_clean(s, n, 0x20, true) : ascii_clean(s, n, 1, false))
 		return STR_OK;
 	return rule_str_slow(f, s, n);
 }
