@@ -118,16 +118,10 @@ static inline __attribute__((always_inline)) int decode_value(struct reader *r,
 		return 0;
 	}
 	case WB_T_F64: {
-		double v;
-		if (o.t == MV_FLOAT)
-			v = o.f;
-		else if (o.t == MV_POS)
-			v = (double)o.u;
-		else if (o.t == MV_NEG)
-			v = (double)o.i;
-		else
+		if (o.t != MV_FLOAT && o.t != MV_POS && o.t != MV_NEG)
 			return codec_fail(err, WB_R_TYPE, at, "expected a number, got %s",
 					  mp_type_name(o.t));
+		double v = o.t == MV_FLOAT ? o.f : o.t == MV_POS ? (double)o.u : (double)o.i;
 		if (!rule_f64(f, v))
 			return rule_fail_f64(err, at, f, v);
 		*(double *)(dst + f->off) = v;
