@@ -260,15 +260,10 @@ static int check_conf(const void *conf, char *err, size_t errlen)
 	return 0;
 }
 
-static const struct wb_stage stage = {
-    .name = "estimd",
-    .summary =
-	"Split node energy into idle and active, attribute it to processes, containers, pods and VMs.",
-    .keys = keys,
-    .nkeys = NKEYS,
-    .conf_size = sizeof(struct estimd_conf),
-    .check = check_conf,
-};
+static const struct wb_stage stage = WB_STAGE(
+    "estimd",
+    "Split node energy into idle and active, attribute it to processes, containers, pods and VMs.",
+    keys, struct estimd_conf, check_conf);
 
 struct app {
 	struct wb_daemon *d;

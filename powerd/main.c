@@ -157,15 +157,10 @@ static int powerd_check(const void *confp, char *err, size_t errlen)
 	return detect_check(mask, &opts, err, errlen);
 }
 
-static const struct wb_stage powerd_stage = {
-    .name = "powerd",
-    .summary =
-	"Publish cumulative energy per power zone (RAPL, MSR, hwmon, a command) on the wattbus.",
-    .keys = powerd_keys,
-    .nkeys = sizeof(powerd_keys) / sizeof(powerd_keys[0]),
-    .conf_size = sizeof(struct powerd_conf),
-    .check = powerd_check,
-};
+static const struct wb_stage powerd_stage = WB_STAGE(
+    "powerd",
+    "Publish cumulative energy per power zone (RAPL, MSR, hwmon, a command) on the wattbus.",
+    powerd_keys, struct powerd_conf, powerd_check);
 
 struct powerd;
 struct pd_watch {
