@@ -103,14 +103,9 @@ static int check_conf(const void *conf, char *err, size_t errlen)
 	return rc;
 }
 
-static const struct wb_stage alignd_stage = {
-    .name = "alignd",
-    .summary = "Put power and usage samples into the same time slots, exactly.",
-    .keys = alignd_keys,
-    .nkeys = sizeof(alignd_keys) / sizeof(alignd_keys[0]),
-    .conf_size = sizeof(struct alignd_conf),
-    .check = check_conf,
-};
+static const struct wb_stage alignd_stage =
+    WB_STAGE("alignd", "Put power and usage samples into the same time slots, exactly.",
+	     alignd_keys, struct alignd_conf, check_conf);
 
 struct alignd {
 	struct wb_daemon *d;

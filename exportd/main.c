@@ -146,14 +146,9 @@ static int check_conf(const void *conf, char *err, size_t errlen)
 	return 0;
 }
 
-static const struct wb_stage exportd_stage = {
-    .name = "exportd",
-    .summary = "Serve the pipeline's estimates to Prometheus under Kepler's metric names.",
-    .keys = exportd_keys,
-    .nkeys = sizeof(exportd_keys) / sizeof(exportd_keys[0]),
-    .conf_size = sizeof(struct exportd_conf),
-    .check = check_conf,
-};
+static const struct wb_stage exportd_stage =
+    WB_STAGE("exportd", "Serve the pipeline's estimates to Prometheus under Kepler's metric names.",
+	     exportd_keys, struct exportd_conf, check_conf);
 
 struct exportd {
 	struct wb_daemon *d;

@@ -1,6 +1,6 @@
 /*
  * Field tables that describe each message struct, generated from schemas/ by
- * tools/schemagen.py and walked by the generic codec in codec.c.
+ * tools/schemagen.py and walked by the generic codec (lib/codec_dec.c, lib/codec_enc.c).
  */
 #ifndef WB_CODEC_TYPES_H
 #define WB_CODEC_TYPES_H

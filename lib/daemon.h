@@ -52,6 +52,14 @@ struct wb_stage {
 	int (*check)(const void *conf, char *err, size_t errlen);
 };
 
+/* A stage's struct wb_stage from its key table (an array) and the type of its conf struct. */
+#define WB_STAGE(NAME, SUMMARY, KEYS, CONF_TYPE, CHECK)                                            \
+	{                                                                                          \
+		.name = (NAME), .summary = (SUMMARY), .keys = (KEYS),                              \
+		.nkeys = sizeof(KEYS) / sizeof((KEYS)[0]), .conf_size = sizeof(CONF_TYPE),         \
+		.check = (CHECK),                                                                  \
+	}
+
 struct wb_daemon;
 
 struct wb_daemon *wb_daemon_new(const struct wb_stage *stage, int argc, char **argv);

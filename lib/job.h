@@ -22,7 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* How long a stopping daemon waits for its cancelled jobs (lib/daemon.c). */
+/* How long a stopping daemon waits for its cancelled jobs (lib/daemon.c, wb_daemon_run). */
 #define WB_JOB_STOP_NS (1000 * 1000000ull)
 
 struct wb_job;

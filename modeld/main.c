@@ -119,14 +119,9 @@ static int check_conf(const void *conf, char *err, size_t errlen)
 	return 0;
 }
 
-static const struct wb_stage modeld_stage = {
-    .name = "modeld",
-    .summary = "Collect trained power models and serve them with Kepler's model server API.",
-    .keys = modeld_keys,
-    .nkeys = sizeof(modeld_keys) / sizeof(modeld_keys[0]),
-    .conf_size = sizeof(struct modeld_conf),
-    .check = check_conf,
-};
+static const struct wb_stage modeld_stage = WB_STAGE(
+    "modeld", "Collect trained power models and serve them with Kepler's model server API.",
+    modeld_keys, struct modeld_conf, check_conf);
 
 struct modeld {
 	struct wb_daemon *d;

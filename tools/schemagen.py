@@ -3,7 +3,7 @@
 
 schemas/ is the single source of truth for keys, types and bounds: this script
 turns each kind's JSON Schema into a C struct and a field table that the
-generic codec (lib/codec.c) walks. Usage: schemagen.py SCHEMA_DIR OUT.h OUT.c
+generic codec (lib/codec_dec.c, lib/codec_enc.c) walks. Usage: schemagen.py SCHEMA_DIR OUT.h OUT.c
 """
 import json
 import os
@@ -241,7 +241,7 @@ class Gen:
         h.append("struct wb_msg {\n\tenum wb_kind kind;\n\tunion {\n\t\tstruct wb_envelope env;")
         for k in KINDS:
             h.append(f"\t\tstruct wb_{k} {k};")
-        h.append("\t};\n\t/* A decoded message: where the arrays inside array items live (codec.c). */")
+        h.append("\t};\n\t/* A decoded message: where the arrays inside array items live (codec_dec.c). */")
         h.append("\tstruct wb_pool *pool;\n};\n")
         h.append("extern const struct wb_kind_info wb_kinds[WB_NKINDS];")
         h.append("\n#endif")

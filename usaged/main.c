@@ -61,14 +61,9 @@ static int usaged_check(const void *conf, char *err, size_t errlen)
 	return 0;
 }
 
-static const struct wb_stage usaged_stage = {
-    .name = "usaged",
-    .summary = "publish per-process CPU time and counters (eBPF, or /proc)",
-    .keys = usaged_keys,
-    .nkeys = sizeof(usaged_keys) / sizeof(usaged_keys[0]),
-    .conf_size = sizeof(struct usaged_conf),
-    .check = usaged_check,
-};
+static const struct wb_stage usaged_stage =
+    WB_STAGE("usaged", "publish per-process CPU time and counters (eBPF, or /proc)", usaged_keys,
+	     struct usaged_conf, usaged_check);
 
 struct usaged {
 	struct wb_daemon *d;

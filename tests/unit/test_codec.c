@@ -6,6 +6,7 @@
 
 #include "bus.h"
 #include "codec.h"
+#include "codec_rules.h"
 #include "json.h"
 #include "unit.h"
 
@@ -828,7 +829,7 @@ static void test_int_arrays(void)
 	wb_msg_clear(&m);
 }
 
-/* Strings in items: ASCII and UTF-8 read back alike (the fast path takes ASCII only). */
+/* Strings in items: ASCII and UTF-8 read back alike, on the fast path or not. */
 static void test_item_strings(void)
 {
 	static const char *const comms[] = {"bash", "h\xc3\xa9llo", "\xe6\x97\xa5\xe6\x9c\xac",
@@ -859,6 +860,56 @@ static void test_item_strings(void)
 	wb_msg_clear(&back);
 	free(out);
 	wb_msg_clear(&m);
+}
+
+/* The string rule byte by byte, as the codec said it before the rules were shared: the reference
+ * that rule_str's 8-bytes-at-a-time ASCII check must agree with. */
+static enum str_fault str_rule_bytewise(const struct wb_field *f, const uint8_t *s, size_t n)
+{
+	if (n < f->min_len || n > f->max_len)
+		return STR_LEN;
+	if (memchr(s, '\0', n))
+		return STR_NUL;
+	for (size_t i = 0, len; i < n; i += len)
+		if (!(len = wb_utf8_seq_len(s + i, n - i)))
+			return STR_UTF8;
+	for (size_t i = 0, len; f->ident && i < n; i += len) {
+		len = wb_utf8_seq_len(s + i, n - i);
+		if (wb_utf8_is_control(s + i, len))
+			return STR_CONTROL;
+	}
+	return STR_OK;
+}
+
+/* rule_str against the byte-wise rule: every byte value, and a two-byte sequence, at every
+ * position of strings of 0 to 19 bytes (words and tails), for a name and for data. */
+static void test_string_rule(void)
+{
+	struct wb_field name = {.type = WB_T_STR, .min_len = 1, .max_len = 18, .ident = 1};
+	struct wb_field data = {.type = WB_T_STR, .min_len = 0, .max_len = 18, .ident = 0};
+	static const char *const seqs[] = {"\xc3\xa9", "\xc2\x85", "\xc2\xa0", "\xed\xa0",
+					   "\xc0\xaf"};
+	unsigned wrong = 0, seen[STR_CONTROL + 1] = {0};
+	uint8_t s[24];
+	for (int fi = 0; fi < 2; fi++) {
+		const struct wb_field *f = fi ? &data : &name;
+		for (size_t n = 0; n < 20; n++)
+			for (size_t p = 0; p < (n ? n : 1); p++)
+				for (int b = 0; b < 256 + 5; b++) {
+					memset(s, 'a', sizeof(s));
+					if (n && b < 256)
+						s[p] = (uint8_t)b;
+					else if (n && p + 1 < n)
+						memcpy(s + p, seqs[b - 256], 2);
+					enum str_fault got = rule_str(f, s, n),
+						       want = str_rule_bytewise(f, s, n);
+					wrong += got != want;
+					seen[want]++;
+				}
+	}
+	CHECK_U64(wrong, 0);
+	for (int k = STR_OK; k <= STR_CONTROL; k++)
+		CHECK(seen[k] > 0);
 }
 
 /*
@@ -935,6 +986,7 @@ static const struct unit_case cases[] = {
     {"integer arrays in items: every width read back, the pool freed", test_int_arrays},
     {"strings in items: ASCII and UTF-8 read back alike", test_item_strings},
     {"items' absent keys are zero in reused memory", test_items_zeroed},
+    {"the string rule, 8 bytes at a time, is the byte-wise rule", test_string_rule},
 };
 int main(void)
 {
