@@ -55,25 +55,20 @@ stat_counter() {
 }
 counter_at_least() { [ "$(stat_counter "$1" "$2")" -ge "$3" ]; }
 
-# Kill everything wb_spawn started, with their process groups (call from teardown).
 # wb_stop_cancelled NAME WHAT: SIGTERM to NAME (a wb_spawn name), which has a job (lib/job.h)
-# in flight; it exits 0 before the deadline, its log saying it cancelled the job (whose name
-# holds WHAT) and that none was left running.
+# in flight; it exits 0 before the deadline (wb_stop), its log saying it cancelled the job
+# (whose name holds WHAT) and that none was left running.
 wb_stop_cancelled() {
-	local name=$1 what=$2 pidvar="PID_$1"
-	local pid=${!pidvar}
-	kill -0 "$pid"
-	kill -TERM "$pid"
-	wb_wait_for 30 bash -c '! kill -0 "$0" 2>/dev/null' "$pid"
-	local rc=0
-	wait "$pid" || rc=$?
-	[ "$rc" -eq 0 ] || fail "$name exited $rc"
-	run grep "stopping: cancelled the job" "$BATS_TEST_TMPDIR/$name.log"
-	assert_output --partial "$what"
-	run grep "still runs" "$BATS_TEST_TMPDIR/$name.log"
+	local pidvar="PID_$1"
+	kill -0 "${!pidvar}"
+	wb_stop "$1"
+	run grep "stopping: cancelled the job" "$BATS_TEST_TMPDIR/$1.log"
+	assert_output --partial "$2"
+	run grep "still runs" "$BATS_TEST_TMPDIR/$1.log"
 	assert_failure
 }
 
+# Kill everything wb_spawn started, with their process groups (call from teardown).
 wb_kill_all() {
 	[ -f "$BATS_TEST_TMPDIR/pids" ] || return 0
 	while read -r p; do kill -TERM -- "-$p" 2>/dev/null || kill -TERM "$p" 2>/dev/null || true; done <"$BATS_TEST_TMPDIR/pids"
