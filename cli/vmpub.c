@@ -95,6 +95,8 @@ static const struct wb_stage vmpub_stage = {
     .nkeys = sizeof(vmpub_keys) / sizeof(vmpub_keys[0]),
     .conf_size = sizeof(struct vmpub_conf),
     .check = vmpub_check,
+    .program = "wattbus vmpub",
+    .man = "wattbus(1) and docs/VM.md",
 };
 
 static void vmpub_on_msg(struct wb_daemon *d, const struct wb_msg *m, const struct wb_rx *rx,

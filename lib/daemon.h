@@ -50,6 +50,9 @@ struct wb_stage {
 			     (WB_CONF_STR) */
 	/* Cross-key checks after loading; fill err and return -1 to reject. Optional. */
 	int (*check)(const void *conf, char *err, size_t errlen);
+	/* How --help names the program and its manual; NULL: wattbus-NAME and wattbus-NAME(8)
+	 * (a CLI verb on the framework, `wattbus vmpub`, names its own). */
+	const char *program, *man;
 };
 
 /* A stage's struct wb_stage from its key table (an array) and the type of its conf struct. */

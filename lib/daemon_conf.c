@@ -79,7 +79,7 @@ static void usage(struct wb_daemon *d, FILE *out)
 	daemon_sections(d, &d->global, d->conf, secs);
 	fprintf(
 	    out,
-	    "usage: wattbus-%s [-c FILE] [-n] [-v] [--KEY VALUE ...]\n%s\n\n"
+	    "usage: %s%s [-c FILE] [-n] [-v] [--KEY VALUE ...]\n%s\n\n"
 	    "  -c, --config FILE        config file (default %s when it exists, or $WATTBUS_CONF)\n"
 	    "  -n, --check              check the config and exit (0 valid, 2 invalid)\n"
 	    "  -v, --verbose            log at debug level\n"
@@ -88,11 +88,16 @@ static void usage(struct wb_daemon *d, FILE *out)
 	    "  -V, --version            print the version\n\n"
 	    "Every key is also a variable WATTBUS_<SECTION>_<KEY> (WATTBUS_GLOBAL_HOST): flags override it, it overrides the file.\n\n"
 	    "[%s] keys, also flags:\n",
-	    d->stage->name, d->stage->summary, DEFAULT_CONFIG, d->stage->name, d->stage->name);
+	    d->stage->program ? "" : "wattbus-",
+	    d->stage->program ? d->stage->program : d->stage->name, d->stage->summary,
+	    DEFAULT_CONFIG, d->stage->name, d->stage->name);
 	wb_conf_usage(&secs[1], out);
 	fprintf(out, "\n[global] keys, also flags:\n");
 	wb_conf_usage(&secs[0], out);
-	fprintf(out, "\nSee wattbus-%s(8).\n", d->stage->name);
+	if (d->stage->man)
+		fprintf(out, "\nSee %s.\n", d->stage->man);
+	else
+		fprintf(out, "\nSee wattbus-%s(8).\n", d->stage->name);
 }
 
 int wb_default_runtime_dir(char *buf, size_t size)

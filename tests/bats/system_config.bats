@@ -37,4 +37,10 @@ load helper
 	run "$WATTBUS" vmpub -n -c "$conf" --curve-cert /nowhere/hv vm1 tcp://127.0.0.1:5610
 	assert_failure 2
 	assert_output --partial "curve_cert needs curve_allow"
+	# its --help names the verb and its manual, not a wattbus-vmpub program or page
+	run "$WATTBUS" vmpub --help
+	assert_success
+	assert_line "usage: wattbus vmpub [-c FILE] [-n] [-v] [--KEY VALUE ...]"
+	assert_line "See wattbus(1) and docs/VM.md."
+	refute_output --partial "wattbus-vmpub"
 }
