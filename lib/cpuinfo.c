@@ -1,6 +1,6 @@
 /*
  * /proc/cpuinfo's "key<TAB>: value" lines: one parser for estimd's machine spec,
- * exportd's kepler_node_cpu_info and its Kepler 0.9 node info.
+ * exportd's kepler_node_cpu_info and its Kepler 0.9 node info, powerd's MSR source.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -69,7 +69,10 @@ int wb_cpuinfo_parse(const char *text, struct wb_cpuinfo_cpu **out)
 				     sizeof cur->model_name) ||
 			       field(line, len, "physical id", cur->physical_id,
 				     sizeof cur->physical_id) ||
-			       field(line, len, "core id", cur->core_id, sizeof cur->core_id));
+			       field(line, len, "core id", cur->core_id, sizeof cur->core_id) ||
+			       field(line, len, "cpu family", cur->cpu_family,
+				     sizeof cur->cpu_family) ||
+			       field(line, len, "model", cur->model, sizeof cur->model));
 		}
 		line += len + (nl != NULL);
 	}

@@ -1,6 +1,7 @@
 /*
  * /proc/cpuinfo, parsed once for every stage: one entry per logical CPU with the
- * keys wattbus reads, and the machine's facts summed over them. Pure except
+ * keys wattbus reads, and the machine's facts summed over them (for estimd's machine
+ * spec, exportd's CPU info and powerd's MSR source, which reads its x86 family). Pure except
  * wb_cpuinfo_read. Spec structs (Kepler's machine_spec) are built from the facts
  * elsewhere; this module only says what the kernel wrote.
  */
@@ -13,7 +14,8 @@
 /* One logical CPU: the values as written, trailing blanks removed; "" when absent. */
 struct wb_cpuinfo_cpu {
 	char processor[16], vendor_id[64], model_name[128], physical_id[16], core_id[16];
-	double mhz; /* "cpu MHz"; 0 when absent (arm64) */
+	double mhz;			/* "cpu MHz"; 0 when absent (arm64) */
+	char cpu_family[16], model[16]; /* x86's numbers, as written (powerd's MSR quirks) */
 };
 
 /*

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cpuinfo.h"
 #include "powerd.h"
 
 #define MSR_INTEL_RAPL_POWER_UNIT 0x606u
@@ -33,36 +34,22 @@ struct msr_conf {
 int msr_cpu_id(const char *path, struct pd_cpu_id *id)
 {
 	*id = (struct pd_cpu_id){0};
-	FILE *f = fopen(path, "re");
-	if (!f)
+	struct wb_cpuinfo_cpu *cpus;
+	char err[256];
+	int n = wb_cpuinfo_read(path, &cpus, err, sizeof(err));
+	if (n <= 0 || !cpus[0].vendor_id[0]) {
+		free(n > 0 ? cpus : NULL);
 		return -1;
-	char line[512];
-	bool vendor = false, family = false, model = false;
-	while (fgets(line, sizeof(line), f) && !(vendor && family && model)) {
-		char *colon = strchr(line, ':');
-		if (!colon)
-			continue;
-		const char *val = colon + 1;
-		while (*val == ' ' || *val == '\t')
-			val++;
-		if (!vendor && !strncmp(line, "vendor_id", 9)) {
-			vendor = true;
-			if (!strncmp(val, "GenuineIntel", 12))
-				id->vendor = PD_CPU_INTEL;
-			else if (!strncmp(val, "AuthenticAMD", 12) ||
-				 !strncmp(val, "HygonGenuine", 12))
-				id->vendor = PD_CPU_AMD;
-		} else if (!family && !strncmp(line, "cpu family", 10)) {
-			family = true;
-			id->family = (unsigned)strtoul(val, NULL, 10);
-		} else if (!model && !strncmp(line, "model", 5) &&
-			   (line[5] == ' ' || line[5] == '\t')) {
-			model = true;
-			id->model = (unsigned)strtoul(val, NULL, 10);
-		}
 	}
-	fclose(f);
-	return vendor ? 0 : -1;
+	const char *v = cpus[0].vendor_id;
+	if (!strcmp(v, "GenuineIntel"))
+		id->vendor = PD_CPU_INTEL;
+	else if (!strcmp(v, "AuthenticAMD") || !strcmp(v, "HygonGenuine"))
+		id->vendor = PD_CPU_AMD;
+	id->family = (unsigned)strtoul(cpus[0].cpu_family, NULL, 10);
+	id->model = (unsigned)strtoul(cpus[0].model, NULL, 10);
+	free(cpus);
+	return 0;
 }
 
 /* Intel family 6 models whose DRAM domain counts in 15.3 uJ (drivers/powercap/intel_rapl_common.c).

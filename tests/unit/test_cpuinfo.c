@@ -21,20 +21,20 @@ static const struct {
     /* two sockets, each one core of two threads */
     {"x86-xeon-2s.txt",
      4,
-     {"0", "GenuineIntel", XEON, "0", "0", 1000.021},
-     {"3", "GenuineIntel", XEON, "1", "0", 800.0},
+     {"0", "GenuineIntel", XEON, "0", "0", 1000.021, "6", "85"},
+     {"3", "GenuineIntel", XEON, "1", "0", 800.0, "6", "85"},
      {4, 2, 2, "GenuineIntel", XEON, 3100.4}},
     /* no model name, vendor, physical id or MHz: one socket, as Kepler 0.9 counts */
     {"arm64-graviton2.txt",
      2,
-     {"0", "", "", "", "", 0},
-     {"1", "", "", "", "", 0},
+     {"0", "", "", "", "", 0, "", ""},
+     {"1", "", "", "", "", 0, "", ""},
      {2, 1, 1, "", "", 0}},
     /* cut in the second CPU's "model na": it counts, with what it has ("" its socket) */
     {"x86-truncated.txt",
      2,
-     {"0", "GenuineIntel", XEON, "0", "0", 1000.021},
-     {"1", "GenuineIntel", "", "", "", 0},
+     {"0", "GenuineIntel", XEON, "0", "0", 1000.021, "6", "85"},
+     {"1", "GenuineIntel", "", "", "", 0, "6", "85"},
      {2, 2, 2, "GenuineIntel", XEON, 1000.021}},
 };
 
@@ -46,6 +46,8 @@ static void check_cpu(const struct wb_cpuinfo_cpu *got, const struct wb_cpuinfo_
 	CHECK_STR(got->physical_id, want->physical_id);
 	CHECK_STR(got->core_id, want->core_id);
 	CHECK_NEAR(got->mhz, want->mhz, 1e-9);
+	CHECK_STR(got->cpu_family, want->cpu_family); /* "model" is not "model name" */
+	CHECK_STR(got->model, want->model);
 }
 
 static void test_recorded(void)

@@ -67,7 +67,8 @@ static void test_cpuinfo_and_units(void)
 	id = (struct pd_cpu_id){.vendor = PD_CPU_AMD, .family = 25, .model = 1};
 	msr_units(&id, 16, &pkg, &dram, &psys);
 	CHECK(pkg.mul == 1000000 && pkg.div == 65536 && dram.div == 65536);
-	fake_write("cpuinfo", "vendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 17\n");
+	fake_write("cpuinfo",
+		   "processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 17\n");
 	CHECK(msr_cpu_id(o.cpuinfo_path, &id) == 0 && id.vendor == PD_CPU_AMD && id.family == 25 &&
 	      id.model == 17);
 	CHECK(msr_cpu_id("/nonexistent/cpuinfo", &id) == -1);
@@ -134,7 +135,8 @@ static void test_intel_discovery(void)
 static void test_amd(void)
 {
 	fake_new();
-	fake_write("cpuinfo", "vendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 1\n");
+	fake_write("cpuinfo",
+		   "processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 1\n");
 	cpu_topology(0, 0);
 	cpu_topology(1, 0);
 	/*
