@@ -56,7 +56,9 @@ static const struct wb_conf_key tail_keys[] = {
      "MiB that the learning state (idle regressions, training) and node totals of all hosts may hold together; a new host beyond it is refused (0: no limit)"},
 };
 
-static int est_conf_from(const struct estimd_conf *c, struct est_conf *ec, char *err, size_t errlen)
+/* max_zone_w: [global]'s, which a model file is checked against (WB_ZONE_MAX_W on -n). */
+static int est_conf_from(const struct estimd_conf *c, double max_zone_w, struct est_conf *ec,
+			 char *err, size_t errlen)
 {
 	memset(ec, 0, sizeof(*ec));
 	ec->mode = strcmp(c->mode, "measured") == 0 ? EST_MEASURED
@@ -87,7 +89,7 @@ static int est_conf_from(const struct estimd_conf *c, struct est_conf *ec, char 
 	ec->attribute_platform = c->attribute_platform;
 	ec->vm_idle = c->vm_idle;
 	ec->model_cores = (uint64_t)c->model_cores;
-	ec->max_zone_w = WB_ZONE_MAX_W; /* [global] max_zone_w, set once the daemon has it */
+	ec->max_zone_w = max_zone_w;
 	ec->budget_bytes = (size_t)c->budget_mib << 20;
 	/* each model source's settings (the trainer's go into ec) */
 	return est_sources_conf(c, ec, err, errlen);
@@ -97,7 +99,8 @@ static int est_conf_from(const struct estimd_conf *c, struct est_conf *ec, char 
 static int check_conf(const void *conf, char *err, size_t errlen)
 {
 	struct est_conf ec;
-	return est_conf_from(conf, &ec, err, errlen);
+	/* [global] is not at hand here: -n checks a model file against the default bound */
+	return est_conf_from(conf, WB_ZONE_MAX_W, &ec, err, errlen);
 }
 
 /* keys and conf_size: estimd's own and the model sources', laid out by main */
@@ -264,12 +267,11 @@ static int on_reload(struct wb_daemon *d, void *new_conf, void *arg)
 	struct estimd_conf *c = new_conf;
 	struct est_conf ec;
 	char err[MODEL_ERR_MAX];
-	if (est_conf_from(c, &ec, err, sizeof(err)) < 0) {
+	if (est_conf_from(c, zone_bound_w(app), &ec, err, sizeof(err)) < 0) {
 		log_errx("reload: %s; keeping the running config and model", err);
 		return -1;
 	}
 	ec.bound = bound_of(d);
-	ec.max_zone_w = zone_bound_w(app);
 	estimator_set_conf(app->pub.est, &ec);
 	char later[256];
 	const struct wb_conf_section sec = {"estimd", stage.keys, stage.nkeys, NULL};
@@ -357,13 +359,12 @@ int main(int argc, char **argv)
 	char err[MODEL_ERR_MAX];
 	struct est_conf ec;
 	int rc = WB_EXIT_FAILURE;
-	if (est_conf_from(app.conf, &ec, err, sizeof(err)) < 0) {
+	if (est_conf_from(app.conf, zone_bound_w(&app), &ec, err, sizeof(err)) < 0) {
 		log_errx("%s", err);
 		rc = WB_EXIT_USAGE;
 		goto out;
 	}
 	ec.bound = bound_of(d);
-	ec.max_zone_w = zone_bound_w(&app);
 	if (!(app.pub.est = estimator_new(&ec)))
 		fatalx(WB_EXIT_FAILURE, "out of memory");
 	if (start_sources(&app, &rc) < 0)

@@ -84,8 +84,9 @@ static int file_conf(const void *sconf, const struct estimd_conf *c, struct est_
 		     size_t errlen)
 {
 	struct model *m;
-	/* [global] is not at hand here: a file is checked against the default bound */
-	if (load_model(sconf, c, WB_ZONE_MAX_W, &m, err, errlen) < 0)
+	/* against [global] max_zone_w (the default bound on -n, where [global] is not at hand) */
+	if (load_model(sconf, c, ec->max_zone_w > 0 ? ec->max_zone_w : WB_ZONE_MAX_W, &m, err,
+		       errlen) < 0)
 		return -1;
 	free(m);
 	return 0;

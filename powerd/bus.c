@@ -383,7 +383,7 @@ static const struct wb_conf_key bus_keys[] = {
      "bus source: this VM's CURVE certificate (secret beside it), for a tcp:// bus_sub"},
     {"bus_curve_peer", WB_CONF_STR | WB_CONF_RESTART, OFF(bus_curve_peer), "", 0, 0, NULL,
      "bus source: the host's public CURVE certificate"},
-    {"bus_wait", WB_CONF_DURATION, OFF(bus_wait_ns), "10s", 0, 3600e9, NULL,
+    {"bus_wait", WB_CONF_DURATION | WB_CONF_RESTART, OFF(bus_wait_ns), "10s", 0, 3600e9, NULL,
      "bus source: warn when the host's first message (its zones) has not come this long after the start; powerd never waits for it"},
 };
 #undef OFF

@@ -52,9 +52,9 @@ stop_and_check() {
 }
 
 @test "no wait on the loop can be set to outlast the units' WatchdogSec" {
-	# The keys whose wait holds the daemon (estimd's slot wait for its sidecar, a loop
-	# iteration; powerd's start-up exec run without exec_retry, its start); every other wait
-	# for a peer, each exec run of a sample included, is a job off the loop.
+	# The one wait that holds a loop iteration is estimd's slot wait for its sidecar; every
+	# other wait for a peer, each exec run included, is a job off the loop. exec_timeout keeps
+	# its 20 s maximum for `wattbus probe` and `doctor`, which wait for a first run.
 	for unit in "$WB_ROOT"/systemd/wattbus-powerd.service "$WB_ROOT"/systemd/wattbus-estimd.service; do
 		grep -q '^WatchdogSec=30s$' "$unit" || fail "$unit: WatchdogSec is not 30s; the keys' maxima follow it"
 	done

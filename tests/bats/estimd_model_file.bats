@@ -36,7 +36,7 @@ bad_model() { # FILE KIND
 @test "SIGHUP reloads the model file; a bad file keeps the running model" {
 	cp "$WB_ROOT/data/models/$SHIPPED.json" "$BATS_TEST_TMPDIR/model.json"
 	estimd_start "estimate/" \
-		--model "$BATS_TEST_TMPDIR/model.json" --stat_interval 200ms
+		--model "$BATS_TEST_TMPDIR/model.json" --stat_interval 200ms --max_zone_w 500
 	feed() { python3 "$BATS_TEST_DIRNAME/estimd_slots.py" --host vm1 --no-power --count 1 --seed "$1" |
 		"$WATTBUS" pub --wait 30s "$in"; }
 
@@ -59,10 +59,23 @@ bad_model() { # FILE KIND
 	wb_wait_lines "$BATS_TEST_TMPDIR/estimd.log" 1 10 "reloaded model second"
 	feed 3
 	wb_wait_lines "$BATS_TEST_TMPDIR/tap.log" 3 10
+	# A model over [global] max_zone_w (500 W here), with another key changed: the whole
+	# reload is refused, as at start, not the settings taken and the model kept.
+	jq '.model_name = "third" | .package.All_Weights.Bias_Weight = 1000' \
+		"$WB_ROOT/data/models/$SHIPPED.json" >"$BATS_TEST_TMPDIR/model.json"
+	kill -HUP "$PID_estimd"
+	wb_wait_lines "$BATS_TEST_TMPDIR/estimd.log" 1 10 "reload: model third"
+	run grep "reload: model third" "$BATS_TEST_TMPDIR/estimd.log"
+	assert_output --partial "above the zone's bound of 500 W, refused; keeping the running config and model"
+	run grep -c "reloaded model third" "$BATS_TEST_TMPDIR/estimd.log"
+	assert_output 0
+	feed 4
+	wb_wait_lines "$BATS_TEST_TMPDIR/tap.log" 4 10
 	run jq -r .msg.model "$BATS_TEST_TMPDIR/tap.log"
 	assert_line --index 0 "$SHIPPED"
 	assert_line --index 1 "$SHIPPED"
 	assert_line --index 2 "second"
+	assert_line --index 3 "second"
 	# The daemon never stopped.
 	kill -0 "$PID_estimd"
 }
