@@ -790,6 +790,18 @@ static int node_type_add(struct md_pipeline *p, int nt, const struct km_spec *sp
 /* A model message's zones as lib/kmodel.h writes them; features in feats (n_zones x
  * n_features, calloc'd, the caller frees it). NULL when out of memory. Error figures of 0 are
  * the message's "not known". */
+/* An exact fit: tested on held-out slots (test_slots > 0) with no error stated above 0 (an absent
+ * mae decodes as 0, so without held-out slots 0 is not known). */
+static bool msg_exact(const struct wb_model *msg)
+{
+	if (msg->test_slots == 0 || msg->mae > 0)
+		return false;
+	for (size_t z = 0; z < msg->n_zones; z++)
+		if (msg->zones[z].mae_w > 0)
+			return false;
+	return true;
+}
+
 static struct km_zone *msg_zones(const struct wb_model *msg, struct km_feat **feats)
 {
 	struct km_zone *zones = calloc(msg->n_zones ? msg->n_zones : 1, sizeof *zones);
@@ -811,7 +823,7 @@ static struct km_zone *msg_zones(const struct wb_model *msg, struct km_feat **fe
 				     .bias_w = mz->bias_w,
 				     .feat = f,
 				     .nfeat = n,
-				     .mae_w = mz->mae_w > 0 || msg->test_slots ? mz->mae_w : NAN,
+				     .mae_w = mz->mae_w > 0 || msg_exact(msg) ? mz->mae_w : NAN,
 				     .mape = mz->mape > 0 ? mz->mape : NAN};
 	}
 	return zones;
@@ -1044,12 +1056,14 @@ static void migrate(struct md_model *m)
 		 m->dir);
 }
 
-/* An absent mae decodes as 0, so 0 is an exact fit only when the model was tested on held-out
- * slots (test_slots > 0); without them it is unknown (NAN: filed, never served). */
+/* The model's held-out error: its own, else its zones' added up; 0 for an exact fit, NAN when not
+ * known (filed, never served). */
 static double msg_mae(const struct wb_model *msg)
 {
 	if (msg->mae > 0)
 		return msg->mae;
+	if (msg_exact(msg))
+		return 0;
 	double sum = 0;
 	bool any = false;
 	for (size_t z = 0; z < msg->n_zones; z++)
@@ -1057,7 +1071,7 @@ static double msg_mae(const struct wb_model *msg)
 			sum += msg->zones[z].mae_w;
 			any = true;
 		}
-	return any ? sum : msg->test_slots > 0 ? 0 : NAN;
+	return any ? sum : NAN;
 }
 
 static double msg_mape(const struct wb_model *msg)
