@@ -561,8 +561,9 @@ static const struct cli_flag probe_flags[] = {
 		 "how long to read (a BMC or ACPI meter needs a minute)"),
     CLI_DURATION("spacing", 0, OFF(spacing_ns), "100us", 0, 0, "D",
 		 "pause between two rounds of reads (exec sample mode: between runs)"),
-    CLI_STR("source", 0, OFF(only), NULL, "NAME",
-	    "only this powerd source (rapl, msr, hwmon); default: those `source = auto` tries"),
+    CLI_STR(
+	"source", 0, OFF(only), NULL, "NAME",
+	"only this powerd source (any but exec: use --exec); default: those `source = auto` tries"),
     CLI_STR("sysfs-root", 0, OFF(sys), "/sys", "DIR", "where sysfs is"),
     CLI_STR("dev-root", 0, OFF(dev), "/dev", "DIR", "where /dev is"),
     CLI_STR("proc-root", 0, OFF(proc), "/proc", "DIR", "where procfs is"),

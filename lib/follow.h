@@ -64,7 +64,8 @@ struct wb_follow_step {
 	uint64_t total_uj; /* the upstream total, cumulative within count */
 	uint64_t own_uj;   /* the step's own energy: what it adds when totals are not diffed */
 	uint64_t since_ns; /* time since the last step counted: the bound's window */
-	double max_w;	   /* the physical bound ([global] max_zone_w); <= 0: none */
+	double max_w; /* the physical bound (exportd: [global] max_zone_w; powerd's bus source: its
+			 max_power_w); <= 0: none */
 };
 
 /* The count named by a producer's src and its total_epoch; 0 when total_epoch is 0 (no totals). */
