@@ -1,10 +1,11 @@
 #!/bin/bash
 # How long each stage takes to stop with a peer that accepts and never answers
 # (tests/bats/hung_peer.py; for estimd's sidecar, kepler_estimator.py's hang
-# step), each request's own deadline at its maximum; and how many slots a
+# step; for powerd's exec source, a command that never ends), each request's own
+# deadline at its maximum; and how many slots a
 # second estimd estimates across hosts while its sidecar hangs. Reports, asserts
-# nothing (tests/bats/daemon_stop_hung_peer.bats and estimd_sidecar_peer.bats
-# check the behaviour). WB_BUILD: the build to measure (default build/).
+# nothing (tests/bats/daemon_stop_hung_peer.bats, powerd_exec_hung.bats and
+# estimd_sidecar_peer.bats check the behaviour). WB_BUILD: the build to measure (default build/).
 #
 #   WB_BUILD=$PWD/build bench/stop_hung_peer.sh
 #
@@ -55,6 +56,11 @@ measure exportd_kubelet "GET /pods" "$B/wattbus-exportd" --runtime_dir "$T" --li
 measure estimd_model_server "POST /model" "$B/wattbus-estimd" --runtime_dir "$T" --host h \
 	--sub "ipc://$T/a.sock" --pub "ipc://$T/s.sock" --model "" --model_server "$PEER" \
 	--model_server_timeout 600s
+# exec: a command that never ends (its start-up run and every sample's): it notes itself as the
+# peers do, then hangs.
+measure powerd_exec "EXEC" "$B/wattbus-powerd" --pub "ipc://$T/pe.sock" --runtime_dir "$T" \
+	--host h --source exec --exec "echo EXEC >>$T/requests.log; exec sleep 600" \
+	--exec_timeout 20s --interval 1s
 measure modeld_prometheus "GET /api/v1/query_range" "$B/wattbus-modeld" --runtime_dir "$T" \
 	--listen 127.0.0.1:0 --sub "" --store "$T/store" --prometheus "$PEER" --prometheus_timeout 600s
 fi
