@@ -396,26 +396,6 @@ static bool is_dir(const char *path)
 	return lstat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-/* The sub-folders of dir, sorted (NULL-terminated; caller frees). */
-static char **subdirs(const char *dir)
-{
-	struct dirent **ents;
-	int n = scandir(dir, &ents, NULL, alphasort);
-	if (n < 0)
-		return NULL;
-	char **out = calloc((size_t)n + 1, sizeof *out);
-	size_t k = 0;
-	for (int i = 0; i < n; i++) {
-		char path[PATH_MAX];
-		snprintf(path, sizeof path, "%s/%s", dir, ents[i]->d_name);
-		if (out && ents[i]->d_name[0] != '.' && is_dir(path))
-			out[k++] = strdup(ents[i]->d_name);
-		free(ents[i]);
-	}
-	free(ents);
-	return out;
-}
-
 static void strv_free(char **v)
 {
 	for (size_t i = 0; v && v[i]; i++)
@@ -423,9 +403,11 @@ static void strv_free(char **v)
 	free(v);
 }
 
-/* The names of dir's <name>.zip files that have no folder <name> among folders (an unpacked
- * archive is read from its folder, as Kepler's server does), sorted (NULL-terminated). */
-static char **archives(const char *dir, char *const *folders)
+/* What dir_names keeps of an entry: its name cut to len, or nothing (len 0). */
+typedef size_t (*name_keep_fn)(const char *dir, const char *name, const void *arg);
+
+/* The names dir's entries keep (their dot-files never), sorted (NULL-terminated; caller frees). */
+static char **dir_names(const char *dir, name_keep_fn keep, const void *arg)
 {
 	struct dirent **ents;
 	int n = scandir(dir, &ents, NULL, alphasort);
@@ -435,23 +417,49 @@ static char **archives(const char *dir, char *const *folders)
 	size_t k = 0;
 	for (int i = 0; i < n; i++) {
 		const char *name = ents[i]->d_name;
-		size_t len = strlen(name);
-		char path[PATH_MAX];
-		struct stat st;
-		bool unpacked = false;
-		if (out && len > 4 && name[0] != '.' && !strcmp(name + len - 4, ".zip") &&
-		    join(path, sizeof path, dir, name) && lstat(path, &st) == 0 &&
-		    S_ISREG(st.st_mode)) {
-			for (size_t f = 0; folders && folders[f]; f++)
-				unpacked |= strlen(folders[f]) == len - 4 &&
-					    !strncmp(folders[f], name, len - 4);
-			if (!unpacked && len - 4 < MD_NAME_MAX)
-				out[k++] = strndup(name, len - 4);
-		}
+		size_t len = out && name[0] != '.' ? keep(dir, name, arg) : 0;
+		if (len)
+			out[k++] = strndup(name, len);
 		free(ents[i]);
 	}
 	free(ents);
 	return out;
+}
+
+static size_t keep_dir(const char *dir, const char *name, const void *arg)
+{
+	(void)arg;
+	char path[PATH_MAX];
+	return join(path, sizeof path, dir, name) && is_dir(path) ? strlen(name) : 0;
+}
+
+/* The sub-folders of dir, sorted (NULL-terminated; caller frees). */
+static char **subdirs(const char *dir)
+{
+	return dir_names(dir, keep_dir, NULL);
+}
+
+/* A <name>.zip file with no folder <name> among folders (arg): <name>. */
+static size_t keep_archive(const char *dir, const char *name, const void *arg)
+{
+	char *const *folders = arg;
+	size_t len = strlen(name);
+	char path[PATH_MAX];
+	struct stat st;
+	if (len <= 4 || strcmp(name + len - 4, ".zip") != 0 || len - 4 >= MD_NAME_MAX ||
+	    !join(path, sizeof path, dir, name) || lstat(path, &st) != 0 || !S_ISREG(st.st_mode))
+		return 0;
+	for (size_t f = 0; folders && folders[f]; f++)
+		if (strlen(folders[f]) == len - 4 && !strncmp(folders[f], name, len - 4))
+			return 0;
+	return len - 4;
+}
+
+/* The names of dir's <name>.zip files that have no folder <name> among folders (an unpacked
+ * archive is read from its folder, as Kepler's server does), sorted (NULL-terminated). */
+static char **archives(const char *dir, char *const *folders)
+{
+	return dir_names(dir, keep_archive, folders);
 }
 
 static int add_model(struct md_store *self, struct md_model *m)
