@@ -701,12 +701,21 @@ static struct ex_total *tot_find(struct ex_host *h, const char *name)
 }
 
 /* The zone's followed totals, created with nothing followed; NULL when EX_MAX_TOTALS are held. */
-static struct ex_total *tot_get(struct ex_host *h, const char *name)
+/* name's entry, or a new one; with the table full, one whose baseline is of another count than
+ * count (a zone the host no longer has, or that this count has not told yet) gives way, so a host
+ * whose zones change over its life keeps following the ones it has. NULL: every entry is in use. */
+static struct ex_total *tot_get(struct ex_host *h, const char *name, uint64_t count)
 {
 	struct ex_total *t = tot_find(h, name);
-	if (t || h->ntot >= EX_MAX_TOTALS)
+	if (t)
 		return t;
-	t = &h->tot[h->ntot++];
+	if (h->ntot < EX_MAX_TOTALS)
+		t = &h->tot[h->ntot++];
+	for (size_t i = 0; !t && i < h->ntot; i++)
+		if (!h->tot[i].f.have || h->tot[i].f.count != count)
+			t = &h->tot[i];
+	if (!t)
+		return NULL;
 	memset(t, 0, sizeof(*t));
 	snprintf(t->name, sizeof t->name, "%s", name);
 	return t;
@@ -950,7 +959,7 @@ int accum_add(struct accum *self, const struct wb_estimate *e, enum accum_reason
 		/* The node counters follow estimd's totals (lib/follow.h): within one count by
 		 * their difference, this slot and any lost before; else by the slot's values. */
 		uint64_t add_tot = tot, add_act = act, add_idle = idle;
-		struct ex_total *t = tot_get(h, ez->name);
+		struct ex_total *t = tot_get(h, ez->name, count);
 		if (t) {
 			struct wb_follow_step s = {tot_valid(e, ez) ? count : 0, ez->total_uj, tot,
 						   since, self->lim.bound.max_zone_w};
@@ -1209,7 +1218,7 @@ static void host_restore(struct accum *self, struct ex_host *h, const json_t *o)
 		if (!count || !name[0] || strlen(name) >= sizeof h->tot[0].name ||
 		    tot_find(h, name) || h->ntot >= EX_MAX_TOTALS)
 			continue;
-		struct ex_total *t = tot_get(h, name);
+		struct ex_total *t = tot_get(h, name, count);
 		uint64_t idle;
 		load_triple(zo, "total_uj", "active_uj", &t->f.last_uj, &t->active_uj, &idle);
 		t->f.count = count;

@@ -842,6 +842,45 @@ static void test_zones_turn_over(void)
 	accum_destroy(&a);
 }
 
+/* One slot of host h's zone named name at t, in count total_epoch, with its cumulative total. */
+static void add_named_total(struct accum *a, const char *name, uint64_t t, uint64_t total_epoch,
+			    uint64_t total_uj)
+{
+	struct wb_msg m;
+	est_init(&m, "h", t, t + S, 1, 0);
+	snprintf(m.estimate.zones[0].name, sizeof m.estimate.zones[0].name, "%s", name);
+	m.estimate.total_epoch = total_epoch;
+	est_zone(&m, 0, 1000000, 250000);
+	struct wb_est_zone *ez = &m.estimate.zones[0];
+	ez->total_uj = total_uj;
+	ez->active_total_uj = total_uj / 4;
+	ez->idle_total_uj = total_uj - total_uj / 4;
+	CHECK(accum_add(a, &m.estimate, NULL) == 0);
+	wb_msg_clear(&m);
+}
+
+/* A host whose zone names change over its counts (each count its own meter) fills the table of
+ * followed totals; the entries of older counts give way, so the newest zone still recovers a lost
+ * slot from its totals. */
+static void test_totals_table_turns_over(void)
+{
+	struct accum_limits lim = lim_default();
+	struct accum *a = accum_new(&lim);
+	uint64_t t = 10 * S;
+	for (int i = 0; i < EX_MAX_TOTALS + 2; i++) {
+		char name[32];
+		snprintf(name, sizeof name, "meter-%d", i);
+		add_named_total(a, name, t, (uint64_t)i + 1, 1000000);
+		t += S;
+	}
+	CHECK_U64(a->recovered, 0);
+	/* the last meter's count goes on: one slot lost, the next brings it in */
+	add_named_total(a, "meter-65", t + S, EX_MAX_TOTALS + 2, 3000000);
+	CHECK_U64(a->recovered, 1);
+	CHECK_U64(a->recovered_uj, 1000000);
+	accum_destroy(&a);
+}
+
 /* The lines of text starting with prefix, and the value of the last one. */
 static int series_count(const char *text, const char *prefix, double *value)
 {
@@ -1107,6 +1146,7 @@ static const struct unit_case cases[] = {
     {"the workload map survives churn", test_map_churn},
     {"max_hosts, and silent hosts make room", test_hosts_cap},
     {"silent zones make room for new ones", test_zones_turn_over},
+    {"the followed totals turn over with the host's counts", test_totals_table_turns_over},
     {"a reused pid keeps one series", test_pid_reuse_one_series},
     {"node counters continue from the state file", test_state_file_restart},
     {"GPUs: one zone and kind each, identity kept across a restart", test_gpus_and_state},
